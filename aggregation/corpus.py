@@ -1,0 +1,413 @@
+"""The canonical corpus: crowd labels on tokens as COO triplets.
+
+Every upload format is parsed into one :class:`Corpus` (see ``ingest/``), and every
+aggregator, metric and job works on its integer arrays. Documents are concatenated
+token sequences; ``doc_lengths`` delimits them (hmmlearn's ``X, lengths``).
+
+An annotator who labelled a document gives every one of its tokens a label (tokens
+outside every span get class 0, ``"O"``); an annotator who did not label a document
+is *absent* there: a missing annotation is an absent row, never a ``-1``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["Corpus", "MISSING", "ROLES", "entity_type"]
+
+#: Sentinel used only in *dense derived views* (e.g. :meth:`Corpus.labels_of`)
+#: for tokens an annotator did not label. The COO arrays never contain it.
+MISSING = -1
+
+ROLES = ("crowd", "expert")
+
+_FORMAT_VERSION = 1
+
+
+def entity_type(class_name: str) -> str:
+    """Return the entity type of a class name: ``"B-PER"`` -> ``"PER"``, ``"O"`` -> ``"O"``."""
+    if class_name[:2] in ("B-", "I-"):
+        return class_name[2:]
+    return class_name
+
+
+@dataclass(frozen=True, eq=False)
+class Corpus:
+    """Crowd labels on tokens as COO triplets; documents are concatenated.
+
+    Parameters
+    ----------
+    token : ndarray of shape (n_obs,), int64
+        Global token index of each annotation, in ``[0, n_tokens)``.
+    worker : ndarray of shape (n_obs,), int32
+        Annotator index of each annotation, in ``[0, n_workers)``.
+    label : ndarray of shape (n_obs,), int16
+        Class index of each annotation, in ``[0, n_classes)``; 0 is ``"O"``.
+    doc_lengths : ndarray of shape (n_docs,), int64
+        Number of tokens of each document; sums to ``n_tokens``.
+    token_start, token_end : ndarray of shape (n_tokens,), int64
+        Character offsets of each token in its document's text (end exclusive).
+    doc_ids : tuple of str, length n_docs
+    texts : tuple of str, length n_docs
+        Document texts. Token-only formats (CoNLL, EBM-NLP) join tokens with one space.
+    worker_ids : tuple of str, length n_workers
+        Namespaced by source, e.g. ``"mturk:A1FG..."``, ``"upwork:md2"``.
+    worker_roles : tuple of str, length n_workers
+        ``"crowd"`` or ``"expert"``.
+    class_names : tuple of str, length n_classes
+        ``class_names[0] == "O"``. Span tasks use either inside/outside per
+        category (``"O", "Participants"``) or BIO (``"O", "B-PER", "I-PER", ...``).
+
+    Notes
+    -----
+    The triplets are sorted by ``(token, worker)`` and unique; each (document,
+    annotator) pair present covers every token of that document. Validation runs
+    once, here; code after ingest trusts the object. Use :meth:`from_arrays` to
+    build one from unsorted triplets.
+    """
+
+    token: NDArray[np.int64]
+    worker: NDArray[np.int32]
+    label: NDArray[np.int16]
+    doc_lengths: NDArray[np.int64]
+    token_start: NDArray[np.int64]
+    token_end: NDArray[np.int64]
+    doc_ids: tuple[str, ...]
+    texts: tuple[str, ...]
+    worker_ids: tuple[str, ...]
+    worker_roles: tuple[str, ...]
+    class_names: tuple[str, ...]
+    _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _check_corpus(self)
+        for name in ("token", "worker", "label", "doc_lengths", "token_start", "token_end"):
+            getattr(self, name).flags.writeable = False
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_arrays(
+        cls,
+        *,
+        token: NDArray,
+        worker: NDArray,
+        label: NDArray,
+        doc_lengths: NDArray,
+        token_start: NDArray,
+        token_end: NDArray,
+        doc_ids: tuple[str, ...] | list[str],
+        texts: tuple[str, ...] | list[str],
+        worker_ids: tuple[str, ...] | list[str],
+        worker_roles: tuple[str, ...] | list[str],
+        class_names: tuple[str, ...] | list[str],
+    ) -> Corpus:
+        """Build a corpus from triplets in any order: cast dtypes, sort by (token, worker)."""
+        token = np.asarray(token, dtype=np.int64)
+        worker = np.asarray(worker, dtype=np.int32)
+        label = np.asarray(label, dtype=np.int16)
+        if not (token.shape == worker.shape == label.shape) or token.ndim != 1:
+            raise ValueError(
+                f"token, worker and label must be 1-D of one length, found shapes "
+                f"{token.shape}, {worker.shape}, {label.shape}"
+            )
+        n_workers = max(len(worker_ids), 1)
+        order = np.argsort(token * n_workers + worker, kind="stable")
+        return cls(
+            token=token[order],
+            worker=worker[order],
+            label=label[order],
+            doc_lengths=np.asarray(doc_lengths, dtype=np.int64),
+            token_start=np.asarray(token_start, dtype=np.int64),
+            token_end=np.asarray(token_end, dtype=np.int64),
+            doc_ids=tuple(doc_ids),
+            texts=tuple(texts),
+            worker_ids=tuple(worker_ids),
+            worker_roles=tuple(worker_roles),
+            class_names=tuple(class_names),
+        )
+
+    # ------------------------------------------------------------------ sizes
+    @property
+    def n_obs(self) -> int:
+        return int(self.token.shape[0])
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.token_start.shape[0])
+
+    @property
+    def n_docs(self) -> int:
+        return int(self.doc_lengths.shape[0])
+
+    @property
+    def n_workers(self) -> int:
+        return len(self.worker_ids)
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.class_names)
+
+    # ------------------------------------------------------------------ derived views
+    @property
+    def doc_start(self) -> NDArray[np.int64]:
+        """ndarray of shape (n_docs + 1,): first token of each document, then n_tokens."""
+        if "doc_start" not in self._cache:
+            start = np.zeros(self.n_docs + 1, dtype=np.int64)
+            np.cumsum(self.doc_lengths, out=start[1:])
+            start.flags.writeable = False
+            self._cache["doc_start"] = start
+        return self._cache["doc_start"]
+
+    @property
+    def token_doc(self) -> NDArray[np.int64]:
+        """ndarray of shape (n_tokens,): document index of each token."""
+        if "token_doc" not in self._cache:
+            td = np.repeat(np.arange(self.n_docs, dtype=np.int64), self.doc_lengths)
+            td.flags.writeable = False
+            self._cache["token_doc"] = td
+        return self._cache["token_doc"]
+
+    @property
+    def obs_doc(self) -> NDArray[np.int64]:
+        """ndarray of shape (n_obs,): document index of each annotation."""
+        return self.token_doc[self.token]
+
+    @property
+    def scheme(self) -> Literal["io", "bio"]:
+        """``"bio"`` if any class name starts with ``B-``, else ``"io"``."""
+        return "bio" if any(c.startswith("B-") for c in self.class_names) else "io"
+
+    @property
+    def entity_types(self) -> tuple[str, ...]:
+        """Entity types in class order, without ``"O"``: ``("PER", "LOC")``."""
+        seen: dict[str, None] = {}
+        for c in self.class_names[1:]:
+            seen.setdefault(entity_type(c), None)
+        return tuple(seen)
+
+    @property
+    def class_entity(self) -> NDArray[np.int64]:
+        """ndarray of shape (n_classes,): entity-type index + 1 of each class (0 for ``O``)."""
+        types = {t: i + 1 for i, t in enumerate(self.entity_types)}
+        return np.array([0] + [types[entity_type(c)] for c in self.class_names[1:]], dtype=np.int64)
+
+    def workers_with_role(self, role: str) -> NDArray[np.int64]:
+        """Indices of the annotators with this role (``"crowd"`` or ``"expert"``)."""
+        if role not in ROLES:
+            raise ValueError(f"role must be one of {ROLES}, found {role!r}")
+        return np.flatnonzero(np.asarray(self.worker_roles) == role) if self.n_workers else np.zeros(0, np.int64)
+
+    def select_workers(self, workers: NDArray | list[int]) -> Corpus:
+        """Keep only the annotations of these annotator indices (the vocabulary is kept)."""
+        keep = np.isin(self.worker, np.asarray(workers, dtype=np.int64))
+        return self._with_obs(keep)
+
+    def select_role(self, role: str) -> Corpus:
+        """Keep only the annotations of annotators with this role."""
+        return self.select_workers(self.workers_with_role(role))
+
+    def labels_of(self, worker: int) -> NDArray[np.int64]:
+        """Dense labels of one annotator: ndarray of shape (n_tokens,), ``MISSING`` where absent."""
+        out = np.full(self.n_tokens, MISSING, dtype=np.int64)
+        m = self.worker == worker
+        out[self.token[m]] = self.label[m]
+        return out
+
+    def vote_counts(self, weights: NDArray | None = None) -> NDArray[np.float64]:
+        """Per-token label counts: ndarray of shape (n_tokens, n_classes).
+
+        ``weights`` (shape (n_workers,)) weighs each annotator's vote; default 1.
+        """
+        w = None if weights is None else np.asarray(weights, dtype=np.float64)[self.worker]
+        flat = np.bincount(
+            self.token * self.n_classes + self.label,
+            weights=w,
+            minlength=self.n_tokens * self.n_classes,
+        )
+        return flat.reshape(self.n_tokens, self.n_classes).astype(np.float64, copy=False)
+
+    def token_text(self, i: int) -> str:
+        """The text of global token ``i``."""
+        d = int(self.token_doc[i])
+        return self.texts[d][int(self.token_start[i]) : int(self.token_end[i])]
+
+    def doc_tokens(self, d: int) -> list[str]:
+        """The token strings of document ``d``."""
+        s, e = int(self.doc_start[d]), int(self.doc_start[d + 1])
+        text = self.texts[d]
+        return [text[a:b] for a, b in zip(self.token_start[s:e].tolist(), self.token_end[s:e].tolist())]
+
+    def _with_obs(self, keep: NDArray[np.bool_]) -> Corpus:
+        return Corpus(
+            token=self.token[keep],
+            worker=self.worker[keep],
+            label=self.label[keep],
+            doc_lengths=self.doc_lengths,
+            token_start=self.token_start,
+            token_end=self.token_end,
+            doc_ids=self.doc_ids,
+            texts=self.texts,
+            worker_ids=self.worker_ids,
+            worker_roles=self.worker_roles,
+            class_names=self.class_names,
+        )
+
+    # ------------------------------------------------------------------ equality
+    def equals(self, other: Corpus) -> bool:
+        """True if both corpora hold identical arrays and vocabularies."""
+        arrays = ("token", "worker", "label", "doc_lengths", "token_start", "token_end")
+        meta = ("doc_ids", "texts", "worker_ids", "worker_roles", "class_names")
+        return all(np.array_equal(getattr(self, a), getattr(other, a)) for a in arrays) and all(
+            getattr(self, m) == getattr(other, m) for m in meta
+        )
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the corpus to one compressed ``.npz`` file, atomically (temp file + rename)."""
+        path = Path(path)
+        meta = {
+            "version": _FORMAT_VERSION,
+            "doc_ids": self.doc_ids,
+            "texts": self.texts,
+            "worker_ids": self.worker_ids,
+            "worker_roles": self.worker_roles,
+            "class_names": self.class_names,
+        }
+        buf = io.BytesIO()
+        np.savez_compressed(
+            buf,
+            token=self.token,
+            worker=self.worker,
+            label=self.label,
+            doc_lengths=self.doc_lengths,
+            token_start=self.token_start,
+            token_end=self.token_end,
+            meta=np.frombuffer(json.dumps(meta, ensure_ascii=False).encode("utf-8"), dtype=np.uint8),
+        )
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as fh:
+            fh.write(buf.getvalue())
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> Corpus:
+        """Read a corpus written by :meth:`save`."""
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(z["meta"].tobytes().decode("utf-8"))
+            if meta.get("version") != _FORMAT_VERSION:
+                raise ValueError(
+                    f"{path}: corpus file version {_FORMAT_VERSION} expected, found {meta.get('version')}"
+                )
+            return cls(
+                token=z["token"],
+                worker=z["worker"],
+                label=z["label"],
+                doc_lengths=z["doc_lengths"],
+                token_start=z["token_start"],
+                token_end=z["token_end"],
+                doc_ids=tuple(meta["doc_ids"]),
+                texts=tuple(meta["texts"]),
+                worker_ids=tuple(meta["worker_ids"]),
+                worker_roles=tuple(meta["worker_roles"]),
+                class_names=tuple(meta["class_names"]),
+            )
+
+
+def _check_corpus(c: Corpus) -> None:
+    """Validate a corpus once, vectorised; raise ValueError naming expected vs found."""
+    expected_dtypes = {
+        "token": np.int64,
+        "worker": np.int32,
+        "label": np.int16,
+        "doc_lengths": np.int64,
+        "token_start": np.int64,
+        "token_end": np.int64,
+    }
+    for name, dt in expected_dtypes.items():
+        a = getattr(c, name)
+        if not isinstance(a, np.ndarray) or a.ndim != 1 or a.dtype != dt:
+            found = f"{a.dtype} array of ndim {a.ndim}" if isinstance(a, np.ndarray) else type(a).__name__
+            raise ValueError(f"{name} must be a 1-D {np.dtype(dt).name} array, found {found}")
+    n_obs = c.token.shape[0]
+    if c.worker.shape[0] != n_obs or c.label.shape[0] != n_obs:
+        raise ValueError(
+            f"token, worker and label must have one length, found {n_obs}, "
+            f"{c.worker.shape[0]}, {c.label.shape[0]}"
+        )
+    n_docs = c.doc_lengths.shape[0]
+    if len(c.doc_ids) != n_docs or len(c.texts) != n_docs:
+        raise ValueError(
+            f"doc_ids and texts must have n_docs={n_docs} entries, found {len(c.doc_ids)} and {len(c.texts)}"
+        )
+    if len(set(c.doc_ids)) != n_docs:
+        raise ValueError("doc_ids must be unique")
+    if n_docs and c.doc_lengths.min() < 0:
+        raise ValueError("doc_lengths must be >= 0")
+    n_tokens = int(c.doc_lengths.sum())
+    if c.token_start.shape[0] != n_tokens or c.token_end.shape[0] != n_tokens:
+        raise ValueError(
+            f"token_start and token_end must have n_tokens={n_tokens} entries, "
+            f"found {c.token_start.shape[0]} and {c.token_end.shape[0]}"
+        )
+    if n_tokens and (np.any(c.token_start < 0) or np.any(c.token_end < c.token_start)):
+        bad = int(np.flatnonzero((c.token_start < 0) | (c.token_end < c.token_start))[0])
+        raise ValueError(f"token offsets must satisfy 0 <= start <= end, found token {bad}")
+    if n_tokens:
+        text_len = np.fromiter((len(t) for t in c.texts), dtype=np.int64, count=n_docs)
+        tdoc = np.repeat(np.arange(n_docs), c.doc_lengths)
+        over = c.token_end > text_len[tdoc]
+        if np.any(over):
+            bad = int(np.flatnonzero(over)[0])
+            raise ValueError(
+                f"token {bad} ends at {int(c.token_end[bad])}, past the end of document "
+                f"{c.doc_ids[tdoc[bad]]!r} (length {int(text_len[tdoc[bad]])})"
+            )
+    n_workers = len(c.worker_ids)
+    if len(c.worker_roles) != n_workers:
+        raise ValueError(f"worker_roles must have {n_workers} entries, found {len(c.worker_roles)}")
+    if len(set(c.worker_ids)) != n_workers:
+        raise ValueError("worker_ids must be unique")
+    bad_roles = sorted(set(c.worker_roles) - set(ROLES))
+    if bad_roles:
+        raise ValueError(f"worker_roles must be 'crowd' or 'expert', found {bad_roles[0]!r}")
+    if not c.class_names or c.class_names[0] != "O":
+        raise ValueError(f"class_names[0] must be 'O', found {c.class_names[:1]}")
+    if len(set(c.class_names)) != len(c.class_names):
+        raise ValueError("class_names must be unique")
+    if n_obs == 0:
+        return
+    for name, hi in (("token", n_tokens), ("worker", n_workers), ("label", len(c.class_names))):
+        a = getattr(c, name)
+        out = (a < 0) | (a >= hi)
+        if np.any(out):
+            row = int(np.flatnonzero(out)[0])
+            raise ValueError(f"{name} index must be in [0, {hi}), found {int(a[row])} at row {row}")
+    key = c.token * max(n_workers, 1) + c.worker
+    step = np.diff(key)
+    if np.any(step <= 0):
+        row = int(np.flatnonzero(step <= 0)[0]) + 1
+        what = "duplicate (token, worker)" if step[row - 1] == 0 else "triplets not sorted by (token, worker)"
+        raise ValueError(f"{what} at row {row}; use Corpus.from_arrays to sort")
+    # Coverage: an annotator present on a document labels every token of it.
+    tdoc = np.repeat(np.arange(n_docs, dtype=np.int64), c.doc_lengths)
+    pair = tdoc[c.token] * n_workers + c.worker
+    pairs, counts = np.unique(pair, return_counts=True)
+    need = c.doc_lengths[pairs // n_workers]
+    short = counts != need
+    if np.any(short):
+        i = int(np.flatnonzero(short)[0])
+        d, w = int(pairs[i] // n_workers), int(pairs[i] % n_workers)
+        raise ValueError(
+            f"annotator {c.worker_ids[w]!r} labels {int(counts[i])} of the {int(need[i])} tokens of "
+            f"document {c.doc_ids[d]!r}; an annotator labels all tokens of a document or none"
+        )

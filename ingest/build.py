@@ -1,0 +1,364 @@
+"""Build a :class:`~aggregation.corpus.Corpus` from parsed spans or parsed token labels.
+
+Every parser in ``ingest/`` reduces its format to one of two shapes and calls one of
+the two builders here, so the alignment rule and the label schema are the same for all:
+
+* :func:`corpus_from_spans` -- documents with texts, the (document, annotator)
+  assignments, and character spans. Tokens come from :func:`ingest.tokenize.tokenize`.
+* :func:`corpus_from_token_labels` -- documents as token lists and, per assignment,
+  one tag per token (CoNLL, EBM-NLP).
+
+**Alignment rule.** A token is inside a span if their character ranges overlap:
+``token_start < span_end and span_start < token_end`` (ends exclusive). It is applied
+the same way to crowd, expert and aggregate spans.
+
+**Label schema.** ``scheme="io"`` gives classes ``O, <type1>, <type2>, ...``;
+``scheme="bio"`` gives ``O, B-<type1>, I-<type1>, ...``; ``"auto"`` picks IO for one
+entity type and BIO for several. Types are sorted by name unless ``types`` fixes the
+order, so a permuted upload yields the same schema. Overlapping spans of the *same*
+type from one annotator merge into one entity; spans of *different* types that share
+a token are an error (an annotator gives a token one label).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from aggregation.corpus import ROLES, Corpus, entity_type
+from ingest.errors import IngestError, ProblemLog
+from ingest.tokenize import offsets_from_tokens, tokenize
+
+__all__ = ["Span", "corpus_from_spans", "corpus_from_token_labels", "class_names_for"]
+
+
+@dataclass(frozen=True)
+class Span:
+    """One annotated character span, with where it came from (for error messages)."""
+
+    doc_id: str
+    annotator: str
+    start: int
+    end: int
+    label: str
+    source: str = ""
+    line: int | None = None
+
+
+def class_names_for(types: Sequence[str], scheme: str) -> tuple[str, ...]:
+    """Class names for entity ``types`` under ``scheme`` (``"io"`` or ``"bio"``)."""
+    if scheme == "io":
+        return ("O", *types)
+    if scheme == "bio":
+        return ("O", *[f"{p}-{t}" for t in types for p in ("B", "I")])
+    raise IngestError(f"scheme must be 'io', 'bio' or 'auto', found {scheme!r}")
+
+
+def _resolve_scheme(scheme: str, n_types: int) -> str:
+    if scheme == "auto":
+        return "io" if n_types <= 1 else "bio"
+    if scheme not in ("io", "bio"):
+        raise IngestError(f"scheme must be 'io', 'bio' or 'auto', found {scheme!r}")
+    return scheme
+
+
+def _check_roles(annotators: Sequence[str], roles: dict[str, str]) -> tuple[str, ...]:
+    out = []
+    for a in annotators:
+        r = roles.get(a)
+        if r not in ROLES:
+            raise IngestError(f"annotator {a!r} needs a role 'crowd' or 'expert', found {r!r}")
+        out.append(r)
+    return tuple(out)
+
+
+def corpus_from_spans(
+    *,
+    documents: dict[str, str],
+    assignments: Sequence[tuple[str, str]],
+    spans: Sequence[Span],
+    roles: dict[str, str],
+    scheme: str = "auto",
+    types: Sequence[str] | None = None,
+    problems: ProblemLog | None = None,
+) -> Corpus:
+    """Tokenize documents and turn character spans into token labels.
+
+    Parameters
+    ----------
+    documents : dict of str to str
+        ``doc_id -> text``, in the order the corpus should keep.
+    assignments : sequence of (doc_id, annotator)
+        Who labelled which document, including annotators who marked no span there
+        (their tokens are all ``O``). Spans imply their assignment.
+    spans : sequence of Span
+    roles : dict of str to str
+        ``annotator -> "crowd" | "expert"``.
+    scheme : {"auto", "io", "bio"}
+    types : sequence of str, optional
+        Fixed entity types (and their order); spans of other types are errors.
+    problems : ProblemLog, optional
+        Where bad spans go; default fails on the first.
+
+    Returns
+    -------
+    Corpus
+    """
+    problems = problems or ProblemLog("fail")
+    doc_index = {d: i for i, d in enumerate(documents)}
+    texts = list(documents.values())
+    n_docs = len(texts)
+
+    # Validate spans one by one only for the cheap scalar checks; alignment is vectorised.
+    kept: list[Span] = []
+    for s in spans:
+        msg = None
+        if s.doc_id not in doc_index:
+            msg = f"span on unknown document {s.doc_id!r}"
+        elif not (isinstance(s.start, int) and isinstance(s.end, int)):
+            msg = f"span offsets must be integers, found {s.start!r}, {s.end!r}"
+        elif s.start < 0 or s.end > len(texts[doc_index[s.doc_id]]) or s.start >= s.end:
+            n = len(texts[doc_index[s.doc_id]])
+            msg = f"span [{s.start}, {s.end}) is not inside document {s.doc_id!r} of length {n}"
+        elif types is not None and s.label not in types:
+            msg = f"unknown label {s.label!r}; expected one of {list(types)}"
+        elif not s.label or s.label == "O":
+            msg = f"span label must be a non-empty entity type other than 'O', found {s.label!r}"
+        if msg:
+            problems.report(msg, source=s.source, line=s.line)
+        else:
+            kept.append(s)
+    spans = kept
+
+    type_list = list(types) if types is not None else sorted({s.label for s in spans})
+    scheme = _resolve_scheme(scheme, len(type_list))
+    class_names = class_names_for(type_list, scheme)
+    type_id = {t: i + 1 for i, t in enumerate(type_list)}
+
+    # Tokenize every document; lay them on one global character axis.
+    starts, ends = zip(*(tokenize(t) for t in texts), strict=True) if n_docs else ((), ())
+    doc_lengths = np.fromiter((len(s) for s in starts), dtype=np.int64, count=n_docs)
+    token_start = np.concatenate(starts) if n_docs else np.zeros(0, np.int64)
+    token_end = np.concatenate(ends) if n_docs else np.zeros(0, np.int64)
+    doc_start = np.concatenate([[0], np.cumsum(doc_lengths)])
+    text_base = np.concatenate([[0], np.cumsum([len(t) + 1 for t in texts])])
+    token_doc = np.repeat(np.arange(n_docs), doc_lengths)
+    g_start = token_start + text_base[token_doc]
+    g_end = token_end + text_base[token_doc]
+
+    # Assignments: unique (doc, annotator) pairs, in first-seen order.
+    annotators: dict[str, int] = {}
+    pair_index: dict[tuple[int, int], int] = {}
+    for d, a in list(assignments) + [(s.doc_id, s.annotator) for s in spans]:
+        if d not in doc_index:
+            problems.report(f"assignment on unknown document {d!r}")
+            continue
+        w = annotators.setdefault(a, len(annotators))
+        pair_index.setdefault((doc_index[d], w), len(pair_index))
+    worker_ids = tuple(annotators)
+    worker_roles = _check_roles(worker_ids, roles)
+    n_pairs = len(pair_index)
+    pair_doc = np.fromiter((k[0] for k in pair_index), dtype=np.int64, count=n_pairs)
+    pair_worker = np.fromiter((k[1] for k in pair_index), dtype=np.int64, count=n_pairs)
+
+    # One observation row per (assignment, token of its document).
+    pair_len = doc_lengths[pair_doc]
+    obs_base = np.concatenate([[0], np.cumsum(pair_len)])
+    n_obs = int(obs_base[-1])
+    obs_pair = np.repeat(np.arange(n_pairs), pair_len)
+    obs_token = doc_start[pair_doc][obs_pair] + (np.arange(n_obs) - obs_base[obs_pair])
+
+    # Spans -> token ranges [first, last) by the overlap rule, then -> observation rows.
+    sp_pair = np.fromiter(
+        (pair_index[(doc_index[s.doc_id], annotators[s.annotator])] for s in spans), np.int64, len(spans)
+    )
+    sp_doc = pair_doc[sp_pair]
+    sp_gs = np.fromiter((s.start for s in spans), np.int64, len(spans)) + text_base[sp_doc]
+    sp_ge = np.fromiter((s.end for s in spans), np.int64, len(spans)) + text_base[sp_doc]
+    sp_type = np.fromiter((type_id[s.label] for s in spans), np.int64, len(spans))
+    first = np.maximum(np.searchsorted(g_end, sp_gs, side="right"), doc_start[sp_doc])
+    last = np.minimum(np.searchsorted(g_start, sp_ge, side="left"), doc_start[sp_doc + 1])
+    empty = first >= last
+    for i in np.flatnonzero(empty):  # only spans covering nothing but whitespace
+        s = spans[i]
+        problems.report(f"span [{s.start}, {s.end}) covers no token (whitespace only)", source=s.source, line=s.line)
+    live = np.flatnonzero(~empty)
+    live = _drop_conflicts(live, sp_pair, first, last, sp_type, spans, problems)
+
+    o_first = obs_base[sp_pair[live]] + (first[live] - doc_start[sp_doc[live]])
+    o_last = obs_base[sp_pair[live]] + (last[live] - doc_start[sp_doc[live]])
+    cover = _range_sum(o_first, o_last, np.ones(live.size), n_obs)
+    type_sum = _range_sum(o_first, o_last, sp_type[live].astype(np.float64), n_obs)
+    obs_type = np.zeros(n_obs, dtype=np.int64)
+    inside = cover > 0
+    obs_type[inside] = np.rint(type_sum[inside] / cover[inside]).astype(np.int64)
+    if scheme == "io":
+        label = obs_type
+    else:
+        # B on a span's first token unless an earlier span of the same type already covers it.
+        starts_here = np.bincount(o_first, minlength=n_obs)
+        begin = (starts_here > 0) & (cover - starts_here == 0)
+        label = np.where(inside, 2 * obs_type - 1 + (~begin), 0)
+
+    return Corpus.from_arrays(
+        token=obs_token,
+        worker=pair_worker[obs_pair],
+        label=label,
+        doc_lengths=doc_lengths,
+        token_start=token_start,
+        token_end=token_end,
+        doc_ids=tuple(documents),
+        texts=tuple(texts),
+        worker_ids=worker_ids,
+        worker_roles=worker_roles,
+        class_names=class_names,
+    )
+
+
+def _range_sum(first: NDArray, last: NDArray, value: NDArray, n: int) -> NDArray[np.float64]:
+    """Sum ``value`` over the half-open index ranges ``[first, last)`` by a difference array."""
+    diff = np.bincount(first, weights=value, minlength=n + 1) - np.bincount(last, weights=value, minlength=n + 1)
+    return np.cumsum(diff)[:n]
+
+
+def _drop_conflicts(
+    live: NDArray,
+    sp_pair: NDArray,
+    first: NDArray,
+    last: NDArray,
+    sp_type: NDArray,
+    spans: Sequence[Span],
+    problems: ProblemLog,
+) -> NDArray:
+    """Report spans of different types that share a token within one assignment.
+
+    A vectorised pre-test finds the assignments with any overlapping spans (sorted by
+    start, a span overlaps an earlier one iff it starts before their running maximum
+    end). Conflicts are rare, so only those assignments are then resolved greedily in
+    input order: a span is kept unless it overlaps an already-kept span of another type.
+    """
+    if live.size < 2:
+        return live
+    order = live[np.lexsort((first[live], sp_pair[live]))]
+    p, f, e = sp_pair[order], first[order], last[order]
+    # Offsetting ends by pair * big keeps the running maximum inside each assignment.
+    big = int(max(e.max(), 0)) + 1
+    run_max = np.maximum.accumulate(p * big + e)
+    same = p[1:] == p[:-1]
+    overlaps = same & (f[1:] < run_max[:-1] - p[1:] * big)
+    suspects = np.unique(p[1:][overlaps])
+    if suspects.size == 0:
+        return live
+    keep = np.ones(len(spans), dtype=bool)
+    for pair in suspects.tolist():
+        kept: list[int] = []
+        for i in sorted(int(j) for j in live[sp_pair[live] == pair]):  # input order
+            clash = next(
+                (k for k in kept if sp_type[k] != sp_type[i] and first[i] < last[k] and first[k] < last[i]),
+                None,
+            )
+            if clash is None:
+                kept.append(i)
+                continue
+            s, o = spans[i], spans[clash]
+            problems.report(
+                f"annotator {s.annotator!r} gives a token two labels on document {s.doc_id!r}: "
+                f"span [{s.start}, {s.end}) {s.label!r} overlaps [{o.start}, {o.end}) {o.label!r}",
+                source=s.source,
+                line=s.line,
+            )
+            keep[i] = False
+    return live[keep[live]]
+
+
+def corpus_from_token_labels(
+    *,
+    documents: dict[str, list[str]],
+    labels: Sequence[tuple[str, str, Sequence[str]]],
+    roles: dict[str, str],
+    class_names: Sequence[str] | None = None,
+    problems: ProblemLog | None = None,
+    sources: Sequence[tuple[str, int | None]] | None = None,
+) -> Corpus:
+    """Build a corpus from documents given as tokens and per-assignment tag sequences.
+
+    Parameters
+    ----------
+    documents : dict of str to list of str
+        ``doc_id -> tokens``; the text is the tokens joined by single spaces.
+    labels : sequence of (doc_id, annotator, tags)
+        ``tags`` has one class name per token of the document (``"O"`` outside).
+    roles : dict of str to str
+    class_names : sequence of str, optional
+        Fixed schema (must start with ``"O"``); by default ``O`` then the tags seen,
+        sorted by entity type with ``B-`` before ``I-``.
+    sources : sequence of (source, line), optional
+        Where each entry of ``labels`` came from, for error messages.
+    """
+    problems = problems or ProblemLog("fail")
+    doc_index = {d: i for i, d in enumerate(documents)}
+    texts, starts, ends = [], [], []
+    for toks in documents.values():
+        t, s, e = offsets_from_tokens(toks)
+        texts.append(t)
+        starts.append(s)
+        ends.append(e)
+    doc_lengths = np.fromiter((len(t) for t in documents.values()), np.int64, len(documents))
+    doc_start = np.concatenate([[0], np.cumsum(doc_lengths)])
+
+    if class_names is None:
+        # Full schema from the tags seen: every type gets both B- and I- under BIO.
+        seen = {tag for _, _, tags in labels for tag in tags} - {"O"}
+        bio = any(t[:2] in ("B-", "I-") for t in seen)
+        class_names = class_names_for(sorted({entity_type(t) for t in seen}), "bio" if bio else "io")
+    class_names = tuple(class_names)
+    if class_names[0] != "O":
+        raise IngestError(f"class_names[0] must be 'O', found {class_names[0]!r}")
+    class_id = {c: i for i, c in enumerate(class_names)}
+
+    annotators: dict[str, int] = {}
+    seen_pairs: set[tuple[int, int]] = set()
+    tok_parts, wrk_parts, lab_parts = [], [], []
+    for k, (doc_id, annotator, tags) in enumerate(labels):
+        src, line = sources[k] if sources is not None else ("", None)
+        d = doc_index.get(doc_id)
+        if d is None:
+            problems.report(f"labels for unknown document {doc_id!r}", source=src, line=line)
+            continue
+        if len(tags) != doc_lengths[d]:
+            problems.report(
+                f"{len(tags)} labels for document {doc_id!r} of {int(doc_lengths[d])} tokens",
+                source=src, line=line,
+            )
+            continue
+        unknown = [t for t in tags if t not in class_id]
+        if unknown:
+            problems.report(f"unknown label {unknown[0]!r}; expected one of {list(class_names)}", source=src, line=line)
+            continue
+        w = annotators.setdefault(annotator, len(annotators))
+        if (d, w) in seen_pairs:
+            problems.report(f"duplicate assignment: {annotator!r} labelled {doc_id!r} twice", source=src, line=line)
+            continue
+        seen_pairs.add((d, w))
+        tok_parts.append(np.arange(doc_start[d], doc_start[d + 1], dtype=np.int64))
+        wrk_parts.append(np.full(len(tags), w, dtype=np.int32))
+        lab_parts.append(np.fromiter((class_id[t] for t in tags), np.int16, len(tags)))
+
+    worker_ids = tuple(annotators)
+    empty = np.zeros(0, np.int64)
+    return Corpus.from_arrays(
+        token=np.concatenate(tok_parts) if tok_parts else empty,
+        worker=np.concatenate(wrk_parts) if wrk_parts else empty,
+        label=np.concatenate(lab_parts) if lab_parts else empty,
+        doc_lengths=doc_lengths,
+        token_start=np.concatenate(starts) if starts else empty,
+        token_end=np.concatenate(ends) if ends else empty,
+        doc_ids=tuple(documents),
+        texts=tuple(texts),
+        worker_ids=worker_ids,
+        worker_roles=_check_roles(worker_ids, roles),
+        class_names=class_names,
+    )

@@ -1,0 +1,53 @@
+"""Ingest errors: one exception, one line, naming the file, the line or row, and what was wrong."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["IngestError", "Problem", "ProblemLog"]
+
+
+class IngestError(ValueError):
+    """A file that cannot be read as the format it claims to be.
+
+    ``str(err)`` is one line: ``"<source>:<line>: <message>"`` (the line part is left
+    out when it does not apply).
+    """
+
+    def __init__(self, message: str, *, source: str = "", line: int | None = None) -> None:
+        self.source = source
+        self.line = line
+        self.detail = message
+        where = source + (f":{line}" if line is not None else "")
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One bad row that was skipped (``on_error="skip"``)."""
+
+    source: str
+    line: int | None
+    message: str
+
+    def __str__(self) -> str:
+        where = self.source + (f":{self.line}" if self.line is not None else "")
+        return f"{where}: {self.message}"
+
+
+@dataclass
+class ProblemLog:
+    """Collect bad rows: raise at the first one (``"fail"``) or record and go on (``"skip"``)."""
+
+    on_error: str = "fail"
+    problems: list[Problem] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.on_error not in ("fail", "skip"):
+            raise IngestError(f"on_error must be 'skip' or 'fail', found {self.on_error!r}")
+
+    def report(self, message: str, *, source: str = "", line: int | None = None) -> None:
+        """Raise :class:`IngestError` in fail mode; otherwise remember the problem."""
+        if self.on_error == "fail":
+            raise IngestError(message, source=source, line=line)
+        self.problems.append(Problem(source, line, message))

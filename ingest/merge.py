@@ -1,0 +1,111 @@
+"""Merge corpora parsed from several uploads (crowd and expert files) into one."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from aggregation.corpus import Corpus
+from ingest.build import class_names_for
+from ingest.errors import IngestError
+
+__all__ = ["merge_corpora"]
+
+
+def merge_corpora(corpora: Sequence[Corpus]) -> Corpus:
+    """Merge uploads of the same (or overlapping) documents into one corpus.
+
+    Documents are matched by id and must agree on their text and tokens; annotators
+    are matched by id and must agree on their role; one annotator may not label the
+    same document in two uploads. The label schema is the union of the inputs' entity
+    types (sorted), under BIO if any input is BIO, else IO; an IO input merged into a
+    BIO schema is an error, since its boundaries are unknown.
+
+    Parameters
+    ----------
+    corpora : sequence of Corpus
+
+    Returns
+    -------
+    Corpus
+    """
+    if not corpora:
+        raise IngestError("nothing to merge: no corpus given")
+    if len(corpora) == 1:
+        return corpora[0]
+    schemes = {c.scheme for c in corpora if c.n_classes > 1}
+    types = sorted({t for c in corpora for t in c.entity_types})
+    scheme = "bio" if "bio" in schemes else "io"
+    if scheme == "bio" and "io" in schemes:
+        raise IngestError("cannot merge inside/outside labels into a BIO schema: upload all files with one scheme")
+    class_names = class_names_for(types, scheme)
+    class_id = {n: i for i, n in enumerate(class_names)}
+
+    doc_pos: dict[str, int] = {}
+    texts: list[str] = []
+    starts: list[np.ndarray] = []
+    ends: list[np.ndarray] = []
+    worker_pos: dict[str, int] = {}
+    roles: list[str] = []
+    for c in corpora:
+        for d, doc_id in enumerate(c.doc_ids):
+            s, e = c.doc_start[d], c.doc_start[d + 1]
+            if doc_id in doc_pos:
+                k = doc_pos[doc_id]
+                if texts[k] != c.texts[d]:
+                    raise IngestError(f"document {doc_id!r} has a different text in two uploads")
+                if not (np.array_equal(starts[k], c.token_start[s:e]) and np.array_equal(ends[k], c.token_end[s:e])):
+                    raise IngestError(f"document {doc_id!r} is tokenized differently in two uploads")
+                continue
+            doc_pos[doc_id] = len(texts)
+            texts.append(c.texts[d])
+            starts.append(np.asarray(c.token_start[s:e]))
+            ends.append(np.asarray(c.token_end[s:e]))
+        for w, wid in enumerate(c.worker_ids):
+            if wid in worker_pos:
+                if roles[worker_pos[wid]] != c.worker_roles[w]:
+                    raise IngestError(
+                        f"annotator {wid!r} is {roles[worker_pos[wid]]!r} in one upload and "
+                        f"{c.worker_roles[w]!r} in another"
+                    )
+                continue
+            worker_pos[wid] = len(roles)
+            roles.append(c.worker_roles[w])
+
+    lengths = np.array([len(s) for s in starts], dtype=np.int64)
+    base = np.concatenate([[0], np.cumsum(lengths)])
+    tok, wrk, lab = [], [], []
+    for c in corpora:
+        doc_map = np.array([doc_pos[d] for d in c.doc_ids], dtype=np.int64)
+        w_map = np.array([worker_pos[w] for w in c.worker_ids], dtype=np.int64)
+        l_map = np.array([class_id[n] for n in c.class_names], dtype=np.int64)
+        od = c.obs_doc
+        tok.append(base[doc_map[od]] + (c.token - c.doc_start[od]))
+        wrk.append(w_map[c.worker])
+        lab.append(l_map[c.label])
+    token = np.concatenate(tok)
+    worker = np.concatenate(wrk)
+    key = token * len(roles) + worker
+    uniq, counts = np.unique(key, return_counts=True)
+    if np.any(counts > 1):
+        k = int(uniq[counts > 1][0])
+        t, w = k // len(roles), k % len(roles)
+        d = int(np.searchsorted(base, t, side="right") - 1)
+        raise IngestError(
+            f"duplicate assignment: annotator {list(worker_pos)[w]!r} labelled document "
+            f"{list(doc_pos)[d]!r} in two uploads"
+        )
+    return Corpus.from_arrays(
+        token=token,
+        worker=worker,
+        label=np.concatenate(lab),
+        doc_lengths=lengths,
+        token_start=np.concatenate(starts) if starts else np.zeros(0, np.int64),
+        token_end=np.concatenate(ends) if ends else np.zeros(0, np.int64),
+        doc_ids=tuple(doc_pos),
+        texts=tuple(texts),
+        worker_ids=tuple(worker_pos),
+        worker_roles=tuple(roles),
+        class_names=class_names,
+    )

@@ -1,0 +1,62 @@
+"""Tests of the canonical corpus: validation, views and exact save/load round trip."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from aggregation.corpus import MISSING, Corpus
+
+
+def tiny(**over) -> dict:
+    kw = dict(
+        token=[0, 1, 2, 0, 1, 2, 3, 4],
+        worker=[0, 0, 0, 1, 1, 1, 1, 1],
+        label=[1, 0, 0, 1, 1, 0, 0, 0],
+        doc_lengths=[3, 2],
+        token_start=[0, 2, 5, 0, 3],
+        token_end=[1, 4, 6, 2, 5],
+        doc_ids=["a", "b"],
+        texts=["x yy z", "uv wx"],
+        worker_ids=["mturk:A", "upwork:md1"],
+        worker_roles=["crowd", "expert"],
+        class_names=["O", "P"],
+    )
+    kw.update(over)
+    return kw
+
+
+def test_from_arrays_sorts_and_views():
+    c = Corpus.from_arrays(**tiny())
+    assert np.all(np.diff(c.token * 2 + c.worker) > 0)
+    assert c.n_docs == 2 and c.n_tokens == 5 and c.n_workers == 2 and c.n_obs == 8
+    assert c.doc_start.tolist() == [0, 3, 5]
+    assert c.token_doc.tolist() == [0, 0, 0, 1, 1]
+    assert c.labels_of(0).tolist() == [1, 0, 0, MISSING, MISSING]
+    assert c.vote_counts()[0].tolist() == [0.0, 2.0]
+    assert c.doc_tokens(1) == ["uv", "wx"]
+    assert c.select_role("expert").n_obs == 5
+
+
+def test_save_load_round_trip_is_exact(tmp_path):
+    c = Corpus.from_arrays(**tiny(texts=["é y· z", "ü\u2028 w"], token_end=[1, 4, 6, 2, 4]))
+    c.save(tmp_path / "c.npz")
+    back = Corpus.load(tmp_path / "c.npz")
+    assert back.equals(c)
+    assert back.label.dtype == np.int16 and back.worker.dtype == np.int32
+
+
+@pytest.mark.parametrize(
+    ("over", "match"),
+    [
+        (dict(label=[1, 0, 0, 1, 1, 0, 0, 5]), r"label index must be in \[0, 2\), found 5 at row"),
+        (dict(token=[0, 1, 2, 0, 1, 2, 3, 3]), r"duplicate \(token, worker\)"),
+        (dict(token=[0, 1, 3, 0, 1, 2, 3, 4]), r"labels 2 of the 3 tokens of document 'a'"),
+        (dict(class_names=["B", "O"]), r"class_names\[0\] must be 'O'"),
+        (dict(worker_roles=["crowd", "boss"]), r"'crowd' or 'expert', found 'boss'"),
+        (dict(token_end=[1, 4, 60, 2, 5]), r"past the end of document 'a'"),
+    ],
+)
+def test_invalid_corpus_names_expected_and_found(over, match):
+    with pytest.raises(ValueError, match=match):
+        Corpus.from_arrays(**tiny(**over))
