@@ -1,0 +1,35 @@
+"""Aggregators (majority vote, Dawid-Skene, HMM-Crowd) on the canonical :class:`Corpus`.
+
+``HMMCrowd`` is imported lazily (on first attribute access), so this package imports
+even where its module is absent or being rewritten.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aggregation._base import BaseAggregator, ConvergenceWarning
+from aggregation.corpus import MISSING, Corpus
+from aggregation.dawid_skene import DawidSkene
+from aggregation.majority_vote import MajorityVote
+from aggregation.registry import METHODS, make_aggregator
+
+__all__ = [
+    "BaseAggregator",
+    "ConvergenceWarning",
+    "Corpus",
+    "DawidSkene",
+    "HMMCrowd",
+    "MISSING",
+    "METHODS",
+    "MajorityVote",
+    "make_aggregator",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "HMMCrowd":
+        from aggregation.hmm_crowd import HMMCrowd
+
+        return HMMCrowd
+    raise AttributeError(f"module 'aggregation' has no attribute {name!r}")

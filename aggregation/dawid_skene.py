@@ -1,0 +1,365 @@
+"""Dawid-Skene EM: one confusion matrix (or one accuracy) per annotator.
+
+The math lives in pure module-level functions over the corpus's COO arrays
+(:func:`_e_step`, :func:`_m_step`, :func:`_log_param_prior`); :class:`DawidSkene`
+only coordinates the EM loop. Every scatter is one ``np.bincount`` over all
+annotations at once, keyed by a combined integer (``worker * n_classes + label``),
+so no ``(n_obs, n_classes, n_classes)`` array is ever built and there is no Python
+loop over tokens, annotations or annotators -- only over the ``n_classes`` columns.
+
+Posteriors are kept as the transpose of a C-ordered ``(n_classes, n_tokens)``
+buffer: the user-facing shape is ``(n_tokens, n_classes)``, but every column
+``posterior[:, t]`` is contiguous, which is what the gathers and scatters read.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from aggregation._base import BaseAggregator, ConvergenceMonitor, ProgressCallback, check_known
+from aggregation.corpus import Corpus
+
+__all__ = ["DawidSkene"]
+
+_MODELS = ("full", "one-coin")
+_INITS = ("vote", "random")
+# Floor for log(0): a probability of exactly 0 (possible only with alpha=0) becomes
+# log(tiny) ~ -708 rather than -inf, so a token never gets -inf for every class.
+_LOG_TINY = float(np.log(np.finfo(np.float64).tiny))
+
+
+def _obs_key(corpus: Corpus) -> NDArray[np.intp]:
+    """Combined key ``worker * n_classes + label`` of each annotation: ndarray of shape (n_obs,)."""
+    return corpus.worker.astype(np.intp) * corpus.n_classes + corpus.label.astype(np.intp)
+
+
+def _safe_log(p: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``log(p)`` with ``log(0)`` floored at ``log(np.finfo(float).tiny)``."""
+    with np.errstate(divide="ignore"):  # log(0) -> -inf, replaced by the floor just below
+        out = np.log(p)
+    return np.maximum(out, _LOG_TINY, out=out)
+
+
+def _e_step(
+    log_prior: NDArray[np.float64],
+    log_confusion: NDArray[np.float64],
+    *,
+    token: NDArray[np.int64],
+    key: NDArray[np.intp],
+    n_tokens: int,
+    known: NDArray[np.int64] | None = None,
+) -> tuple[NDArray[np.float64], float]:
+    r"""Posterior of every token's true class, and the log-likelihood, at given parameters.
+
+    :math:`\log q_i(t) = \log\pi_t + \sum_{(i,w,o)} \log\theta_{w,t,o} - \log Z_i`.
+
+    Parameters
+    ----------
+    log_prior : ndarray of shape (n_classes,)
+        :math:`\log\pi`.
+    log_confusion : ndarray of shape (n_workers, n_classes, n_classes)
+        :math:`\log\theta_{w,t,o}` (row ``t`` = true class, column ``o`` = answer).
+    token : ndarray of shape (n_obs,)
+        Token of each annotation.
+    key : ndarray of shape (n_obs,)
+        ``worker * n_classes + label`` of each annotation (see :func:`_obs_key`).
+    n_tokens : int
+    known : ndarray of shape (n_tokens,), optional
+        Known class of a token or -1. Known tokens get a one-hot posterior, and add
+        their joint log-probability :math:`\log p(y_i, z_i = k)` to the objective.
+
+    Returns
+    -------
+    posterior : ndarray of shape (n_tokens, n_classes)
+        Rows sum to 1 (the transpose of a C-ordered buffer: columns are contiguous).
+        Tokens nobody labelled get the prior.
+    log_likelihood : float
+        :math:`\sum_i \log Z_i` over unknown tokens plus the joint log-probability
+        of the known ones.
+    """
+    n_workers, n_classes, _ = log_confusion.shape
+    # table[t, w * K + o] = log theta[w, t, o]: one small contiguous row per true class.
+    table = np.ascontiguousarray(log_confusion.transpose(1, 0, 2).reshape(n_classes, n_workers * n_classes))
+    joint = np.empty((n_classes, n_tokens))
+    for t in range(n_classes):  # loop over classes only; each line is vectorised over all annotations
+        joint[t] = np.bincount(token, weights=table[t][key], minlength=n_tokens)
+    joint += log_prior[:, None]
+    if known is not None:
+        idx = np.flatnonzero(known >= 0)
+        # Known tokens add their joint log-probability log p(y_i, z_i = k) to the objective.
+        ll_known = float(joint[known[idx], idx].sum())
+
+    top = joint.max(axis=0)
+    np.subtract(joint, top, out=joint)
+    with np.errstate(under="ignore"):  # exp of very negative log-odds underflows to 0 by design
+        np.exp(joint, out=joint)
+    total = joint.sum(axis=0)
+    joint /= total
+    log_z = top + np.log(total)
+
+    if known is None:
+        return joint.T, float(log_z.sum())
+    joint[:, idx] = 0.0
+    joint[known[idx], idx] = 1.0
+    return joint.T, float(log_z[known < 0].sum()) + ll_known
+
+
+def _m_step(
+    posterior: NDArray[np.float64],
+    *,
+    token: NDArray[np.int64],
+    key: NDArray[np.intp],
+    n_workers: int,
+    alpha: float,
+    model: str = "full",
+    unlabelled: NDArray[np.intp] | None = None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    r"""Closed-form MAP estimates of the class prior and the confusion matrices.
+
+    With expected counts :math:`n_{w,t,o} = \sum_{(i,w,o)} q_i(t)`:
+
+    * ``model="full"``: :math:`\theta_{w,t,o} = (n_{w,t,o} + \alpha) / \sum_{o'} (n_{w,t,o'} + \alpha)`
+      (a Dirichlet(:math:`\alpha + 1`) prior on each row);
+    * ``model="one-coin"``: :math:`\theta_{w,t,t} = a_w`, :math:`\theta_{w,t,o \neq t} = (1 - a_w) / (K - 1)`
+      with :math:`a_w = (\sum_t n_{w,t,t} + \alpha) / (\sum_{t,o} n_{w,t,o} + 2\alpha)` (a Beta prior);
+    * :math:`\pi_t = (\sum_i q_i(t) + \alpha) / (n + K\alpha)` over the ``n`` labelled tokens.
+
+    A confusion row with no data and ``alpha == 0`` is uniform.
+
+    Parameters
+    ----------
+    posterior : ndarray of shape (n_tokens, n_classes)
+    token, key : ndarray of shape (n_obs,)
+        As in :func:`_e_step`.
+    n_workers : int
+    alpha : float
+        Additive smoothing (pseudo-count) for every confusion cell and prior class.
+    model : {"full", "one-coin"}
+    unlabelled : ndarray of int, optional
+        Indices of the tokens nobody labelled; they do not inform the prior.
+
+    Returns
+    -------
+    prior : ndarray of shape (n_classes,)
+    confusion : ndarray of shape (n_workers, n_classes, n_classes)
+    """
+    n_classes = posterior.shape[1]
+    counts = np.empty((n_classes, n_workers * n_classes))  # counts[t, w * K + o] = n_{w,t,o}
+    for t in range(n_classes):
+        counts[t] = np.bincount(key, weights=posterior[:, t][token], minlength=n_workers * n_classes)
+    counts = counts.reshape(n_classes, n_workers, n_classes).transpose(1, 0, 2)  # (w, t, o)
+
+    if model == "full":
+        conf = counts + alpha
+        rows = conf.sum(axis=2, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):  # empty rows (alpha=0) fixed on the next line
+            conf = np.where(rows > 0, conf / rows, 1.0 / n_classes)
+    elif model == "one-coin":
+        agree = np.trace(counts, axis1=1, axis2=2)
+        seen = counts.sum(axis=(1, 2))
+        with np.errstate(invalid="ignore", divide="ignore"):  # workers with no annotations (alpha=0)
+            acc = np.where(seen + 2 * alpha > 0, (agree + alpha) / (seen + 2 * alpha), 1.0 / n_classes)
+        off = (1.0 - acc) / max(n_classes - 1, 1)
+        conf = np.broadcast_to(off[:, None, None], (n_workers, n_classes, n_classes)).copy()
+        diag = np.arange(n_classes)
+        conf[:, diag, diag] = acc[:, None]
+    else:
+        raise ValueError(f"model must be one of {_MODELS}, found {model!r}")
+
+    mass = posterior.sum(axis=0) + alpha
+    if unlabelled is not None and unlabelled.size:
+        mass -= posterior[unlabelled].sum(axis=0)
+    prior = mass / mass.sum() if mass.sum() > 0 else np.full(n_classes, 1.0 / n_classes)
+    return prior, conf
+
+
+def _log_param_prior(prior: NDArray, confusion: NDArray, *, alpha: float, model: str) -> float:
+    """Log-density (up to a constant) of the smoothing prior whose MAP estimate :func:`_m_step` returns.
+
+    Adding it to the data log-likelihood gives the objective EM increases monotonically.
+    """
+    if alpha == 0:
+        return 0.0
+    out = alpha * float(_safe_log(prior).sum())
+    if model == "full":
+        return out + alpha * float(_safe_log(confusion).sum())
+    n_classes = confusion.shape[1]
+    acc = confusion[:, 0, 0]
+    return out + alpha * float((_safe_log(acc) + _safe_log(1.0 - acc)).sum()) if n_classes > 1 else out
+
+
+def _init_posterior(
+    corpus: Corpus, *, init: str, rng: np.random.Generator, known: NDArray[np.int64] | None
+) -> NDArray[np.float64]:
+    """Initial posteriors, ndarray of shape (n_tokens, n_classes): vote fractions or random rows."""
+    n_tokens, n_classes = corpus.n_tokens, corpus.n_classes
+    if init == "vote":
+        buf = np.ascontiguousarray(corpus.vote_counts().T)  # (n_classes, n_tokens)
+        total = buf.sum(axis=0)
+        buf[:, total == 0] = 1.0  # tokens nobody labelled: uniform (they do not inform the M-step)
+        buf /= buf.sum(axis=0)
+    elif init == "random":
+        buf = rng.dirichlet(np.ones(n_classes), size=n_tokens).T.copy()
+    else:
+        raise ValueError(f"init must be one of {_INITS}, found {init!r}")
+    if known is not None:
+        idx = np.flatnonzero(known >= 0)
+        buf[:, idx] = 0.0
+        buf[known[idx], idx] = 1.0
+    return buf.T
+
+
+class DawidSkene(BaseAggregator):
+    r"""Dawid-Skene EM with one confusion matrix (or one accuracy) per annotator.
+
+    Each token :math:`i` has a latent true class :math:`z_i \sim \pi`; annotator
+    :math:`w` answers :math:`o` with probability :math:`\theta_{w,z_i,o}`,
+    independently given :math:`z_i`. EM starts from the vote fractions, alternates a
+    log-space E-step (posterior :math:`q_i` of each token) with a closed-form MAP
+    M-step (Dirichlet smoothing ``alpha``), and stops when the relative change of
+    the objective is below ``tol``.
+
+    Parameters
+    ----------
+    max_iter : int, default=100
+        Cap on EM iterations.
+    tol : float, default=1e-6
+        Stop when ``|L_t - L_{t-1}| / max(|L_t|, 1) < tol`` (``tol=0`` runs all ``max_iter``).
+    alpha : float, default=0.01
+        Dirichlet pseudo-count added to each confusion cell and prior class (MAP
+        estimate), so an annotator who never saw a class gets no zero probability.
+    model : {"full", "one-coin"}, default="full"
+        ``"full"``: a K x K confusion matrix per annotator. ``"one-coin"``: one
+        accuracy :math:`a_w` per annotator, errors spread evenly over the other classes.
+    init : {"vote", "random"}, default="vote"
+        Initial posteriors: (unweighted) vote fractions, or random rows drawn from
+        ``random_state``.
+    random_state : int, numpy.random.Generator or None, default=None
+        Used only by ``init="random"``.
+
+    Attributes
+    ----------
+    labels_ : ndarray of shape (n_tokens,)
+        Argmax of ``proba_``; ties go to the lowest class index.
+    proba_ : ndarray of shape (n_tokens, n_classes)
+        Posteriors :math:`q_i`. Tokens nobody labelled get ``class_prior_``; tokens
+        in ``known`` are one-hot.
+    worker_confusion_ : ndarray of shape (n_workers, n_classes, n_classes)
+        ``worker_confusion_[w, t, o]`` is P(worker w answers o | true class t).
+    class_prior_ : ndarray of shape (n_classes,)
+    log_likelihood_ : list of float
+        EM objective per iteration: log-likelihood of the parameters entering the
+        iteration, plus the log smoothing prior when ``alpha > 0``.
+    n_iter_ : int
+    converged_ : bool
+
+    Notes
+    -----
+    E-step (:math:`\pi` = ``class_prior_``, :math:`\theta` = ``worker_confusion_``):
+    :math:`\log q_i(t) = \log\pi_t + \sum_{(i,w,o)} \log\theta_{w,t,o} - \log Z_i`.
+    M-step: :math:`\theta_{w,t,o} \propto \alpha + \sum_{(i,w,o)} q_i(t)`,
+    :math:`\pi_t \propto \alpha + \sum_i q_i(t)`.
+
+    Semi-supervised fitting (``known``) clamps :math:`q_i` to the known class in
+    every E-step, so tokens with expert labels teach the confusion matrices.
+
+    With ``alpha=0`` and the same number of iterations this is crowd-kit's
+    ``DawidSkene`` (which clips probabilities at 1e-10 instead of smoothing).
+
+    References
+    ----------
+    .. [1] A. P. Dawid, A. M. Skene (1979). Maximum likelihood estimation of
+       observer error-rates using the EM algorithm. JRSS C 28(1), 20-28.
+       doi:10.2307/2346806
+
+    Examples
+    --------
+    >>> from aggregation.corpus import Corpus
+    >>> c = Corpus.from_arrays(token=[0, 0, 0, 1, 1, 1], worker=[0, 1, 2, 0, 1, 2],
+    ...     label=[1, 1, 0, 0, 0, 1], doc_lengths=[1, 1], token_start=[0, 0], token_end=[1, 1],
+    ...     doc_ids=["a", "b"], texts=["a", "b"], worker_ids=["u", "v", "w"],
+    ...     worker_roles=["crowd"] * 3, class_names=["O", "yes"])
+    >>> DawidSkene().fit(c).labels_
+    array([1, 0])
+    """
+
+    def __init__(
+        self,
+        *,
+        max_iter: int = 100,
+        tol: float = 1e-6,
+        alpha: float = 0.01,
+        model: str = "full",
+        init: str = "vote",
+        random_state: int | np.random.Generator | None = None,
+    ) -> None:
+        self.max_iter = max_iter
+        self.tol = tol
+        self.alpha = alpha
+        self.model = model
+        self.init = init
+        self.random_state = random_state
+
+    def fit(
+        self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None
+    ) -> DawidSkene:
+        """Run EM on ``corpus``.
+
+        Parameters
+        ----------
+        corpus : Corpus
+        known : ndarray of shape (n_tokens,), optional
+            Known class index of a token, -1 = unknown; clamped in every E-step.
+        callback : callable, optional
+            ``callback(iteration, log_likelihood)`` after every EM iteration.
+
+        Returns
+        -------
+        self : DawidSkene
+        """
+        if self.model not in _MODELS:
+            raise ValueError(f"model must be one of {_MODELS}, found {self.model!r}")
+        if not (isinstance(self.max_iter, int | np.integer) and self.max_iter >= 1):
+            raise ValueError(f"max_iter must be an integer >= 1, found {self.max_iter!r}")
+        if not self.alpha >= 0:
+            raise ValueError(f"alpha must be >= 0, found {self.alpha!r}")
+        if not self.tol >= 0:
+            raise ValueError(f"tol must be >= 0, found {self.tol!r}")
+        known = check_known(known, corpus)
+        rng = np.random.default_rng(self.random_state)
+
+        token = corpus.token
+        key = _obs_key(corpus)
+        # Tokens with neither annotations nor a known class carry no information about the prior.
+        empty = np.bincount(token, minlength=corpus.n_tokens) == 0
+        unlabelled = np.flatnonzero(empty if known is None else empty & (known < 0))
+        e_args = {"token": token, "key": key, "n_tokens": corpus.n_tokens, "known": known}
+        m_args = {
+            "token": token, "key": key, "n_workers": corpus.n_workers,
+            "alpha": float(self.alpha), "model": self.model, "unlabelled": unlabelled,
+        }
+
+        posterior = _init_posterior(corpus, init=self.init, rng=rng, known=known)
+        prior, conf = _m_step(posterior, **m_args)
+        monitor = ConvergenceMonitor(tol=float(self.tol), max_iter=int(self.max_iter), callback=callback)
+        converged = False
+        for _ in range(int(self.max_iter)):
+            posterior, ll = _e_step(_safe_log(prior), _safe_log(conf), **e_args)
+            objective = ll + _log_param_prior(prior, conf, alpha=float(self.alpha), model=self.model)
+            prior, conf = _m_step(posterior, **m_args)
+            if monitor.report(objective):
+                converged = True
+                break
+        monitor.warn_if_not_converged(converged, type(self).__name__)
+        # Final E-step so that proba_ matches the final parameters.
+        posterior, _ = _e_step(_safe_log(prior), _safe_log(conf), **e_args)
+
+        self.proba_ = np.ascontiguousarray(posterior)
+        self.labels_ = self.proba_.argmax(axis=1).astype(np.int64)
+        self.worker_confusion_ = conf
+        self.class_prior_ = prior
+        self.log_likelihood_ = monitor.history
+        self.n_iter_ = len(monitor.history)
+        self.converged_ = converged
+        return self

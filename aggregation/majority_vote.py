@@ -1,0 +1,189 @@
+"""Majority vote per token, with optional annotator weights and an explicit tie rule.
+
+The vote is one ``np.bincount`` over ``token * n_classes + label`` (see
+:meth:`Corpus.vote_counts`); ties are resolved by a documented, deterministic rule
+(:func:`_break_ties`) rather than by whichever label happens to be seen first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+from numpy.typing import NDArray
+
+from aggregation._base import BaseAggregator, ProgressCallback, check_known
+from aggregation.corpus import Corpus
+
+__all__ = ["MajorityVote", "TIE_RULES"]
+
+#: ``"lowest"``: the lowest class index among the tied classes (``O`` wins an
+#: ``O``/entity tie). ``"entity"``: a tie between ``O`` and one or more non-``O``
+#: classes goes to the lowest tied non-``O`` class; ties without ``O`` are as "lowest".
+TIE_RULES = ("lowest", "entity")
+
+
+def _break_ties(votes: NDArray[np.float64], *, tie_break: str) -> NDArray[np.int64]:
+    """The winning class of each row of ``votes`` under the tie rule.
+
+    Parameters
+    ----------
+    votes : ndarray of shape (n_tokens, n_classes)
+        (Weighted) vote counts.
+    tie_break : {"lowest", "entity"}
+        See :data:`TIE_RULES`.
+
+    Returns
+    -------
+    labels : ndarray of shape (n_tokens,)
+        Rows with no votes get class 0.
+    """
+    top = votes.max(axis=1, keepdims=True) if votes.shape[1] else np.zeros((votes.shape[0], 1))
+    # Weighted votes are float sums; classes within a few ulps of the top count are tied.
+    scale = np.maximum(np.abs(top), 1.0)
+    tied = votes >= top - 16 * np.finfo(np.float64).eps * scale
+    if tie_break == "lowest":
+        return tied.argmax(axis=1).astype(np.int64)
+    if tie_break == "entity":
+        rest = tied[:, 1:]
+        has_entity = rest.any(axis=1)
+        return np.where(has_entity, rest.argmax(axis=1) + 1, 0).astype(np.int64)
+    raise ValueError(f"tie_break must be one of {TIE_RULES}, found {tie_break!r}")
+
+
+def _worker_weights(weights: NDArray | Mapping[str, float] | None, corpus: Corpus) -> NDArray[np.float64] | None:
+    """Resolve ``weights`` to ndarray of shape (n_workers,); annotators missing from a dict weigh 1."""
+    if weights is None:
+        return None
+    if isinstance(weights, Mapping):
+        index = {w: i for i, w in enumerate(corpus.worker_ids)}
+        unknown = [w for w in weights if w not in index]
+        if unknown:
+            raise ValueError(f"weights name annotators of the corpus, found unknown annotator {unknown[0]!r}")
+        out = np.ones(corpus.n_workers)
+        for w, v in weights.items():
+            out[index[w]] = float(v)
+    else:
+        out = np.asarray(weights, dtype=np.float64)
+        if out.shape != (corpus.n_workers,):
+            raise ValueError(f"weights must have shape ({corpus.n_workers},), found {out.shape}")
+    if not np.all(np.isfinite(out)) or np.any(out < 0):
+        raise ValueError("weights must be finite and >= 0, found a negative or non-finite weight")
+    return out
+
+
+def _empirical_confusion(corpus: Corpus, labels: NDArray[np.int64]) -> NDArray[np.float64]:
+    """Each annotator's answers tallied against ``labels``: ndarray of shape (n_workers, n_classes, n_classes).
+
+    ``[w, t, o]`` is the fraction of the tokens labelled ``t`` on which ``w`` answered ``o``;
+    a row with no tokens is uniform.
+    """
+    n_workers, n_classes = corpus.n_workers, corpus.n_classes
+    key = (corpus.worker.astype(np.int64) * n_classes + labels[corpus.token]) * n_classes + corpus.label
+    counts = np.bincount(key, minlength=n_workers * n_classes * n_classes).astype(np.float64)
+    counts = counts.reshape(n_workers, n_classes, n_classes)
+    rows = counts.sum(axis=2, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):  # empty rows are replaced on the same line
+        return np.where(rows > 0, counts / rows, 1.0 / n_classes)
+
+
+class MajorityVote(BaseAggregator):
+    """Per-token (weighted) majority vote over the annotators who labelled the token.
+
+    Parameters
+    ----------
+    weights : ndarray of shape (n_workers,) or dict of str to float, optional
+        Weight of each annotator's vote (a dict maps worker ids to weights; the
+        annotators it leaves out weigh 1). Default: every vote weighs 1.
+    tie_break : {"lowest", "entity"}, default="lowest"
+        ``"lowest"``: the lowest tied class index wins, so ``O`` (class 0) wins an
+        ``O``/entity tie and ``B-X`` wins over ``I-X``. ``"entity"``: a tie between
+        ``O`` and entity classes goes to the lowest tied entity class; other ties as
+        ``"lowest"``. Both are deterministic and independent of the input order.
+
+    Attributes
+    ----------
+    labels_ : ndarray of shape (n_tokens,)
+    proba_ : ndarray of shape (n_tokens, n_classes)
+        Vote fractions (weighted); one-hot on ``known`` tokens; ``class_prior_`` on
+        tokens nobody labelled.
+    worker_confusion_ : ndarray of shape (n_workers, n_classes, n_classes)
+        ``[w, t, o]``: fraction of the tokens whose fitted label is ``t`` that
+        annotator ``w`` labelled ``o`` (rows with no tokens are uniform).
+    class_prior_ : ndarray of shape (n_classes,)
+        Mean of ``proba_`` over the labelled (or known) tokens.
+    n_iter_ : int
+        Always 0 (no iterations).
+    log_likelihood_ : list of float
+        Always empty.
+    converged_ : bool
+        Always True.
+
+    Notes
+    -----
+    ``known`` tokens take their known class, and the empirical confusion matrices are
+    tallied against the final labels (known ones included).
+
+    Examples
+    --------
+    >>> from aggregation.corpus import Corpus
+    >>> c = Corpus.from_arrays(token=[0, 0, 1, 1], worker=[0, 1, 0, 1], label=[1, 1, 0, 1],
+    ...     doc_lengths=[2], token_start=[0, 2], token_end=[1, 3], doc_ids=["d"], texts=["a b"],
+    ...     worker_ids=["u", "v"], worker_roles=["crowd"] * 2, class_names=["O", "X"])
+    >>> MajorityVote().fit(c).labels_
+    array([1, 0])
+    >>> MajorityVote(tie_break="entity").fit(c).labels_
+    array([1, 1])
+    """
+
+    def __init__(self, *, weights: NDArray | Mapping[str, float] | None = None, tie_break: str = "lowest") -> None:
+        self.weights = weights
+        self.tie_break = tie_break
+
+    def fit(
+        self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None
+    ) -> MajorityVote:
+        """Count the votes of every token.
+
+        Parameters
+        ----------
+        corpus : Corpus
+        known : ndarray of shape (n_tokens,), optional
+            Known class index of a token, -1 = unknown; overrides the vote there.
+        callback : callable, optional
+            Accepted for the common interface; never called (there are no iterations).
+
+        Returns
+        -------
+        self : MajorityVote
+        """
+        if self.tie_break not in TIE_RULES:
+            raise ValueError(f"tie_break must be one of {TIE_RULES}, found {self.tie_break!r}")
+        known = check_known(known, corpus)
+        votes = corpus.vote_counts(_worker_weights(self.weights, corpus))
+        labels = _break_ties(votes, tie_break=self.tie_break)
+        total = votes.sum(axis=1)
+        voted = total > 0
+        proba = np.zeros_like(votes)
+        proba[voted] = votes[voted] / total[voted, None]
+        informed = voted.copy()
+        if known is not None:
+            idx = np.flatnonzero(known >= 0)
+            proba[idx] = 0.0
+            proba[idx, known[idx]] = 1.0
+            labels[idx] = known[idx]
+            informed[idx] = True
+        n_classes = corpus.n_classes
+        prior = proba[informed].mean(axis=0) if informed.any() else np.full(n_classes, 1.0 / n_classes)
+        blank = ~informed
+        proba[blank] = prior
+        labels[blank] = int(np.argmax(prior))  # lowest index on ties
+
+        self.labels_ = labels
+        self.proba_ = proba
+        self.class_prior_ = prior
+        self.worker_confusion_ = _empirical_confusion(corpus, labels)
+        self.n_iter_ = 0
+        self.log_likelihood_: list[float] = []
+        self.converged_ = True
+        return self
