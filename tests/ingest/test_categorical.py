@@ -1,0 +1,125 @@
+"""Tests for ingest.categorical.read_categorical (oracle: hand-built expected corpora)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ingest.categorical import read_categorical
+from ingest.errors import IngestError, ProblemLog
+
+
+def _write(tmp_path, text, name="data.csv"):
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def test_csv_three_columns_builds_one_token_documents(tmp_path):
+    """Oracle: the corpus written out by hand for a 2-item, 3-annotator file."""
+    p = _write(tmp_path, "item,annotator,label\nq1,007,cat\nq1,A9,dog\nq2,007,dog\n")
+    c = read_categorical(p)
+    assert c.doc_ids == ("q1", "q2") and c.texts == ("q1", "q2")
+    assert c.doc_lengths.tolist() == [1, 1]
+    assert c.token_start.tolist() == [0, 0] and c.token_end.tolist() == [2, 2]
+    assert c.worker_ids == ("007", "A9")  # kept as strings, leading zeros intact
+    assert c.worker_roles == ("crowd", "crowd")
+    assert c.class_names == ("O", "cat", "dog")
+    assert c.token.tolist() == [0, 0, 1]
+    assert c.worker.tolist() == [0, 1, 0]
+    assert c.label.tolist() == [1, 2, 2]
+
+
+def test_tsv_with_gold_column_adds_expert(tmp_path):
+    """Oracle: hand-built; gold becomes annotator 'gold' with role expert, one label per item."""
+    p = _write(tmp_path, "i\tw\tl\tg\nx\tw1\t1\t0\nx\tw2\t0\t0\ny\tw1\t1\t1\nz\tw1\t0\t\n", "d.tsv")
+    c = read_categorical(p, role="crowd")
+    assert c.class_names == ("O", "0", "1")
+    assert c.worker_ids == ("w1", "w2", "gold")
+    assert c.worker_roles == ("crowd", "crowd", "expert")
+    gold = c.labels_of(2)
+    assert gold.tolist() == [1, 2, -1]  # z has no gold
+    assert c.labels_of(0).tolist() == [2, 2, 1]
+
+
+def test_literal_O_label_is_class_zero(tmp_path):
+    p = _write(tmp_path, "item,annotator,label\na,u,B\na,v,O\nb,u,A\n")
+    c = read_categorical(p)
+    assert c.class_names == ("O", "A", "B")
+    assert c.label.tolist() == [2, 0, 1]
+
+
+def test_class_order_does_not_depend_on_row_order(tmp_path):
+    a = read_categorical(_write(tmp_path, "i,w,l\nx,u,b\ny,u,a\n", "a.csv"))
+    b = read_categorical(_write(tmp_path, "i,w,l\ny,u,a\nx,u,b\n", "b.csv"))
+    assert a.class_names == b.class_names == ("O", "a", "b")
+
+
+def test_quoted_fields_with_commas(tmp_path):
+    c = read_categorical(_write(tmp_path, 'item,annotator,label\n"q, 1",u,"yes, really"\n'))
+    assert c.doc_ids == ("q, 1",) and c.class_names == ("O", "yes, really")
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("item,annotator,label\na,u,x\na,u,y\n", r"data.csv:3: duplicate row: annotator 'u' labelled item 'a' twice"),
+        ("item,annotator,label\na,u\n", r"data.csv:2: expected 3 columns, found 2"),
+        ("item,annotator,label\na,u,x,extra\n", r"data.csv:2: expected 3 columns, found 4"),
+        ("item,annotator,label\na,,x\n", r"data.csv:2: empty annotator field"),
+        ("item,annotator,label,gold\na,u,x,x\na,v,x,y\n", r"data.csv:3: item 'a' has gold 'x' and 'y'"),
+        ("item,annotator,label,gold\na,gold,x,x\n", r"data.csv:2: annotator id 'gold' is reserved"),
+        ("a,b\nx,y\n", r"data.csv:1: expected 3 or 4 columns"),
+        ("", r"empty file"),
+        ("item,annotator,label\n", r"no annotation rows"),
+    ],
+)
+def test_bad_rows_raise_one_line_ingest_error(tmp_path, text, match):
+    p = _write(tmp_path, text)
+    with pytest.raises(IngestError, match=match) as info:
+        read_categorical(p)
+    assert "\n" not in str(info.value)
+
+
+def test_missing_file_is_ingest_error(tmp_path):
+    with pytest.raises(IngestError, match="cannot open file"):
+        read_categorical(tmp_path / "absent.csv")
+
+
+def test_skip_mode_records_problems_and_keeps_good_rows(tmp_path):
+    p = _write(tmp_path, "item,annotator,label\na,u,x\na,u,y\nb,u\nb,v,y\n")
+    log = ProblemLog("skip")
+    c = read_categorical(p, problems=log)
+    assert [pr.line for pr in log.problems] == [3, 4]
+    assert c.n_obs == 2 and c.class_names == ("O", "x", "y")
+    assert c.label.tolist() == [1, 2]
+
+
+def test_blank_lines_are_ignored_and_line_numbers_stay_true(tmp_path):
+    p = _write(tmp_path, "item,annotator,label\n\na,u,x\n\na,u,x\n")
+    with pytest.raises(IngestError, match=r":5: duplicate row"):
+        read_categorical(p)
+
+
+def test_round_trip_against_dense_table(tmp_path, seed):
+    """Oracle: a random dense (item x annotator) table written as rows, read back via labels_of."""
+    rng = np.random.default_rng(seed)
+    n_items, n_workers = 30, 6
+    table = rng.integers(-1, 3, size=(n_items, n_workers))  # -1 = not labelled
+    table[:, 0] = rng.integers(0, 3, size=n_items)  # every item labelled at least once
+    names = ["no", "maybe", "yes"]
+    lines = ["item,worker,answer"]
+    cells = [(i, w) for i in range(n_items) for w in range(n_workers) if table[i, w] >= 0]
+    for k in rng.permutation(len(cells)):
+        i, w = cells[k]
+        lines.append(f"item{i},w{w:03d},{names[table[i, w]]}")
+    c = read_categorical(_write(tmp_path, "\n".join(lines) + "\n"))
+    assert c.class_names == ("O", "maybe", "no", "yes")
+    to_class = {0: 2, 1: 1, 2: 3}
+    for w in range(n_workers):
+        if f"w{w:03d}" not in c.worker_ids:
+            continue
+        dense = c.labels_of(c.worker_ids.index(f"w{w:03d}"))
+        for d, doc in enumerate(c.doc_ids):
+            v = table[int(doc[4:]), w]
+            assert dense[d] == (to_class[v] if v >= 0 else -1)
