@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 
-from api.cli import UserError
 from quality.sample_size import slice_sample_size
 
 
@@ -35,13 +34,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Compute the plan and print it as a table or JSON."""
-    try:
-        plan = slice_sample_size(
-            precision=args.precision, recall=args.recall, frequency=args.frequency,
-            half_width=args.half_width, confidence=args.confidence, external=args.external, sites=args.sites,
-        )
-    except ValueError as exc:
-        raise UserError(str(exc)) from exc
+    # A bad value raises ValueError, which the CLI prints as one line (exit status 2).
+    plan = slice_sample_size(
+        precision=args.precision, recall=args.recall, frequency=args.frequency,
+        half_width=args.half_width, confidence=args.confidence, external=args.external, sites=args.sites,
+    )
     if args.json:
         print(json.dumps(plan.as_dict()))
         return 0
