@@ -1,0 +1,131 @@
+"""The pipeline one job runs: fit an aggregator on the crowd, build the quality report.
+
+The same function serves ``crowdqa aggregate`` (synchronously) and the queued jobs
+(:func:`jobs.tasks.run_job`), so the command line and the service give identical results.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from aggregation.corpus import Corpus
+
+__all__ = ["PipelineResult", "ProgressFn", "run_pipeline"]
+
+#: ``progress(stage, iteration, log_likelihood)``; ``iteration`` and ``log_likelihood``
+#: are None outside the EM loop. Stages: "fitting", "reporting", "done".
+ProgressFn = Callable[[str, int | None, float | None], None]
+
+
+@dataclass(frozen=True)
+class PipelineResult:
+    """What a job produces.
+
+    Attributes
+    ----------
+    labels : ndarray of shape (n_tokens,)
+        Aggregated class index of each token.
+    proba : ndarray of shape (n_tokens, n_classes)
+        Posterior of each token's true class.
+    worker_confusion : ndarray of shape (n_workers, n_classes, n_classes)
+        ``worker_confusion[w, t, o]`` = P(annotator w answers o | true class t).
+    report : dict
+        The quality report (``quality.report.build_report``).
+    clamped : ndarray of shape (n_tokens,), bool
+        Tokens whose label was fixed to the expert reference during the fit.
+    fit : dict
+        iterations, converged, seconds, log_likelihood history and warnings.
+    timings : dict
+        Seconds spent fitting and reporting.
+    """
+
+    labels: NDArray[np.int64]
+    proba: NDArray[np.float64]
+    worker_confusion: NDArray[np.float64]
+    report: dict[str, Any]
+    clamped: NDArray[np.bool_]
+    fit: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def run_pipeline(
+    corpus: Corpus,
+    *,
+    method: str,
+    params: dict[str, Any] | None = None,
+    use_experts: bool = False,
+    reference: str = "union",
+    progress: ProgressFn | None = None,
+) -> PipelineResult:
+    """Fit ``method`` on the crowd annotators of ``corpus`` and report against its experts.
+
+    With ``use_experts`` the expert reference labels are clamped (``known``) during the
+    fit, and the report leaves those tokens out of every comparison with the experts.
+    Raises ValueError for an unknown method or parameter, or a corpus without crowd labels.
+    """
+    from aggregation import make_aggregator
+    from quality.references import reference_labels
+    from quality.report import build_report
+
+    crowd = corpus.select_role("crowd")
+    if crowd.n_obs == 0:
+        raise ValueError(
+            f"the corpus has no crowd labels to aggregate (expected at least one crowd upload, found "
+            f"{len(corpus.workers_with_role('crowd'))} crowd annotators with labels on {corpus.n_tokens} tokens)"
+        )
+    aggregator = make_aggregator(method, dict(params or {}))
+    known = None
+    clamped = np.zeros(corpus.n_tokens, dtype=bool)
+    if use_experts:
+        if len(corpus.workers_with_role("expert")) == 0:
+            raise ValueError("use_experts needs expert labels: upload a file with role 'expert' first")
+        known = reference_labels(corpus, rule=reference)
+        clamped = known >= 0
+
+    def callback(iteration: int, log_likelihood: float) -> None:
+        if progress is not None:
+            progress("fitting", int(iteration), float(log_likelihood))
+
+    if progress is not None:
+        progress("fitting", None, None)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        aggregator.fit(crowd, known=known, callback=callback)
+    fit_seconds = time.perf_counter() - t0
+    history = [float(x) for x in getattr(aggregator, "log_likelihood_", [])]
+    fit = {
+        "iterations": int(getattr(aggregator, "n_iter_", 0)),
+        "converged": bool(getattr(aggregator, "converged_", True)),
+        "seconds": round(fit_seconds, 6),
+        "log_likelihood": history,
+        "params": {k: v for k, v in (params or {}).items()},
+        "warnings": [str(w.message) for w in caught],
+    }
+    if progress is not None:
+        progress("reporting", None, None)
+    t1 = time.perf_counter()
+    labels = np.asarray(aggregator.labels_, dtype=np.int64)
+    report = build_report(
+        corpus, labels, method=method, experts_used_in_fit=bool(use_experts),
+        clamped=clamped if use_experts else None, fit=fit, reference=reference,
+    )
+    report_seconds = time.perf_counter() - t1
+    if progress is not None:
+        progress("done", None, None)
+    return PipelineResult(
+        labels=labels,
+        proba=np.asarray(aggregator.proba_, dtype=np.float64),
+        worker_confusion=np.asarray(aggregator.worker_confusion_, dtype=np.float64),
+        report=report,
+        clamped=clamped,
+        fit=fit,
+        timings={"fit": round(fit_seconds, 6), "report": round(report_seconds, 6)},
+    )

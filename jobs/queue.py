@@ -1,0 +1,109 @@
+"""The rq queue: connection, enqueueing with a timeout and a retry policy, JSON only.
+
+Job ids in Redis are the database job ids, and Redis carries nothing but that id (rq's
+JSONSerializer; never pickle): results, progress and reports live in the database. A
+job row is committed *before* it is enqueued, so a worker always finds it.
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import lru_cache
+
+import fakeredis
+import redis
+from redis import Redis
+from rq import Callback, Queue, Retry
+from rq.exceptions import NoSuchJobError
+from rq.job import Job as RqJob
+from rq.serializers import JSONSerializer
+
+from jobs.errors import QueueUnavailableError
+from store.settings import Settings
+
+__all__ = ["TASK", "FAILURE_CALLBACK", "redis_connection", "get_queue", "enqueue_job", "cancel_job",
+           "queue_available"]
+
+#: The task and the failure callback, by name: rq imports them in the worker.
+TASK = "jobs.tasks.run_job"
+FAILURE_CALLBACK = "jobs.tasks.on_job_failure"
+
+_fake_servers: dict[str, fakeredis.FakeServer] = {}
+_fake_lock = threading.Lock()
+
+
+def _fake_server(key: str) -> fakeredis.FakeServer:
+    # One in-memory server per data directory and process: the API and the embedded
+    # worker thread must share it (each FakeRedis() without a server is its own island).
+    with _fake_lock:
+        if key not in _fake_servers:
+            _fake_servers[key] = fakeredis.FakeServer()
+        return _fake_servers[key]
+
+
+@lru_cache(maxsize=8)
+def _real_connection(url: str) -> Redis:
+    # Short timeouts so the API answers 503 quickly instead of hanging when Redis is down.
+    return Redis.from_url(url, socket_connect_timeout=2, socket_timeout=10, health_check_interval=30)
+
+
+def redis_connection(settings: Settings) -> Redis:
+    """The Redis of ``CROWDQA_REDIS_URL``, or the process's in-memory fakeredis when embedded."""
+    if settings.redis_url:
+        return _real_connection(settings.redis_url)
+    return fakeredis.FakeRedis(server=_fake_server(str(settings.data_dir.resolve())))
+
+
+def get_queue(settings: Settings, connection: Redis | None = None) -> Queue:
+    """The ``aggregate`` queue (JSON serializer, default timeout from settings)."""
+    return Queue(
+        settings.queue_name,
+        connection=connection if connection is not None else redis_connection(settings),
+        serializer=JSONSerializer,
+        default_timeout=settings.job_timeout,
+    )
+
+
+def cancel_job(queue: Queue, job_id: str) -> None:
+    """Forget the rq job of this id (from every registry), if any; raise QueueUnavailableError if Redis is down."""
+    try:
+        rq_job = RqJob.fetch(job_id, connection=queue.connection, serializer=JSONSerializer)
+    except NoSuchJobError:
+        return
+    except redis.exceptions.RedisError as exc:
+        raise QueueUnavailableError(f"the job queue is unavailable: {exc}") from exc
+    try:
+        rq_job.delete(remove_from_queue=True)
+    except redis.exceptions.RedisError as exc:
+        raise QueueUnavailableError(f"the job queue is unavailable: {exc}") from exc
+
+
+def enqueue_job(queue: Queue, job_id: str, *, settings: Settings) -> RqJob:
+    """Enqueue ``run_job(job_id)`` under rq job id ``job_id``; the row must already be committed.
+
+    A previous rq job of the same id (a re-run) is deleted first. Raises
+    QueueUnavailableError when Redis cannot be reached.
+    """
+    try:
+        cancel_job(queue, job_id)
+        return queue.enqueue(
+            TASK,
+            job_id,
+            job_id=job_id,
+            job_timeout=settings.job_timeout,
+            retry=Retry(max=settings.job_retries) if settings.job_retries else None,
+            on_failure=Callback(FAILURE_CALLBACK),
+            result_ttl=24 * 3600,
+            failure_ttl=7 * 24 * 3600,
+            description=f"aggregate job {job_id}",
+        )
+    except redis.exceptions.RedisError as exc:
+        raise QueueUnavailableError(f"the job queue is unavailable: {exc}") from exc
+
+
+def queue_available(queue: Queue) -> bool:
+    """True if Redis answers a ping."""
+    try:
+        return bool(queue.connection.ping())
+    except redis.exceptions.RedisError:
+        return False

@@ -1,0 +1,155 @@
+"""Service functions shared by the API routes and the command line.
+
+Uploads are parsed, merged into the dataset's corpus and committed (raw bytes and parsed
+corpus on disk, rows in the database) before anything is queued; a job row is committed
+before it is enqueued. A job that dies therefore never leaves a half-written dataset.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections import defaultdict
+from typing import Any, BinaryIO
+
+import numpy as np
+from rq import Queue
+from sqlmodel import Session
+
+from aggregation.corpus import Corpus
+from ingest.errors import IngestError
+from jobs.errors import JobNotRunnableError, QueueUnavailableError
+from jobs.queue import cancel_job, enqueue_job
+from store import crud
+from store.artifacts import ArtifactStore, safe_suffix
+from store.models import Dataset, Job, JobCreate, JobStatus, Upload, utcnow
+from store.settings import Settings
+
+__all__ = ["UPLOAD_OPTIONS", "parse_upload", "add_upload", "start_job", "rerun_job", "delete_job", "jsonable"]
+
+logger = logging.getLogger(__name__)
+
+#: Format options an upload may set (``docs`` is not one: no client string becomes a server path).
+UPLOAD_OPTIONS = ("category", "text_column", "answer_column", "id_column", "keep_rejected", "on_error", "scheme")
+
+_dataset_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with numpy scalars and arrays turned into plain Python (for JSON columns)."""
+
+    def default(o: Any) -> Any:
+        if isinstance(o, np.generic):
+            return o.item()
+        if isinstance(o, np.ndarray):
+            return o.tolist()
+        if isinstance(o, set | frozenset | tuple):
+            return list(o)
+        raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+    return json.loads(json.dumps(value, default=default, allow_nan=False))
+
+
+def parse_upload(path, *, format: str, role: str, options: dict[str, Any]):
+    """Parse a stored upload with ``ingest.read_corpus``; any parser failure becomes an IngestError."""
+    from ingest import read_corpus
+
+    unknown = sorted(set(options) - set(UPLOAD_OPTIONS))
+    if unknown:
+        raise IngestError(f"unknown upload option {unknown[0]!r}; expected one of {list(UPLOAD_OPTIONS)}")
+    try:
+        return read_corpus(path, format=format, role=role, **options)
+    except (IngestError, ValueError):
+        raise
+    except RecursionError as exc:
+        raise IngestError("the file is nested too deeply to parse", source="upload") from exc
+    except Exception as exc:  # noqa: BLE001 - a parser bug must still be a 4xx naming the file, never a 500
+        logger.exception("parser %s failed on an upload", format)
+        raise IngestError(f"cannot read the file as {format}: {type(exc).__name__}: {exc}", source="upload") from exc
+
+
+def add_upload(*, session: Session, settings: Settings, dataset: Dataset, stream: BinaryIO, filename: str,
+               format: str, role: str, options: dict[str, Any]) -> Upload:
+    """Store, parse and merge one uploaded file into ``dataset``; return its row.
+
+    Raises UploadTooLargeError past the size limit and IngestError (or ValueError) for a file
+    that cannot be read or does not merge with the dataset's earlier uploads; nothing is
+    recorded then.
+    """
+    from ingest import summarize
+    from ingest.merge import merge_corpora
+
+    store = ArtifactStore(settings.data_dir)
+    raw = store.put_stream(stream, kind="uploads", suffix=safe_suffix(filename), limit=settings.max_upload_bytes)
+    parsed = parse_upload(store.path(raw), format=format, role=role, options=options)
+    corpus: Corpus = parsed.corpus
+    if corpus.n_obs == 0:
+        raise IngestError(f"the file holds no labels (read as {format!r})", source=filename or "upload")
+    with _dataset_locks[dataset.id]:
+        session.refresh(dataset)
+        crud.get_dataset(session=session, project_id=dataset.project_id, dataset_id=dataset.id, for_update=True)
+        merged = corpus
+        if dataset.corpus_sha256:
+            merged = merge_corpora([store.load_corpus(dataset.corpus_sha256), corpus])
+        own = store.put_corpus(corpus)
+        whole = store.put_corpus(merged) if merged is not corpus else own
+        upload = Upload(
+            dataset_id=dataset.id, filename=(filename or "upload")[:300], format=format, role=role,
+            options=jsonable(options), size=raw.size, sha256=raw.sha256, raw_path=raw.path,
+            corpus_sha256=own.sha256, summary=jsonable(summarize(corpus)),
+            problems=[str(p) for p in parsed.problems][:1000],
+        )
+        return crud.add_upload(session=session, dataset=dataset, upload=upload, corpus_sha256=whole.sha256,
+                               summary=jsonable(summarize(merged)), merged=merged)
+
+
+def _check_job_input(settings: Settings, dataset: Dataset, job_in: JobCreate) -> None:
+    from aggregation import make_aggregator
+
+    if not dataset.corpus_sha256:
+        raise JobNotRunnableError(f"dataset {dataset.id} has no uploads yet: upload a crowd file first")
+    make_aggregator(str(job_in.method), dict(job_in.params))  # ValueError for an unknown parameter
+    roles = (dataset.summary or {}).get("annotators") or {}
+    if job_in.use_experts and isinstance(roles, dict) and roles.get("expert") in (0, None, {}, []):
+        raise ValueError("use_experts needs expert labels: upload a file with role 'expert' first")
+
+
+def _enqueue_or_fail(*, session: Session, settings: Settings, queue: Queue, job: Job) -> Job:
+    try:
+        enqueue_job(queue, job.id, settings=settings)
+    except QueueUnavailableError as exc:
+        crud.update_job(session=session, job_id=job.id, only_if=JobStatus.queued, status=JobStatus.failed,
+                        finished_at=utcnow(), error=f"not queued: {exc}; re-run the job when the queue is back")
+        raise
+    crud.update_job(session=session, job_id=job.id, enqueued_at=utcnow())
+    session.refresh(job)
+    return job
+
+
+def start_job(*, session: Session, settings: Settings, queue: Queue, dataset: Dataset, job_in: JobCreate) -> Job:
+    """Create a job on the dataset's current corpus, commit it, then enqueue it."""
+    _check_job_input(settings, dataset, job_in)
+    job = crud.create_job(session=session, dataset=dataset, job_in=job_in)
+    return _enqueue_or_fail(session=session, settings=settings, queue=queue, job=job)
+
+
+def rerun_job(*, session: Session, settings: Settings, queue: Queue, job: Job) -> Job:
+    """Run a finished or failed job again (same dataset snapshot and parameters)."""
+    if job.status in (JobStatus.queued, JobStatus.running):
+        raise JobNotRunnableError(f"job {job.id} is {job.status.value}; only finished or failed jobs can be re-run")
+    crud.clear_report(session=session, job_id=job.id)
+    crud.update_job(session=session, job_id=job.id, status=JobStatus.queued, error=None, progress={},
+                    timings={}, artifacts={}, started_at=None, finished_at=None, heartbeat_at=None)
+    session.refresh(job)
+    return _enqueue_or_fail(session=session, settings=settings, queue=queue, job=job)
+
+
+def delete_job(*, session: Session, queue: Queue, job: Job) -> None:
+    """Delete a job's rows and forget its queue entry (a running job's result is then discarded)."""
+    try:
+        cancel_job(queue, job.id)
+    except QueueUnavailableError:
+        if job.status in (JobStatus.queued, JobStatus.running):
+            raise
+    crud.delete_job(session=session, job=job)

@@ -1,0 +1,162 @@
+"""The job function rq runs, and the callback for jobs whose worker died.
+
+``run_job(job_id)`` receives only the database id: it loads the job's corpus snapshot
+from the store, runs :func:`jobs.pipeline.run_pipeline`, publishes progress (stage, EM
+iteration, log-likelihood) and heartbeats to the job row while it runs, and saves the
+labels, posteriors, worker models and the report. Bad input (an unknown parameter, no
+crowd labels) fails the job for good with its reason; an unexpected error is retried by
+rq's retry policy while retries are left, then fails the job.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import traceback
+from typing import Any
+
+from rq import get_current_job
+from sqlmodel import Session
+
+from ingest.errors import IngestError
+from jobs.pipeline import run_pipeline
+from store import crud
+from store.artifacts import ArtifactStore
+from store.db import get_engine
+from store.errors import ArtifactMissingError
+from store.models import Job, JobStatus, utcnow
+from store.settings import Settings, get_settings
+
+__all__ = ["run_job", "on_job_failure", "fail_or_requeue"]
+
+logger = logging.getLogger(__name__)
+
+#: Errors that say the input is wrong: retrying cannot help.
+INPUT_ERRORS = (ValueError, IngestError, ArtifactMissingError, KeyError)
+
+_PROGRESS_EVERY = 0.25  # seconds between progress writes; EM iterations can be much faster
+
+
+class _Heartbeat(threading.Thread):
+    """Stamp ``heartbeat_at`` every ``interval`` seconds while the job runs."""
+
+    def __init__(self, settings: Settings, job_id: str) -> None:
+        super().__init__(name=f"heartbeat-{job_id}", daemon=True)
+        self.settings, self.job_id = settings, job_id
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.wait(self.settings.heartbeat_interval):
+            try:
+                with Session(get_engine(self.settings)) as s:
+                    crud.update_job(session=s, job_id=self.job_id, only_if=JobStatus.running, heartbeat_at=utcnow())
+            except Exception:  # noqa: BLE001 - a missed heartbeat must not kill the job
+                logger.exception("heartbeat of job %s failed", self.job_id)
+
+
+class _Progress:
+    """Write the pipeline's progress to the job row, at most every 0.25 s (and at every stage change)."""
+
+    def __init__(self, settings: Settings, job_id: str) -> None:
+        self.settings, self.job_id = settings, job_id
+        self.last_write = 0.0
+        self.stage: str | None = None
+        self.state: dict[str, Any] = {}
+
+    def __call__(self, stage: str, iteration: int | None, log_likelihood: float | None) -> None:
+        self.state = {"stage": stage}
+        if iteration is not None:
+            self.state.update(iteration=iteration, log_likelihood=log_likelihood)
+        now = time.monotonic()
+        if stage != self.stage or now - self.last_write >= _PROGRESS_EVERY:
+            self.flush()
+            self.stage, self.last_write = stage, now
+
+    def flush(self) -> None:
+        with Session(get_engine(self.settings)) as s:
+            crud.update_job(session=s, job_id=self.job_id, only_if=JobStatus.running,
+                            progress=dict(self.state), heartbeat_at=utcnow())
+
+
+def fail_or_requeue(settings: Settings, job_id: str, *, reason: str, retries_left: int) -> None:
+    """After a failure: back to queued when rq will retry, else failed with ``reason`` (only from running)."""
+    with Session(get_engine(settings)) as s:
+        if retries_left > 0:
+            crud.update_job(session=s, job_id=job_id, only_if=JobStatus.running, status=JobStatus.queued,
+                            error=f"{reason} (retrying; {retries_left} retries left)", progress={"stage": "queued"})
+        else:
+            crud.update_job(session=s, job_id=job_id, only_if=JobStatus.running, status=JobStatus.failed,
+                            error=reason, finished_at=utcnow())
+
+
+def _save_results(settings: Settings, job: Job, result, timings: dict[str, float]) -> None:
+    store = ArtifactStore(settings.data_dir)
+    t0 = time.perf_counter()
+    labels = store.put_arrays(labels=result.labels, clamped=result.clamped)
+    proba = store.put_arrays(proba=result.proba)
+    confusion = store.put_arrays(worker_confusion=result.worker_confusion)
+    timings["save"] = round(time.perf_counter() - t0, 6)
+    with Session(get_engine(settings)) as s:
+        # The report and the final status go in one transaction: a finished job always has its report.
+        crud.save_report(session=s, job_id=job.id, report=result.report)
+        row = s.get(Job, job.id)
+        if row is None or row.status != JobStatus.running:
+            s.rollback()
+            raise RuntimeError(f"job {job.id} left the running state while it ran (deleted or marked abandoned)")
+        row.status = JobStatus.finished
+        row.finished_at = utcnow()
+        row.error = None
+        row.timings = timings
+        row.progress = {"stage": "done", "iteration": result.fit.get("iterations"),
+                        "log_likelihood": (result.fit.get("log_likelihood") or [None])[-1]}
+        row.artifacts = {"labels": labels.as_dict(), "proba": proba.as_dict(), "worker_confusion": confusion.as_dict()}
+        s.add(row)
+        s.commit()
+
+
+def run_job(job_id: str) -> str:
+    """Run the database job ``job_id`` end to end; return its final status."""
+    settings = get_settings()
+    rq_job = get_current_job()
+    worker = getattr(rq_job, "worker_name", None) if rq_job is not None else None
+    with Session(get_engine(settings)) as s:
+        job = crud.claim_job(session=s, job_id=job_id, worker_name=worker)
+    if job is None:
+        logger.info("job %s is not queued (deleted, finished or failed meanwhile); nothing to do", job_id)
+        return "skipped"
+    heartbeat = _Heartbeat(settings, job_id)
+    heartbeat.start()
+    try:
+        t0 = time.perf_counter()
+        progress = _Progress(settings, job_id)
+        progress("loading", None, None)
+        corpus = ArtifactStore(settings.data_dir).load_corpus(job.corpus_sha256)
+        timings = {"load": round(time.perf_counter() - t0, 6)}
+        result = run_pipeline(corpus, method=str(job.method),
+                              params=job.params, use_experts=job.use_experts, reference=job.reference,
+                              progress=progress)
+        timings.update(result.timings)
+        _save_results(settings, job, result, timings)
+        return JobStatus.finished.value
+    except INPUT_ERRORS as exc:
+        fail_or_requeue(settings, job_id, reason=f"{type(exc).__name__}: {exc}", retries_left=0)
+        return JobStatus.failed.value
+    except BaseException as exc:
+        retries = int(getattr(rq_job, "retries_left", 0) or 0) if rq_job is not None else 0
+        reason = f"{type(exc).__name__}: {exc}".strip()
+        logger.error("job %s failed: %s\n%s", job_id, reason, traceback.format_exc())
+        fail_or_requeue(settings, job_id, reason=reason, retries_left=retries)
+        raise
+    finally:
+        heartbeat.stop.set()
+
+
+def on_job_failure(rq_job, connection, exc_type, exc_value, tb) -> None:
+    """rq failure callback: a job abandoned by a dead worker (found by rq's registry cleanup) fails or re-queues."""
+    from rq.exceptions import AbandonedJobError
+
+    if exc_type is not None and issubclass(exc_type, AbandonedJobError):
+        fail_or_requeue(get_settings(), rq_job.id,
+                        reason="abandoned: the worker running the job died (rq found it in the started registry)",
+                        retries_left=int(rq_job.retries_left or 0))

@@ -1,0 +1,163 @@
+"""Content-addressed files beside the database: raw uploads, corpora and result arrays.
+
+Every file is written to a temporary name in its final folder, fsynced and renamed, so a
+reader sees either nothing or the whole file; its name is its sha256, so a row that keeps
+the sha256 both finds the file and can check it. No user-controlled string ever becomes a
+path: names are hashes and suffixes come from a fixed whitelist.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import re
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+from numpy.typing import NDArray
+
+from aggregation.corpus import Corpus
+from store.errors import ArtifactMissingError, UploadTooLargeError
+
+__all__ = ["Artifact", "ArtifactStore", "safe_suffix"]
+
+_CHUNK = 1 << 20
+_SUFFIX = re.compile(r"\.[a-z0-9]{1,10}")
+
+
+def safe_suffix(filename: str | None) -> str:
+    """The lowercase extension of ``filename`` if it is plain (``.csv``, ``.zip``), else ``""``."""
+    if not filename:
+        return ""
+    suffix = Path(filename.replace("\\", "/")).suffix.lower()
+    return suffix if _SUFFIX.fullmatch(suffix) else ""
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A stored file: its path relative to the store root, sha256 and size in bytes."""
+
+    path: str
+    sha256: str
+    size: int
+
+    def as_dict(self) -> dict:
+        return {"path": self.path, "sha256": self.sha256, "size": self.size}
+
+
+class ArtifactStore:
+    """Files under ``root`` (the data directory), named by their sha256."""
+
+    def __init__(self, root: str | os.PathLike) -> None:
+        self.root = Path(root)
+
+    # ------------------------------------------------------------ writing
+    def _final(self, kind: str, sha: str, suffix: str) -> Path:
+        return self.root / kind / sha[:2] / f"{sha}{suffix}"
+
+    def _commit(self, tmp: Path, *, kind: str, sha: str, size: int, suffix: str) -> Artifact:
+        final = self._final(kind, sha, suffix)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(tmp, final)
+        return Artifact(path=str(final.relative_to(self.root)), sha256=sha, size=size)
+
+    def _tempfile(self, kind: str) -> tuple[int, Path]:
+        folder = self.root / kind / "tmp"
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(dir=folder, prefix=".part-")
+        return fd, Path(name)
+
+    def put_stream(self, chunks: Iterable[bytes] | BinaryIO, *, kind: str, suffix: str = "",
+                   limit: int | None = None) -> Artifact:
+        """Store a stream of bytes; raise :class:`UploadTooLargeError` past ``limit`` bytes (nothing is kept)."""
+        if hasattr(chunks, "read"):
+            stream = chunks
+            chunks = iter(lambda: stream.read(_CHUNK), b"")
+        fd, tmp = self._tempfile(kind)
+        digest, size = hashlib.sha256(), 0
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                for chunk in chunks:
+                    size += len(chunk)
+                    if limit is not None and size > limit:
+                        raise UploadTooLargeError(limit)
+                    digest.update(chunk)
+                    fh.write(chunk)
+                fh.flush()
+                os.fsync(fh.fileno())
+            return self._commit(tmp, kind=kind, sha=digest.hexdigest(), size=size, suffix=suffix)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+
+    def put_bytes(self, data: bytes, *, kind: str, suffix: str = "") -> Artifact:
+        """Store ``data``."""
+        return self.put_stream([data], kind=kind, suffix=suffix)
+
+    def put_arrays(self, *, kind: str = "results", **arrays: NDArray) -> Artifact:
+        """Store named arrays as one compressed ``.npz``."""
+        buf = io.BytesIO()
+        np.savez_compressed(buf, **arrays)
+        return self.put_bytes(buf.getvalue(), kind=kind, suffix=".npz")
+
+    def put_corpus(self, corpus: Corpus) -> Artifact:
+        """Store a corpus with :meth:`Corpus.save` (its own atomic write), then move it to its hash."""
+        fd, tmp = self._tempfile("corpora")
+        os.close(fd)
+        target = tmp.with_name(tmp.name + ".npz")
+        try:
+            corpus.save(target)
+            data_sha, size = _hash_file(target)
+            return self._commit(target, kind="corpora", sha=data_sha, size=size, suffix=".npz")
+        finally:
+            tmp.unlink(missing_ok=True)
+            target.unlink(missing_ok=True)
+
+    # ------------------------------------------------------------ reading
+    def path(self, artifact: Artifact | dict | str) -> Path:
+        """The absolute path of an artifact (refusing anything outside the root)."""
+        rel = artifact if isinstance(artifact, str) else (
+            artifact["path"] if isinstance(artifact, dict) else artifact.path
+        )
+        p = (self.root / rel).resolve()
+        if self.root.resolve() not in p.parents:
+            raise ArtifactMissingError(f"artifact path {rel!r} is outside the data directory")
+        return p
+
+    def find(self, sha: str, *, kind: str, suffix: str = "") -> Path:
+        """The file of a sha256; raise :class:`ArtifactMissingError` if it is absent."""
+        if not re.fullmatch(r"[0-9a-f]{64}", sha or ""):
+            raise ArtifactMissingError(f"not a sha256: {sha!r}")
+        p = self._final(kind, sha, suffix)
+        if not p.is_file():
+            raise ArtifactMissingError(f"{kind} artifact {sha} is missing from {self.root}")
+        return p
+
+    def load_corpus(self, sha: str) -> Corpus:
+        """Read a corpus stored by :meth:`put_corpus`."""
+        return Corpus.load(self.find(sha, kind="corpora", suffix=".npz"))
+
+    def load_arrays(self, artifact: Artifact | dict) -> dict[str, NDArray]:
+        """Read arrays stored by :meth:`put_arrays`, checking the sha256 first."""
+        p = self.path(artifact)
+        if not p.is_file():
+            raise ArtifactMissingError(f"artifact {p} is missing")
+        expected = artifact["sha256"] if isinstance(artifact, dict) else artifact.sha256
+        if _hash_file(p)[0] != expected:
+            raise ArtifactMissingError(f"artifact {p} does not match its sha256 {expected}")
+        with np.load(p, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+
+
+def _hash_file(path: Path) -> tuple[str, int]:
+    digest, size = hashlib.sha256(), 0
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(_CHUNK), b""):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size

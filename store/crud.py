@@ -1,0 +1,317 @@
+"""Create, read, update and delete rows: keyword-only functions, session first.
+
+Every read of a dataset or job takes the caller's ``project_id``, so a key of one project
+can never reach another project's rows (the API answers 404 for them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+from sqlalchemy import func, nulls_last
+from sqlmodel import Session, col, delete, select
+
+from aggregation.corpus import Corpus
+from store.models import (
+    Annotator,
+    ApiKey,
+    Dataset,
+    DatasetCreate,
+    Job,
+    JobCreate,
+    JobStatus,
+    Project,
+    Report,
+    Upload,
+    WorkerScore,
+    utcnow,
+)
+
+__all__ = [
+    "create_project",
+    "get_or_create_project",
+    "create_api_key",
+    "authenticate",
+    "create_dataset",
+    "get_dataset",
+    "list_datasets",
+    "delete_dataset",
+    "add_upload",
+    "list_uploads",
+    "set_annotators",
+    "create_job",
+    "get_job",
+    "list_jobs",
+    "delete_job",
+    "claim_job",
+    "update_job",
+    "mark_stale_jobs",
+    "save_report",
+    "get_report",
+    "clear_report",
+    "list_worker_scores",
+    "WORKER_SORT_KEYS",
+]
+
+KEY_PREFIX = "cqa"
+
+
+def _hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+# ---------------------------------------------------------------- projects and keys
+def create_project(*, session: Session, name: str) -> Project:
+    """Create a project named ``name``."""
+    project = Project(name=name)
+    session.add(project)
+    session.commit()
+    session.refresh(project)
+    return project
+
+
+def get_or_create_project(*, session: Session, name: str) -> Project:
+    """The project named ``name``, created if absent."""
+    project = session.exec(select(Project).where(Project.name == name)).first()
+    return project or create_project(session=session, name=name)
+
+
+def create_api_key(*, session: Session, project_id: str) -> str:
+    """Create a key for the project and return its secret (shown once; only its sha256 is kept)."""
+    prefix = secrets.token_hex(6)
+    key = f"{KEY_PREFIX}_{prefix}_{secrets.token_urlsafe(32)}"
+    session.add(ApiKey(project_id=project_id, prefix=prefix, key_hash=_hash_key(key)))
+    session.commit()
+    return key
+
+
+def authenticate(*, session: Session, key: str) -> Project | None:
+    """The project of ``key``, or None; the hash comparison takes constant time."""
+    parts = key.split("_", 2)
+    if len(parts) != 3 or parts[0] != KEY_PREFIX:
+        return None
+    row = session.exec(select(ApiKey).where(ApiKey.prefix == parts[1])).first()
+    if row is None or not hmac.compare_digest(row.key_hash, _hash_key(key)):
+        return None
+    return session.get(Project, row.project_id)
+
+
+# ---------------------------------------------------------------- datasets and uploads
+def create_dataset(*, session: Session, project_id: str, dataset_in: DatasetCreate) -> Dataset:
+    """Create an empty dataset in the project."""
+    dataset = Dataset.model_validate(dataset_in, update={"project_id": project_id})
+    session.add(dataset)
+    session.commit()
+    session.refresh(dataset)
+    return dataset
+
+
+def get_dataset(*, session: Session, project_id: str, dataset_id: str, for_update: bool = False) -> Dataset | None:
+    """The project's dataset, or None (also for another project's dataset)."""
+    stmt = select(Dataset).where(Dataset.id == dataset_id, Dataset.project_id == project_id)
+    if for_update:
+        stmt = stmt.with_for_update()
+    return session.exec(stmt).first()
+
+
+def _page(session: Session, stmt, *, offset: int, limit: int, order) -> tuple[list, int]:
+    count = session.exec(select(func.count()).select_from(stmt.subquery())).one()
+    rows = session.exec(stmt.order_by(*order).offset(offset).limit(limit)).all()
+    return list(rows), int(count)
+
+
+def list_datasets(*, session: Session, project_id: str, offset: int = 0, limit: int = 100) -> tuple[list[Dataset], int]:
+    """One page of the project's datasets, oldest first, and the total count."""
+    stmt = select(Dataset).where(Dataset.project_id == project_id)
+    return _page(session, stmt, offset=offset, limit=limit, order=(Dataset.created_at, Dataset.id))
+
+
+def delete_dataset(*, session: Session, dataset: Dataset) -> None:
+    """Delete a dataset with its uploads, annotators, jobs and reports (artifact files stay, shared by hash)."""
+    job_ids = select(Job.id).where(Job.dataset_id == dataset.id)
+    session.exec(delete(WorkerScore).where(col(WorkerScore.job_id).in_(job_ids)))
+    session.exec(delete(Report).where(col(Report.job_id).in_(job_ids)))
+    session.exec(delete(Job).where(Job.dataset_id == dataset.id))
+    session.exec(delete(Upload).where(Upload.dataset_id == dataset.id))
+    session.exec(delete(Annotator).where(Annotator.dataset_id == dataset.id))
+    session.delete(dataset)
+    session.commit()
+
+
+def add_upload(*, session: Session, dataset: Dataset, upload: Upload, corpus_sha256: str,
+               summary: dict[str, Any], merged: Corpus) -> Upload:
+    """Record an upload and the dataset's new merged corpus in one transaction."""
+    session.add(upload)
+    dataset.corpus_sha256 = corpus_sha256
+    dataset.summary = summary
+    dataset.n_uploads += 1
+    session.add(dataset)
+    set_annotators(session=session, dataset=dataset, corpus=merged, commit=False)
+    session.commit()
+    session.refresh(upload)
+    return upload
+
+
+def list_uploads(*, session: Session, dataset_id: str, offset: int = 0, limit: int = 100) -> tuple[list[Upload], int]:
+    """One page of a dataset's uploads, oldest first, and the total count."""
+    stmt = select(Upload).where(Upload.dataset_id == dataset_id)
+    return _page(session, stmt, offset=offset, limit=limit, order=(Upload.created_at, Upload.id))
+
+
+def set_annotators(*, session: Session, dataset: Dataset, corpus: Corpus, commit: bool = True) -> None:
+    """Replace the dataset's annotator rows by those of ``corpus`` (documents and tokens each labelled)."""
+    session.exec(delete(Annotator).where(Annotator.dataset_id == dataset.id))
+    n = corpus.n_workers
+    tokens = np.bincount(corpus.worker, minlength=n)
+    pairs = np.unique(corpus.obs_doc * max(n, 1) + corpus.worker)
+    documents = np.bincount(pairs % max(n, 1), minlength=n)
+    for w, (wid, role) in enumerate(zip(corpus.worker_ids, corpus.worker_roles, strict=True)):
+        session.add(Annotator(dataset_id=dataset.id, external_id=wid, role=role,
+                              documents=int(documents[w]), tokens=int(tokens[w])))
+    if commit:
+        session.commit()
+
+
+# ---------------------------------------------------------------- jobs
+def create_job(*, session: Session, dataset: Dataset, job_in: JobCreate) -> Job:
+    """Create a queued job on the dataset's current corpus (a snapshot: later uploads do not change it)."""
+    job = Job.model_validate(
+        job_in,
+        update={"project_id": dataset.project_id, "dataset_id": dataset.id, "corpus_sha256": dataset.corpus_sha256},
+    )
+    session.add(job)
+    session.commit()
+    session.refresh(job)
+    return job
+
+
+def get_job(*, session: Session, project_id: str, job_id: str) -> Job | None:
+    """The project's job, or None (also for another project's job)."""
+    return session.exec(select(Job).where(Job.id == job_id, Job.project_id == project_id)).first()
+
+
+def list_jobs(*, session: Session, project_id: str, dataset_id: str | None = None, status: JobStatus | None = None,
+              offset: int = 0, limit: int = 100) -> tuple[list[Job], int]:
+    """One page of the project's jobs (optionally of one dataset or status), oldest first, and the count."""
+    stmt = select(Job).where(Job.project_id == project_id)
+    if dataset_id is not None:
+        stmt = stmt.where(Job.dataset_id == dataset_id)
+    if status is not None:
+        stmt = stmt.where(Job.status == status)
+    return _page(session, stmt, offset=offset, limit=limit, order=(Job.created_at, Job.id))
+
+
+def delete_job(*, session: Session, job: Job) -> None:
+    """Delete a job with its report and worker rows."""
+    session.exec(delete(WorkerScore).where(WorkerScore.job_id == job.id))
+    session.exec(delete(Report).where(Report.job_id == job.id))
+    session.delete(job)
+    session.commit()
+
+
+def claim_job(*, session: Session, job_id: str, worker_name: str | None) -> Job | None:
+    """Move a queued job to running, atomically; None if it is not queued (already run, failed or deleted)."""
+    from sqlmodel import update
+
+    now = utcnow()
+    result = session.exec(
+        update(Job)
+        .where(Job.id == job_id, Job.status == JobStatus.queued)
+        .values(status=JobStatus.running, started_at=now, heartbeat_at=now, worker_name=worker_name,
+                attempts=Job.attempts + 1, progress={"stage": "starting"}, error=None)
+    )
+    session.commit()
+    if result.rowcount != 1:
+        return None
+    return session.get(Job, job_id, populate_existing=True)
+
+
+def update_job(*, session: Session, job_id: str, only_if: JobStatus | None = None, **values: Any) -> bool:
+    """Set columns of a job (optionally only while it has status ``only_if``); True if a row changed."""
+    from sqlmodel import update
+
+    stmt = update(Job).where(Job.id == job_id)
+    if only_if is not None:
+        stmt = stmt.where(Job.status == only_if)
+    result = session.exec(stmt.values(**values))
+    session.commit()
+    return result.rowcount == 1
+
+
+def mark_stale_jobs(*, session: Session, stale_after: float, job_id: str | None = None) -> int:
+    """Fail running jobs whose worker sent no heartbeat for ``stale_after`` seconds; return how many."""
+    from sqlmodel import update
+
+    now = utcnow()
+    cutoff = now - timedelta(seconds=stale_after)
+    stmt = update(Job).where(Job.status == JobStatus.running, Job.heartbeat_at < cutoff)
+    if job_id is not None:
+        stmt = stmt.where(Job.id == job_id)
+    result = session.exec(stmt.values(
+        status=JobStatus.failed,
+        finished_at=now,
+        error=(f"abandoned: the worker sent no heartbeat for {stale_after:g} s (killed or lost); "
+               "the dataset is intact, re-run the job"),
+    ))
+    session.commit()
+    return int(result.rowcount or 0)
+
+
+# ---------------------------------------------------------------- reports
+def _score(block: Any, kind: str = "token") -> dict:
+    """The score fields of a report block: ``{token: {...}}`` or the fields themselves; {} when null."""
+    if not isinstance(block, dict):
+        return {}
+    inner = block.get(kind)
+    if isinstance(inner, dict):
+        return inner
+    return block if kind == "token" and "f1" in block else {}
+
+
+def save_report(*, session: Session, job_id: str, report: dict[str, Any]) -> None:
+    """Store a job's report and one sortable row per worker (replacing any earlier ones)."""
+    session.exec(delete(WorkerScore).where(WorkerScore.job_id == job_id))
+    session.exec(delete(Report).where(Report.job_id == job_id))
+    session.add(Report(job_id=job_id, body=report))
+    for w in report.get("workers") or []:
+        ve, va = _score(w.get("vs_expert")), _score(w.get("vs_aggregate"))
+        session.add(WorkerScore(
+            job_id=job_id, annotator=str(w["annotator"]), role=str(w.get("role", "crowd")),
+            documents=int(w.get("documents") or 0), tokens=int(w.get("tokens") or 0),
+            precision=ve.get("precision"), recall=ve.get("recall"), f1=ve.get("f1"),
+            span_f1=_score(w.get("vs_expert"), "span_strict").get("f1"),
+            agreement_precision=va.get("precision"), agreement_recall=va.get("recall"),
+            agreement_f1=va.get("f1"), detail=w,
+        ))
+
+
+def clear_report(*, session: Session, job_id: str) -> None:
+    """Delete a job's report and worker rows (before a re-run)."""
+    session.exec(delete(WorkerScore).where(WorkerScore.job_id == job_id))
+    session.exec(delete(Report).where(Report.job_id == job_id))
+    session.commit()
+
+
+def get_report(*, session: Session, job_id: str) -> Report | None:
+    """The report of a job, or None."""
+    return session.get(Report, job_id)
+
+
+WORKER_SORT_KEYS = ("annotator", "role", "documents", "tokens", "precision", "recall", "f1", "span_f1",
+                    "agreement_precision", "agreement_recall", "agreement_f1")
+
+
+def list_worker_scores(*, session: Session, job_id: str, sort: str = "annotator", order: str = "asc",
+                       offset: int = 0, limit: int = 100) -> tuple[list[WorkerScore], int]:
+    """One page of a job's worker rows sorted by ``sort`` (nulls last, ties by annotator id), and the count."""
+    if sort not in WORKER_SORT_KEYS:
+        raise ValueError(f"sort must be one of {WORKER_SORT_KEYS}, found {sort!r}")
+    column = getattr(WorkerScore, sort)
+    key = nulls_last(column.desc() if order == "desc" else column.asc())
+    stmt = select(WorkerScore).where(WorkerScore.job_id == job_id)
+    return _page(session, stmt, offset=offset, limit=limit, order=(key, WorkerScore.annotator))

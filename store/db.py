@@ -1,0 +1,73 @@
+"""Engines and schema: build an engine from settings, create or check the schema at start."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import lru_cache
+
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, SQLModel, create_engine, select
+
+from store import models  # noqa: F401  (registers the tables on SQLModel.metadata)
+from store.errors import SchemaVersionError
+from store.models import SCHEMA_VERSION, SchemaInfo
+from store.settings import Settings
+
+__all__ = ["make_engine", "init_db", "get_engine", "session_scope"]
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:
+    # WAL lets the API read while a worker process writes; busy_timeout waits out short locks
+    # instead of failing with "database is locked"; SQLite enforces foreign keys only when asked.
+    cur = dbapi_connection.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.close()
+
+
+def make_engine(settings: Settings) -> Engine:
+    """Build the engine for ``settings.database_url`` (SQLite: the data dir is created)."""
+    url = settings.database_url
+    assert url is not None  # filled in by Settings
+    if url.startswith("sqlite"):
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+
+
+def init_db(engine: Engine) -> None:
+    """Create missing tables and record the schema version; refuse a database of another version."""
+    SQLModel.metadata.create_all(engine)
+    with Session(engine) as session:
+        info = session.exec(select(SchemaInfo)).first()
+        if info is None:
+            session.add(SchemaInfo(id=1, version=SCHEMA_VERSION))
+            session.commit()
+        elif info.version != SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"database schema version {SCHEMA_VERSION} expected, found {info.version}: "
+                "migrate the database or point CROWDQA_DATABASE_URL at a new one"
+            )
+
+
+@lru_cache(maxsize=8)
+def _engine_for(url: str, data_dir: str) -> Engine:
+    settings = Settings(database_url=url, data_dir=data_dir)
+    engine = make_engine(settings)
+    init_db(engine)
+    return engine
+
+
+def get_engine(settings: Settings) -> Engine:
+    """The initialised engine of these settings, built once per process and URL."""
+    return _engine_for(settings.database_url, str(settings.data_dir))
+
+
+def session_scope(settings: Settings) -> Iterator[Session]:
+    """Yield a session on the settings' engine (FastAPI dependency style)."""
+    with Session(get_engine(settings)) as session:
+        yield session

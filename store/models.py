@@ -1,0 +1,296 @@
+"""SQLModel tables and the public models the API returns.
+
+Each resource follows the FastAPI template's family: ``XBase`` (shared fields) ->
+``XCreate`` (input) -> ``X(XBase, table=True)`` -> ``XPublic`` and ``XsPublic(data, count)``.
+The API never returns a table class. Arrays never go into rows: label arrays, posteriors
+and corpora are artifacts (see :mod:`store.artifacts`); rows keep their sha256.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import ConfigDict
+from sqlalchemy import JSON, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "JobStatus",
+    "Method",
+    "Role",
+    "SchemaInfo",
+    "Project",
+    "ApiKey",
+    "DatasetBase",
+    "DatasetCreate",
+    "Dataset",
+    "DatasetPublic",
+    "DatasetsPublic",
+    "Upload",
+    "UploadPublic",
+    "UploadsPublic",
+    "Annotator",
+    "JobBase",
+    "JobCreate",
+    "Job",
+    "JobPublic",
+    "JobsPublic",
+    "Report",
+    "WorkerScore",
+    "WorkerScorePublic",
+    "WorkerScoresPublic",
+    "new_id",
+    "utcnow",
+]
+
+#: Bump when a table changes; :func:`store.db.init_db` refuses a database of another version.
+SCHEMA_VERSION = 1
+
+
+def new_id() -> str:
+    """A fresh random id (32 hex digits)."""
+    return uuid.uuid4().hex
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware UTC."""
+    return datetime.now(UTC)
+
+
+class JobStatus(StrEnum):
+    """Where a job is: queued -> running -> finished | failed."""
+
+    queued = "queued"
+    running = "running"
+    finished = "finished"
+    failed = "failed"
+
+
+class Method(StrEnum):
+    """Aggregation methods a job can run."""
+
+    mv = "mv"
+    ds = "ds"
+    hmm_crowd = "hmm-crowd"
+
+
+class Role(StrEnum):
+    """What an upload's annotators are: crowd workers or experts."""
+
+    crowd = "crowd"
+    expert = "expert"
+
+
+class SchemaInfo(SQLModel, table=True):
+    """One row: the schema version this database was created with."""
+
+    __tablename__ = "crowdqa_schema"
+    id: int = Field(default=1, primary_key=True)
+    version: int
+
+
+# ---------------------------------------------------------------- projects and keys
+class Project(SQLModel, table=True):
+    """A tenant: its keys see only its datasets and jobs."""
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    name: str = Field(unique=True, index=True, max_length=200)
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class ApiKey(SQLModel, table=True):
+    """An API key, stored as the sha256 of the secret; ``prefix`` finds the row."""
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    project_id: str = Field(foreign_key="project.id", index=True, ondelete="CASCADE")
+    prefix: str = Field(unique=True, index=True, max_length=16)
+    key_hash: str = Field(max_length=64)
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+# ---------------------------------------------------------------- datasets
+class DatasetBase(SQLModel):
+    name: str = Field(min_length=1, max_length=200)
+
+
+class DatasetCreate(DatasetBase):
+    """Body of ``POST /datasets``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Dataset(DatasetBase, table=True):
+    """A set of uploads of the same documents; its corpus is their merge."""
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    project_id: str = Field(foreign_key="project.id", index=True, ondelete="CASCADE")
+    created_at: datetime = Field(default_factory=utcnow)
+    corpus_sha256: str | None = Field(default=None, max_length=64)
+    summary: dict[str, Any] | None = Field(default=None, sa_type=JSON)
+    n_uploads: int = 0
+
+
+class DatasetPublic(DatasetBase):
+    id: str
+    created_at: datetime
+    n_uploads: int
+    corpus_sha256: str | None
+    summary: dict[str, Any] | None = Field(description="Parse summary of the merged corpus (ingest.summarize).")
+
+
+class DatasetsPublic(SQLModel):
+    data: list[DatasetPublic]
+    count: int
+
+
+class Upload(SQLModel, table=True):
+    """One uploaded file: raw bytes kept on disk (content-addressed), its parse and summary."""
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    dataset_id: str = Field(foreign_key="dataset.id", index=True, ondelete="CASCADE")
+    filename: str = Field(max_length=300)
+    format: str = Field(max_length=32)
+    role: str = Field(max_length=16)
+    options: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    size: int
+    sha256: str = Field(max_length=64)
+    raw_path: str = Field(max_length=300)
+    corpus_sha256: str = Field(max_length=64)
+    summary: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    problems: list[str] = Field(default_factory=list, sa_type=JSON)
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class UploadPublic(SQLModel):
+    id: str
+    dataset_id: str
+    filename: str
+    format: str
+    role: str
+    options: dict[str, Any]
+    size: int
+    sha256: str
+    summary: dict[str, Any] = Field(description="Parse summary of this file (ingest.summarize).")
+    problems: list[str] = Field(description="Rows skipped under on_error=skip.")
+    created_at: datetime
+
+
+class UploadsPublic(SQLModel):
+    data: list[UploadPublic]
+    count: int
+
+
+class Annotator(SQLModel, table=True):
+    """An annotator of a dataset's merged corpus."""
+
+    __table_args__ = (UniqueConstraint("dataset_id", "external_id"),)
+    id: int | None = Field(default=None, primary_key=True)
+    dataset_id: str = Field(foreign_key="dataset.id", index=True, ondelete="CASCADE")
+    external_id: str = Field(max_length=300)
+    role: str = Field(max_length=16)
+    documents: int
+    tokens: int
+
+
+# ---------------------------------------------------------------- jobs
+class JobBase(SQLModel):
+    method: Method
+    params: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    use_experts: bool = False
+    reference: str = Field(default="union", max_length=300)
+
+
+class JobCreate(JobBase):
+    """Body of ``POST /datasets/{id}/jobs``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Job(JobBase, table=True):
+    """One aggregation run on a snapshot (``corpus_sha256``) of a dataset's corpus."""
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    project_id: str = Field(foreign_key="project.id", index=True, ondelete="CASCADE")
+    dataset_id: str = Field(foreign_key="dataset.id", index=True, ondelete="CASCADE")
+    corpus_sha256: str = Field(max_length=64)
+    status: JobStatus = Field(default=JobStatus.queued, index=True)
+    progress: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    timings: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    error: str | None = None
+    attempts: int = 0
+    worker_name: str | None = Field(default=None, max_length=200)
+    artifacts: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    created_at: datetime = Field(default_factory=utcnow)
+    enqueued_at: datetime | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    heartbeat_at: datetime | None = None
+
+
+class JobPublic(JobBase):
+    id: str
+    dataset_id: str
+    status: JobStatus
+    progress: dict[str, Any] = Field(description="stage, iteration, log_likelihood while running.")
+    timings: dict[str, Any] = Field(description="Seconds per stage (load, fit, report, save).")
+    error: str | None
+    attempts: int
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class JobsPublic(SQLModel):
+    data: list[JobPublic]
+    count: int
+
+
+class Report(SQLModel, table=True):
+    """The quality report of a finished job (the schema of quality.report.build_report)."""
+
+    job_id: str = Field(foreign_key="job.id", primary_key=True, max_length=32, ondelete="CASCADE")
+    body: dict[str, Any] = Field(sa_type=JSON)
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class WorkerScore(SQLModel, table=True):
+    """One annotator's scores in one job's report, as a row so lists can sort and page."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    job_id: str = Field(foreign_key="job.id", index=True, max_length=32, ondelete="CASCADE")
+    annotator: str = Field(max_length=300)
+    role: str = Field(max_length=16)
+    documents: int
+    tokens: int
+    precision: float | None = None
+    recall: float | None = None
+    f1: float | None = None
+    span_f1: float | None = None
+    agreement_precision: float | None = None
+    agreement_recall: float | None = None
+    agreement_f1: float | None = None
+    detail: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+
+
+class WorkerScorePublic(SQLModel):
+    annotator: str
+    role: str
+    documents: int
+    tokens: int
+    precision: float | None = Field(description="Token precision against the expert reference.")
+    recall: float | None = Field(description="Token recall against the expert reference.")
+    f1: float | None = Field(description="Token F1 against the expert reference.")
+    span_f1: float | None = Field(description="Strict span F1 against the expert reference.")
+    agreement_precision: float | None = Field(description="Token precision against the aggregate.")
+    agreement_recall: float | None = Field(description="Token recall against the aggregate.")
+    agreement_f1: float | None = Field(description="Token F1 against the aggregate.")
+    detail: dict[str, Any] = Field(description="The worker's full entry of the report.")
+
+
+class WorkerScoresPublic(SQLModel):
+    data: list[WorkerScorePublic]
+    count: int

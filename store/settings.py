@@ -1,0 +1,65 @@
+"""Service settings, read once from ``CROWDQA_*`` environment variables.
+
+``get_settings()`` is cached so every request and job sees one object; tests change the
+environment and call ``get_settings.cache_clear()`` (or use ``app.dependency_overrides``).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from pydantic import Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["Settings", "get_settings", "PLACEHOLDER_SECRETS"]
+
+#: Passwords that mean "somebody copied an example and forgot to change it".
+PLACEHOLDER_SECRETS = frozenset({"changethis", "changeme", "password", "secret", "example"})
+
+
+class Settings(BaseSettings):
+    """Where crowdqa keeps its data and how it reaches its database and queue."""
+
+    model_config = SettingsConfigDict(env_prefix="CROWDQA_", extra="ignore")
+
+    data_dir: Path = Field(default=Path("./crowdqa-data"), description="Uploads, artifacts and the SQLite file.")
+    database_url: str | None = Field(default=None, description="SQLAlchemy URL; default SQLite under data_dir.")
+    redis_url: str | None = Field(default=None, description="Redis for the job queue; unset = embedded queue.")
+    max_upload_bytes: int = Field(default=200 * 1024 * 1024, gt=0, description="Largest accepted upload.")
+    job_timeout: int = Field(default=3600, gt=0, description="Seconds a job may run before rq stops it.")
+    job_retries: int = Field(default=1, ge=0, description="Retries after an unexpected (non-input) failure.")
+    heartbeat_interval: float = Field(default=5.0, gt=0, description="Seconds between a running job's heartbeats.")
+    stale_after: float = Field(default=120.0, gt=0, description="A running job silent this long is abandoned.")
+    queue_name: str = Field(default="aggregate")
+
+    @field_validator("database_url", "redis_url")
+    @classmethod
+    def _refuse_placeholder_passwords(cls, value: str | None) -> str | None:
+        if value:
+            password = urlsplit(value).password
+            if password and password.lower() in PLACEHOLDER_SECRETS:
+                scheme = urlsplit(value).scheme
+                raise ValueError(f"the password in the {scheme} URL is a placeholder ({password!r}); set a real one")
+        return value
+
+    @model_validator(mode="after")
+    def _default_database(self) -> Settings:
+        if not self.database_url:
+            self.database_url = f"sqlite:///{(self.data_dir / 'crowdqa.db').resolve()}"
+        elif self.database_url.startswith("postgresql://") or self.database_url.startswith("postgres://"):
+            # psycopg 3 is the driver we ship; SQLAlchemy's bare "postgresql://" means psycopg2.
+            self.database_url = "postgresql+psycopg://" + self.database_url.split("://", 1)[1]
+        return self
+
+    @property
+    def embedded(self) -> bool:
+        """True when jobs run on the in-process worker (no ``CROWDQA_REDIS_URL``)."""
+        return not self.redis_url
+
+
+@lru_cache
+def get_settings() -> Settings:
+    """The settings of this process (cached)."""
+    return Settings()
