@@ -1,0 +1,209 @@
+"""Parsers: every upload format becomes one canonical :class:`~aggregation.corpus.Corpus`.
+
+Use :func:`read_corpus` with a format name from :data:`FORMATS`; it returns a
+:class:`ParseResult` (the corpus, the rows skipped under ``on_error="skip"``, the
+format). :func:`summarize` gives the parse summary the CLI prints and the API returns.
+
+Format options have the same names everywhere (CLI flags, API form fields, here):
+``docs`` (a folder of ``<doc_id>.txt`` texts for span formats that do not carry them),
+``category`` (the PICO / EBM-NLP element, or the one label to keep), ``text_column``,
+``answer_column``, ``id_column`` (MTurk, Label Studio, doccano), ``keep_rejected``
+(MTurk), ``on_error`` (``"fail"``: the first bad row raises :class:`IngestError`;
+``"skip"``: bad rows are left out and listed in :attr:`ParseResult.problems`), ``role``
+(``"crowd"`` or ``"expert"``: the role of the upload's annotators where the format does
+not say) and ``scheme`` (``"auto"``, ``"io"``, ``"bio"``; see :mod:`ingest.build`).
+
+Annotator ids: formats tied to one source are namespaced by it (``mturk:<WorkerId>``,
+``ebmnlp:<WID>``, ``pico:<id>``); generic formats (CoNLL, brat, Label Studio, doccano,
+spans tables) keep the annotator names as written, so one set of annotations
+exported from different tools gives the same corpus.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from aggregation.corpus import ROLES, Corpus
+from ingest.errors import IngestError, Problem, ProblemLog
+
+__all__ = ["FORMATS", "ParseResult", "read_corpus", "summarize", "IngestError", "Problem"]
+
+#: Format name -> (module, reader function, the options it takes besides ``role`` and ``problems``).
+_READERS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "mturk-csv": (
+        "ingest.mturk_csv",
+        "read_mturk_csv",
+        ("text_column", "answer_column", "id_column", "category", "keep_rejected", "scheme"),
+    ),
+    "ebm-nlp": ("ingest.ebm_nlp", "read_ebm_nlp", ("category",)),
+    "pico-jsonl": ("ingest.pico_jsonl", "read_pico_jsonl", ("docs", "category")),
+    "conll": ("ingest.conll", "read_conll", ()),
+    "brat": ("ingest.brat", "read_brat", ("docs", "category", "scheme")),
+    "label-studio": ("ingest.label_studio", "read_label_studio", ("text_column", "id_column", "category", "scheme")),
+    "doccano": ("ingest.doccano", "read_doccano", ("text_column", "id_column", "category", "scheme")),
+    "spans-csv": ("ingest.spans_table", "read_spans_csv", ("docs", "category", "scheme")),
+    "spans-jsonl": ("ingest.spans_table", "read_spans_jsonl", ("docs", "category", "scheme")),
+    "categorical": ("ingest.categorical", "read_categorical", ()),
+    "corpus": ("", "", ()),
+}
+
+#: The format names :func:`read_corpus` accepts.
+FORMATS: tuple[str, ...] = tuple(_READERS)
+
+
+@dataclass(frozen=True)
+class ParseResult:
+    """What one upload parsed into.
+
+    Attributes
+    ----------
+    corpus : Corpus
+    problems : list of Problem
+        Rows left out under ``on_error="skip"`` (empty under ``"fail"``).
+    format : str
+    """
+
+    corpus: Corpus
+    problems: list[Problem] = field(default_factory=list)
+    format: str = ""
+
+
+def read_corpus(
+    path: str | os.PathLike,
+    *,
+    format: str,
+    role: str = "crowd",
+    docs: str | os.PathLike | None = None,
+    category: str | None = None,
+    text_column: str | None = None,
+    answer_column: str | None = None,
+    id_column: str | None = None,
+    keep_rejected: bool = False,
+    on_error: str = "fail",
+    scheme: str = "auto",
+) -> ParseResult:
+    """Parse one upload (file, folder or zip) into a corpus.
+
+    Parameters
+    ----------
+    path : str or PathLike
+    format : str
+        One of :data:`FORMATS`.
+    role : {"crowd", "expert"}, default="crowd"
+    docs, category, text_column, answer_column, id_column, keep_rejected, on_error, scheme
+        Format options (see the module docstring); an option a format does not use is ignored.
+
+    Returns
+    -------
+    ParseResult
+
+    Raises
+    ------
+    IngestError
+        Unknown format or option value, unreadable file, or (``on_error="fail"``) the
+        first bad row; the message is one line naming the file and line or row.
+    """
+    if format not in _READERS:
+        raise IngestError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}", source=str(path))
+    if role not in ROLES:
+        raise IngestError(f"role must be 'crowd' or 'expert', found {role!r}")
+    problems = ProblemLog(on_error)
+    path = Path(path)
+    if not path.exists():
+        raise IngestError("no such file or folder", source=str(path))
+    if format == "corpus":
+        return ParseResult(corpus=_load_corpus(path), problems=[], format=format)
+    module, func, takes = _READERS[format]
+    try:
+        reader = getattr(importlib.import_module(module), func)
+    except ModuleNotFoundError as exc:
+        if exc.name != module:
+            raise
+        raise IngestError(f"format {format!r} is not available in this installation") from None
+    given = {
+        "docs": docs,
+        "category": category,
+        "text_column": text_column,
+        "answer_column": answer_column,
+        "id_column": id_column,
+        "keep_rejected": keep_rejected,
+        "scheme": scheme,
+    }
+    options = {k: given[k] for k in takes}
+    try:
+        corpus = reader(path, role=role, problems=problems, **options)
+    except IngestError:
+        raise
+    except (ValueError, OSError, zipfile.BadZipFile) as exc:
+        # A reader's own checks raise IngestError; this is a last line of defence so that
+        # bad input never ends in a traceback (e.g. Corpus validation of a malformed file).
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise IngestError(msg, source=str(path)) from exc
+    return ParseResult(corpus=corpus, problems=list(problems.problems), format=format)
+
+
+def _load_corpus(path: Path) -> Corpus:
+    try:
+        return Corpus.load(path)
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise IngestError(f"not a corpus file written by crowdqa ({msg})", source=str(path)) from None
+
+
+def summarize(corpus: Corpus, *, problems: list[Problem] | None = None) -> dict:
+    """The parse summary: sizes, annotators by role, labels, coverage per document.
+
+    Parameters
+    ----------
+    corpus : Corpus
+    problems : list of Problem, optional
+        Skipped rows to count (and list, up to 20) in the summary.
+
+    Returns
+    -------
+    dict
+        JSON-serialisable: ``documents``, ``tokens``, ``annotations`` (labels in the
+        COO arrays), ``annotators`` (``{"crowd": n, "expert": m}``), ``labels`` (class
+        names), ``label_counts`` (annotations per class), ``coverage`` (annotators per
+        document: ``min``, ``median``, ``max``, overall and per role, and
+        ``documents_with_expert``), and ``skipped`` / ``problems`` when given.
+    """
+    n_docs, n_workers = corpus.n_docs, corpus.n_workers
+    roles = np.asarray(corpus.worker_roles) if n_workers else np.zeros(0, dtype="<U6")
+    # Unique (document, annotator) pairs: the first token of each pair's run is enough.
+    pair = corpus.obs_doc * max(n_workers, 1) + corpus.worker
+    pairs = np.unique(pair)
+    pair_doc, pair_worker = pairs // max(n_workers, 1), pairs % max(n_workers, 1)
+
+    def stats(mask: np.ndarray) -> dict:
+        per_doc = np.bincount(pair_doc[mask], minlength=n_docs)
+        if n_docs == 0:
+            return {"min": 0, "median": 0.0, "max": 0}
+        return {"min": int(per_doc.min()), "median": float(np.median(per_doc)), "max": int(per_doc.max())}
+
+    all_mask = np.ones(pairs.shape[0], dtype=bool)
+    coverage = {"annotators_per_document": stats(all_mask)}
+    for r in ROLES:
+        coverage[r] = stats(roles[pair_worker] == r) if pairs.size else stats(all_mask)
+    expert_docs = np.unique(pair_doc[roles[pair_worker] == "expert"]) if pairs.size else np.zeros(0)
+    coverage["documents_with_expert"] = int(expert_docs.size)
+    label_counts = np.bincount(corpus.label, minlength=corpus.n_classes)
+    out = {
+        "documents": n_docs,
+        "tokens": corpus.n_tokens,
+        "annotations": corpus.n_obs,
+        "annotators": {r: int(np.sum(roles == r)) for r in ROLES},
+        "labels": list(corpus.class_names),
+        "label_counts": {name: int(k) for name, k in zip(corpus.class_names, label_counts.tolist(), strict=True)},
+        "coverage": coverage,
+    }
+    if problems is not None:
+        out["skipped"] = len(problems)
+        out["problems"] = [str(p) for p in problems[:20]]
+    return out

@@ -1,0 +1,166 @@
+"""File access shared by the readers: text decoding, safe zip archives, folders as trees.
+
+Decoding rule (every reader): UTF-8, with or without a byte-order mark; UTF-16 with
+a byte-order mark is accepted too (Excel's "Unicode text"). Anything else is an
+:class:`~ingest.errors.IngestError` naming the file and the line of the first bad byte.
+Line endings are kept as they are, so character offsets count ``\\r`` like the tool
+that wrote them did.
+
+Zip rule: members are read into memory, never extracted; absolute names, ``..``
+components, symbolic links and encrypted members are refused; the total uncompressed
+size is bounded (:data:`MAX_ZIP_BYTES`, counted on the bytes actually read, not on
+the sizes the archive claims) and so is the number of members (:data:`MAX_ZIP_MEMBERS`).
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import stat
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+
+from ingest.errors import IngestError
+
+__all__ = ["decode_text", "read_text", "Tree", "open_tree", "MAX_ZIP_BYTES", "MAX_ZIP_MEMBERS"]
+
+#: Upper bound on the bytes read out of one zip archive (uncompressed).
+MAX_ZIP_BYTES = 1 << 30
+#: Upper bound on the number of members of one zip archive.
+MAX_ZIP_MEMBERS = 200_000
+
+
+def decode_text(data: bytes, *, source: str) -> str:
+    """Decode file bytes by the decoding rule above; ``source`` names the file in errors."""
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8) :]
+    elif data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError as exc:
+            raise IngestError(f"not valid UTF-16 text (bad bytes at offset {exc.start})", source=source) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise IngestError(
+            f"not UTF-8 text: byte 0x{data[exc.start]:02x} cannot be decoded; save the file as UTF-8",
+            source=source,
+            line=line,
+        ) from None
+
+
+def read_text(path: str | os.PathLike) -> str:
+    """Read one text file by the decoding rule."""
+    path = Path(path)
+    return decode_text(path.read_bytes(), source=str(path))
+
+
+class Tree:
+    """A folder or a zip archive seen as ``relative posix path -> bytes``.
+
+    Parameters
+    ----------
+    root : str or PathLike
+        A directory or a ``.zip`` file.
+    """
+
+    def __init__(self, root: str | os.PathLike) -> None:
+        self.root = Path(root)
+        self._zip: zipfile.ZipFile | None = None
+        self._read = 0
+        if self.root.is_dir():
+            self._names = sorted(
+                p.relative_to(self.root).as_posix() for p in self.root.rglob("*") if p.is_file()
+            )
+        elif self.root.is_file() and zipfile.is_zipfile(self.root):
+            self._zip = zipfile.ZipFile(self.root)
+            self._names = self._check_zip(self._zip)
+        elif self.root.exists():
+            raise IngestError("expected a folder or a .zip archive, found a file that is neither", source=str(root))
+        else:
+            raise IngestError("no such file or folder", source=str(root))
+        # Hidden files and macOS resource forks are never annotations.
+        names = [n for n in self._names if not any(p.startswith(".") or p == "__MACOSX" for p in n.split("/"))]
+        self._real = {n: n for n in names}
+
+    def _check_zip(self, z: zipfile.ZipFile) -> list[str]:
+        infos = z.infolist()
+        if len(infos) > MAX_ZIP_MEMBERS:
+            raise IngestError(
+                f"zip archive has {len(infos)} members, more than {MAX_ZIP_MEMBERS}", source=str(self.root)
+            )
+        names = []
+        for info in infos:
+            name = info.filename
+            parts = PurePosixPath(name.replace("\\", "/")).parts
+            if name.startswith(("/", "\\")) or ".." in parts or (parts and ":" in parts[0]):
+                raise IngestError(f"unsafe path {name!r} in zip archive", source=str(self.root))
+            if stat.S_ISLNK(info.external_attr >> 16):
+                raise IngestError(f"symbolic link {name!r} in zip archive", source=str(self.root))
+            if info.flag_bits & 0x1:
+                raise IngestError(f"encrypted member {name!r} in zip archive", source=str(self.root))
+            if not info.is_dir():
+                names.append("/".join(parts))
+        return sorted(names)
+
+    def __enter__(self) -> Tree:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._zip is not None:
+            self._zip.close()
+
+    @property
+    def names(self) -> list[str]:
+        """Relative posix paths of every file, sorted."""
+        return sorted(self._real)
+
+    def source(self, name: str) -> str:
+        """How errors name a member: ``archive.zip/member`` or the file path."""
+        real = self._real.get(name, name)
+        return f"{self.root}/{real}" if self._zip is not None else str(self.root / real)
+
+    def read_bytes(self, name: str) -> bytes:
+        """The bytes of one member (counted against the zip budget)."""
+        name = self._real[name]
+        if self._zip is None:
+            return (self.root / name).read_bytes()
+        budget = MAX_ZIP_BYTES - self._read
+        with self._zip.open(name) as fh:
+            data = fh.read(budget + 1)
+        self._read += len(data)
+        if self._read > MAX_ZIP_BYTES:
+            raise IngestError(
+                f"zip archive expands to more than {MAX_ZIP_BYTES} bytes; upload a folder or split it",
+                source=str(self.root),
+            )
+        return data
+
+    def read_text(self, name: str) -> str:
+        """One member decoded by the decoding rule."""
+        return decode_text(self.read_bytes(name), source=self.source(name))
+
+    def strip_common_root(self) -> None:
+        """Drop top-level folders that hold everything (``export/alice/a.ann`` -> ``alice/a.ann``)."""
+        while self._real and all("/" in n for n in self._real):
+            heads = {n.split("/", 1)[0] for n in self._real}
+            if len(heads) != 1:
+                return
+            self._real = {n.split("/", 1)[1]: real for n, real in self._real.items()}
+
+    def iter_files(self, suffix: str) -> Iterator[str]:
+        """Names ending in ``suffix`` (case-insensitive), sorted."""
+        return (n for n in self.names if n.lower().endswith(suffix))
+
+
+def open_tree(root: str | os.PathLike, *, strip_root: bool = True) -> Tree:
+    """Open a folder or a zip archive as a :class:`Tree`."""
+    tree = Tree(root)
+    if strip_root:
+        tree.strip_common_root()
+    return tree

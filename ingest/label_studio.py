@@ -1,0 +1,165 @@
+"""Label Studio full JSON export (labelstud.io/guide/export#Label-Studio-JSON-format).
+
+The export is a JSON list of tasks::
+
+    [{"id": 7, "data": {"text": "..."},
+      "annotations": [{"completed_by": 3, "was_cancelled": false,
+                       "result": [{"type": "labels",
+                                   "value": {"start": 0, "end": 5, "labels": ["PER"]}}]}]}]
+
+Each entry of ``annotations[]`` is one annotator's assignment; the annotator is
+``completed_by`` (a user id, or the ``email`` / ``id`` of a user object in older
+exports), kept as written. Cancelled annotations (``was_cancelled``) are skipped;
+``predictions`` are not read. Only results whose ``value`` has ``start``, ``end`` and a
+``labels`` list are spans (one span per label); other results (choices, ratings) are
+ignored. The text is ``data[text_column]``, else ``data["text"]``, else the only string
+in ``data``; the document id is ``data[id_column]`` if given, else the task ``id``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from aggregation.corpus import Corpus
+from ingest._common import as_offset, check_role
+from ingest._io import read_text
+from ingest.build import Span, corpus_from_spans
+from ingest.errors import IngestError, ProblemLog
+
+__all__ = ["read_label_studio"]
+
+
+def _annotator(value: Any) -> str | None:
+    if isinstance(value, dict):
+        value = value.get("email", value.get("id"))
+    if isinstance(value, bool) or value is None or value == "":
+        return None
+    return str(value) if isinstance(value, int | str) else None
+
+
+def read_label_studio(
+    path: str | os.PathLike,
+    *,
+    role: str = "crowd",
+    problems: ProblemLog | None = None,
+    text_column: str | None = None,
+    id_column: str | None = None,
+    category: str | None = None,
+    scheme: str = "auto",
+) -> Corpus:
+    """Read a Label Studio JSON export of a span labelling project.
+
+    Parameters
+    ----------
+    path : str or PathLike
+    role : {"crowd", "expert"}, default="crowd"
+    problems : ProblemLog, optional
+        Bad tasks are named by their position (``task 3``) as the ``line``.
+    text_column, id_column : str, optional
+        Keys of ``data``.
+    category : str, optional
+        Keep only this label.
+    scheme : {"auto", "io", "bio"}
+
+    Returns
+    -------
+    Corpus
+    """
+    check_role(role)
+    problems = problems or ProblemLog("fail")
+    src = str(Path(path))
+    try:
+        tasks = json.loads(read_text(path))
+    except ValueError as exc:
+        raise IngestError(f"not JSON: {exc}", source=src) from None
+    if isinstance(tasks, dict):
+        tasks = [tasks]
+    if not isinstance(tasks, list):
+        raise IngestError("expected a JSON list of tasks", source=src)
+
+    documents: dict[str, str] = {}
+    assignments: list[tuple[str, str]] = []
+    spans: list[Span] = []
+    seen: set[tuple[str, str]] = set()
+    for k, task in enumerate(tasks, start=1):
+        if not isinstance(task, dict) or not isinstance(task.get("data"), dict):
+            problems.report("task must be an object with a 'data' object", source=src, line=k)
+            continue
+        data = task["data"]
+        text = _text(data, text_column)
+        doc_key = data.get(id_column) if id_column is not None else task.get("id")
+        if text is None:
+            problems.report(f"task has no text (data keys: {sorted(data)}); name the key with text_column",
+                            source=src, line=k)
+            continue
+        if doc_key is None or isinstance(doc_key, dict | list):
+            problems.report(f"task has no usable id ({id_column or 'id'})", source=src, line=k)
+            continue
+        doc_id = str(doc_key)
+        if doc_id in documents and documents[doc_id] != text:
+            problems.report(f"document {doc_id!r} appears twice with different texts", source=src, line=k)
+            continue
+        task_spans: list[Span] = []
+        task_assign: list[tuple[str, str]] = []
+        bad = None
+        for ann in task.get("annotations") or []:
+            if not isinstance(ann, dict):
+                bad = "annotation must be an object"
+                break
+            if ann.get("was_cancelled"):
+                continue
+            who = _annotator(ann.get("completed_by"))
+            if who is None:
+                bad = "annotation without completed_by"
+                break
+            if (doc_id, who) in seen or (doc_id, who) in task_assign:
+                bad = f"duplicate assignment: {who!r} annotated document {doc_id!r} twice"
+                break
+            task_assign.append((doc_id, who))
+            try:
+                task_spans.extend(_spans(ann.get("result") or [], doc_id, who, category, src, k))
+            except (ValueError, TypeError, AttributeError) as exc:
+                bad = f"bad result of {who!r}: {exc}"
+                break
+        if bad:
+            problems.report(bad, source=src, line=k)
+            continue
+        documents.setdefault(doc_id, text)
+        seen.update(task_assign)
+        assignments.extend(task_assign)
+        spans.extend(task_spans)
+    roles = {a: role for _, a in assignments}
+    return corpus_from_spans(
+        documents=documents, assignments=assignments, spans=spans, roles=roles, scheme=scheme, problems=problems
+    )
+
+
+def _text(data: dict, text_column: str | None) -> str | None:
+    if text_column is not None:
+        v = data.get(text_column)
+        return v if isinstance(v, str) else None
+    if isinstance(data.get("text"), str):
+        return data["text"]
+    strings = [v for v in data.values() if isinstance(v, str)]
+    return strings[0] if len(strings) == 1 else None
+
+
+def _spans(results: list, doc_id: str, who: str, category: str | None, src: str, k: int) -> list[Span]:
+    out = []
+    for r in results:
+        value = r.get("value") if isinstance(r, dict) else None
+        if not isinstance(value, dict) or "start" not in value or "end" not in value:
+            continue
+        labels = value.get("labels")
+        if not isinstance(labels, list) or not labels:
+            raise ValueError(f"span result without labels: {json.dumps(value)[:60]}")
+        s, e = as_offset(value["start"]), as_offset(value["end"])
+        for lab in labels:
+            if not isinstance(lab, str):
+                raise ValueError(f"label must be a string, found {lab!r}")
+            if category is None or lab == category:
+                out.append(Span(doc_id, who, s, e, lab, source=src, line=k))
+    return out

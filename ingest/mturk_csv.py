@@ -1,0 +1,256 @@
+"""Mechanical Turk batch-results CSV (``Batch_<n>_batch_results.csv``).
+
+One row per assignment: ``HITId``, ``AssignmentId``, ``WorkerId``, ``AssignmentStatus``,
+then ``Input.*`` columns (what the HIT showed) and ``Answer.*`` columns (what the
+worker returned). Column conventions: ../shared/data/README.md.
+
+Answers
+-------
+* **Spans.** With the crowd HTML element ``crowd-entity-annotation`` the answer is
+  JSON in ``Answer.taskAnswers``:
+  ``[{"<name>": {"entities": [{"startOffset": 24, "endOffset": 43, "label": "P"}]}}]``.
+  A custom HIT may return JSON spans in another column (``answer_column``), as
+  objects (``start``/``end``/``label``) or lists ``[start, end(, label)]``; spans
+  without a label are labelled ``category`` (or ``"Span"``). With ``category`` set,
+  only spans of that label are kept.
+* **Categorical answers.** If no answer in the column is JSON (a multiple-choice HIT,
+  such as CrowdTruth's example file), the batch is read as categorical data, with
+  the conventions of :mod:`ingest.categorical`: each HIT (``id_column``) is a one-token
+  document whose text is its id, the answer string is the label, ``"O"`` is class 0
+  only if some answer is literally ``"O"``. A column that mixes JSON and plain answers
+  is an error at the first row of the minority kind.
+
+Defaults: the text is ``text_column`` or the first of ``Input.text``,
+``Input.document``, ``Input.sentence``, ``Input.content``, or the only ``Input.*``
+column; the document id is ``id_column`` or the first of ``Input.id``, ``Input.doc_id``,
+``Input.docid``, ``Input.document_id``, else ``HITId``; the answer is ``answer_column``,
+else ``Answer.taskAnswers``, else the only ``Answer.*`` column. Rejected assignments
+(``AssignmentStatus`` = ``Rejected``, or a non-empty ``Reject`` column in a file
+prepared for upload) are dropped unless ``keep_rejected``. The annotator is
+``mturk:<WorkerId>``. Row numbers in messages are the CSV line where the row starts.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from pathlib import Path
+
+from aggregation.corpus import Corpus
+from ingest._common import check_role, parse_span_list
+from ingest._io import read_text
+from ingest.build import Span, corpus_from_spans, corpus_from_token_labels
+from ingest.errors import IngestError, ProblemLog
+
+__all__ = ["read_mturk_csv"]
+
+_TEXT_DEFAULTS = ("Input.text", "Input.document", "Input.sentence", "Input.content")
+_ID_DEFAULTS = ("Input.id", "Input.doc_id", "Input.docid", "Input.document_id")
+
+
+def _pick(header: list[str], given: str | None, defaults: tuple[str, ...], prefix: str, what: str, src: str) -> str:
+    if given is not None:
+        if given not in header:
+            raise IngestError(f"{what} column {given!r} not found; columns are {', '.join(header)}", source=src)
+        return given
+    for name in defaults:
+        if name in header:
+            return name
+    candidates = [h for h in header if h.startswith(prefix)]
+    if len(candidates) == 1:
+        return candidates[0]
+    raise IngestError(
+        f"cannot tell which column holds the {what}: found {candidates or 'no ' + prefix + '* columns'}; "
+        f"name it with {what.replace(' ', '_')}_column",
+        source=src,
+    )
+
+
+def read_mturk_csv(
+    path: str | os.PathLike,
+    *,
+    role: str = "crowd",
+    problems: ProblemLog | None = None,
+    text_column: str | None = None,
+    answer_column: str | None = None,
+    id_column: str | None = None,
+    category: str | None = None,
+    keep_rejected: bool = False,
+    scheme: str = "auto",
+) -> Corpus:
+    """Read a Mechanical Turk batch-results CSV.
+
+    Parameters
+    ----------
+    path : str or PathLike
+    role : {"crowd", "expert"}, default="crowd"
+    problems : ProblemLog, optional
+        Where bad rows go; default fails on the first.
+    text_column, answer_column, id_column : str, optional
+        Column names; defaults in the module docstring.
+    category : str, optional
+        Keep only spans of this label (and label label-less spans with it).
+    keep_rejected : bool, default=False
+    scheme : {"auto", "io", "bio"}
+
+    Returns
+    -------
+    Corpus
+        Span answers: tokenized documents, one annotator ``mturk:<WorkerId>`` per worker.
+        Categorical answers: one one-token document per HIT.
+    """
+    check_role(role)
+    problems = problems or ProblemLog("fail")
+    src = str(Path(path))
+    reader = csv.reader(io.StringIO(read_text(path), newline=""))
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise IngestError("empty file: expected a header row", source=src) from None
+    except csv.Error as exc:
+        raise IngestError(f"malformed CSV header: {exc}", source=src, line=1) from None
+    header = [h.strip() for h in header]
+    if "WorkerId" not in header:
+        raise IngestError(
+            f"not a Mechanical Turk results file: no WorkerId column (columns are {', '.join(header[:8])})",
+            source=src,
+            line=1,
+        )
+    answer_col = _pick(header, answer_column or ("Answer.taskAnswers" if "Answer.taskAnswers" in header else None),
+                       (), "Answer.", "answer", src)
+    id_col = id_column or next((c for c in _ID_DEFAULTS if c in header), "HITId")
+    if id_col not in header:
+        raise IngestError(f"id column {id_col!r} not found; columns are {', '.join(header)}", source=src)
+    col = {h: i for i, h in enumerate(header)}
+
+    rows: list[tuple[int, dict[str, str]]] = []
+    start = 2
+    while True:
+        try:
+            values = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            problems.report(f"malformed CSV row: {exc}", source=src, line=start)
+            start = reader.line_num + 1
+            continue
+        line, start = start, reader.line_num + 1
+        if not any(v.strip() for v in values):
+            continue
+        if len(values) != len(header):
+            problems.report(f"row has {len(values)} fields, the header has {len(header)}", source=src, line=line)
+            continue
+        rows.append((line, {h: values[i] for h, i in col.items()}))
+
+    kept = []
+    for line, r in rows:
+        rejected = r.get("AssignmentStatus", "").strip() == "Rejected" or r.get("Reject", "").strip() != ""
+        if rejected and not keep_rejected:
+            continue
+        if not r["WorkerId"].strip():
+            problems.report("empty WorkerId", source=src, line=line)
+            continue
+        if not r[id_col].strip():
+            problems.report(f"empty document id in column {id_col!r}", source=src, line=line)
+            continue
+        kept.append((line, r))
+
+    answers = [(line, r, r[answer_col].strip()) for line, r in kept]
+    is_json = [a[:1] in ("[", "{") for _, _, a in answers if a]
+    n_json = sum(is_json)
+    if answers and n_json == 0:
+        return _categorical(answers, id_col=id_col, answer_col=answer_col, role=role, problems=problems, src=src)
+    if n_json == 0:
+        raise IngestError(f"no assignments with an answer in column {answer_col!r}", source=src)
+
+    text_col = _pick(header, text_column, _TEXT_DEFAULTS, "Input.", "text", src)
+    documents: dict[str, str] = {}
+    assignments: list[tuple[str, str]] = []
+    spans: list[Span] = []
+    seen_assignment: dict[str, int] = {}
+    seen_pair: dict[tuple[str, str], int] = {}
+    for line, r, answer in answers:
+        doc_id, worker = r[id_col].strip(), f"mturk:{r['WorkerId'].strip()}"
+        aid = r.get("AssignmentId", "").strip()
+        if aid and aid in seen_assignment:
+            problems.report(
+                f"duplicate assignment {aid!r} (first on line {seen_assignment[aid]})", source=src, line=line
+            )
+            continue
+        if (doc_id, worker) in seen_pair:
+            problems.report(
+                f"duplicate assignment: worker {worker!r} answered document {doc_id!r} twice "
+                f"(first on line {seen_pair[doc_id, worker]})",
+                source=src,
+                line=line,
+            )
+            continue
+        text = r[text_col]
+        if doc_id in documents and documents[doc_id] != text:
+            problems.report(f"document {doc_id!r} has a different text than on an earlier row", source=src, line=line)
+            continue
+        if not answer:
+            problems.report(f"empty answer in column {answer_col!r}", source=src, line=line)
+            continue
+        try:
+            found = parse_span_list(json.loads(answer), default_label=category or "Span")
+        except (ValueError, RecursionError) as exc:
+            problems.report(f"column {answer_col!r} does not hold JSON spans: {str(exc)[:80]}", source=src, line=line)
+            continue
+        if aid:
+            seen_assignment[aid] = line
+        seen_pair[doc_id, worker] = line
+        documents.setdefault(doc_id, text)
+        assignments.append((doc_id, worker))
+        spans.extend(
+            Span(doc_id, worker, s, e, lab, source=src, line=line)
+            for s, e, lab in found
+            if category is None or lab == category
+        )
+    roles = {w: role for _, w in assignments}
+    return corpus_from_spans(
+        documents=documents, assignments=assignments, spans=spans, roles=roles, scheme=scheme, problems=problems
+    )
+
+
+def _categorical(
+    answers: list[tuple[int, dict[str, str], str]],
+    *,
+    id_col: str,
+    answer_col: str,
+    role: str,
+    problems: ProblemLog,
+    src: str,
+) -> Corpus:
+    """Plain answers: one one-token document per item, as :mod:`ingest.categorical` builds them."""
+    documents: dict[str, list[str]] = {}
+    labels: list[tuple[str, str, list[str]]] = []
+    sources: list[tuple[str, int]] = []
+    seen_assignment: dict[str, int] = {}
+    for line, r, answer in answers:
+        aid = r.get("AssignmentId", "").strip()
+        if aid and aid in seen_assignment:
+            problems.report(
+                f"duplicate assignment {aid!r} (first on line {seen_assignment[aid]})", source=src, line=line
+            )
+            continue
+        if not answer:
+            problems.report(f"empty answer in column {answer_col!r}", source=src, line=line)
+            continue
+        if aid:
+            seen_assignment[aid] = line
+        item = r[id_col].strip()
+        documents.setdefault(item, [item])
+        labels.append((item, f"mturk:{r['WorkerId'].strip()}", [answer]))
+        sources.append((src, line))
+    classes = ("O", *sorted({lab for _, _, (lab,) in labels} - {"O"}))
+    return corpus_from_token_labels(
+        documents=documents,
+        labels=labels,
+        roles={w: role for _, w, _ in labels},
+        class_names=classes,
+        problems=problems,
+        sources=sources,
+    )

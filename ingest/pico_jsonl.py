@@ -1,0 +1,176 @@
+"""PICO-data JSON Lines (Nguyen et al., ACL 2017; github.com/yinfeiy/PICO-data).
+
+One document per line: ``{"docid": "...", "<Category>": {"<annotator>": [[start,
+end], ...]}}``, character offsets into the abstract ``<docid>.txt`` (end exclusive).
+Each annotator key present under the category is an assignment, even with no spans
+(its tokens are all ``O``); a document where the category object is empty has no
+annotator. The label of every span is the category name (``Participants``,
+``Intervention``, ``Outcome``).
+
+``category`` picks the element; by default the only category of the file (a file with
+several, such as ``PICO-annos-allprof.json``, needs ``category``). Texts come from
+``docs``; by default from a ``docs`` folder found beside the file or in one of its
+three parent folders (the PICO-data layout is ``docs/`` and
+``annotations/<split>/<file>.json``). Annotators are ``pico:<id>``. ``path`` may also be
+a folder: every ``*.json`` / ``*.jsonl`` file in it (not in subfolders) is read, in name
+order, and documents may not repeat.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from aggregation.corpus import Corpus
+from ingest._common import DocsFolder, as_offset, check_role
+from ingest._io import read_text
+from ingest.build import Span, corpus_from_spans
+from ingest.errors import IngestError, ProblemLog
+
+__all__ = ["read_pico_jsonl"]
+
+
+def _find_docs(path: Path) -> Path | None:
+    here = path if path.is_dir() else path.parent
+    for folder in (here, *list(here.parents)[:3]):
+        if (folder / "docs").is_dir():
+            return folder / "docs"
+    return None
+
+
+def read_pico_jsonl(
+    path: str | os.PathLike,
+    *,
+    role: str = "crowd",
+    problems: ProblemLog | None = None,
+    docs: str | os.PathLike | None = None,
+    category: str | None = None,
+) -> Corpus:
+    """Read PICO-data JSON Lines.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        A ``.json`` / ``.jsonl`` file, or a folder of them.
+    role : {"crowd", "expert"}, default="crowd"
+    problems : ProblemLog, optional
+    docs : str or PathLike, optional
+        Folder of ``<docid>.txt``; found beside the file by default.
+    category : str, optional
+        ``Participants``, ``Intervention`` or ``Outcome`` (case-insensitive; ``P``,
+        ``I``, ``O`` too); default: the file's only category.
+
+    Returns
+    -------
+    Corpus
+        IO scheme with the one class ``category``.
+    """
+    check_role(role)
+    problems = problems or ProblemLog("fail")
+    path = Path(path)
+    files = (
+        sorted(p for p in path.iterdir() if p.suffix in (".json", ".jsonl") and p.is_file())
+        if path.is_dir()
+        else [path]
+    )
+    if not files:
+        raise IngestError("no .json or .jsonl files in folder", source=str(path))
+    docs_dir = Path(docs) if docs is not None else _find_docs(path)
+    if docs_dir is None:
+        raise IngestError(
+            "PICO JSON Lines carry no texts: give the folder of <docid>.txt with docs=DIR", source=str(path)
+        )
+    texts = DocsFolder(docs_dir)
+
+    records: list[tuple[str, int, dict]] = []
+    categories: dict[str, None] = {}
+    for f in files:
+        src = str(f)
+        for lineno, raw in enumerate(read_text(f).splitlines(), start=1):
+            if not raw.strip():
+                continue
+            try:
+                rec = json.loads(raw)
+            except ValueError as exc:
+                problems.report(f"not a JSON object: {exc}", source=src, line=lineno)
+                continue
+            if not isinstance(rec, dict) or "docid" not in rec:
+                problems.report("expected a JSON object with a 'docid' key", source=src, line=lineno)
+                continue
+            records.append((src, lineno, rec))
+            for k, v in rec.items():
+                if k != "docid" and isinstance(v, dict):
+                    categories.setdefault(k, None)
+
+    name = _resolve_category(category, list(categories), str(path))
+    documents: dict[str, str] = {}
+    first_line: dict[str, str] = {}
+    assignments: list[tuple[str, str]] = []
+    spans: list[Span] = []
+    for src, lineno, rec in records:
+        doc_id = str(rec["docid"])
+        if doc_id in first_line:
+            problems.report(
+                f"document {doc_id!r} appears twice (first at {first_line[doc_id]})", source=src, line=lineno
+            )
+            continue
+        by_annotator = rec.get(name, {})
+        if not isinstance(by_annotator, dict):
+            problems.report(f"{name!r} must map annotators to span lists", source=src, line=lineno)
+            continue
+        text = texts.get(doc_id)
+        if text is None:
+            problems.report(f"no text for document {doc_id!r} in {docs_dir}", source=src, line=lineno)
+            continue
+        doc_spans, doc_assign, bad = [], [], None
+        for annotator, pairs in by_annotator.items():
+            worker = f"pico:{annotator}"
+            doc_assign.append((doc_id, worker))
+            if not isinstance(pairs, list):
+                bad = f"spans of {annotator!r} must be a list of [start, end]"
+                break
+            for pair in pairs:
+                if not (isinstance(pair, list) and len(pair) == 2):
+                    bad = f"span of {annotator!r} must be [start, end], found {pair!r}"
+                    break
+                try:
+                    s, e = as_offset(pair[0]), as_offset(pair[1])
+                except ValueError as exc:
+                    bad = f"span of {annotator!r}: {exc}"
+                    break
+                doc_spans.append(Span(doc_id, worker, s, e, name, source=src, line=lineno))
+            if bad:
+                break
+        if bad:
+            problems.report(bad, source=src, line=lineno)
+            continue
+        first_line[doc_id] = f"{src}:{lineno}"
+        documents[doc_id] = text
+        assignments.extend(doc_assign)
+        spans.extend(doc_spans)
+    roles = {w: role for _, w in assignments}
+    return corpus_from_spans(
+        documents=documents, assignments=assignments, spans=spans, roles=roles, scheme="io", types=[name],
+        problems=problems,
+    )
+
+
+_ALIASES = {"p": "participants", "i": "intervention", "o": "outcome", "interventions": "intervention",
+            "outcomes": "outcome", "participant": "participants"}
+
+
+def _resolve_category(category: str | None, found: list[str], src: str) -> str:
+    if category is None:
+        if len(found) == 1:
+            return found[0]
+        if not found:
+            raise IngestError("no category found (expected keys such as 'Participants')", source=src)
+        raise IngestError(f"file has categories {', '.join(found)}: choose one with category=NAME", source=src)
+    want = _ALIASES.get(category.lower(), category.lower())
+    for name in found:
+        if name.lower() == want:
+            return name
+    if not found:
+        return category
+    raise IngestError(f"category {category!r} not in file; found {', '.join(found)}", source=src)

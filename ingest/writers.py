@@ -1,0 +1,129 @@
+"""Write aggregated token labels back out in the formats users bring.
+
+``labels`` is one class index per token of the corpus (an aggregator's ``labels_``);
+``MISSING`` (-1) counts as ``O``. Spans are decoded by
+:func:`aggregation.spans.decode_spans`, the one decoder reports use too.
+
+Formats
+-------
+``spans-jsonl``
+    One JSON object per aggregated span: ``{"doc_id", "start", "end", "label"}``,
+    character offsets into the document text (end exclusive), label = entity type.
+``conll``
+    The corpus tokens, one per line with one tag (the class name), a blank line
+    between documents.
+``ebm-nlp``
+    A folder with one ``<doc_id>.AGGREGATED.ann`` per document: one integer per token
+    line, the entity-type index (0 = outside, 1.. = the corpus entity types in order),
+    as EBM-NLP's aggregated files.
+``categorical-csv``
+    ``item,label`` rows, one per document, for one-token documents (categorical data).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from aggregation.corpus import MISSING, Corpus
+from aggregation.spans import decode_spans
+
+__all__ = ["WRITE_FORMATS", "write_labels"]
+
+#: Formats :func:`write_labels` can write.
+WRITE_FORMATS = ("spans-jsonl", "conll", "ebm-nlp", "categorical-csv")
+
+
+def _check(labels: NDArray, corpus: Corpus) -> NDArray[np.int64]:
+    labels = np.asarray(labels)
+    if labels.shape != (corpus.n_tokens,):
+        raise ValueError(f"labels must have shape ({corpus.n_tokens},), found {labels.shape}")
+    if labels.size and not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(f"labels must be integer class indices, found dtype {labels.dtype}")
+    bad = (labels < MISSING) | (labels >= corpus.n_classes)
+    if np.any(bad):
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"labels must be in [-1, {corpus.n_classes}), found {int(labels[i])} at token {i}")
+    return np.where(labels == MISSING, 0, labels).astype(np.int64)
+
+
+def write_labels(labels: NDArray, corpus: Corpus, path: str | os.PathLike, *, format: str) -> None:
+    """Write one label per token in ``format``.
+
+    Parameters
+    ----------
+    labels : ndarray of shape (n_tokens,)
+        Class indices; ``MISSING`` (-1) is written as ``O``.
+    corpus : Corpus
+    path : str or PathLike
+        A file, or a folder for ``ebm-nlp`` (created if absent).
+    format : {"spans-jsonl", "conll", "ebm-nlp", "categorical-csv"}
+
+    Raises
+    ------
+    ValueError
+        Unknown format, labels of the wrong shape or range, or (``categorical-csv``)
+        documents of more than one token.
+    """
+    if format not in WRITE_FORMATS:
+        raise ValueError(f"format must be one of {', '.join(WRITE_FORMATS)}, found {format!r}")
+    lab = _check(labels, corpus)
+    path = Path(path)
+    if format == "spans-jsonl":
+        _write_spans_jsonl(lab, corpus, path)
+    elif format == "conll":
+        _write_conll(lab, corpus, path)
+    elif format == "ebm-nlp":
+        _write_ebm_nlp(lab, corpus, path)
+    else:
+        _write_categorical(lab, corpus, path)
+
+
+def _write_spans_jsonl(lab: NDArray, corpus: Corpus, path: Path) -> None:
+    spans = decode_spans(lab, corpus)
+    types = corpus.entity_types
+    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+        for d, s, e, t in zip(spans.doc.tolist(), spans.start.tolist(), spans.end.tolist(), spans.type.tolist(),
+                              strict=True):
+            obj = {"doc_id": corpus.doc_ids[d], "start": s, "end": e, "label": types[t - 1]}
+            fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
+
+
+def _write_conll(lab: NDArray, corpus: Corpus, path: Path) -> None:
+    names = np.asarray(corpus.class_names, dtype=object)[lab]
+    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+        for d in range(corpus.n_docs):
+            a, b = int(corpus.doc_start[d]), int(corpus.doc_start[d + 1])
+            toks = corpus.doc_tokens(d)
+            fh.write("".join(f"{t}\t{n}\n" for t, n in zip(toks, names[a:b].tolist(), strict=True)))
+            fh.write("\n")
+
+
+def _write_ebm_nlp(lab: NDArray, corpus: Corpus, path: Path) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    etype = corpus.class_entity[lab]
+    for d, doc_id in enumerate(corpus.doc_ids):
+        a, b = int(corpus.doc_start[d]), int(corpus.doc_start[d + 1])
+        name = f"{doc_id}.AGGREGATED.ann"
+        if "/" in doc_id or "\\" in doc_id or doc_id.startswith("."):
+            raise ValueError(f"document id {doc_id!r} cannot be a file name")
+        (path / name).write_text("".join(f"{v}\n" for v in etype[a:b].tolist()), encoding="utf-8")
+
+
+def _write_categorical(lab: NDArray, corpus: Corpus, path: Path) -> None:
+    if corpus.n_docs and np.any(corpus.doc_lengths != 1):
+        d = int(np.flatnonzero(corpus.doc_lengths != 1)[0])
+        raise ValueError(
+            f"categorical-csv needs one-token documents, found {int(corpus.doc_lengths[d])} tokens in "
+            f"document {corpus.doc_ids[d]!r}"
+        )
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["item", "label"])
+        for doc_id, k in zip(corpus.doc_ids, lab.tolist(), strict=True):
+            w.writerow([doc_id, corpus.class_names[k]])
