@@ -105,6 +105,22 @@ def _e_step(
     return joint.T, float(log_z[known < 0].sum()) + ll_known
 
 
+def _expected_counts(
+    posterior: NDArray[np.float64], *, token: NDArray[np.int64], key: NDArray[np.intp], n_workers: int
+) -> NDArray[np.float64]:
+    r"""Expected confusion counts :math:`n_{w,t,o} = \sum_{(i,w,o)} q_i(t)`.
+
+    Returns an ndarray of shape (n_workers, n_classes, n_classes).
+
+    One ``bincount`` per true class over the combined key ``worker * n_classes + label``.
+    """
+    n_classes = posterior.shape[1]
+    counts = np.empty((n_classes, n_workers * n_classes))  # counts[t, w * K + o] = n_{w,t,o}
+    for t in range(n_classes):
+        counts[t] = np.bincount(key, weights=posterior[:, t][token], minlength=n_workers * n_classes)
+    return counts.reshape(n_classes, n_workers, n_classes).transpose(1, 0, 2)
+
+
 def _m_step(
     posterior: NDArray[np.float64],
     *,
@@ -145,11 +161,7 @@ def _m_step(
     confusion : ndarray of shape (n_workers, n_classes, n_classes)
     """
     n_classes = posterior.shape[1]
-    counts = np.empty((n_classes, n_workers * n_classes))  # counts[t, w * K + o] = n_{w,t,o}
-    for t in range(n_classes):
-        counts[t] = np.bincount(key, weights=posterior[:, t][token], minlength=n_workers * n_classes)
-    counts = counts.reshape(n_classes, n_workers, n_classes).transpose(1, 0, 2)  # (w, t, o)
-
+    counts = _expected_counts(posterior, token=token, key=key, n_workers=n_workers)
     if model == "full":
         conf = counts + alpha
         rows = conf.sum(axis=2, keepdims=True)
@@ -210,6 +222,37 @@ def _init_posterior(
     return buf.T
 
 
+def _supervised_start(
+    conf: NDArray[np.float64],
+    known: NDArray[np.int64],
+    *,
+    token: NDArray[np.int64],
+    key: NDArray[np.intp],
+    n_workers: int,
+    alpha: float,
+    model: str,
+) -> NDArray[np.float64]:
+    """Initial confusion rows estimated from the known tokens alone, where an annotator has any.
+
+    Vote fractions on the unknown tokens would otherwise outweigh a small expert set
+    and start EM in the majority's basin (e.g. colluding workers who flip answers).
+    Rows (``model="full"``: per annotator and true class; ``"one-coin"``: per annotator)
+    with no known token keep their vote-based estimate ``conf``.
+
+    Returns
+    -------
+    confusion : ndarray of shape (n_workers, n_classes, n_classes)
+    """
+    n_classes = conf.shape[1]
+    onehot = np.zeros((n_classes, known.shape[0]))  # unknown tokens contribute nothing
+    idx = np.flatnonzero(known >= 0)
+    onehot[known[idx], idx] = 1.0
+    mass = _expected_counts(onehot.T, token=token, key=key, n_workers=n_workers).sum(axis=2)  # (w, t)
+    _, conf_known = _m_step(onehot.T, token=token, key=key, n_workers=n_workers, alpha=alpha, model=model)
+    has = mass > 0 if model == "full" else np.broadcast_to(mass.sum(axis=1, keepdims=True) > 0, mass.shape)
+    return np.where(has[:, :, None], conf_known, conf)
+
+
 class DawidSkene(BaseAggregator):
     r"""Dawid-Skene EM with one confusion matrix (or one accuracy) per annotator.
 
@@ -262,7 +305,10 @@ class DawidSkene(BaseAggregator):
     :math:`\pi_t \propto \alpha + \sum_i q_i(t)`.
 
     Semi-supervised fitting (``known``) clamps :math:`q_i` to the known class in
-    every E-step, so tokens with expert labels teach the confusion matrices.
+    every E-step, so tokens with expert labels teach the confusion matrices. The
+    initial confusion rows of annotators who labelled known tokens are estimated
+    from those tokens alone (:func:`_supervised_start`), so a small expert set is
+    not outvoted by the vote fractions at the start.
 
     With ``alpha=0`` and the same number of iterations this is crowd-kit's
     ``DawidSkene`` (which clips probabilities at 1e-10 instead of smoothing).
@@ -342,6 +388,9 @@ class DawidSkene(BaseAggregator):
 
         posterior = _init_posterior(corpus, init=self.init, rng=rng, known=known)
         prior, conf = _m_step(posterior, **m_args)
+        if known is not None and np.any(known >= 0):
+            conf = _supervised_start(conf, known, token=token, key=key, n_workers=corpus.n_workers,
+                                     alpha=float(self.alpha), model=self.model)
         monitor = ConvergenceMonitor(tol=float(self.tol), max_iter=int(self.max_iter), callback=callback)
         converged = False
         for _ in range(int(self.max_iter)):
