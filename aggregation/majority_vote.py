@@ -20,7 +20,7 @@ __all__ = ["MajorityVote", "TIE_RULES"]
 #: ``"lowest"``: the lowest class index among the tied classes (``O`` wins an
 #: ``O``/entity tie). ``"entity"``: a tie between ``O`` and one or more non-``O``
 #: classes goes to the lowest tied non-``O`` class; ties without ``O`` are as "lowest".
-TIE_RULES = ("lowest", "entity")
+TIE_RULES = ("entity", "lowest")
 
 
 def _break_ties(votes: NDArray[np.float64], *, tie_break: str) -> NDArray[np.int64]:
@@ -30,7 +30,7 @@ def _break_ties(votes: NDArray[np.float64], *, tie_break: str) -> NDArray[np.int
     ----------
     votes : ndarray of shape (n_tokens, n_classes)
         (Weighted) vote counts.
-    tie_break : {"lowest", "entity"}
+    tie_break : {"entity", "lowest"}
         See :data:`TIE_RULES`.
 
     Returns
@@ -95,11 +95,13 @@ class MajorityVote(BaseAggregator):
     weights : ndarray of shape (n_workers,) or dict of str to float, optional
         Weight of each annotator's vote (a dict maps worker ids to weights; the
         annotators it leaves out weigh 1). Default: every vote weighs 1.
-    tie_break : {"lowest", "entity"}, default="lowest"
-        ``"lowest"``: the lowest tied class index wins, so ``O`` (class 0) wins an
-        ``O``/entity tie and ``B-X`` wins over ``I-X``. ``"entity"``: a tie between
-        ``O`` and entity classes goes to the lowest tied entity class; other ties as
-        ``"lowest"``. Both are deterministic and independent of the input order.
+    tie_break : {"entity", "lowest"}, default="entity"
+        ``"entity"``: a tie between ``O`` and entity classes goes to the lowest tied
+        entity class; ties among entity classes go to the lowest index (``B-X`` before
+        ``I-X``). ``"lowest"``: the lowest tied class index wins, so ``O`` (class 0)
+        wins every ``O``/entity tie (crowd-kit's ``MajorityVote`` does this in effect,
+        undocumented). Both are deterministic and independent of the input order; on
+        categorical data (no ``O`` answers) they coincide.
 
     Attributes
     ----------
@@ -121,6 +123,14 @@ class MajorityVote(BaseAggregator):
 
     Notes
     -----
+    The default ``"entity"`` was chosen by measurement: on the PICO expert-dev
+    documents (Nguyen et al., ACL 2017; 64 abstracts, Participants, reference = union
+    of the experts), F1 of majority vote is 0.599 with ``"entity"`` and 0.552 with
+    ``"lowest"`` (precision 0.879 vs 0.977, recall 0.454 vs 0.385); 2.2% of the
+    positions are ties. Measured per character position (every other character,
+    tokens of a placeholder text), because the shared ``docs/*.txt`` are not the texts
+    the span offsets refer to. See ``tests/aggregation/test_majority_vote.py``.
+
     ``known`` tokens take their known class, and the empirical confusion matrices are
     tallied against the final labels (known ones included).
 
@@ -131,12 +141,12 @@ class MajorityVote(BaseAggregator):
     ...     doc_lengths=[2], token_start=[0, 2], token_end=[1, 3], doc_ids=["d"], texts=["a b"],
     ...     worker_ids=["u", "v"], worker_roles=["crowd"] * 2, class_names=["O", "X"])
     >>> MajorityVote().fit(c).labels_
-    array([1, 0])
-    >>> MajorityVote(tie_break="entity").fit(c).labels_
     array([1, 1])
+    >>> MajorityVote(tie_break="lowest").fit(c).labels_
+    array([1, 0])
     """
 
-    def __init__(self, *, weights: NDArray | Mapping[str, float] | None = None, tie_break: str = "lowest") -> None:
+    def __init__(self, *, weights: NDArray | Mapping[str, float] | None = None, tie_break: str = "entity") -> None:
         self.weights = weights
         self.tie_break = tie_break
 
