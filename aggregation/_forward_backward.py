@@ -1,0 +1,260 @@
+"""Forward-backward and Viterbi for a batch of documents at once (pure functions).
+
+The HMM of :class:`aggregation.hmm_crowd.HMMCrowd` runs on every document of a
+corpus. Walking one document at a time (hmmlearn) costs a Python loop per document;
+here documents of similar length are padded into one ``(n_docs, max_len)`` batch
+(:func:`_buckets`), and the recursions loop over *time only*, each step vectorised
+over documents and states (Rabiner 1989, eqs. 19-27 and 30-35).
+
+Conventions shared by the functions below:
+
+* a batch is left-aligned: document ``d`` occupies steps ``0 .. lengths[d] - 1``;
+  steps at or after ``lengths[d]`` are padding and never influence a result;
+* the forward pass is *scaled* (Rabiner 1989, section V.A): ``alpha[:, t]`` sums to 1
+  over states and ``scale[:, t]`` is the normaliser, so that
+  ``log p(document) = sum_t log scale[:, t]`` (plus the per-token offsets the caller
+  removed from the frame likelihoods); padding steps have ``scale = 1``;
+* ``frame[d, t, k]`` is the (rescaled) likelihood of everything observed at token
+  ``t`` of document ``d`` given hidden state ``k``: non-negative, any positive factor
+  per token is allowed because it cancels in the posteriors;
+* Viterbi runs in log space; ties go to the lowest state index.
+
+References
+----------
+.. [1] L. R. Rabiner (1989). A tutorial on hidden Markov models and selected
+   applications in speech recognition. Proc. IEEE 77(2), 257-286. doi:10.1109/5.18626
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+
+__all__ = ["_buckets", "_log_emissions", "_forward", "_backward", "_posteriors", "_xi_sum", "_viterbi"]
+
+
+def _buckets(
+    lengths: NDArray[np.int64], *, ratio: float = 1.3, max_cells: int = 1 << 20
+) -> list[NDArray[np.int64]]:
+    """Group documents of similar length so that padding stays small.
+
+    Parameters
+    ----------
+    lengths : ndarray of shape (n_docs,)
+        Token count of each document; documents of length 0 are left out.
+    ratio : float, default=1.3
+        A bucket holds lengths within a factor ``ratio`` of each other, so at most
+        about ``1 - 1/ratio`` of its cells are padding.
+    max_cells : int, default=2**20
+        Upper bound on ``n_docs_in_bucket * max_len`` (memory per batch).
+
+    Returns
+    -------
+    list of ndarray of int64
+        Document indices of each bucket, sorted by length (stable).
+    """
+    lengths = np.asarray(lengths, dtype=np.int64)
+    order = np.argsort(lengths, kind="stable")
+    order = order[lengths[order] > 0]
+    if order.size == 0:
+        return []
+    sorted_len = lengths[order]
+    key = np.floor(np.log(sorted_len) / np.log(ratio)).astype(np.int64)
+    cuts = np.flatnonzero(np.diff(key)) + 1
+    out: list[NDArray[np.int64]] = []
+    for group in np.split(order, cuts):  # one iteration per bucket (a few dozen), not per document
+        per = max(1, max_cells // int(lengths[group[-1]]))
+        out.extend(np.split(group, np.arange(per, group.size, per)))
+    return out
+
+
+def _log_emissions(
+    *,
+    crowd: sp.csr_array,
+    log_confusion: NDArray[np.float64],
+    word: NDArray[np.int64] | None = None,
+    log_word_emission: NDArray[np.float64] | None = None,
+    shape: NDArray[np.bool_] | None = None,
+    log_shape_emission: NDArray[np.float64] | None = None,
+    known: NDArray[np.int64] | None = None,
+) -> NDArray[np.float64]:
+    """Log-likelihood of everything observed at each token, per hidden state.
+
+    Parameters
+    ----------
+    crowd : sparse array of shape (n_tokens, n_workers * n_classes)
+        ``crowd[i, w * n_classes + o] = 1`` if annotator ``w`` labelled token ``i`` as ``o``.
+    log_confusion : ndarray of shape (n_workers, n_classes, n_classes)
+        ``log P(annotator w says o | true class k)`` at ``[w, k, o]``.
+    word : ndarray of shape (n_tokens,), optional
+        Vocabulary id of each token.
+    log_word_emission : ndarray of shape (n_classes, n_vocab), optional
+    shape : ndarray of shape (n_tokens, n_features) of bool, optional
+        Word-shape indicators of each token.
+    log_shape_emission : ndarray of shape (n_features, n_classes, 2), optional
+        ``log P(feature f has value v | state k)`` at ``[f, k, v]``.
+    known : ndarray of shape (n_tokens,), optional
+        Clamped class of each token, -1 = unknown; other states get ``-inf``.
+
+    Returns
+    -------
+    ndarray of shape (n_tokens, n_classes)
+    """
+    n_workers, n_classes, _ = log_confusion.shape
+    # Row (w * n_classes + o) of the table holds log C[w, :, o]; annotators missing on a
+    # token have no entry in ``crowd`` and so contribute nothing (Nguyen et al. 2017, eq. 2).
+    table = np.ascontiguousarray(log_confusion.transpose(0, 2, 1).reshape(n_workers * n_classes, n_classes))
+    out = np.asarray(crowd @ table, dtype=np.float64)
+    if word is not None and log_word_emission is not None:
+        out += log_word_emission.T[word]
+    if shape is not None and log_shape_emission is not None and shape.shape[1]:
+        n_features = shape.shape[1]
+        out += log_shape_emission[np.arange(n_features), :, shape.astype(np.intp)].sum(axis=1)
+    if known is not None:
+        clamped = known >= 0
+        keep = np.zeros((int(clamped.sum()), n_classes), dtype=bool)
+        keep[np.arange(keep.shape[0]), known[clamped]] = True
+        out[clamped] = np.where(keep, out[clamped], -np.inf)
+    return out
+
+
+def _forward(
+    startprob: NDArray[np.float64],
+    *,
+    transmat: NDArray[np.float64],
+    frame: NDArray[np.float64],
+    lengths: NDArray[np.int64],
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Scaled forward pass over a padded batch.
+
+    Parameters
+    ----------
+    startprob : ndarray of shape (n_classes,)
+    transmat : ndarray of shape (n_classes, n_classes)
+        ``transmat[j, k]`` weighs a move from state ``j`` to state ``k``. Rows need
+        not sum to 1 (variational-Bayes point estimates do not).
+    frame : ndarray of shape (n_docs, max_len, n_classes)
+        Non-negative frame likelihoods.
+    lengths : ndarray of shape (n_docs,)
+
+    Returns
+    -------
+    alpha : ndarray of shape (n_docs, max_len, n_classes)
+        Normalised forward variables.
+    scale : ndarray of shape (n_docs, max_len)
+        Normalisers; 1 on padding.
+    """
+    n_docs, max_len, n_classes = frame.shape
+    alpha = np.empty_like(frame)
+    scale = np.ones((n_docs, max_len))
+    a = startprob * frame[:, 0]
+    for t in range(max_len):
+        if t:
+            a = (alpha[:, t - 1] @ transmat) * frame[:, t]
+        s = a.sum(axis=1)
+        s = np.where((t < lengths) & (s > 0), s, 1.0)
+        scale[:, t] = s
+        alpha[:, t] = a / s[:, None]
+    return alpha, scale
+
+
+def _backward(
+    transmat: NDArray[np.float64],
+    *,
+    frame: NDArray[np.float64],
+    scale: NDArray[np.float64],
+    lengths: NDArray[np.int64],
+) -> NDArray[np.float64]:
+    """Scaled backward pass, using the forward pass's normalisers.
+
+    Returns
+    -------
+    beta : ndarray of shape (n_docs, max_len, n_classes)
+        ``beta[:, t] = P(obs after t | state at t) / prod_{s > t} scale[:, s]``;
+        1 at the last token of each document and on padding.
+    """
+    n_docs, max_len, n_classes = frame.shape
+    beta = np.ones_like(frame)
+    for t in range(max_len - 2, -1, -1):
+        nb = ((frame[:, t + 1] * beta[:, t + 1]) @ transmat.T) / scale[:, t + 1, None]
+        beta[:, t] = np.where((t + 1 < lengths)[:, None], nb, 1.0)
+    return beta
+
+
+def _posteriors(
+    alpha: NDArray[np.float64], *, beta: NDArray[np.float64], lengths: NDArray[np.int64]
+) -> NDArray[np.float64]:
+    """Posterior marginals ``gamma[d, t, k] = P(h_t = k | document d)``; 0 on padding.
+
+    Returns
+    -------
+    ndarray of shape (n_docs, max_len, n_classes)
+    """
+    valid = np.arange(alpha.shape[1]) < lengths[:, None]
+    return alpha * beta * valid[..., None]
+
+
+def _xi_sum(
+    alpha: NDArray[np.float64],
+    *,
+    beta: NDArray[np.float64],
+    transmat: NDArray[np.float64],
+    frame: NDArray[np.float64],
+    scale: NDArray[np.float64],
+    lengths: NDArray[np.int64],
+) -> NDArray[np.float64]:
+    """Expected transition counts summed over documents and time (Rabiner 1989, eq. 37).
+
+    ``xi[j, k] = sum_{d, t} P(h_t = j, h_{t+1} = k | document d)``.
+
+    Returns
+    -------
+    ndarray of shape (n_classes, n_classes)
+    """
+    n_classes = frame.shape[2]
+    if frame.shape[1] < 2:
+        return np.zeros((n_classes, n_classes))
+    valid = (np.arange(1, frame.shape[1]) < lengths[:, None])[..., None]
+    left = (alpha[:, :-1] * valid).reshape(-1, n_classes)
+    right = (frame[:, 1:] * beta[:, 1:] / scale[:, 1:, None]).reshape(-1, n_classes)
+    return transmat * (left.T @ right)
+
+
+def _viterbi(
+    log_startprob: NDArray[np.float64],
+    *,
+    log_transmat: NDArray[np.float64],
+    log_frame: NDArray[np.float64],
+    lengths: NDArray[np.int64],
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """Most likely state path of each document of a padded batch (Rabiner 1989, eqs. 30-35).
+
+    ``-inf`` entries forbid a start state, a transition or a state at a token.
+    Ties go to the lowest state index.
+
+    Returns
+    -------
+    path : ndarray of shape (n_docs, max_len), int64
+        Padding holds the document's last state.
+    log_prob : ndarray of shape (n_docs,)
+        Log score of the best path.
+    """
+    n_docs, max_len, n_classes = log_frame.shape
+    back = np.empty((n_docs, max_len, n_classes), dtype=np.int8 if n_classes < 128 else np.int32)
+    stay = np.arange(n_classes)
+    back[:, 0] = stay
+    delta = log_startprob + log_frame[:, 0]
+    for t in range(1, max_len):
+        cand = delta[:, :, None] + log_transmat  # (n_docs, previous, current)
+        best = cand.argmax(axis=1)
+        score = np.take_along_axis(cand, best[:, None, :], axis=1)[:, 0] + log_frame[:, t]
+        live = (t < lengths)[:, None]
+        delta = np.where(live, score, delta)
+        back[:, t] = np.where(live, best, stay)  # padding carries the last state through
+    path = np.empty((n_docs, max_len), dtype=np.int64)
+    path[:, -1] = delta.argmax(axis=1)
+    rows = np.arange(n_docs)
+    for t in range(max_len - 1, 0, -1):
+        path[:, t - 1] = back[rows, t, path[:, t]]
+    return path, delta.max(axis=1)

@@ -1,0 +1,501 @@
+"""HMM-Crowd: sequence-aware aggregation of crowd token labels (Nguyen et al., ACL 2017)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+from scipy.special import digamma, gammaln, logsumexp, xlogy
+
+from aggregation._base import BaseAggregator, ConvergenceMonitor, ProgressCallback, check_known
+from aggregation._forward_backward import _backward, _buckets, _forward, _log_emissions, _posteriors, _viterbi, _xi_sum
+from aggregation.corpus import Corpus
+
+__all__ = ["HMMCrowd", "SHAPE_FEATURES"]
+
+#: Word-shape features a token can emit. The authors' code uses the first two
+#: (``*U``: first character upper case, ``*D``: first character a digit).
+SHAPE_FEATURES = {
+    "capitalised": lambda w: w[:1].isupper(),
+    "digit": lambda w: w[:1].isdigit(),
+    "all_caps": lambda w: w.isupper(),
+    "punctuation": lambda w: not w.isalnum(),
+}
+_DECODERS = ("viterbi", "marginal")
+_WORKER_MODELS = ("two-param", "full")
+
+
+@dataclass(frozen=True)
+class _Design:
+    """Arrays derived once from the corpus; the EM loop only reads them."""
+
+    n_classes: int
+    crowd: sp.csr_array  # (n_tokens, n_workers * n_classes)
+    word: NDArray[np.int64] | None  # (n_tokens,)
+    vocab: sp.csr_array | None  # (n_tokens, n_vocab) one-hot of ``word``
+    shape: NDArray[np.bool_]  # (n_tokens, n_features)
+    known: NDArray[np.int64] | None  # (n_tokens,)
+    active: NDArray[np.bool_]  # (n_tokens,) tokens of documents with any evidence
+    first: NDArray[np.int64]  # first token of each active document
+    pairs: NDArray[np.int64]  # tokens t of active documents whose successor t + 1 is in the same document
+    buckets: list[tuple[NDArray[np.int64], NDArray[np.int64]]]  # (token index (n_docs_b, max_len), lengths)
+
+
+@dataclass(frozen=True)
+class _Params:
+    """Log point estimates used by the E-step, and the Dirichlet posteriors behind them."""
+
+    log_start: NDArray[np.float64]  # (n_classes,)
+    log_trans: NDArray[np.float64]  # (n_classes, n_classes)
+    log_word: NDArray[np.float64] | None  # (n_classes, n_vocab)
+    log_shape: NDArray[np.float64]  # (n_features, n_classes, 2)
+    confusion: NDArray[np.float64]  # (n_workers, n_classes, n_classes)
+    dirichlets: tuple[NDArray[np.float64], ...]  # concentration of q(start), q(trans), q(word), q(shape)
+
+
+def _build_design(corpus: Corpus, *, known: NDArray[np.int64] | None, features: tuple[str, ...],
+                  lowercase: bool) -> _Design:
+    """Word ids, shape indicators, the crowd design matrix and the padded batches."""
+    n_tokens, n_classes = corpus.n_tokens, corpus.n_classes
+    crowd = sp.csr_array(
+        (np.ones(corpus.n_obs), (corpus.token, corpus.worker.astype(np.int64) * n_classes + corpus.label)),
+        shape=(n_tokens, corpus.n_workers * n_classes),
+    )
+    tokens = [t for d in range(corpus.n_docs) for t in corpus.doc_tokens(d)]
+    word = vocab = None
+    if "word" in features:
+        index: dict[str, int] = {}
+        # The authors keep the word as written (their ``process_word`` does not lower-case).
+        word = np.fromiter((index.setdefault(t.lower() if lowercase else t, len(index)) for t in tokens),
+                           dtype=np.int64, count=n_tokens)
+        vocab = sp.csr_array((np.ones(n_tokens), (np.arange(n_tokens), word)), shape=(n_tokens, max(len(index), 1)))
+    names = [f for f in features if f != "word"]
+    shape = np.zeros((n_tokens, len(names)), dtype=bool)
+    for j, name in enumerate(names):  # one pass per feature over the token strings
+        shape[:, j] = np.fromiter(map(SHAPE_FEATURES[name], tokens), dtype=bool, count=n_tokens)
+
+    evidence = np.bincount(corpus.obs_doc, minlength=corpus.n_docs) > 0
+    if known is not None:
+        evidence |= np.bincount(corpus.token_doc[known >= 0], minlength=corpus.n_docs) > 0
+    lengths = np.where(evidence, corpus.doc_lengths, 0)
+    start = corpus.doc_start[:-1]
+    buckets = []
+    for docs in _buckets(lengths):
+        lens = lengths[docs]
+        steps = np.arange(lens.max())
+        idx = np.where(steps < lens[:, None], start[docs, None] + steps, n_tokens)
+        buckets.append((idx, lens))
+    active = evidence[corpus.token_doc]
+    pairs = np.flatnonzero(active[:-1] & (corpus.token_doc[:-1] == corpus.token_doc[1:]))
+    return _Design(n_classes, crowd, word, vocab, shape, known, active,
+                   start[evidence & (corpus.doc_lengths > 0)], pairs, buckets)
+
+
+def _dawid_skene_init(design: _Design, *, n_workers: int, n_rounds: int, diagonal: float,
+                      smoothing: float) -> NDArray[np.float64]:
+    """Token-level Dawid-Skene posteriors, as the authors' ``dw`` initialiser computes them.
+
+    Vote fractions (each class count plus ``smoothing``), then ``n_rounds`` of EM whose
+    confusion counts start from ``diagonal`` on the diagonal and ``(1 - diagonal) / (K - 1)``
+    elsewhere (get-another-label's prior) and whose class prior has ``smoothing`` added.
+
+    Returns
+    -------
+    ndarray of shape (n_tokens, n_classes)
+        Zero rows for inactive tokens; known tokens are one-hot.
+    """
+    k = design.n_classes
+    votes = np.asarray(design.crowd @ np.tile(np.eye(k), (n_workers, 1)))  # (n_tokens, n_classes)
+    post = _clamp((votes + smoothing) / (votes + smoothing).sum(axis=1, keepdims=True), design)
+    off = (1.0 - diagonal) / max(k - 1, 1)
+    prior_counts = np.where(np.eye(k, dtype=bool), diagonal, off)
+    for _ in range(n_rounds):
+        counts = prior_counts + _worker_counts(design.crowd, post, n_workers=n_workers)
+        log_conf = np.log(counts / counts.sum(axis=2, keepdims=True))
+        prior = smoothing + post.sum(axis=0)
+        log_post = np.log(prior / prior.sum()) + _log_emissions(crowd=design.crowd, log_confusion=log_conf)
+        post = _clamp(np.exp(log_post - logsumexp(log_post, axis=1, keepdims=True)), design)
+    return post
+
+
+def _clamp(post: NDArray[np.float64], design: _Design) -> NDArray[np.float64]:
+    """Zero the rows of inactive tokens and make known tokens one-hot (returns a new array)."""
+    out = post * design.active[:, None]
+    if design.known is not None:
+        k = design.known >= 0
+        out[k] = np.eye(design.n_classes)[design.known[k]]
+    return out
+
+
+def _worker_counts(crowd: sp.csr_array, post: NDArray[np.float64], *, n_workers: int) -> NDArray[np.float64]:
+    """Expected confusion counts ``[w, k, o]``: sum over tokens w labelled o of ``post[token, k]``."""
+    k = post.shape[1]
+    return np.asarray(crowd.T @ post).reshape(n_workers, k, k).transpose(0, 2, 1)
+
+
+def _hard_stats(design: _Design, post: NDArray[np.float64], *, n_workers: int) -> dict[str, NDArray[np.float64]]:
+    """Counts of the HMM from the argmax labels of ``post`` (worker counts stay soft), as the authors' init."""
+    k = design.n_classes
+    hard = np.zeros_like(post)
+    hard[np.arange(post.shape[0]), post.argmax(axis=1)] = 1.0  # ties: lowest class index
+    hard *= design.active[:, None]
+    h = post.argmax(axis=1)
+    trans = np.bincount(h[design.pairs] * k + h[design.pairs + 1], minlength=k * k).reshape(k, k)
+    stats = _emission_stats(design, hard)
+    stats.update(start=hard[design.first].sum(axis=0), trans=trans.astype(np.float64),
+                 worker=_worker_counts(design.crowd, post, n_workers=n_workers))
+    return stats
+
+
+def _emission_stats(design: _Design, post: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
+    """Expected word counts (n_classes, n_vocab) and shape counts (n_features, n_classes, 2)."""
+    present = design.shape.T.astype(np.float64) @ post
+    total = post.sum(axis=0)
+    stats = {"shape": np.stack([total - present, present], axis=2)}
+    if design.vocab is not None:
+        stats["word"] = np.asarray(design.vocab.T @ post).T
+    return stats
+
+
+def _e_step(params: _Params, design: _Design) -> tuple[dict, NDArray[np.float64], float]:
+    """Forward-backward over all documents; sufficient statistics, posteriors and log evidence.
+
+    Returns
+    -------
+    stats : dict
+        ``start`` (n_classes,), ``trans`` (n_classes, n_classes), ``word`` (n_classes, n_vocab),
+        ``shape`` (n_features, n_classes, 2), ``worker`` (n_workers, n_classes, n_classes).
+    post : ndarray of shape (n_tokens, n_classes)
+        Posterior marginals; zero rows for inactive tokens.
+    log_evidence : float
+        ``log p(words, crowd labels)`` under the point estimates.
+    """
+    k = design.n_classes
+    log_b = _log_emissions(crowd=design.crowd, log_confusion=np.log(params.confusion), word=design.word,
+                           log_word_emission=params.log_word, shape=design.shape,
+                           log_shape_emission=params.log_shape, known=design.known)
+    offset = log_b.max(axis=1)
+    offset = np.where(np.isfinite(offset), offset, 0.0)
+    # Rescale each token by its best state so exp() stays in range; the offsets go back
+    # into the log evidence. Far-behind states may underflow to 0, which is harmless.
+    with np.errstate(under="ignore"):
+        frame_all = np.vstack([np.exp(log_b - offset[:, None]), np.ones((1, k))])
+    start, trans = np.exp(params.log_start), np.exp(params.log_trans)
+    post = np.zeros_like(log_b)
+    xi = np.zeros((k, k))
+    log_evidence = float(offset[design.active].sum())
+    for idx, lens in design.buckets:
+        frame = frame_all[idx]
+        alpha, scale = _forward(start, transmat=trans, frame=frame, lengths=lens)
+        beta = _backward(trans, frame=frame, scale=scale, lengths=lens)
+        gamma = _posteriors(alpha, beta=beta, lengths=lens)
+        real = idx < log_b.shape[0]
+        post[idx[real]] = gamma[real]
+        xi += _xi_sum(alpha, beta=beta, transmat=trans, frame=frame, scale=scale, lengths=lens)
+        log_evidence += float(np.log(scale).sum())
+    stats = _emission_stats(design, post)
+    stats.update(start=post[design.first].sum(axis=0), trans=xi,
+                 worker=_worker_counts(design.crowd, post, n_workers=params.confusion.shape[0]))
+    return stats, post, log_evidence
+
+
+def _m_step(stats: dict, *, pseudo_count: float, worker_smoothing: float, worker_model: str,
+            variational: bool = True) -> _Params:
+    """New parameters from expected counts.
+
+    With ``variational`` (the authors' ``m_step_vb``), start, transition and emission
+    rows are the variational-Bayes point estimates
+    ``exp(digamma(count + a)) / exp(digamma(sum(count + a)))`` of a Dirichlet(a) prior
+    (MacKay 1997); otherwise the smoothed frequencies ``(count + a) / sum(count + a)``.
+    Confusion matrices are MAP estimates (:func:`_confusion`).
+    """
+    dirichlets = tuple(stats[key] + pseudo_count for key in ("start", "trans", "word", "shape") if key in stats)
+
+    def log_estimate(alpha: NDArray[np.float64]) -> NDArray[np.float64]:
+        if variational:
+            return digamma(alpha) - digamma(alpha.sum(axis=-1, keepdims=True))
+        return np.log(alpha / alpha.sum(axis=-1, keepdims=True))
+
+    logs = [log_estimate(a) for a in dirichlets]
+    return _Params(
+        log_start=logs[0],
+        log_trans=logs[1],
+        log_word=logs[2] if "word" in stats else None,
+        log_shape=logs[-1],
+        confusion=_confusion(stats["worker"], smoothing=worker_smoothing, model=worker_model),
+        dirichlets=dirichlets,
+    )
+
+
+def _confusion(counts: NDArray[np.float64], *, smoothing: float, model: str) -> NDArray[np.float64]:
+    """Confusion matrices (n_workers, n_classes, n_classes) from expected counts ``[w, true, given]``.
+
+    ``"full"``: each row ``(counts + s) / sum``. ``"two-param"`` (the authors' ``cv2``):
+    accuracy ``a0 = (c[0, 0] + s) / (sum_o c[0, o] + K s)`` when the truth is ``O`` and
+    ``a1 = (sum_{k>0} c[k, k] + s) / (sum_{k>0, o} c[k, o] + 2 s)`` otherwise; a wrong
+    answer shares ``1 - a`` equally among the other ``K - 1`` classes. (The authors give
+    each wrong class ``1 - a``, which is a distribution only for ``K = 2``, where both agree.)
+    """
+    n_workers, k, _ = counts.shape
+    if model == "full":
+        c = counts + smoothing
+        return c / c.sum(axis=2, keepdims=True)
+    a0 = (counts[:, 0, 0] + smoothing) / (counts[:, 0].sum(axis=1) + k * smoothing)
+    inner = counts[:, 1:]
+    a1 = (np.trace(counts, axis1=1, axis2=2) - counts[:, 0, 0] + smoothing) / (inner.sum(axis=(1, 2)) + 2 * smoothing)
+    acc = np.concatenate([a0[:, None], np.repeat(a1[:, None], k - 1, axis=1)], axis=1)  # (n_workers, K)
+    eye = np.eye(k, dtype=bool)
+    return np.where(eye, acc[:, :, None], (1.0 - acc[:, :, None]) / max(k - 1, 1))
+
+
+def _objective(log_evidence: float, params: _Params, *, pseudo_count: float, worker_smoothing: float,
+               worker_model: str) -> float:
+    """The variational lower bound EM ascends: never decreases across iterations.
+
+    ``log Z~ + log p(C) - sum KL(q(theta) || Dirichlet(a))`` where ``log Z~`` is the
+    forward pass's log evidence under the VB point estimates (MacKay 1997; Beal 2003,
+    ch. 3) and ``log p(C)`` the (unnormalised) log prior that makes the confusion
+    M-step a MAP estimate.
+    """
+    c = params.confusion
+    if worker_model == "full":
+        log_prior = xlogy(worker_smoothing, c).sum()
+    else:
+        k = c.shape[1]
+        a0, a1 = c[:, 0, 0], c[:, min(1, k - 1), min(1, k - 1)]
+        log_prior = (xlogy(worker_smoothing, a0) + xlogy((k - 1) * worker_smoothing, 1 - a0)).sum()
+        if k > 1:
+            log_prior += (xlogy(worker_smoothing, a1) + xlogy(worker_smoothing, 1 - a1)).sum()
+    kl = 0.0
+    for alpha in params.dirichlets:
+        a0 = alpha.sum(axis=-1)
+        n = alpha.shape[-1]
+        kl += float((gammaln(a0) - gammaln(alpha).sum(axis=-1) - gammaln(n * pseudo_count) + n * gammaln(pseudo_count)
+                     + ((alpha - pseudo_count) * (digamma(alpha) - digamma(a0)[..., None])).sum(axis=-1)).sum())
+    return float(log_evidence + log_prior - kl)
+
+
+def _bio_tables(class_names: tuple[str, ...]) -> tuple[NDArray[np.bool_], NDArray[np.bool_], NDArray[np.int64]]:
+    """Allowed start states (K,), allowed transitions (K, K) and the B-X index of each class (K,).
+
+    ``I-X`` may follow only ``B-X`` or ``I-X``, and may not start a document.
+    """
+    types = [c[2:] if c[:2] in ("B-", "I-") else None for c in class_names]
+    inside = np.array([c.startswith("I-") for c in class_names])
+    same = np.array([[a is not None and a == b for b in types] for a in types])
+    begin = np.array([class_names.index("B-" + t) if i and "B-" + t in class_names else k
+                      for k, (t, i) in enumerate(zip(types, inside, strict=True))], dtype=np.int64)
+    return ~inside, ~inside[None, :] | same, begin
+
+
+def _repair_bio(labels: NDArray[np.int64], *, first: NDArray[np.bool_], class_names: tuple[str, ...]
+                ) -> NDArray[np.int64]:
+    """Turn each ``I-X`` that follows ``O``, another type or a document start into ``B-X``.
+
+    This keeps the spans that conlleval's rule reads from the labels (an ``I-X`` after
+    ``O`` starts a span) and makes them valid BIO; one pass suffices since the
+    repair does not change any token's type.
+    """
+    ok_start, allowed, begin = _bio_tables(class_names)
+    prev = np.concatenate([[0], labels[:-1]])
+    bad = np.where(first, ~ok_start[labels], ~allowed[prev, labels])
+    out = labels.copy()
+    out[bad] = begin[labels[bad]]
+    return out
+
+
+class HMMCrowd(BaseAggregator):
+    r"""HMM-Crowd: an HMM over true labels whose states emit words, word shapes and crowd labels.
+
+    Parameters
+    ----------
+    decode : {"viterbi", "marginal"}, default="viterbi"
+        Viterbi path including the crowd terms (the authors' ``mls``), or the argmax
+        of each token's posterior marginal (lowest class on ties; BIO repaired by
+        turning an ``I-X`` that cannot follow its predecessor into ``B-X``).
+    worker_model : {"two-param", "full"}, default="two-param"
+        The paper's two accuracies per annotator (true ``O`` / any other class), or a
+        full confusion matrix. Identical for two classes.
+    max_iter : int, default=1
+        EM iterations; the authors run one.
+    tol : float, default=1e-4
+        Stop when the relative change of the objective is below this.
+    pseudo_count : float, default=0.1
+        Dirichlet pseudo-count of the variational estimates of start, transitions and emissions.
+    worker_smoothing : float, default=0.001
+        Added to each confusion count.
+    init_rounds : int, default=5
+        Rounds of token-level Dawid-Skene EM for the initialisation.
+    init_diagonal : float, default=0.9
+        Diagonal of the confusion prior counts of that Dawid-Skene.
+    features : tuple of str, default=("word", "capitalised", "digit")
+        Token emissions: ``"word"`` (the token text as vocabulary id) and any of
+        :data:`SHAPE_FEATURES`; ``()`` leaves only the crowd labels.
+    lowercase : bool, default=False
+        Lower-case words before indexing (the authors do not).
+
+    Attributes
+    ----------
+    labels_ : ndarray of shape (n_tokens,)
+    proba_ : ndarray of shape (n_tokens, n_classes)
+        Posterior marginals under the final parameters.
+    worker_confusion_ : ndarray of shape (n_workers, n_classes, n_classes)
+        ``[w, k, o]`` = P(annotator w answers o | true class k).
+    class_prior_ : ndarray of shape (n_classes,)
+        Mean posterior over the tokens of documents with evidence.
+    start_ : ndarray of shape (n_classes,)
+    transition_ : ndarray of shape (n_classes, n_classes)
+        ``[j, k]`` = P(h_{t+1} = k | h_t = j); the variational estimates, rows normalised.
+    log_likelihood_ : list of float
+        The EM objective (a variational lower bound) per iteration.
+    n_iter_ : int
+    converged_ : bool
+
+    Notes
+    -----
+    For a document with true labels :math:`h_1..h_T`, words :math:`x_t` and the labels
+    :math:`l_{jt}` of the annotators :math:`j` who labelled it:
+    :math:`p = \pi_{h_1} \prod_t A_{h_{t-1} h_t} \, B_{h_t}(x_t) \prod_j C^{(j)}_{h_t, l_{jt}}`
+    (:math:`\pi` = ``start_``, :math:`A` = ``transition_``, :math:`C` = ``worker_confusion_``;
+    :math:`B` multiplies per-state multinomials of the word and of each shape feature).
+    E-step: scaled forward-backward over all documents at once. M-step: variational
+    estimates for :math:`\pi, A, B`, MAP for :math:`C`. Initialisation: token-level
+    Dawid-Skene; :math:`\pi, A, B` from its argmax labels, :math:`C` from its posteriors.
+    Tokens of documents nobody labelled get ``class_prior_``. Deviations from the
+    authors' code: the document (not each sentence) is one sequence; each shape
+    feature is its own two-valued multinomial instead of sharing the word's; the
+    start probabilities use the same variational estimate as the transitions.
+
+    References
+    ----------
+    .. [1] A. T. Nguyen, B. C. Wallace, J. J. Li, A. Nenkova, M. Lease (2017).
+       Aggregating and predicting sequence labels from crowd annotations. ACL 2017,
+       299-309. doi:10.18653/v1/P17-1028
+    .. [2] L. R. Rabiner (1989). A tutorial on hidden Markov models and selected
+       applications in speech recognition. Proc. IEEE 77(2). doi:10.1109/5.18626
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> c = Corpus.from_arrays(token=np.repeat(np.arange(4), 3), worker=np.tile(np.arange(3), 4),
+    ...     label=[0, 0, 0, 1, 1, 0, 1, 1, 1, 0, 0, 1], doc_lengths=[4], token_start=[0, 2, 4, 6],
+    ...     token_end=[1, 3, 5, 7], doc_ids=["d"], texts=["a b c d"], worker_ids=["x", "y", "z"],
+    ...     worker_roles=["crowd"] * 3, class_names=["O", "P"])
+    >>> HMMCrowd().fit(c).labels_
+    array([0, 1, 1, 0])
+    """
+
+    def __init__(self, *, decode: str = "viterbi", worker_model: str = "two-param", max_iter: int = 1,
+                 tol: float = 1e-4, pseudo_count: float = 0.1, worker_smoothing: float = 0.001,
+                 init_rounds: int = 5, init_diagonal: float = 0.9,
+                 features: tuple[str, ...] = ("word", "capitalised", "digit"), lowercase: bool = False) -> None:
+        self.decode = decode
+        self.worker_model = worker_model
+        self.max_iter = max_iter
+        self.tol = tol
+        self.pseudo_count = pseudo_count
+        self.worker_smoothing = worker_smoothing
+        self.init_rounds = init_rounds
+        self.init_diagonal = init_diagonal
+        self.features = features
+        self.lowercase = lowercase
+
+    def _check_params(self) -> None:
+        if self.decode not in _DECODERS:
+            raise ValueError(f"decode must be one of {_DECODERS}, found {self.decode!r}")
+        if self.worker_model not in _WORKER_MODELS:
+            raise ValueError(f"worker_model must be one of {_WORKER_MODELS}, found {self.worker_model!r}")
+        if not (isinstance(self.max_iter, int | np.integer) and self.max_iter >= 1):
+            raise ValueError(f"max_iter must be an integer >= 1, found {self.max_iter!r}")
+        if not (isinstance(self.init_rounds, int | np.integer) and self.init_rounds >= 0):
+            raise ValueError(f"init_rounds must be an integer >= 0, found {self.init_rounds!r}")
+        for name in ("tol", "worker_smoothing"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name} must be >= 0, found {getattr(self, name)!r}")
+        if not self.pseudo_count > 0:
+            raise ValueError(f"pseudo_count must be > 0, found {self.pseudo_count!r}")
+        if not 0 < self.init_diagonal < 1:
+            raise ValueError(f"init_diagonal must be in (0, 1), found {self.init_diagonal!r}")
+        unknown = [f for f in self.features if f != "word" and f not in SHAPE_FEATURES]
+        if unknown:
+            raise ValueError(f"features must be 'word' or one of {sorted(SHAPE_FEATURES)}, found {unknown[0]!r}")
+
+    def fit(self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None
+            ) -> HMMCrowd:
+        """Fit the HMM to ``corpus`` by EM and decode the true labels.
+
+        Parameters
+        ----------
+        corpus : Corpus
+        known : ndarray of shape (n_tokens,), optional
+            Class of tokens whose true label is known (-1 = unknown); clamped in every E-step.
+        callback : callable, optional
+            ``callback(iteration, objective)`` after each E-step.
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        known = check_known(known, corpus)
+        n_workers = corpus.n_workers
+        opts = dict(pseudo_count=self.pseudo_count, worker_smoothing=self.worker_smoothing,
+                    worker_model=self.worker_model)
+        design = _build_design(corpus, known=known, features=tuple(self.features), lowercase=self.lowercase)
+        init = _dawid_skene_init(design, n_workers=n_workers, n_rounds=self.init_rounds,
+                                 diagonal=self.init_diagonal, smoothing=self.worker_smoothing)
+        params = _m_step(_hard_stats(design, init, n_workers=n_workers), **opts)
+        monitor = ConvergenceMonitor(tol=self.tol, max_iter=self.max_iter, callback=callback)
+        converged = False
+        for _ in range(self.max_iter):
+            stats, _, log_evidence = _e_step(params, design)
+            converged = monitor.report(_objective(log_evidence, params, **opts))
+            params = _m_step(stats, **opts)
+            if converged:
+                break
+        # Final E-step so that proba_ matches the final parameters.
+        _, post, _ = _e_step(params, design)
+        self.n_iter_ = len(monitor.history)
+        self.log_likelihood_ = monitor.history
+        self.converged_ = converged
+        monitor.warn_if_not_converged(converged, type(self).__name__)
+
+        active = design.active
+        prior = post[active].sum(axis=0) + (0.0 if active.any() else 1.0)
+        self.class_prior_ = prior / prior.sum()
+        post[~active] = self.class_prior_
+        self.proba_ = post
+        self.worker_confusion_ = params.confusion
+        self.start_ = np.exp(params.log_start) / np.exp(params.log_start).sum()
+        trans = np.exp(params.log_trans)
+        self.transition_ = trans / trans.sum(axis=1, keepdims=True)
+        self.labels_ = self._decode(corpus, design, params, post)
+        return self
+
+    def _decode(self, corpus: Corpus, design: _Design, params: _Params, post: NDArray[np.float64]
+                ) -> NDArray[np.int64]:
+        bio = corpus.scheme == "bio"
+        first = np.zeros(corpus.n_tokens, dtype=bool)
+        first[corpus.doc_start[:-1][corpus.doc_lengths > 0]] = True
+        if self.decode == "marginal":
+            labels = post.argmax(axis=1).astype(np.int64)
+        else:
+            labels = np.full(corpus.n_tokens, int(self.class_prior_.argmax()), dtype=np.int64)
+            log_start, log_trans = params.log_start, params.log_trans
+            if bio:
+                ok_start, ok_trans, _ = _bio_tables(corpus.class_names)
+                log_start = np.where(ok_start, log_start, -np.inf)
+                log_trans = np.where(ok_trans, log_trans, -np.inf)
+            log_b = _log_emissions(crowd=design.crowd, log_confusion=np.log(params.confusion), word=design.word,
+                                   log_word_emission=params.log_word, shape=design.shape,
+                                   log_shape_emission=params.log_shape, known=design.known)
+            log_b = np.vstack([log_b, np.zeros((1, corpus.n_classes))])
+            for idx, lens in design.buckets:
+                path, _ = _viterbi(log_start, log_transmat=log_trans, log_frame=log_b[idx], lengths=lens)
+                real = idx < corpus.n_tokens
+                labels[idx[real]] = path[real]
+        if bio:  # a no-op after constrained Viterbi unless clamped labels are themselves invalid
+            labels = _repair_bio(labels, first=first, class_names=corpus.class_names)
+        return labels

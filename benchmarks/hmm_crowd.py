@@ -1,0 +1,234 @@
+"""Benchmark HMMCrowd: EM-step speed at CoNLL size, the whole PICO fit, and accuracy vs the experts.
+
+Run ``python -m benchmarks.hmm_crowd [--quick]``; results go to
+``benchmarks/results/hmm_crowd[_quick].json``.
+
+(a) Seconds per EM step (one E-step plus one M-step) on a synthetic CoNLL-size corpus:
+    40k tokens in sentences of about 14 tokens, 47 annotators, 9 BIO states, about 5
+    annotators per sentence. The authors' reference code takes about 44 s per step.
+(b) The whole PICO Participants fit (../shared/data/pico: train, dev, test and expert-dev
+    crowd files), wall time and peak traced memory.
+(c) Token precision/recall/F1 (positive = not ``O``) on the 64 expert documents against the
+    union of the experts (``PICO-annos-allprof.json``), for this HMMCrowd and for the
+    authors' published HMM-Crowd, MV and DS outputs on the same tokens, plus the token
+    agreement between this HMMCrowd and the published one.
+
+**Data caveat.** The ``docs/<docid>.txt`` files in ../shared/data/pico hold MeSH term lists,
+not the abstracts the character offsets point into (spans run past the end of 4,494 of the
+4,613 annotated documents). So the benchmark lays every document out as a placeholder text
+of 4-letter pseudo-words (``"abcd abcd ..."``, one token per 5 characters) long enough for
+every span, and aligns all spans (crowd, experts, published) to those tokens with the
+project's overlap rule. Every method is scored on the same tokens, but the word features
+of HMMCrowd carry no information here (every word is ``abcd``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+
+from aggregation.corpus import Corpus
+from aggregation.hmm_crowd import HMMCrowd, _build_design, _dawid_skene_init, _e_step, _hard_stats, _m_step
+from ingest.build import Span, corpus_from_spans
+from ingest.errors import ProblemLog
+
+REPO = Path(__file__).resolve().parents[1]
+PICO = REPO.parent / "shared" / "data" / "pico"
+RESULTS = REPO / "benchmarks" / "results"
+PUBLISHED = {"HMMCrowd": "published:HMMCrowd", "dw": "published:DS", "mv": "published:MV"}
+
+
+def synthetic_conll(*, n_tokens: int = 40_000, n_workers: int = 47, per_sentence: int = 5, seed: int = 0) -> Corpus:
+    """A CoNLL-like BIO corpus: 4 entity types, Markov true labels, noisy annotators."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(5, 24, size=n_tokens // 14 + 50)
+    lengths = lengths[: np.searchsorted(np.cumsum(lengths), n_tokens) + 1]
+    lengths[-1] -= lengths.sum() - n_tokens
+    types = ("LOC", "MISC", "ORG", "PER")
+    names = ("O", *[f"{p}-{t}" for t in types for p in ("B", "I")])
+    k = len(names)
+    n_docs = lengths.size
+    # True labels: a span starts with prob 0.15 per token, continues with prob 0.5.
+    truth = np.zeros(n_tokens, dtype=np.int64)
+    u, typ = rng.random(n_tokens), rng.integers(0, 4, n_tokens)
+    first = np.zeros(n_tokens, dtype=bool)
+    first[np.concatenate([[0], np.cumsum(lengths)[:-1]])] = True
+    for t in range(n_tokens):  # generator only, not the algorithm under test
+        prev = 0 if first[t] else truth[t - 1]
+        if prev and u[t] < 0.5:
+            truth[t] = 2 * ((prev - 1) // 2) + 2
+        elif u[t] < 0.15:
+            truth[t] = 2 * typ[t] + 1
+    acc = rng.uniform(0.55, 0.95, n_workers)
+    doc_of = np.repeat(np.arange(n_docs), lengths)
+    assigned = np.array([rng.choice(n_workers, per_sentence, replace=False) for _ in range(n_docs)])
+    tok = np.repeat(np.arange(n_tokens), per_sentence)
+    wrk = assigned[doc_of].ravel()
+    lab = np.repeat(truth, per_sentence)
+    wrong = rng.random(lab.size) > acc[wrk]
+    lab = np.where(wrong, rng.integers(0, k, lab.size), lab)
+    vocab = rng.integers(0, 3000, n_tokens) + 3000 * (truth > 0)
+    words = [f"w{v}" for v in vocab]
+    texts, starts, ends, base = [], [], [], 0
+    for n in lengths.tolist():
+        ws = words[base : base + n]
+        pos = np.cumsum([0] + [len(w) + 1 for w in ws[:-1]])
+        texts.append(" ".join(ws))
+        starts.append(pos)
+        ends.append(pos + [len(w) for w in ws])
+        base += n
+    return Corpus.from_arrays(token=tok, worker=wrk, label=lab, doc_lengths=lengths,
+                              token_start=np.concatenate(starts), token_end=np.concatenate(ends),
+                              doc_ids=[f"s{i}" for i in range(n_docs)], texts=texts,
+                              worker_ids=[f"sim:{i}" for i in range(n_workers)],
+                              worker_roles=["crowd"] * n_workers, class_names=names)
+
+
+def time_em_step(corpus: Corpus, *, repeats: int) -> dict:
+    """Median seconds of one E-step + M-step (the model built as HMMCrowd.fit builds it)."""
+    design = _build_design(corpus, known=None, features=("word", "capitalised", "digit"), lowercase=False)
+    opts = dict(pseudo_count=0.1, worker_smoothing=0.001, worker_model="two-param")
+    init = _dawid_skene_init(design, n_workers=corpus.n_workers, n_rounds=5, diagonal=0.9, smoothing=0.001)
+    params = _m_step(_hard_stats(design, init, n_workers=corpus.n_workers), **opts)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        stats, _, _ = _e_step(params, design)
+        params = _m_step(stats, **opts)
+        times.append(time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    HMMCrowd().fit(corpus)
+    fit = time.perf_counter() - t0
+    return {"tokens": corpus.n_tokens, "docs": corpus.n_docs, "annotators": corpus.n_workers,
+            "labels": corpus.n_obs, "classes": corpus.n_classes, "em_step_seconds_median": float(np.median(times)),
+            "em_step_seconds_all": times, "fit_seconds_default": fit, "target_seconds": 0.45,
+            "reference_code_seconds": 44.0}
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def load_pico(*, limit: int | None = None) -> tuple[Corpus, int]:
+    """Crowd + expert + published Participants spans on placeholder texts (see the module docstring).
+
+    Returns the corpus and the number of spans dropped because they cover only a
+    placeholder space (one-character spans).
+    """
+    spans: list[Span] = []
+    assignments: list[tuple[str, str]] = []
+    roles: dict[str, str] = {}
+    extent: dict[str, int] = {}
+
+    def add(doc: str, who: str, role: str, pairs: list) -> None:
+        roles[who] = role
+        assignments.append((doc, who))
+        for s, e in pairs:
+            if e > s:
+                spans.append(Span(doc, who, int(s), int(e), "Participants"))
+                extent[doc] = max(extent.get(doc, 0), int(e))
+
+    crowd_docs: list[str] = []
+    for split in ("train", "dev", "test", "expert-dev"):
+        for row in _jsonl(PICO / "annotations" / split / "PICO-annos-crowdsourcing.json"):
+            crowd_docs.append(row["docid"])
+            for w, pairs in row["Participants"].items():
+                add(row["docid"], f"mturk:{w}", "crowd", pairs)
+    for row in _jsonl(PICO / "annotations" / "expert-dev" / "PICO-annos-allprof.json"):
+        for w, pairs in row["Participants"].items():
+            add(row["docid"], f"expert:{w}", "expert", pairs)
+    for row in _jsonl(PICO / "published" / "PICO-annos-crowdsourcing-agg.all4740.json"):
+        for key, who in PUBLISHED.items():
+            add(row["docid"], who, "expert", row.get("Participants", {}).get(key, []))
+    keep = set(crowd_docs[:limit] if limit else crowd_docs)
+    keep |= {d for d, w in assignments if w.startswith("expert:")}
+    docs = {d: ("abcd " * (extent.get(d, 5) // 5 + 2))[: extent.get(d, 5) + 5] for d in dict.fromkeys(crowd_docs)
+            if d in keep}
+    problems = ProblemLog("skip")
+    corpus = corpus_from_spans(documents=docs, assignments=[a for a in assignments if a[0] in docs],
+                               spans=[s for s in spans if s.doc_id in docs], roles=roles, scheme="io",
+                               problems=problems)
+    return corpus, len(problems.problems)
+
+
+def token_prf(gold: np.ndarray, pred: np.ndarray) -> dict:
+    """Token precision/recall/F1 with positive = not O, on the tokens given."""
+    tp = int(np.sum((gold > 0) & (pred > 0)))
+    fp = int(np.sum((gold == 0) & (pred > 0)))
+    fn = int(np.sum((gold > 0) & (pred == 0)))
+    p = tp / (tp + fp) if tp + fp else 0.0
+    r = tp / (tp + fn) if tp + fn else 0.0
+    return {"precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0, "tp": tp, "fp": fp, "fn": fn}
+
+
+def pico(*, limit: int | None) -> dict:
+    t0 = time.perf_counter()
+    full, dropped = load_pico(limit=limit)
+    load_s = time.perf_counter() - t0
+    crowd_workers = [i for i, w in enumerate(full.worker_ids) if w.startswith("mturk:")]
+    crowd = full.select_workers(crowd_workers)
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    model = HMMCrowd().fit(crowd)
+    fit_s = time.perf_counter() - t0
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    t0 = time.perf_counter()
+    variants = {"hmmcrowd": model.labels_,
+                "hmmcrowd_marginal": HMMCrowd(decode="marginal").fit(crowd).labels_,
+                "hmmcrowd_5iter": HMMCrowd(max_iter=5).fit(crowd).labels_,
+                "hmmcrowd_no_words": HMMCrowd(features=("capitalised", "digit")).fit(crowd).labels_}
+    variant_s = time.perf_counter() - t0
+    experts = [i for i, w in enumerate(full.worker_ids) if w.startswith("expert:")]
+    expert_labels = np.stack([full.labels_of(i) for i in experts])
+    seen = (expert_labels >= 0).any(axis=0)
+    union = (expert_labels > 0).any(axis=0).astype(np.int64)
+    out: dict = {"spans_dropped_whitespace_only": dropped,
+                 "documents": crowd.n_docs, "tokens": crowd.n_tokens, "crowd_labels": crowd.n_obs,
+                 "annotators": len(crowd_workers), "load_seconds": load_s, "fit_seconds": fit_s,
+                 "fit_peak_traced_memory_mb": peak / 2**20, "iterations": model.n_iter_,
+                 "expert_documents": int(len({int(d) for d in full.token_doc[seen]})),
+                 "expert_tokens": int(seen.sum()), "variants_seconds": variant_s, "scores": {}}
+    for name, labels in variants.items():
+        out["scores"][name] = token_prf(union[seen], labels[seen])
+    for key, who in PUBLISHED.items():
+        pub = full.labels_of(full.worker_ids.index(who))
+        ok = seen & (pub >= 0)
+        out["scores"][f"published_{key}"] = token_prf(union[ok], pub[ok])
+        if key == "HMMCrowd":
+            out["published_hmmcrowd_tokens_scored"] = int(ok.sum())
+            out["agreement_with_published_hmmcrowd_expert_docs"] = float(np.mean(pub[ok] == model.labels_[ok]))
+            allpub = pub >= 0
+            out["agreement_with_published_hmmcrowd_all_docs"] = float(np.mean(pub[allpub] == model.labels_[allpub]))
+            out["published_hmmcrowd_same_tokens_f1_ours"] = token_prf(union[ok], model.labels_[ok])["f1"]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="4k-token EM-step corpus and 500 PICO documents")
+    args = ap.parse_args(argv)
+    result = {"quick": args.quick, "numpy": np.__version__}
+    conll = synthetic_conll(n_tokens=4_000 if args.quick else 40_000)
+    result["conll_size_em_step"] = time_em_step(conll, repeats=3 if args.quick else 5)
+    print(json.dumps(result["conll_size_em_step"], indent=1), flush=True)
+    if PICO.is_dir():
+        result["pico_participants"] = pico(limit=500 if args.quick else None)
+        print(json.dumps(result["pico_participants"], indent=1), flush=True)
+    else:
+        print(f"skipping PICO: {PICO} is absent", file=sys.stderr)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / ("hmm_crowd_quick.json" if args.quick else "hmm_crowd.json")
+    path.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
