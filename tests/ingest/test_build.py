@@ -1,0 +1,168 @@
+"""The span/token builders (ingest/build.py), the tokenizer and merge_corpora."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ingest.build import Span, corpus_from_spans, corpus_from_token_labels
+from ingest.errors import IngestError, ProblemLog
+from ingest.merge import merge_corpora
+from ingest.tokenize import tokenize
+
+WORDS = ["a", "bb", "ccc", "IL-2", "(n=4)", "x.y", "é"]
+
+
+def _brute_force_labels(text: str, spans: list[tuple[int, int, int]], scheme: str) -> list[int]:
+    """Oracle: walk tokens one by one, apply the documented overlap rule and the BIO begin rule."""
+    starts, ends = tokenize(text)
+    out = []
+    prev_cover: set[int] = set()
+    for ts, te in zip(starts.tolist(), ends.tolist(), strict=True):
+        cover = {i for i, (s, e, _) in enumerate(spans) if ts < e and s < te}
+        if not cover:
+            out.append(0)
+        else:
+            t = spans[min(cover)][2]
+            if scheme == "io":
+                out.append(t)
+            else:
+                # B unless a span covering this token also covered the previous token.
+                out.append(2 * t - 1 + (1 if cover & prev_cover else 0))
+        prev_cover = cover
+    return out
+
+
+@st.composite
+def doc_and_spans(draw):
+    words = draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=12))
+    seps = draw(st.lists(st.sampled_from([" ", "  ", "\n"]), min_size=len(words), max_size=len(words)))
+    text = "".join(w + s for w, s in zip(words, seps, strict=True))
+    n = len(text)
+    raw = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(1, n)), max_size=4))
+    spans = []
+    for s, e in raw:
+        s, e = min(s, e - 1), max(e, s + 1)
+        if text[s:e].strip():
+            spans.append((s, e, 1))
+    return text, spans
+
+
+@settings(max_examples=150, deadline=None)
+@given(doc_and_spans(), st.sampled_from(["io", "bio"]))
+def test_alignment_matches_brute_force(case, scheme):
+    """Oracle: a per-token Python loop over the overlap rule (token_start < span_end and
+    span_start < token_end) and the BIO begin rule, compared exactly with the vectorised builder."""
+    text, spans = case
+    corpus = corpus_from_spans(
+        documents={"d": text},
+        assignments=[("d", "w")],
+        spans=[Span("d", "w", s, e, "X") for s, e, _ in spans],
+        roles={"w": "crowd"},
+        scheme=scheme,
+        types=["X"],
+    )
+    assert corpus.labels_of(0).tolist() == _brute_force_labels(text, spans, scheme)
+
+
+def test_partial_token_overlap_marks_whole_token():
+    """Hand-worked: 'hello world' with span [3, 7) touches both tokens."""
+    c = corpus_from_spans(documents={"d": "hello world"}, assignments=[], spans=[Span("d", "w", 3, 7, "X")],
+                          roles={"w": "crowd"})
+    assert c.labels_of(0).tolist() == [1, 1]
+
+
+def test_bio_adjacent_spans_are_two_entities_and_overlapping_ones_merge():
+    """Hand-worked BIO begin rule: adjacent same-type spans -> B I B; overlapping -> one entity."""
+    text = "a b c d"
+    adj = corpus_from_spans(documents={"d": text}, assignments=[],
+                            spans=[Span("d", "w", 0, 3, "X"), Span("d", "w", 4, 5, "X"), Span("d", "w", 6, 7, "Y")],
+                            roles={"w": "crowd"}, scheme="bio")
+    assert adj.class_names == ("O", "B-X", "I-X", "B-Y", "I-Y")
+    assert adj.labels_of(0).tolist() == [1, 2, 1, 3]
+    ov = corpus_from_spans(documents={"d": text}, assignments=[],
+                           spans=[Span("d", "w", 0, 3, "X"), Span("d", "w", 2, 7, "X")], roles={"w": "crowd"},
+                           scheme="bio")
+    assert ov.labels_of(0).tolist() == [1, 2, 2, 2]
+
+
+def test_conflicting_types_from_one_annotator_is_an_error_naming_the_line():
+    spans = [Span("d", "w", 0, 3, "X", source="f.csv", line=2), Span("d", "w", 2, 5, "Y", source="f.csv", line=3)]
+    with pytest.raises(IngestError, match=r"^f\.csv:3: annotator 'w' gives a token two labels"):
+        corpus_from_spans(documents={"d": "a b c"}, assignments=[], spans=spans, roles={"w": "crowd"})
+
+
+def test_conflict_skip_keeps_the_first_span_and_other_annotators_may_disagree():
+    spans = [Span("d", "w", 0, 3, "X"), Span("d", "w", 2, 5, "Y"), Span("d", "v", 0, 5, "Y")]
+    log = ProblemLog("skip")
+    c = corpus_from_spans(documents={"d": "a b c"}, assignments=[], spans=spans,
+                          roles={"w": "crowd", "v": "crowd"}, scheme="io", problems=log)
+    assert len(log.problems) == 1 and "two labels" in log.problems[0].message
+    assert c.labels_of(0).tolist() == [1, 1, 0]
+    assert c.labels_of(1).tolist() == [2, 2, 2]
+
+
+@pytest.mark.parametrize(
+    ("span", "message"),
+    [
+        (Span("d", "w", 0, 99, "X"), "not inside document"),
+        (Span("d", "w", 3, 2, "X"), "not inside document"),
+        (Span("d", "w", 1, 2, "X"), "covers no token"),
+        (Span("e", "w", 0, 1, "X"), "unknown document"),
+        (Span("d", "w", 0, 1, "O"), "other than 'O'"),
+    ],
+)
+def test_bad_spans_are_reported(span, message):
+    with pytest.raises(IngestError, match=message):
+        corpus_from_spans(documents={"d": "a b"}, assignments=[], spans=[span], roles={"w": "crowd"})
+
+
+def test_token_labels_checks_length_and_duplicates():
+    docs = {"s1": ["a", "b"]}
+    with pytest.raises(IngestError, match="1 labels for document 's1' of 2 tokens"):
+        corpus_from_token_labels(documents=docs, labels=[("s1", "w", ["O"])], roles={"w": "crowd"})
+    log = ProblemLog("skip")
+    c = corpus_from_token_labels(documents=docs, labels=[("s1", "w", ["B-X", "I-X"]), ("s1", "w", ["O", "O"])],
+                                 roles={"w": "crowd"}, problems=log)
+    assert "duplicate assignment" in log.problems[0].message
+    assert c.class_names == ("O", "B-X", "I-X") and c.labels_of(0).tolist() == [1, 2]
+
+
+def test_tokenizer_rule():
+    """Hand-worked example from the tokenizer docstring."""
+    s, e = tokenize("IL-2 (n=40).")
+    assert [("IL-2 (n=40).")[a:b] for a, b in zip(s, e, strict=True)] == ["IL", "-", "2", "(", "n", "=", "40", ")", "."]
+
+
+def _one(doc_text: str, annotator: str, role: str, spans: list[tuple[int, int]]):
+    return corpus_from_spans(documents={"d": doc_text}, assignments=[("d", annotator)],
+                             spans=[Span("d", annotator, s, e, "P") for s, e in spans], roles={annotator: role})
+
+
+def test_merge_crowd_and_expert_of_same_document():
+    crowd = _one("a b c", "w1", "crowd", [(0, 1)])
+    expert = _one("a b c", "e1", "expert", [(2, 5)])
+    m = merge_corpora([crowd, expert])
+    assert m.worker_ids == ("w1", "e1") and m.worker_roles == ("crowd", "expert")
+    assert m.labels_of(0).tolist() == [1, 0, 0] and m.labels_of(1).tolist() == [0, 1, 1]
+
+
+def test_merge_rejects_text_mismatch_role_clash_and_duplicates():
+    with pytest.raises(IngestError, match="different text"):
+        merge_corpora([_one("a b c", "w1", "crowd", []), _one("a b d", "e1", "expert", [])])
+    with pytest.raises(IngestError, match="is 'crowd' in one upload and 'expert'"):
+        merge_corpora([_one("a b c", "w1", "crowd", []), _one("a b c", "w1", "expert", [])])
+    with pytest.raises(IngestError, match="duplicate assignment"):
+        merge_corpora([_one("a b c", "w1", "crowd", []), _one("a b c", "w1", "crowd", [(0, 1)])])
+
+
+def test_merge_unions_schemas():
+    a = _one("a b", "w1", "crowd", [(0, 1)])
+    b = corpus_from_spans(documents={"d2": "c d"}, assignments=[], spans=[Span("d2", "w2", 0, 1, "I")],
+                          roles={"w2": "crowd"}, scheme="io")
+    m = merge_corpora([a, b])
+    assert m.class_names == ("O", "I", "P")
+    assert m.labels_of(0)[:2].tolist() == [2, 0] and m.labels_of(1)[2:].tolist() == [1, 0]
+    assert np.all(m.labels_of(0)[2:] == -1)
