@@ -1,0 +1,163 @@
+"""Contract tests run over every aggregator (scikit-learn's estimator checks, STYLE.md).
+
+Oracle: the shared interface in notes/interfaces.md -- fit returns self, fitted
+attributes exist only after fit and have the documented shapes, EM estimators warn
+``ConvergenceWarning`` at ``max_iter=1``, rows of ``proba_`` sum to 1.
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+
+import numpy as np
+import pytest
+
+from aggregation import ConvergenceWarning, make_aggregator
+from aggregation.corpus import Corpus
+
+FITTED = ("labels_", "proba_", "worker_confusion_", "class_prior_", "n_iter_", "log_likelihood_", "converged_")
+
+
+def _hmm_available() -> bool:
+    try:
+        importlib.import_module("aggregation.hmm_crowd")
+    except ImportError:
+        return False
+    return True
+
+
+ESTIMATORS = [
+    pytest.param("mv", {}, False, id="MajorityVote"),
+    pytest.param("ds", {}, True, id="DawidSkene"),
+    pytest.param("ds", {"model": "one-coin"}, True, id="DawidSkene-one-coin"),
+    pytest.param(
+        "hmm-crowd", {}, True, id="HMMCrowd",
+        marks=pytest.mark.skipif(not _hmm_available(), reason="aggregation.hmm_crowd is not importable yet"),
+    ),
+]
+
+
+def sequence_corpus(seed: int, *, n_docs: int = 6, n_workers: int = 4) -> Corpus:
+    """BIO-labelled documents of 4-9 tokens; every annotator labels every document (noisy copies of a truth)."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(4, 10, size=n_docs)
+    n_tokens = int(lengths.sum())
+    truth = np.zeros(n_tokens, dtype=np.int64)
+    start = np.concatenate([[0], np.cumsum(lengths)])
+    for d in range(n_docs):
+        b = int(start[d]) + 1
+        truth[b], truth[b + 1] = 1, 2  # one two-token entity per document
+    words = rng.choice(["the", "Patients", "with", "7", "adults", "were"], size=n_tokens)
+    texts, t_start, t_end = [], [], []
+    for d in range(n_docs):
+        pos = 0
+        parts = []
+        for w in words[start[d]:start[d + 1]]:
+            t_start.append(pos)
+            t_end.append(pos + len(w))
+            parts.append(w)
+            pos += len(w) + 1
+        texts.append(" ".join(parts))
+    token = np.tile(np.arange(n_tokens), n_workers)
+    worker = np.repeat(np.arange(n_workers), n_tokens)
+    flip = rng.random(token.size) < 0.15
+    label = np.where(flip, rng.integers(0, 3, size=token.size), truth[token])
+    return Corpus.from_arrays(
+        token=token, worker=worker, label=label, doc_lengths=lengths, token_start=t_start, token_end=t_end,
+        doc_ids=[f"d{d}" for d in range(n_docs)], texts=texts, worker_ids=[f"w{w}" for w in range(n_workers)],
+        worker_roles=["crowd"] * n_workers, class_names=["O", "B-P", "I-P"],
+    )
+
+
+def _fit(est, corpus, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return est.fit(corpus, **kw)
+
+
+@pytest.mark.parametrize(("method", "params", "is_em"), ESTIMATORS)
+def test_fit_returns_self_and_sets_fitted_attributes(method, params, is_em, seed):
+    corpus = sequence_corpus(seed)
+    est = make_aggregator(method, params)
+    for name in FITTED:
+        assert not hasattr(est, name), name
+    with pytest.raises(ValueError, match="not fitted"):
+        est.predict()
+    assert _fit(est, corpus) is est
+    n, k, w = corpus.n_tokens, corpus.n_classes, corpus.n_workers
+    assert est.labels_.shape == (n,) and est.labels_.dtype == np.int64
+    assert est.proba_.shape == (n, k)
+    assert est.worker_confusion_.shape == (w, k, k)
+    assert est.class_prior_.shape == (k,)
+    assert isinstance(est.n_iter_, int) and isinstance(est.log_likelihood_, list)
+    assert isinstance(est.converged_, bool | np.bool_)
+    np.testing.assert_allclose(est.proba_.sum(axis=1), 1.0, rtol=1e-9)
+    np.testing.assert_allclose(est.worker_confusion_.sum(axis=2), 1.0, rtol=1e-9)
+    np.testing.assert_allclose(est.class_prior_.sum(), 1.0, rtol=1e-9)
+    assert np.all((est.labels_ >= 0) & (est.labels_ < k))
+    np.testing.assert_array_equal(est.predict(), est.labels_)
+    np.testing.assert_array_equal(est.predict_proba(), est.proba_)
+
+
+@pytest.mark.parametrize(("method", "params", "is_em"), ESTIMATORS)
+def test_max_iter_one_warns_for_em(method, params, is_em, seed):
+    corpus = sequence_corpus(seed)
+    if not is_em:
+        pytest.skip("not an EM estimator")
+    est = make_aggregator(method, {**params, "max_iter": 1, "tol": 0.0})
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        est.fit(corpus)
+    assert est.n_iter_ == 1 and not est.converged_ and len(est.log_likelihood_) == 1
+
+
+@pytest.mark.parametrize(("method", "params", "is_em"), ESTIMATORS)
+def test_known_tokens_are_clamped(method, params, is_em, seed):
+    corpus = sequence_corpus(seed)
+    known = np.full(corpus.n_tokens, -1)
+    known[:5] = [2, 0, 1, 1, 0]
+    est = _fit(make_aggregator(method, params), corpus, known=known)
+    np.testing.assert_array_equal(est.labels_[:5], known[:5])
+    np.testing.assert_allclose(est.proba_[:5], np.eye(3)[known[:5]], atol=1e-12)
+
+
+@pytest.mark.parametrize(("method", "params", "is_em"), ESTIMATORS)
+def test_bad_known_raises(method, params, is_em, seed):
+    corpus = sequence_corpus(seed)
+    est = make_aggregator(method, params)
+    with pytest.raises(ValueError, match="known must have shape"):
+        est.fit(corpus, known=np.zeros(3, dtype=int))
+
+
+@pytest.mark.parametrize(("method", "params", "is_em"), ESTIMATORS)
+def test_input_corpus_and_params_unchanged(method, params, is_em, seed):
+    corpus = sequence_corpus(seed)
+    before = [a.copy() for a in (corpus.token, corpus.worker, corpus.label)]
+    est = make_aggregator(method, params)
+    got = est.get_params()
+    _fit(est, corpus)
+    assert est.get_params() == got
+    for a, b in zip(before, (corpus.token, corpus.worker, corpus.label), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_registry_rejects_unknown_method_and_parameter():
+    with pytest.raises(ValueError, match="method must be one of"):
+        make_aggregator("glad")
+    with pytest.raises(ValueError, match="found unknown parameter 'n_iter'"):
+        make_aggregator("ds", {"n_iter": 3})
+
+
+def test_registry_passes_parameters():
+    est = make_aggregator("mv", {"tie_break": "lowest"})
+    assert type(est).__name__ == "MajorityVote" and est.tie_break == "lowest"
+    assert make_aggregator("ds", None).get_params()["max_iter"] == 100
+
+
+def test_package_exports():
+    import aggregation
+
+    for name in ("Corpus", "MISSING", "MajorityVote", "DawidSkene", "ConvergenceWarning", "make_aggregator"):
+        assert hasattr(aggregation, name)
+    if _hmm_available():
+        assert aggregation.HMMCrowd.__name__ == "HMMCrowd"
