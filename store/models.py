@@ -14,7 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from pydantic import ConfigDict
-from sqlalchemy import JSON, UniqueConstraint
+from sqlalchemy import JSON, DateTime, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
     "WorkerScoresPublic",
     "new_id",
     "utcnow",
+    "aware",
 ]
 
 #: Bump when a table changes; :func:`store.db.init_db` refuses a database of another version.
@@ -59,6 +60,13 @@ def new_id() -> str:
 def utcnow() -> datetime:
     """The current time, timezone-aware UTC."""
     return datetime.now(UTC)
+
+
+def aware(moment: datetime | None) -> datetime | None:
+    """``moment`` as timezone-aware UTC (SQLite hands back naive datetimes that were stored as UTC)."""
+    if moment is None or moment.tzinfo is not None:
+        return moment
+    return moment.replace(tzinfo=UTC)
 
 
 class JobStatus(StrEnum):
@@ -99,7 +107,7 @@ class Project(SQLModel, table=True):
 
     id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
     name: str = Field(unique=True, index=True, max_length=200)
-    created_at: datetime = Field(default_factory=utcnow)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=DateTime(timezone=True))
 
 
 class ApiKey(SQLModel, table=True):
@@ -109,7 +117,7 @@ class ApiKey(SQLModel, table=True):
     project_id: str = Field(foreign_key="project.id", index=True, ondelete="CASCADE")
     prefix: str = Field(unique=True, index=True, max_length=16)
     key_hash: str = Field(max_length=64)
-    created_at: datetime = Field(default_factory=utcnow)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=DateTime(timezone=True))
 
 
 # ---------------------------------------------------------------- datasets
@@ -128,7 +136,7 @@ class Dataset(DatasetBase, table=True):
 
     id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
     project_id: str = Field(foreign_key="project.id", index=True, ondelete="CASCADE")
-    created_at: datetime = Field(default_factory=utcnow)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=DateTime(timezone=True))
     corpus_sha256: str | None = Field(default=None, max_length=64)
     summary: dict[str, Any] | None = Field(default=None, sa_type=JSON)
     n_uploads: int = 0
@@ -162,7 +170,7 @@ class Upload(SQLModel, table=True):
     corpus_sha256: str = Field(max_length=64)
     summary: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
     problems: list[str] = Field(default_factory=list, sa_type=JSON)
-    created_at: datetime = Field(default_factory=utcnow)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=DateTime(timezone=True))
 
 
 class UploadPublic(SQLModel):
@@ -224,11 +232,11 @@ class Job(JobBase, table=True):
     attempts: int = 0
     worker_name: str | None = Field(default=None, max_length=200)
     artifacts: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
-    created_at: datetime = Field(default_factory=utcnow)
-    enqueued_at: datetime | None = None
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
-    heartbeat_at: datetime | None = None
+    created_at: datetime = Field(default_factory=utcnow, sa_type=DateTime(timezone=True))
+    enqueued_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))
+    started_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))
+    finished_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))
+    heartbeat_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))
 
 
 class JobPublic(JobBase):
@@ -254,7 +262,7 @@ class Report(SQLModel, table=True):
 
     job_id: str = Field(foreign_key="job.id", primary_key=True, max_length=32, ondelete="CASCADE")
     body: dict[str, Any] = Field(sa_type=JSON)
-    created_at: datetime = Field(default_factory=utcnow)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=DateTime(timezone=True))
 
 
 class WorkerScore(SQLModel, table=True):

@@ -1,0 +1,77 @@
+"""Content-addressed artifacts: hashes, atomic writes, limits, and no user path on disk."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+
+import numpy as np
+import pytest
+
+from store.artifacts import ArtifactStore, safe_suffix
+from store.errors import ArtifactMissingError, UploadTooLargeError
+from store.settings import Settings
+from tests.utils.factories import synthetic_corpus
+
+
+def _files(root):
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+
+
+def test_bytes_are_named_by_their_sha256(tmp_path):
+    """Oracle: hashlib.sha256 of the bytes names the file; equal content is stored once."""
+    store = ArtifactStore(tmp_path)
+    data = b"doc_id,annotator\n" * 1000
+    art = store.put_stream(io.BytesIO(data), kind="uploads", suffix=".csv")
+    assert art.sha256 == hashlib.sha256(data).hexdigest() and art.size == len(data)
+    assert store.path(art).read_bytes() == data
+    again = store.put_bytes(data, kind="uploads", suffix=".csv")
+    assert again == art
+    assert _files(tmp_path) == [art.path]  # no temp file left behind
+
+
+def test_limit_keeps_nothing(tmp_path):
+    """An upload over the limit raises and leaves no file at all."""
+    store = ArtifactStore(tmp_path)
+    with pytest.raises(UploadTooLargeError, match="limit of 10 bytes"):
+        store.put_stream([b"x" * 6, b"y" * 6], kind="uploads", limit=10)
+    assert _files(tmp_path) == []
+
+
+def test_corpus_and_arrays_round_trip(tmp_path):
+    """A corpus and result arrays come back equal; a damaged array file is refused."""
+    store = ArtifactStore(tmp_path)
+    corpus = synthetic_corpus(seed=3)
+    art = store.put_corpus(corpus)
+    assert store.load_corpus(art.sha256).equals(corpus)
+    labels = np.arange(7, dtype=np.int64)
+    arr = store.put_arrays(labels=labels)
+    assert np.array_equal(store.load_arrays(arr.as_dict())["labels"], labels)
+    store.path(arr).write_bytes(b"garbage")
+    with pytest.raises(ArtifactMissingError, match="does not match its sha256"):
+        store.load_arrays(arr)
+    with pytest.raises(ArtifactMissingError, match="missing"):
+        store.load_corpus("0" * 64)
+
+
+def test_no_user_path_reaches_the_filesystem(tmp_path):
+    """Suffixes are whitelisted and relative paths cannot leave the root."""
+    assert safe_suffix("../../etc/passwd") == ""
+    assert safe_suffix("crowd.JSONL") == ".jsonl"
+    assert safe_suffix("a.tar/../../x") == ""
+    assert safe_suffix("evil.c$v") == ""
+    store = ArtifactStore(tmp_path / "root")
+    with pytest.raises(ArtifactMissingError, match="outside the data directory"):
+        store.path("../outside.npz")
+    with pytest.raises(ArtifactMissingError, match="not a sha256"):
+        store.find("../../x", kind="corpora")
+
+
+def test_settings_defaults_and_placeholders(tmp_path):
+    """SQLite under the data dir by default; bare postgresql:// gets psycopg 3; placeholder passwords refused."""
+    s = Settings(data_dir=tmp_path)
+    assert s.database_url == f"sqlite:///{(tmp_path / 'crowdqa.db').resolve()}" and s.embedded
+    assert Settings(data_dir=tmp_path, database_url="postgresql://u:pw1@h/db").database_url == (
+        "postgresql+psycopg://u:pw1@h/db")
+    with pytest.raises(ValueError, match="placeholder"):
+        Settings(redis_url="redis://:changethis@localhost:6379/0")

@@ -1,0 +1,152 @@
+"""Store tests, each run on SQLite and on a real PostgreSQL (started by the fixtures)."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import update
+from sqlmodel import Session, select
+
+from store import crud
+from store.db import init_db
+from store.errors import SchemaVersionError
+from store.models import (
+    Annotator,
+    ApiKey,
+    DatasetCreate,
+    Job,
+    JobCreate,
+    JobStatus,
+    SchemaInfo,
+    Upload,
+    WorkerScore,
+    utcnow,
+)
+from tests.utils.factories import synthetic_corpus
+
+
+def _dataset(session, project_id, name="d", sha="a" * 64):
+    ds = crud.create_dataset(session=session, project_id=project_id, dataset_in=DatasetCreate(name=name))
+    ds.corpus_sha256 = sha
+    session.add(ds)
+    session.commit()
+    return ds
+
+
+def test_schema_version_recorded_and_checked(engine):
+    """init_db records SCHEMA_VERSION once and refuses a database stamped with another version."""
+    init_db(engine)  # idempotent
+    with Session(engine) as s:
+        assert len(s.exec(select(SchemaInfo)).all()) == 1
+        s.exec(update(SchemaInfo).values(version=999))
+        s.commit()
+    with pytest.raises(SchemaVersionError, match="found 999"):
+        init_db(engine)
+
+
+def test_api_keys_are_hashed_and_checked(session):
+    """Only sha256(key) is stored; the right key finds its project, a wrong or malformed one finds none."""
+    a = crud.create_project(session=session, name="a")
+    b = crud.create_project(session=session, name="b")
+    key_a = crud.create_api_key(session=session, project_id=a.id)
+    key_b = crud.create_api_key(session=session, project_id=b.id)
+    rows = session.exec(select(ApiKey)).all()
+    assert len(rows) == 2
+    assert {r.key_hash for r in rows} == {hashlib.sha256(k.encode()).hexdigest() for k in (key_a, key_b)}
+    assert all(key_a not in (r.key_hash, r.prefix) for r in rows)
+    assert crud.authenticate(session=session, key=key_a).id == a.id
+    assert crud.authenticate(session=session, key=key_b).id == b.id
+    assert crud.authenticate(session=session, key=key_a[:-1] + ("x" if key_a[-1] != "x" else "y")) is None
+    assert crud.authenticate(session=session, key="nonsense") is None
+    assert crud.authenticate(session=session, key="cqa_" + key_a.split("_")[1] + "_") is None
+
+
+def test_datasets_are_per_project_and_paged(session):
+    """A project lists and reads only its datasets; pages and counts are exact."""
+    a = crud.create_project(session=session, name="a")
+    b = crud.create_project(session=session, name="b")
+    made = [_dataset(session, a.id, name=f"d{i}") for i in range(5)]
+    other = _dataset(session, b.id, name="theirs")
+    page, count = crud.list_datasets(session=session, project_id=a.id, offset=1, limit=2)
+    assert count == 5
+    assert [d.name for d in page] == ["d1", "d2"]
+    assert crud.get_dataset(session=session, project_id=a.id, dataset_id=other.id) is None
+    assert crud.get_dataset(session=session, project_id=b.id, dataset_id=other.id).name == "theirs"
+    assert crud.get_dataset(session=session, project_id=a.id, dataset_id=made[0].id).name == "d0"
+
+
+def test_annotators_and_uploads(session):
+    """set_annotators counts documents and tokens per annotator from the corpus arrays."""
+    p = crud.create_project(session=session, name="p")
+    ds = _dataset(session, p.id)
+    corpus = synthetic_corpus(n_docs=4, doc_len=5, n_crowd=3, crowd_per_doc=2, seed=1)
+    up = Upload(dataset_id=ds.id, filename="f.jsonl", format="spans-jsonl", role="crowd", size=3, sha256="b" * 64,
+                raw_path="uploads/x", corpus_sha256="c" * 64)
+    crud.add_upload(session=session, dataset=ds, upload=up, corpus_sha256="d" * 64, summary={"documents": 4},
+                    merged=corpus)
+    rows = {a.external_id: a for a in session.exec(select(Annotator).where(Annotator.dataset_id == ds.id)).all()}
+    assert set(rows) == set(corpus.worker_ids)
+    for w, wid in enumerate(corpus.worker_ids):
+        # Oracle: a plain Python count over the triplets.
+        toks = [t for t, ww in zip(corpus.token.tolist(), corpus.worker.tolist(), strict=True) if ww == w]
+        docs = {corpus.token_doc[t] for t in toks}
+        assert (rows[wid].tokens, rows[wid].documents) == (len(toks), len(docs))
+    uploads, count = crud.list_uploads(session=session, dataset_id=ds.id)
+    assert count == 1 and uploads[0].filename == "f.jsonl"
+    session.refresh(ds)
+    assert ds.n_uploads == 1 and ds.corpus_sha256 == "d" * 64
+
+
+def test_claim_job_once_and_stale_jobs(session):
+    """A queued job is claimed by exactly one worker; a silent running job is marked failed with a reason."""
+    p = crud.create_project(session=session, name="p")
+    ds = _dataset(session, p.id)
+    job = crud.create_job(session=session, dataset=ds, job_in=JobCreate(method="ds", params={"max_iter": 3}))
+    assert job.status == JobStatus.queued and job.corpus_sha256 == "a" * 64
+    claimed = crud.claim_job(session=session, job_id=job.id, worker_name="w1")
+    assert claimed is not None and claimed.status == JobStatus.running and claimed.attempts == 1
+    assert crud.claim_job(session=session, job_id=job.id, worker_name="w2") is None
+    assert crud.mark_stale_jobs(session=session, stale_after=60) == 0
+    crud.update_job(session=session, job_id=job.id, heartbeat_at=utcnow() - timedelta(seconds=120))
+    assert crud.mark_stale_jobs(session=session, stale_after=60) == 1
+    session.refresh(job)
+    assert job.status == JobStatus.failed and "abandoned" in job.error
+    assert crud.mark_stale_jobs(session=session, stale_after=60) == 0
+
+
+def test_worker_scores_sorted_with_nulls_last(session):
+    """Worker rows sort by any score column, nulls last in both orders, ties by annotator id."""
+    p = crud.create_project(session=session, name="p")
+    ds = _dataset(session, p.id)
+    job = crud.create_job(session=session, dataset=ds, job_in=JobCreate(method="mv"))
+    f1 = {"w1": 0.5, "w2": None, "w3": 0.9, "w4": 0.5}
+    workers = [{"annotator": w, "role": "crowd", "documents": 1, "tokens": 10,
+                "vs_expert": None if v is None else {"token": {"precision": v, "recall": v, "f1": v}},
+                "vs_aggregate": {"token": {"precision": 1.0, "recall": 1.0, "f1": 1.0}}} for w, v in f1.items()]
+    crud.save_report(session=session, job_id=job.id, report={"method": "mv", "workers": workers})
+    session.commit()
+    asc, count = crud.list_worker_scores(session=session, job_id=job.id, sort="f1", order="asc")
+    assert count == 4 and [r.annotator for r in asc] == ["w1", "w4", "w3", "w2"]
+    desc, _ = crud.list_worker_scores(session=session, job_id=job.id, sort="f1", order="desc")
+    assert [r.annotator for r in desc] == ["w3", "w1", "w4", "w2"]
+    page, _ = crud.list_worker_scores(session=session, job_id=job.id, sort="f1", order="desc", offset=1, limit=2)
+    assert [r.annotator for r in page] == ["w1", "w4"]
+    assert crud.get_report(session=session, job_id=job.id).body["method"] == "mv"
+    with pytest.raises(ValueError, match="sort must be one of"):
+        crud.list_worker_scores(session=session, job_id=job.id, sort="drop table")
+
+
+def test_delete_dataset_cascades(session):
+    """Deleting a dataset removes its uploads, annotators, jobs, reports and worker rows, and nothing else."""
+    p = crud.create_project(session=session, name="p")
+    keep, gone = _dataset(session, p.id, name="keep"), _dataset(session, p.id, name="gone")
+    for ds in (keep, gone):
+        job = crud.create_job(session=session, dataset=ds, job_in=JobCreate(method="mv"))
+        crud.save_report(session=session, job_id=job.id, report={"workers": [
+            {"annotator": "w", "role": "crowd", "documents": 1, "tokens": 1, "vs_expert": None, "vs_aggregate": None}]})
+        session.commit()
+    crud.delete_dataset(session=session, dataset=gone)
+    assert [j.dataset_id for j in session.exec(select(Job)).all()] == [keep.id]
+    assert len(session.exec(select(WorkerScore)).all()) == 1

@@ -1,0 +1,97 @@
+"""Real services for tests: a redis-server and a PostgreSQL cluster started in temp dirs.
+
+Both skip the calling test with a message when their binaries are absent (no Docker here).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+PG_BIN = Path(os.environ.get("CROWDQA_PG_BIN", "/usr/lib/postgresql/15/bin"))
+
+
+def free_port() -> int:
+    """A TCP port free on the loopback interface right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port: int, *, timeout: float = 20.0) -> None:
+    """Wait until something accepts connections on ``port``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise TimeoutError(f"nothing listens on port {port} after {timeout} s")
+
+
+@contextmanager
+def redis_server() -> Iterator[str]:
+    """Start ``redis-server`` on a free port (no persistence); yield its URL."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("redis-server not found on PATH (apt-get install redis-server); Redis tests skipped")
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="crowdqa-redis-") as tmp:
+        proc = subprocess.Popen(
+            [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", tmp],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        try:
+            wait_for_port(port)
+            yield f"redis://127.0.0.1:{port}/0"
+        finally:
+            proc.terminate()
+            proc.wait(10)
+
+
+def _as_postgres(cmd: list[str]) -> list[str]:
+    # PostgreSQL refuses to run as root; tests run as root here, so drop to the postgres user.
+    if os.geteuid() == 0:
+        return ["runuser", "-u", "postgres", "--", *cmd]
+    return cmd
+
+
+@contextmanager
+def postgres_server() -> Iterator[str]:
+    """Start a throwaway PostgreSQL cluster on a free port; yield a SQLAlchemy URL to its database."""
+    initdb, pg_ctl = PG_BIN / "initdb", PG_BIN / "pg_ctl"
+    if not initdb.exists() or not pg_ctl.exists():
+        pytest.skip(f"PostgreSQL binaries not found in {PG_BIN} (set CROWDQA_PG_BIN); PostgreSQL tests skipped")
+    if os.geteuid() == 0 and shutil.which("runuser") is None:
+        pytest.skip("running as root without runuser: cannot start PostgreSQL as an unprivileged user")
+    port = free_port()
+    tmp = Path(tempfile.mkdtemp(prefix="crowdqa-pg-"))
+    data = tmp / "data"
+    try:
+        if os.geteuid() == 0:
+            shutil.chown(tmp, "postgres", "postgres")
+        os.chmod(tmp, 0o700)
+        subprocess.run(_as_postgres([str(initdb), "-D", str(data), "-U", "crowdqa", "--auth=trust", "-E", "UTF8",
+                                     "--no-sync"]), check=True, capture_output=True)
+        opts = f"-p {port} -c listen_addresses=127.0.0.1 -k {tmp} -c fsync=off -c full_page_writes=off"
+        subprocess.run(_as_postgres([str(pg_ctl), "-D", str(data), "-o", opts, "-w", "-t", "30", "-l",
+                                     str(tmp / "log"), "start"]), check=True, capture_output=True)
+        try:
+            subprocess.run(_as_postgres([str(PG_BIN / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U",
+                                         "crowdqa", "crowdqa"]), check=True, capture_output=True)
+            yield f"postgresql+psycopg://crowdqa@127.0.0.1:{port}/crowdqa"
+        finally:
+            subprocess.run(_as_postgres([str(pg_ctl), "-D", str(data), "-m", "immediate", "stop"]),
+                           capture_output=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
