@@ -24,6 +24,7 @@ from __future__ import annotations
 import importlib
 import os
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,7 +33,7 @@ import numpy as np
 from aggregation.corpus import ROLES, Corpus
 from ingest.errors import IngestError, Problem, ProblemLog
 
-__all__ = ["FORMATS", "ParseResult", "read_corpus", "summarize", "IngestError", "Problem"]
+__all__ = ["FORMATS", "ParseResult", "read_corpus", "read_merged", "summarize", "IngestError", "Problem"]
 
 #: Format name -> (module, reader function, the options it takes besides ``role`` and ``problems``).
 _READERS: dict[str, tuple[str, str, tuple[str, ...]]] = {
@@ -146,6 +147,42 @@ def read_corpus(
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise IngestError(msg, source=str(path)) from exc
     return ParseResult(corpus=corpus, problems=list(problems.problems), format=format)
+
+
+def read_merged(uploads: Sequence[dict]) -> ParseResult:
+    """Read several uploads of the same documents (crowd and expert files) and merge them.
+
+    Parameters
+    ----------
+    uploads : sequence of dict
+        Keyword arguments of :func:`read_corpus` for each upload, with ``path``.
+
+    Returns
+    -------
+    ParseResult
+        The merged corpus (:func:`ingest.merge.merge_corpora`), every upload's problems,
+        and the first upload's format.
+
+    Notes
+    -----
+    ``scheme="auto"`` picks IO for one entity type and BIO for several, per upload; when
+    the uploads disagree (a crowd file with two types, an expert file with one), the
+    IO uploads whose format takes a scheme are read again as BIO, so the merge keeps
+    every entity boundary instead of failing.
+    """
+    from ingest.merge import merge_corpora
+
+    if not uploads:
+        raise IngestError("nothing to read: no upload given")
+    results = [read_corpus(**u) for u in uploads]
+    schemes = [r.corpus.scheme if r.corpus.n_classes > 1 else None for r in results]
+    if "bio" in schemes:
+        for i, (u, sch) in enumerate(zip(uploads, schemes, strict=True)):
+            takes = _READERS[u["format"]][2]
+            if sch == "io" and "scheme" in takes and u.get("scheme", "auto") == "auto":
+                results[i] = read_corpus(**{**u, "scheme": "bio"})
+    corpus = merge_corpora([r.corpus for r in results])
+    return ParseResult(corpus=corpus, problems=[p for r in results for p in r.problems], format=results[0].format)
 
 
 def _load_corpus(path: Path) -> Corpus:

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ingest import FORMATS, ParseResult, read_corpus, summarize
-from ingest.merge import merge_corpora
+from ingest import FORMATS, read_merged, summarize
 
 __all__ = ["register", "run", "format_summary"]
 
@@ -42,9 +41,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _read(path: str, fmt: str, role: str, args: argparse.Namespace) -> ParseResult:
-    return read_corpus(
-        path,
+def _upload(path: str, fmt: str, role: str, args: argparse.Namespace) -> dict:
+    return dict(
+        path=path,
         format=fmt,
         role=role,
         docs=args.docs,
@@ -60,12 +59,11 @@ def _read(path: str, fmt: str, role: str, args: argparse.Namespace) -> ParseResu
 
 def run(args: argparse.Namespace) -> int:
     """Parse, merge, summarise, save."""
-    results = [_read(args.path, args.format, args.role, args)]
-    for path in args.expert:
-        results.append(_read(path, args.expert_format or args.format, "expert", args))
-    corpus = merge_corpora([r.corpus for r in results])
-    problems = [p for r in results for p in r.problems]
-    summary = summarize(corpus, problems=problems)
+    uploads = [_upload(args.path, args.format, args.role, args)]
+    uploads += [_upload(path, args.expert_format or args.format, "expert", args) for path in args.expert]
+    result = read_merged(uploads)
+    corpus = result.corpus
+    summary = summarize(corpus, problems=result.problems)
     if args.save:
         corpus.save(args.save)
         summary["saved"] = args.save

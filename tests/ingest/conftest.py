@@ -10,7 +10,9 @@ from pathlib import Path
 Row = tuple[str, str, int | None, int | None, str | None]
 
 
-def write_spans_jsonl(path: Path, rows: list[Row], texts: dict[str, str], *, roles: dict[str, str] | None = None) -> Path:
+def write_spans_jsonl(
+    path: Path, rows: list[Row], texts: dict[str, str], *, roles: dict[str, str] | None = None
+) -> Path:
     with open(path, "w", encoding="utf-8") as fh:
         for d, a, s, e, lab in rows:
             obj = {"doc_id": d, "annotator": a, "start": s, "end": e, "label": lab, "text": texts[d]}
