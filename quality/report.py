@@ -1,0 +1,380 @@
+"""The quality report: every worker and the aggregate against the experts, with intervals.
+
+:func:`build_report` turns a corpus and an aggregate's labels into one JSON-ready
+dict (the schema of issue 5 and ``notes/interfaces.md``); :func:`format_report`
+prints it as a terminal table.
+
+Rules
+-----
+* The reference is :func:`quality.references.reference_labels` (``"union"`` of the
+  experts by default); a token no expert labelled is not compared with the experts.
+* Tokens in ``clamped`` (expert labels the aggregator was given as known) are left out
+  of every comparison against the experts, so clamped tokens are never reported as if
+  they were held out. Span comparisons leave out every document with a clamped token.
+* ``token`` scores: positive = any non-``O`` label, over the tokens both sides cover.
+  ``span_strict`` / ``span_relaxed`` / ``span_type``: NLP Sandbox instance scores on the
+  decoded spans (same start and length / same start, length within +-2 characters /
+  same start, length and type), on the documents the experts labelled.
+* Every score block carries ``tp, fp, fn``, Clopper-Pearson intervals for precision
+  and recall, and a document-level bootstrap interval for F1 (``null`` for fewer than
+  ``min_boot_docs`` documents, where resampling documents says nothing).
+* A worker's ``vs_expert`` covers the documents both the worker and the experts
+  labelled (an expert is compared with a reference that includes their own labels);
+  ``vs_aggregate`` covers all of the worker's documents.
+
+Per-worker counts come from one ``bincount`` over the COO arrays for all workers at
+once; the per-worker bootstrap loops over workers only (each vectorised over its
+resamples and documents).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import NDArray
+
+from aggregation.corpus import MISSING, Corpus
+from aggregation.spans import decode_spans
+from quality.agreement import cohen_kappa, krippendorff_alpha_corpus, pairwise_f1
+from quality.intervals import bootstrap_f1_bounds, clopper_pearson_bounds
+from quality.metrics import grouped_counts, per_label_prf, prf_from_counts
+from quality.references import reference_labels
+from quality.span_metrics import instance_counts
+
+__all__ = ["build_report", "format_report", "score_block"]
+
+LEVEL = 0.95
+
+
+def _num(x: float) -> float | None:
+    return float(x) if x is not None and np.isfinite(x) else None
+
+
+def _ci(low: float, high: float) -> list[float] | None:
+    return [float(low), float(high)] if np.isfinite(low) and np.isfinite(high) else None
+
+
+def score_block(
+    doc_counts: NDArray, *, n_boot: int, rng: np.random.Generator | int, min_boot_docs: int = 3,
+    tokens: int | None = None,
+) -> dict | None:
+    """One report score block from per-document counts.
+
+    Parameters
+    ----------
+    doc_counts : ndarray of shape (n_docs, 3)
+        ``tp, fp, fn`` of each compared document.
+    n_boot : int
+    rng : numpy Generator or int seed
+    min_boot_docs : int, default=3
+    tokens : int, optional
+        Number of compared tokens, reported as is.
+
+    Returns
+    -------
+    dict or None
+        ``None`` when no document is compared.
+    """
+    doc_counts = np.asarray(doc_counts, dtype=np.int64).reshape(-1, 3)
+    if doc_counts.shape[0] == 0:
+        return None
+    tp, fp, fn = (int(v) for v in doc_counts.sum(axis=0))
+    p, r, f = prf_from_counts(tp, fp, fn)
+    (p_lo, r_lo), (p_hi, r_hi) = clopper_pearson_bounds([tp, tp], [tp + fp, tp + fn], level=LEVEL)
+    f_ci = None
+    if doc_counts.shape[0] >= min_boot_docs and n_boot > 0:
+        f_ci = _ci(*bootstrap_f1_bounds(doc_counts, n_boot=n_boot, level=LEVEL, rng=rng))
+    out = {
+        "precision": _num(p), "recall": _num(r), "f1": _num(f), "tp": tp, "fp": fp, "fn": fn,
+        "precision_ci": _ci(p_lo, p_hi), "recall_ci": _ci(r_lo, r_hi), "f1_ci": f_ci,
+        "documents": int(doc_counts.shape[0]),
+    }
+    if tokens is not None:
+        out["tokens"] = int(tokens)
+    return out
+
+
+def _token_doc_counts(pred: NDArray, ref: NDArray, valid: NDArray, corpus: Corpus) -> tuple[NDArray, int]:
+    """Per-document binary counts (only documents with a compared token) and the token count."""
+    doc = corpus.token_doc[valid]
+    counts = grouped_counts(pred[valid] > 0, ref[valid] > 0, doc, n_groups=corpus.n_docs)
+    present = np.bincount(doc, minlength=corpus.n_docs) > 0
+    return counts[present], int(np.count_nonzero(valid))
+
+
+def _span_blocks(
+    corpus: Corpus, pred: NDArray, ref: NDArray, docs: NDArray[np.bool_], *, n_boot: int, seed: int,
+    min_boot_docs: int,
+) -> dict:
+    """span_strict / span_relaxed / span_type blocks on the documents in ``docs``."""
+    if not np.any(docs):
+        return {"span_strict": None, "span_relaxed": None, "span_type": None}
+    ps = decode_spans(pred, corpus)
+    rs = decode_spans(ref, corpus)
+    ps, rs = ps.select(docs[ps.doc]), rs.select(docs[rs.doc])
+    out = {}
+    for i, (key, mode) in enumerate((("span_strict", "strict"), ("span_relaxed", "relaxed"), ("span_type", "type"))):
+        c = instance_counts(rs, ps, mode=mode, n_docs=corpus.n_docs)[docs]
+        out[key] = score_block(c, n_boot=n_boot, rng=np.random.default_rng([seed, 1, i]), min_boot_docs=min_boot_docs)
+    return out
+
+
+def _worker_blocks(
+    counts: NDArray, pair_worker: NDArray, n_tokens: NDArray, *, n_workers: int, n_boot: int, seed: int,
+    stream: int, min_boot_docs: int,
+) -> list[dict | None]:
+    """Score blocks for all workers from per-(worker, document) counts sorted by worker."""
+    totals = np.zeros((n_workers, 3), dtype=np.int64)
+    np.add.at(totals, pair_worker, counts)
+    n_docs = np.bincount(pair_worker, minlength=n_workers)
+    tp, fp, fn = totals.T
+    p, r, f = prf_from_counts(tp, fp, fn)
+    p_lo, p_hi = clopper_pearson_bounds(tp, tp + fp, level=LEVEL)
+    r_lo, r_hi = clopper_pearson_bounds(tp, tp + fn, level=LEVEL)
+    bounds = np.concatenate([[0], np.cumsum(n_docs)])
+    out: list[dict | None] = []
+    for w in range(n_workers):
+        if n_docs[w] == 0:
+            out.append(None)
+            continue
+        f_ci = None
+        if n_docs[w] >= min_boot_docs and n_boot > 0:
+            rng = np.random.default_rng([seed, stream, w])
+            f_ci = _ci(*bootstrap_f1_bounds(counts[bounds[w]:bounds[w + 1]], n_boot=n_boot, level=LEVEL, rng=rng))
+        out.append({
+            "precision": _num(p[w]), "recall": _num(r[w]), "f1": _num(f[w]),
+            "tp": int(tp[w]), "fp": int(fp[w]), "fn": int(fn[w]),
+            "precision_ci": _ci(p_lo[w], p_hi[w]), "recall_ci": _ci(r_lo[w], r_hi[w]), "f1_ci": f_ci,
+            "documents": int(n_docs[w]), "tokens": int(n_tokens[w]),
+        })
+    return out
+
+
+def _pair_counts(corpus: Corpus, valid: NDArray, ref_pos: NDArray) -> tuple[NDArray, NDArray, NDArray]:
+    """Counts per (worker, document) pair over the valid annotations, sorted by worker; tokens per worker."""
+    n_docs = max(corpus.n_docs, 1)
+    w = corpus.worker[valid].astype(np.int64)
+    key = w * n_docs + corpus.obs_doc[valid]
+    pairs, inv = np.unique(key, return_inverse=True)
+    counts = grouped_counts(corpus.label[valid] > 0, ref_pos[valid], inv, n_groups=pairs.shape[0])
+    n_tokens = np.bincount(w, minlength=corpus.n_workers)
+    return counts, pairs // n_docs, n_tokens
+
+
+def build_report(
+    corpus: Corpus,
+    labels: NDArray,
+    *,
+    method: str,
+    experts_used_in_fit: bool,
+    clamped: NDArray | None = None,
+    fit: dict | None = None,
+    reference: str = "union",
+    seed: int = 0,
+    n_boot: int = 1000,
+    min_boot_docs: int = 3,
+) -> dict:
+    """Score the aggregate and every annotator against the experts (and annotators against the aggregate).
+
+    Parameters
+    ----------
+    corpus : Corpus
+        The full corpus, crowd and experts.
+    labels : ndarray of shape (n_tokens,)
+        The aggregate's class indices; ``MISSING`` counts as ``O``.
+    method : str
+    experts_used_in_fit : bool
+    clamped : ndarray of shape (n_tokens,) of bool, optional
+        Tokens whose expert label was given to the aggregator; left out of expert comparisons.
+    fit : dict, optional
+        Fit record (iterations, converged, seconds, log_likelihood), copied into the report.
+    reference : str, default="union"
+        Rule or expert id for :func:`quality.references.reference_labels`.
+    seed : int, default=0
+        Seeds every bootstrap (each score uses its own stream derived from it).
+    n_boot : int, default=1000
+    min_boot_docs : int, default=3
+        Fewer compared documents than this give ``f1_ci = null``.
+
+    Returns
+    -------
+    dict
+        JSON-serialisable; see the module notes and the issue-5 schema.
+    """
+    labels = np.asarray(labels)
+    n_tokens = corpus.n_tokens
+    if labels.shape != (n_tokens,):
+        raise ValueError(f"labels must have shape ({n_tokens},), found {labels.shape}")
+    if labels.size and (labels.min() < MISSING or labels.max() >= corpus.n_classes):
+        raise ValueError(f"labels must be in [-1, {corpus.n_classes}), found {int(labels.min())}..{int(labels.max())}")
+    agg = np.where(labels == MISSING, 0, labels).astype(np.int64)
+    if clamped is None:
+        clamped = np.zeros(n_tokens, dtype=bool)
+    clamped = np.asarray(clamped, dtype=bool)
+    if clamped.shape != (n_tokens,):
+        raise ValueError(f"clamped must have shape ({n_tokens},), found {clamped.shape}")
+    ref = reference_labels(corpus, rule=reference)
+    expert_ok = (ref != MISSING) & ~clamped  # tokens compared with the experts
+
+    # ---- aggregate vs expert
+    agg_block = None
+    if np.any(expert_ok):
+        c, n_tok = _token_doc_counts(agg, ref, expert_ok, corpus)
+        token = score_block(c, n_boot=n_boot, rng=np.random.default_rng([seed, 0]), min_boot_docs=min_boot_docs,
+                            tokens=n_tok)
+        doc_has_ref = np.bincount(corpus.token_doc[ref != MISSING], minlength=corpus.n_docs) > 0
+        doc_clamped = np.bincount(corpus.token_doc[clamped], minlength=corpus.n_docs) > 0
+        spans = _span_blocks(corpus, agg, np.where(ref == MISSING, 0, ref), doc_has_ref & ~doc_clamped,
+                             n_boot=n_boot, seed=seed, min_boot_docs=min_boot_docs)
+        per_label = per_label_prf(agg, ref, n_classes=corpus.n_classes, mask=expert_ok)
+        agg_block = {
+            "token": token,
+            **spans,
+            "token_per_label": {
+                corpus.class_names[k]: {
+                    "precision": _num(per_label["precision"][k]), "recall": _num(per_label["recall"][k]),
+                    "f1": _num(per_label["f1"][k]), "tp": int(per_label["tp"][k]),
+                    "fp": int(per_label["fp"][k]), "fn": int(per_label["fn"][k]),
+                }
+                for k in range(1, corpus.n_classes)
+            },
+            "token_macro_f1": _num(per_label["macro"]["f1"]),
+        }
+
+    # ---- workers, all at once
+    tok = corpus.token
+    valid_e = expert_ok[tok]
+    ce, we, _ = _pair_counts(corpus, valid_e, ref[tok] > 0)
+    vs_expert = _worker_blocks(ce, we, np.bincount(corpus.worker[valid_e], minlength=corpus.n_workers),
+                               n_workers=corpus.n_workers, n_boot=n_boot, seed=seed, stream=2,
+                               min_boot_docs=min_boot_docs)
+    all_obs = np.ones(corpus.n_obs, dtype=bool)
+    ca, wa, n_tok_w = _pair_counts(corpus, all_obs, agg[tok] > 0)
+    vs_agg = _worker_blocks(ca, wa, n_tok_w, n_workers=corpus.n_workers, n_boot=n_boot, seed=seed, stream=3,
+                            min_boot_docs=min_boot_docs)
+    docs_w = np.bincount(wa, minlength=corpus.n_workers)
+    workers = [
+        {"annotator": corpus.worker_ids[w], "role": corpus.worker_roles[w], "documents": int(docs_w[w]),
+         "tokens": int(n_tok_w[w]), "vs_expert": vs_expert[w], "vs_aggregate": vs_agg[w]}
+        for w in range(corpus.n_workers)
+    ]
+
+    # ---- agreement
+    experts = corpus.workers_with_role("expert")
+    dense = {int(w): np.where(clamped, MISSING, corpus.labels_of(int(w))) for w in experts}
+    pairs = []
+    for i, a in enumerate(experts):
+        for b in experts[i + 1:]:
+            la, lb = dense[int(a)], dense[int(b)]
+            shared = int(np.count_nonzero((la != MISSING) & (lb != MISSING)))
+            if shared == 0:
+                continue
+            f1 = pairwise_f1(la, lb)
+            pairs.append({"a": corpus.worker_ids[a], "b": corpus.worker_ids[b], "tokens": shared,
+                          "kappa": _num(cohen_kappa(la, lb, n_classes=corpus.n_classes)), "f1": _num(f1.f1)})
+    alpha = krippendorff_alpha_corpus(corpus)
+    crowd = corpus.workers_with_role("crowd")
+    return {
+        "method": method,
+        "labels": list(corpus.class_names),
+        "experts_used_in_fit": bool(experts_used_in_fit),
+        "reference": reference,
+        "counts": {
+            "documents": corpus.n_docs, "tokens": n_tokens, "annotations": corpus.n_obs,
+            "crowd_workers": int(crowd.shape[0]), "experts": int(experts.shape[0]),
+            "expert_documents": int(np.count_nonzero(
+                np.bincount(corpus.token_doc[ref != MISSING], minlength=corpus.n_docs))),
+            "clamped_tokens": int(np.count_nonzero(clamped)),
+        },
+        "aggregate_vs_expert": agg_block,
+        "workers": workers,
+        "agreement": {"expert_kappa": pairs, "krippendorff_alpha": _num(alpha)},
+        "fit": fit,
+        "bootstrap": {"n_boot": n_boot, "seed": seed, "level": LEVEL, "min_documents": min_boot_docs},
+    }
+
+
+# ----------------------------------------------------------------------------- terminal table
+def _fmt(x: float | None, digits: int = 3) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def _fmt_ci(ci: list | None) -> str:
+    return "" if not ci else f"[{ci[0]:.2f},{ci[1]:.2f}]"
+
+
+def _row(name: str, b: dict | None, width: int) -> str:
+    if b is None:
+        return f"{name:<{width}}  (no overlap)"
+    return (f"{name:<{width}}  P {_fmt(b['precision'])} {_fmt_ci(b['precision_ci']):<13} "
+            f"R {_fmt(b['recall'])} {_fmt_ci(b['recall_ci']):<13} F1 {_fmt(b['f1'])} {_fmt_ci(b['f1_ci']):<13} "
+            f"tp {b['tp']:>7} fp {b['fp']:>7} fn {b['fn']:>7}")
+
+
+def format_report(report: dict, *, max_workers: int = 40) -> str:
+    """The report as a readable terminal table.
+
+    Parameters
+    ----------
+    report : dict
+        From :func:`build_report`.
+    max_workers : int, default=40
+        Worker rows shown (experts first, then workers by documents compared with the experts).
+
+    Returns
+    -------
+    str
+    """
+    lines = []
+    fit = report.get("fit") or {}
+    lines.append(f"method {report['method']}   reference: expert {report['reference']}   "
+                 f"experts used in fit: {'yes' if report['experts_used_in_fit'] else 'no'}")
+    if fit:
+        conv = fit.get("converged")
+        lines.append(f"fit: {fit.get('iterations', '-')} iterations, converged {conv}, "
+                     f"{_fmt(fit.get('seconds'), 1)} s")
+    counts = report.get("counts", {})
+    if counts:
+        lines.append(f"{counts['documents']} documents, {counts['tokens']} tokens, {counts['crowd_workers']} crowd "
+                     f"workers, {counts['experts']} experts on {counts['expert_documents']} documents")
+    lines.append("")
+    lines.append("Aggregate vs experts (95% intervals: Clopper-Pearson for P and R, document bootstrap for F1)")
+    agg = report.get("aggregate_vs_expert")
+    if agg is None:
+        lines.append("  no expert labels overlap the aggregate")
+    else:
+        for key in ("token", "span_strict", "span_relaxed", "span_type"):
+            if key in agg:
+                lines.append("  " + _row(key, agg[key], 12))
+    lines.append("")
+    workers = report.get("workers", [])
+    order = sorted(
+        range(len(workers)),
+        key=lambda i: (workers[i]["role"] != "expert",
+                       -((workers[i]["vs_expert"] or {}).get("documents", 0)), -workers[i]["documents"]),
+    )
+    shown = order[:max_workers]
+    width = max([len(workers[i]["annotator"]) for i in shown] + [9])
+    lines.append(f"Workers ({len(workers)}; vs experts on shared documents, vs the aggregate on all their documents)")
+    lines.append(f"  {'annotator':<{width}}  {'role':<6} {'docs':>5} {'tokens':>7}  "
+                 f"{'P(exp)':>6} {'R(exp)':>6} {'F1(exp)':>7} {'F1 95% CI':<13} {'docs(exp)':>9}  "
+                 f"{'P(agg)':>6} {'R(agg)':>6} {'F1(agg)':>7}")
+    for i in shown:
+        w = workers[i]
+        e, a = w["vs_expert"] or {}, w["vs_aggregate"] or {}
+        lines.append(
+            f"  {w['annotator']:<{width}}  {w['role']:<6} {w['documents']:>5} {w['tokens']:>7}  "
+            f"{_fmt(e.get('precision')):>6} {_fmt(e.get('recall')):>6} {_fmt(e.get('f1')):>7} "
+            f"{_fmt_ci(e.get('f1_ci')):<13} {e.get('documents', 0):>9}  "
+            f"{_fmt(a.get('precision')):>6} {_fmt(a.get('recall')):>6} {_fmt(a.get('f1')):>7}"
+        )
+    if len(workers) > len(shown):
+        lines.append(f"  ... {len(workers) - len(shown)} more workers in the JSON report")
+    lines.append("")
+    ag = report.get("agreement", {})
+    lines.append(f"Agreement: Krippendorff's alpha (nominal, all annotators) {_fmt(ag.get('krippendorff_alpha'))}")
+    for p in ag.get("expert_kappa", []):
+        lines.append(f"  {p['a']} vs {p['b']}: kappa {_fmt(p['kappa'])}, F1 {_fmt(p.get('f1'))} "
+                     f"on {p['tokens']} tokens")
+    return "\n".join(lines)
