@@ -306,6 +306,37 @@ def _repair_bio(labels: NDArray[np.int64], *, first: NDArray[np.bool_], class_na
     return out
 
 
+def _decode_labels(corpus: Corpus, design: _Design, params: _Params, post: NDArray[np.float64], *,
+                   decode: str, fill: int) -> NDArray[np.int64]:
+    """Labels by Viterbi (BIO transitions forbidden where invalid) or by posterior argmax (then repaired).
+
+    Tokens outside every batch (documents without evidence) get ``fill``.
+    """
+    bio = corpus.scheme == "bio"
+    first = np.zeros(corpus.n_tokens, dtype=bool)
+    first[corpus.doc_start[:-1][corpus.doc_lengths > 0]] = True
+    if decode == "marginal":
+        labels = post.argmax(axis=1).astype(np.int64)
+    else:
+        labels = np.full(corpus.n_tokens, fill, dtype=np.int64)
+        log_start, log_trans = params.log_start, params.log_trans
+        if bio:
+            ok_start, ok_trans, _ = _bio_tables(corpus.class_names)
+            log_start = np.where(ok_start, log_start, -np.inf)
+            log_trans = np.where(ok_trans, log_trans, -np.inf)
+        log_b = _log_emissions(crowd=design.crowd, log_confusion=np.log(params.confusion), word=design.word,
+                               log_word_emission=params.log_word, shape=design.shape,
+                               log_shape_emission=params.log_shape, known=design.known)
+        log_b = np.vstack([log_b, np.zeros((1, corpus.n_classes))])
+        for idx, lens in design.buckets:
+            path, _ = _viterbi(log_start, log_transmat=log_trans, log_frame=log_b[idx], lengths=lens)
+            real = idx < corpus.n_tokens
+            labels[idx[real]] = path[real]
+    if bio:  # a no-op after constrained Viterbi unless clamped labels are themselves invalid
+        labels = _repair_bio(labels, first=first, class_names=corpus.class_names)
+    return labels
+
+
 class HMMCrowd(BaseAggregator):
     r"""HMM-Crowd: an HMM over true labels whose states emit words, word shapes and crowd labels.
 
@@ -471,31 +502,6 @@ class HMMCrowd(BaseAggregator):
         self.start_ = np.exp(params.log_start) / np.exp(params.log_start).sum()
         trans = np.exp(params.log_trans)
         self.transition_ = trans / trans.sum(axis=1, keepdims=True)
-        self.labels_ = self._decode(corpus, design, params, post)
+        self.labels_ = _decode_labels(corpus, design, params, post, decode=self.decode,
+                                      fill=int(self.class_prior_.argmax()))
         return self
-
-    def _decode(self, corpus: Corpus, design: _Design, params: _Params, post: NDArray[np.float64]
-                ) -> NDArray[np.int64]:
-        bio = corpus.scheme == "bio"
-        first = np.zeros(corpus.n_tokens, dtype=bool)
-        first[corpus.doc_start[:-1][corpus.doc_lengths > 0]] = True
-        if self.decode == "marginal":
-            labels = post.argmax(axis=1).astype(np.int64)
-        else:
-            labels = np.full(corpus.n_tokens, int(self.class_prior_.argmax()), dtype=np.int64)
-            log_start, log_trans = params.log_start, params.log_trans
-            if bio:
-                ok_start, ok_trans, _ = _bio_tables(corpus.class_names)
-                log_start = np.where(ok_start, log_start, -np.inf)
-                log_trans = np.where(ok_trans, log_trans, -np.inf)
-            log_b = _log_emissions(crowd=design.crowd, log_confusion=np.log(params.confusion), word=design.word,
-                                   log_word_emission=params.log_word, shape=design.shape,
-                                   log_shape_emission=params.log_shape, known=design.known)
-            log_b = np.vstack([log_b, np.zeros((1, corpus.n_classes))])
-            for idx, lens in design.buckets:
-                path, _ = _viterbi(log_start, log_transmat=log_trans, log_frame=log_b[idx], lengths=lens)
-                real = idx < corpus.n_tokens
-                labels[idx[real]] = path[real]
-        if bio:  # a no-op after constrained Viterbi unless clamped labels are themselves invalid
-            labels = _repair_bio(labels, first=first, class_names=corpus.class_names)
-        return labels

@@ -1,0 +1,295 @@
+"""HMMCrowd (Nguyen et al., ACL 2017): oracles, reductions and properties."""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from aggregation._base import ConvergenceWarning
+from aggregation.corpus import Corpus
+from aggregation.hmm_crowd import (
+    HMMCrowd,
+    _build_design,
+    _confusion,
+    _decode_labels,
+    _e_step,
+    _m_step,
+    _Params,
+    _repair_bio,
+)
+
+WORDS = ("Patients", "with", "12", "IL", "mg", "adults", "(", "Trial")
+BIO = ("O", "B-A", "I-A", "B-B", "I-B")
+
+
+def random_corpus(rng: np.random.Generator, *, n_docs: int = 4, max_len: int = 5, n_workers: int = 3,
+                  class_names: tuple[str, ...] = ("O", "P"), p_label: float = 0.7, accuracy: float = 0.8,
+                  empty_doc: bool = False) -> Corpus:
+    """Small corpus: random words, random truth, each annotator labels a document with prob p_label."""
+    k = len(class_names)
+    lengths = rng.integers(1, max_len + 1, size=n_docs)
+    if empty_doc:
+        lengths[-1] = 2
+    texts, starts, ends = [], [], []
+    for n in lengths:
+        ws = [WORDS[i] for i in rng.integers(0, len(WORDS), n)]
+        pos = np.cumsum([0] + [len(w) + 1 for w in ws[:-1]])
+        texts.append(" ".join(ws))
+        starts.append(pos)
+        ends.append(pos + np.array([len(w) for w in ws]))
+    truth = rng.integers(0, k, lengths.sum())
+    doc_start = np.concatenate([[0], np.cumsum(lengths)])
+    tok, wrk, lab = [], [], []
+    for d in range(n_docs - (1 if empty_doc else 0)):
+        who = [w for w in range(n_workers) if rng.random() < p_label] or [int(rng.integers(n_workers))]
+        for w in who:
+            t = np.arange(doc_start[d], doc_start[d + 1])
+            noisy = np.where(rng.random(t.size) < accuracy, truth[t], rng.integers(0, k, t.size))
+            tok += t.tolist()
+            wrk += [w] * t.size
+            lab += noisy.tolist()
+    return Corpus.from_arrays(token=tok, worker=wrk, label=lab, doc_lengths=lengths,
+                              token_start=np.concatenate(starts), token_end=np.concatenate(ends),
+                              doc_ids=[f"d{i}" for i in range(n_docs)], texts=texts,
+                              worker_ids=[f"w{i}" for i in range(n_workers)], worker_roles=["crowd"] * n_workers,
+                              class_names=class_names)
+
+
+def random_params(rng: np.random.Generator, design, *, n_workers: int) -> _Params:
+    """Random parameters from random counts through the model's own M-step (sub-normalised VB rows)."""
+    k = design.n_classes
+    stats = {"start": rng.uniform(0, 3, k), "trans": rng.uniform(0, 3, (k, k)),
+             "shape": rng.uniform(0, 3, (design.shape.shape[1], k, 2)),
+             "worker": rng.uniform(0, 3, (n_workers, k, k))}
+    if design.vocab is not None:
+        stats["word"] = rng.uniform(0, 3, (k, design.vocab.shape[1]))
+    return _m_step(stats, pseudo_count=0.1, worker_smoothing=0.01, worker_model="full")
+
+
+def test_e_step_equals_enumeration(seed):
+    """Oracle: enumerate all K^T label paths of each document (T <= 5) with the model written out by hand.
+
+    p(path) = start * transitions * word * shape features * each present annotator's confusion entry.
+    Checks posterior marginals, log evidence and the expected transition and confusion counts (1e-9).
+    """
+    rng = np.random.default_rng(seed)
+    corpus = random_corpus(rng, n_docs=4, max_len=5, class_names=("O", "P", "Q"), p_label=0.6)
+    design = _build_design(corpus, known=None, features=("word", "capitalised", "digit"), lowercase=False)
+    params = random_params(rng, design, n_workers=corpus.n_workers)
+    stats, post, log_evidence = _e_step(params, design)
+
+    k = corpus.n_classes
+    start, trans = np.exp(params.log_start), np.exp(params.log_trans)
+    word_p, shape_p, conf = np.exp(params.log_word), np.exp(params.log_shape), params.confusion
+    vocab: dict[str, int] = {}
+    total, expected_post = 0.0, np.zeros_like(post)
+    xi, worker = np.zeros((k, k)), np.zeros_like(conf)
+    for d in range(corpus.n_docs):
+        toks = corpus.doc_tokens(d)
+        s = int(corpus.doc_start[d])
+        ids = [vocab.setdefault(w, len(vocab)) for w in toks]
+        paths = list(itertools.product(range(k), repeat=len(toks)))
+        weights = []
+        for path in paths:
+            p = start[path[0]]
+            for t, h in enumerate(path):
+                p *= trans[path[t - 1], h] if t else 1.0
+                p *= word_p[h, ids[t]] * shape_p[0, h, int(toks[t][0].isupper())]
+                p *= shape_p[1, h, int(toks[t][0].isdigit())]
+                for i in np.flatnonzero(corpus.token == s + t):
+                    p *= conf[corpus.worker[i], h, corpus.label[i]]
+            weights.append(p)
+        weights = np.array(weights)
+        z = weights.sum()
+        total += np.log(z)
+        for path, w in zip(paths, weights / z, strict=True):
+            for t, h in enumerate(path):
+                expected_post[s + t, h] += w
+                if t:
+                    xi[path[t - 1], h] += w
+                for i in np.flatnonzero(corpus.token == s + t):
+                    worker[corpus.worker[i], h, corpus.label[i]] += w
+    np.testing.assert_allclose(post, expected_post, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(log_evidence, total, rtol=1e-9)
+    np.testing.assert_allclose(stats["trans"], xi, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(stats["worker"], worker, rtol=1e-9, atol=1e-12)
+
+
+def test_reduces_to_token_wise_dawid_skene(seed):
+    """Reduction oracle: uniform start and transitions and no word features give token-wise Dawid-Skene.
+
+    Compared with a naive Dawid-Skene written here (uniform class prior, full confusion
+    matrices, additive smoothing 0.01), over 5 EM rounds from the same confusion matrices.
+    """
+    rng = np.random.default_rng(seed)
+    corpus = random_corpus(rng, n_docs=6, max_len=6, n_workers=4, class_names=("O", "P", "Q"))
+    design = _build_design(corpus, known=None, features=(), lowercase=False)
+    k = corpus.n_classes
+    conf = rng.dirichlet(np.ones(k) * 3, size=(corpus.n_workers, k))
+    params = _Params(log_start=np.full(k, -np.log(k)), log_trans=np.full((k, k), -np.log(k)), log_word=None,
+                     log_shape=np.zeros((0, k, 2)), confusion=conf, dirichlets=())
+    naive_conf = conf.copy()
+    for _ in range(5):
+        stats, post, _ = _e_step(params, design)
+        params = replace(params, confusion=_confusion(stats["worker"], smoothing=0.01, model="full"))
+        naive_post = np.ones((corpus.n_tokens, k))
+        for t, w, lab in zip(corpus.token, corpus.worker, corpus.label, strict=True):
+            naive_post[t] *= naive_conf[w, :, lab]
+        naive_post /= naive_post.sum(axis=1, keepdims=True)
+        counts = np.full_like(naive_conf, 0.01)
+        for t, w, lab in zip(corpus.token, corpus.worker, corpus.label, strict=True):
+            counts[w, :, lab] += naive_post[t]
+        naive_conf = counts / counts.sum(axis=2, keepdims=True)
+        np.testing.assert_allclose(post, naive_post, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(params.confusion, naive_conf, rtol=1e-9)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31 - 1), bio=st.booleans(), model=st.sampled_from(["two-param", "full"]))
+def test_objective_never_decreases(seed, bio, model):
+    """Property: the variational EM objective is non-decreasing (relative slack 1e-9)."""
+    rng = np.random.default_rng(seed)
+    corpus = random_corpus(rng, n_docs=5, max_len=6, class_names=BIO if bio else ("O", "P"), accuracy=0.6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ll = np.array(HMMCrowd(max_iter=8, tol=0, worker_model=model).fit(corpus).log_likelihood_)
+    assert ll.size == 8
+    assert np.all(np.diff(ll) >= -1e-9 * np.abs(ll[1:]))
+
+
+@pytest.mark.parametrize("class_names", [("O", "P"), BIO])
+def test_one_identity_annotator_is_returned(seed, class_names):
+    """Oracle: one annotator whose confusion matrix is exactly the identity (log 0 = -inf entries).
+
+    Posterior marginals are that annotator's labels (one-hot) and so is the Viterbi path,
+    with the BIO constraints in place, whatever the transitions and word emissions.
+    """
+    rng = np.random.default_rng(seed)
+    corpus = random_corpus(rng, n_docs=6, max_len=6, n_workers=1, class_names=class_names, p_label=1.0,
+                           accuracy=1.0)
+    given_labels = corpus.labels_of(0)
+    if class_names == BIO:
+        first = np.zeros(corpus.n_tokens, dtype=bool)
+        first[corpus.doc_start[:-1]] = True
+        given_labels = _repair_bio(given_labels, first=first, class_names=class_names)
+        corpus = Corpus.from_arrays(token=corpus.token, worker=corpus.worker, label=given_labels[corpus.token],
+                                    **{f: getattr(corpus, f) for f in ("doc_lengths", "token_start", "token_end",
+                                       "doc_ids", "texts", "worker_ids", "worker_roles", "class_names")})
+    design = _build_design(corpus, known=None, features=("word", "capitalised"), lowercase=False)
+    params = replace(random_params(rng, design, n_workers=1), confusion=np.eye(corpus.n_classes)[None])
+    with np.errstate(divide="ignore"):
+        _, post, _ = _e_step(params, design)
+        labels = _decode_labels(corpus, design, params, post, decode="viterbi", fill=0)
+    np.testing.assert_array_equal(post, np.eye(corpus.n_classes)[given_labels])
+    np.testing.assert_array_equal(labels, given_labels)
+
+
+def test_unanimous_reliable_crowd_is_returned(seed):
+    """Five annotators who all give the same labels: the fitted HMMCrowd returns those labels."""
+    rng = np.random.default_rng(seed)
+    base = random_corpus(rng, n_docs=6, max_len=6, n_workers=1, p_label=1.0, accuracy=1.0)
+    n = 5
+    corpus = Corpus.from_arrays(
+        token=np.repeat(base.token, n), worker=np.tile(np.arange(n), base.n_obs), label=np.repeat(base.label, n),
+        **{f: getattr(base, f) for f in ("doc_lengths", "token_start", "token_end", "doc_ids", "texts",
+                                         "class_names")},
+        worker_ids=[f"w{i}" for i in range(n)], worker_roles=["crowd"] * n)
+    for decode in ("viterbi", "marginal"):
+        np.testing.assert_array_equal(_fit(corpus, decode=decode).labels_, base.labels_of(0))
+
+
+def _fit(corpus: Corpus, *, known=None, **kw) -> HMMCrowd:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return HMMCrowd(**kw).fit(corpus, known=known)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31 - 1))
+def test_document_and_annotator_order_do_not_matter(seed):
+    """Property: permuting documents and annotator ids permutes the output and nothing else (1e-8)."""
+    rng = np.random.default_rng(seed)
+    corpus = random_corpus(rng, n_docs=5, max_len=5, n_workers=4, class_names=BIO)
+    doc_perm = rng.permutation(corpus.n_docs)
+    worker_perm = rng.permutation(corpus.n_workers)  # new index of each old worker
+    new_start = np.concatenate([[0], np.cumsum(corpus.doc_lengths[doc_perm])])
+    new_pos = np.empty(corpus.n_docs, dtype=np.int64)
+    new_pos[doc_perm] = np.arange(corpus.n_docs)
+    token_map = new_start[new_pos[corpus.token_doc]] + (np.arange(corpus.n_tokens) - corpus.doc_start[corpus.token_doc])
+    inv_tokens = np.argsort(token_map)
+    permuted = Corpus.from_arrays(
+        token=token_map[corpus.token], worker=worker_perm[corpus.worker], label=corpus.label,
+        doc_lengths=corpus.doc_lengths[doc_perm], token_start=corpus.token_start[inv_tokens],
+        token_end=corpus.token_end[inv_tokens], doc_ids=[corpus.doc_ids[d] for d in doc_perm],
+        texts=[corpus.texts[d] for d in doc_perm], worker_ids=[corpus.worker_ids[w] for w in np.argsort(worker_perm)],
+        worker_roles=corpus.worker_roles, class_names=corpus.class_names)
+    for kw in ({"max_iter": 2}, {"decode": "marginal"}):
+        a, b = _fit(corpus, **kw), _fit(permuted, **kw)
+        np.testing.assert_allclose(b.proba_[token_map], a.proba_, rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(b.worker_confusion_[worker_perm], a.worker_confusion_, rtol=1e-8, atol=1e-12)
+        clear = np.sort(a.proba_, axis=1)[:, -1] - np.sort(a.proba_, axis=1)[:, -2] > 1e-6
+        if kw.get("decode") == "marginal":
+            np.testing.assert_array_equal(b.labels_[token_map][clear], a.labels_[clear])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31 - 1), decode=st.sampled_from(["viterbi", "marginal"]))
+def test_bio_output_is_always_valid(seed, decode):
+    """Property: no I-X after O, after another type, or at a document start, whatever the (noisy) input."""
+    rng = np.random.default_rng(seed)
+    corpus = random_corpus(rng, n_docs=5, max_len=6, class_names=BIO, accuracy=0.3)
+    labels = _fit(corpus, decode=decode, max_iter=2).labels_
+    names = np.array(BIO)
+    for d in range(corpus.n_docs):
+        seq = names[labels[corpus.doc_start[d]:corpus.doc_start[d + 1]]]
+        for prev, cur in zip(["O", *seq[:-1]], seq, strict=True):
+            if cur.startswith("I-"):
+                assert prev in ("B-" + cur[2:], cur), (prev, cur)
+
+
+def test_known_tokens_are_clamped_and_unlabelled_documents_get_the_prior(seed):
+    """Clamped tokens keep their class with posterior 1; a document nobody labelled gets class_prior_."""
+    rng = np.random.default_rng(seed)
+    corpus = random_corpus(rng, n_docs=4, max_len=5, empty_doc=True)
+    known = np.full(corpus.n_tokens, -1)
+    known[[0, 3]] = [1, 0]
+    model = _fit(corpus, known=known)
+    np.testing.assert_array_equal(model.labels_[[0, 3]], [1, 0])
+    np.testing.assert_allclose(model.proba_[[0, 3]], [[0, 1], [1, 0]])
+    last = slice(corpus.doc_start[-2], corpus.doc_start[-1])
+    np.testing.assert_allclose(model.proba_[last], np.broadcast_to(model.class_prior_, (2, 2)))
+    np.testing.assert_allclose(model.proba_.sum(axis=1), 1.0)
+    assert model.labels_[last].tolist() == [int(np.argmax(model.class_prior_))] * 2
+    assert model.transition_.shape == (2, 2) and model.start_.shape == (2,)
+    np.testing.assert_allclose(model.transition_.sum(axis=1), 1.0)
+
+
+def test_callback_gets_each_iteration_and_max_iter_warns(seed):
+    """The callback sees (iteration, objective) once per EM iteration; stopping at max_iter warns."""
+    corpus = random_corpus(np.random.default_rng(seed), n_docs=4)
+    seen: list[tuple[int, float]] = []
+    with pytest.warns(ConvergenceWarning, match="max_iter=3"):
+        model = HMMCrowd(max_iter=3, tol=0).fit(corpus, callback=lambda i, ll: seen.append((i, ll)))
+    assert [i for i, _ in seen] == [1, 2, 3]
+    assert [ll for _, ll in seen] == model.log_likelihood_
+    assert model.n_iter_ == 3 and model.converged_ is False
+
+
+@pytest.mark.parametrize(("param", "value", "match"), [
+    ("decode", "beam", "decode must be one of"),
+    ("worker_model", "one-coin", "worker_model must be one of"),
+    ("max_iter", 0, "max_iter must be an integer >= 1"),
+    ("pseudo_count", 0.0, "pseudo_count must be > 0"),
+    ("features", ("word", "suffix"), "features must be 'word' or one of"),
+])
+def test_bad_parameters_raise(param, value, match):
+    corpus = random_corpus(np.random.default_rng(0))
+    model = HMMCrowd(**{param: value})
+    with pytest.raises(ValueError, match=match):
+        model.fit(corpus)
