@@ -33,7 +33,7 @@ __all__ = ["run_job", "on_job_failure", "fail_or_requeue"]
 logger = logging.getLogger(__name__)
 
 #: Errors that say the input is wrong: retrying cannot help.
-INPUT_ERRORS = (ValueError, IngestError, ArtifactMissingError, KeyError)
+INPUT_ERRORS = (ValueError, TypeError, IngestError, ArtifactMissingError, KeyError)
 
 _PROGRESS_EVERY = 0.25  # seconds between progress writes; EM iterations can be much faster
 

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import ConfigDict
+from pydantic import ConfigDict, field_validator
 from sqlalchemy import JSON, DateTime, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
@@ -142,7 +142,16 @@ class Dataset(DatasetBase, table=True):
     n_uploads: int = 0
 
 
-class DatasetPublic(DatasetBase):
+class _UtcTimes(SQLModel):
+    """Public models give every timestamp as timezone-aware UTC (SQLite returns naive ones)."""
+
+    @field_validator("created_at", "started_at", "finished_at", check_fields=False)
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        return aware(value)
+
+
+class DatasetPublic(_UtcTimes, DatasetBase):
     id: str
     created_at: datetime
     n_uploads: int
@@ -173,7 +182,7 @@ class Upload(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow, sa_type=DateTime(timezone=True))
 
 
-class UploadPublic(SQLModel):
+class UploadPublic(_UtcTimes):
     id: str
     dataset_id: str
     filename: str
@@ -239,7 +248,7 @@ class Job(JobBase, table=True):
     heartbeat_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))
 
 
-class JobPublic(JobBase):
+class JobPublic(_UtcTimes, JobBase):
     id: str
     dataset_id: str
     status: JobStatus

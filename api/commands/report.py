@@ -1,0 +1,84 @@
+"""``crowdqa report``: score an aggregate and every worker against the experts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from ingest import FORMATS, read_corpus
+from ingest.merge import merge_corpora
+from quality.aggregate_input import AGGREGATE_FORMATS, read_aggregate
+from quality.references import RULES
+from quality.report import build_report, format_report
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``report`` subcommand."""
+    p = subparsers.add_parser(
+        "report",
+        help="score an aggregate and every worker against the experts",
+        description=(
+            "Read a crowd dump (and expert uploads), read an aggregate of it, and print precision, recall and F1 "
+            "of the aggregate and of every worker against the experts (token and span level, with 95% intervals), "
+            "agreement between annotators, and optionally write the full report as JSON."
+        ),
+    )
+    p.add_argument("path", metavar="CROWD_PATH", help="the crowd dump the aggregate was computed from")
+    p.add_argument("--format", "-f", required=True, choices=FORMATS, help="format of CROWD_PATH")
+    p.add_argument("--role", choices=("crowd", "expert"), default="crowd", help="role of CROWD_PATH's annotators")
+    p.add_argument("--docs", metavar="DIR", help="folder of <doc_id>.txt texts for span formats without texts")
+    p.add_argument("--category", metavar="NAME", help="the PICO / EBM-NLP element, or the one label to keep")
+    p.add_argument("--text-column", metavar="NAME", help="column or key holding the document text")
+    p.add_argument("--answer-column", metavar="NAME", help="MTurk answer column (default Answer.taskAnswers)")
+    p.add_argument("--id-column", metavar="NAME", help="column or key holding the document id")
+    p.add_argument("--keep-rejected", action="store_true", help="keep rejected MTurk assignments")
+    p.add_argument("--on-error", choices=("fail", "skip"), default="fail",
+                   help="fail on the first bad row (default) or skip bad rows")
+    p.add_argument("--scheme", choices=("auto", "io", "bio"), default="auto", help="label scheme for span formats")
+    p.add_argument("--expert", metavar="PATH", action="append", default=[],
+                   help="an expert upload of the same documents (repeatable)")
+    p.add_argument("--expert-format", metavar="F", choices=FORMATS, help="format of --expert (default: --format)")
+    p.add_argument("--aggregate", metavar="AGG_PATH", required=True, help="the aggregate to score")
+    p.add_argument("--aggregate-format", choices=AGGREGATE_FORMATS, default="spans-jsonl",
+                   help="format of AGG_PATH (default spans-jsonl, as `crowdqa aggregate` writes)")
+    p.add_argument("--method", default=None, help="name of the aggregation method (default: AGG_PATH's name)")
+    p.add_argument("--experts-used-in-fit", action="store_true",
+                   help="say that the aggregate was fitted with the expert labels")
+    p.add_argument("--reference", default="union",
+                   help=f"expert reference: {' or '.join(RULES)} (default union), or one expert's annotator id")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    p.add_argument("--max-workers", type=int, default=40, help="worker rows in the table (default 40)")
+    p.add_argument("--json", metavar="OUT.json", help="write the full report as JSON to this file")
+    p.set_defaults(func=run)
+
+
+def _read(path: str, fmt: str, role: str, args: argparse.Namespace):
+    return read_corpus(
+        path, format=fmt, role=role, docs=args.docs, category=args.category, text_column=args.text_column,
+        answer_column=args.answer_column, id_column=args.id_column, keep_rejected=args.keep_rejected,
+        on_error=args.on_error, scheme=args.scheme,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Read corpus and aggregate, build the report, print the table, write JSON."""
+    results = [_read(args.path, args.format, args.role, args)]
+    for path in args.expert:
+        results.append(_read(path, args.expert_format or args.format, "expert", args))
+    corpus = merge_corpora([r.corpus for r in results])
+    labels = read_aggregate(args.aggregate, corpus, format=args.aggregate_format)
+    t0 = time.perf_counter()
+    report = build_report(
+        corpus, labels, method=args.method or Path(args.aggregate).stem, experts_used_in_fit=args.experts_used_in_fit,
+        reference=args.reference, seed=args.seed, n_boot=args.n_boot,
+    )
+    report["report_seconds"] = round(time.perf_counter() - t0, 3)
+    print(format_report(report, max_workers=args.max_workers))
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    return 0

@@ -1,0 +1,26 @@
+"""``crowdqa worker``: run jobs from the Redis queue at ``CROWDQA_REDIS_URL`` (any number, any host)."""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["register"]
+
+
+def _run(args: argparse.Namespace) -> int:
+    from api.cli import UserError
+    from jobs.worker import run_worker
+    from store.settings import get_settings
+
+    settings = get_settings()
+    if not settings.redis_url:
+        raise UserError("crowdqa worker needs CROWDQA_REDIS_URL (without it, 'crowdqa serve' runs jobs itself)")
+    run_worker(settings, burst=args.burst, name=args.name)
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("worker", help="run queued jobs from CROWDQA_REDIS_URL", description=__doc__)
+    p.add_argument("--burst", action="store_true", help="quit when the queue is empty")
+    p.add_argument("--name", default=None, help="worker name (default: random)")
+    p.set_defaults(func=_run)

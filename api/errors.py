@@ -1,0 +1,128 @@
+"""Every error is ``application/problem+json`` (RFC 9457), documented in the OpenAPI document."""
+
+from __future__ import annotations
+
+import logging
+from http import HTTPStatus
+from typing import Any
+
+import redis
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ingest.errors import IngestError
+from jobs.errors import JobNotRunnableError, QueueUnavailableError
+from store.errors import ArtifactMissingError, UploadTooLargeError
+
+__all__ = ["Problem", "ProblemError", "problem_response", "problem_responses", "install_error_handlers"]
+
+logger = logging.getLogger(__name__)
+
+PROBLEM_JSON = "application/problem+json"
+
+
+class Problem(BaseModel):
+    """An RFC 9457 problem document."""
+
+    type: str = Field(default="about:blank", description="A URI naming the kind of problem.")
+    title: str = Field(description="Short summary of the kind of problem (the HTTP reason phrase).")
+    status: int = Field(description="The HTTP status code.")
+    detail: str | None = Field(default=None, description="What went wrong in this request.")
+    errors: list[dict[str, Any]] | None = Field(default=None, description="Field errors (validation failures).")
+
+
+class ProblemError(Exception):
+    """Raise from a route to answer with a problem document."""
+
+    def __init__(self, status: int, detail: str, *, headers: dict[str, str] | None = None) -> None:
+        super().__init__(detail)
+        self.status, self.detail, self.headers = status, detail, headers
+
+
+def problem_response(status: int, detail: str | None = None, *, errors: list | None = None,
+                     headers: dict[str, str] | None = None) -> JSONResponse:
+    """A problem+json response."""
+    body = Problem(title=HTTPStatus(status).phrase, status=status, detail=detail, errors=errors)
+    return JSONResponse(body.model_dump(exclude_none=True), status_code=status, media_type=PROBLEM_JSON,
+                        headers=headers)
+
+
+_DESCRIPTIONS = {
+    401: "Missing or unknown API key.",
+    404: "No such resource in the key's project.",
+    409: "The resource is not in a state that allows this.",
+    413: "The upload exceeds the configured size limit.",
+    422: "The request or the uploaded file is invalid.",
+    503: "The job queue (Redis) is unavailable; nothing was lost, retry later.",
+}
+
+
+def problem_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` entries for these problem status codes (401 and 422 always included)."""
+    out: dict[int | str, dict[str, Any]] = {}
+    for code in sorted({401, 422, *codes}):
+        out[code] = {"model": Problem, "description": _DESCRIPTIONS.get(code, HTTPStatus(code).phrase),
+                     "content": {PROBLEM_JSON: {}}}
+    return out
+
+
+def _validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
+    return [{"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))}
+            for e in exc.errors()]
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Map every exception the service raises to a problem document."""
+
+    @app.exception_handler(ProblemError)
+    async def _problem(_: Request, exc: ProblemError):
+        return problem_response(exc.status, exc.detail, headers=exc.headers)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException):
+        return problem_response(exc.status_code, str(exc.detail) if exc.detail else None,
+                                headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError):
+        errors = _validation_errors(exc)
+        first = errors[0] if errors else {}
+        detail = f"{'.'.join(first.get('loc', []))}: {first.get('msg', 'invalid request')}" if first else None
+        return problem_response(422, detail, errors=errors)
+
+    @app.exception_handler(IngestError)
+    async def _ingest(_: Request, exc: IngestError):
+        return problem_response(422, str(exc).splitlines()[0] if str(exc) else "unreadable file")
+
+    @app.exception_handler(UploadTooLargeError)
+    async def _too_large(_: Request, exc: UploadTooLargeError):
+        return problem_response(413, f"the upload exceeds the limit of {exc.limit} bytes (CROWDQA_MAX_UPLOAD_BYTES)")
+
+    @app.exception_handler(JobNotRunnableError)
+    async def _not_runnable(_: Request, exc: JobNotRunnableError):
+        return problem_response(409, str(exc))
+
+    @app.exception_handler(QueueUnavailableError)
+    async def _queue_down(_: Request, exc: QueueUnavailableError):
+        return problem_response(503, str(exc), headers={"Retry-After": "5"})
+
+    @app.exception_handler(redis.exceptions.RedisError)
+    async def _redis_down(_: Request, exc: redis.exceptions.RedisError):
+        return problem_response(503, f"the job queue is unavailable: {exc}", headers={"Retry-After": "5"})
+
+    @app.exception_handler(ArtifactMissingError)
+    async def _artifact(_: Request, exc: ArtifactMissingError):
+        logger.error("artifact missing: %s", exc)
+        return problem_response(500, "a stored result file is missing or damaged; re-run the job")
+
+    @app.exception_handler(ValueError)
+    async def _value(_: Request, exc: ValueError):
+        return problem_response(422, str(exc).splitlines()[0] if str(exc) else "invalid value")
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_: Request, exc: Exception):
+        logger.exception("unhandled error", exc_info=exc)
+        return problem_response(500, "internal error; the server log has the details")

@@ -1,0 +1,76 @@
+"""What the app does at start and stop, and the request body limit.
+
+At start: create or check the schema; in embedded mode (no ``CROWDQA_REDIS_URL``) recover
+jobs a previous process left behind and start the in-process worker.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from api.errors import problem_response
+from store.errors import UploadTooLargeError
+from store.settings import get_settings
+
+__all__ = ["lifespan", "BodyLimitMiddleware"]
+
+logger = logging.getLogger(__name__)
+
+#: Room for multipart headers and form fields on top of the file itself.
+_FORM_OVERHEAD = 64 * 1024
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    from jobs.embedded import EmbeddedWorker, recover_jobs
+    from store.db import get_engine
+
+    settings = get_settings()
+    get_engine(settings)
+    worker = None
+    if settings.embedded:
+        failed, requeued = recover_jobs(settings)
+        if failed or requeued:
+            logger.warning("recovered jobs of a previous run: %d marked failed, %d queued again", failed, requeued)
+        worker = EmbeddedWorker(settings).start()
+    app.state.embedded_worker = worker
+    try:
+        yield
+    finally:
+        if worker is not None:
+            worker.stop()
+
+
+class BodyLimitMiddleware:
+    """Refuse request bodies over the upload limit with 413, before they are spooled to disk."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or scope.get("method") not in ("POST", "PUT", "PATCH"):
+            await self.app(scope, receive, send)
+            return
+        limit = get_settings().max_upload_bytes + _FORM_OVERHEAD
+        length = dict(scope.get("headers") or []).get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > limit:
+            response = problem_response(
+                413, f"the upload exceeds the limit of {limit - _FORM_OVERHEAD} bytes (CROWDQA_MAX_UPLOAD_BYTES)")
+            await response(scope, receive, send)
+            return
+        seen = 0
+
+        async def counted():
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:
+                    raise UploadTooLargeError(limit - _FORM_OVERHEAD)
+            return message
+
+        await self.app(scope, counted, send)

@@ -1,0 +1,26 @@
+"""The crowdqa API: FastAPI app under ``/api/v1`` (OpenAPI at ``/docs``); this module only wires it."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, FastAPI
+
+from api.errors import install_error_handlers
+from api.lifespan import BodyLimitMiddleware, lifespan
+from api.routes import datasets, health, jobs
+
+API_PREFIX = "/api/v1"
+
+app = FastAPI(
+    title="crowdqa",
+    summary="Aggregate crowd annotations and measure every worker and aggregate against the experts.",
+    version="0.1.0",
+    lifespan=lifespan,
+)
+install_error_handlers(app)
+app.add_middleware(BodyLimitMiddleware)
+
+api_router = APIRouter(prefix=API_PREFIX)
+api_router.include_router(health.router)
+api_router.include_router(datasets.router)
+api_router.include_router(jobs.router)
+app.include_router(api_router)

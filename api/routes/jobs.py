@@ -1,0 +1,141 @@
+"""Jobs: poll, re-run, delete, and fetch their report, worker scores and labels."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query, Response, status
+from fastapi.responses import StreamingResponse
+from starlette.background import BackgroundTask
+
+from api.deps import CurrentProjectDep, OwnedJobDep, QueueDep, SessionDep, SettingsDep
+from api.errors import ProblemError, problem_responses
+from jobs import service
+from store import crud
+from store.artifacts import ArtifactStore
+from store.models import JobPublic, JobsPublic, JobStatus, WorkerScorePublic, WorkerScoresPublic
+
+router = APIRouter(prefix="/jobs", tags=["jobs"])
+
+Offset = Annotated[int, Query(ge=0, description="Rows to skip.")]
+Limit = Annotated[int, Query(ge=1, le=1000, description="Rows to return (at most 1000).")]
+SortKey = Literal["annotator", "role", "documents", "tokens", "precision", "recall", "f1", "span_f1",
+                  "agreement_precision", "agreement_recall", "agreement_f1"]
+
+LABEL_FORMATS: dict[str, tuple[str, str]] = {
+    "spans-jsonl": ("application/x-ndjson", ".jsonl"),
+    "conll": ("text/plain; charset=utf-8", ".conll"),
+    "categorical-csv": ("text/csv; charset=utf-8", ".csv"),
+    "ebm-nlp": ("application/zip", ".zip"),
+}
+
+
+def _finished(job) -> None:
+    if job.status != JobStatus.finished:
+        raise ProblemError(409, f"job {job.id} is {job.status.value}, not finished"
+                           + (f": {job.error}" if job.error else ""))
+
+
+@router.get("", responses=problem_responses())
+def list_jobs(session: SessionDep, project: CurrentProjectDep, status_: Annotated[
+        JobStatus | None, Query(alias="status", description="Only jobs in this state.")] = None,
+        offset: Offset = 0, limit: Limit = 100) -> JobsPublic:
+    """List the project's jobs, oldest first."""
+    rows, count = crud.list_jobs(session=session, project_id=project.id, status=status_, offset=offset, limit=limit)
+    return JobsPublic(data=[JobPublic.model_validate(j) for j in rows], count=count)
+
+
+@router.get("/{job_id}", responses=problem_responses(404))
+def get_job(job: OwnedJobDep) -> JobPublic:
+    """Poll a job: status (queued, running, finished, failed), progress, timings and error."""
+    return JobPublic.model_validate(job)
+
+
+@router.delete("/{job_id}", status_code=status.HTTP_204_NO_CONTENT, responses=problem_responses(404, 503))
+def delete_job(job: OwnedJobDep, session: SessionDep, queue: QueueDep) -> Response:
+    """Delete a job and its results (a running job's result is discarded)."""
+    service.delete_job(session=session, queue=queue, job=job)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.post("/{job_id}/rerun", status_code=status.HTTP_202_ACCEPTED, responses=problem_responses(404, 409, 503))
+def rerun_job(job: OwnedJobDep, session: SessionDep, settings: SettingsDep, queue: QueueDep,
+              response: Response) -> JobPublic:
+    """Run a finished or failed job again on the same corpus snapshot and parameters."""
+    job = service.rerun_job(session=session, settings=settings, queue=queue, job=job)
+    response.headers["Location"] = f"/api/v1/jobs/{job.id}"
+    return JobPublic.model_validate(job)
+
+
+@router.get("/{job_id}/report", responses=problem_responses(404, 409))
+def get_report(job: OwnedJobDep, session: SessionDep) -> dict[str, Any]:
+    """The quality report of a finished job (see quality.report.build_report for its keys)."""
+    _finished(job)
+    report = crud.get_report(session=session, job_id=job.id)
+    if report is None:
+        raise ProblemError(409, f"job {job.id} has no report")
+    return report.body
+
+
+@router.get("/{job_id}/workers", responses=problem_responses(404, 409))
+def list_workers(job: OwnedJobDep, session: SessionDep,
+                 sort: Annotated[SortKey, Query(description="Column to sort by; nulls last.")] = "annotator",
+                 order: Annotated[Literal["asc", "desc"], Query()] = "asc",
+                 offset: Offset = 0, limit: Limit = 100) -> WorkerScoresPublic:
+    """Per-annotator scores of a finished job, sorted and paged."""
+    _finished(job)
+    rows, count = crud.list_worker_scores(session=session, job_id=job.id, sort=sort, order=order,
+                                          offset=offset, limit=limit)
+    return WorkerScoresPublic(data=[WorkerScorePublic.model_validate(r) for r in rows], count=count)
+
+
+def _stream_file(path: Path, folder: Path):
+    with open(path, "rb") as fh:
+        yield from iter(lambda: fh.read(1 << 16), b"")
+
+
+@router.get(
+    "/{job_id}/labels",
+    responses={**problem_responses(404, 409),
+               200: {"description": "The aggregate in the chosen format, streamed.",
+                     "content": {m: {} for m, _ in LABEL_FORMATS.values()}}},
+)
+def get_labels(job: OwnedJobDep, settings: SettingsDep,
+               format: Annotated[Literal["spans-jsonl", "conll", "categorical-csv", "ebm-nlp"],
+                                 Query(description="Output format (ebm-nlp comes as a zip).")] = "spans-jsonl"
+               ) -> StreamingResponse:
+    """The aggregated labels of a finished job, streamed in the chosen format."""
+    from ingest.writers import write_labels
+
+    _finished(job)
+    store = ArtifactStore(settings.data_dir)
+    labels = store.load_arrays(job.artifacts["labels"])["labels"]
+    corpus = store.load_corpus(job.corpus_sha256)
+    media, suffix = LABEL_FORMATS[format]
+    folder = Path(tempfile.mkdtemp(prefix="crowdqa-labels-"))
+    try:
+        target = folder / f"labels{suffix}"
+        if format == "ebm-nlp":
+            out = folder / "ebm-nlp"
+            write_labels(labels, corpus, out, format=format)
+            buf = io.BytesIO()
+            with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+                for f in sorted(out.rglob("*")):
+                    if f.is_file():
+                        zf.write(f, f.relative_to(out).as_posix())
+            target.write_bytes(buf.getvalue())
+        else:
+            write_labels(labels, corpus, target, format=format)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return StreamingResponse(
+        _stream_file(target, folder), media_type=media,
+        headers={"Content-Disposition": f'attachment; filename="{job.id}{suffix}"'},
+        background=BackgroundTask(shutil.rmtree, folder, ignore_errors=True),
+    )
