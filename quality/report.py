@@ -151,15 +151,44 @@ def _worker_blocks(
     return out
 
 
-def _pair_counts(corpus: Corpus, valid: NDArray, ref_pos: NDArray) -> tuple[NDArray, NDArray, NDArray]:
+def _obs_pairs(corpus: Corpus) -> tuple[NDArray, NDArray]:
+    """The (document, annotator) pair of every annotation, without sorting.
+
+    Returns
+    -------
+    pair : ndarray of shape (n_obs,)
+        Pair index; pairs are ordered by (document, worker).
+    pair_worker : ndarray of shape (n_pairs,)
+
+    Notes
+    -----
+    Triplets are sorted by (token, worker) and an annotator present on a document
+    labels all of its tokens (both checked by ``Corpus``), so a document's annotations
+    form a (tokens x its annotators) block in row-major order: the pair of annotation
+    ``i`` is ``pair_base[d] + (i - obs_base[d]) % n_annotators[d]``.
+    """
+    obs_doc = corpus.obs_doc
+    at_first = corpus.token == corpus.doc_start[obs_doc]
+    pair_worker = corpus.worker[at_first].astype(np.int64)
+    n_in_doc = np.bincount(obs_doc[at_first], minlength=corpus.n_docs)
+    pair_base = np.concatenate([[0], np.cumsum(n_in_doc)[:-1]])
+    obs_base = np.searchsorted(corpus.token, corpus.doc_start[:-1])
+    i = np.arange(corpus.n_obs, dtype=np.int64)
+    pair = pair_base[obs_doc] + (i - obs_base[obs_doc]) % np.maximum(n_in_doc, 1)[obs_doc]
+    return pair, pair_worker
+
+
+def _pair_counts(
+    corpus: Corpus, pairs: tuple[NDArray, NDArray], valid: NDArray, ref_pos: NDArray
+) -> tuple[NDArray, NDArray, NDArray]:
     """Counts per (worker, document) pair over the valid annotations, sorted by worker; tokens per worker."""
-    n_docs = max(corpus.n_docs, 1)
-    w = corpus.worker[valid].astype(np.int64)
-    key = w * n_docs + corpus.obs_doc[valid]
-    pairs, inv = np.unique(key, return_inverse=True)
-    counts = grouped_counts(corpus.label[valid] > 0, ref_pos[valid], inv, n_groups=pairs.shape[0])
-    n_tokens = np.bincount(w, minlength=corpus.n_workers)
-    return counts, pairs // n_docs, n_tokens
+    pair, pair_worker = pairs
+    n_pairs = pair_worker.shape[0]
+    counts = grouped_counts(corpus.label[valid] > 0, ref_pos[valid], pair[valid], n_groups=n_pairs)
+    used = np.bincount(pair[valid], minlength=n_pairs) > 0
+    order = np.argsort(pair_worker[used], kind="stable")
+    n_tokens = np.bincount(corpus.worker[valid], minlength=corpus.n_workers)
+    return counts[used][order], pair_worker[used][order], n_tokens
 
 
 def build_report(
@@ -182,7 +211,9 @@ def build_report(
     corpus : Corpus
         The full corpus, crowd and experts.
     labels : ndarray of shape (n_tokens,)
-        The aggregate's class indices; ``MISSING`` counts as ``O``.
+        The aggregate's class indices; ``MISSING`` marks tokens the aggregate does not
+        cover, which are left out of its comparisons (and documents with any such token
+        out of its span comparisons).
     method : str
     experts_used_in_fit : bool
     clamped : ndarray of shape (n_tokens,) of bool, optional
@@ -208,14 +239,15 @@ def build_report(
         raise ValueError(f"labels must have shape ({n_tokens},), found {labels.shape}")
     if labels.size and (labels.min() < MISSING or labels.max() >= corpus.n_classes):
         raise ValueError(f"labels must be in [-1, {corpus.n_classes}), found {int(labels.min())}..{int(labels.max())}")
-    agg = np.where(labels == MISSING, 0, labels).astype(np.int64)
+    agg = labels.astype(np.int64)
+    agg_ok = agg != MISSING  # tokens the aggregate covers
     if clamped is None:
         clamped = np.zeros(n_tokens, dtype=bool)
     clamped = np.asarray(clamped, dtype=bool)
     if clamped.shape != (n_tokens,):
         raise ValueError(f"clamped must have shape ({n_tokens},), found {clamped.shape}")
     ref = reference_labels(corpus, rule=reference)
-    expert_ok = (ref != MISSING) & ~clamped  # tokens compared with the experts
+    expert_ok = (ref != MISSING) & ~clamped & agg_ok  # tokens the aggregate is compared with the experts on
 
     # ---- aggregate vs expert
     agg_block = None
@@ -224,8 +256,8 @@ def build_report(
         token = score_block(c, n_boot=n_boot, rng=np.random.default_rng([seed, 0]), min_boot_docs=min_boot_docs,
                             tokens=n_tok)
         doc_has_ref = np.bincount(corpus.token_doc[ref != MISSING], minlength=corpus.n_docs) > 0
-        doc_clamped = np.bincount(corpus.token_doc[clamped], minlength=corpus.n_docs) > 0
-        spans = _span_blocks(corpus, agg, np.where(ref == MISSING, 0, ref), doc_has_ref & ~doc_clamped,
+        doc_out = np.bincount(corpus.token_doc[clamped | ~agg_ok], minlength=corpus.n_docs) > 0
+        spans = _span_blocks(corpus, np.maximum(agg, 0), np.maximum(ref, 0), doc_has_ref & ~doc_out,
                              n_boot=n_boot, seed=seed, min_boot_docs=min_boot_docs)
         per_label = per_label_prf(agg, ref, n_classes=corpus.n_classes, mask=expert_ok)
         agg_block = {
@@ -244,16 +276,18 @@ def build_report(
 
     # ---- workers, all at once
     tok = corpus.token
-    valid_e = expert_ok[tok]
-    ce, we, _ = _pair_counts(corpus, valid_e, ref[tok] > 0)
+    pairs = _obs_pairs(corpus)
+    valid_e = ((ref != MISSING) & ~clamped)[tok]
+    ce, we, _ = _pair_counts(corpus, pairs, valid_e, ref[tok] > 0)
     vs_expert = _worker_blocks(ce, we, np.bincount(corpus.worker[valid_e], minlength=corpus.n_workers),
                                n_workers=corpus.n_workers, n_boot=n_boot, seed=seed, stream=2,
                                min_boot_docs=min_boot_docs)
-    all_obs = np.ones(corpus.n_obs, dtype=bool)
-    ca, wa, n_tok_w = _pair_counts(corpus, all_obs, agg[tok] > 0)
-    vs_agg = _worker_blocks(ca, wa, n_tok_w, n_workers=corpus.n_workers, n_boot=n_boot, seed=seed, stream=3,
+    valid_a = agg_ok[tok]
+    ca, wa, n_tok_a = _pair_counts(corpus, pairs, valid_a, agg[tok] > 0)
+    vs_agg = _worker_blocks(ca, wa, n_tok_a, n_workers=corpus.n_workers, n_boot=n_boot, seed=seed, stream=3,
                             min_boot_docs=min_boot_docs)
-    docs_w = np.bincount(wa, minlength=corpus.n_workers)
+    n_tok_w = np.bincount(corpus.worker, minlength=corpus.n_workers)
+    docs_w = np.bincount(pairs[1], minlength=corpus.n_workers)
     workers = [
         {"annotator": corpus.worker_ids[w], "role": corpus.worker_roles[w], "documents": int(docs_w[w]),
          "tokens": int(n_tok_w[w]), "vs_expert": vs_expert[w], "vs_aggregate": vs_agg[w]}

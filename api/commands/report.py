@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ingest import FORMATS, read_corpus
 from ingest.merge import merge_corpora
-from quality.aggregate_input import AGGREGATE_FORMATS, read_aggregate
+from quality.aggregate_input import AGGREGATE_FORMATS, labels_from_corpus, read_aggregate
 from quality.references import RULES
 from quality.report import build_report, format_report
 
@@ -43,8 +43,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="an expert upload of the same documents (repeatable)")
     p.add_argument("--expert-format", metavar="F", choices=FORMATS, help="format of --expert (default: --format)")
     p.add_argument("--aggregate", metavar="AGG_PATH", required=True, help="the aggregate to score")
-    p.add_argument("--aggregate-format", choices=AGGREGATE_FORMATS, default="spans-jsonl",
-                   help="format of AGG_PATH (default spans-jsonl, as `crowdqa aggregate` writes)")
+    p.add_argument("--aggregate-format", choices=sorted(set(AGGREGATE_FORMATS) | set(FORMATS)), default="spans-jsonl",
+                   help="format of AGG_PATH: an output of `crowdqa aggregate` (default spans-jsonl), or any upload "
+                        "format, read as an upload and aligned by document id")
+    p.add_argument("--aggregate-annotator", metavar="NAME",
+                   help="the annotator of AGG_PATH to score when it has several (e.g. pico:HMMCrowd)")
     p.add_argument("--method", default=None, help="name of the aggregation method (default: AGG_PATH's name)")
     p.add_argument("--experts-used-in-fit", action="store_true",
                    help="say that the aggregate was fitted with the expert labels")
@@ -71,10 +74,16 @@ def run(args: argparse.Namespace) -> int:
     for path in args.expert:
         results.append(_read(path, args.expert_format or args.format, "expert", args))
     corpus = merge_corpora([r.corpus for r in results])
-    labels = read_aggregate(args.aggregate, corpus, format=args.aggregate_format)
+    if args.aggregate_format in AGGREGATE_FORMATS:
+        labels = read_aggregate(args.aggregate, corpus, format=args.aggregate_format)
+    else:
+        # Any upload format: read it as one more upload (same options) and take one annotator's labels.
+        other = _read(args.aggregate, args.aggregate_format, "crowd", args).corpus
+        labels = labels_from_corpus(other, corpus, annotator=args.aggregate_annotator)
     t0 = time.perf_counter()
+    method = args.method or args.aggregate_annotator or Path(args.aggregate).stem
     report = build_report(
-        corpus, labels, method=args.method or Path(args.aggregate).stem, experts_used_in_fit=args.experts_used_in_fit,
+        corpus, labels, method=method, experts_used_in_fit=args.experts_used_in_fit,
         reference=args.reference, seed=args.seed, n_boot=args.n_boot,
     )
     report["report_seconds"] = round(time.perf_counter() - t0, 3)

@@ -1,0 +1,297 @@
+"""Read an aggregate written by ``ingest.writers`` (or any tool) back onto a corpus' tokens.
+
+A report compares an aggregate with the corpus it came from, so the aggregate must
+land on exactly the corpus' tokens. Each format is aligned by the rule every upload
+uses (``ingest/build.py``): a token is inside a span if their character ranges
+overlap. Formats (the outputs of ``ingest.writers.write_labels``):
+
+* ``spans-jsonl`` / ``spans-csv``: one span per row, ``doc_id, start, end, label``
+  (an ``annotator`` column, if present, must name a single annotator); documents
+  with no row are all ``O``. IO schemes label every covered token with the type;
+  BIO schemes give ``B-`` to a span's first token and ``I-`` to the rest.
+* ``conll``: the corpus' tokens in order, one ``token<TAB>tag`` per line (the tag
+  is the last field), a blank line between documents; tokens must match.
+* ``ebm-nlp``: a folder of ``<doc_id>.AGGREGATED.ann``, one entity-type number per
+  token line (0 = outside), BIO starts restored by the conlleval rule.
+* ``categorical-csv``: ``item,label`` rows for one-token documents.
+* ``corpus``: a corpus ``.npz`` with one annotator on the same documents.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from aggregation.corpus import MISSING, Corpus
+
+__all__ = ["AGGREGATE_FORMATS", "read_aggregate", "labels_from_spans", "labels_from_corpus"]
+
+AGGREGATE_FORMATS = ("spans-jsonl", "spans-csv", "conll", "ebm-nlp", "categorical-csv", "corpus")
+
+
+def labels_from_spans(
+    corpus: Corpus, *, doc: NDArray, start: NDArray, end: NDArray, type_index: NDArray
+) -> NDArray[np.int64]:
+    """Token labels from character spans by the overlap rule, vectorised over spans.
+
+    Parameters
+    ----------
+    corpus : Corpus
+    doc, start, end : ndarray of shape (n_spans,)
+        Document index and character offsets (end exclusive).
+    type_index : ndarray of shape (n_spans,)
+        Entity type index + 1 (as ``Corpus.class_entity``).
+
+    Returns
+    -------
+    ndarray of shape (n_tokens,), int64
+        Class indices; spans that cover no token are ignored. A later span overwrites an
+        earlier one on a shared token.
+    """
+    doc = np.asarray(doc, dtype=np.int64)
+    texts_len = np.fromiter((len(t) + 1 for t in corpus.texts), dtype=np.int64, count=corpus.n_docs)
+    base = np.concatenate([[0], np.cumsum(texts_len)])
+    g_start = corpus.token_start + base[corpus.token_doc]
+    g_end = corpus.token_end + base[corpus.token_doc]
+    s = np.asarray(start, dtype=np.int64) + base[doc]
+    e = np.asarray(end, dtype=np.int64) + base[doc]
+    # Tokens are sorted on the global axis: first token ending after s, first token starting at/after e.
+    first = np.searchsorted(g_end, s, side="right")
+    last = np.searchsorted(g_start, e, side="left")
+    # Clip to the span's document.
+    first = np.maximum(first, corpus.doc_start[doc])
+    last = np.minimum(last, corpus.doc_start[doc + 1])
+    ok = last > first
+    first, last, t = first[ok], last[ok], np.asarray(type_index, dtype=np.int64)[ok]
+    bio = corpus.scheme == "bio"
+    names = corpus.class_names
+    if bio:
+        types = corpus.entity_types
+        b_class = np.array([0] + [names.index(f"B-{x}") for x in types], dtype=np.int64)
+        i_class = np.array([0] + [names.index(f"I-{x}") for x in types], dtype=np.int64)
+    else:
+        cls = np.zeros(len(corpus.entity_types) + 1, dtype=np.int64)
+        cls[corpus.class_entity[1:]] = np.arange(1, corpus.n_classes)
+        b_class = i_class = cls
+    out = np.zeros(corpus.n_tokens, dtype=np.int64)
+    lengths = last - first
+    tok = np.repeat(first, lengths) + (np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths))
+    span_of = np.repeat(np.arange(first.shape[0]), lengths)
+    is_first = tok == first[span_of]
+    out[tok] = np.where(is_first, b_class[t[span_of]], i_class[t[span_of]])
+    return out
+
+
+def _span_rows(path: Path, fmt: str) -> list[dict]:
+    text = path.read_text(encoding="utf-8")
+    if fmt == "spans-jsonl":
+        rows = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line) | {"_line": n})
+                except json.JSONDecodeError as exc:
+                    raise ValueError(f"{path}:{n}: not JSON: {exc.msg}") from None
+        return rows
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    return [dict(r) | {"_line": n} for n, r in enumerate(reader, 2)]
+
+
+def _read_spans(path: Path, corpus: Corpus, fmt: str) -> NDArray[np.int64]:
+    rows = _span_rows(path, fmt)
+    doc_index = {d: i for i, d in enumerate(corpus.doc_ids)}
+    types = {t: i + 1 for i, t in enumerate(corpus.entity_types)}
+    annotators = {str(r["annotator"]) for r in rows if r.get("annotator") not in (None, "")}
+    if len(annotators) > 1:
+        raise ValueError(f"{path}: an aggregate has one annotator, found {len(annotators)}: {sorted(annotators)[:3]}")
+    doc, start, end, typ = [], [], [], []
+    for r in rows:
+        where = f"{path}:{r['_line']}"
+        if r.get("start") in (None, "") and r.get("end") in (None, ""):
+            continue
+        d = str(r.get("doc_id"))
+        if d not in doc_index:
+            raise ValueError(f"{where}: document {d!r} is not in the corpus")
+        lab = str(r.get("label"))
+        if lab not in types:
+            raise ValueError(f"{where}: label {lab!r} is not an entity type of the corpus {list(types)}")
+        try:
+            s, e = int(r["start"]), int(r["end"])
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"{where}: start and end must be integers, found {r.get('start')!r}, {r.get('end')!r}"
+            ) from None
+        if not 0 <= s < e <= len(corpus.texts[doc_index[d]]):
+            raise ValueError(f"{where}: span [{s}, {e}) is not inside document {d!r}")
+        doc.append(doc_index[d])
+        start.append(s)
+        end.append(e)
+        typ.append(types[lab])
+    return labels_from_spans(corpus, doc=np.array(doc, dtype=np.int64), start=np.array(start, dtype=np.int64),
+                             end=np.array(end, dtype=np.int64), type_index=np.array(typ, dtype=np.int64))
+
+
+def _read_conll(path: Path, corpus: Corpus) -> NDArray[np.int64]:
+    blocks: list[list[tuple[str, str]]] = [[]]
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            if blocks[-1]:
+                blocks.append([])
+            continue
+        fields = line.split()
+        if len(fields) < 2:
+            raise ValueError(f"{path}:{n}: expected a token and a tag, found {line!r}")
+        blocks[-1].append((fields[0], fields[-1]))
+    blocks = [b for b in blocks if b]
+    if len(blocks) != corpus.n_docs:
+        raise ValueError(f"{path}: the corpus has {corpus.n_docs} documents, found {len(blocks)}")
+    tags = [t for b in blocks for _, t in b]
+    if len(tags) != corpus.n_tokens or [len(b) for b in blocks] != corpus.doc_lengths.tolist():
+        bad = next(i for i, b in enumerate(blocks) if len(b) != int(corpus.doc_lengths[i]))
+        raise ValueError(f"{path}: document {bad + 1} has {len(blocks[bad])} tokens, "
+                         f"the corpus has {int(corpus.doc_lengths[bad])}")
+    names = {c: i for i, c in enumerate(corpus.class_names)}
+    unknown = sorted(set(tags) - set(names))
+    if unknown:
+        raise ValueError(f"{path}: tag {unknown[0]!r} is not a class of the corpus {list(corpus.class_names)}")
+    return np.array([names[t] for t in tags], dtype=np.int64)
+
+
+def _read_ebm_nlp(path: Path, corpus: Corpus) -> NDArray[np.int64]:
+    if not path.is_dir():
+        raise ValueError(f"{path}: ebm-nlp aggregates are a folder of <doc_id>.AGGREGATED.ann files")
+    etype = np.zeros(corpus.n_tokens, dtype=np.int64)
+    n_types = len(corpus.entity_types)
+    for f in sorted(path.glob("*.AGGREGATED.ann")):
+        d = f.name[: -len(".AGGREGATED.ann")]
+        if d not in corpus.doc_ids:
+            raise ValueError(f"{f}: document {d!r} is not in the corpus")
+        i = corpus.doc_ids.index(d)
+        vals = np.array([int(v) for v in f.read_text().split()], dtype=np.int64)
+        if vals.shape[0] != corpus.doc_lengths[i] or (vals.size and (vals.min() < 0 or vals.max() > n_types)):
+            raise ValueError(f"{f}: expected {int(corpus.doc_lengths[i])} values in [0, {n_types}]")
+        etype[corpus.doc_start[i]:corpus.doc_start[i + 1]] = vals
+    if corpus.scheme == "io":
+        cls = np.zeros(n_types + 1, dtype=np.int64)
+        cls[corpus.class_entity[1:]] = np.arange(1, corpus.n_classes)
+        return cls[etype]
+    # BIO: a run of one type starts with B- (at a type change or a document start).
+    names = corpus.class_names
+    b = np.array([0] + [names.index(f"B-{t}") for t in corpus.entity_types])
+    i_ = np.array([0] + [names.index(f"I-{t}") for t in corpus.entity_types])
+    starts = np.ones(corpus.n_tokens, dtype=bool)
+    starts[1:] = etype[1:] != etype[:-1]
+    starts[corpus.doc_start[:-1][corpus.doc_lengths > 0]] = True
+    return np.where(starts, b[etype], i_[etype])
+
+
+def _read_categorical(path: Path, corpus: Corpus) -> NDArray[np.int64]:
+    rows = list(csv.reader(io.StringIO(path.read_text(encoding="utf-8"), newline="")))
+    if not rows or [h.strip() for h in rows[0][:2]] != ["item", "label"]:
+        raise ValueError(f"{path}: expected a header row 'item,label'")
+    names = {c: i for i, c in enumerate(corpus.class_names)}
+    out = np.full(corpus.n_tokens, MISSING, dtype=np.int64)
+    index = {d: i for i, d in enumerate(corpus.doc_ids)}
+    for n, r in enumerate(rows[1:], 2):
+        if not r:
+            continue
+        if r[0] not in index or r[1] not in names:
+            raise ValueError(f"{path}:{n}: unknown item {r[0]!r} or label {r[1]!r}")
+        out[corpus.doc_start[index[r[0]]]] = names[r[1]]
+    return out
+
+
+def labels_from_corpus(other: Corpus, corpus: Corpus, *, annotator: str | None = None) -> NDArray[np.int64]:
+    """One annotator's labels in ``other`` (an aggregate read as an upload) moved onto ``corpus``.
+
+    Documents are matched by id and must have the same number of tokens; classes are
+    matched by name. Documents of ``corpus`` the annotator did not label are ``MISSING``.
+
+    Parameters
+    ----------
+    other : Corpus
+        The aggregate as a corpus.
+    corpus : Corpus
+    annotator : str, optional
+        Worker id in ``other``; required when it has several annotators.
+
+    Returns
+    -------
+    ndarray of shape (n_tokens,), int64
+    """
+    if annotator is None:
+        if other.n_workers != 1:
+            raise ValueError(f"the aggregate has {other.n_workers} annotators {list(other.worker_ids)[:5]}; "
+                             "name the one to score")
+        w = 0
+    elif annotator in other.worker_ids:
+        w = other.worker_ids.index(annotator)
+    else:
+        raise ValueError(f"annotator {annotator!r} is not in the aggregate; found {list(other.worker_ids)[:5]}")
+    index = {d: i for i, d in enumerate(corpus.doc_ids)}
+    missing = [d for d in other.doc_ids if d not in index]
+    if missing:
+        raise ValueError(f"document {missing[0]!r} of the aggregate is not in the corpus")
+    dst = np.array([index[d] for d in other.doc_ids], dtype=np.int64)
+    if not np.array_equal(other.doc_lengths, corpus.doc_lengths[dst]):
+        bad = int(np.flatnonzero(other.doc_lengths != corpus.doc_lengths[dst])[0])
+        raise ValueError(f"document {other.doc_ids[bad]!r} has {int(other.doc_lengths[bad])} tokens in the "
+                         f"aggregate and {int(corpus.doc_lengths[dst[bad]])} in the corpus")
+    remap = np.array([corpus.class_names.index(n) if n in corpus.class_names else -2 for n in other.class_names])
+    m = other.worker == w
+    tok, lab = other.token[m], other.label[m].astype(np.int64)
+    if lab.size and np.any(remap[np.unique(lab)] < 0):
+        raise ValueError(f"the aggregate's classes {list(other.class_names)} are not the corpus' classes")
+    d = other.token_doc[tok]
+    target = corpus.doc_start[dst[d]] + (tok - other.doc_start[d])
+    out = np.full(corpus.n_tokens, MISSING, dtype=np.int64)
+    out[target] = remap[lab]
+    return out
+
+
+def _read_corpus_npz(path: Path, corpus: Corpus) -> NDArray[np.int64]:
+    return labels_from_corpus(Corpus.load(path), corpus)
+
+
+def read_aggregate(path: str | os.PathLike, corpus: Corpus, *, format: str) -> NDArray[np.int64]:  # noqa: A002
+    """Read an aggregate onto the corpus' tokens.
+
+    Parameters
+    ----------
+    path : str or PathLike
+    corpus : Corpus
+        The corpus the aggregate was computed from (same documents and tokens).
+    format : str
+        One of :data:`AGGREGATE_FORMATS`.
+
+    Returns
+    -------
+    ndarray of shape (n_tokens,), int64
+        Class indices (``MISSING`` where the aggregate says nothing: categorical items absent).
+
+    Raises
+    ------
+    ValueError
+        Unknown format, or a file that does not fit the corpus (naming file and line).
+    FileNotFoundError
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(2, "No such file or directory", str(path))
+    if format in ("spans-jsonl", "spans-csv"):
+        return _read_spans(path, corpus, format)
+    if format == "conll":
+        return _read_conll(path, corpus)
+    if format == "ebm-nlp":
+        return _read_ebm_nlp(path, corpus)
+    if format == "categorical-csv":
+        return _read_categorical(path, corpus)
+    if format == "corpus":
+        return _read_corpus_npz(path, corpus)
+    raise ValueError(f"aggregate format must be one of {AGGREGATE_FORMATS}, found {format!r}")
