@@ -35,13 +35,12 @@ import numpy as np
 
 from aggregation.corpus import Corpus
 from aggregation.hmm_crowd import HMMCrowd, _build_design, _dawid_skene_init, _e_step, _hard_stats, _m_step
-from ingest.build import Span, corpus_from_spans
-from ingest.errors import ProblemLog
+from benchmarks._pico import load_pico
+from quality.references import reference_labels
 
 REPO = Path(__file__).resolve().parents[1]
 PICO = REPO.parent / "shared" / "data" / "pico"
 RESULTS = REPO / "benchmarks" / "results"
-PUBLISHED = {"HMMCrowd": "published:HMMCrowd", "dw": "published:DS", "mv": "published:MV"}
 
 
 def synthetic_conll(*, n_tokens: int = 40_000, n_workers: int = 47, per_sentence: int = 5, seed: int = 0) -> Corpus:
@@ -111,52 +110,6 @@ def time_em_step(corpus: Corpus, *, repeats: int) -> dict:
             "reference_code_seconds": 44.0}
 
 
-def _jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def load_pico(*, limit: int | None = None) -> tuple[Corpus, int]:
-    """Crowd + expert + published Participants spans on placeholder texts (see the module docstring).
-
-    Returns the corpus and the number of spans dropped because they cover only a
-    placeholder space (one-character spans).
-    """
-    spans: list[Span] = []
-    assignments: list[tuple[str, str]] = []
-    roles: dict[str, str] = {}
-    extent: dict[str, int] = {}
-
-    def add(doc: str, who: str, role: str, pairs: list) -> None:
-        roles[who] = role
-        assignments.append((doc, who))
-        for s, e in pairs:
-            if e > s:
-                spans.append(Span(doc, who, int(s), int(e), "Participants"))
-                extent[doc] = max(extent.get(doc, 0), int(e))
-
-    crowd_docs: list[str] = []
-    for split in ("train", "dev", "test", "expert-dev"):
-        for row in _jsonl(PICO / "annotations" / split / "PICO-annos-crowdsourcing.json"):
-            crowd_docs.append(row["docid"])
-            for w, pairs in row["Participants"].items():
-                add(row["docid"], f"mturk:{w}", "crowd", pairs)
-    for row in _jsonl(PICO / "annotations" / "expert-dev" / "PICO-annos-allprof.json"):
-        for w, pairs in row["Participants"].items():
-            add(row["docid"], f"expert:{w}", "expert", pairs)
-    for row in _jsonl(PICO / "published" / "PICO-annos-crowdsourcing-agg.all4740.json"):
-        for key, who in PUBLISHED.items():
-            add(row["docid"], who, "expert", row.get("Participants", {}).get(key, []))
-    keep = set(crowd_docs[:limit] if limit else crowd_docs)
-    keep |= {d for d, w in assignments if w.startswith("expert:")}
-    docs = {d: ("abcd " * (extent.get(d, 5) // 5 + 2))[: extent.get(d, 5) + 5] for d in dict.fromkeys(crowd_docs)
-            if d in keep}
-    problems = ProblemLog("skip")
-    corpus = corpus_from_spans(documents=docs, assignments=[a for a in assignments if a[0] in docs],
-                               spans=[s for s in spans if s.doc_id in docs], roles=roles, scheme="io",
-                               problems=problems)
-    return corpus, len(problems.problems)
-
-
 def token_prf(gold: np.ndarray, pred: np.ndarray) -> dict:
     """Token precision/recall/F1 with positive = not O, on the tokens given."""
     tp = int(np.sum((gold > 0) & (pred > 0)))
@@ -169,10 +122,10 @@ def token_prf(gold: np.ndarray, pred: np.ndarray) -> dict:
 
 def pico(*, limit: int | None) -> dict:
     t0 = time.perf_counter()
-    full, dropped = load_pico(limit=limit)
+    full, published, dropped = load_pico(limit=limit)
     load_s = time.perf_counter() - t0
-    crowd_workers = [i for i, w in enumerate(full.worker_ids) if w.startswith("mturk:")]
-    crowd = full.select_workers(crowd_workers)
+    crowd_workers = full.workers_with_role("crowd").tolist()
+    crowd = full.select_role("crowd")
     tracemalloc.start()
     t0 = time.perf_counter()
     model = HMMCrowd().fit(crowd)
@@ -185,10 +138,8 @@ def pico(*, limit: int | None) -> dict:
                 "hmmcrowd_5iter": HMMCrowd(max_iter=5).fit(crowd).labels_,
                 "hmmcrowd_no_words": HMMCrowd(features=("capitalised", "digit")).fit(crowd).labels_}
     variant_s = time.perf_counter() - t0
-    experts = [i for i, w in enumerate(full.worker_ids) if w.startswith("expert:")]
-    expert_labels = np.stack([full.labels_of(i) for i in experts])
-    seen = (expert_labels >= 0).any(axis=0)
-    union = (expert_labels > 0).any(axis=0).astype(np.int64)
+    union = reference_labels(full, rule="union")
+    seen = union >= 0
     out: dict = {"spans_dropped_whitespace_only": dropped,
                  "documents": crowd.n_docs, "tokens": crowd.n_tokens, "crowd_labels": crowd.n_obs,
                  "annotators": len(crowd_workers), "load_seconds": load_s, "fit_seconds": fit_s,
@@ -197,8 +148,7 @@ def pico(*, limit: int | None) -> dict:
                  "expert_tokens": int(seen.sum()), "variants_seconds": variant_s, "scores": {}}
     for name, labels in variants.items():
         out["scores"][name] = token_prf(union[seen], labels[seen])
-    for key, who in PUBLISHED.items():
-        pub = full.labels_of(full.worker_ids.index(who))
+    for key, pub in published.items():
         ok = seen & (pub >= 0)
         out["scores"][f"published_{key}"] = token_prf(union[ok], pub[ok])
         if key == "HMMCrowd":
