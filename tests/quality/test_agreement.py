@@ -1,0 +1,182 @@
+"""Tests for quality.agreement and quality.intervals."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import beta
+from sklearn.metrics import cohen_kappa_score
+
+from aggregation.corpus import Corpus
+from quality.agreement import (
+    cohen_kappa,
+    fleiss_kappa,
+    krippendorff_alpha_corpus,
+    krippendorff_alpha_nominal,
+    pairwise_f1,
+    pairwise_kappa,
+)
+from quality.intervals import bootstrap_f1, bootstrap_f1_bounds, clopper_pearson, clopper_pearson_bounds
+
+
+def test_cohen_matches_sklearn(seed):
+    """Oracle: sklearn.metrics.cohen_kappa_score on the items both raters labelled."""
+    rng = np.random.default_rng(seed)
+    a, b = rng.integers(-1, 4, 300), rng.integers(-1, 4, 300)
+    copy = rng.random(300) < 0.5  # correlated raters, so kappa is far from 0
+    b[copy] = a[copy]
+    both = (a >= 0) & (b >= 0)
+    assert cohen_kappa(a, b) == pytest.approx(cohen_kappa_score(a[both], b[both]), abs=1e-12)
+
+
+def test_kappa_undefined_when_expected_agreement_is_one():
+    """Pinned edge convention: p_e == 1 (both raters constant, same class) gives nan, as sklearn does."""
+    a = np.zeros(5, dtype=int)
+    assert np.isnan(cohen_kappa(a, a))
+    with pytest.warns(UserWarning, match="undefined"):
+        assert np.isnan(cohen_kappa_score(a, a))
+    assert np.isnan(cohen_kappa(np.array([-1, 0]), np.array([1, -1])))  # nothing shared
+    assert np.isnan(fleiss_kappa(np.array([[3, 0], [3, 0]])))
+
+
+def _alpha_brute(data: np.ndarray) -> float:
+    """Krippendorff's alpha from the definition: pairable values, all ordered pairs within units."""
+    pairs, values = [], []
+    for u in range(data.shape[1]):
+        vals = [v for v in data[:, u] if not np.isnan(v)]
+        if len(vals) < 2:
+            continue
+        values.extend(vals)
+        m = len(vals)
+        pairs.extend((x, y, 1.0 / (m - 1)) for i, x in enumerate(vals) for j, y in enumerate(vals) if i != j)
+    n = len(values)
+    d_o = sum(w for x, y, w in pairs if x != y) / n
+    d_e = sum(1 for x, y in itertools.permutations(values, 2) if x != y) / (n * (n - 1))
+    return 1 - d_o / d_e
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 4).flatmap(lambda r: st.lists(
+    st.lists(st.one_of(st.none(), st.integers(0, 2)), min_size=r, max_size=r), min_size=2, max_size=8)))
+def test_krippendorff_brute_force(units):
+    """Oracle: the pair-counting definition of nominal alpha (Krippendorff 2011), on random sparse data."""
+    data = np.array([[np.nan if v is None else v for v in u] for u in units], dtype=float).T
+    expected_ok = True
+    try:
+        ref = _alpha_brute(data)
+    except ZeroDivisionError:
+        expected_ok = False
+    got = krippendorff_alpha_nominal(data)
+    if expected_ok:
+        assert got == pytest.approx(ref, abs=1e-9)
+    else:
+        assert np.isnan(got)
+
+
+def test_fleiss_two_raters_brute_force():
+    """Oracle: Fleiss' definition computed with explicit loops over items and categories."""
+    rng = np.random.default_rng(3)
+    counts = rng.multinomial(4, [0.5, 0.3, 0.2], size=30)
+    n, r = counts.shape[0], 4
+    p_i = [(sum(c * c for c in row) - r) / (r * (r - 1)) for row in counts.tolist()]
+    p_j = [sum(row[j] for row in counts.tolist()) / (n * r) for j in range(3)]
+    p_bar, p_e = sum(p_i) / n, sum(x * x for x in p_j)
+    assert fleiss_kappa(counts) == pytest.approx((p_bar - p_e) / (1 - p_e), abs=1e-12)
+    with pytest.raises(ValueError, match="one number of raters"):
+        fleiss_kappa(np.array([[2, 0], [1, 0]]))
+
+
+def test_corpus_alpha_and_pairwise():
+    """The corpus form equals the matrix form; pairwise kappa equals cohen_kappa on dense labels."""
+    rng = np.random.default_rng(4)
+    lab = rng.integers(0, 3, size=(3, 6))
+    tokens = [t for t in range(6) for _ in range(3)]
+    workers = [w for _ in range(6) for w in range(3)]
+    c = Corpus.from_arrays(
+        token=tokens, worker=workers, label=[lab[w, t] for t, w in zip(tokens, workers, strict=True)],
+        doc_lengths=[6], token_start=np.arange(6) * 2, token_end=np.arange(6) * 2 + 1, doc_ids=["d"],
+        texts=["a b c d e f"], worker_ids=["x", "y", "z"], worker_roles=["expert"] * 3, class_names=["O", "A", "B"],
+    )
+    assert krippendorff_alpha_corpus(c) == pytest.approx(krippendorff_alpha_nominal(lab.astype(float)))
+    pairs = pairwise_kappa(c, np.arange(3))
+    assert [(p["a"], p["b"]) for p in pairs] == [("x", "y"), ("x", "z"), ("y", "z")]
+    k = cohen_kappa(lab[0], lab[1])
+    assert pairs[0]["kappa"] == (None if np.isnan(k) else pytest.approx(k))
+
+
+def test_pairwise_f1_symmetric():
+    """F1 as agreement is symmetric; precision and recall swap (Hripcsak & Rothschild 2005)."""
+    a, b = np.array([1, 1, 0, 1, 0]), np.array([1, 0, 1, 1, 0])
+    ab, ba = pairwise_f1(a, b), pairwise_f1(b, a)
+    assert ab.f1 == ba.f1 and ab.precision == ba.recall
+
+
+# ----------------------------------------------------------------------------- intervals
+def test_clopper_pearson_definition():
+    """Oracle: the defining tail equations, checked with scipy.stats.binom at the bounds."""
+    from scipy.stats import binom
+
+    for k, n in [(3, 10), (0, 7), (7, 7), (50, 120)]:
+        iv = clopper_pearson(k, n, level=0.9)
+        if k > 0:
+            assert binom.sf(k - 1, n, iv.low) == pytest.approx(0.05, abs=1e-9)
+        else:
+            assert iv.low == 0.0
+        if k < n:
+            assert binom.cdf(k, n, iv.high) == pytest.approx(0.05, abs=1e-9)
+        else:
+            assert iv.high == 1.0
+    low, high = clopper_pearson_bounds([0, 1], [0, 2])
+    assert np.isnan(low[0]) and np.isnan(high[0]) and low[1] == pytest.approx(beta.ppf(0.025, 1, 2))
+    assert clopper_pearson(0, 0).as_list() is None
+    with pytest.raises(ValueError, match="level must be in"):
+        clopper_pearson(1, 2, level=1.5)
+    with pytest.raises(ValueError, match="0 <= k <= n"):
+        clopper_pearson(3, 2)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 200), st.integers(0, 200), st.floats(0.5, 0.999))
+def test_interval_contains_estimate(k, extra, level):
+    """Property: a Clopper-Pearson interval contains k / n."""
+    n = k + extra
+    iv = clopper_pearson(k, n, level=level)
+    if n == 0:
+        assert iv.as_list() is None
+    else:
+        assert 0.0 <= iv.low <= iv.high <= 1.0
+        assert iv.contains(k / n)
+
+
+def test_bootstrap_matches_loop_and_is_reproducible(seed):
+    """Oracle: one resample per loop iteration with the same generator stream; seeds reproduce."""
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(0, 6, size=(15, 3))
+    counts[0] = [3, 0, 0]
+    got = bootstrap_f1_bounds(counts, n_boot=300, rng=np.random.default_rng(7))
+    r = np.random.default_rng(7)
+    f1 = []
+    for _ in range(300):
+        s = counts[r.integers(0, 15, 15)].sum(axis=0)
+        if 2 * s[0] + s[1] + s[2]:
+            f1.append(2 * s[0] / (2 * s[0] + s[1] + s[2]))
+    assert got == pytest.approx(tuple(np.percentile(f1, [2.5, 97.5])))
+    assert bootstrap_f1(counts, rng=5) == bootstrap_f1(counts, rng=5)
+    with pytest.raises(ValueError, match=r"shape \(n_docs, 3\)"):
+        bootstrap_f1_bounds(np.zeros((3, 2)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9), st.integers(0, 9)), min_size=1, max_size=12))
+def test_bootstrap_interval_in_unit_range(rows):
+    """Property: the bootstrap interval lies in [0, 1] (and is nan only when F1 is undefined everywhere)."""
+    counts = np.array(rows)
+    iv = bootstrap_f1(counts, n_boot=200, rng=0)
+    if counts.sum() == 0:
+        assert iv.as_list() is None
+    else:
+        assert 0.0 <= iv.low <= iv.high <= 1.0
