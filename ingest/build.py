@@ -4,7 +4,8 @@ Every parser in ``ingest/`` reduces its format to one of two shapes and calls on
 the two builders here, so the alignment rule and the label schema are the same for all:
 
 * :func:`corpus_from_spans` -- documents with texts, the (document, annotator)
-  assignments, and character spans. Tokens come from :func:`ingest.tokenize.tokenize`.
+  assignments, and character spans. Tokens come from :func:`ingest.tokenize.tokenize_many`
+  (the rule of :func:`ingest.tokenize.tokenize`, vectorised over all documents).
 * :func:`corpus_from_token_labels` -- documents as token lists and, per assignment,
   one tag per token (CoNLL, EBM-NLP).
 
@@ -30,7 +31,7 @@ from numpy.typing import NDArray
 
 from aggregation.corpus import ROLES, Corpus, entity_type
 from ingest.errors import IngestError, ProblemLog
-from ingest.tokenize import offsets_from_tokens, tokenize
+from ingest.tokenize import offsets_from_tokens, tokenize_many
 
 __all__ = ["Span", "corpus_from_spans", "corpus_from_token_labels", "class_names_for"]
 
@@ -139,10 +140,7 @@ def corpus_from_spans(
     type_id = {t: i + 1 for i, t in enumerate(type_list)}
 
     # Tokenize every document; lay them on one global character axis.
-    starts, ends = zip(*(tokenize(t) for t in texts), strict=True) if n_docs else ((), ())
-    doc_lengths = np.fromiter((len(s) for s in starts), dtype=np.int64, count=n_docs)
-    token_start = np.concatenate(starts) if n_docs else np.zeros(0, np.int64)
-    token_end = np.concatenate(ends) if n_docs else np.zeros(0, np.int64)
+    doc_lengths, token_start, token_end = tokenize_many(texts)
     doc_start = np.concatenate([[0], np.cumsum(doc_lengths)])
     text_base = np.concatenate([[0], np.cumsum([len(t) + 1 for t in texts])])
     token_doc = np.repeat(np.arange(n_docs), doc_lengths)
@@ -190,11 +188,15 @@ def corpus_from_spans(
 
     o_first = obs_base[sp_pair[live]] + (first[live] - doc_start[sp_doc[live]])
     o_last = obs_base[sp_pair[live]] + (last[live] - doc_start[sp_doc[live]])
-    cover = _range_sum(o_first, o_last, np.ones(live.size), n_obs)
-    type_sum = _range_sum(o_first, o_last, sp_type[live].astype(np.float64), n_obs)
-    obs_type = np.zeros(n_obs, dtype=np.int64)
+    cover = _range_sum(o_first, o_last, None, n_obs)
     inside = cover > 0
-    obs_type[inside] = np.rint(type_sum[inside] / cover[inside]).astype(np.int64)
+    if len(type_list) == 1:
+        obs_type = inside.astype(np.int64)
+    else:
+        type_sum = _range_sum(o_first, o_last, sp_type[live].astype(np.float64), n_obs)
+        obs_type = np.zeros(n_obs, dtype=np.int64)
+        obs_type[inside] = np.rint(type_sum[inside] / cover[inside]).astype(np.int64)
+        del type_sum
     if scheme == "io":
         label = obs_type
     else:
@@ -202,11 +204,30 @@ def corpus_from_spans(
         starts_here = np.bincount(o_first, minlength=n_obs)
         begin = (starts_here > 0) & (cover - starts_here == 0)
         label = np.where(inside, 2 * obs_type - 1 + (~begin), 0)
+    del cover, inside, obs_type
 
-    return Corpus.from_arrays(
-        token=obs_token,
-        worker=pair_worker[obs_pair],
-        label=label,
+    # Reorder the (assignment, token) rows into the corpus order, (token, worker), without
+    # a sort: within document d (k_d annotators, sorted by index), row (pair p, local token t)
+    # goes to block_base[d] + t * k_d + rank of p's annotator among the k_d.
+    by_doc_worker = np.lexsort((pair_worker, pair_doc))
+    k = np.bincount(pair_doc, minlength=n_docs)
+    rank = np.empty(n_pairs, dtype=np.int64)
+    rank[by_doc_worker] = np.arange(n_pairs) - np.concatenate([[0], np.cumsum(k)])[pair_doc[by_doc_worker]]
+    block_base = np.concatenate([[0], np.cumsum(k * doc_lengths)])
+    local = np.arange(n_obs) - obs_base[obs_pair]
+    pos = (block_base[pair_doc] + rank)[obs_pair] + local * k[pair_doc][obs_pair]
+    del local
+    token = np.empty(n_obs, dtype=np.int64)
+    token[pos] = obs_token
+    worker = np.empty(n_obs, dtype=np.int32)
+    worker[pos] = pair_worker[obs_pair]
+    label_sorted = np.empty(n_obs, dtype=np.int16)
+    label_sorted[pos] = label
+
+    return Corpus(
+        token=token,
+        worker=worker,
+        label=label_sorted,
         doc_lengths=doc_lengths,
         token_start=token_start,
         token_end=token_end,
@@ -218,8 +239,8 @@ def corpus_from_spans(
     )
 
 
-def _range_sum(first: NDArray, last: NDArray, value: NDArray, n: int) -> NDArray[np.float64]:
-    """Sum ``value`` over the half-open index ranges ``[first, last)`` by a difference array."""
+def _range_sum(first: NDArray, last: NDArray, value: NDArray | None, n: int) -> NDArray:
+    """Sum ``value`` (default 1) over the half-open index ranges ``[first, last)`` by a difference array."""
     diff = np.bincount(first, weights=value, minlength=n + 1) - np.bincount(last, weights=value, minlength=n + 1)
     return np.cumsum(diff)[:n]
 

@@ -86,20 +86,24 @@ def merge_corpora(corpora: Sequence[Corpus]) -> Corpus:
         lab.append(l_map[c.label])
     token = np.concatenate(tok)
     worker = np.concatenate(wrk)
-    key = token * len(roles) + worker
-    uniq, counts = np.unique(key, return_counts=True)
-    if np.any(counts > 1):
-        k = int(uniq[counts > 1][0])
-        t, w = k // len(roles), k % len(roles)
-        d = int(np.searchsorted(base, t, side="right") - 1)
-        raise IngestError(
-            f"duplicate assignment: annotator {list(worker_pos)[w]!r} labelled document "
-            f"{list(doc_pos)[d]!r} in two uploads"
-        )
-    return Corpus.from_arrays(
-        token=token,
-        worker=worker,
-        label=np.concatenate(lab),
+    label = np.concatenate(lab)
+    del tok, wrk, lab
+    n_w = max(len(roles), 1)
+    key = token * n_w + worker
+    step = np.diff(key)
+    shared_docs = sum(c.n_docs for c in corpora) != len(doc_pos)
+    if shared_docs and not np.all(step > 0):
+        # Only documents in two uploads can hold one (token, annotator) twice.
+        uniq, counts = np.unique(key, return_counts=True)
+        if np.any(counts > 1):
+            k = int(uniq[counts > 1][0])
+            t, w = k // n_w, k % n_w
+            d = int(np.searchsorted(base, t, side="right") - 1)
+            raise IngestError(
+                f"duplicate assignment: annotator {list(worker_pos)[w]!r} labelled document "
+                f"{list(doc_pos)[d]!r} in two uploads"
+            )
+    arrays = dict(
         doc_lengths=lengths,
         token_start=np.concatenate(starts) if starts else np.zeros(0, np.int64),
         token_end=np.concatenate(ends) if ends else np.zeros(0, np.int64),
@@ -109,3 +113,8 @@ def merge_corpora(corpora: Sequence[Corpus]) -> Corpus:
         worker_roles=tuple(roles),
         class_names=class_names,
     )
+    in_order = bool(np.all(step > 0))
+    del key, step
+    if in_order:  # already in corpus order (e.g. disjoint documents, compatible annotator order)
+        return Corpus(token=token, worker=worker.astype(np.int32), label=label.astype(np.int16), **arrays)
+    return Corpus.from_arrays(token=token, worker=worker, label=label, **arrays)

@@ -166,3 +166,17 @@ def test_merge_unions_schemas():
     assert m.class_names == ("O", "I", "P")
     assert m.labels_of(0)[:2].tolist() == [2, 0] and m.labels_of(1)[2:].tolist() == [1, 0]
     assert np.all(m.labels_of(0)[2:] == -1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from(list("ab_ 9-.\n\t\u00e9\u00a0\u2003\u4e2d\U0001d400\U0001f600()")),
+                        max_size=15), max_size=5))
+def test_tokenize_many_matches_the_regex_tokenizer(texts):
+    """Oracle: the regex tokenizer ``tokenize`` applied text by text (same rule, written with re)."""
+    from ingest.tokenize import tokenize_many
+
+    lengths, start, end = tokenize_many(texts)
+    want = [tokenize(t) for t in texts]
+    assert lengths.tolist() == [len(s) for s, _ in want]
+    assert start.tolist() == [x for s, _ in want for x in s.tolist()]
+    assert end.tolist() == [x for _, e in want for x in e.tolist()]
