@@ -73,6 +73,9 @@ def cancel_job(queue: Queue, job_id: str) -> None:
     except redis.exceptions.RedisError as exc:
         raise QueueUnavailableError(f"the job queue is unavailable: {exc}") from exc
     try:
+        # Drop the started-registry entries of earlier runs too, so rq's abandoned-job cleanup never
+        # mistakes a re-run of this id for the dead run.
+        queue.started_job_registry.remove_executions(rq_job)
         rq_job.delete(remove_from_queue=True)
     except redis.exceptions.RedisError as exc:
         raise QueueUnavailableError(f"the job queue is unavailable: {exc}") from exc

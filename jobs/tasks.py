@@ -25,7 +25,7 @@ from store import crud
 from store.artifacts import ArtifactStore
 from store.db import get_engine
 from store.errors import ArtifactMissingError
-from store.models import Job, JobStatus, utcnow
+from store.models import Job, JobStatus, aware, utcnow
 from store.settings import Settings, get_settings
 
 __all__ = ["run_job", "on_job_failure", "fail_or_requeue"]
@@ -156,7 +156,15 @@ def on_job_failure(rq_job, connection, exc_type, exc_value, tb) -> None:
     """rq failure callback: a job abandoned by a dead worker (found by rq's registry cleanup) fails or re-queues."""
     from rq.exceptions import AbandonedJobError
 
-    if exc_type is not None and issubclass(exc_type, AbandonedJobError):
-        fail_or_requeue(get_settings(), rq_job.id,
-                        reason="abandoned: the worker running the job died (rq found it in the started registry)",
-                        retries_left=int(rq_job.retries_left or 0))
+    if exc_type is None or not issubclass(exc_type, AbandonedJobError):
+        return  # run_job recorded its own failure
+    settings = get_settings()
+    with Session(get_engine(settings)) as s:
+        row = s.get(Job, rq_job.id)
+    beat = aware(row.heartbeat_at) if row is not None else None
+    if beat is not None and (utcnow() - beat).total_seconds() < 3 * settings.heartbeat_interval:
+        # A live run of the same id (a re-run) is heartbeating: the stale registry entry was an older run's.
+        return
+    fail_or_requeue(settings, rq_job.id,
+                    reason="abandoned: the worker running the job died (rq found it in the started registry)",
+                    retries_left=int(rq_job.retries_left or 0))

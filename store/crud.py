@@ -222,6 +222,7 @@ def claim_job(*, session: Session, job_id: str, worker_name: str | None) -> Job 
     result = session.exec(
         update(Job)
         .where(Job.id == job_id, Job.status == JobStatus.queued)
+        .execution_options(synchronize_session=False)
         .values(status=JobStatus.running, started_at=now, heartbeat_at=now, worker_name=worker_name,
                 attempts=Job.attempts + 1, progress={"stage": "starting"}, error=None)
     )
@@ -238,7 +239,7 @@ def update_job(*, session: Session, job_id: str, only_if: JobStatus | None = Non
     stmt = update(Job).where(Job.id == job_id)
     if only_if is not None:
         stmt = stmt.where(Job.status == only_if)
-    result = session.exec(stmt.values(**values))
+    result = session.exec(stmt.execution_options(synchronize_session=False).values(**values))
     session.commit()
     return result.rowcount == 1
 
@@ -252,7 +253,7 @@ def mark_stale_jobs(*, session: Session, stale_after: float, job_id: str | None 
     stmt = update(Job).where(Job.status == JobStatus.running, Job.heartbeat_at < cutoff)
     if job_id is not None:
         stmt = stmt.where(Job.id == job_id)
-    result = session.exec(stmt.values(
+    result = session.exec(stmt.execution_options(synchronize_session=False).values(
         status=JobStatus.failed,
         finished_at=now,
         error=(f"abandoned: the worker sent no heartbeat for {stale_after:g} s (killed or lost); "

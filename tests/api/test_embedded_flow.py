@@ -150,7 +150,7 @@ def test_failed_job_reason_and_rerun(client, keys):
                     json={"method": "ds", "params": {"max_iter": "many"}})
     body = wait_job(client, r.json()["id"], key)
     assert body["status"] == "failed", body
-    assert body["error"].startswith(("TypeError", "ValueError")) and "many" in body["error"] or "max_iter" in body["error"]
+    assert body["error"].startswith(("TypeError", "ValueError")), body
     _problem(client.get(f"/api/v1/jobs/{body['id']}/report", headers=auth(key)), 409)
     ok = client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key), json={"method": "mv"}).json()
     assert wait_job(client, ok["id"], key)["status"] == "finished"

@@ -1,0 +1,68 @@
+"""run_pipeline: fits on the crowd only, clamps experts when asked, reports, publishes progress."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from aggregation import make_aggregator
+from jobs.pipeline import run_pipeline
+from quality.references import reference_labels
+from tests.utils.factories import synthetic_corpus
+
+
+def test_matches_a_direct_fit_on_the_crowd(seed):
+    """Oracle: the aggregator fitted directly on ``corpus.select_role("crowd")`` gives the same labels and proba."""
+    corpus = synthetic_corpus(seed=seed)
+    result = run_pipeline(corpus, method="ds", params={"max_iter": 20})
+    direct = make_aggregator("ds", {"max_iter": 20}).fit(corpus.select_role("crowd"))
+    np.testing.assert_array_equal(result.labels, direct.labels_)
+    np.testing.assert_allclose(result.proba, direct.proba_)
+    assert result.worker_confusion.shape == (corpus.n_workers, 2, 2)
+    assert result.report["experts_used_in_fit"] is False and not result.clamped.any()
+    assert result.fit["iterations"] == direct.n_iter_
+
+
+def test_use_experts_clamps_the_reference(seed):
+    """With use_experts every token the expert labelled takes the expert's label (the oracle is the reference)."""
+    corpus = synthetic_corpus(seed=seed, accuracy=0.6)
+    result = run_pipeline(corpus, method="ds", use_experts=True)
+    ref = reference_labels(corpus, rule="union")
+    known = ref >= 0
+    np.testing.assert_array_equal(result.clamped, known)
+    np.testing.assert_array_equal(result.labels[known], ref[known])
+    assert result.report["experts_used_in_fit"] is True
+
+
+def test_progress_once_per_iteration(seed):
+    """The progress callback sees every EM iteration, in order, with the logged objective."""
+    corpus = synthetic_corpus(seed=seed)
+    events = []
+    result = run_pipeline(corpus, method="ds", params={"max_iter": 15, "tol": 0.0},
+                          progress=lambda stage, it, ll: events.append((stage, it, ll)))
+    iterations = [(it, ll) for stage, it, ll in events if it is not None]
+    assert [it for it, _ in iterations] == list(range(1, result.fit["iterations"] + 1))
+    assert [ll for _, ll in iterations] == result.fit["log_likelihood"]
+    assert [s for s, it, _ in events if it is None] == ["fitting", "reporting", "done"]
+
+
+def test_refuses_what_cannot_run():
+    """No crowd labels, experts asked for but absent, unknown parameters: ValueError naming the problem."""
+    corpus = synthetic_corpus()
+    with pytest.raises(ValueError, match="no crowd labels"):
+        run_pipeline(corpus.select_role("expert"), method="mv")
+    with pytest.raises(ValueError, match="use_experts needs expert labels"):
+        run_pipeline(_without_experts(corpus), method="mv", use_experts=True)
+    with pytest.raises(ValueError, match="unknown parameter"):
+        run_pipeline(corpus, method="ds", params={"iterations": 3})
+
+
+def _without_experts(corpus):
+    from aggregation.corpus import Corpus
+
+    crowd = corpus.workers_with_role("crowd")
+    sub = corpus.select_workers(crowd)
+    return Corpus(token=sub.token, worker=sub.worker, label=sub.label, doc_lengths=sub.doc_lengths,
+                  token_start=sub.token_start, token_end=sub.token_end, doc_ids=sub.doc_ids, texts=sub.texts,
+                  worker_ids=tuple(corpus.worker_ids[i] for i in crowd), worker_roles=("crowd",) * len(crowd),
+                  class_names=sub.class_names)
