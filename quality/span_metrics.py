@@ -260,10 +260,12 @@ def nervaluate_scores(true, pred) -> dict[str, dict]:
         raise ValueError("true spans must not overlap each other")
     n_true = tf.shape[0]
     # First true span ending after the prediction starts; it overlaps if it starts before the prediction ends.
+    if n_true == 0:  # pad with one empty span that overlaps nothing, so the indexing below stays valid
+        tf, tl, tt = np.array([-1]), np.array([-1]), np.array([-1])
     idx = np.searchsorted(tl, pf, side="right")
     has = idx < n_true
     j = np.minimum(idx, max(n_true - 1, 0))
-    overlap = has & (tf[j] < pl) if n_true else np.zeros(pf.shape[0], dtype=bool)
+    overlap = has & (tf[j] < pl)
     same_bounds = overlap & (tf[j] == pf) & (tl[j] == pl)
     same_type = overlap & (tt[j] == pt)
     exact = same_bounds & same_type
@@ -271,7 +273,7 @@ def nervaluate_scores(true, pred) -> dict[str, dict]:
     overlap_same = overlap & ~same_bounds & same_type
     overlap_other = overlap & ~same_bounds & ~same_type
     spurious = int(np.count_nonzero(~overlap))
-    touched = np.zeros(n_true, dtype=bool)
+    touched = np.zeros(max(n_true, 1), dtype=bool)[:n_true]
     touched[j[overlap]] = True
     missed = int(np.count_nonzero(~touched))
     c = {k: int(np.count_nonzero(v)) for k, v in
@@ -313,7 +315,7 @@ def _parse_tags(seqs: list[list[str]]) -> tuple[NDArray, NDArray, NDArray]:
     uniq, inv = np.unique(flat.astype(str), return_inverse=True)
     pre = np.array([_PREFIX.get(u.split("-", 1)[0], -1) if u != "O" else 0 for u in uniq], dtype=np.int64)
     if np.any(pre < 0):
-        raise ValueError(f"tags must be O or start with B-, I-, E- or S-, found {uniq[pre < 0][0]!r}")
+        raise ValueError(f"tags must be O or start with B-, I-, E- or S-, found {str(uniq[pre < 0][0])!r}")
     typ_names = [u.split("-", 1)[1] if "-" in u else "" for u in uniq]
     _, typ = np.unique(np.array(typ_names, dtype=str), return_inverse=True)
     return pre[inv], typ[inv].astype(np.int64), sent_first
