@@ -12,7 +12,8 @@ overlap. Formats (the outputs of ``ingest.writers.write_labels``):
 * ``conll``: the corpus' tokens in order, one ``token<TAB>tag`` per line (the tag
   is the last field), a blank line between documents; tokens must match.
 * ``ebm-nlp``: a folder of ``<doc_id>.AGGREGATED.ann``, one entity-type number per
-  token line (0 = outside), BIO starts restored by the conlleval rule.
+  token line (0 = outside); under BIO a run of one type becomes one span (the format
+  cannot tell adjacent spans of one type apart).
 * ``categorical-csv``: ``item,label`` rows for one-token documents.
 * ``corpus``: a corpus ``.npz`` with one annotator on the same documents.
 """
@@ -226,10 +227,11 @@ def labels_from_corpus(other: Corpus, corpus: Corpus, *, annotator: str | None =
     ndarray of shape (n_tokens,), int64
     """
     if annotator is None:
-        if other.n_workers != 1:
-            raise ValueError(f"the aggregate has {other.n_workers} annotators {list(other.worker_ids)[:5]}; "
-                             "name the one to score")
-        w = 0
+        present = np.unique(other.worker)
+        if present.shape[0] != 1:
+            names = [other.worker_ids[i] for i in present[:5]]
+            raise ValueError(f"the aggregate has {present.shape[0]} annotators {names}; name the one to score")
+        w = int(present[0])
     elif annotator in other.worker_ids:
         w = other.worker_ids.index(annotator)
     else:
