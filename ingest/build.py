@@ -166,8 +166,8 @@ def corpus_from_spans(
     pair_len = doc_lengths[pair_doc]
     obs_base = np.concatenate([[0], np.cumsum(pair_len)])
     n_obs = int(obs_base[-1])
-    obs_pair = np.repeat(np.arange(n_pairs), pair_len)
-    obs_token = doc_start[pair_doc][obs_pair] + (np.arange(n_obs) - obs_base[obs_pair])
+    # int32 row -> assignment index halves the largest temporaries (n_obs can be ~10M).
+    obs_pair = np.repeat(np.arange(n_pairs, dtype=np.int32 if n_pairs < 2**31 else np.int64), pair_len)
 
     # Spans -> token ranges [first, last) by the overlap rule, then -> observation rows.
     sp_pair = np.fromiter(
@@ -191,11 +191,11 @@ def corpus_from_spans(
     cover = _range_sum(o_first, o_last, None, n_obs)
     inside = cover > 0
     if len(type_list) == 1:
-        obs_type = inside.astype(np.int64)
+        obs_type = inside.astype(np.int16)
     else:
         type_sum = _range_sum(o_first, o_last, sp_type[live].astype(np.float64), n_obs)
-        obs_type = np.zeros(n_obs, dtype=np.int64)
-        obs_type[inside] = np.rint(type_sum[inside] / cover[inside]).astype(np.int64)
+        obs_type = np.zeros(n_obs, dtype=np.int16)
+        obs_type[inside] = np.rint(type_sum[inside] / cover[inside]).astype(np.int16)
         del type_sum
     if scheme == "io":
         label = obs_type
@@ -203,7 +203,7 @@ def corpus_from_spans(
         # B on a span's first token unless an earlier span of the same type already covers it.
         starts_here = np.bincount(o_first, minlength=n_obs)
         begin = (starts_here > 0) & (cover - starts_here == 0)
-        label = np.where(inside, 2 * obs_type - 1 + (~begin), 0)
+        label = np.where(inside, 2 * obs_type - 1 + (~begin), 0).astype(np.int16)
     del cover, inside, obs_type
 
     # Reorder the (assignment, token) rows into the corpus order, (token, worker), without
@@ -217,12 +217,13 @@ def corpus_from_spans(
     local = np.arange(n_obs) - obs_base[obs_pair]
     pos = (block_base[pair_doc] + rank)[obs_pair] + local * k[pair_doc][obs_pair]
     del local
-    token = np.empty(n_obs, dtype=np.int64)
-    token[pos] = obs_token
     worker = np.empty(n_obs, dtype=np.int32)
-    worker[pos] = pair_worker[obs_pair]
+    worker[pos] = pair_worker.astype(np.int32)[obs_pair]
     label_sorted = np.empty(n_obs, dtype=np.int16)
     label_sorted[pos] = label
+    del pos, label, obs_pair
+    # Each token of document d appears once per annotator of d, consecutively.
+    token = np.repeat(np.arange(doc_lengths.sum(), dtype=np.int64), np.repeat(k, doc_lengths))
 
     return Corpus(
         token=token,

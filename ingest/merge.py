@@ -78,10 +78,12 @@ def merge_corpora(corpora: Sequence[Corpus]) -> Corpus:
     tok, wrk, lab = [], [], []
     for c in corpora:
         doc_map = np.array([doc_pos[d] for d in c.doc_ids], dtype=np.int64)
-        w_map = np.array([worker_pos[w] for w in c.worker_ids], dtype=np.int64)
-        l_map = np.array([class_id[n] for n in c.class_names], dtype=np.int64)
-        od = c.obs_doc
-        tok.append(base[doc_map[od]] + (c.token - c.doc_start[od]))
+        w_map = np.array([worker_pos[w] for w in c.worker_ids], dtype=np.int32)
+        l_map = np.array([class_id[n] for n in c.class_names], dtype=np.int16)
+        # Token shift per document, gathered per token then per row (no per-row doc index kept).
+        shift = np.repeat(base[doc_map] - c.doc_start[:-1], c.doc_lengths)
+        tok.append(c.token + shift[c.token])
+        del shift
         wrk.append(w_map[c.worker])
         lab.append(l_map[c.label])
     token = np.concatenate(tok)
@@ -114,7 +116,10 @@ def merge_corpora(corpora: Sequence[Corpus]) -> Corpus:
         class_names=class_names,
     )
     in_order = bool(np.all(step > 0))
-    del key, step
-    if in_order:  # already in corpus order (e.g. disjoint documents, compatible annotator order)
-        return Corpus(token=token, worker=worker.astype(np.int32), label=label.astype(np.int16), **arrays)
-    return Corpus.from_arrays(token=token, worker=worker, label=label, **arrays)
+    del step
+    if not in_order:
+        order = np.argsort(key, kind="stable")
+        token, worker, label = token[order], worker[order], label[order]
+        del order
+    del key
+    return Corpus(token=token, worker=worker, label=label, **arrays)

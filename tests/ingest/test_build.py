@@ -180,3 +180,15 @@ def test_tokenize_many_matches_the_regex_tokenizer(texts):
     assert lengths.tolist() == [len(s) for s, _ in want]
     assert start.tolist() == [x for s, _ in want for x in s.tolist()]
     assert end.tolist() == [x for _, e in want for x in e.tolist()]
+
+
+def test_merge_reorders_when_annotator_order_differs():
+    """Oracle: each annotator's dense labels are unchanged by the merge (labels_of before and after)."""
+    def two(doc, first, second):
+        return corpus_from_spans(documents={doc: "a b c"}, assignments=[(doc, first), (doc, second)],
+                                 spans=[Span(doc, first, 0, 1, "P")], roles={first: "crowd", second: "crowd"})
+
+    x, y = two("d1", "A", "B"), two("d2", "B", "A")
+    m = merge_corpora([x, y])
+    assert m.worker_ids == ("A", "B")
+    assert m.labels_of(0).tolist() == [1, 0, 0, 0, 0, 0] and m.labels_of(1).tolist() == [0, 0, 0, 1, 0, 0]
