@@ -21,8 +21,9 @@ def _create(args: argparse.Namespace) -> int:
     settings = get_settings()
     with Session(get_engine(settings)) as session:
         project = crud.get_or_create_project(session=session, name=name)
-        key = crud.create_api_key(session=session, project_id=project.id)
-    print(f"created an API key for project {name!r} (id {project.id}); it is shown once:")
+        project_id = project.id
+        key = crud.create_api_key(session=session, project_id=project_id)
+    print(f"created an API key for project {name!r} (id {project_id}); it is shown once:")
     print(key)
     return 0
 

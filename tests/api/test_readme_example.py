@@ -1,0 +1,60 @@
+"""The README example, run exactly as written (api/sample/README_example.sh) against `crowdqa serve`."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.utils.services import free_port, wait_for_port
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "api" / "sample" / "README_example.sh"
+BIN = Path(sys.executable).parent
+
+
+@pytest.mark.skipif(not (BIN / "crowdqa").exists(), reason="crowdqa is not installed in this environment")
+def test_readme_example_against_crowdqa_serve(tmp_path):
+    """`crowdqa serve` (embedded) prints a first key; the README steps upload, run HMM-Crowd and fetch a report."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CROWDQA_")}
+    env.update(PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}", CROWDQA_DATA_DIR=str(tmp_path / "crowdqa-data"),
+               CROWDQA_API=f"http://127.0.0.1:{port}/api/v1", PYTHONUNBUFFERED="1")
+    server = subprocess.Popen([str(BIN / "crowdqa"), "serve", "--port", str(port), "--log-level", "warning"],
+                              env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_for_port(port, timeout=60)
+        out = subprocess.run(["bash", str(SCRIPT)], env=env, cwd=tmp_path, capture_output=True, text=True,
+                             timeout=180)
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert re.search(r"job [0-9a-f]{32}: finished", out.stdout), out.stdout
+        report = __import__("json").loads((tmp_path / "report.json").read_text())
+        assert report["method"] == "hmm-crowd" and report["experts_used_in_fit"] is False
+        token = report["aggregate_vs_expert"]["token"]
+        assert 0.5 < token["f1"] <= 1.0 and token["tp"] > 0  # the sample is built to give meaningful numbers
+        rows = [line for line in out.stdout.splitlines() if line.startswith(("mturk:", "upwork:"))]
+        assert len(rows) == 5 and "mturk:A10SPAM" in rows[0]  # the spammer has the lowest F1
+    finally:
+        server.send_signal(signal.SIGTERM)
+        log, _ = server.communicate(timeout=30)
+    # uvicorn shuts down gracefully, then re-raises the SIGTERM it caught (hence -15).
+    assert server.returncode in (0, -signal.SIGTERM) and "Traceback" not in log, log
+    keys = re.findall(r"^cqa_\S+$", log, flags=re.M)
+    assert len(keys) == 1, log  # created and printed once, on first start
+    # The first-start key is a working key of the project "default".
+    server = subprocess.Popen([str(BIN / "crowdqa"), "serve", "--port", str(port), "--log-level", "warning"],
+                              env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_for_port(port, timeout=60)
+        r = httpx.get(f"http://127.0.0.1:{port}/api/v1/datasets", headers={"Authorization": f"Bearer {keys[0]}"})
+        assert r.status_code == 200 and r.json() == {"data": [], "count": 0}
+    finally:
+        server.send_signal(signal.SIGTERM)
+        log, _ = server.communicate(timeout=30)
+    assert not re.findall(r"^cqa_\S+$", log, flags=re.M)  # no new key on the second start
