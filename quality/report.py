@@ -18,6 +18,9 @@ Rules
 * Every score block carries ``tp, fp, fn``, Clopper-Pearson intervals for precision
   and recall, and a document-level bootstrap interval for F1 (``null`` for fewer than
   ``min_boot_docs`` documents, where resampling documents says nothing).
+* ``agreement``: Cohen's kappa and pairwise F1 for every pair of experts, Cohen's kappa
+  for every pair of crowd workers sharing ``min_pair_docs`` documents
+  (:mod:`quality.pair_agreement`), Krippendorff's alpha over all annotators.
 * A worker's ``vs_expert`` covers the documents both the worker and the experts
   labelled (an expert is compared with a reference that includes their own labels);
   ``vs_aggregate`` covers all of the worker's documents.
@@ -39,6 +42,7 @@ from aggregation.spans import decode_spans
 from quality.agreement import cohen_kappa, krippendorff_alpha_corpus, pairwise_f1
 from quality.intervals import bootstrap_f1_bounds, clopper_pearson_bounds
 from quality.metrics import grouped_counts, per_label_prf, prf_from_counts
+from quality.pair_agreement import kappa_from_confusions, pair_confusions
 from quality.references import reference_labels
 from quality.span_metrics import instance_counts
 
@@ -203,6 +207,7 @@ def build_report(
     seed: int = 0,
     n_boot: int = 1000,
     min_boot_docs: int = 3,
+    min_pair_docs: int = 3,
 ) -> dict:
     """Score the aggregate and every annotator against the experts (and annotators against the aggregate).
 
@@ -227,6 +232,8 @@ def build_report(
     n_boot : int, default=1000
     min_boot_docs : int, default=3
         Fewer compared documents than this give ``f1_ci = null``.
+    min_pair_docs : int, default=3
+        Crowd worker pairs sharing at least this many documents get a Cohen's kappa.
 
     Returns
     -------
@@ -309,6 +316,16 @@ def build_report(
                           "kappa": _num(cohen_kappa(la, lb, n_classes=corpus.n_classes)), "f1": _num(f1.f1)})
     alpha = krippendorff_alpha_corpus(corpus)
     crowd = corpus.workers_with_role("crowd")
+    pc = pair_confusions(corpus.select_workers(crowd))
+    enough = pc.documents >= min_pair_docs
+    crowd_k = kappa_from_confusions(pc.confusion[enough])
+    crowd_pairs = [
+        {"a": corpus.worker_ids[a], "b": corpus.worker_ids[b], "documents": int(d), "tokens": int(t),
+         "kappa": _num(k)}
+        for a, b, d, t, k in zip(pc.a[enough].tolist(), pc.b[enough].tolist(), pc.documents[enough].tolist(),
+                                 pc.confusion[enough].sum(axis=(1, 2)).tolist(), crowd_k.tolist(), strict=True)
+    ]
+    finite = crowd_k[np.isfinite(crowd_k)]
     return {
         "method": method,
         "labels": list(corpus.class_names),
@@ -323,7 +340,16 @@ def build_report(
         },
         "aggregate_vs_expert": agg_block,
         "workers": workers,
-        "agreement": {"expert_kappa": pairs, "krippendorff_alpha": _num(alpha)},
+        "agreement": {
+            "expert_kappa": pairs,
+            "krippendorff_alpha": _num(alpha),
+            "crowd_kappa": crowd_pairs,
+            "crowd_kappa_summary": {
+                "min_documents": min_pair_docs, "pairs": len(crowd_pairs),
+                "median": _num(float(np.median(finite))) if finite.size else None,
+                "mean": _num(float(np.mean(finite))) if finite.size else None,
+            },
+        },
         "fit": fit,
         "bootstrap": {"n_boot": n_boot, "seed": seed, "level": LEVEL, "min_documents": min_boot_docs},
     }
@@ -411,4 +437,8 @@ def format_report(report: dict, *, max_workers: int = 40) -> str:
     for p in ag.get("expert_kappa", []):
         lines.append(f"  {p['a']} vs {p['b']}: kappa {_fmt(p['kappa'])}, F1 {_fmt(p.get('f1'))} "
                      f"on {p['tokens']} tokens")
+    cs = ag.get("crowd_kappa_summary")
+    if cs and cs["pairs"]:
+        lines.append(f"  crowd worker pairs sharing >= {cs['min_documents']} documents: {cs['pairs']}, "
+                     f"Cohen's kappa median {_fmt(cs['median'])}, mean {_fmt(cs['mean'])}")
     return "\n".join(lines)

@@ -180,3 +180,28 @@ def test_bootstrap_interval_in_unit_range(rows):
         assert iv.as_list() is None
     else:
         assert 0.0 <= iv.low <= iv.high <= 1.0
+
+
+def test_pair_confusions_brute_force(seed):
+    """Oracle: for every annotator pair, dense labels_of + a loop count; pairs sharing nothing are absent."""
+    from quality.pair_agreement import kappa_from_confusions, pair_confusions
+    from tests.quality.test_report import random_corpus
+
+    c = random_corpus(seed, n_docs=25, n_crowd=7)
+    pc = pair_confusions(c, chunk=50)  # tiny chunks exercise the chunked path
+    got = {(int(a), int(b)): (cf, int(d)) for a, b, cf, d in zip(pc.a, pc.b, pc.confusion, pc.documents, strict=True)}
+    kap = dict(zip(zip(pc.a.tolist(), pc.b.tolist(), strict=True), kappa_from_confusions(pc.confusion).tolist(),
+                   strict=True))
+    for a in range(c.n_workers):
+        for b in range(a + 1, c.n_workers):
+            la, lb = c.labels_of(a), c.labels_of(b)
+            both = (la >= 0) & (lb >= 0)
+            if not both.any():
+                assert (a, b) not in got
+                continue
+            cm = np.zeros((c.n_classes, c.n_classes), dtype=int)
+            np.add.at(cm, (la[both], lb[both]), 1)
+            assert np.array_equal(got[(a, b)][0], cm)
+            assert got[(a, b)][1] == len(set(c.token_doc[both].tolist()))
+            k = cohen_kappa(la, lb, n_classes=c.n_classes)
+            assert kap[(a, b)] == pytest.approx(k, nan_ok=True)
