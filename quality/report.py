@@ -22,7 +22,8 @@ Rules
   for every pair of crowd workers sharing ``min_pair_docs`` documents
   (:mod:`quality.pair_agreement`), Krippendorff's alpha over all annotators.
 * A worker's ``vs_expert`` covers the documents both the worker and the experts
-  labelled (an expert is compared with a reference that includes their own labels);
+  labelled; an expert is compared with the reference built from the *other* experts
+  (``null`` when there is no other expert, or when the reference is that expert);
   ``vs_aggregate`` covers all of the worker's documents.
 
 Per-worker counts come from one ``bincount`` over the COO arrays for all workers at
@@ -43,7 +44,7 @@ from quality.agreement import cohen_kappa, krippendorff_alpha_corpus, pairwise_f
 from quality.intervals import bootstrap_f1_bounds, clopper_pearson_bounds
 from quality.metrics import grouped_counts, per_label_prf, prf_from_counts
 from quality.pair_agreement import kappa_from_confusions, pair_confusions
-from quality.references import reference_labels
+from quality.references import RULES, reference_labels
 from quality.span_metrics import instance_counts
 
 __all__ = ["build_report", "format_report", "score_block"]
@@ -289,6 +290,23 @@ def build_report(
     vs_expert = _worker_blocks(ce, we, np.bincount(corpus.worker[valid_e], minlength=corpus.n_workers),
                                n_workers=corpus.n_workers, n_boot=n_boot, seed=seed, stream=2,
                                min_boot_docs=min_boot_docs)
+    # An expert is scored against the *other* experts (leave-one-out), never against a
+    # reference that contains their own labels.
+    for w in corpus.workers_with_role("expert").tolist():
+        if reference not in RULES:
+            if corpus.worker_ids[w] == reference:
+                vs_expert[w] = None
+            continue
+        others = np.setdiff1d(np.arange(corpus.n_workers), [w])
+        ref_w = reference_labels(corpus.select_workers(others), rule=reference)
+        lab_w = corpus.labels_of(w)
+        ok = (ref_w != MISSING) & (lab_w != MISSING) & ~clamped
+        if not np.any(ok):
+            vs_expert[w] = None
+            continue
+        c_w, n_tok = _token_doc_counts(lab_w, ref_w, ok, corpus)
+        vs_expert[w] = score_block(c_w, n_boot=n_boot, rng=np.random.default_rng([seed, 4, w]),
+                                   min_boot_docs=min_boot_docs, tokens=n_tok)
     valid_a = agg_ok[tok]
     ca, wa, n_tok_a = _pair_counts(corpus, pairs, valid_a, agg[tok] > 0)
     vs_agg = _worker_blocks(ca, wa, n_tok_a, n_workers=corpus.n_workers, n_boot=n_boot, seed=seed, stream=3,

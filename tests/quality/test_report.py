@@ -46,14 +46,19 @@ def random_corpus(seed: int, *, n_docs: int = 12, n_crowd: int = 6, n_experts: i
 
 
 def test_worker_counts_brute_force(seed):
-    """Oracle: per-worker tp/fp/fn, documents and tokens counted with Python loops over annotations."""
+    """Oracle: per-worker tp/fp/fn, documents and tokens counted with Python loops over annotations.
+
+    Experts are scored against the union of the other experts (leave-one-out).
+    """
     c = random_corpus(seed)
     rng = np.random.default_rng(seed + 1)
     agg = rng.integers(0, 2, c.n_tokens)
     agg[c.doc_start[1]:c.doc_start[2]] = MISSING  # the aggregate does not cover document 1
-    ref = reference_labels(c)
     rep = build_report(c, agg, method="test", experts_used_in_fit=False, n_boot=50, seed=seed)
     for w, row in enumerate(rep["workers"]):
+        ref = reference_labels(c)
+        if c.worker_roles[w] == "expert":
+            ref = reference_labels(c.select_workers([v for v in range(c.n_workers) if v != w]))
         e = {"tp": 0, "fp": 0, "fn": 0}
         a = {"tp": 0, "fp": 0, "fn": 0}
         docs, docs_e, docs_a = set(), set(), set()
@@ -125,6 +130,17 @@ def test_clamped_tokens_are_never_scored():
         c.doc_lengths[0])
     assert some["aggregate_vs_expert"]["span_strict"]["documents"] == full["aggregate_vs_expert"]["span_strict"][
         "documents"] - 1
+
+
+def test_single_expert_has_no_expert_score():
+    """With one expert there is no other expert to score them against: vs_expert is null."""
+    c = random_corpus(8, n_experts=1)
+    rep = build_report(c, np.zeros(c.n_tokens, int), method="mv", experts_used_in_fit=False, n_boot=10)
+    row = next(w for w in rep["workers"] if w["role"] == "expert")
+    assert row["vs_expert"] is None and row["vs_aggregate"] is not None
+    one = build_report(c, np.zeros(c.n_tokens, int), method="mv", experts_used_in_fit=False, n_boot=10,
+                       reference="e0")
+    assert next(w for w in one["workers"] if w["role"] == "expert")["vs_expert"] is None
 
 
 def test_no_experts():
