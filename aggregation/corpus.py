@@ -243,7 +243,7 @@ class Corpus:
         """The token strings of document ``d``."""
         s, e = int(self.doc_start[d]), int(self.doc_start[d + 1])
         text = self.texts[d]
-        return [text[a:b] for a, b in zip(self.token_start[s:e].tolist(), self.token_end[s:e].tolist())]
+        return [text[a:b] for a, b in zip(self.token_start[s:e].tolist(), self.token_end[s:e].tolist(), strict=True)]
 
     def _with_obs(self, keep: NDArray[np.bool_]) -> Corpus:
         return Corpus(
@@ -392,22 +392,63 @@ def _check_corpus(c: Corpus) -> None:
         if np.any(out):
             row = int(np.flatnonzero(out)[0])
             raise ValueError(f"{name} index must be in [0, {hi}), found {int(a[row])} at row {row}")
-    key = c.token * max(n_workers, 1) + c.worker
-    step = np.diff(key)
-    if np.any(step <= 0):
-        row = int(np.flatnonzero(step <= 0)[0]) + 1
-        what = "duplicate (token, worker)" if step[row - 1] == 0 else "triplets not sorted by (token, worker)"
-        raise ValueError(f"{what} at row {row}; use Corpus.from_arrays to sort")
-    # Coverage: an annotator present on a document labels every token of it.
-    tdoc = np.repeat(np.arange(n_docs, dtype=np.int64), c.doc_lengths)
-    pair = tdoc[c.token] * n_workers + c.worker
-    pairs, counts = np.unique(pair, return_counts=True)
-    need = c.doc_lengths[pairs // n_workers]
-    short = counts != need
-    if np.any(short):
-        i = int(np.flatnonzero(short)[0])
-        d, w = int(pairs[i] // n_workers), int(pairs[i] % n_workers)
-        raise ValueError(
-            f"annotator {c.worker_ids[w]!r} labels {int(counts[i])} of the {int(need[i])} tokens of "
-            f"document {c.doc_ids[d]!r}; an annotator labels all tokens of a document or none"
-        )
+    _check_sorted_unique(c, n_workers)
+    _check_coverage(c)
+
+
+_CHUNK = 1 << 20  # rows per chunk: keeps validation's temporaries near 10 MB at any corpus size
+
+
+def _check_sorted_unique(c: Corpus, n_workers: int) -> None:
+    """Rows strictly increase in ``token * n_workers + worker``: sorted and without duplicates."""
+    n_obs = c.token.shape[0]
+    for a in range(0, n_obs - 1, _CHUNK):
+        b = min(a + _CHUNK + 1, n_obs)
+        key = c.token[a:b] * max(n_workers, 1) + c.worker[a:b]
+        step = np.diff(key)
+        if np.any(step <= 0):
+            j = int(np.flatnonzero(step <= 0)[0])
+            what = "duplicate (token, worker)" if step[j] == 0 else "triplets not sorted by (token, worker)"
+            raise ValueError(f"{what} at row {a + j + 1}; use Corpus.from_arrays to sort")
+
+
+def _check_coverage(c: Corpus) -> None:
+    """An annotator present on a document labels every token of it.
+
+    Rows are sorted by (token, worker), so every token's annotators form a sorted block;
+    coverage holds iff each token's block equals the block of its document's first
+    token. Compared row by row through an offset per token, in chunks, without sorting.
+    """
+    n_tokens = c.token_start.shape[0]
+    per_token = np.bincount(c.token, minlength=n_tokens)
+    block = np.zeros(n_tokens + 1, dtype=np.int64)
+    np.cumsum(per_token, out=block[1:])
+    doc_start = np.zeros(c.n_docs + 1, dtype=np.int64)
+    np.cumsum(c.doc_lengths, out=doc_start[1:])
+    first = np.repeat(doc_start[:-1], c.doc_lengths)
+    bad = np.flatnonzero(per_token != per_token[first])
+    if bad.size:
+        _raise_coverage(c, int(bad[0]), block, doc_start)
+    offset = block[first] - block[:-1]
+    n_obs = c.token.shape[0]
+    for a in range(0, n_obs, _CHUNK):
+        b = min(a + _CHUNK, n_obs)
+        tok = c.token[a:b]
+        mismatch = c.worker[np.arange(a, b) + offset[tok]] != c.worker[a:b]
+        if np.any(mismatch):
+            _raise_coverage(c, int(tok[np.flatnonzero(mismatch)[0]]), block, doc_start)
+
+
+def _raise_coverage(c: Corpus, t: int, block: NDArray, doc_start: NDArray) -> None:
+    """Name an annotator who labels some but not all tokens of token ``t``'s document."""
+    d = int(np.searchsorted(doc_start, t, side="right") - 1)
+    f = int(doc_start[d])
+    here = set(c.worker[block[t] : block[t + 1]].tolist())
+    there = set(c.worker[block[f] : block[f + 1]].tolist())
+    w = min(here ^ there)
+    rows = c.worker[block[f] : block[doc_start[d + 1]]]
+    raise ValueError(
+        f"annotator {c.worker_ids[w]!r} labels {int(np.count_nonzero(rows == w))} of the "
+        f"{int(c.doc_lengths[d])} tokens of document {c.doc_ids[d]!r}; an annotator labels all "
+        f"tokens of a document or none"
+    )

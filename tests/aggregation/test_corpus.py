@@ -52,6 +52,8 @@ def test_save_load_round_trip_is_exact(tmp_path):
         (dict(label=[1, 0, 0, 1, 1, 0, 0, 5]), r"label index must be in \[0, 2\), found 5 at row"),
         (dict(token=[0, 1, 2, 0, 1, 2, 3, 3]), r"duplicate \(token, worker\)"),
         (dict(token=[0, 1, 3, 0, 1, 2, 3, 4]), r"labels 2 of the 3 tokens of document 'a'"),
+        (dict(token=[0, 1, 2, 0, 1, 2, 4, 3], worker=[0, 0, 0, 1, 1, 1, 0, 1], label=[0] * 8),
+         r"'mturk:A' labels 1 of the 2 tokens of document 'b'"),
         (dict(class_names=["B", "O"]), r"class_names\[0\] must be 'O'"),
         (dict(worker_roles=["crowd", "boss"]), r"'crowd' or 'expert', found 'boss'"),
         (dict(token_end=[1, 4, 60, 2, 5]), r"past the end of document 'a'"),
