@@ -1,0 +1,23 @@
+"""Quality measurements: pure functions over label arrays on the canonical corpus.
+
+Modules
+-------
+metrics
+    Token-wise precision, recall, F1 (binary span detection, per label, micro, macro).
+span_metrics
+    NLP Sandbox instance scores (strict, relaxed, type), nervaluate schemes, seqeval,
+    entity- and model-level scores with the span confusion matrix.
+intervals
+    Clopper-Pearson intervals and the document-level bootstrap for F1.
+agreement, pair_agreement
+    Cohen's and Fleiss' kappa, Krippendorff's alpha, pairwise F1; kappa for every
+    pair of annotators sharing documents.
+references
+    The expert reference (union, majority, one expert).
+sample_size
+    SLiCE gold-standard sample sizes.
+segmentation
+    segeval's boundary similarity B and the ClinAIS B2.
+report, aggregate_input
+    The quality report and the reader that puts an aggregate back on a corpus' tokens.
+"""
