@@ -67,6 +67,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("crowdqa: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (``crowdqa ingest ... | head``): stop quietly, as Unix tools do.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":  # pragma: no cover
