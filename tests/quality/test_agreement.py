@@ -33,6 +33,7 @@ def test_cohen_matches_sklearn(seed):
     assert cohen_kappa(a, b) == pytest.approx(cohen_kappa_score(a[both], b[both]), abs=1e-12)
 
 
+@pytest.mark.filterwarnings("ignore:A single label was found")
 def test_kappa_undefined_when_expected_agreement_is_one():
     """Pinned edge convention: p_e == 1 (both raters constant, same class) gives nan, as sklearn does."""
     a = np.zeros(5, dtype=int)
