@@ -9,8 +9,10 @@ Rules
 * The reference is :func:`quality.references.reference_labels` (``"union"`` of the
   experts by default); a token no expert labelled is not compared with the experts.
 * Tokens in ``clamped`` (expert labels the aggregator was given as known) are left out
-  of every comparison against the experts, so clamped tokens are never reported as if
-  they were held out. Span comparisons leave out every document with a clamped token.
+  of the aggregate's comparison against the experts, so clamped tokens are never
+  reported as if they were held out; span comparisons leave out every document with a
+  clamped token. Workers and experts are still scored on them: their labels never came
+  from the fit.
 * ``token`` scores: positive = any non-``O`` label, over the tokens both sides cover.
   ``span_strict`` / ``span_relaxed`` / ``span_type``: NLP Sandbox instance scores on the
   decoded spans (same start and length / same start, length within +-2 characters /
@@ -285,7 +287,9 @@ def build_report(
     # ---- workers, all at once
     tok = corpus.token
     pairs = _obs_pairs(corpus)
-    valid_e = ((ref != MISSING) & ~clamped)[tok]
+    # Workers and experts are scored on every expert token, clamped or not: their labels
+    # never came from the fit, so giving experts to the aggregator does not bias them.
+    valid_e = (ref != MISSING)[tok]
     ce, we, _ = _pair_counts(corpus, pairs, valid_e, ref[tok] > 0)
     vs_expert = _worker_blocks(ce, we, np.bincount(corpus.worker[valid_e], minlength=corpus.n_workers),
                                n_workers=corpus.n_workers, n_boot=n_boot, seed=seed, stream=2,
@@ -300,7 +304,7 @@ def build_report(
         others = np.setdiff1d(np.arange(corpus.n_workers), [w])
         ref_w = reference_labels(corpus.select_workers(others), rule=reference)
         lab_w = corpus.labels_of(w)
-        ok = (ref_w != MISSING) & (lab_w != MISSING) & ~clamped
+        ok = (ref_w != MISSING) & (lab_w != MISSING)
         if not np.any(ok):
             vs_expert[w] = None
             continue
@@ -321,7 +325,7 @@ def build_report(
 
     # ---- agreement
     experts = corpus.workers_with_role("expert")
-    dense = {int(w): np.where(clamped, MISSING, corpus.labels_of(int(w))) for w in experts}
+    dense = {int(w): corpus.labels_of(int(w)) for w in experts}
     pairs = []
     for i, a in enumerate(experts):
         for b in experts[i + 1:]:

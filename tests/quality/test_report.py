@@ -112,14 +112,19 @@ def test_schema_and_perfect_aggregate(seed):
 
 
 def test_clamped_tokens_are_never_scored():
-    """Tokens given to the aggregator as known are left out of every expert comparison."""
+    """Tokens given to the aggregator as known are left out of the aggregate's expert comparison.
+
+    Workers keep their expert scores: their labels never came from the fit.
+    """
     c = random_corpus(3)
     ref = reference_labels(c)
     clamped = ref != MISSING
     rep = build_report(c, np.zeros(c.n_tokens, int), method="mv", experts_used_in_fit=True, clamped=clamped,
                        n_boot=10)
     assert rep["aggregate_vs_expert"] is None
-    assert all(w["vs_expert"] is None for w in rep["workers"])
+    unclamped = build_report(c, np.zeros(c.n_tokens, int), method="mv", experts_used_in_fit=False, n_boot=10)
+    assert [w["vs_expert"] for w in rep["workers"]] == [w["vs_expert"] for w in unclamped["workers"]]
+    assert any(w["vs_expert"] is not None for w in rep["workers"] if w["role"] == "crowd")
     assert rep["counts"]["clamped_tokens"] == int(clamped.sum())
     # Clamping one expert document removes exactly its tokens from the aggregate's token counts.
     part = np.zeros(c.n_tokens, bool)
