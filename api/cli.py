@@ -76,4 +76,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    # Run the imported module's main, so that commands raising api.cli.UserError are caught
+    # (under ``python -m api.cli`` this file is ``__main__``, a different module object).
+    from api.cli import main as _main
+
+    sys.exit(_main())
