@@ -18,7 +18,7 @@ from rq.serializers import JSONSerializer
 from rq.timeouts import TimerDeathPenalty
 from sqlmodel import Session, select
 
-from jobs.queue import enqueue_job, get_queue
+from jobs.queue import enqueue_job, enqueued, get_queue
 from store import crud
 from store.db import get_engine
 from store.models import Job, JobStatus, utcnow
@@ -42,7 +42,7 @@ class ThreadWorker(SimpleWorker):
 class EmbeddedWorker:
     """Poll the in-process queue and run its jobs on a :class:`ThreadWorker` in a daemon thread."""
 
-    def __init__(self, settings: Settings, *, poll_interval: float = 0.1) -> None:
+    def __init__(self, settings: Settings, *, poll_interval: float = 1.0) -> None:
         self.settings = settings
         self.poll_interval = poll_interval
         self.queue = get_queue(settings)
@@ -62,11 +62,14 @@ class EmbeddedWorker:
                     self.worker.work(burst=True, logging_level="WARNING")
             except Exception:  # noqa: BLE001 - keep serving; the job row records its own failure
                 logger.exception("embedded worker loop failed")
-            self._stop.wait(self.poll_interval)
+            # Sleep until this process enqueues something (or the poll interval passes, as a safety net).
+            enqueued.wait(self.poll_interval)
+            enqueued.clear()
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop after the current job (waiting at most ``timeout`` seconds)."""
         self._stop.set()
+        enqueued.set()
         self._thread.join(timeout)
 
 

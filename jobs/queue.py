@@ -31,6 +31,9 @@ FAILURE_CALLBACK = "jobs.tasks.on_job_failure"
 _fake_servers: dict[str, fakeredis.FakeServer] = {}
 _fake_lock = threading.Lock()
 
+#: Set whenever this process enqueues a job: wakes the embedded worker without waiting for its next poll.
+enqueued = threading.Event()
+
 
 def _fake_server(key: str) -> fakeredis.FakeServer:
     # One in-memory server per data directory and process: the API and the embedded
@@ -89,7 +92,7 @@ def enqueue_job(queue: Queue, job_id: str, *, settings: Settings) -> RqJob:
     """
     try:
         cancel_job(queue, job_id)
-        return queue.enqueue(
+        rq_job = queue.enqueue(
             TASK,
             job_id,
             job_id=job_id,
@@ -102,6 +105,8 @@ def enqueue_job(queue: Queue, job_id: str, *, settings: Settings) -> RqJob:
         )
     except redis.exceptions.RedisError as exc:
         raise QueueUnavailableError(f"the job queue is unavailable: {exc}") from exc
+    enqueued.set()
+    return rq_job
 
 
 def queue_available(queue: Queue) -> bool:

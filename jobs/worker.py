@@ -33,9 +33,26 @@ class CrowdqaWorker(Worker):
         super().handle_work_horse_killed(job, retpid, ret_val, rusage)
 
 
+def _preload() -> None:
+    """Import the pipeline's modules once in the parent, so each forked work horse starts warm."""
+    import importlib
+
+    import aggregation.registry
+    import jobs.pipeline  # noqa: F401
+    import quality.references  # noqa: F401
+    import quality.report  # noqa: F401
+
+    for module, _ in aggregation.registry.METHODS.values():
+        try:
+            importlib.import_module(module)
+        except ImportError:  # a method whose module is absent fails only when a job asks for it
+            pass
+
+
 def run_worker(settings: Settings, *, burst: bool = False, name: str | None = None) -> bool:
     """Run a worker on the settings' Redis until stopped (or until the queue is empty with ``burst``)."""
     get_engine(settings)  # create or check the schema before taking jobs
+    _preload()
     connection = redis_connection(settings)
     worker = CrowdqaWorker([get_queue(settings, connection)], connection=connection, serializer=JSONSerializer,
                            name=name)

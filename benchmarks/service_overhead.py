@@ -1,0 +1,186 @@
+"""Service overhead: enqueue-to-finished time of a trivial job, and polling latency under load.
+
+Starts the real service on loopback (``crowdqa serve`` as a subprocess), in two modes:
+``embedded`` (SQLite, fakeredis, in-process worker) and ``redis`` (a redis-server started
+here, the API plus one separate ``crowdqa worker``). For each mode it measures
+
+* **overhead**: a majority-vote job on a one-document corpus, posted then polled every
+  5 ms until finished, ``--jobs`` times in a row. The wall time from POST to the poll
+  that sees "finished", and the part of it not spent in the pipeline (the job row's
+  load + fit + report + save timings subtracted);
+* **polling latency**: ``--pollers`` concurrent clients each GET a finished job
+  ``--requests`` times as fast as they can (bounded: pollers x requests requests in all);
+  p50 / p99 / max of the request latency and the throughput.
+
+Results go to ``benchmarks/results/service_overhead.json`` (or ``--output``). Loopback only.
+
+    python benchmarks/service_overhead.py            # both modes, 30 jobs, 50 pollers x 40 requests
+    python benchmarks/service_overhead.py --quick    # 10 jobs, 50 pollers x 10 requests
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+TINY = [{"doc_id": "d1", "annotator": a, "start": 0, "end": 5, "label": "X", "text": "hello world"}
+        for a in ("w1", "w2", "w3")]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_port(port: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise TimeoutError(f"port {port} did not open")
+
+
+@contextmanager
+def _service(mode: str, data_dir: Path):
+    """Start the service (and Redis + a worker in redis mode); yield (api_url, key)."""
+    procs: list[subprocess.Popen] = []
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CROWDQA_")}
+    env["CROWDQA_DATA_DIR"] = str(data_dir)
+    try:
+        if mode == "redis":
+            rport = _free_port()
+            procs.append(subprocess.Popen(["redis-server", "--port", str(rport), "--bind", "127.0.0.1", "--save", "",
+                                           "--appendonly", "no"], stdout=subprocess.DEVNULL))
+            _wait_port(rport)
+            env["CROWDQA_REDIS_URL"] = f"redis://127.0.0.1:{rport}/0"
+            procs.append(subprocess.Popen([str(BIN / "crowdqa"), "worker"], env=env, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL))
+        key = subprocess.run([str(BIN / "crowdqa"), "keys", "create", "--project", "bench"], env=env, check=True,
+                             capture_output=True, text=True).stdout.strip().splitlines()[-1]
+        port = _free_port()
+        procs.append(subprocess.Popen([str(BIN / "crowdqa"), "serve", "--port", str(port), "--log-level", "warning"],
+                                      env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        _wait_port(port)
+        yield f"http://127.0.0.1:{port}/api/v1", key
+    finally:
+        for p in reversed(procs):
+            p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def _percentiles(values: list[float]) -> dict:
+    a = np.asarray(values) * 1000.0
+    return {"n": int(a.size), "p50_ms": round(float(np.percentile(a, 50)), 3),
+            "p90_ms": round(float(np.percentile(a, 90)), 3), "p99_ms": round(float(np.percentile(a, 99)), 3),
+            "max_ms": round(float(a.max()), 3), "mean_ms": round(float(a.mean()), 3)}
+
+
+def _overhead(client: httpx.Client, n_jobs: int) -> tuple[dict, str]:
+    ds = client.post("/datasets", json={"name": "tiny"}).json()["id"]
+    body = "".join(json.dumps(r) + "\n" for r in TINY).encode()
+    r = client.post(f"/datasets/{ds}/uploads", files={"file": ("tiny.jsonl", body)},
+                    data={"format": "spans-jsonl", "role": "crowd"})
+    r.raise_for_status()
+    walls, overheads, job_id = [], [], ""
+    for _ in range(n_jobs):
+        t0 = time.perf_counter()
+        job_id = client.post(f"/datasets/{ds}/jobs", json={"method": "mv"}).json()["id"]
+        while True:
+            job = client.get(f"/jobs/{job_id}").json()
+            if job["status"] in ("finished", "failed"):
+                break
+            time.sleep(0.005)
+        wall = time.perf_counter() - t0
+        assert job["status"] == "finished", job
+        walls.append(wall)
+        overheads.append(wall - sum(job["timings"].values()))
+    return {"wall": _percentiles(walls), "overhead_excluding_pipeline": _percentiles(overheads)}, job_id
+
+
+async def _pollers(api: str, key: str, job_id: str, n_pollers: int, n_requests: int) -> dict:
+    latencies: list[float] = []
+    errors = 0
+    limits = httpx.Limits(max_connections=n_pollers, max_keepalive_connections=n_pollers)
+    async with httpx.AsyncClient(base_url=api, headers={"Authorization": f"Bearer {key}"}, limits=limits,
+                                 timeout=30) as client:
+        async def poll() -> None:
+            nonlocal errors
+            for _ in range(n_requests):
+                t = time.perf_counter()
+                r = await client.get(f"/jobs/{job_id}")
+                latencies.append(time.perf_counter() - t)
+                errors += r.status_code != 200
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(poll() for _ in range(n_pollers)))
+        elapsed = time.perf_counter() - t0
+    return {"pollers": n_pollers, "requests": len(latencies), "errors": errors, "seconds": round(elapsed, 3),
+            "requests_per_second": round(len(latencies) / elapsed, 1), "latency": _percentiles(latencies)}
+
+
+def run(mode: str, *, n_jobs: int, n_pollers: int, n_requests: int) -> dict:
+    with tempfile.TemporaryDirectory(prefix=f"crowdqa-bench-{mode}-") as tmp, _service(mode, Path(tmp)) as (api, key):
+        with httpx.Client(base_url=api, headers={"Authorization": f"Bearer {key}"}, timeout=30) as client:
+            overhead, job_id = _overhead(client, n_jobs)
+        polling = asyncio.run(_pollers(api, key, job_id, n_pollers, n_requests))
+    return {"mode": mode, "jobs": n_jobs, "overhead": overhead, "polling": polling}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--modes", default="embedded,redis")
+    p.add_argument("--jobs", type=int, default=30)
+    p.add_argument("--pollers", type=int, default=50)
+    p.add_argument("--requests", type=int, default=40, help="requests per poller")
+    p.add_argument("--quick", action="store_true", help="10 jobs, 10 requests per poller")
+    p.add_argument("--output", default=str(REPO / "benchmarks" / "results" / "service_overhead.json"))
+    args = p.parse_args(argv)
+    if args.quick:
+        args.jobs, args.requests = 10, 10
+    modes = [m for m in args.modes.split(",") if m]
+    if "redis" in modes and shutil.which("redis-server") is None:
+        print("redis-server not found: skipping the redis mode", file=sys.stderr)
+        modes.remove("redis")
+    results = {"benchmark": "service_overhead", "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                                                             "platform": platform.platform()},
+               "settings": {"jobs": args.jobs, "pollers": args.pollers, "requests_per_poller": args.requests},
+               "results": [run(m, n_jobs=args.jobs, n_pollers=args.pollers, n_requests=args.requests)
+                           for m in modes]}
+    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.output).write_text(json.dumps(results, indent=2) + "\n")
+    for r in results["results"]:
+        o, q = r["overhead"], r["polling"]
+        print(f"{r['mode']:9} job POST->finished p50 {o['wall']['p50_ms']:.1f} ms (p90 {o['wall']['p90_ms']:.1f}); "
+              f"overhead excl. pipeline p50 {o['overhead_excluding_pipeline']['p50_ms']:.1f} ms | "
+              f"{q['pollers']} pollers: p50 {q['latency']['p50_ms']:.1f} ms p99 {q['latency']['p99_ms']:.1f} ms, "
+              f"{q['requests_per_second']:.0f} req/s, {q['errors']} errors")
+    print(f"wrote {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
