@@ -1,0 +1,76 @@
+"""The command line: `crowdqa aggregate` (synchronous pipeline) and `crowdqa keys create`."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from sqlmodel import Session
+
+from api.cli import main
+from ingest import read_corpus
+from ingest.merge import merge_corpora
+from jobs.pipeline import run_pipeline
+from store import crud
+from store.db import get_engine
+from tests.api.conftest import SAMPLE
+
+
+def test_aggregate_writes_labels_report_and_progress(tmp_path, capsys):
+    """Oracle: the spans written equal the spans of run_pipeline's labels; one stderr line per EM iteration."""
+    out, rep = tmp_path / "agg.jsonl", tmp_path / "report.json"
+    status = main(["aggregate", str(SAMPLE / "crowd.jsonl"), "--format", "spans-jsonl", "--expert",
+                   str(SAMPLE / "expert.jsonl"), "--method", "ds", "--params", '{"max_iter": 25, "tol": 0}',
+                   "--output", str(out), "--report", str(rep)])
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    iterations = [line for line in captured.err.splitlines() if " iteration " in line]
+    assert len(iterations) == 25 and "log-likelihood" in iterations[0]
+    corpus = merge_corpora([read_corpus(SAMPLE / "crowd.jsonl", format="spans-jsonl").corpus,
+                            read_corpus(SAMPLE / "expert.jsonl", format="spans-jsonl", role="expert").corpus])
+    direct = run_pipeline(corpus, method="ds", params={"max_iter": 25, "tol": 0})
+    expected = tmp_path / "expected.jsonl"
+    from ingest.writers import write_labels
+
+    write_labels(direct.labels, corpus, expected, format="spans-jsonl")
+    assert out.read_text() == expected.read_text()
+    report = json.loads(rep.read_text())
+    assert report["method"] == "ds" and report["fit"]["iterations"] == 25
+    assert "Aggregate vs experts" in captured.out or "aggregate" in captured.out.lower()
+
+
+def test_aggregate_conll_round_trip(tmp_path):
+    """CoNLL output of the sample has one tag per token, in input order (the pipeline's labels)."""
+    out = tmp_path / "agg.conll"
+    assert main(["aggregate", str(SAMPLE / "crowd.jsonl"), "--format", "spans-jsonl", "--method", "mv",
+                 "--output", str(out), "--output-format", "conll"]) == 0
+    corpus = read_corpus(SAMPLE / "crowd.jsonl", format="spans-jsonl").corpus
+    labels = run_pipeline(corpus, method="mv").labels
+    tags = [line.split()[-1] for line in out.read_text().splitlines() if line.strip()]
+    assert tags == [corpus.class_names[k] for k in labels.tolist()]
+    assert np.count_nonzero(labels) > 0
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--method", "ds", "--use-experts"], "--use-experts needs --expert"),
+    (["--method", "ds", "--params", "[1]"], "--params must be a JSON object"),
+    (["--method", "ds", "--params", '{"bogus": 1}'], "unknown parameter 'bogus'"),
+])
+def test_aggregate_user_errors_are_one_line(tmp_path, capsys, argv, message):
+    """Mistakes print one `crowdqa: error:` line and exit 2, no traceback."""
+    status = main(["aggregate", str(SAMPLE / "crowd.jsonl"), "--format", "spans-jsonl", "--output",
+                   str(tmp_path / "o.jsonl"), *argv])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and err[-1].startswith("crowdqa: error:") and message in err[-1]
+    assert "Traceback" not in "\n".join(err)
+
+
+def test_keys_create_prints_the_key_last(settings, capsys):
+    """`crowdqa keys create --project NAME` prints the key alone on its last line; it authenticates."""
+    assert main(["keys", "create", "--project", "lab"]) == 0
+    key = capsys.readouterr().out.strip().splitlines()[-1]
+    with Session(get_engine(settings)) as s:
+        assert crud.authenticate(session=s, key=key).name == "lab"
+    assert main(["worker"]) == 2  # no CROWDQA_REDIS_URL: a one-line error
+    assert "needs CROWDQA_REDIS_URL" in capsys.readouterr().err
