@@ -17,6 +17,7 @@ import traceback
 from typing import Any
 
 from rq import get_current_job
+from rq.timeouts import JobTimeoutException
 from sqlmodel import Session
 
 from ingest.errors import IngestError
@@ -145,6 +146,10 @@ def run_job(job_id: str) -> str:
     except BaseException as exc:
         retries = int(getattr(rq_job, "retries_left", 0) or 0) if rq_job is not None else 0
         reason = f"{type(exc).__name__}: {exc}".strip()
+        if isinstance(exc, JobTimeoutException):
+            # Running it again would time out again: fail for good (rq's retry then finds it not queued).
+            retries = 0
+            reason = f"timed out after {settings.job_timeout} s (CROWDQA_JOB_TIMEOUT): {exc}"
         logger.error("job %s failed: %s\n%s", job_id, reason, traceback.format_exc())
         fail_or_requeue(settings, job_id, reason=reason, retries_left=retries)
         raise

@@ -47,6 +47,31 @@ def keys(settings):
 
 
 @pytest.fixture(scope="session")
+def postgres_url():
+    from tests.utils.services import postgres_server
+
+    with postgres_server() as url:
+        yield url
+
+
+@pytest.fixture
+def pg_settings(settings, postgres_url, monkeypatch):
+    """Like ``settings`` but on a real PostgreSQL (tables dropped afterwards)."""
+    from sqlmodel import SQLModel
+
+    monkeypatch.setenv("CROWDQA_DATABASE_URL", postgres_url)
+    get_settings.cache_clear()
+    s = get_settings()
+    yield s
+    from store.db import _engine_for
+
+    engine = get_engine(s)
+    SQLModel.metadata.drop_all(engine)
+    engine.dispose()
+    _engine_for.cache_clear()
+
+
+@pytest.fixture(scope="session")
 def redis_url_session():
     with redis_server() as url:
         yield url

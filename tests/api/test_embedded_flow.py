@@ -187,3 +187,52 @@ def test_results_are_saved_as_artifacts(client, keys, settings):
     assert labels.shape == (corpus.n_tokens,) and proba.shape == (corpus.n_tokens, corpus.n_classes)
     assert conf.shape == (corpus.n_workers, corpus.n_classes, corpus.n_classes)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-9)
+
+
+@pytest.mark.postgres
+def test_flow_on_postgres(pg_settings):
+    """The same upload -> job -> report flow with the rows in a real PostgreSQL."""
+    from fastapi.testclient import TestClient
+    from sqlmodel import Session
+
+    from api.main import app
+    from store.db import get_engine
+    from tests.utils.factories import project_with_key
+
+    with Session(get_engine(pg_settings)) as s:
+        _, key = project_with_key(s, "pg")
+    with TestClient(app) as client:
+        ds = sample_dataset(client, key)
+        r = client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key), json={"method": "hmm-crowd"})
+        body = wait_job(client, r.json()["id"], key)
+        assert body["status"] == "finished", body
+        workers = client.get(f"/api/v1/jobs/{body['id']}/workers?sort=f1&order=desc", headers=auth(key)).json()
+        scored = [w["annotator"] for w in workers["data"] if w["f1"] is not None]
+        assert workers["count"] == 11 and scored[-1] == "mturk:A10SPAM"
+        assert body["created_at"].endswith(("Z", "+00:00"))
+
+
+def test_job_timeout_in_the_embedded_worker(settings, keys, monkeypatch, tmp_path):
+    """The embedded thread worker enforces CROWDQA_JOB_TIMEOUT (TimerDeathPenalty): the job fails with the reason."""
+    from fastapi.testclient import TestClient
+
+    from api.main import app
+    from store.settings import get_settings
+    from tests.utils.factories import synthetic_corpus
+
+    monkeypatch.setenv("CROWDQA_JOB_TIMEOUT", "1")
+    get_settings.cache_clear()
+    path = tmp_path / "big.npz"
+    synthetic_corpus(n_docs=4000, doc_len=50, n_crowd=20, crowd_per_doc=5, seed=2).save(path)
+    key = keys["a"]
+    with TestClient(app) as client:
+        ds = client.post("/api/v1/datasets", headers=auth(key), json={"name": "big"}).json()["id"]
+        assert upload(client, key, ds, path, format="corpus").status_code == 201
+        r = client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key),
+                        json={"method": "ds", "params": {"max_iter": 1000, "tol": 0.0}})
+        body = wait_job(client, r.json()["id"], key, timeout=60)
+        assert body["status"] == "failed" and body["error"].startswith("timed out after 1 s"), body
+        assert body["attempts"] == 1
+        small = sample_dataset(client, key, experts=False)
+        ok = client.post(f"/api/v1/datasets/{small}/jobs", headers=auth(key), json={"method": "mv"}).json()
+        assert wait_job(client, ok["id"], key)["status"] == "finished"  # the worker thread survived
