@@ -11,6 +11,7 @@ from rq import Queue
 from sqlmodel import Session
 
 from api.errors import ProblemError
+from jobs import service
 from jobs.queue import get_queue
 from store import crud
 from store.db import get_engine
@@ -71,8 +72,9 @@ OwnedDatasetDep = Annotated[Dataset, Depends(get_owned_dataset)]
 
 
 def get_owned_job(job_id: Annotated[str, Path(max_length=64)], session: SessionDep, project: CurrentProjectDep,
-                  settings: SettingsDep) -> Job:
-    """The caller's job (a running job gone silent is marked abandoned first); 404 otherwise."""
+                  settings: SettingsDep, queue: QueueDep) -> Job:
+    """The caller's job (a running job gone silent is marked abandoned, a queued job the queue lost is marked
+    lost, first); 404 otherwise."""
     job = crud.get_job(session=session, project_id=project.id, job_id=job_id)
     if job is None:
         raise ProblemError(404, f"no job {job_id!r} in this project")
@@ -81,6 +83,7 @@ def get_owned_job(job_id: Annotated[str, Path(max_length=64)], session: SessionD
     if job.status == JobStatus.running and silent:
         if crud.mark_stale_jobs(session=session, stale_after=settings.stale_after, job_id=job.id):
             session.refresh(job)
+    service.check_lost(session=session, queue=queue, job=job, grace=settings.lost_after)
     return job
 
 

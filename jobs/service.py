@@ -15,7 +15,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 from rq import Queue
-from sqlmodel import Session
+from sqlmodel import Session, select
 
 from aggregation.corpus import Corpus
 from ingest.errors import IngestError
@@ -26,7 +26,8 @@ from store.artifacts import ArtifactStore, safe_suffix
 from store.models import Dataset, Job, JobCreate, JobStatus, Upload, utcnow
 from store.settings import Settings
 
-__all__ = ["UPLOAD_OPTIONS", "parse_upload", "add_upload", "start_job", "rerun_job", "delete_job", "jsonable"]
+__all__ = ["UPLOAD_OPTIONS", "parse_upload", "add_upload", "start_job", "rerun_job", "delete_job", "check_lost",
+           "jsonable"]
 
 logger = logging.getLogger(__name__)
 
@@ -77,11 +78,23 @@ def add_upload(*, session: Session, settings: Settings, dataset: Dataset, stream
     that cannot be read or does not merge with the dataset's earlier uploads; nothing is
     recorded then.
     """
+    store = ArtifactStore(settings.data_dir)
+    raw = store.put_stream(stream, kind="uploads", suffix=safe_suffix(filename), limit=settings.max_upload_bytes)
+    try:
+        return _parse_and_merge(session=session, store=store, dataset=dataset, raw=raw, filename=filename,
+                                format=format, role=role, options=options)
+    except BaseException:
+        # Keep no raw file that no upload row names (content-addressed: another upload may share it).
+        if not session.exec(select(Upload.id).where(Upload.sha256 == raw.sha256)).first():
+            store.path(raw).unlink(missing_ok=True)
+        raise
+
+
+def _parse_and_merge(*, session: Session, store: ArtifactStore, dataset: Dataset, raw, filename: str, format: str,
+                     role: str, options: dict[str, Any]) -> Upload:
     from ingest import summarize
     from ingest.merge import merge_corpora
 
-    store = ArtifactStore(settings.data_dir)
-    raw = store.put_stream(stream, kind="uploads", suffix=safe_suffix(filename), limit=settings.max_upload_bytes)
     parsed = parse_upload(store.path(raw), format=format, role=role, options=options)
     corpus: Corpus = parsed.corpus
     if corpus.n_obs == 0:
@@ -140,9 +153,38 @@ def rerun_job(*, session: Session, settings: Settings, queue: Queue, job: Job) -
         raise JobNotRunnableError(f"job {job.id} is {job.status.value}; only finished or failed jobs can be re-run")
     crud.clear_report(session=session, job_id=job.id)
     crud.update_job(session=session, job_id=job.id, status=JobStatus.queued, error=None, progress={},
-                    timings={}, artifacts={}, started_at=None, finished_at=None, heartbeat_at=None)
+                    timings={}, artifacts={}, started_at=None, finished_at=None, heartbeat_at=None,
+                    enqueued_at=None)
     session.refresh(job)
     return _enqueue_or_fail(session=session, settings=settings, queue=queue, job=job)
+
+
+def check_lost(*, session: Session, queue: Queue, job: Job, grace: float = 5.0) -> bool:
+    """Fail a queued job that the queue no longer holds (Redis restarted or flushed); True if it did.
+
+    Only jobs enqueued more than ``grace`` seconds ago are checked, and an unreachable Redis
+    skips the check (polling keeps working while Redis is down).
+    """
+    from datetime import timedelta
+
+    import redis
+    from rq.job import Job as RqJob
+
+    from store.models import aware
+
+    enqueued_at = aware(job.enqueued_at)
+    if job.status != JobStatus.queued or enqueued_at is None or utcnow() - enqueued_at < timedelta(seconds=grace):
+        return False
+    try:
+        if RqJob.exists(job.id, connection=queue.connection):
+            return False
+    except redis.exceptions.RedisError:
+        return False
+    changed = crud.update_job(session=session, job_id=job.id, only_if=JobStatus.queued, status=JobStatus.failed,
+                              finished_at=utcnow(),
+                              error="lost: the queue no longer holds this job (Redis restarted or flushed?); re-run it")
+    session.refresh(job)
+    return changed
 
 
 def delete_job(*, session: Session, queue: Queue, job: Job) -> None:

@@ -32,6 +32,7 @@ class Settings(BaseSettings):
     job_retries: int = Field(default=1, ge=0, description="Retries after an unexpected (non-input) failure.")
     heartbeat_interval: float = Field(default=5.0, gt=0, description="Seconds between a running job's heartbeats.")
     stale_after: float = Field(default=120.0, gt=0, description="A running job silent this long is abandoned.")
+    lost_after: float = Field(default=10.0, gt=0, description="A queued job missing from Redis this long is lost.")
     queue_name: str = Field(default="aggregate")
 
     @field_validator("database_url", "redis_url")

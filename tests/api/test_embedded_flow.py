@@ -111,6 +111,10 @@ def test_bad_requests_are_problems(client, keys, settings):
                                "text": "another text"}) + "\n")
     _problem(upload(client, key, ds, bad, role="expert"), 422)
     assert client.get(f"/api/v1/datasets/{ds}", headers=auth(key)).json()["n_uploads"] == 1
+    # Refused uploads leave no raw file behind: only the accepted crowd file is kept.
+    kept = [p for p in (settings.data_dir / "uploads").rglob("*") if p.is_file()]
+    assert [p.name for p in kept] == [client.get(f"/api/v1/datasets/{ds}/uploads", headers=auth(key)).json()[
+        "data"][0]["sha256"] + ".jsonl"]
     _problem(client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key), json={"method": "em"}), 422)
     _problem(client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key),
                          json={"method": "ds", "params": {"max_iterations": 3}}), 422)

@@ -31,6 +31,7 @@ CROWDQA = Path(sys.executable).with_name("crowdqa")
 def redis_settings(settings, redis_url, monkeypatch):
     monkeypatch.setenv("CROWDQA_REDIS_URL", redis_url)
     monkeypatch.setenv("CROWDQA_STALE_AFTER", "3")
+    monkeypatch.setenv("CROWDQA_LOST_AFTER", "0.5")
     get_settings.cache_clear()
     return get_settings()
 
@@ -166,3 +167,21 @@ def test_sigkill_worker_mid_job(redis_client, keys, start_worker, redis_settings
     body = wait_job(redis_client, job_id, key, timeout=120)
     assert body["status"] == "finished" and body["attempts"] == 2 and body["error"] is None, body
     assert body["progress"]["iteration"] == 300
+
+
+def test_job_lost_by_redis_is_failed_and_rerunnable(redis_client, keys, start_worker, redis_url):
+    """A queued job that Redis loses (restart without persistence: here FLUSHDB) is reported lost, not queued
+    forever; re-running it after a worker starts finishes it."""
+    import redis
+
+    key = keys["a"]
+    ds = sample_dataset(redis_client, key, experts=False)
+    job_id = redis_client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key), json={"method": "mv"}).json()["id"]
+    assert redis_client.get(f"/api/v1/jobs/{job_id}", headers=auth(key)).json()["status"] == "queued"
+    redis.Redis.from_url(redis_url).flushdb()
+    time.sleep(0.6)
+    body = redis_client.get(f"/api/v1/jobs/{job_id}", headers=auth(key)).json()
+    assert body["status"] == "failed" and body["error"].startswith("lost"), body
+    start_worker()
+    assert redis_client.post(f"/api/v1/jobs/{job_id}/rerun", headers=auth(key)).status_code == 202
+    assert wait_job(redis_client, job_id, key, timeout=60)["status"] == "finished"
