@@ -1,12 +1,37 @@
-"""Turn benchmarks/results/*.json into the README's benchmark tables (filled in below)."""
+"""Render benchmarks/results/*.json as the README's benchmark tables.
+
+``python -m benchmarks.tables`` reads every results file and rewrites the part of README.md
+between ``<!-- benchmarks:start -->`` and ``<!-- benchmarks:end -->``; without those markers
+(or with ``--stdout``) it prints the markdown and leaves the README alone. Nothing outside
+the markers is touched.
+
+For each benchmark the full run's file (``NAME.json``) is used, else the ``--quick`` one
+(``NAME_quick.json``, marked as such). Each table names the command that produced it and the
+machine and date, from the file's ``meta`` block (:func:`make_meta`, written by the newer
+benchmarks); for files without one, the command is the benchmark's documented command and
+the date is the file's modification time. A file whose layout a renderer does not know is
+reported in place of its table, never skipped silently.
+"""
 
 from __future__ import annotations
 
+import argparse
+import datetime
+import json
 import os
 import platform
+import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results"
+README = REPO / "README.md"
+START, END = "<!-- benchmarks:start -->", "<!-- benchmarks:end -->"
 
 
+# ------------------------------------------------------------------ the meta block benchmarks write
 def _cpu_model() -> str:
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as fh:
@@ -19,7 +44,7 @@ def _cpu_model() -> str:
 
 
 def make_meta(command: str, *, seconds: float | None = None) -> dict:
-    """The ``meta`` block every results file carries: command, machine, date (UTC), wall seconds."""
+    """The ``meta`` block of a results file: command, machine, date (UTC), versions, load, wall seconds."""
     import numpy as np
 
     meta = {
@@ -33,3 +58,321 @@ def make_meta(command: str, *, seconds: float | None = None) -> dict:
     if seconds is not None:
         meta["seconds"] = round(seconds, 1)
     return meta
+
+
+# ------------------------------------------------------------------ formatting
+def _f(x: float | None, digits: int = 3) -> str:
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def _ci(block: dict | None, key: str) -> str:
+    """``0.884 (0.869–0.899)`` from a score block's value and ``<key>_ci``."""
+    if block is None or block.get(key) is None:
+        return "–"
+    ci = block.get(f"{key}_ci")
+    return _f(block[key]) + (f" ({ci[0]:.3f}–{ci[1]:.3f})" if ci else "")
+
+
+def _ms(seconds: float | None) -> str:
+    if seconds is None:
+        return "–"
+    return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _provenance(data: dict, path: Path, command: str) -> str:
+    """One line naming the command, machine and date of a results file."""
+    quick = path.stem.endswith("_quick")
+    meta = data.get("meta")
+    if meta:
+        cmd, machine, date = meta["command"], meta.get("machine", "machine not recorded"), meta.get("date", "")
+        if meta.get("python"):
+            machine += f", Python {meta['python']}"
+    else:
+        cmd = command + (" --quick" if quick else "")
+        setup = data.get("setup") or data.get("machine") or {}
+        parts = [f"{setup['cpus']} cores" if "cpus" in setup else "",
+                 f"Python {setup.get('python') or data.get('python')}" if setup.get("python") or data.get("python")
+                 else "", setup.get("platform", "")]
+        machine = ", ".join(p for p in parts if p) or "machine not recorded"
+        mtime = datetime.datetime.fromtimestamp(path.stat().st_mtime, tz=datetime.UTC)
+        date = mtime.strftime("%Y-%m-%d") + " (file date)"
+    note = " — **quick run**" if quick else ""
+    return f"`{cmd}` · {machine} · {date} · `benchmarks/results/{path.name}`{note}"
+
+
+def _png(results: Path, stem: str, quick: bool, alt: str) -> str:
+    name = f"{stem}{'_quick' if quick else ''}.png"
+    return f"\n\n![{alt}](benchmarks/results/{name})" if (results / name).exists() else ""
+
+
+# ------------------------------------------------------------------ one renderer per results file
+NAMES = {"mv": "MajorityVote", "ds": "DawidSkene", "hmm-crowd": "HMMCrowd", "one-coin": "one-coin DS"}
+
+
+def render_pico_study(d: dict, results: Path, quick: bool) -> str:
+    rows = []
+    kinds = (("ours", "crowdqa, crowd only"), ("ours_experts_clamped_crossfit", "crowdqa, experts clamped (4-fold)"),
+             ("published", "authors' published aggregate"), ("paper", "Nye et al. 2018, Table 3"))
+    for m, res in d["methods"].items():
+        for key, label in kinds:
+            b = res.get(key)
+            rows.append([NAMES.get(m, m), label, _ci(b, "precision"), _ci(b, "recall"), _ci(b, "f1")])
+    data = d["data"]
+    w = d["workers"]
+    worker_rows = [
+        ["crowdqa: crowd workers vs experts", w["mean_vs_expert"]["workers"], *(
+            _f(w["mean_vs_expert"][k]) for k in ("precision", "recall", "f1"))],
+        ["crowdqa: crowd workers vs the HMMCrowd aggregate", w["mean_vs_aggregate"]["workers"], *(
+            _f(w["mean_vs_aggregate"][k]) for k in ("precision", "recall", "f1"))],
+        ["Nye et al. 2018, Table 4 (individual workers)", "–", *(
+            _f(w["paper_table4_mean_vs_expert"][k], 2) for k in ("precision", "recall", "f1"))],
+    ]
+    fits = ", ".join(f"{NAMES[m]} {_ms(r['fit_seconds'])}" for m, r in d["methods"].items())
+    return (
+        f"PICO Participants, token-level against the union of the experts on {data['expert_documents']} expert "
+        f"documents ({data['expert_tokens']:,} tokens); {data['documents']:,} documents, "
+        f"{data['crowd_labels']:,} crowd labels from {data['crowd_workers']} workers fitted together. "
+        "Precision and recall with exact Clopper-Pearson intervals, F1 with a document bootstrap (95%). "
+        "Texts are placeholders (see `benchmarks/_pico.py`).\n\n"
+        + _table(["method", "run", "precision", "recall", "F1"], rows)
+        + f"\n\nFit time (crowd only): {fits}.\n\nMean per-worker scores:\n\n"
+        + _table(["", "workers", "precision", "recall", "F1"], worker_rows)
+        + _png(results, "pico_study_workers", quick, "precision-recall of every PICO worker, aggregates marked")
+    )
+
+
+def render_categorical(d: dict, results: Path, quick: bool) -> str:
+    rows = []
+    for name, ds in d["datasets"].items():
+        ck = ds.get("crowdkit", {})
+        for m, ours in ds["ours"].items():
+            c = ck.get(m)
+            rows.append([
+                f"{name} ({ds['items']} items, {ds['labels']:,} labels)", NAMES.get(m, m), _f(ours["accuracy"], 4),
+                _f(c["accuracy"], 4) if c else "skipped", _ms(ours["fit_seconds"]), _ms(c["fit_seconds"]) if c else "–",
+                f"{c['speedup_ours']:.0f}×" if c else "–",
+            ])
+    published = "; ".join(f"{n} MV {v}" for n, v in
+                          ((n, ds.get("published_mv_accuracy")) for n, ds in d["datasets"].items()) if v)
+    ties = ", ".join(f"{n} {ds['tied_items']}" for n, ds in d["datasets"].items() if "tied_items" in ds)
+    return (
+        "Accuracy against gold, crowd annotators only, every method with its defaults; fit time is the median of "
+        f"{d['repeats']} fit(s) in one process.\n\n"
+        + _table(["data set", "method", "crowdqa", "crowd-kit 1.4.2", "crowdqa fit", "crowd-kit fit", "speed-up"], rows)
+        + (f"\n\nPublished majority-vote accuracy: {published}." if published else "")
+        + (f" Items with a tied vote (where tie rules differ): {ties}." if ties else "")
+        + (f"\n\n{d['crowdkit_skipped']}" if d.get("crowdkit_skipped") else "")
+    )
+
+
+def render_ds_speed(d: dict, results: Path, quick: bool) -> str:
+    rows = []
+    for h in d["headline"]:
+        ck, us = h["crowdkit"], h["crowdqa"]
+        rows.append([f"{h['n_labels']:,}", f"{ck['fit_seconds']:.2f} s", f"{us['fit_seconds']:.3f} s",
+                     f"{h['speedup_fit']}×", f"{ck['peak_rss_during_fit_mb']:.0f} MB",
+                     f"{us['peak_rss_during_fit_mb']:.0f} MB",
+                     f"{h['peak_memory_ratio_crowdqa_over_crowdkit']:.2f}",
+                     f"{ck['accuracy_first_100k_items']:.4f} / {us['accuracy_first_100k_items']:.4f}"])
+    s = d["setup"]
+    return (
+        f"Dawid-Skene, {s['iterations']} EM iterations each ({s['crowdkit']} vs {s['crowdqa']}), synthetic "
+        f"{s['n_classes']}-class crowd, {s['per_item']} labels per item from {s['n_workers']} workers; each fit in "
+        "its own process; peak RSS includes the input.\n\n"
+        + _table(["labels", "crowd-kit fit", "crowdqa fit", "speed-up", "crowd-kit peak RSS", "crowdqa peak RSS",
+                  "memory ratio", "accuracy crowd-kit / crowdqa"], rows)
+    )
+
+
+def render_hmm_crowd(d: dict, results: Path, quick: bool) -> str:
+    e = d["conll_size_em_step"]
+    out = (
+        f"One HMM-Crowd EM step (E + M) on a synthetic CoNLL-size corpus: {e['tokens']:,} tokens, "
+        f"{e['annotators']} annotators, {e['classes']} BIO classes, {e['labels']:,} labels.\n\n"
+        + _table(["crowdqa EM step (median)", "reference code (Nguyen et al. 2017)", "ratio", "crowdqa full fit"],
+                 [[_ms(e["em_step_seconds_median"]), f"≈ {e['reference_code_seconds']:.0f} s",
+                   f"{e['reference_code_seconds'] / e['em_step_seconds_median']:,.0f}× faster",
+                   _ms(e["fit_seconds_default"])]])
+    )
+    p = d.get("pico_participants")
+    if p:
+        out += "\n\nWhole PICO Participants fit (HMMCrowd defaults):\n\n" + _table(
+            ["documents", "tokens", "crowd labels", "annotators", "iterations", "fit time", "peak traced memory",
+             "token agreement with the published HMMCrowd"],
+            [[f"{p['documents']:,}", f"{p['tokens']:,}", f"{p['crowd_labels']:,}", p["annotators"], p["iterations"],
+              _ms(p["fit_seconds"]), f"{p['fit_peak_traced_memory_mb']:.0f} MB",
+              _f(p["agreement_with_published_hmmcrowd_all_docs"])]])
+    return out
+
+
+def render_ingest_pico(d: dict, results: Path, quick: bool) -> str:
+    rows = []
+    for key, label in (("shared_docs", "texts of ../shared/data/pico/docs"), ("synthetic_texts", "synthetic texts")):
+        r = d.get(key)
+        if r:
+            rows.append([label, f"{r['documents']:,}", f"{r['tokens']:,}", f"{r['annotations']:,}",
+                         f"{r['seconds']:.2f} s", f"{r['documents_per_second']:,.0f}",
+                         f"{r['tracemalloc_peak_mb']:.0f} MB",
+                         f"{r['spans_skipped']:,}"])
+    return (
+        "PICO crowd files (train, dev, test; Participants) read with the `pico-jsonl` reader and merged, best of two "
+        f"runs; target {d['target']['seconds']} s and {d['target']['memory_mb']} MB. Process max RSS "
+        f"{d['max_rss_mb']:.0f} MB.\n\n"
+        + _table(["texts", "documents", "tokens", "annotations", "time", "documents/s", "peak traced memory",
+                  "spans skipped"], rows)
+    )
+
+
+def render_scaling(d: dict, results: Path, quick: bool) -> str:
+    sizes: dict[int, dict] = {}
+    for p in d["points"]:
+        sizes.setdefault(p["n_labels"], {"tokens": p["n_tokens"]})[p["method"]] = p
+    methods = list(d["setup"]["methods"])
+    rows = []
+    for n, by in sorted(sizes.items()):
+        row = [f"{n:,}", f"{by['tokens']:,}"]
+        for m in methods:
+            p = by.get(m)
+            it = f" ({p['n_iter']} it.)" if p and m == "ds" else ""
+            row.append(f"{_ms(p['fit_seconds'])}{it} / {p['peak_rss_during_fit_mb']:.0f} MB" if p else "–")
+        rows.append(row)
+    slopes = ", ".join(f"{NAMES.get(m, m)} {s['time_loglog_slope_from_1e5']:.2f}" for m, s in d["summary"].items()
+                       if s.get("time_loglog_slope_from_1e5") is not None)
+    s = d["setup"]
+    return (
+        f"crowdqa only, defaults, one process per point: BIO spans ({len(s['classes'])} classes), "
+        f"{s['annotators_per_doc']} of {s['annotators']} annotators per document of about {s['mean_doc_tokens']} "
+        "tokens. Each cell: fit wall time / peak RSS of the process during the fit (corpus included).\n\n"
+        + _table(["labels", "tokens", *(f"{NAMES.get(m, m)}" for m in methods)], rows)
+        + (f"\n\nLog-log slope of time vs labels: {slopes} (1 = linear)." if slopes else "")
+        + _png(results, "scaling", quick, "fit time and peak memory vs labels, log-log")
+    )
+
+
+def render_service_overhead(d: dict, results: Path, quick: bool) -> str:
+    rows = []
+    for r in d["results"]:
+        o, q = r["overhead"], r["polling"]
+        rows.append([r["mode"], r["jobs"], f"{o['wall']['p50_ms']:.1f} / {o['wall']['p90_ms']:.1f} ms",
+                     f"{o['overhead_excluding_pipeline']['p50_ms']:.1f} ms",
+                     f"{q['pollers']} × {q['requests'] // max(q['pollers'], 1)}",
+                     f"{q['latency']['p50_ms']:.1f} / {q['latency']['p99_ms']:.1f} ms",
+                     f"{q['requests_per_second']:,.0f}", q["errors"]])
+    return (
+        "A majority-vote job on a one-document corpus through the real service on loopback, posted then polled "
+        "every 5 ms; then concurrent clients polling a finished job.\n\n"
+        + _table(["mode", "jobs", "POST → finished p50 / p90", "overhead excl. pipeline p50", "pollers × requests",
+                  "poll latency p50 / p99", "requests/s", "errors"], rows)
+    )
+
+
+def render_sample_size(d: dict, results: Path, quick: bool) -> str:
+    labels = {"crowd_posteriors": "crowd only: HMMCrowd posteriors, output frequency",
+              "paper_figures": "paper's HMM-Crowd P/R, output frequency",
+              "hindsight": "hindsight: measured P/R, expert frequency"}
+    rows = []
+    for key, p in d["plans"].items():
+        i = p["inputs"]
+        rows.append([labels.get(key, key), _f(i["precision"]), _f(i["recall"]), _f(i["frequency"]),
+                     f"{p['tokens']:,}", p["documents"], p["documents_with_design_effect"]])
+    m = d["measured_on_expert_documents"]
+    cp, bs = m["clopper_pearson"], m["document_bootstrap"]
+    s = d["setup"]
+    measured = _table(
+        ["", "precision", "recall"],
+        [["measured", _f(m["precision"]), _f(m["recall"])],
+         ["± Clopper-Pearson (tokens independent)", f"±{cp['precision_half_width']:.3f}",
+          f"±{cp['recall_half_width']:.3f}"],
+         ["± document bootstrap", f"±{bs['precision_half_width']:.3f}", f"±{bs['recall_half_width']:.3f}"]])
+    deff = ", ".join(f"{k} {v:.1f}" for k, v in d["design_effect"].items())
+    return (
+        f"SLiCE (`quality.sample_size.slice_sample_size`) for HMMCrowd on PICO Participants, ±{s['half_width']} at "
+        f"{s['confidence']:.0%}; tokens → documents at {s['tokens_per_document']:.0f} tokens per document.\n\n"
+        + _table(["plan from", "precision", "recall", "frequency", "tokens", "documents",
+                  "documents × design effect (larger of P, R)"], rows)
+        + f"\n\nWhat the {m['documents']} expert documents ({m['tokens']:,} tokens) gave:\n\n" + measured
+        + f"\n\nDesign effect (bootstrap / Clopper-Pearson half-width, squared): {deff}. Reaching ±{s['half_width']} "
+        f"by the document bootstrap would take about {m['documents_for_half_width_by_bootstrap']} expert documents."
+    )
+
+
+#: results stem -> (section title, command without --quick, renderer), in README order.
+SECTIONS: dict[str, tuple[str, str, Callable[[dict, Path, bool], str]]] = {
+    "pico_study": ("PICO / EBM-NLP aggregation study", "python -m benchmarks.pico_study", render_pico_study),
+    "categorical": ("Categorical accuracy vs crowd-kit", "python -m benchmarks.categorical", render_categorical),
+    "ds_speed": ("Dawid-Skene speed and memory vs crowd-kit", "python -m benchmarks.ds_speed", render_ds_speed),
+    "hmm_crowd": ("HMM-Crowd EM step and PICO fit", "python -m benchmarks.hmm_crowd", render_hmm_crowd),
+    "ingest_pico": ("Ingest throughput", "python -m benchmarks.ingest_pico", render_ingest_pico),
+    "scaling": ("Scaling from 10^4 to 10^7 labels", "python -m benchmarks.scaling", render_scaling),
+    "service_overhead": ("Service overhead", "python benchmarks/service_overhead.py", render_service_overhead),
+    "sample_size_example": ("Sample size for an expert subset (SLiCE)", "python -m benchmarks.sample_size_example",
+                            render_sample_size),
+}
+
+
+def _pick(results: Path, stem: str) -> Path | None:
+    """The full run's file, else the quick run's, else None."""
+    return next((p for p in (results / f"{stem}.json", results / f"{stem}_quick.json") if p.exists()), None)
+
+
+def render(results: Path = RESULTS) -> str:
+    """The markdown of every section whose results file exists, plus a list of files no section reads."""
+    parts = ["Generated by `python -m benchmarks.tables` from `benchmarks/results/*.json`; do not edit by hand."]
+    used: set[str] = set()
+    for stem, (title, command, renderer) in SECTIONS.items():
+        path = _pick(results, stem)
+        if path is None:
+            continue
+        used.add(path.name)
+        data = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            body = renderer(data, results, path.stem.endswith("_quick"))
+        except (KeyError, TypeError, IndexError, ValueError) as exc:
+            print(f"warning: {path.name}: unexpected layout ({type(exc).__name__}: {exc})", file=sys.stderr)
+            body = f"`{path.name}` has a layout this script does not know ({type(exc).__name__}: {exc}); rerun it."
+        parts.append(f"### {title}\n\n{_provenance(data, path, command)}\n\n{body}")
+    other = sorted(p.name for p in results.glob("*.json") if p.name not in used
+                   and not (p.stem.endswith("_quick") and (results / f"{p.stem[:-6]}.json").exists()))
+    if other:
+        parts.append("Other results files (no table): " + ", ".join(f"`{n}`" for n in other) + ".")
+    return "\n\n".join(parts) + "\n"
+
+
+def update_readme(markdown: str, readme: Path = README) -> bool:
+    """Replace the text between the markers; False (README untouched) when the file or a marker is missing."""
+    if not readme.exists():
+        return False
+    text = readme.read_text(encoding="utf-8")
+    a, b = text.find(START), text.find(END)
+    if a < 0 or b < a:
+        return False
+    new = text[: a + len(START)] + "\n" + markdown + text[b:]
+    if new != text:
+        readme.write_text(new, encoding="utf-8")
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--results", type=Path, default=RESULTS, help="results folder (default: benchmarks/results)")
+    ap.add_argument("--readme", type=Path, default=README, help="README to update between the markers")
+    ap.add_argument("--stdout", action="store_true", help="print the markdown; do not touch the README")
+    args = ap.parse_args(argv)
+    markdown = render(args.results)
+    if args.stdout or not update_readme(markdown, args.readme):
+        if not args.stdout:
+            print(f"{args.readme}: no '{START}' ... '{END}' markers; printing instead", file=sys.stderr)
+        sys.stdout.write(markdown)
+    else:
+        print(f"updated the benchmark section of {args.readme}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
