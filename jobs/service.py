@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import json
 import logging
+import tempfile
 import threading
+import zipfile
 from collections import defaultdict
+from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -26,8 +29,8 @@ from store.artifacts import ArtifactStore, safe_suffix
 from store.models import Dataset, Job, JobCreate, JobStatus, Upload, utcnow
 from store.settings import Settings
 
-__all__ = ["UPLOAD_OPTIONS", "parse_upload", "add_upload", "start_job", "rerun_job", "delete_job", "check_lost",
-           "jsonable"]
+__all__ = ["UPLOAD_OPTIONS", "extract_docs", "parse_upload", "add_upload", "start_job", "rerun_job", "delete_job",
+           "check_lost", "jsonable"]
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +55,38 @@ def jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=default, allow_nan=False))
 
 
-def parse_upload(path, *, format: str, role: str, options: dict[str, Any]):
+def extract_docs(zip_path: Path, target: Path, *, max_bytes: int, max_files: int = 1_000_000) -> int:
+    """Unpack the ``<doc_id>.txt`` files of a docs zip into ``target``; return how many.
+
+    Only the base name of each member is used (no member path reaches the filesystem), other
+    files are ignored, and the bytes actually decompressed are counted against ``max_bytes``
+    (a zip bomb's headers may lie). Raises IngestError for a bad zip, a duplicate name or too much data.
+    """
+    total, count = 0, 0
+    try:
+        with zipfile.ZipFile(zip_path) as zf:
+            for info in zf.infolist():
+                name = PurePosixPath(info.filename.replace("\\", "/")).name
+                if info.is_dir() or not name.endswith(".txt") or name.startswith("."):
+                    continue
+                count += 1
+                if count > max_files:
+                    raise IngestError(f"the docs zip holds more than {max_files} texts", source="docs")
+                out = target / name
+                if out.exists():
+                    raise IngestError(f"the docs zip holds {name!r} twice", source="docs")
+                with zf.open(info) as src, open(out, "wb") as dst:
+                    for chunk in iter(lambda: src.read(1 << 16), b""):
+                        total += len(chunk)
+                        if total > max_bytes:
+                            raise IngestError(f"the docs zip unpacks to more than {max_bytes} bytes", source="docs")
+                        dst.write(chunk)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, RuntimeError, EOFError) as exc:
+        raise IngestError(f"docs must be a zip of <doc_id>.txt files: {exc}", source="docs") from None
+    return count
+
+
+def parse_upload(path, *, format: str, role: str, options: dict[str, Any], docs: Path | None = None):
     """Parse a stored upload with ``ingest.read_corpus``; any parser failure becomes an IngestError."""
     from ingest import read_corpus
 
@@ -60,7 +94,7 @@ def parse_upload(path, *, format: str, role: str, options: dict[str, Any]):
     if unknown:
         raise IngestError(f"unknown upload option {unknown[0]!r}; expected one of {list(UPLOAD_OPTIONS)}")
     try:
-        return read_corpus(path, format=format, role=role, **options)
+        return read_corpus(path, format=format, role=role, docs=docs, **options)
     except (IngestError, ValueError):
         raise
     except RecursionError as exc:
@@ -71,18 +105,28 @@ def parse_upload(path, *, format: str, role: str, options: dict[str, Any]):
 
 
 def add_upload(*, session: Session, settings: Settings, dataset: Dataset, stream: BinaryIO, filename: str,
-               format: str, role: str, options: dict[str, Any]) -> Upload:
+               format: str, role: str, options: dict[str, Any], docs_stream: BinaryIO | None = None) -> Upload:
     """Store, parse and merge one uploaded file into ``dataset``; return its row.
 
-    Raises UploadTooLargeError past the size limit and IngestError (or ValueError) for a file
-    that cannot be read or does not merge with the dataset's earlier uploads; nothing is
-    recorded then.
+    ``docs_stream`` is an optional zip of ``<doc_id>.txt`` texts for span formats that do not
+    carry them (PICO, spans tables without a text column, brat). Raises UploadTooLargeError
+    past the size limit and IngestError (or ValueError) for a file that cannot be read or does
+    not merge with the dataset's earlier uploads; nothing is recorded then.
     """
     store = ArtifactStore(settings.data_dir)
     raw = store.put_stream(stream, kind="uploads", suffix=safe_suffix(filename), limit=settings.max_upload_bytes)
+    docs = None
     try:
-        return _parse_and_merge(session=session, store=store, dataset=dataset, raw=raw, filename=filename,
-                                format=format, role=role, options=options)
+        if docs_stream is not None:
+            docs = store.put_stream(docs_stream, kind="docs", suffix=".zip", limit=settings.max_upload_bytes)
+            options = {**options, "docs_sha256": docs.sha256}
+        with tempfile.TemporaryDirectory(prefix="crowdqa-docs-") as tmp:
+            folder = None
+            if docs is not None:
+                folder = Path(tmp)
+                extract_docs(store.path(docs), folder, max_bytes=4 * settings.max_upload_bytes)
+            return _parse_and_merge(session=session, store=store, dataset=dataset, raw=raw, filename=filename,
+                                    format=format, role=role, options=options, docs=folder)
     except BaseException:
         # Keep no raw file that no upload row names (content-addressed: another upload may share it).
         if not session.exec(select(Upload.id).where(Upload.sha256 == raw.sha256)).first():
@@ -91,11 +135,12 @@ def add_upload(*, session: Session, settings: Settings, dataset: Dataset, stream
 
 
 def _parse_and_merge(*, session: Session, store: ArtifactStore, dataset: Dataset, raw, filename: str, format: str,
-                     role: str, options: dict[str, Any]) -> Upload:
+                     role: str, options: dict[str, Any], docs: Path | None) -> Upload:
     from ingest import summarize
     from ingest.merge import merge_corpora
 
-    parsed = parse_upload(store.path(raw), format=format, role=role, options=options)
+    read_options = {k: v for k, v in options.items() if k != "docs_sha256"}
+    parsed = parse_upload(store.path(raw), format=format, role=role, options=read_options, docs=docs)
     corpus: Corpus = parsed.corpus
     if corpus.n_obs == 0:
         raise IngestError(f"the file holds no labels (read as {format!r})", source=filename or "upload")

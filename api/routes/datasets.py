@@ -76,6 +76,8 @@ def create_upload(
     keep_rejected: Annotated[bool | None, Form(description="MTurk: keep rejected assignments.")] = None,
     on_error: Annotated[str | None, Form(pattern="^(fail|skip)$", description="fail or skip bad rows.")] = None,
     scheme: Annotated[str | None, Form(pattern="^(auto|io|bio)$", description="Label scheme.")] = None,
+    docs: Annotated[UploadFile | None, File(
+        description="A zip of <doc_id>.txt texts, for span formats without texts (pico-jsonl, brat, spans).")] = None,
 ) -> UploadPublic:
     """Upload one file (crowd or expert): it is stored, parsed and merged into the dataset's corpus."""
     from ingest import FORMATS
@@ -86,7 +88,8 @@ def create_upload(
              "id_column": id_column, "keep_rejected": keep_rejected, "on_error": on_error, "scheme": scheme}
     options = {k: v for k, v in given.items() if v is not None}
     upload = service.add_upload(session=session, settings=settings, dataset=dataset, stream=file.file,
-                                filename=file.filename or "upload", format=format, role=role.value, options=options)
+                                filename=file.filename or "upload", format=format, role=role.value, options=options,
+                                docs_stream=docs.file if docs is not None else None)
     return UploadPublic.model_validate(upload)
 
 

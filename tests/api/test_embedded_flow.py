@@ -240,3 +240,52 @@ def test_job_timeout_in_the_embedded_worker(settings, keys, monkeypatch, tmp_pat
         small = sample_dataset(client, key, experts=False)
         ok = client.post(f"/api/v1/datasets/{small}/jobs", headers=auth(key), json={"method": "mv"}).json()
         assert wait_job(client, ok["id"], key)["status"] == "finished"  # the worker thread survived
+
+
+def _docs_zip(members: dict[str, bytes]) -> bytes:
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return buf.getvalue()
+
+
+def test_upload_with_a_docs_zip(client, keys, settings):
+    """Span rows without texts take them from a docs zip; member paths never reach the filesystem."""
+    rows = [json.loads(line) for line in (SAMPLE / "crowd.jsonl").read_text().splitlines()]
+    texts = {r["doc_id"]: r.pop("text") for r in rows}
+    body = "".join(json.dumps(r) + "\n" for r in rows).encode()
+    members = {f"texts/{d}.txt": t.encode() for d, t in texts.items()}
+    members["../../evil.txt"] = b"outside"  # reduced to its base name inside the temp folder
+    key = keys["a"]
+    ds = client.post("/api/v1/datasets", headers=auth(key), json={"name": "docs"}).json()["id"]
+    r = client.post(f"/api/v1/datasets/{ds}/uploads", headers=auth(key),
+                    files={"file": ("c.jsonl", body), "docs": ("docs.zip", _docs_zip(members))},
+                    data={"format": "spans-jsonl", "role": "crowd"})
+    assert r.status_code == 201, r.text
+    assert r.json()["summary"]["documents"] == 40 and len(r.json()["options"]["docs_sha256"]) == 64
+    assert not (settings.data_dir.parent / "evil.txt").exists()
+    # Without the docs there is no text: a 4xx problem, nothing stored.
+    ds2 = client.post("/api/v1/datasets", headers=auth(key), json={"name": "nodocs"}).json()["id"]
+    _problem(client.post(f"/api/v1/datasets/{ds2}/uploads", headers=auth(key), files={"file": ("c.jsonl", body)},
+                         data={"format": "spans-jsonl"}), 422)
+    _problem(client.post(f"/api/v1/datasets/{ds2}/uploads", headers=auth(key),
+                         files={"file": ("c.jsonl", body), "docs": ("docs.zip", b"not a zip")},
+                         data={"format": "spans-jsonl"}), 422)
+
+
+def test_docs_zip_bomb_is_refused(tmp_path):
+    """The decompressed bytes, not the zip headers, are counted against the bound."""
+    from ingest.errors import IngestError
+    from jobs.service import extract_docs
+
+    path = tmp_path / "bomb.zip"
+    path.write_bytes(_docs_zip({"a.txt": b"0" * 5_000_000}))
+    assert path.stat().st_size < 50_000
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(IngestError, match="unpacks to more than 1000000 bytes"):
+        extract_docs(path, out, max_bytes=1_000_000)
