@@ -1,0 +1,94 @@
+"""Each owned benchmark's quick mode runs end to end and writes results that agree with their own inputs."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from benchmarks import categorical, sample_size_example, scaling
+from quality.sample_size import slice_sample_size
+from tests.conftest import shared_path
+
+
+def test_span_data_is_valid_bio_and_deterministic():
+    """Oracle: BIO validity checked by a plain loop over tokens; the same seed gives the same corpus."""
+    corpus, truth = scaling.make_span_data(3_000, seed=3)
+    assert abs(corpus.n_obs - 3_000) < 0.1 * 3_000
+    assert np.all(np.bincount(corpus.token, minlength=corpus.n_tokens) == scaling.PER_DOC)
+    # BIO validity by a plain loop: I-P only right after B-P or I-P of the same document.
+    starts = set(corpus.doc_start.tolist())
+    for t, y in enumerate(truth.tolist()):
+        if y == 2:
+            assert t not in starts and truth[t - 1] in (1, 2)
+    again, truth2 = scaling.make_span_data(3_000, seed=3)
+    assert again.equals(corpus) and np.array_equal(truth, truth2)
+
+
+def test_loglog_slope():
+    """Oracle: exact power laws."""
+    x = [1e4, 1e5, 1e6]
+    assert scaling.loglog_slope(x, [3 * v for v in x]) == pytest.approx(1.0)
+    assert scaling.loglog_slope(x, [v**2 for v in x]) == pytest.approx(2.0)
+    assert scaling.loglog_slope([1.0], [1.0]) is None
+
+
+def test_scaling_runs_each_point_in_a_subprocess(tmp_path):
+    assert scaling.main(["--sizes", "2000,8000", "--out", str(tmp_path)]) == 0
+    res = json.loads((tmp_path / "scaling.json").read_text())
+    assert [(p["method"], round(p["n_labels"], -3)) for p in res["points"]] == [
+        (m, n) for n in (2000, 8000) for m in scaling.METHODS]
+    assert all(p["peak_rss_during_fit_mb"] >= p["rss_before_fit_mb"] > 0 for p in res["points"])
+    assert all(p["token_accuracy_vs_truth"] > 0.8 for p in res["points"])
+    assert res["meta"]["command"] == "python -m benchmarks.scaling"
+    assert (tmp_path / "scaling.png").stat().st_size > 0
+
+
+@pytest.mark.shared_data
+def test_categorical_quick(tmp_path):
+    """Oracles: Snow et al. 2008 (RTE majority vote about 0.92) and crowd-kit's DawidSkene on the same data."""
+    shared_path("categorical", "snow2008_rte.tsv")
+    pytest.importorskip("crowdkit")
+    assert categorical.main(["--quick", "--out", str(tmp_path)]) == 0
+    res = json.loads((tmp_path / "categorical_quick.json").read_text())
+    rte = res["datasets"]["snow2008_rte"]
+    assert (rte["items"], rte["labels"], rte["workers"]) == (800, 8000, 164)
+    assert rte["ours"]["mv"]["accuracy"] == pytest.approx(0.92, abs=0.01)
+    assert rte["ours"]["ds"]["accuracy"] == pytest.approx(rte["crowdkit"]["ds"]["accuracy"], abs=0.005)
+    assert res["datasets"]["bluebirds"]["ours"]["mv"]["accuracy"] == pytest.approx(0.7593, abs=5e-5)
+
+
+def test_bootstrap_pr_matches_a_resampling_loop():
+    """Oracle: the same resamples drawn and summed one at a time in a loop."""
+    counts = np.array([[3, 1, 0], [0, 2, 5], [4, 0, 1], [1, 1, 1]])
+    got = sample_size_example.bootstrap_pr(counts, n_boot=50, seed=7)
+    idx = np.random.default_rng(7).integers(0, 4, size=(50, 4))
+    ps, rs = [], []
+    for row in idx:
+        tp, fp, fn = counts[row].sum(axis=0)
+        if tp + fp:
+            ps.append(tp / (tp + fp))
+        if tp + fn:
+            rs.append(tp / (tp + fn))
+    assert got["precision_ci"] == pytest.approx(np.percentile(ps, [2.5, 97.5]).tolist())
+    assert got["recall_ci"] == pytest.approx(np.percentile(rs, [2.5, 97.5]).tolist())
+
+
+@pytest.mark.shared_data
+def test_sample_size_example_quick(tmp_path):
+    """Oracle: slice_sample_size called on the inputs the results file states."""
+    shared_path("pico", "annotations")
+    assert sample_size_example.main(["--quick", "--out", str(tmp_path)]) == 0
+    res = json.loads((tmp_path / "sample_size_example_quick.json").read_text())
+    for p in res["plans"].values():
+        i = p["inputs"]
+        s = slice_sample_size(precision=i["precision"], recall=i["recall"], frequency=i["frequency"],
+                              half_width=0.05, external=i["external"])
+        assert p["tokens"] == s.documents
+        assert p["documents"] == -(-s.documents // res["setup"]["tokens_per_document"])
+    m = res["measured_on_expert_documents"]
+    assert m["documents"] == 64
+    for k in ("precision", "recall"):
+        lo, hi = m["document_bootstrap"][f"{k}_ci"]
+        assert lo <= m[k] <= hi

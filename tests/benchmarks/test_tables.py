@@ -1,0 +1,131 @@
+"""benchmarks.tables renders every section from small fake results files and edits only between the markers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks import tables
+
+
+def _block(p: float, r: float, f: float) -> dict:
+    return {"precision": p, "recall": r, "f1": f, "precision_ci": [p - 0.01, p + 0.01],
+            "recall_ci": [r - 0.02, r + 0.02], "f1_ci": [f - 0.03, f + 0.03], "tp": 1, "fp": 1, "fn": 1}
+
+
+def _fakes() -> dict[str, dict]:
+    """One minimal results file per section, in the layouts the benchmarks write."""
+    meta = {"command": "python -m benchmarks.X", "machine": "Fake CPU, 2 cores", "date": "2026-01-02 03:04 UTC"}
+    ck = {"fit_seconds": 2.0, "peak_rss_during_fit_mb": 300.0, "accuracy_first_100k_items": 0.9}
+    us = {"fit_seconds": 0.02, "peak_rss_during_fit_mb": 60.0, "accuracy_first_100k_items": 0.9}
+    point = {"n_tokens": 250, "fit_seconds": 0.5, "n_iter": 7, "peak_rss_during_fit_mb": 40.0}
+    return {
+        "pico_study": {
+            "meta": meta,
+            "data": {"expert_documents": 64, "expert_tokens": 18648, "documents": 464, "crowd_labels": 788288,
+                     "crowd_workers": 193},
+            "methods": {m: {"ours": _block(0.884, 0.447, 0.594), "ours_experts_clamped_crossfit": _block(0.8, 0.5, 0.6),
+                            "published": _block(0.954, 0.453, 0.614),
+                            "paper": {"precision": 0.903, "recall": 0.507, "f1": 0.604}, "fit_seconds": 0.036}
+                        for m in ("mv", "ds", "hmm-crowd")},
+            "workers": {k: {"workers": 78, "precision": 0.5, "recall": 0.4, "f1": 0.45}
+                        for k in ("mean_vs_expert", "mean_vs_aggregate", "paper_table4_mean_vs_expert")},
+        },
+        "categorical": {"meta": meta, "repeats": 5, "datasets": {"snow2008_rte": {
+            "items": 800, "labels": 8000, "tied_items": 61, "published_mv_accuracy": 0.92,
+            "ours": {"mv": {"accuracy": 0.91875, "fit_seconds": 0.0006}},
+            "crowdkit": {"mv": {"accuracy": 0.875, "fit_seconds": 0.027, "speedup_ours": 45.0}}}}},
+        "ds_speed": {"setup": {"iterations": 100, "crowdkit": "ck", "crowdqa": "us", "n_classes": 3, "per_item": 3,
+                               "n_workers": 500, "cpus": 2, "python": "3.11.7"},
+                     "headline": [{"n_labels": 300000, "crowdkit": ck, "crowdqa": us, "speedup_fit": 100.0,
+                                   "peak_memory_ratio_crowdqa_over_crowdkit": 0.2}]},
+        "hmm_crowd": {"conll_size_em_step": {"tokens": 40000, "annotators": 47, "classes": 9, "labels": 200000,
+                                             "em_step_seconds_median": 0.044, "reference_code_seconds": 44.0,
+                                             "fit_seconds_default": 0.2}},
+        "ingest_pico": {"python": "3.11.7", "target": {"seconds": 5.0, "memory_mb": 500}, "max_rss_mb": 700.0,
+                        "synthetic_texts": {"documents": 4549, "tokens": 10, "annotations": 20, "seconds": 1.5,
+                                            "documents_per_second": 3032.7, "tracemalloc_peak_mb": 600.0,
+                                            "spans_skipped": 1}},
+        "scaling_quick": {"meta": {**meta, "command": "python -m benchmarks.scaling --quick"},
+                          "setup": {"methods": {"mv": "", "ds": ""}, "classes": ["O", "B-P", "I-P"],
+                                    "annotators_per_doc": 4, "annotators": 200, "mean_doc_tokens": 25},
+                          "points": [{**point, "method": m, "n_labels": 1000} for m in ("mv", "ds")],
+                          "summary": {"mv": {"time_loglog_slope_from_1e5": 1.02}, "ds": {}}},
+        "sample_size_example": {
+            "setup": {"half_width": 0.05, "confidence": 0.95, "tokens_per_document": 280.2},
+            "plans": {"paper_figures": {"inputs": {"precision": 0.719, "recall": 0.761, "frequency": 0.143},
+                                        "tokens": 2288, "documents": 9, "documents_with_design_effect": 230}},
+            "measured_on_expert_documents": {
+                "documents": 64, "tokens": 18648, "precision": 0.809, "recall": 0.633,
+                "clopper_pearson": {"precision_half_width": 0.015, "recall_half_width": 0.016},
+                "document_bootstrap": {"precision_half_width": 0.074, "recall_half_width": 0.049},
+                "documents_for_half_width_by_bootstrap": 139},
+            "design_effect": {"precision": 25.5, "recall": 9.7}},
+    }
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    folder = tmp_path / "results"
+    folder.mkdir()
+    for stem, data in _fakes().items():
+        (folder / f"{stem}.json").write_text(json.dumps(data))
+    return folder
+
+
+def test_every_section_renders_with_its_command_and_machine(results):
+    """Oracle: the fake files' own values, formatted by hand."""
+    md = tables.render(results)
+    for title, _, _ in tables.SECTIONS.values():
+        if title != "Service overhead":  # no fake file: the section must be absent, not empty
+            assert f"### {title}" in md
+    assert "### Service overhead" not in md
+    assert "`python -m benchmarks.X` · Fake CPU, 2 cores · 2026-01-02 03:04 UTC" in md
+    assert "| MajorityVote | crowdqa, crowd only | 0.884 (0.874–0.894) | 0.447 (0.427–0.467) |" in md
+    assert "| snow2008_rte (800 items, 8,000 labels) | MajorityVote | 0.9187 | 0.8750 | 0.6 ms | 27.0 ms | 45× |" in md
+    assert "| 44.0 ms | ≈ 44 s | 1,000× faster | 200.0 ms |" in md
+    assert "`python -m benchmarks.scaling --quick`" in md and "**quick run**" in md
+    assert "| 1,000 | 250 | 500.0 ms / 40 MB | 500.0 ms (7 it.) / 40 MB |" in md
+    assert "2 cores, Python 3.11.7" in md  # ds_speed has no meta block: machine from its setup
+    assert "about 139 expert documents" in md
+
+
+def test_full_run_preferred_over_quick_and_unknown_files_listed(results):
+    (results / "scaling.json").write_text((results / "scaling_quick.json").read_text().replace("--quick", ""))
+    (results / "mystery.json").write_text("{}")
+    md = tables.render(results)
+    assert "`benchmarks/results/scaling.json`" in md and "scaling_quick.json" not in md
+    assert "Other results files (no table): `mystery.json`." in md
+
+
+def test_unknown_layout_is_reported_not_skipped(results):
+    (results / "categorical.json").write_text(json.dumps({"datasets": {"x": {"ours": {}}}}))
+    md = tables.render(results)
+    assert "### Categorical accuracy vs crowd-kit" in md
+    assert "`categorical.json` has a layout this script does not know (KeyError" in md
+
+
+def test_readme_changes_only_between_markers(results, tmp_path):
+    readme = tmp_path / "README.md"
+    before, after = "# crowdqa\n\nintro\n\n", "\n\n## Licence\n\nMIT\n"
+    readme.write_text(f"{before}{tables.START}\nold table\n{tables.END}{after}")
+    assert tables.main(["--results", str(results), "--readme", str(readme)]) == 0
+    text = readme.read_text()
+    assert text.startswith(before + tables.START + "\n") and text.endswith(tables.END + after)
+    assert "old table" not in text and "### PICO / EBM-NLP aggregation study" in text
+
+
+def test_readme_without_markers_is_left_alone(results, tmp_path, capsys):
+    readme = tmp_path / "README.md"
+    readme.write_text("# crowdqa\n")
+    assert tables.main(["--results", str(results), "--readme", str(readme)]) == 0
+    assert readme.read_text() == "# crowdqa\n"
+    assert "### Ingest throughput" in capsys.readouterr().out
+
+
+def test_make_meta_names_command_machine_and_date():
+    meta = tables.make_meta("python -m benchmarks.scaling", seconds=1.234)
+    assert meta["command"] == "python -m benchmarks.scaling" and meta["seconds"] == 1.2
+    assert "cores" in meta["machine"] and meta["date"].endswith("UTC")
