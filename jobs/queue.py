@@ -54,7 +54,12 @@ def redis_connection(settings: Settings) -> Redis:
     """The Redis of ``CROWDQA_REDIS_URL``, or the process's in-memory fakeredis when embedded."""
     if settings.redis_url:
         return _real_connection(settings.redis_url)
-    return fakeredis.FakeRedis(server=_fake_server(str(settings.data_dir.resolve())))
+    return _fake_connection(str(settings.data_dir.resolve()))
+
+
+@lru_cache(maxsize=8)
+def _fake_connection(key: str) -> fakeredis.FakeRedis:
+    return fakeredis.FakeRedis(server=_fake_server(key))
 
 
 def get_queue(settings: Settings, connection: Redis | None = None) -> Queue:

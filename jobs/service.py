@@ -162,8 +162,9 @@ def _parse_and_merge(*, session: Session, store: ArtifactStore, dataset: Dataset
                                summary=jsonable(summarize(merged)), merged=merged)
 
 
-def _check_job_input(settings: Settings, dataset: Dataset, job_in: JobCreate) -> None:
+def _check_job_input(session: Session, dataset: Dataset, job_in: JobCreate) -> None:
     from aggregation import make_aggregator
+    from store.models import Annotator
 
     if not dataset.corpus_sha256:
         raise JobNotRunnableError(f"dataset {dataset.id} has no uploads yet: upload a crowd file first")
@@ -171,6 +172,12 @@ def _check_job_input(settings: Settings, dataset: Dataset, job_in: JobCreate) ->
     roles = (dataset.summary or {}).get("annotators") or {}
     if job_in.use_experts and isinstance(roles, dict) and roles.get("expert") in (0, None, {}, []):
         raise ValueError("use_experts needs expert labels: upload a file with role 'expert' first")
+    if job_in.reference not in ("union", "majority"):
+        experts = session.exec(select(Annotator.external_id).where(
+            Annotator.dataset_id == dataset.id, Annotator.role == "expert")).all()
+        if job_in.reference not in experts:
+            raise ValueError(f"reference must be 'union', 'majority' or an expert of the dataset {sorted(experts)}, "
+                             f"found {job_in.reference!r}")
 
 
 def _enqueue_or_fail(*, session: Session, settings: Settings, queue: Queue, job: Job) -> Job:
@@ -187,7 +194,7 @@ def _enqueue_or_fail(*, session: Session, settings: Settings, queue: Queue, job:
 
 def start_job(*, session: Session, settings: Settings, queue: Queue, dataset: Dataset, job_in: JobCreate) -> Job:
     """Create a job on the dataset's current corpus, commit it, then enqueue it."""
-    _check_job_input(settings, dataset, job_in)
+    _check_job_input(session, dataset, job_in)
     job = crud.create_job(session=session, dataset=dataset, job_in=job_in)
     return _enqueue_or_fail(session=session, settings=settings, queue=queue, job=job)
 

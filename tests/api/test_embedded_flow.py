@@ -83,6 +83,8 @@ def test_use_experts_clamps_and_reports_it(client, keys):
     # Every expert-labelled token is clamped, so nothing is left to compare the aggregate with.
     agg = report["aggregate_vs_expert"]
     assert agg is None or agg["token"]["tp"] + agg["token"]["fn"] == 0
+    r = client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key), json={"method": "mv", "reference": "upwork:md1"})
+    assert r.status_code == 202 and wait_job(client, r.json()["id"], key)["status"] == "finished"
 
 
 def test_bad_requests_are_problems(client, keys, settings):
@@ -120,6 +122,9 @@ def test_bad_requests_are_problems(client, keys, settings):
                          json={"method": "ds", "params": {"max_iterations": 3}}), 422)
     _problem(client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key),
                          json={"method": "ds", "use_experts": True}), 422)
+    body = _problem(client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key),
+                                json={"method": "ds", "reference": "mturk:A1CAREFUL"}), 422)
+    assert "reference must be" in body["detail"]
     _problem(client.get("/api/v1/datasets?limit=0", headers=auth(key)), 422)
     _problem(client.get("/api/v1/jobs/nope/report", headers=auth(key)), 404)
 
