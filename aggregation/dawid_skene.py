@@ -310,14 +310,19 @@ class DawidSkene(BaseAggregator):
     from those tokens alone (:func:`_supervised_start`), so a small expert set is
     not outvoted by the vote fractions at the start.
 
-    With ``alpha=0`` and the same number of iterations this is crowd-kit's
-    ``DawidSkene`` (which clips probabilities at 1e-10 instead of smoothing).
+    With ``alpha=0`` this is crowd-kit's ``DawidSkene`` up to its clipping of
+    probabilities at 1e-10: after ``max_iter=n``, ``worker_confusion_`` equals its
+    ``errors_`` after ``n_iter=n`` and ``proba_`` (final E-step) its ``probas_`` after
+    ``n_iter=n + 1`` (tested to 1e-6). The one-coin model is Karger, Oh & Shah's
+    "one-coin" worker, fitted by the same EM (as crowd-kit's ``OneCoinDawidSkene``).
 
     References
     ----------
     .. [1] A. P. Dawid, A. M. Skene (1979). Maximum likelihood estimation of
        observer error-rates using the EM algorithm. JRSS C 28(1), 20-28.
        doi:10.2307/2346806
+    .. [2] D. R. Karger, S. Oh, D. Shah (2011). Iterative learning for reliable
+       crowdsourcing systems. NeurIPS 24.
 
     Examples
     --------
