@@ -2,7 +2,8 @@
 
 Starts the real service on loopback (``crowdqa serve`` as a subprocess), in two modes:
 ``embedded`` (SQLite, fakeredis, in-process worker) and ``redis`` (a redis-server started
-here, the API plus one separate ``crowdqa worker``). For each mode it measures
+here, the API plus one separate ``crowdqa worker``; ``redis:2`` runs two API processes).
+For each mode it measures
 
 * **overhead**: a majority-vote job on a one-document corpus, posted then polled every
   5 ms until finished, ``--jobs`` times in a row. The wall time from POST to the poll
@@ -61,7 +62,7 @@ def _wait_port(port: int, timeout: float = 60) -> None:
 
 
 @contextmanager
-def _service(mode: str, data_dir: Path):
+def _service(mode: str, data_dir: Path, api_workers: int = 1):
     """Start the service (and Redis + a worker in redis mode); yield (api_url, key)."""
     procs: list[subprocess.Popen] = []
     env = {k: v for k, v in os.environ.items() if not k.startswith("CROWDQA_")}
@@ -78,7 +79,8 @@ def _service(mode: str, data_dir: Path):
         key = subprocess.run([str(BIN / "crowdqa"), "keys", "create", "--project", "bench"], env=env, check=True,
                              capture_output=True, text=True).stdout.strip().splitlines()[-1]
         port = _free_port()
-        procs.append(subprocess.Popen([str(BIN / "crowdqa"), "serve", "--port", str(port), "--log-level", "warning"],
+        procs.append(subprocess.Popen([str(BIN / "crowdqa"), "serve", "--port", str(port), "--log-level", "warning",
+                                       "--workers", str(api_workers)],
                                       env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         _wait_port(port)
         yield f"http://127.0.0.1:{port}/api/v1", key
@@ -143,16 +145,20 @@ async def _pollers(api: str, key: str, job_id: str, n_pollers: int, n_requests: 
 
 
 def run(mode: str, *, n_jobs: int, n_pollers: int, n_requests: int) -> dict:
-    with tempfile.TemporaryDirectory(prefix=f"crowdqa-bench-{mode}-") as tmp, _service(mode, Path(tmp)) as (api, key):
+    base, _, workers = mode.partition(":")
+    api_workers = int(workers or 1)
+    with tempfile.TemporaryDirectory(prefix=f"crowdqa-bench-{base}-") as tmp, \
+            _service(base, Path(tmp), api_workers) as (api, key):
         with httpx.Client(base_url=api, headers={"Authorization": f"Bearer {key}"}, timeout=30) as client:
             overhead, job_id = _overhead(client, n_jobs)
         polling = asyncio.run(_pollers(api, key, job_id, n_pollers, n_requests))
-    return {"mode": mode, "jobs": n_jobs, "overhead": overhead, "polling": polling}
+    return {"mode": base, "api_processes": api_workers, "jobs": n_jobs, "overhead": overhead, "polling": polling}
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--modes", default="embedded,redis")
+    p.add_argument("--modes", default="embedded,redis",
+                   help="comma-separated: embedded, redis, redis:N (N API processes)")
     p.add_argument("--jobs", type=int, default=30)
     p.add_argument("--pollers", type=int, default=50)
     p.add_argument("--requests", type=int, default=40, help="requests per poller")
@@ -162,9 +168,9 @@ def main(argv=None) -> int:
     if args.quick:
         args.jobs, args.requests = 10, 10
     modes = [m for m in args.modes.split(",") if m]
-    if "redis" in modes and shutil.which("redis-server") is None:
-        print("redis-server not found: skipping the redis mode", file=sys.stderr)
-        modes.remove("redis")
+    if shutil.which("redis-server") is None:
+        print("redis-server not found: skipping the redis modes", file=sys.stderr)
+        modes = [m for m in modes if not m.startswith("redis")]
     results = {"benchmark": "service_overhead", "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                                                              "platform": platform.platform()},
                "settings": {"jobs": args.jobs, "pollers": args.pollers, "requests_per_poller": args.requests},
@@ -174,7 +180,8 @@ def main(argv=None) -> int:
     Path(args.output).write_text(json.dumps(results, indent=2) + "\n")
     for r in results["results"]:
         o, q = r["overhead"], r["polling"]
-        print(f"{r['mode']:9} job POST->finished p50 {o['wall']['p50_ms']:.1f} ms (p90 {o['wall']['p90_ms']:.1f}); "
+        print(f"{r['mode']:8} x{r['api_processes']} job POST->finished p50 {o['wall']['p50_ms']:.1f} ms "
+              f"(p90 {o['wall']['p90_ms']:.1f}); "
               f"overhead excl. pipeline p50 {o['overhead_excluding_pipeline']['p50_ms']:.1f} ms | "
               f"{q['pollers']} pollers: p50 {q['latency']['p50_ms']:.1f} ms p99 {q['latency']['p99_ms']:.1f} ms, "
               f"{q['requests_per_second']:.0f} req/s, {q['errors']} errors")
