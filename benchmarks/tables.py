@@ -240,15 +240,20 @@ def render_scaling(d: dict, results: Path, quick: bool) -> str:
         for m in methods:
             p = by.get(m)
             it = f" ({p['n_iter']} it.)" if p and m == "ds" else ""
-            row.append(f"{_ms(p['fit_seconds'])}{it} / {p['peak_rss_during_fit_mb']:.0f} MB" if p else "–")
+            row.append(f"{_ms(p['fit_seconds'])}{it} / {p['peak_rss_during_fit_mb']:.0f} MB "
+                       f"(+{p['fit_extra_mb']:.0f})" if p else "–")
         rows.append(row)
-    slopes = ", ".join(f"{NAMES.get(m, m)} {s['time_loglog_slope_from_1e5']:.2f}" for m, s in d["summary"].items()
-                       if s.get("time_loglog_slope_from_1e5") is not None)
+    slopes = ", ".join(
+        f"{NAMES.get(m, m)} {s['time_loglog_slope_from_1e5']:.2f}"
+        + (f" (per EM iteration {s['iteration_time_loglog_slope_from_1e5']:.2f})"
+           if s.get("iteration_time_loglog_slope_from_1e5") is not None and m == "ds" else "")
+        for m, s in d["summary"].items() if s.get("time_loglog_slope_from_1e5") is not None)
     s = d["setup"]
     return (
         f"crowdqa only, defaults, one process per point: BIO spans ({len(s['classes'])} classes), "
         f"{s['annotators_per_doc']} of {s['annotators']} annotators per document of about {s['mean_doc_tokens']} "
-        "tokens. Each cell: fit wall time / peak RSS of the process during the fit (corpus included).\n\n"
+        "tokens. Each cell: fit wall time / peak RSS of the process during the fit (corpus included) and, in "
+        "brackets, what the fit added to the resident memory at its peak.\n\n"
         + _table(["labels", "tokens", *(f"{NAMES.get(m, m)}" for m in methods)], rows)
         + (f"\n\nLog-log slope of time vs labels: {slopes} (1 = linear)." if slopes else "")
         + _png(results, "scaling", quick, "fit time and peak memory vs labels, log-log")

@@ -20,7 +20,7 @@ def _fakes() -> dict[str, dict]:
     meta = {"command": "python -m benchmarks.X", "machine": "Fake CPU, 2 cores", "date": "2026-01-02 03:04 UTC"}
     ck = {"fit_seconds": 2.0, "peak_rss_during_fit_mb": 300.0, "accuracy_first_100k_items": 0.9}
     us = {"fit_seconds": 0.02, "peak_rss_during_fit_mb": 60.0, "accuracy_first_100k_items": 0.9}
-    point = {"n_tokens": 250, "fit_seconds": 0.5, "n_iter": 7, "peak_rss_during_fit_mb": 40.0}
+    point = {"n_tokens": 250, "fit_seconds": 0.5, "n_iter": 7, "peak_rss_during_fit_mb": 40.0, "fit_extra_mb": 2.4}
     return {
         "pico_study": {
             "meta": meta,
@@ -87,7 +87,7 @@ def test_every_section_renders_with_its_command_and_machine(results):
     assert "| snow2008_rte (800 items, 8,000 labels) | MajorityVote | 0.9187 | 0.8750 | 0.6 ms | 27.0 ms | 45× |" in md
     assert "| 44.0 ms | ≈ 44 s | 1,000× faster | 200.0 ms |" in md
     assert "`python -m benchmarks.scaling --quick`" in md and "**quick run**" in md
-    assert "| 1,000 | 250 | 500.0 ms / 40 MB | 500.0 ms (7 it.) / 40 MB |" in md
+    assert "| 1,000 | 250 | 500.0 ms / 40 MB (+2) | 500.0 ms (7 it.) / 40 MB (+2) |" in md
     assert "2 cores, Python 3.11.7" in md  # ds_speed has no meta block: machine from its setup
     assert "about 139 expert documents" in md
 
