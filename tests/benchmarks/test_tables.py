@@ -62,7 +62,9 @@ def _fakes() -> dict[str, dict]:
                 "clopper_pearson": {"precision_half_width": 0.015, "recall_half_width": 0.016},
                 "document_bootstrap": {"precision_half_width": 0.074, "recall_half_width": 0.049},
                 "documents_for_half_width_by_bootstrap": 139},
-            "design_effect": {"precision": 25.5, "recall": 9.7}},
+            "design_effect": {"precision": 25.5, "recall": 9.7},
+            "pico_study_intervals": {"file": "pico_study.json", "half_widths": {
+                "ds/ours_experts_clamped_crossfit": {"precision": 0.013, "recall": 0.016, "f1": None}}}},
     }
 
 
@@ -90,6 +92,7 @@ def test_every_section_renders_with_its_command_and_machine(results):
     assert "| 1,000 | 250 | 500.0 ms / 40 MB (+2) | 500.0 ms (7 it.) / 40 MB (+2) |" in md
     assert "2 cores, Python 3.11.7" in md  # ds_speed has no meta block: machine from its setup
     assert "about 139 expert documents" in md
+    assert "| DawidSkene, experts clamped | ±0.013 | ±0.016 | – |" in md
 
 
 def test_full_run_preferred_over_quick_and_unknown_files_listed(results):
