@@ -145,8 +145,10 @@ def _parse_and_merge(*, session: Session, store: ArtifactStore, dataset: Dataset
     if corpus.n_obs == 0:
         raise IngestError(f"the file holds no labels (read as {format!r})", source=filename or "upload")
     with _dataset_locks[dataset.id]:
+        # Serialise uploads to one dataset across threads (the lock) and processes (a row write lock
+        # held until the commit in crud.add_upload), then merge with the latest committed corpus.
+        crud.lock_dataset(session=session, dataset_id=dataset.id)
         session.refresh(dataset)
-        crud.get_dataset(session=session, project_id=dataset.project_id, dataset_id=dataset.id, for_update=True)
         merged = corpus
         if dataset.corpus_sha256:
             merged = merge_corpora([store.load_corpus(dataset.corpus_sha256), corpus])
@@ -155,7 +157,7 @@ def _parse_and_merge(*, session: Session, store: ArtifactStore, dataset: Dataset
         upload = Upload(
             dataset_id=dataset.id, filename=(filename or "upload")[:300], format=format, role=role,
             options=jsonable(options), size=raw.size, sha256=raw.sha256, raw_path=raw.path,
-            corpus_sha256=own.sha256, summary=jsonable(summarize(corpus)),
+            corpus_sha256=own.sha256, summary=jsonable(summarize(corpus, problems=parsed.problems)),
             problems=[str(p) for p in parsed.problems][:1000],
         )
         return crud.add_upload(session=session, dataset=dataset, upload=upload, corpus_sha256=whole.sha256,

@@ -40,6 +40,7 @@ __all__ = [
     "create_dataset",
     "get_dataset",
     "list_datasets",
+    "lock_dataset",
     "delete_dataset",
     "add_upload",
     "list_uploads",
@@ -123,6 +124,15 @@ def _page(session: Session, stmt, *, offset: int, limit: int, order) -> tuple[li
     count = session.exec(select(func.count()).select_from(stmt.subquery())).one()
     rows = session.exec(stmt.order_by(*order).offset(offset).limit(limit)).all()
     return list(rows), int(count)
+
+
+def lock_dataset(*, session: Session, dataset_id: str) -> None:
+    """Take the dataset's write lock until the session commits (a no-op write: a row lock on PostgreSQL,
+    the database write lock on SQLite), so concurrent uploads merge one after the other."""
+    from sqlmodel import update
+
+    session.exec(update(Dataset).where(Dataset.id == dataset_id).values(n_uploads=Dataset.n_uploads)
+                 .execution_options(synchronize_session=False))
 
 
 def list_datasets(*, session: Session, project_id: str, offset: int = 0, limit: int = 100) -> tuple[list[Dataset], int]:

@@ -294,3 +294,22 @@ def test_docs_zip_bomb_is_refused(tmp_path):
     out.mkdir()
     with pytest.raises(IngestError, match="unpacks to more than 1000000 bytes"):
         extract_docs(path, out, max_bytes=1_000_000)
+
+
+def test_concurrent_uploads_all_merge(client, keys, settings):
+    """Eight threads upload disjoint expert files to one dataset at once: every upload is in the merged corpus."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rows = [json.loads(line) for line in (SAMPLE / "expert.jsonl").read_text().splitlines()]
+    key = keys["a"]
+    ds = client.post("/api/v1/datasets", headers=auth(key), json={"name": "race"}).json()["id"]
+    files = []
+    for i in range(8):
+        path = settings.data_dir.parent / f"expert{i}.jsonl"
+        path.write_text("".join(json.dumps({**r, "annotator": f"expert:{i}"}) + "\n" for r in rows))
+        files.append(path)
+    with ThreadPoolExecutor(8) as pool:
+        codes = list(pool.map(lambda p: upload(client, key, ds, p, role="expert").status_code, files))
+    assert codes == [201] * 8
+    info = client.get(f"/api/v1/datasets/{ds}", headers=auth(key)).json()
+    assert info["n_uploads"] == 8 and info["summary"]["annotators"]["expert"] == 8
