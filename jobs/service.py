@@ -155,7 +155,7 @@ def _parse_and_merge(*, session: Session, store: ArtifactStore, dataset: Dataset
         own = store.put_corpus(corpus)
         whole = store.put_corpus(merged) if merged is not corpus else own
         upload = Upload(
-            dataset_id=dataset.id, filename=(filename or "upload")[:300], format=format, role=role,
+            dataset_id=dataset.id, filename=crud.text_safe(filename or "upload")[:300], format=format, role=role,
             options=jsonable(options), size=raw.size, sha256=raw.sha256, raw_path=raw.path,
             corpus_sha256=own.sha256, summary=jsonable(summarize(corpus, problems=parsed.problems)),
             problems=[str(p) for p in parsed.problems][:1000],

@@ -120,7 +120,7 @@ def run_job(job_id: str) -> str:
     """Run the database job ``job_id`` end to end; return its final status."""
     settings = get_settings()
     rq_job = get_current_job()
-    worker = getattr(rq_job, "worker_name", None) if rq_job is not None else None
+    worker = (getattr(rq_job, "worker_name", None) or "")[:200] if rq_job is not None else None
     with Session(get_engine(settings)) as s:
         job = crud.claim_job(session=s, job_id=job_id, worker_name=worker)
     if job is None:

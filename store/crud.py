@@ -62,6 +62,11 @@ __all__ = [
 KEY_PREFIX = "cqa"
 
 
+def text_safe(value: str) -> str:
+    """``value`` with NUL characters replaced (PostgreSQL text cannot hold them)."""
+    return value.replace("\x00", "\ufffd")
+
+
 def _hash_key(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
@@ -181,7 +186,7 @@ def set_annotators(*, session: Session, dataset: Dataset, corpus: Corpus, commit
     pairs = np.unique(corpus.obs_doc * max(n, 1) + corpus.worker)
     documents = np.bincount(pairs % max(n, 1), minlength=n)
     for w, (wid, role) in enumerate(zip(corpus.worker_ids, corpus.worker_roles, strict=True)):
-        session.add(Annotator(dataset_id=dataset.id, external_id=wid, role=role,
+        session.add(Annotator(dataset_id=dataset.id, external_id=text_safe(wid), role=role,
                               documents=int(documents[w]), tokens=int(tokens[w])))
     if commit:
         session.commit()
@@ -292,7 +297,7 @@ def save_report(*, session: Session, job_id: str, report: dict[str, Any]) -> Non
     for w in report.get("workers") or []:
         ve, va = _score(w.get("vs_expert")), _score(w.get("vs_aggregate"))
         session.add(WorkerScore(
-            job_id=job_id, annotator=str(w["annotator"]), role=str(w.get("role", "crowd")),
+            job_id=job_id, annotator=text_safe(str(w["annotator"])), role=str(w.get("role", "crowd")),
             documents=int(w.get("documents") or 0), tokens=int(w.get("tokens") or 0),
             precision=ve.get("precision"), recall=ve.get("recall"), f1=ve.get("f1"),
             span_f1=_score(w.get("vs_expert"), "span_strict").get("f1"),

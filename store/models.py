@@ -14,7 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from pydantic import ConfigDict, field_validator
-from sqlalchemy import JSON, DateTime, UniqueConstraint
+from sqlalchemy import JSON, DateTime
 from sqlmodel import Field, SQLModel
 
 __all__ = [
@@ -122,7 +122,14 @@ class ApiKey(SQLModel, table=True):
 
 # ---------------------------------------------------------------- datasets
 class DatasetBase(SQLModel):
-    name: str = Field(min_length=1, max_length=200)
+    name: str = Field(min_length=1, max_length=200, description="A label for people; no control characters.")
+
+    @field_validator("name")
+    @classmethod
+    def _printable(cls, value: str) -> str:
+        if any(ord(c) < 32 or ord(c) == 127 for c in value):
+            raise ValueError("name must not contain control characters")
+        return value
 
 
 class DatasetCreate(DatasetBase):
@@ -204,10 +211,9 @@ class UploadsPublic(SQLModel):
 class Annotator(SQLModel, table=True):
     """An annotator of a dataset's merged corpus."""
 
-    __table_args__ = (UniqueConstraint("dataset_id", "external_id"),)
     id: int | None = Field(default=None, primary_key=True)
     dataset_id: str = Field(foreign_key="dataset.id", index=True, ondelete="CASCADE")
-    external_id: str = Field(max_length=300)
+    external_id: str = Field(description="Unique within a dataset (the corpus vocabulary guarantees it).")
     role: str = Field(max_length=16)
     documents: int
     tokens: int
@@ -218,7 +224,8 @@ class JobBase(SQLModel):
     method: Method
     params: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
     use_experts: bool = False
-    reference: str = Field(default="union", max_length=300)
+    reference: str = Field(default="union", max_length=300,
+                           description="Expert reference: union, majority or an expert's annotator id.")
 
 
 class JobCreate(JobBase):
@@ -279,7 +286,7 @@ class WorkerScore(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     job_id: str = Field(foreign_key="job.id", index=True, max_length=32, ondelete="CASCADE")
-    annotator: str = Field(max_length=300)
+    annotator: str
     role: str = Field(max_length=16)
     documents: int
     tokens: int

@@ -25,7 +25,7 @@ from store.models import (
 
 router = APIRouter(prefix="/datasets", tags=["datasets"])
 
-Offset = Annotated[int, Query(ge=0, description="Rows to skip.")]
+Offset = Annotated[int, Query(ge=0, le=10**9, description="Rows to skip.")]
 Limit = Annotated[int, Query(ge=1, le=1000, description="Rows to return (at most 1000).")]
 
 

@@ -219,6 +219,17 @@ def test_flow_on_postgres(pg_settings):
         scored = [w["annotator"] for w in workers["data"] if w["f1"] is not None]
         assert workers["count"] == 11 and scored[-1] == "mturk:A10SPAM"
         assert body["created_at"].endswith(("Z", "+00:00"))
+        # Hostile names (NUL, very long) are stored, not a 500: PostgreSQL text cannot hold NUL.
+        odd = "w\x00" + "y" * 500
+        rows = [json.loads(line) for line in (SAMPLE / "crowd.jsonl").read_text().splitlines()[:5]]
+        body = "".join(json.dumps({**r, "annotator": odd + r["annotator"]}) + "\n" for r in rows).encode()
+        r = client.post(f"/api/v1/datasets/{ds}/uploads", headers=auth(key),
+                        files={"file": ("\x00" + "n" * 400 + ".jsonl", body)}, data={"format": "spans-jsonl"})
+        assert r.status_code == 201, r.text
+        r = client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key), json={"method": "mv"})
+        assert wait_job(client, r.json()["id"], key)["status"] == "finished"
+        r = client.post("/api/v1/datasets", headers=auth(key), json={"name": "a\x00b"})
+        assert r.status_code == 422
 
 
 def test_job_timeout_in_the_embedded_worker(settings, keys, monkeypatch, tmp_path):
