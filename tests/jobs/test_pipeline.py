@@ -11,6 +11,7 @@ from quality.references import reference_labels
 from tests.utils.factories import synthetic_corpus
 
 
+@pytest.mark.filterwarnings("ignore::aggregation.ConvergenceWarning")
 def test_matches_a_direct_fit_on_the_crowd(seed):
     """Oracle: the aggregator fitted directly on ``corpus.select_role("crowd")`` gives the same labels and proba."""
     corpus = synthetic_corpus(seed=seed)
