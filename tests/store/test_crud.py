@@ -6,6 +6,9 @@ import hashlib
 from datetime import timedelta
 
 import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 from sqlalchemy import update
 from sqlmodel import Session, select
 
@@ -150,3 +153,28 @@ def test_delete_dataset_cascades(session):
     crud.delete_dataset(session=session, dataset=gone)
     assert [j.dataset_id for j in session.exec(select(Job)).all()] == [keep.id]
     assert len(session.exec(select(WorkerScore)).all()) == 1
+
+
+_names = st.text(alphabet="abcdefghij0123456789", min_size=1, max_size=6)
+
+
+@hsettings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(scores=st.dictionaries(_names, st.one_of(st.none(), st.floats(0, 1)), min_size=1, max_size=12),
+       order=st.sampled_from(["asc", "desc"]), offset=st.integers(0, 13), limit=st.integers(1, 13))
+def test_worker_score_pages_match_a_python_sort(session, scores, order, offset, limit):
+    """Oracle: Python's sorted() with nulls last and ties by annotator id, sliced [offset:offset+limit]."""
+    p = crud.get_or_create_project(session=session, name="prop")
+    ds = _dataset(session, p.id)
+    job = crud.create_job(session=session, dataset=ds, job_in=JobCreate(method="mv"))
+    workers = [{"annotator": a, "role": "crowd", "documents": 1, "tokens": 1,
+                "vs_expert": None if v is None else {"precision": v, "recall": v, "f1": v}, "vs_aggregate": None}
+               for a, v in scores.items()]
+    crud.save_report(session=session, job_id=job.id, report={"workers": workers})
+    session.commit()
+    rows, count = crud.list_worker_scores(session=session, job_id=job.id, sort="f1", order=order,
+                                          offset=offset, limit=limit)
+    sign = -1 if order == "desc" else 1
+    known = sorted((a for a, v in scores.items() if v is not None), key=lambda a: (sign * scores[a], a))
+    expected = (known + sorted(a for a, v in scores.items() if v is None))[offset:offset + limit]
+    assert count == len(scores)
+    assert [r.annotator for r in rows] == expected
