@@ -69,6 +69,15 @@ def test_upload_job_report_labels(client, keys):
     r = client.get(f"/api/v1/jobs/{job_id}/labels?format=conll", headers=auth(key))
     tags = [line.split()[-1] for line in r.text.splitlines() if line.strip()]
     assert tags == [corpus.class_names[k] for k in direct.labels.tolist()]
+    r = client.get(f"/api/v1/jobs/{job_id}/labels?format=ebm-nlp", headers=auth(key))
+    import io
+    import zipfile
+
+    with zipfile.ZipFile(io.BytesIO(r.content)) as zf:
+        assert len([n for n in zf.namelist() if n.endswith(".ann")]) == corpus.n_docs
+    # Span documents are not categorical items: a 422 problem, not a 500.
+    _problem(client.get(f"/api/v1/jobs/{job_id}/labels?format=categorical-csv", headers=auth(key)), 422)
+    _problem(client.get(f"/api/v1/jobs/{job_id}/labels?format=xml", headers=auth(key)), 422)
 
 
 def test_use_experts_clamps_and_reports_it(client, keys):
@@ -324,3 +333,30 @@ def test_concurrent_uploads_all_merge(client, keys, settings):
     assert codes == [201] * 8
     info = client.get(f"/api/v1/datasets/{ds}", headers=auth(key)).json()
     assert info["n_uploads"] == 8 and info["summary"]["annotators"]["expert"] == 8
+
+
+def test_categorical_dataset(client, keys, settings):
+    """A categorical CSV with a gold column: DS job, item,label CSV out, gold reported as the expert.
+
+    Oracle: with three reliable workers and one who always answers "b", the majority answer of each item.
+    """
+    lines = ["item,annotator,label,gold"]
+    truth = {f"q{i}": "ab"[i % 2] for i in range(30)}
+    for item, t in truth.items():
+        for w in ("w1", "w2", "w3"):
+            lines.append(f"{item},{w},{t},{t}")
+        lines.append(f"{item},w4,b,{t}")
+    path = settings.data_dir.parent / "cat.csv"
+    path.write_text("\n".join(lines) + "\n")
+    key = keys["a"]
+    ds = client.post("/api/v1/datasets", headers=auth(key), json={"name": "cat"}).json()["id"]
+    r = upload(client, key, ds, path, format="categorical")
+    assert r.status_code == 201, r.text
+    assert r.json()["summary"]["annotators"] == {"crowd": 4, "expert": 1}
+    job = client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key), json={"method": "ds"}).json()["id"]
+    assert wait_job(client, job, key)["status"] == "finished"
+    r = client.get(f"/api/v1/jobs/{job}/labels?format=categorical-csv", headers=auth(key))
+    rows = [line.split(",") for line in r.text.strip().splitlines()[1:]]
+    assert {item: label for item, label in rows} == truth
+    workers = client.get(f"/api/v1/jobs/{job}/workers?sort=f1&order=asc", headers=auth(key)).json()["data"]
+    assert workers[0]["annotator"] == "w4"
