@@ -50,7 +50,7 @@ class Corpus:
     worker : ndarray of shape (n_obs,), int32
         Annotator index of each annotation, in ``[0, n_workers)``.
     label : ndarray of shape (n_obs,), int16
-        Class index of each annotation, in ``[0, n_classes)``; 0 is ``"O"``.
+        Class index of each annotation, in ``[0, n_classes)``; 0 is ``"O"`` in span tasks.
     doc_lengths : ndarray of shape (n_docs,), int64
         Number of tokens of each document; sums to ``n_tokens``.
     token_start, token_end : ndarray of shape (n_tokens,), int64
@@ -63,8 +63,11 @@ class Corpus:
     worker_roles : tuple of str, length n_workers
         ``"crowd"`` or ``"expert"``.
     class_names : tuple of str, length n_classes
-        ``class_names[0] == "O"``. Span tasks use either inside/outside per
-        category (``"O", "Participants"``) or BIO (``"O", "B-PER", "I-PER", ...``).
+        Span tasks have ``class_names[0] == "O"`` (outside) and use either
+        inside/outside per category (``"O", "Participants"``) or BIO
+        (``"O", "B-PER", "I-PER", ...``). Categorical corpora (one-token items) have
+        no outside class: their classes are the answers in natural order, so no
+        model carries a phantom class (see :attr:`has_outside`).
 
     Notes
     -----
@@ -179,6 +182,11 @@ class Corpus:
     def obs_doc(self) -> NDArray[np.int64]:
         """ndarray of shape (n_obs,): document index of each annotation."""
         return self.token_doc[self.token]
+
+    @property
+    def has_outside(self) -> bool:
+        """True if class 0 is the outside class ``"O"`` (span tasks); False for categorical answers."""
+        return self.class_names[0] == "O"
 
     @property
     def scheme(self) -> Literal["io", "bio"]:
@@ -380,8 +388,8 @@ def _check_corpus(c: Corpus) -> None:
     bad_roles = sorted(set(c.worker_roles) - set(ROLES))
     if bad_roles:
         raise ValueError(f"worker_roles must be 'crowd' or 'expert', found {bad_roles[0]!r}")
-    if not c.class_names or c.class_names[0] != "O":
-        raise ValueError(f"class_names[0] must be 'O', found {c.class_names[:1]}")
+    if not c.class_names:
+        raise ValueError("class_names must name at least one class, found none")
     if len(set(c.class_names)) != len(c.class_names):
         raise ValueError("class_names must be unique")
     if n_obs == 0:

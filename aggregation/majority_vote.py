@@ -171,7 +171,9 @@ class MajorityVote(BaseAggregator):
             raise ValueError(f"tie_break must be one of {TIE_RULES}, found {self.tie_break!r}")
         known = check_known(known, corpus)
         votes = corpus.vote_counts(_worker_weights(self.weights, corpus))
-        labels = _break_ties(votes, tie_break=self.tie_break)
+        # Categorical answers have no outside class to avoid: every tie goes to the lowest index.
+        rule = self.tie_break if corpus.has_outside or self.tie_break not in TIE_RULES else "lowest"
+        labels = _break_ties(votes, tie_break=rule)
         total = votes.sum(axis=1)
         voted = total > 0
         proba = np.zeros_like(votes)

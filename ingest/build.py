@@ -315,7 +315,7 @@ def corpus_from_token_labels(
         ``tags`` has one class name per token of the document (``"O"`` outside).
     roles : dict of str to str
     class_names : sequence of str, optional
-        Fixed schema (must start with ``"O"``); by default ``O`` then the tags seen,
+        Fixed schema (span tasks start with ``"O"``; categorical answers need not); by default ``O`` then the tags seen,
         sorted by entity type with ``B-`` before ``I-``.
     sources : sequence of (source, line), optional
         Where each entry of ``labels`` came from, for error messages.
@@ -337,8 +337,8 @@ def corpus_from_token_labels(
         bio = any(t[:2] in ("B-", "I-") for t in seen)
         class_names = class_names_for(sorted({entity_type(t) for t in seen}), "bio" if bio else "io")
     class_names = tuple(class_names)
-    if class_names[0] != "O":
-        raise IngestError(f"class_names[0] must be 'O', found {class_names[0]!r}")
+    if not class_names or len(set(class_names)) != len(class_names):
+        raise IngestError(f"class_names must be unique and non-empty, found {list(class_names)}")
     class_id = {c: i for i, c in enumerate(class_names)}
 
     annotators: dict[str, int] = {}

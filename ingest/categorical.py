@@ -8,6 +8,7 @@ categorical answer as a one-token label.
 from __future__ import annotations
 
 import csv
+import math
 import os
 from pathlib import Path
 
@@ -16,7 +17,17 @@ import numpy as np
 from aggregation.corpus import Corpus
 from ingest.errors import IngestError, ProblemLog
 
-__all__ = ["read_categorical", "GOLD_ANNOTATOR"]
+
+def natural_key(label: str) -> tuple:
+    """Sort key: numbers by value first (``"2"`` before ``"10"``), then other labels as strings."""
+    try:
+        value = float(label)
+    except ValueError:
+        return (1, 0.0, label)
+    return (0, value, label) if math.isfinite(value) else (1, 0.0, label)
+
+
+__all__ = ["natural_key", "read_categorical", "GOLD_ANNOTATOR"]
 
 #: Annotator id given to the gold column (role ``"expert"``).
 GOLD_ANNOTATOR = "gold"
@@ -68,9 +79,10 @@ def read_categorical(
     Corpus
         One one-token document per item, in order of first appearance. The gold
         column becomes an annotator ``"gold"`` with role ``"expert"`` (one label per
-        item that has a gold value). Classes: ``"O"`` is class 0; if no label is
-        literally ``"O"``, classes are ``("O", *sorted(labels))`` so the answers are
-        the indices >= 1. Annotator ids are kept as given (strings).
+        item that has a gold value). Classes are the answers in natural order
+        (numbers by value, then other labels alphabetically: ``"2"`` before ``"10"``),
+        independent of row order; there is no outside class. Annotator ids are kept as
+        given (strings).
 
     Raises
     ------
@@ -138,8 +150,8 @@ def read_categorical(
     if not obs_item:
         raise IngestError("no annotation rows after the header", source=source)
 
-    # Class order: "O" first, then the other labels sorted, independent of the row order.
-    class_names = ("O", *sorted(set(labels) - {"O"}))
+    # Class order: natural order of the answers, independent of the row order.
+    class_names = tuple(sorted(labels, key=natural_key))
     remap = np.empty(len(labels), dtype=np.int64)
     for name, k in labels.items():
         remap[k] = class_names.index(name)

@@ -13,6 +13,22 @@ from ingest.errors import IngestError
 __all__ = ["merge_corpora"]
 
 
+def _merged_classes(corpora: Sequence[Corpus]) -> tuple[str, ...]:
+    """The merged label schema: span schemes by entity type, categorical answers by natural order."""
+    if all(c.has_outside for c in corpora):
+        schemes = {c.scheme for c in corpora if c.n_classes > 1}
+        types = sorted({t for c in corpora for t in c.entity_types})
+        scheme = "bio" if "bio" in schemes else "io"
+        if scheme == "bio" and "io" in schemes:
+            raise IngestError("cannot merge inside/outside labels into a BIO schema: upload all files with one scheme")
+        return class_names_for(types, scheme)
+    if any(c.scheme == "bio" for c in corpora):
+        raise IngestError("cannot merge categorical answers with BIO span labels")
+    from ingest.categorical import natural_key
+
+    return tuple(sorted({n for c in corpora for n in c.class_names}, key=natural_key))
+
+
 def merge_corpora(corpora: Sequence[Corpus]) -> Corpus:
     """Merge uploads of the same (or overlapping) documents into one corpus.
 
@@ -34,12 +50,7 @@ def merge_corpora(corpora: Sequence[Corpus]) -> Corpus:
         raise IngestError("nothing to merge: no corpus given")
     if len(corpora) == 1:
         return corpora[0]
-    schemes = {c.scheme for c in corpora if c.n_classes > 1}
-    types = sorted({t for c in corpora for t in c.entity_types})
-    scheme = "bio" if "bio" in schemes else "io"
-    if scheme == "bio" and "io" in schemes:
-        raise IngestError("cannot merge inside/outside labels into a BIO schema: upload all files with one scheme")
-    class_names = class_names_for(types, scheme)
+    class_names = _merged_classes(corpora)
     class_id = {n: i for i, n in enumerate(class_names)}
 
     doc_pos: dict[str, int] = {}

@@ -16,8 +16,8 @@ Answers
 * **Categorical answers.** If no answer in the column is JSON (a multiple-choice HIT,
   such as CrowdTruth's example file), the batch is read as categorical data, with
   the conventions of :mod:`ingest.categorical`: each HIT (``id_column``) is a one-token
-  document whose text is its id, the answer string is the label, ``"O"`` is class 0
-  only if some answer is literally ``"O"``. A column that mixes JSON and plain answers
+  document whose text is its id, the answer string is the label, and the classes are
+  the answers in natural order (no outside class). A column that mixes JSON and plain answers
   is an error at the first row of the minority kind.
 
 Defaults: the text is ``text_column`` or the first of ``Input.text``,
@@ -42,6 +42,7 @@ from aggregation.corpus import Corpus
 from ingest._common import check_role, parse_span_list
 from ingest._io import read_text
 from ingest.build import Span, corpus_from_spans, corpus_from_token_labels
+from ingest.categorical import natural_key
 from ingest.errors import IngestError, ProblemLog
 
 __all__ = ["read_mturk_csv"]
@@ -245,7 +246,7 @@ def _categorical(
         documents.setdefault(item, [item])
         labels.append((item, f"mturk:{r['WorkerId'].strip()}", [answer]))
         sources.append((src, line))
-    classes = ("O", *sorted({lab for _, _, (lab,) in labels} - {"O"}))
+    classes = tuple(sorted({lab for _, _, (lab,) in labels}, key=natural_key))
     return corpus_from_token_labels(
         documents=documents,
         labels=labels,

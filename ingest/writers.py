@@ -17,7 +17,8 @@ Formats
     line, the entity-type index (0 = outside, 1.. = the corpus entity types in order),
     as EBM-NLP's aggregated files.
 ``categorical-csv``
-    ``item,label`` rows, one per document, for one-token documents (categorical data).
+    ``item,label`` rows, one per document, for one-token documents (categorical data);
+    an item with no label (``MISSING``) gets an empty label.
 """
 
 from __future__ import annotations
@@ -81,7 +82,9 @@ def write_labels(labels: NDArray, corpus: Corpus, path: str | os.PathLike, *, fo
     elif format == "ebm-nlp":
         _write_ebm_nlp(lab, corpus, path)
     else:
-        _write_categorical(lab, corpus, path)
+        # An item nobody labelled has no answer: written empty, unless class 0 is an outside class.
+        raw = np.asarray(labels, dtype=np.int64)
+        _write_categorical(lab if corpus.has_outside else raw, corpus, path)
 
 
 def _write_spans_jsonl(lab: NDArray, corpus: Corpus, path: Path) -> None:
@@ -126,4 +129,4 @@ def _write_categorical(lab: NDArray, corpus: Corpus, path: Path) -> None:
         w = csv.writer(fh)
         w.writerow(["item", "label"])
         for doc_id, k in zip(corpus.doc_ids, lab.tolist(), strict=True):
-            w.writerow([doc_id, corpus.class_names[k]])
+            w.writerow([doc_id, corpus.class_names[k] if k != MISSING else ""])

@@ -54,7 +54,7 @@ def test_save_load_round_trip_is_exact(tmp_path):
         (dict(token=[0, 1, 3, 0, 1, 2, 3, 4]), r"labels 2 of the 3 tokens of document 'a'"),
         (dict(token=[0, 1, 2, 0, 1, 2, 4, 3], worker=[0, 0, 0, 1, 1, 1, 0, 1], label=[0] * 8),
          r"'mturk:A' labels 1 of the 2 tokens of document 'b'"),
-        (dict(class_names=["B", "O"]), r"class_names\[0\] must be 'O'"),
+        (dict(class_names=["O", "O"]), r"class_names must be unique"),
         (dict(worker_roles=["crowd", "boss"]), r"'crowd' or 'expert', found 'boss'"),
         (dict(token_end=[1, 4, 60, 2, 5]), r"past the end of document 'a'"),
     ],

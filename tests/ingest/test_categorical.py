@@ -24,40 +24,46 @@ def test_csv_three_columns_builds_one_token_documents(tmp_path):
     assert c.token_start.tolist() == [0, 0] and c.token_end.tolist() == [2, 2]
     assert c.worker_ids == ("007", "A9")  # kept as strings, leading zeros intact
     assert c.worker_roles == ("crowd", "crowd")
-    assert c.class_names == ("O", "cat", "dog")
+    assert c.class_names == ("cat", "dog")
     assert c.token.tolist() == [0, 0, 1]
     assert c.worker.tolist() == [0, 1, 0]
-    assert c.label.tolist() == [1, 2, 2]
+    assert c.label.tolist() == [0, 1, 1]
 
 
 def test_tsv_with_gold_column_adds_expert(tmp_path):
     """Oracle: hand-built; gold becomes annotator 'gold' with role expert, one label per item."""
     p = _write(tmp_path, "i\tw\tl\tg\nx\tw1\t1\t0\nx\tw2\t0\t0\ny\tw1\t1\t1\nz\tw1\t0\t\n", "d.tsv")
     c = read_categorical(p, role="crowd")
-    assert c.class_names == ("O", "0", "1")
+    assert c.class_names == ("0", "1")
     assert c.worker_ids == ("w1", "w2", "gold")
     assert c.worker_roles == ("crowd", "crowd", "expert")
     gold = c.labels_of(2)
-    assert gold.tolist() == [1, 2, -1]  # z has no gold
-    assert c.labels_of(0).tolist() == [2, 2, 1]
+    assert gold.tolist() == [0, 1, -1]  # z has no gold
+    assert c.labels_of(0).tolist() == [1, 1, 0]
 
 
-def test_literal_O_label_is_class_zero(tmp_path):
+def test_literal_O_label_is_an_ordinary_answer(tmp_path):
+    """Categorical answers have no outside class: "O" sorts like any other label."""
     p = _write(tmp_path, "item,annotator,label\na,u,B\na,v,O\nb,u,A\n")
     c = read_categorical(p)
-    assert c.class_names == ("O", "A", "B")
-    assert c.label.tolist() == [2, 0, 1]
+    assert c.class_names == ("A", "B", "O") and not c.has_outside
+    assert c.label.tolist() == [1, 2, 0]
+
+
+def test_numeric_labels_sort_by_value(tmp_path):
+    p = _write(tmp_path, "item,annotator,label\na,u,10\na,v,2\nb,u,-1\nb,v,nan\n")
+    assert read_categorical(p).class_names == ("-1", "2", "10", "nan")
 
 
 def test_class_order_does_not_depend_on_row_order(tmp_path):
     a = read_categorical(_write(tmp_path, "i,w,l\nx,u,b\ny,u,a\n", "a.csv"))
     b = read_categorical(_write(tmp_path, "i,w,l\ny,u,a\nx,u,b\n", "b.csv"))
-    assert a.class_names == b.class_names == ("O", "a", "b")
+    assert a.class_names == b.class_names == ("a", "b")
 
 
 def test_quoted_fields_with_commas(tmp_path):
     c = read_categorical(_write(tmp_path, 'item,annotator,label\n"q, 1",u,"yes, really"\n'))
-    assert c.doc_ids == ("q, 1",) and c.class_names == ("O", "yes, really")
+    assert c.doc_ids == ("q, 1",) and c.class_names == ("yes, really",)
 
 
 @pytest.mark.parametrize(
@@ -91,8 +97,8 @@ def test_skip_mode_records_problems_and_keeps_good_rows(tmp_path):
     log = ProblemLog("skip")
     c = read_categorical(p, problems=log)
     assert [pr.line for pr in log.problems] == [3, 4]
-    assert c.n_obs == 2 and c.class_names == ("O", "x", "y")
-    assert c.label.tolist() == [1, 2]
+    assert c.n_obs == 2 and c.class_names == ("x", "y")
+    assert c.label.tolist() == [0, 1]
 
 
 def test_blank_lines_are_ignored_and_line_numbers_stay_true(tmp_path):
@@ -114,8 +120,8 @@ def test_round_trip_against_dense_table(tmp_path, seed):
         i, w = cells[k]
         lines.append(f"item{i},w{w:03d},{names[table[i, w]]}")
     c = read_categorical(_write(tmp_path, "\n".join(lines) + "\n"))
-    assert c.class_names == ("O", "maybe", "no", "yes")
-    to_class = {0: 2, 1: 1, 2: 3}
+    assert c.class_names == ("maybe", "no", "yes")
+    to_class = {0: 1, 1: 0, 2: 2}
     for w in range(n_workers):
         if f"w{w:03d}" not in c.worker_ids:
             continue
@@ -123,3 +129,15 @@ def test_round_trip_against_dense_table(tmp_path, seed):
         for d, doc in enumerate(c.doc_ids):
             v = table[int(doc[4:]), w]
             assert dense[d] == (to_class[v] if v >= 0 else -1)
+
+
+def test_crowd_and_expert_files_merge_by_answer_name(tmp_path):
+    """Oracle: hand-built; classes are the natural-order union and every label keeps its answer."""
+    from ingest.merge import merge_corpora
+
+    crowd = read_categorical(_write(tmp_path, "item,annotator,label\nq1,u,10\nq2,u,2\n", "c.csv"))
+    expert = read_categorical(_write(tmp_path, "item,annotator,label\nq2,md,7\n", "e.csv"), role="expert")
+    m = merge_corpora([crowd, expert])
+    assert m.class_names == ("2", "7", "10")
+    assert [m.class_names[k] for k in m.labels_of(m.worker_ids.index("u"))] == ["10", "2"]
+    assert m.labels_of(m.worker_ids.index("md")).tolist() == [-1, 1]

@@ -96,7 +96,7 @@ def test_crowdtruth_example_is_read_as_categorical():
     c = read_corpus(path, format="mturk-csv").corpus
     assert c.n_docs == len({r["HITId"] for r in rows}) and c.doc_lengths.tolist() == [1] * c.n_docs
     assert c.n_obs == len(rows)
-    assert c.class_names == ("O", *sorted({r["Answer.output"] for r in rows}))
+    assert c.class_names == tuple(sorted({r["Answer.output"] for r in rows})) and not c.has_outside
     r0 = rows[0]
     w = c.worker_ids.index(f"mturk:{r0['WorkerId']}")
     d = c.doc_ids.index(r0["HITId"])

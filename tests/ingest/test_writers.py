@@ -60,7 +60,7 @@ def test_categorical_csv_and_bad_input(corpus, tmp_path):
     p.write_text("item,annotator,label\nq1,w1,yes\nq1,w2,no\nq2,w1,no\n")
     cat = read_corpus(p, format="categorical").corpus
     write_labels(np.array([cat.class_names.index("yes"), -1]), cat, tmp_path / "o.csv", format="categorical-csv")
-    assert (tmp_path / "o.csv").read_text().splitlines() == ["item,label", "q1,yes", "q2,O"]
+    assert (tmp_path / "o.csv").read_text().splitlines() == ["item,label", "q1,yes", "q2,"]
 
 
 def test_summary_counts(corpus):
