@@ -117,12 +117,9 @@ def create_dataset(*, session: Session, project_id: str, dataset_in: DatasetCrea
     return dataset
 
 
-def get_dataset(*, session: Session, project_id: str, dataset_id: str, for_update: bool = False) -> Dataset | None:
+def get_dataset(*, session: Session, project_id: str, dataset_id: str) -> Dataset | None:
     """The project's dataset, or None (also for another project's dataset)."""
-    stmt = select(Dataset).where(Dataset.id == dataset_id, Dataset.project_id == project_id)
-    if for_update:
-        stmt = stmt.with_for_update()
-    return session.exec(stmt).first()
+    return session.exec(select(Dataset).where(Dataset.id == dataset_id, Dataset.project_id == project_id)).first()
 
 
 def _page(session: Session, stmt, *, offset: int, limit: int, order) -> tuple[list, int]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from functools import lru_cache
 
 from sqlalchemy import event
@@ -14,7 +13,7 @@ from store.errors import SchemaVersionError
 from store.models import SCHEMA_VERSION, SchemaInfo
 from store.settings import Settings
 
-__all__ = ["make_engine", "init_db", "get_engine", "session_scope"]
+__all__ = ["make_engine", "init_db", "get_engine"]
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
@@ -66,8 +65,3 @@ def get_engine(settings: Settings) -> Engine:
     """The initialised engine of these settings, built once per process and URL."""
     return _engine_for(settings.database_url, str(settings.data_dir))
 
-
-def session_scope(settings: Settings) -> Iterator[Session]:
-    """Yield a session on the settings' engine (FastAPI dependency style)."""
-    with Session(get_engine(settings)) as session:
-        yield session

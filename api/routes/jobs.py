@@ -94,7 +94,7 @@ def list_workers(job: OwnedJobDep, session: SessionDep,
     return WorkerScoresPublic(data=[WorkerScorePublic.model_validate(r) for r in rows], count=count)
 
 
-def _stream_file(path: Path, folder: Path):
+def _stream_file(path: Path):
     with open(path, "rb") as fh:
         yield from iter(lambda: fh.read(1 << 16), b"")
 
@@ -135,7 +135,7 @@ def get_labels(job: OwnedJobDep, settings: SettingsDep,
         shutil.rmtree(folder, ignore_errors=True)
         raise
     return StreamingResponse(
-        _stream_file(target, folder), media_type=media,
+        _stream_file(target), media_type=media,
         headers={"Content-Disposition": f'attachment; filename="{job.id}{suffix}"'},
         background=BackgroundTask(shutil.rmtree, folder, ignore_errors=True),
     )
