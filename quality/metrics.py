@@ -124,6 +124,9 @@ def token_counts(pred: NDArray, ref: NDArray, *, mask: NDArray | None = None) ->
     pred, ref : ndarray of shape (n_tokens,)
         Class indices, ``MISSING`` where a source did not label the token.
     mask : ndarray of shape (n_tokens,) of bool, optional
+    outside : bool, default=True
+        Whether class 0 is the outside class ``O`` (span tasks), which is not a label.
+        Categorical answers (``False``) score every class, class 0 included.
         Further restrict the tokens compared.
 
     Returns
@@ -161,7 +164,7 @@ def token_prf(pred: NDArray, ref: NDArray, *, mask: NDArray | None = None) -> PR
 
 
 def per_label_prf(
-    pred: NDArray, ref: NDArray, *, n_classes: int, mask: NDArray | None = None
+    pred: NDArray, ref: NDArray, *, n_classes: int, mask: NDArray | None = None, outside: bool = True
 ) -> dict[str, object]:
     """Per-label one-vs-rest scores over the non-``O`` classes, with micro and macro averages.
 
@@ -191,11 +194,13 @@ def per_label_prf(
     tp = np.diag(cm).copy()
     fp = cm.sum(axis=0) - tp
     fn = cm.sum(axis=1) - tp
-    tp[0] = fp[0] = fn[0] = 0
+    if outside:
+        tp[0] = fp[0] = fn[0] = 0
     prec, rec, f1 = prf_from_counts(tp, fp, fn)
-    prec[0] = rec[0] = f1[0] = np.nan
     present = (tp + fp + fn) > 0
-    present[0] = False
+    if outside:
+        prec[0] = rec[0] = f1[0] = np.nan
+        present[0] = False
     if np.any(present):
         macro = {k: float(np.mean(np.nan_to_num(v[present], nan=0.0))) for k, v in
                  (("precision", prec), ("recall", rec), ("f1", f1))}

@@ -269,9 +269,21 @@ def build_report(
         doc_out = np.bincount(corpus.token_doc[clamped | ~agg_ok], minlength=corpus.n_docs) > 0
         spans = _span_blocks(corpus, np.maximum(agg, 0), np.maximum(ref, 0), doc_has_ref & ~doc_out,
                              n_boot=n_boot, seed=seed, min_boot_docs=min_boot_docs)
-        per_label = per_label_prf(agg, ref, n_classes=corpus.n_classes, mask=expert_ok)
+        per_label = per_label_prf(agg, ref, n_classes=corpus.n_classes, mask=expert_ok, outside=corpus.has_outside)
+        correct = int(np.count_nonzero(agg[expert_ok] == ref[expert_ok]))
+        (acc_lo,), (acc_hi,) = clopper_pearson_bounds([correct], [n_tok], level=LEVEL)
+        # Categorical answers have no outside class: every class is scored, class 0 included.
+        first_class = 1 if corpus.has_outside else 0
+        k = corpus.n_classes
+        confusion = np.bincount(agg[expert_ok] * k + ref[expert_ok], minlength=k * k).reshape(k, k)
         agg_block = {
             "token": token,
+            # Rows = predicted (the aggregate), columns = actual (the expert reference), as
+            # Azure's custom text analytics documents its confusion matrix.
+            "token_confusion": {"labels": list(corpus.class_names), "rows": "predicted", "columns": "actual",
+                                "matrix": confusion.tolist()},
+            "accuracy": {"value": correct / n_tok, "correct": correct, "compared": n_tok,
+                         "ci": _ci(acc_lo, acc_hi)},
             **spans,
             "token_per_label": {
                 corpus.class_names[k]: {
@@ -279,7 +291,7 @@ def build_report(
                     "f1": _num(per_label["f1"][k]), "tp": int(per_label["tp"][k]),
                     "fp": int(per_label["fp"][k]), "fn": int(per_label["fn"][k]),
                 }
-                for k in range(1, corpus.n_classes)
+                for k in range(first_class, corpus.n_classes)
             },
             "token_macro_f1": _num(per_label["macro"]["f1"]),
         }

@@ -253,3 +253,39 @@ def test_report_command_end_to_end(tmp_path, capsys):
     assert (w["w2"]["vs_expert"]["tp"], w["w2"]["vs_expert"]["fp"], w["w2"]["vs_expert"]["fn"]) == (1, 1, 1)
     assert w["w3"]["vs_expert"]["precision"] is None and w["w3"]["vs_expert"]["recall"] == 0.0
     assert "Aggregate vs experts" in printed.out
+
+
+def test_accuracy_and_confusion_block_against_sklearn():
+    """Oracle: scikit-learn's accuracy_score and confusion_matrix (transposed: our rows are predicted)."""
+    from sklearn.metrics import accuracy_score, confusion_matrix
+
+    c = random_corpus(5)
+    ref = reference_labels(c)
+    agg = np.random.default_rng(5).integers(0, c.n_classes, c.n_tokens)
+    rep = build_report(c, agg, method="mv", experts_used_in_fit=False, n_boot=10)
+    ok = ref != MISSING
+    block = rep["aggregate_vs_expert"]
+    assert block["accuracy"]["value"] == pytest.approx(accuracy_score(ref[ok], agg[ok]))
+    lo, hi = block["accuracy"]["ci"]
+    assert lo <= block["accuracy"]["value"] <= hi
+    expected = confusion_matrix(ref[ok], agg[ok], labels=list(range(c.n_classes))).T
+    assert block["token_confusion"]["matrix"] == expected.tolist()
+
+
+def test_categorical_corpus_scores_every_answer():
+    """Categorical answers have no outside class: per-label scores include class 0."""
+    import pathlib
+    import tempfile
+
+    from ingest.categorical import read_categorical
+
+    with tempfile.TemporaryDirectory() as d:
+        p = pathlib.Path(d) / "c.csv"
+        p.write_text("item,annotator,label,gold\na,u,no,no\nb,u,yes,no\nc,u,yes,yes\n")
+        c = read_categorical(p)
+    agg = c.labels_of(c.worker_ids.index("u"))
+    rep = build_report(c, agg, method="mv", experts_used_in_fit=False, n_boot=10)
+    per = rep["aggregate_vs_expert"]["token_per_label"]
+    assert set(per) == {"no", "yes"}
+    assert (per["no"]["tp"], per["no"]["fn"]) == (1, 1)
+    assert rep["aggregate_vs_expert"]["accuracy"]["value"] == pytest.approx(2 / 3)
