@@ -185,3 +185,27 @@ def test_job_lost_by_redis_is_failed_and_rerunnable(redis_client, keys, start_wo
     start_worker()
     assert redis_client.post(f"/api/v1/jobs/{job_id}/rerun", headers=auth(key)).status_code == 202
     assert wait_job(redis_client, job_id, key, timeout=60)["status"] == "finished"
+
+
+@pytest.mark.postgres
+def test_production_setup_postgres_redis_worker(pg_settings, redis_settings, start_worker):
+    """The production front end: rows in PostgreSQL, jobs on Redis, run by a separate worker process."""
+    from sqlmodel import Session
+
+    from api.main import app
+    from store.db import get_engine
+    from tests.utils.factories import project_with_key
+
+    settings = get_settings()
+    assert settings.database_url.startswith("postgresql+psycopg://") and settings.redis_url
+    with Session(get_engine(settings)) as s:
+        _, key = project_with_key(s, "prod")
+    start_worker()
+    with TestClient(app) as client:
+        ds = sample_dataset(client, key)
+        r = client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key),
+                        json={"method": "hmm-crowd", "use_experts": True})
+        body = wait_job(client, r.json()["id"], key, timeout=120)
+        assert body["status"] == "finished", body
+        report = client.get(f"/api/v1/jobs/{body['id']}/report", headers=auth(key)).json()
+        assert report["experts_used_in_fit"] is True and len(report["workers"]) == 11
