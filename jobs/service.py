@@ -7,8 +7,8 @@ before it is enqueued. A job that dies therefore never leaves a half-written dat
 
 from __future__ import annotations
 
-import json
 import logging
+import math
 import tempfile
 import threading
 import zipfile
@@ -41,18 +41,21 @@ _dataset_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
 
 
 def jsonable(value: Any) -> Any:
-    """``value`` with numpy scalars and arrays turned into plain Python (for JSON columns)."""
-
-    def default(o: Any) -> Any:
-        if isinstance(o, np.generic):
-            return o.item()
-        if isinstance(o, np.ndarray):
-            return o.tolist()
-        if isinstance(o, set | frozenset | tuple):
-            return list(o)
-        raise TypeError(f"not JSON serialisable: {type(o).__name__}")
-
-    return json.loads(json.dumps(value, default=default, allow_nan=False))
+    """``value`` as plain JSON data: numpy scalars and arrays become Python numbers and lists, tuples and
+    sets become lists, and non-finite floats (NaN, inf; not valid JSON) become None."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
 def extract_docs(zip_path: Path, target: Path, *, max_bytes: int, max_files: int = 1_000_000) -> int:

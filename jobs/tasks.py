@@ -22,6 +22,7 @@ from sqlmodel import Session
 
 from ingest.errors import IngestError
 from jobs.pipeline import run_pipeline
+from jobs.service import jsonable
 from store import crud
 from store.artifacts import ArtifactStore
 from store.db import get_engine
@@ -100,7 +101,7 @@ def _save_results(settings: Settings, job: Job, result, timings: dict[str, float
     timings["save"] = round(time.perf_counter() - t0, 6)
     with Session(get_engine(settings)) as s:
         # The report and the final status go in one transaction: a finished job always has its report.
-        crud.save_report(session=s, job_id=job.id, report=result.report)
+        crud.save_report(session=s, job_id=job.id, report=jsonable(result.report))
         row = s.get(Job, job.id)
         if row is None or row.status != JobStatus.running:
             s.rollback()
@@ -108,7 +109,7 @@ def _save_results(settings: Settings, job: Job, result, timings: dict[str, float
         row.status = JobStatus.finished
         row.finished_at = utcnow()
         row.error = None
-        row.timings = timings
+        row.timings = jsonable(timings)
         row.progress = {"stage": "done", "iteration": result.fit.get("iterations"),
                         "log_likelihood": (result.fit.get("log_likelihood") or [None])[-1]}
         row.artifacts = {"labels": labels.as_dict(), "proba": proba.as_dict(), "worker_confusion": confusion.as_dict()}

@@ -56,3 +56,13 @@ def test_uploads_from_several_processes_all_merge(tmp_path):
     with Session(engine) as s:
         ds = s.get(Dataset, dataset_id)
         assert ds.n_uploads == 4 and ds.summary["annotators"]["expert"] == 4
+
+
+def test_jsonable_makes_strict_json():
+    """numpy scalars/arrays become Python values and NaN/inf become null, so PostgreSQL's json type accepts it."""
+    import numpy as np
+
+    from jobs.service import jsonable
+
+    value = {"a": np.float64("nan"), "b": [np.int64(3), float("inf"), (1, 2)], "c": np.arange(2), 4: True}
+    assert json.dumps(jsonable(value), allow_nan=False) == '{"a": null, "b": [3, null, [1, 2]], "c": [0, 1], "4": true}'
