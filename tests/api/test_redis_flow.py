@@ -209,3 +209,35 @@ def test_production_setup_postgres_redis_worker(pg_settings, redis_settings, sta
         assert body["status"] == "finished", body
         report = client.get(f"/api/v1/jobs/{body['id']}/report", headers=auth(key)).json()
         assert report["experts_used_in_fit"] is True and len(report["workers"]) == 11
+
+
+def test_killed_work_horse_fails_the_job_at_once(redis_client, keys, start_worker, monkeypatch, tmp_path):
+    """SIGKILL only the forked work horse (as the OOM killer would): the surviving worker records the failure
+    immediately, naming the signal, without waiting for heartbeats to go stale."""
+    monkeypatch.setenv("CROWDQA_JOB_RETRIES", "0")
+    monkeypatch.setenv("CROWDQA_STALE_AFTER", "600")
+    get_settings.cache_clear()
+    key = keys["a"]
+    path = tmp_path / "big.npz"
+    synthetic_corpus(n_docs=4000, doc_len=50, n_crowd=20, crowd_per_doc=5, seed=3).save(path)
+    ds = redis_client.post("/api/v1/datasets", headers=auth(key), json={"name": "big"}).json()["id"]
+    assert upload(redis_client, key, ds, path, format="corpus").status_code == 201
+    worker = start_worker()
+    job_id = redis_client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key),
+                               json={"method": "ds", "params": {"max_iter": 300, "tol": 0.0}}).json()["id"]
+    deadline = time.monotonic() + 60
+    body = {}
+    while (body.get("progress") or {}).get("iteration", 0) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+        body = redis_client.get(f"/api/v1/jobs/{job_id}", headers=auth(key)).json()
+    horses = _children(worker.pid)
+    assert len(horses) == 1, horses
+    _kill(horses[0])
+    t0 = time.monotonic()
+    body = wait_job(redis_client, job_id, key, timeout=30)
+    assert body["status"] == "failed" and "work horse" in body["error"] and "SIGKILL" in body["error"], body
+    assert time.monotonic() - t0 < 20
+    assert worker.poll() is None  # the worker itself lives on and takes the next job
+    ok = redis_client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key),
+                           json={"method": "mv"}).json()["id"]
+    assert wait_job(redis_client, ok, key, timeout=60)["status"] == "finished"
