@@ -101,6 +101,7 @@ def _stream_file(path: Path):
 
 @router.get(
     "/{job_id}/labels",
+    response_class=StreamingResponse,
     responses={**problem_responses(404, 409),
                200: {"description": "The aggregate in the chosen format, streamed.",
                      "content": {m: {} for m, _ in LABEL_FORMATS.values()}}},
