@@ -10,7 +10,6 @@ import pytest
 
 from store.artifacts import ArtifactStore, safe_suffix
 from store.errors import ArtifactMissingError, UploadTooLargeError
-from store.settings import Settings
 from tests.utils.factories import synthetic_corpus
 
 
@@ -65,13 +64,3 @@ def test_no_user_path_reaches_the_filesystem(tmp_path):
         store.path("../outside.npz")
     with pytest.raises(ArtifactMissingError, match="not a sha256"):
         store.find("../../x", kind="corpora")
-
-
-def test_settings_defaults_and_placeholders(tmp_path):
-    """SQLite under the data dir by default; bare postgresql:// gets psycopg 3; placeholder passwords refused."""
-    s = Settings(data_dir=tmp_path)
-    assert s.database_url == f"sqlite:///{(tmp_path / 'crowdqa.db').resolve()}" and s.embedded
-    assert Settings(data_dir=tmp_path, database_url="postgresql://u:pw1@h/db").database_url == (
-        "postgresql+psycopg://u:pw1@h/db")
-    with pytest.raises(ValueError, match="placeholder"):
-        Settings(redis_url="redis://:changethis@localhost:6379/0")
