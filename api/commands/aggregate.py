@@ -18,8 +18,18 @@ __all__ = ["register", "default_output_format"]
 OUTPUT_FORMATS = ("spans-jsonl", "conll", "ebm-nlp", "categorical-csv")
 
 
-def default_output_format(input_format: str) -> str:
-    """CoNLL in -> CoNLL out; EBM-NLP -> EBM-NLP; categorical -> CSV; any span format -> spans-jsonl."""
+def default_output_format(input_format: str, *, output: str | None = None) -> str:
+    """The output format when none is given.
+
+    An output name ending in ``.jsonl`` or ``.conll`` says which; otherwise CoNLL in ->
+    CoNLL out, EBM-NLP -> EBM-NLP, categorical -> ``item,label`` CSV, any span format ->
+    spans-jsonl.
+    """
+    by_suffix = {".jsonl": "spans-jsonl", ".conll": "conll"}
+    if output is not None:
+        for suffix, fmt in by_suffix.items():
+            if str(output).lower().endswith(suffix):
+                return fmt
     return {"conll": "conll", "ebm-nlp": "ebm-nlp", "categorical": "categorical-csv"}.get(input_format, "spans-jsonl")
 
 
@@ -48,20 +58,10 @@ class _ProgressLine:
         self.stream.flush()
 
 
-def _options(args: argparse.Namespace) -> dict:
-    given = {"docs": args.docs, "category": args.category, "text_column": args.text_column,
-             "answer_column": args.answer_column, "id_column": args.id_column, "on_error": args.on_error,
-             "scheme": args.scheme}
-    out = {k: v for k, v in given.items() if v is not None}
-    if args.keep_rejected:
-        out["keep_rejected"] = True
-    return out
-
-
 def _run(args: argparse.Namespace) -> int:
     from api.cli import UserError
-    from ingest import read_corpus, summarize
-    from ingest.merge import merge_corpora
+    from api.commands._uploads import read_uploads
+    from ingest import summarize
     from ingest.writers import write_labels
     from jobs.pipeline import run_pipeline
     from jobs.service import jsonable
@@ -76,21 +76,14 @@ def _run(args: argparse.Namespace) -> int:
             raise UserError(f"--params must be a JSON object: {exc}") from None
         if not isinstance(params, dict):
             raise UserError(f"--params must be a JSON object, found {type(params).__name__}")
-    options = _options(args)
-    crowd = read_corpus(args.crowd_path, format=args.format, role="crowd", **options)
-    parts = [crowd.corpus]
-    problems = list(crowd.problems)
-    if args.expert:
-        expert = read_corpus(args.expert, format=args.expert_format or args.format, role="expert", **options)
-        parts.append(expert.corpus)
-        problems += expert.problems
-    corpus = merge_corpora(parts)
+    parsed = read_uploads(args)
+    corpus, problems = parsed.corpus, parsed.problems
     s = summarize(corpus)
     print(f"crowdqa: read {s['documents']} documents, {s['tokens']} tokens, annotators {s['annotators']}"
           + (f"; skipped {len(problems)} bad rows" if problems else ""), file=sys.stderr)
     result = run_pipeline(corpus, method=args.method, params=params, use_experts=args.use_experts,
                           reference=args.reference, progress=_ProgressLine(args.method))
-    out_format = args.output_format or default_output_format(args.format)
+    out_format = args.output_format or default_output_format(args.format, output=args.output)
     write_labels(result.labels, corpus, args.output, format=out_format)
     fit = result.fit
     print(f"crowdqa: {args.method}: {fit['iterations']} iterations, converged={fit['converged']}, "
@@ -110,30 +103,20 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
-    from ingest import FORMATS
+    from api.commands._uploads import add_upload_arguments
 
     p = subparsers.add_parser("aggregate", help="aggregate a crowd dump and report against experts",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("crowd_path", metavar="CROWD_PATH", help="the crowd annotations (file, folder or zip)")
-    p.add_argument("--format", required=True, choices=FORMATS, help="format of CROWD_PATH")
-    p.add_argument("--docs", help="folder of <doc_id>.txt texts (span formats without texts)")
-    p.add_argument("--category", help="element / label to keep (PICO: Participants, ...)")
-    p.add_argument("--text-column", help="column holding the document text")
-    p.add_argument("--answer-column", help="MTurk answer column")
-    p.add_argument("--id-column", help="column holding the document id")
-    p.add_argument("--keep-rejected", action="store_true", help="MTurk: keep rejected assignments")
-    p.add_argument("--on-error", choices=["fail", "skip"], help="fail at the first bad row (default) or skip them")
-    p.add_argument("--scheme", choices=["auto", "io", "bio"], help="label scheme (default auto)")
-    p.add_argument("--expert", metavar="PATH", help="expert annotations of (some of) the same documents")
-    p.add_argument("--expert-format", choices=FORMATS, help="format of --expert (default: --format)")
+    add_upload_arguments(p, path_help="the crowd annotations (file, folder or zip)", metavar="CROWD_PATH")
     p.add_argument("--method", required=True, choices=["mv", "ds", "hmm-crowd"], help="aggregation method")
     p.add_argument("--params", help='method parameters as JSON, e.g. \'{"max_iter": 50}\'')
     p.add_argument("--use-experts", action="store_true",
-                   help="clamp the expert labels while fitting (those tokens are then left out of the report)")
+                   help="clamp the expert labels while fitting (the aggregate is then not scored on those tokens)")
     p.add_argument("--reference", default="union", help="expert reference rule: union, majority or an expert id")
     p.add_argument("--output", required=True, help="where to write the aggregate (a folder for ebm-nlp)")
     p.add_argument("--output-format", choices=OUTPUT_FORMATS,
-                   help="default: conll for CoNLL input, ebm-nlp for EBM-NLP, categorical-csv for categorical, "
+                   help="default: by --output's suffix (.jsonl, .conll), else conll for CoNLL input, ebm-nlp for "
+                        "EBM-NLP, categorical-csv for categorical, "
                         "else spans-jsonl")
     p.add_argument("--report", metavar="REPORT.json", help="write the quality report here")
     p.set_defaults(func=_run)

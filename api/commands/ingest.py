@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from ingest import FORMATS, read_merged, summarize
+from api.commands._uploads import add_upload_arguments, read_uploads
+from ingest import summarize
 
 __all__ = ["register", "run", "format_summary"]
 
@@ -21,47 +22,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "are merged in (their documents must have the same texts)."
         ),
     )
-    p.add_argument("path", metavar="PATH", help="file, folder or zip to read")
-    p.add_argument("--format", "-f", required=True, choices=FORMATS, help="upload format")
-    p.add_argument("--role", choices=("crowd", "expert"), default="crowd", help="role of PATH's annotators")
-    p.add_argument("--docs", metavar="DIR", help="folder of <doc_id>.txt texts for span formats without texts")
-    p.add_argument("--category", metavar="NAME", help="the PICO / EBM-NLP element, or the one label to keep")
-    p.add_argument("--text-column", metavar="NAME", help="column or key holding the document text")
-    p.add_argument("--answer-column", metavar="NAME", help="MTurk answer column (default Answer.taskAnswers)")
-    p.add_argument("--id-column", metavar="NAME", help="column or key holding the document id")
-    p.add_argument("--keep-rejected", action="store_true", help="keep rejected MTurk assignments")
-    p.add_argument("--on-error", choices=("fail", "skip"), default="fail",
-                   help="fail on the first bad row (default) or skip bad rows and count them")
-    p.add_argument("--scheme", choices=("auto", "io", "bio"), default="auto", help="label scheme for span formats")
-    p.add_argument("--expert", metavar="PATH", action="append", default=[],
-                   help="an expert upload of the same documents (repeatable)")
-    p.add_argument("--expert-format", metavar="F", choices=FORMATS, help="format of --expert (default: --format)")
+    add_upload_arguments(p, path_help="file, folder or zip to read")
     p.add_argument("--save", metavar="CORPUS.npz", help="write the (merged) corpus to this file")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=run)
 
 
-def _upload(path: str, fmt: str, role: str, args: argparse.Namespace) -> dict:
-    return dict(
-        path=path,
-        format=fmt,
-        role=role,
-        docs=args.docs,
-        category=args.category,
-        text_column=args.text_column,
-        answer_column=args.answer_column,
-        id_column=args.id_column,
-        keep_rejected=args.keep_rejected,
-        on_error=args.on_error,
-        scheme=args.scheme,
-    )
-
-
 def run(args: argparse.Namespace) -> int:
     """Parse, merge, summarise, save."""
-    uploads = [_upload(args.path, args.format, args.role, args)]
-    uploads += [_upload(path, args.expert_format or args.format, "expert", args) for path in args.expert]
-    result = read_merged(uploads)
+    result = read_uploads(args)
     corpus = result.corpus
     summary = summarize(corpus, problems=result.problems)
     if args.save:

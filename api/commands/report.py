@@ -7,8 +7,8 @@ import json
 import time
 from pathlib import Path
 
+from api.commands._uploads import add_upload_arguments, read_uploads, upload_options
 from ingest import FORMATS, read_corpus
-from ingest.merge import merge_corpora
 from quality.aggregate_input import AGGREGATE_FORMATS, labels_from_corpus, read_aggregate
 from quality.references import RULES
 from quality.report import build_report, format_report
@@ -27,21 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "agreement between annotators, and optionally write the full report as JSON."
         ),
     )
-    p.add_argument("path", metavar="CROWD_PATH", help="the crowd dump the aggregate was computed from")
-    p.add_argument("--format", "-f", required=True, choices=FORMATS, help="format of CROWD_PATH")
-    p.add_argument("--role", choices=("crowd", "expert"), default="crowd", help="role of CROWD_PATH's annotators")
-    p.add_argument("--docs", metavar="DIR", help="folder of <doc_id>.txt texts for span formats without texts")
-    p.add_argument("--category", metavar="NAME", help="the PICO / EBM-NLP element, or the one label to keep")
-    p.add_argument("--text-column", metavar="NAME", help="column or key holding the document text")
-    p.add_argument("--answer-column", metavar="NAME", help="MTurk answer column (default Answer.taskAnswers)")
-    p.add_argument("--id-column", metavar="NAME", help="column or key holding the document id")
-    p.add_argument("--keep-rejected", action="store_true", help="keep rejected MTurk assignments")
-    p.add_argument("--on-error", choices=("fail", "skip"), default="fail",
-                   help="fail on the first bad row (default) or skip bad rows")
-    p.add_argument("--scheme", choices=("auto", "io", "bio"), default="auto", help="label scheme for span formats")
-    p.add_argument("--expert", metavar="PATH", action="append", default=[],
-                   help="an expert upload of the same documents (repeatable)")
-    p.add_argument("--expert-format", metavar="F", choices=FORMATS, help="format of --expert (default: --format)")
+    add_upload_arguments(p, path_help="the crowd dump the aggregate was computed from", metavar="CROWD_PATH")
     p.add_argument("--aggregate", metavar="AGG_PATH", required=True, help="the aggregate to score")
     p.add_argument("--aggregate-format", choices=sorted(set(AGGREGATE_FORMATS) | set(FORMATS)), default="spans-jsonl",
                    help="format of AGG_PATH: an output of `crowdqa aggregate` (default spans-jsonl), or any upload "
@@ -60,25 +46,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _read(path: str, fmt: str, role: str, args: argparse.Namespace):
-    return read_corpus(
-        path, format=fmt, role=role, docs=args.docs, category=args.category, text_column=args.text_column,
-        answer_column=args.answer_column, id_column=args.id_column, keep_rejected=args.keep_rejected,
-        on_error=args.on_error, scheme=args.scheme,
-    )
 
 
 def run(args: argparse.Namespace) -> int:
     """Read corpus and aggregate, build the report, print the table, write JSON."""
-    results = [_read(args.path, args.format, args.role, args)]
-    for path in args.expert:
-        results.append(_read(path, args.expert_format or args.format, "expert", args))
-    corpus = merge_corpora([r.corpus for r in results])
+    corpus = read_uploads(args).corpus
     if args.aggregate_format in AGGREGATE_FORMATS:
         labels = read_aggregate(args.aggregate, corpus, format=args.aggregate_format)
     else:
         # Any upload format: read it as one more upload (same options) and take one annotator's labels.
-        other = _read(args.aggregate, args.aggregate_format, "crowd", args).corpus
+        other = read_corpus(args.aggregate, format=args.aggregate_format, **upload_options(args)).corpus
         labels = labels_from_corpus(other, corpus, annotator=args.aggregate_annotator)
     t0 = time.perf_counter()
     method = args.method or args.aggregate_annotator or Path(args.aggregate).stem

@@ -74,3 +74,14 @@ def test_keys_create_prints_the_key_last(settings, capsys):
         assert crud.authenticate(session=s, key=key).name == "lab"
     assert main(["worker"]) == 2  # no CROWDQA_REDIS_URL: a one-line error
     assert "needs CROWDQA_REDIS_URL" in capsys.readouterr().err
+
+
+def test_default_output_format_follows_the_output_suffix():
+    """An output named *.jsonl gets spans even for EBM-NLP input; no suffix falls back to the input's kind."""
+    from api.commands.aggregate import default_output_format
+
+    assert default_output_format("ebm-nlp", output="agg.jsonl") == "spans-jsonl"
+    assert default_output_format("spans-jsonl", output="agg.conll") == "conll"
+    assert default_output_format("ebm-nlp", output="agg_dir") == "ebm-nlp"
+    assert default_output_format("categorical", output="labels.csv") == "categorical-csv"
+    assert default_output_format("conll") == "conll"

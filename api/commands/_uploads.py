@@ -1,0 +1,55 @@
+"""The upload arguments shared by ``ingest``, ``aggregate`` and ``report``.
+
+One definition of the format options (the same names as the API's form fields and
+:func:`ingest.read_corpus`'s keywords) and one way to read a crowd dump with its expert
+uploads, so the three commands cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ingest import FORMATS, ParseResult, read_merged
+
+__all__ = ["add_upload_arguments", "read_uploads", "upload_options"]
+
+
+def add_upload_arguments(p: argparse.ArgumentParser, *, path_help: str, metavar: str = "PATH") -> None:
+    """Add the positional dump path, ``--format``, ``--role``, the format options and ``--expert``."""
+    p.add_argument("path", metavar=metavar, help=path_help)
+    p.add_argument("--format", "-f", required=True, choices=FORMATS, help=f"format of {metavar}")
+    p.add_argument("--role", choices=("crowd", "expert"), default="crowd", help=f"role of {metavar}'s annotators")
+    p.add_argument("--docs", metavar="DIR", help="folder of <doc_id>.txt texts for span formats without texts")
+    p.add_argument("--category", metavar="NAME", help="the PICO / EBM-NLP element, or the one label to keep")
+    p.add_argument("--text-column", metavar="NAME", help="column or key holding the document text")
+    p.add_argument("--answer-column", metavar="NAME", help="MTurk answer column (default Answer.taskAnswers)")
+    p.add_argument("--id-column", metavar="NAME", help="column or key holding the document id")
+    p.add_argument("--keep-rejected", action="store_true", help="keep rejected MTurk assignments")
+    p.add_argument("--on-error", choices=("fail", "skip"), default="fail",
+                   help="fail on the first bad row (default) or skip bad rows and count them")
+    p.add_argument("--scheme", choices=("auto", "io", "bio"), default="auto", help="label scheme for span formats")
+    p.add_argument("--expert", metavar="PATH", action="append", default=[],
+                   help="an expert upload of (some of) the same documents (repeatable)")
+    p.add_argument("--expert-format", metavar="F", choices=FORMATS, help="format of --expert (default: --format)")
+
+
+def upload_options(args: argparse.Namespace) -> dict:
+    """The format options given on the command line, as :func:`ingest.read_corpus` keywords."""
+    return dict(
+        docs=args.docs,
+        category=args.category,
+        text_column=args.text_column,
+        answer_column=args.answer_column,
+        id_column=args.id_column,
+        keep_rejected=args.keep_rejected,
+        on_error=args.on_error,
+        scheme=args.scheme,
+    )
+
+
+def read_uploads(args: argparse.Namespace) -> ParseResult:
+    """Read the dump and every ``--expert`` upload, and merge them into one corpus."""
+    options = upload_options(args)
+    uploads = [dict(path=args.path, format=args.format, role=args.role, **options)]
+    uploads += [dict(path=p, format=args.expert_format or args.format, role="expert", **options) for p in args.expert]
+    return read_merged(uploads)
