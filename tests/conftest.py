@@ -1,4 +1,4 @@
-"""Shared fixtures: the seed, and the location of ../shared/data."""
+"""Shared fixtures: the seed, ../shared/data, and one real Redis and PostgreSQL per test session."""
 
 from __future__ import annotations
 
@@ -35,3 +35,32 @@ def shared_path(*parts: str) -> Path:
     if not p.exists():
         pytest.skip(f"real data not found: {p} is absent")
     return p
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """A real PostgreSQL started for this session (skips with a message where it is not installed)."""
+    from tests.utils.services import postgres_server
+
+    with postgres_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def redis_url_session():
+    """A real redis-server on a free port for this session (skips with a message where it is absent)."""
+    from tests.utils.services import redis_server
+
+    with redis_server() as url:
+        yield url
+
+
+@pytest.fixture
+def redis_url(redis_url_session):
+    """The session's Redis, flushed before and after the test (rq's own test convention)."""
+    import redis
+
+    conn = redis.Redis.from_url(redis_url_session)
+    conn.flushdb()
+    yield redis_url_session
+    conn.flushdb()

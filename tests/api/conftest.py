@@ -6,14 +6,12 @@ import time
 from pathlib import Path
 
 import pytest
-import redis
 from fastapi.testclient import TestClient
 from sqlmodel import Session
 
 from store.db import get_engine
 from store.settings import get_settings
 from tests.utils.factories import auth, project_with_key
-from tests.utils.services import redis_server
 
 SAMPLE = Path(__file__).resolve().parents[2] / "api" / "sample"
 
@@ -46,14 +44,6 @@ def keys(settings):
         return {name: project_with_key(s, name)[1] for name in ("a", "b")}
 
 
-@pytest.fixture(scope="session")
-def postgres_url():
-    from tests.utils.services import postgres_server
-
-    with postgres_server() as url:
-        yield url
-
-
 @pytest.fixture
 def pg_settings(settings, postgres_url, monkeypatch):
     """Like ``settings`` but on a real PostgreSQL (tables dropped afterwards)."""
@@ -69,21 +59,6 @@ def pg_settings(settings, postgres_url, monkeypatch):
     SQLModel.metadata.drop_all(engine)
     engine.dispose()
     _engine_for.cache_clear()
-
-
-@pytest.fixture(scope="session")
-def redis_url_session():
-    with redis_server() as url:
-        yield url
-
-
-@pytest.fixture
-def redis_url(redis_url_session):
-    """A real Redis, flushed before and after the test."""
-    conn = redis.Redis.from_url(redis_url_session)
-    conn.flushdb()
-    yield redis_url_session
-    conn.flushdb()
 
 
 def wait_job(client, job_id: str, key: str, *, timeout: float = 60.0, until=("finished", "failed")) -> dict:

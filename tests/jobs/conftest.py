@@ -3,24 +3,8 @@
 from __future__ import annotations
 
 import pytest
-import redis
 
 from store.settings import get_settings
-from tests.utils.services import redis_server
-
-
-@pytest.fixture(scope="session")
-def redis_url_session():
-    with redis_server() as url:
-        yield url
-
-
-@pytest.fixture
-def redis_url(redis_url_session):
-    conn = redis.Redis.from_url(redis_url_session)
-    conn.flushdb()
-    yield redis_url_session
-    conn.flushdb()
 
 
 @pytest.fixture

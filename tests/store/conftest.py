@@ -7,13 +7,6 @@ from sqlmodel import Session, SQLModel
 
 from store.db import init_db, make_engine
 from store.settings import Settings
-from tests.utils.services import postgres_server
-
-
-@pytest.fixture(scope="session")
-def postgres_url():
-    with postgres_server() as url:
-        yield url
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
