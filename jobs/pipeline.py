@@ -63,11 +63,17 @@ def run_pipeline(
     use_experts: bool = False,
     reference: str = "union",
     progress: ProgressFn | None = None,
+    crossfit_folds: int = 4,
+    seed: int = 0,
 ) -> PipelineResult:
     """Fit ``method`` on the crowd annotators of ``corpus`` and report against its experts.
 
     With ``use_experts`` the expert reference labels are clamped (``known``) during the
-    fit, and the report leaves those tokens out of every comparison with the experts.
+    fit, so the labels returned on expert documents are the experts' and the experts
+    teach the worker models. The aggregate is then scored against the experts by
+    cross-fitting: the expert documents are split into ``crossfit_folds`` folds (seeded),
+    and each fold is predicted by a fit that was given the other folds' expert labels
+    only, so no score is computed on labels the fit was shown.
     Raises ValueError for an unknown method or parameter, or a corpus without crowd labels.
     """
     from aggregation import make_aggregator
@@ -109,13 +115,21 @@ def run_pipeline(
         "params": {k: v for k, v in (params or {}).items()},
         "warnings": [str(w.message) for w in caught],
     }
+    heldout = None
+    if use_experts:
+        if progress is not None:
+            progress("cross-fitting", None, None)
+        t_cf = time.perf_counter()
+        heldout, n_folds = _cross_fit(method, params, crowd, known, corpus, folds=crossfit_folds, seed=seed)
+        fit["cross_fit"] = {"folds": n_folds, "expert_documents": int(np.unique(corpus.token_doc[clamped]).size),
+                            "seconds": round(time.perf_counter() - t_cf, 6), "seed": seed}
     if progress is not None:
         progress("reporting", None, None)
     t1 = time.perf_counter()
     labels = np.asarray(aggregator.labels_, dtype=np.int64)
     report = build_report(
         corpus, labels, method=method, experts_used_in_fit=bool(use_experts),
-        clamped=clamped if use_experts else None, fit=fit, reference=reference,
+        clamped=clamped if use_experts else None, heldout=heldout, fit=fit, reference=reference,
     )
     report_seconds = time.perf_counter() - t1
     if progress is not None:
@@ -129,3 +143,32 @@ def run_pipeline(
         fit=fit,
         timings={"fit": round(fit_seconds, 6), "report": round(report_seconds, 6)},
     )
+
+
+def _cross_fit(
+    method: str, params: dict[str, Any] | None, crowd: Corpus, known: NDArray, corpus: Corpus, *, folds: int,
+    seed: int,
+) -> tuple[NDArray[np.int64], int]:
+    """Held-out predictions on the expert documents, and the number of folds used.
+
+    Expert documents are permuted with ``seed`` and split into ``min(folds, n)`` folds;
+    fold ``f`` is predicted by a fit whose ``known`` holds only the other folds'
+    labels. Tokens outside the expert documents stay ``MISSING`` (never scored).
+    """
+    from aggregation import make_aggregator
+    from aggregation.corpus import MISSING
+
+    if folds < 1:
+        raise ValueError(f"crossfit_folds must be >= 1, found {folds}")
+    expert_docs = np.unique(corpus.token_doc[known >= 0])
+    n_folds = int(min(folds, expert_docs.size))
+    heldout = np.full(corpus.n_tokens, MISSING, dtype=np.int64)
+    for part in np.array_split(np.random.default_rng(seed).permutation(expert_docs), n_folds):
+        held = np.isin(corpus.token_doc, part)
+        model = make_aggregator(method, dict(params or {}))
+        with warnings.catch_warnings():
+            # The main fit already recorded this method's warnings for these settings.
+            warnings.simplefilter("ignore")
+            model.fit(crowd, known=np.where(held, MISSING, known))
+        heldout[held] = np.asarray(model.labels_, dtype=np.int64)[held]
+    return heldout, n_folds

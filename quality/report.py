@@ -198,6 +198,15 @@ def _pair_counts(
     return counts[used][order], pair_worker[used][order], n_tokens
 
 
+def _check_labels(labels: NDArray, corpus: Corpus, name: str) -> NDArray[np.int64]:
+    labels = np.asarray(labels)
+    if labels.shape != (corpus.n_tokens,):
+        raise ValueError(f"{name} must have shape ({corpus.n_tokens},), found {labels.shape}")
+    if labels.size and (labels.min() < MISSING or labels.max() >= corpus.n_classes):
+        raise ValueError(f"{name} must be in [-1, {corpus.n_classes}), found {int(labels.min())}..{int(labels.max())}")
+    return labels.astype(np.int64)
+
+
 def build_report(
     corpus: Corpus,
     labels: NDArray,
@@ -205,6 +214,7 @@ def build_report(
     method: str,
     experts_used_in_fit: bool,
     clamped: NDArray | None = None,
+    heldout: NDArray | None = None,
     fit: dict | None = None,
     reference: str = "union",
     seed: int = 0,
@@ -225,7 +235,12 @@ def build_report(
     method : str
     experts_used_in_fit : bool
     clamped : ndarray of shape (n_tokens,) of bool, optional
-        Tokens whose expert label was given to the aggregator; left out of expert comparisons.
+        Tokens whose expert label was given to the aggregator; left out of the aggregate's
+        comparison with the experts.
+    heldout : ndarray of shape (n_tokens,), optional
+        Held-out predictions (cross-fitting: each expert document predicted by a fit that
+        never saw its expert labels). When given, the aggregate is scored against the
+        experts on these instead of on ``labels`` outside ``clamped``.
     fit : dict, optional
         Fit record (iterations, converged, seconds, log_likelihood), copied into the report.
     reference : str, default="union"
@@ -243,13 +258,8 @@ def build_report(
     dict
         JSON-serialisable; see the module notes and the issue-5 schema.
     """
-    labels = np.asarray(labels)
     n_tokens = corpus.n_tokens
-    if labels.shape != (n_tokens,):
-        raise ValueError(f"labels must have shape ({n_tokens},), found {labels.shape}")
-    if labels.size and (labels.min() < MISSING or labels.max() >= corpus.n_classes):
-        raise ValueError(f"labels must be in [-1, {corpus.n_classes}), found {int(labels.min())}..{int(labels.max())}")
-    agg = labels.astype(np.int64)
+    agg = _check_labels(labels, corpus, "labels")
     agg_ok = agg != MISSING  # tokens the aggregate covers
     if clamped is None:
         clamped = np.zeros(n_tokens, dtype=bool)
@@ -257,25 +267,30 @@ def build_report(
     if clamped.shape != (n_tokens,):
         raise ValueError(f"clamped must have shape ({n_tokens},), found {clamped.shape}")
     ref = reference_labels(corpus, rule=reference)
-    expert_ok = (ref != MISSING) & ~clamped & agg_ok  # tokens the aggregate is compared with the experts on
+    # The aggregate is scored against the experts on held-out predictions when given
+    # (cross-fitting), else on its own labels outside the clamped tokens.
+    ev = agg if heldout is None else _check_labels(heldout, corpus, "heldout")
+    excluded = clamped if heldout is None else np.zeros(n_tokens, dtype=bool)
+    ev_ok = ev != MISSING
+    expert_ok = (ref != MISSING) & ~excluded & ev_ok  # tokens the aggregate is compared with the experts on
 
     # ---- aggregate vs expert
     agg_block = None
     if np.any(expert_ok):
-        c, n_tok = _token_doc_counts(agg, ref, expert_ok, corpus)
+        c, n_tok = _token_doc_counts(ev, ref, expert_ok, corpus)
         token = score_block(c, n_boot=n_boot, rng=np.random.default_rng([seed, 0]), min_boot_docs=min_boot_docs,
                             tokens=n_tok)
         doc_has_ref = np.bincount(corpus.token_doc[ref != MISSING], minlength=corpus.n_docs) > 0
-        doc_out = np.bincount(corpus.token_doc[clamped | ~agg_ok], minlength=corpus.n_docs) > 0
-        spans = _span_blocks(corpus, np.maximum(agg, 0), np.maximum(ref, 0), doc_has_ref & ~doc_out,
+        doc_out = np.bincount(corpus.token_doc[excluded | ~ev_ok], minlength=corpus.n_docs) > 0
+        spans = _span_blocks(corpus, np.maximum(ev, 0), np.maximum(ref, 0), doc_has_ref & ~doc_out,
                              n_boot=n_boot, seed=seed, min_boot_docs=min_boot_docs)
-        per_label = per_label_prf(agg, ref, n_classes=corpus.n_classes, mask=expert_ok, outside=corpus.has_outside)
-        correct = int(np.count_nonzero(agg[expert_ok] == ref[expert_ok]))
+        per_label = per_label_prf(ev, ref, n_classes=corpus.n_classes, mask=expert_ok, outside=corpus.has_outside)
+        correct = int(np.count_nonzero(ev[expert_ok] == ref[expert_ok]))
         (acc_lo,), (acc_hi,) = clopper_pearson_bounds([correct], [n_tok], level=LEVEL)
         # Categorical answers have no outside class: every class is scored, class 0 included.
         first_class = 1 if corpus.has_outside else 0
         k = corpus.n_classes
-        confusion = np.bincount(agg[expert_ok] * k + ref[expert_ok], minlength=k * k).reshape(k, k)
+        confusion = np.bincount(ev[expert_ok] * k + ref[expert_ok], minlength=k * k).reshape(k, k)
         agg_block = {
             "token": token,
             # Rows = predicted (the aggregate), columns = actual (the expert reference), as
@@ -364,6 +379,10 @@ def build_report(
         "method": method,
         "labels": list(corpus.class_names),
         "experts_used_in_fit": bool(experts_used_in_fit),
+        "aggregate_scored_on": (
+            "held-out predictions (cross-fitting)" if heldout is not None
+            else "tokens not clamped in the fit" if np.any(clamped) else "all expert tokens"
+        ),
         "reference": reference,
         "counts": {
             "documents": corpus.n_docs, "tokens": n_tokens, "annotations": corpus.n_obs,

@@ -111,7 +111,8 @@ def register(subparsers) -> None:
     p.add_argument("--method", required=True, choices=["mv", "ds", "hmm-crowd"], help="aggregation method")
     p.add_argument("--params", help='method parameters as JSON, e.g. \'{"max_iter": 50}\'')
     p.add_argument("--use-experts", action="store_true",
-                   help="clamp the expert labels while fitting (the aggregate is then not scored on those tokens)")
+                   help="clamp the expert labels while fitting; the aggregate is then scored against the experts by "
+                        "4-fold cross-fitting over the expert documents")
     p.add_argument("--reference", default="union", help="expert reference rule: union, majority or an expert id")
     p.add_argument("--output", required=True, help="where to write the aggregate (a folder for ebm-nlp)")
     p.add_argument("--output-format", choices=OUTPUT_FORMATS,

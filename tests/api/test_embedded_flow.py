@@ -84,7 +84,7 @@ def test_upload_job_report_labels(client, keys):
 
 
 def test_use_experts_clamps_and_reports_it(client, keys):
-    """With use_experts the report says so, and clamped tokens are left out of the expert comparison."""
+    """With use_experts the report says so, and scores the aggregate on held-out (cross-fitted) predictions."""
     key = keys["a"]
     ds = sample_dataset(client, key)
     r = client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key), json={"method": "mv", "use_experts": True})
@@ -92,9 +92,11 @@ def test_use_experts_clamps_and_reports_it(client, keys):
     assert body["status"] == "finished", body
     report = client.get(f"/api/v1/jobs/{body['id']}/report", headers=auth(key)).json()
     assert report["experts_used_in_fit"] is True
-    # Every expert-labelled token is clamped, so nothing is left to compare the aggregate with.
-    agg = report["aggregate_vs_expert"]
-    assert agg is None or agg["token"]["tp"] + agg["token"]["fn"] == 0
+    # Every expert-labelled token is clamped in the returned fit, so the aggregate is scored on
+    # cross-fitted predictions: every expert token is compared, none of them seen by its fit.
+    assert report["aggregate_scored_on"] == "held-out predictions (cross-fitting)"
+    assert report["aggregate_vs_expert"]["token"]["tokens"] == report["counts"]["clamped_tokens"] > 0
+    assert report["fit"]["cross_fit"]["folds"] == 4
     r = client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key), json={"method": "mv", "reference": "upwork:md1"})
     assert r.status_code == 202 and wait_job(client, r.json()["id"], key)["status"] == "finished"
 

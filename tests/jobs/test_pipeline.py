@@ -67,3 +67,30 @@ def _without_experts(corpus):
                   token_start=sub.token_start, token_end=sub.token_end, doc_ids=sub.doc_ids, texts=sub.texts,
                   worker_ids=tuple(corpus.worker_ids[i] for i in crowd), worker_roles=("crowd",) * len(crowd),
                   class_names=sub.class_names)
+
+
+@pytest.mark.filterwarnings("ignore::aggregation.ConvergenceWarning")
+def test_use_experts_scores_the_aggregate_by_cross_fitting(seed):
+    """Oracle: the held-out predictions redone by hand, fold by fold, with the pipeline's seeded split.
+
+    Each expert document is predicted by a fit that was given only the other folds' expert
+    labels; the report's aggregate block is scored on exactly those predictions.
+    """
+    from quality.report import build_report
+
+    corpus = synthetic_corpus(seed=seed, accuracy=0.6)
+    result = run_pipeline(corpus, method="ds", params={"max_iter": 30}, use_experts=True, crossfit_folds=3, seed=7)
+    ref = reference_labels(corpus, rule="union")
+    crowd = corpus.select_role("crowd")
+    docs = np.unique(corpus.token_doc[ref >= 0])
+    heldout = np.full(corpus.n_tokens, -1)
+    for part in np.array_split(np.random.default_rng(7).permutation(docs), min(3, docs.size)):
+        held = np.isin(corpus.token_doc, part)
+        model = make_aggregator("ds", {"max_iter": 30}).fit(crowd, known=np.where(held, -1, ref))
+        heldout[held] = model.labels_[held]
+    expected = build_report(corpus, result.labels, method="ds", experts_used_in_fit=True, clamped=ref >= 0,
+                            heldout=heldout, fit=result.fit)
+    assert result.report["aggregate_vs_expert"] == expected["aggregate_vs_expert"]
+    assert result.report["aggregate_scored_on"] == "held-out predictions (cross-fitting)"
+    assert result.fit["cross_fit"]["folds"] == min(3, docs.size)
+    assert result.report["aggregate_vs_expert"]["token"]["tokens"] == int((ref >= 0).sum())
