@@ -21,6 +21,7 @@ exported from different tools gives the same corpus.
 
 from __future__ import annotations
 
+import csv
 import importlib
 import os
 import zipfile
@@ -141,9 +142,13 @@ def read_corpus(
         corpus = reader(path, role=role, problems=problems, **options)
     except IngestError:
         raise
-    except (ValueError, OSError, zipfile.BadZipFile) as exc:
+    except RecursionError:
+        # json.loads on a nesting bomb ("[[[[...") recurses past the interpreter's limit.
+        raise IngestError("the file is nested too deeply to parse (a JSON nesting bomb?)", source=str(path)) from None
+    except (ValueError, OSError, zipfile.BadZipFile, csv.Error) as exc:
         # A reader's own checks raise IngestError; this is a last line of defence so that
-        # bad input never ends in a traceback (e.g. Corpus validation of a malformed file).
+        # bad input never ends in a traceback (e.g. Corpus validation of a malformed file,
+        # or a CSV field over the csv module's size limit in a header row).
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise IngestError(msg, source=str(path)) from exc
     return ParseResult(corpus=corpus, problems=list(problems.problems), format=format)
