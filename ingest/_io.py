@@ -10,6 +10,11 @@ Zip rule: members are read into memory, never extracted; absolute names, ``..``
 components, symbolic links and encrypted members are refused; the total uncompressed
 size is bounded (:data:`MAX_ZIP_BYTES`, counted on the bytes actually read, not on
 the sizes the archive claims) and so is the number of members (:data:`MAX_ZIP_MEMBERS`).
+Archives are refused before anything is read when the sizes they claim already break the
+bound, or when a member larger than :data:`ZIP_RATIO_FLOOR` claims to inflate more than
+:data:`MAX_ZIP_RATIO` times (a deflate bomb: text compresses about 3-20 times, a bomb
+about 1000 times), so a bomb never costs its inflated size in memory. A member that
+claims less than it holds is cut at its claim by :mod:`zipfile` and fails its CRC check.
 """
 
 from __future__ import annotations
@@ -23,12 +28,17 @@ from pathlib import Path, PurePosixPath
 
 from ingest.errors import IngestError
 
-__all__ = ["decode_text", "read_text", "Tree", "open_tree", "MAX_ZIP_BYTES", "MAX_ZIP_MEMBERS"]
+__all__ = ["decode_text", "read_text", "Tree", "open_tree", "MAX_ZIP_BYTES", "MAX_ZIP_MEMBERS", "MAX_ZIP_RATIO",
+           "ZIP_RATIO_FLOOR"]
 
 #: Upper bound on the bytes read out of one zip archive (uncompressed).
 MAX_ZIP_BYTES = 1 << 30
 #: Upper bound on the number of members of one zip archive.
 MAX_ZIP_MEMBERS = 200_000
+#: Largest inflation (uncompressed / compressed size) accepted for a member above :data:`ZIP_RATIO_FLOOR`.
+MAX_ZIP_RATIO = 100
+#: Members up to this many uncompressed bytes are never refused for their compression ratio.
+ZIP_RATIO_FLOOR = 8 << 20
 
 
 def decode_text(data: bytes, *, source: str) -> str:
@@ -91,8 +101,21 @@ class Tree:
             raise IngestError(
                 f"zip archive has {len(infos)} members, more than {MAX_ZIP_MEMBERS}", source=str(self.root)
             )
+        claimed = sum(info.file_size for info in infos)
+        if claimed > MAX_ZIP_BYTES:
+            raise IngestError(
+                f"zip archive expands to more than {MAX_ZIP_BYTES} bytes (its members claim {claimed}); "
+                "upload a folder or split it",
+                source=str(self.root),
+            )
         names = []
         for info in infos:
+            if info.file_size > ZIP_RATIO_FLOOR and info.file_size > MAX_ZIP_RATIO * max(info.compress_size, 1):
+                raise IngestError(
+                    f"zip member {info.filename!r} inflates {info.file_size} bytes from {info.compress_size} "
+                    f"(more than {MAX_ZIP_RATIO} times: a zip bomb?)",
+                    source=str(self.root),
+                )
             name = info.filename
             parts = PurePosixPath(name.replace("\\", "/")).parts
             if name.startswith(("/", "\\")) or ".." in parts or (parts and ":" in parts[0]):
