@@ -8,6 +8,7 @@ categorical answer as a one-token label.
 from __future__ import annotations
 
 import csv
+import io
 import math
 import os
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from aggregation.corpus import Corpus
+from ingest._io import decode_text
 from ingest.errors import IngestError, ProblemLog
 
 
@@ -36,24 +38,26 @@ GOLD_ANNOTATOR = "gold"
 def _open_rows(path: Path):
     """Yield ``(line_number, row)`` from a CSV or TSV file, the delimiter sniffed from the header line."""
     try:
-        fh = open(path, newline="", encoding="utf-8-sig")
+        data = path.read_bytes()
     except OSError as err:
         raise IngestError(f"cannot open file: {err.strerror}", source=str(path)) from None
-    with fh:
-        try:
-            header = fh.readline()
-        except UnicodeDecodeError:
-            raise IngestError("file is not UTF-8 text", source=str(path), line=1) from None
+    # The decoding rule of every reader (UTF-8 with or without a BOM, UTF-16 with a BOM).
+    with io.StringIO(decode_text(data, source=str(path)), newline="") as fh:
+        del data
+        header = fh.readline()
         if not header.strip():
             raise IngestError("empty file; expected a header row 'item, annotator, label[, gold]'", source=str(path))
         delimiter = "\t" if "\t" in header else ","
-        n_header = len(next(csv.reader([header], delimiter=delimiter)))
+        try:
+            n_header = len(next(csv.reader([header], delimiter=delimiter)))
+        except csv.Error as err:
+            raise IngestError(f"unreadable header row: {err}", source=str(path), line=1) from None
         yield 1, n_header
         reader = csv.reader(fh, delimiter=delimiter)
         try:
             for row in reader:
                 yield reader.line_num + 1, row
-        except (csv.Error, UnicodeDecodeError) as err:
+        except csv.Error as err:
             raise IngestError(f"unreadable row: {err}", source=str(path), line=reader.line_num + 1) from None
 
 
