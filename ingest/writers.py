@@ -18,7 +18,8 @@ Formats
     as EBM-NLP's aggregated files.
 ``categorical-csv``
     ``item,label`` rows, one per document, for one-token documents (categorical data);
-    an item with no label (``MISSING``) gets an empty label.
+    an item with no label (``MISSING``) gets an empty label. Cells are escaped against
+    CSV (formula) injection by :func:`csv_escape`; :func:`csv_unescape` undoes it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -34,10 +36,43 @@ from numpy.typing import NDArray
 from aggregation.corpus import MISSING, Corpus
 from aggregation.spans import decode_spans
 
-__all__ = ["WRITE_FORMATS", "write_labels"]
+__all__ = ["WRITE_FORMATS", "write_labels", "csv_escape", "csv_unescape"]
 
 #: Formats :func:`write_labels` can write.
 WRITE_FORMATS = ("spans-jsonl", "conll", "ebm-nlp", "categorical-csv")
+
+
+#: First characters that make a spreadsheet run a cell as a formula (OWASP, "CSV Injection").
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def csv_escape(cell: str) -> str:
+    """``cell`` made safe to open in a spreadsheet: a leading ``'`` before a formula start.
+
+    Ids and labels are the user's data and are kept as given everywhere else; only CSV we
+    write is escaped. A cell starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage
+    return (OWASP's CSV-injection list) gets a leading single quote, which spreadsheets show
+    as text; so does a cell that already starts with ``'``, which makes the escape
+    reversible (:func:`csv_unescape`). Plain numbers (``-1``, ``+2.5``) are left alone: a
+    spreadsheet reads them as numbers, never as formulas.
+
+    Parameters
+    ----------
+    cell : str
+
+    Returns
+    -------
+    str
+    """
+    if cell.startswith("'") or (cell.startswith(_FORMULA_START) and not _NUMBER.fullmatch(cell)):
+        return "'" + cell
+    return cell
+
+
+def csv_unescape(cell: str) -> str:
+    """Undo :func:`csv_escape` (drop one leading ``'``)."""
+    return cell[1:] if cell.startswith("'") else cell
 
 
 def _check(labels: NDArray, corpus: Corpus) -> NDArray[np.int64]:
@@ -129,4 +164,4 @@ def _write_categorical(lab: NDArray, corpus: Corpus, path: Path) -> None:
         w = csv.writer(fh)
         w.writerow(["item", "label"])
         for doc_id, k in zip(corpus.doc_ids, lab.tolist(), strict=True):
-            w.writerow([doc_id, corpus.class_names[k] if k != MISSING else ""])
+            w.writerow([csv_escape(doc_id), csv_escape(corpus.class_names[k]) if k != MISSING else ""])
