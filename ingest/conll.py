@@ -12,7 +12,8 @@ Fields are separated by whitespace: the token, then one IOB/BIO tag per annotato
 ``?`` means that annotator did not label the sentence: a column must be all ``?`` or
 all tags within a sentence. A blank line ends a sentence; each sentence is one
 document, with id ``"1"``, ``"2"``, ... in file order. ``-DOCSTART-`` lines are
-skipped. Without the header the annotator columns are named ``"1"``, ``"2"``, ...
+skipped. Without the header the annotator columns are named ``"<role>:1"``,
+``"<role>:2"``, ... (``crowd:1`` in a crowd upload, ``expert:1`` in a gold file).
 Tags are kept as written (IOB1 ``I-X`` after ``O`` is an entity start by the
 conlleval rule of :mod:`aggregation.spans`); the schema is ``O`` then ``B-``/``I-``
 of every type seen.
@@ -81,7 +82,9 @@ def read_conll(
         line0 = rows[0][0]
         width = len(rows[0][1])
         if names is None:
-            names = [str(i) for i in range(1, width)]
+            # Unnamed columns are numbered per role, so a crowd file and an expert (gold) file
+            # of the same sentences merge without their column numbers colliding.
+            names = [f"{role}:{i}" for i in range(1, width)]
         bad = next(((ln, f) for ln, f in rows if len(f) != len(names) + 1), None)
         if bad is not None:
             problems.report(

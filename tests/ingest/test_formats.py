@@ -36,10 +36,10 @@ def test_conll_header_missing_annotators_and_schema(tmp_path):
 def test_conll_numbered_columns_and_partial_question_marks(tmp_path):
     p = tmp_path / "a.txt"
     p.write_text("EU B-ORG O\nrejects ? O\n\nPeter B-PER O\n")
-    with pytest.raises(IngestError, match=r"a\.txt:2: annotator '1' labels only part of the sentence"):
+    with pytest.raises(IngestError, match=r"a\.txt:2: annotator 'crowd:1' labels only part of the sentence"):
         read_corpus(p, format="conll")
     res = read_corpus(p, format="conll", on_error="skip")
-    assert res.corpus.doc_ids == ("2",) and res.corpus.worker_ids == ("1", "2") and len(res.problems) == 1
+    assert res.corpus.doc_ids == ("2",) and res.corpus.worker_ids == ("crowd:1", "crowd:2") and len(res.problems) == 1
     p.write_text("EU B-ORG O\nrejects O\n")
     with pytest.raises(IngestError, match=r":2: expected a token and 2 annotator columns, found 2 fields"):
         read_corpus(p, format="conll")
@@ -168,3 +168,21 @@ def test_unknown_format_missing_path_and_bad_corpus_file(tmp_path):
         read_corpus(p, format="corpus")
     with pytest.raises(IngestError, match="on_error must be 'skip' or 'fail'"):
         read_corpus(p, format="conll", on_error="ignore")
+
+
+def test_conll_crowd_answers_and_ground_truth_merge(tmp_path):
+    """Rodrigues et al.'s release: answers.txt (a column per worker, '?' = not labelled) and
+    ground_truth.txt (token and gold tag), space separated. Oracle: hand-written expectations."""
+    from ingest import read_merged
+
+    (tmp_path / "answers.txt").write_text(
+        "EU B-ORG ? O\nrejects O ? O\n\nPeter B-PER B-PER ?\nBlackburn I-PER O ?\n", encoding="utf-8")
+    (tmp_path / "ground_truth.txt").write_text(
+        "EU B-ORG\nrejects O\n\nPeter B-PER\nBlackburn I-PER\n", encoding="utf-8")
+    c = read_merged([dict(path=tmp_path / "answers.txt", format="conll", role="crowd"),
+                     dict(path=tmp_path / "ground_truth.txt", format="conll", role="expert")]).corpus
+    assert c.worker_ids == ("crowd:1", "crowd:3", "crowd:2", "expert:1")
+    assert c.worker_roles == ("crowd", "crowd", "crowd", "expert")
+    gold = c.labels_of(c.worker_ids.index("expert:1"))
+    assert [c.class_names[k] for k in gold] == ["B-ORG", "O", "B-PER", "I-PER"]
+    assert c.labels_of(c.worker_ids.index("crowd:3")).tolist()[2:] == [-1, -1]
