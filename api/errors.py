@@ -74,6 +74,16 @@ def _validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
             for e in exc.errors()]
 
 
+def _allowed_methods(request: Request) -> str:
+    """Every method some route of the app serves at the request's path (RFC 9110: a 405 lists them all)."""
+    from starlette.routing import Match
+
+    methods = [m for m in ("DELETE", "GET", "HEAD", "PATCH", "POST", "PUT")
+               if any(route.matches({**request.scope, "method": m})[0] == Match.FULL
+                      for route in request.app.router.routes)]
+    return ", ".join(methods)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Map every exception the service raises to a problem document."""
 
@@ -82,9 +92,16 @@ def install_error_handlers(app: FastAPI) -> None:
         return problem_response(exc.status, exc.detail, headers=exc.headers)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, exc: StarletteHTTPException):
-        return problem_response(exc.status_code, str(exc.detail) if exc.detail else None,
-                                headers=getattr(exc, "headers", None))
+    async def _http(request: Request, exc: StarletteHTTPException):
+        headers = getattr(exc, "headers", None)
+        if exc.status_code == 400:
+            # FastAPI's "error parsing the body" (bytes that are not JSON / not multipart): the same
+            # documented 422 as a body that parses but is invalid.
+            return problem_response(422, f"the request body cannot be parsed: {exc.detail}", headers=headers)
+        if exc.status_code == 405:
+            # Starlette names only the first route of the path in Allow; list every method of the path.
+            headers = {**(headers or {}), "Allow": _allowed_methods(request)}
+        return problem_response(exc.status_code, str(exc.detail) if exc.detail else None, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError):
