@@ -84,6 +84,10 @@ def _allowed_methods(request: Request) -> str:
     return ", ".join(methods)
 
 
+async def _too_large(_: Request, exc: UploadTooLargeError):
+    return problem_response(413, f"the upload exceeds the limit of {exc.limit} bytes (CROWDQA_MAX_UPLOAD_BYTES)")
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Map every exception the service raises to a problem document."""
 
@@ -95,8 +99,12 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _http(request: Request, exc: StarletteHTTPException):
         headers = getattr(exc, "headers", None)
         if exc.status_code == 400:
-            # FastAPI's "error parsing the body" (bytes that are not JSON / not multipart): the same
-            # documented 422 as a body that parses but is invalid.
+            # FastAPI's "error parsing the body" wraps whatever the body reader raised: the body limit
+            # (a chunked upload without Content-Length, cut off by BodyLimitMiddleware) is a 413;
+            # bytes that are not JSON / not multipart are the same documented 422 as an invalid body.
+            cause = exc.__cause__ or exc.__context__
+            if isinstance(cause, UploadTooLargeError):
+                return await _too_large(request, cause)
             return problem_response(422, f"the request body cannot be parsed: {exc.detail}", headers=headers)
         if exc.status_code == 405:
             # Starlette names only the first route of the path in Allow; list every method of the path.
@@ -114,9 +122,7 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _ingest(_: Request, exc: IngestError):
         return problem_response(422, str(exc).splitlines()[0] if str(exc) else "unreadable file")
 
-    @app.exception_handler(UploadTooLargeError)
-    async def _too_large(_: Request, exc: UploadTooLargeError):
-        return problem_response(413, f"the upload exceeds the limit of {exc.limit} bytes (CROWDQA_MAX_UPLOAD_BYTES)")
+    app.exception_handler(UploadTooLargeError)(_too_large)
 
     @app.exception_handler(JobNotRunnableError)
     async def _not_runnable(_: Request, exc: JobNotRunnableError):
