@@ -9,6 +9,9 @@ from contextlib import contextmanager
 
 import pytest
 
+# The API's fixtures (a TestClient on the embedded service in a temp data dir, two projects' keys).
+from tests.api.conftest import client, keys, settings  # noqa: F401
+
 #: test name -> number of hostile inputs it ran (printed in the terminal summary).
 CASES_RUN: Counter[str] = Counter()
 

@@ -6,7 +6,6 @@ import pytest
 
 from store.settings import get_settings
 from tests.api.conftest import auth, sample_dataset, wait_job
-from tests.api.conftest import client, keys, settings  # noqa: F401 - the API fixtures, reused
 from tests.reliability.conftest import time_bound
 from tests.reliability.hostile import TEXT, cases, zip_bytes
 
