@@ -77,6 +77,8 @@ def _log_emissions(
     log_word_emission: NDArray[np.float64] | None = None,
     shape: NDArray[np.bool_] | None = None,
     log_shape_emission: NDArray[np.float64] | None = None,
+    bag: sp.csr_array | None = None,
+    log_bag_emission: NDArray[np.float64] | None = None,
     known: NDArray[np.int64] | None = None,
 ) -> NDArray[np.float64]:
     """Log-likelihood of everything observed at each token, per hidden state.
@@ -94,6 +96,12 @@ def _log_emissions(
         Word-shape indicators of each token.
     log_shape_emission : ndarray of shape (n_features, n_classes, 2), optional
         ``log P(feature f has value v | state k)`` at ``[f, k, v]``.
+    bag : sparse array of shape (n_tokens, n_features), optional
+        Features each token emits as independent draws from one per-state multinomial
+        (the authors' emission: the word id and its shape features in one distribution);
+        ``bag[i, f]`` is how often token ``i`` draws feature ``f``.
+    log_bag_emission : ndarray of shape (n_classes, n_features), optional
+        ``log P(feature f | state k)`` at ``[k, f]``.
     known : ndarray of shape (n_tokens,), optional
         Clamped class of each token, -1 = unknown; other states get ``-inf``.
 
@@ -111,6 +119,8 @@ def _log_emissions(
     if shape is not None and log_shape_emission is not None and shape.shape[1]:
         n_features = shape.shape[1]
         out += log_shape_emission[np.arange(n_features), :, shape.astype(np.intp)].sum(axis=1)
+    if bag is not None and log_bag_emission is not None:
+        out += np.asarray(bag @ log_bag_emission.T)
     if known is not None:
         clamped = known >= 0
         keep = np.zeros((int(clamped.sum()), n_classes), dtype=bool)

@@ -19,12 +19,15 @@ from aggregation.hmm_crowd import (
     _confusion,
     _decode_labels,
     _e_step,
+    _initial_params,
     _m_step,
     _Params,
     _repair_bio,
+    _token_log_lik,
+    sentence_starts,
 )
 
-WORDS = ("Patients", "with", "12", "IL", "mg", "adults", "(", "Trial")
+WORDS = ("Patients", "with", "12", "IL", "mg", "adults", "(", "Trial", ".")
 BIO = ("O", "B-A", "I-A", "B-B", "I-B")
 
 
@@ -70,6 +73,118 @@ def random_params(rng: np.random.Generator, design, *, n_workers: int) -> _Param
     if design.vocab is not None:
         stats["word"] = rng.uniform(0, 3, (k, design.vocab.shape[1]))
     return _m_step(stats, pseudo_count=0.1, worker_smoothing=0.01, worker_model="full")
+
+
+def naive_sentence_starts(corpus: Corpus) -> np.ndarray:
+    """The documented rule, token by token: a document start, or after a token ending in . ? ! before an
+    upper-case or digit token."""
+    first = np.zeros(corpus.n_tokens, dtype=bool)
+    for d in range(corpus.n_docs):
+        toks = corpus.doc_tokens(d)
+        for t, w in enumerate(toks):
+            s = int(corpus.doc_start[d]) + t
+            first[s] = t == 0 or (toks[t - 1][-1] in ".?!" and (w[0].isupper() or w[0].isdigit()))
+    return first
+
+
+def test_sentence_starts_rule():
+    """Hand-worked example: ``e . g . the`` stays in one sentence; ``. Trial`` and ``? 12`` start one."""
+    toks = ["Patients", "e", ".", "g", ".", "the", ".", "Trial", "mg", "?", "12", "x", "!", "IL"]
+    doc_first = np.zeros(len(toks), dtype=bool)
+    doc_first[[0, 11]] = True
+    got = sentence_starts(toks, doc_first=doc_first)
+    assert np.flatnonzero(got).tolist() == [0, 7, 10, 11, 13]
+
+
+@pytest.mark.parametrize("shape_emission", ["bernoulli", "shared"])
+def test_sentences_are_independent_sequences_by_enumeration(seed, shape_emission):
+    """Oracle: enumerate all K^T paths of each *sentence* (T <= 4) separately, each with the start
+    probabilities, and multiply: a document cut into sentences is the product of independent sequences.
+
+    The token emission is written out by hand for both shape models: ``"bernoulli"`` multiplies
+    P(feature value | state) per feature; ``"shared"`` multiplies the word's entry and the entry of each
+    present feature of one per-state multinomial (the authors' ``pr_obs``). Checks posteriors, log
+    evidence, expected start and transition counts (1e-9).
+    """
+    rng = np.random.default_rng(seed)
+    corpus = random_corpus(rng, n_docs=4, max_len=9, class_names=("O", "P", "Q"), p_label=0.6)
+    design = _build_design(corpus, known=None, features=("word", "capitalised", "digit"), lowercase=False,
+                           sequences="sentence", shape_emission=shape_emission)
+    params = random_params(rng, design, n_workers=corpus.n_workers)
+    stats, post, log_evidence = _e_step(params, design)
+
+    first = naive_sentence_starts(corpus)
+    np.testing.assert_array_equal(design.seq_first, first)
+    k = corpus.n_classes
+    start, trans, conf = np.exp(params.log_start), np.exp(params.log_trans), params.confusion
+    emit = np.exp(params.log_word)
+    tokens = [w for d in range(corpus.n_docs) for w in corpus.doc_tokens(d)]
+    vocab: dict[str, int] = {}
+    ids = [vocab.setdefault(w, len(vocab)) for w in tokens]
+
+    def token_factor(i: int, h: int) -> float:
+        flags = [tokens[i][0].isupper(), tokens[i][0].isdigit()]
+        if shape_emission == "bernoulli":
+            p = emit[h, ids[i]] * np.prod([np.exp(params.log_shape)[f, h, int(v)] for f, v in enumerate(flags)])
+        else:
+            p = emit[h, ids[i]] * np.prod([emit[h, len(vocab) + f] for f, v in enumerate(flags) if v])
+        for j in np.flatnonzero(corpus.token == i):
+            p *= conf[corpus.worker[j], h, corpus.label[j]]
+        return p
+
+    bounds = np.append(np.flatnonzero(first), corpus.n_tokens)
+    total, expected, xi, start_counts = 0.0, np.zeros_like(post), np.zeros((k, k)), np.zeros(k)
+    for a, b in itertools.pairwise(bounds):
+        assert b - a <= 9
+        paths = list(itertools.product(range(k), repeat=int(b - a)))
+        w = np.array([start[p[0]] * np.prod([trans[p[t - 1], h] if t else 1.0 for t, h in enumerate(p)])
+                      * np.prod([token_factor(a + t, h) for t, h in enumerate(p)]) for p in paths])
+        total += np.log(w.sum())
+        for path, q in zip(paths, w / w.sum(), strict=True):
+            start_counts[path[0]] += q
+            for t, h in enumerate(path):
+                expected[a + t, h] += q
+                if t:
+                    xi[path[t - 1], h] += q
+    np.testing.assert_allclose(post, expected, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(log_evidence, total, rtol=1e-9)
+    np.testing.assert_allclose(stats["trans"], xi, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(stats["start"], start_counts, rtol=1e-9, atol=1e-12)
+
+
+def test_wrong_mass_each_weighs_every_wrong_class_one_minus_accuracy(seed):
+    """Hand formula of the authors' ``get_prob`` (cv2): factor a if the answer equals the state, else 1 - a.
+
+    ``"split"`` gives (1 - a) / (K - 1) instead; worker_confusion_ rows sum to 1 either way (1e-12).
+    """
+    rng = np.random.default_rng(seed)
+    corpus = random_corpus(rng, n_docs=3, max_len=4, class_names=BIO)
+    design = _build_design(corpus, known=None, features=(), lowercase=False)
+    counts = {"start": np.ones(5), "trans": np.ones((5, 5)), "shape": np.zeros((0, 5, 2)),
+              "worker": rng.uniform(0, 3, (corpus.n_workers, 5, 5))}
+    for mass, scale in (("each", 1.0), ("split", 1 / 4)):
+        params = _m_step(counts, pseudo_count=0.1, worker_smoothing=0.01, worker_model="two-param", wrong_mass=mass)
+        np.testing.assert_allclose(params.confusion.sum(axis=2), 1.0, rtol=1e-12)
+        acc = np.diagonal(params.confusion, axis1=1, axis2=2)  # (n_workers, K): a0, a1, a1, ...
+        expected = np.zeros((corpus.n_tokens, 5))
+        for t, w, lab in zip(corpus.token, corpus.worker, corpus.label, strict=True):
+            for h in range(5):
+                expected[t, h] += np.log(acc[w, h] if h == lab else (1 - acc[w, h]) * scale)
+        np.testing.assert_allclose(_token_log_lik(params, design), expected, rtol=1e-12)
+
+
+def test_authors_start_and_initial_estimates_are_smoothed_frequencies():
+    """Hand-worked: counts (3, 1) with s = 0.001 give start (3.001, 1.001) / 4.002, and the initial
+    transition and word rows are (count + s) / sum(count + s), as the authors' ``HMM.learn``."""
+    stats = {"start": np.array([3.0, 1.0]), "trans": np.array([[2.0, 0.0], [1.0, 1.0]]),
+             "word": np.array([[1.0, 0.0, 3.0], [0.0, 2.0, 0.0]]), "shape": np.zeros((0, 2, 2)),
+             "worker": np.ones((1, 2, 2))}
+    opts = dict(pseudo_count=0.1, worker_smoothing=0.001, worker_model="two-param")
+    m = _m_step(stats, **opts, start_smoothing=0.001)
+    np.testing.assert_allclose(np.exp(m.log_start), [3.001 / 4.002, 1.001 / 4.002], rtol=1e-12)
+    init = _initial_params(stats, smoothing=0.001, **opts, start_smoothing=0.001)
+    np.testing.assert_allclose(np.exp(init.log_trans), [[2.001 / 2.002, 0.001 / 2.002], [0.5, 0.5]], rtol=1e-12)
+    np.testing.assert_allclose(np.exp(init.log_word[0]), np.array([1.001, 0.001, 3.001]) / 4.003, rtol=1e-12)
 
 
 def test_e_step_equals_enumeration(seed):
@@ -151,14 +266,17 @@ def test_reduces_to_token_wise_dawid_skene(seed):
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**31 - 1), bio=st.booleans(), model=st.sampled_from(["two-param", "full"]))
-def test_objective_never_decreases(seed, bio, model):
-    """Property: the variational EM objective is non-decreasing (relative slack 1e-9)."""
+@given(seed=st.integers(0, 2**31 - 1), bio=st.booleans(), model=st.sampled_from(["two-param", "full"]),
+       authors=st.booleans())
+def test_objective_never_decreases(seed, bio, model, authors):
+    """Property: the variational EM objective is non-decreasing (relative slack 1e-9), with the
+    defaults and with every authors' option (shared shape multinomial, unnormalised wrong answers)."""
     rng = np.random.default_rng(seed)
     corpus = random_corpus(rng, n_docs=5, max_len=6, class_names=BIO if bio else ("O", "P"), accuracy=0.6)
+    kw = {"shape_emission": "shared", "wrong_mass": "each"} if authors else {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        ll = np.array(HMMCrowd(max_iter=8, tol=0, worker_model=model).fit(corpus).log_likelihood_)
+        ll = np.array(HMMCrowd(max_iter=8, tol=0, worker_model=model, **kw).fit(corpus).log_likelihood_)
     assert ll.size == 8
     assert np.all(np.diff(ll) >= -1e-9 * np.abs(ll[1:]))
 
@@ -241,16 +359,16 @@ def test_document_and_annotator_order_do_not_matter(seed):
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**31 - 1), decode=st.sampled_from(["viterbi", "marginal"]))
 def test_bio_output_is_always_valid(seed, decode):
-    """Property: no I-X after O, after another type, or at a document start, whatever the (noisy) input."""
+    """Property: no I-X after O, after another type, or at a document or sentence start, whatever the input."""
     rng = np.random.default_rng(seed)
-    corpus = random_corpus(rng, n_docs=5, max_len=6, class_names=BIO, accuracy=0.3)
+    corpus = random_corpus(rng, n_docs=5, max_len=8, class_names=BIO, accuracy=0.3)
     labels = _fit(corpus, decode=decode, max_iter=2).labels_
     names = np.array(BIO)
-    for d in range(corpus.n_docs):
-        seq = names[labels[corpus.doc_start[d]:corpus.doc_start[d + 1]]]
-        for prev, cur in zip(["O", *seq[:-1]], seq, strict=True):
-            if cur.startswith("I-"):
-                assert prev in ("B-" + cur[2:], cur), (prev, cur)
+    first = naive_sentence_starts(corpus)
+    for i, cur in enumerate(names[labels]):
+        if cur.startswith("I-"):
+            assert not first[i], (i, cur)
+            assert names[labels[i - 1]] in ("B-" + cur[2:], cur), (names[labels[i - 1]], cur)
 
 
 def test_known_tokens_are_clamped_and_unlabelled_documents_get_the_prior(seed):
@@ -287,6 +405,10 @@ def test_callback_gets_each_iteration_and_max_iter_warns(seed):
     ("max_iter", 0, "max_iter must be an integer >= 1"),
     ("pseudo_count", 0.0, "pseudo_count must be > 0"),
     ("features", ("word", "suffix"), "features must be 'word' or one of"),
+    ("sequences", "paragraph", "sequences must be one of"),
+    ("shape_emission", "gaussian", "shape_emission must be one of"),
+    ("wrong_mass", "half", "wrong_mass must be one of"),
+    ("init_smoothing", 0.0, "init_smoothing must be > 0 or None"),
 ])
 def test_bad_parameters_raise(param, value, match):
     corpus = random_corpus(np.random.default_rng(0))
