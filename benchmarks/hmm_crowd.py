@@ -8,6 +8,9 @@ Run ``python -m benchmarks.hmm_crowd [--quick]``; results go to
     annotators per sentence. The authors' reference code takes about 44 s per step.
 (b) The whole PICO Participants fit (../shared/data/pico: train, dev, test and expert-dev
     crowd files), wall time and peak traced memory.
+(d) Strict-span and token F1 against the truth on a synthetic 3-type BIO NER corpus whose
+    words carry signal (:func:`synthetic_ner`), for HMMCrowd's defaults, each setting changed
+    one at a time (:data:`VARIANTS`), Dawid-Skene and majority vote.
 (c) Token precision/recall/F1 (positive = not ``O``) on the 64 expert documents against the
     union of the experts (``PICO-annos-allprof.json``), for this HMMCrowd and for the
     authors' published HMM-Crowd, MV and DS outputs on the same tokens, plus the token
@@ -34,7 +37,15 @@ from pathlib import Path
 import numpy as np
 
 from aggregation.corpus import Corpus
-from aggregation.hmm_crowd import HMMCrowd, _build_design, _dawid_skene_init, _e_step, _hard_stats, _m_step
+from aggregation.hmm_crowd import (
+    HMMCrowd,
+    _build_design,
+    _dawid_skene_init,
+    _e_step,
+    _hard_stats,
+    _initial_params,
+    _m_step,
+)
 from benchmarks._pico import load_pico
 from quality.references import reference_labels
 
@@ -89,12 +100,189 @@ def synthetic_conll(*, n_tokens: int = 40_000, n_workers: int = 47, per_sentence
                               worker_roles=["crowd"] * n_workers, class_names=names)
 
 
+NER_TYPES = ("LOC", "ORG", "PER")
+#: The settings that made up HMMCrowd before the fidelity pass (one sequence per document,
+#: per-feature Bernoulli shapes, wrong-answer mass split, VB start and VB initial estimates).
+OLD_SETTINGS = {"sequences": "document", "shape_emission": "bernoulli", "wrong_mass": "split",
+                "start_smoothing": None, "init_smoothing": None}
+#: One-at-a-time departures from the defaults, named by the setting they change.
+VARIANTS = {"default": {}, "old_settings": OLD_SETTINGS,
+            "sequences=document": {"sequences": "document"}, "shape_emission=shared": {"shape_emission": "shared"},
+            "wrong_mass=each": {"wrong_mass": "each"}, "start_smoothing=None": {"start_smoothing": None},
+            "init_smoothing=None": {"init_smoothing": None}, "worker_model=full": {"worker_model": "full"},
+            "max_iter=5": {"max_iter": 5}}
+
+
+def synthetic_ner(*, n_docs: int = 400, n_pool: int = 20, per_doc: int = 5, seed: int = 0) -> tuple[Corpus, np.ndarray]:
+    """A multi-type BIO NER corpus in which words carry signal, and its true labels.
+
+    Documents of 2-6 sentences of 6-20 tokens; each sentence ends with ``.`` and starts
+    with a capitalised word. True labels follow a Markov chain (an entity of one of 3
+    types starts with prob 0.12 after ``O``, continues with prob 0.45). Words: ``O`` tokens
+    from a 1,500-word lower-case vocabulary, entity tokens from a 200-word vocabulary of
+    their type (capitalised; ``ORG`` words a digit in a quarter of cases), with prob 0.25
+    from the ``O`` vocabulary instead. Annotators (a pool of ``n_pool``; ``per_doc`` label
+    each document): accuracy in 0.3-0.85 (each true span is missed, mistyped or has its end
+    moved by one with total prob 1 - accuracy; false spans at rate (1 - accuracy) / 8 per
+    token), one spammer (uniformly random labels) and one boundary-shifter (every span moved
+    one token right), all made BIO-valid the way an annotation tool would.
+
+    Returns
+    -------
+    corpus : Corpus
+    truth : ndarray of shape (n_tokens,)
+    """
+    rng = np.random.default_rng(seed)
+    names = ("O", *[f"{p}-{t}" for t in NER_TYPES for p in ("B", "I")])
+    o_vocab = [f"w{i}" for i in range(1500)]
+    o_p = 1.0 / np.arange(1, 1501) ** 1.05
+    o_p /= o_p.sum()
+    ent_vocab = [[f"{t.capitalize()}{i}" for i in range(200)] for t in NER_TYPES]
+    texts, starts, ends, truth_parts, lengths = [], [], [], [], []
+    for _ in range(n_docs):
+        words, labels = [], []
+        for _ in range(rng.integers(2, 7)):
+            n = int(rng.integers(6, 21))
+            prev = 0
+            for t in range(n - 1):
+                if prev and rng.random() < 0.45:
+                    lab = prev + (prev % 2)  # B-X (odd) -> I-X, I-X stays
+                elif rng.random() < 0.12:
+                    lab = 1 + 2 * int(rng.integers(3))
+                else:
+                    lab = 0
+                typ = (lab - 1) // 2
+                if lab and rng.random() > 0.25:
+                    w = ent_vocab[typ][min(int(rng.zipf(1.3)) - 1, 199)]
+                    if typ == 1 and rng.random() < 0.25:
+                        w = f"{int(rng.integers(10, 99))}{w}"
+                else:
+                    w = o_vocab[int(rng.choice(1500, p=o_p))]
+                words.append(w.capitalize() if t == 0 and not lab else w)
+                labels.append(lab)
+                prev = lab
+            words.append(".")
+            labels.append(0)
+        pos = np.cumsum([0] + [len(w) + 1 for w in words[:-1]])
+        texts.append(" ".join(words))
+        starts.append(pos)
+        ends.append(pos + np.array([len(w) for w in words]))
+        truth_parts.append(labels)
+        lengths.append(len(words))
+    truth = np.concatenate(truth_parts).astype(np.int64)
+    doc_start = np.concatenate([[0], np.cumsum(lengths)])
+    acc = rng.uniform(0.3, 0.85, n_pool)
+    kinds = np.array(["noisy"] * n_pool, dtype=object)
+    kinds[0], kinds[1] = "spammer", "shifter"
+    tok, wrk, lab = [], [], []
+    for d in range(n_docs):
+        gold = truth[doc_start[d]:doc_start[d + 1]]
+        for w in rng.choice(n_pool, per_doc, replace=False):
+            tok.append(np.arange(doc_start[d], doc_start[d + 1]))
+            wrk.append(np.full(gold.size, w))
+            lab.append(_annotate(gold, kind=kinds[w], acc=acc[w], rng=rng))
+    corpus = Corpus.from_arrays(token=np.concatenate(tok), worker=np.concatenate(wrk), label=np.concatenate(lab),
+                                doc_lengths=lengths, token_start=np.concatenate(starts),
+                                token_end=np.concatenate(ends), doc_ids=[f"d{i}" for i in range(n_docs)],
+                                texts=texts, worker_ids=[f"{kinds[i]}:{i}" for i in range(n_pool)],
+                                worker_roles=["crowd"] * n_pool, class_names=names)
+    return corpus, truth
+
+
+def _spans(labels: np.ndarray) -> list[tuple[int, int, int]]:
+    """(first, last + 1, type) of each BIO span of one document (I-X after O or another type starts one)."""
+    out, cur = [], None
+    for i, lab in enumerate(labels.tolist()):
+        typ = (lab - 1) // 2 if lab else -1
+        if lab and (lab % 2 == 1 or cur is None or cur[2] != typ):
+            if cur:
+                out.append(tuple(cur))
+            cur = [i, i + 1, typ]
+        elif lab:
+            cur[1] = i + 1
+        elif cur:
+            out.append(tuple(cur))
+            cur = None
+    if cur:
+        out.append(tuple(cur))
+    return out
+
+
+def _annotate(gold: np.ndarray, *, kind: str, acc: float, rng: np.random.Generator) -> np.ndarray:
+    """One annotator's BIO labels of one document (see :func:`synthetic_ner`)."""
+    n = gold.size
+    if kind == "spammer":
+        return rng.integers(0, 7, n)
+    spans = []
+    for first, last, typ in _spans(gold):
+        if kind == "shifter":
+            spans.append((first + 1, min(last + 1, n), typ))
+            continue
+        u = rng.random()
+        err = 1 - acc
+        if u < err * 0.4:
+            continue  # missed
+        if u < err * 0.6:
+            typ = (typ + 1 + int(rng.integers(2))) % 3  # mistyped
+        elif u < err:
+            last = min(max(first + 1, last + int(rng.choice([-1, 1]))), n)  # end moved by one
+        spans.append((first, last, typ))
+    if kind != "shifter":
+        for first in np.flatnonzero(rng.random(n) < (1 - acc) / 8):
+            spans.append((int(first), int(first) + 1, int(rng.integers(3))))
+    out = np.zeros(n, dtype=np.int64)
+    for first, last, typ in spans:
+        if first < last:
+            out[first:last] = 2 * typ + 2
+            out[first] = 2 * typ + 1
+    return out
+
+
+def span_prf(truth: np.ndarray, pred: np.ndarray, doc_start: np.ndarray) -> dict:
+    """Strict span precision/recall/F1 (same first token, last token and type), over all documents."""
+    gold = {(d, *s) for d in range(doc_start.size - 1) for s in _spans(truth[doc_start[d]:doc_start[d + 1]])}
+    got = {(d, *s) for d in range(doc_start.size - 1) for s in _spans(pred[doc_start[d]:doc_start[d + 1]])}
+    tp = len(gold & got)
+    p, r = tp / max(len(got), 1), tp / max(len(gold), 1)
+    return {"precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0}
+
+
+def ner_variants(*, seeds: tuple[int, ...], n_docs: int) -> dict:
+    """Strict-span and token F1 vs the truth of every HMMCrowd variant, Dawid-Skene and majority vote."""
+    import warnings
+
+    from aggregation._base import ConvergenceWarning
+    from aggregation.dawid_skene import DawidSkene
+    from aggregation.majority_vote import MajorityVote
+
+    methods = {f"hmmcrowd[{name}]": (lambda kw=kw: HMMCrowd(**kw)) for name, kw in VARIANTS.items()}
+    methods.update({"dawid_skene": lambda: DawidSkene(), "majority_vote": lambda: MajorityVote()})
+    rows: dict[str, dict[str, list[float]]] = {m: {"span_f1": [], "token_f1": []} for m in methods}
+    first_tokens = None
+    for seed in seeds:
+        corpus, truth = synthetic_ner(n_docs=n_docs, seed=seed)
+        first_tokens = corpus.n_tokens if first_tokens is None else first_tokens
+        for name, make in methods.items():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                labels = make().fit(corpus).labels_
+            rows[name]["span_f1"].append(span_prf(truth, labels, corpus.doc_start)["f1"])
+            exact = (labels == truth) & (truth > 0)
+            tp, pp, gp = int(exact.sum()), int((labels > 0).sum()), int((truth > 0).sum())
+            rows[name]["token_f1"].append(2 * tp / (pp + gp) if pp + gp else 0.0)
+    return {"seeds": list(seeds), "documents_per_seed": n_docs, "tokens_first_seed": first_tokens,
+            "scores": {m: {k: {"mean": float(np.mean(v)), "per_seed": v} for k, v in r.items()}
+                       for m, r in rows.items()}}
+
+
 def time_em_step(corpus: Corpus, *, repeats: int) -> dict:
     """Median seconds of one E-step + M-step (the model built as HMMCrowd.fit builds it)."""
-    design = _build_design(corpus, known=None, features=("word", "capitalised", "digit"), lowercase=False)
-    opts = dict(pseudo_count=0.1, worker_smoothing=0.001, worker_model="two-param")
+    design = _build_design(corpus, known=None, features=("word", "capitalised", "digit"), lowercase=False,
+                           sequences="sentence", shape_emission="bernoulli")
+    opts = dict(pseudo_count=0.1, worker_smoothing=0.001, worker_model="two-param", wrong_mass="split",
+                start_smoothing=0.001)
     init = _dawid_skene_init(design, n_workers=corpus.n_workers, n_rounds=5, diagonal=0.9, smoothing=0.001)
-    params = _m_step(_hard_stats(design, init, n_workers=corpus.n_workers), **opts)
+    params = _initial_params(_hard_stats(design, init, n_workers=corpus.n_workers), smoothing=0.001, **opts)
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -136,7 +324,8 @@ def pico(*, limit: int | None) -> dict:
     variants = {"hmmcrowd": model.labels_,
                 "hmmcrowd_marginal": HMMCrowd(decode="marginal").fit(crowd).labels_,
                 "hmmcrowd_5iter": HMMCrowd(max_iter=5).fit(crowd).labels_,
-                "hmmcrowd_no_words": HMMCrowd(features=("capitalised", "digit")).fit(crowd).labels_}
+                "hmmcrowd_no_words": HMMCrowd(features=("capitalised", "digit")).fit(crowd).labels_,
+                "hmmcrowd_old_settings": HMMCrowd(**OLD_SETTINGS).fit(crowd).labels_}
     variant_s = time.perf_counter() - t0
     union = reference_labels(full, rule="union")
     seen = union >= 0
@@ -164,7 +353,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="4k-token EM-step corpus and 500 PICO documents")
     args = ap.parse_args(argv)
+    t_start = time.perf_counter()
     result = {"quick": args.quick, "numpy": np.__version__}
+    result["synthetic_ner_variants"] = ner_variants(seeds=(0, 1) if args.quick else (0, 1, 2, 3, 4, 5), n_docs=400)
+    print(json.dumps({m: v["span_f1"]["mean"] for m, v in result["synthetic_ner_variants"]["scores"].items()},
+                     indent=1), flush=True)
     conll = synthetic_conll(n_tokens=4_000 if args.quick else 40_000)
     result["conll_size_em_step"] = time_em_step(conll, repeats=3 if args.quick else 5)
     print(json.dumps(result["conll_size_em_step"], indent=1), flush=True)
@@ -173,6 +366,10 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result["pico_participants"], indent=1), flush=True)
     else:
         print(f"skipping PICO: {PICO} is absent", file=sys.stderr)
+    from benchmarks.tables import make_meta
+
+    command = "python -m benchmarks.hmm_crowd" + (" --quick" if args.quick else "")
+    result = {"meta": make_meta(command, seconds=time.perf_counter() - t_start), **result}
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / ("hmm_crowd_quick.json" if args.quick else "hmm_crowd.json")
     path.write_text(json.dumps(result, indent=1) + "\n")
