@@ -1,0 +1,221 @@
+"""Load: concurrent clients uploading, enqueueing and polling for a bounded time; no job lost or run twice.
+
+Starts the real service on loopback (``crowdqa serve`` as a subprocess) in two modes:
+``embedded`` (SQLite, fakeredis, in-process worker) and ``redis`` (a redis-server started
+here and ``--workers`` separate ``crowdqa worker`` processes, two by default). ``--clients``
+threads (20 by default) each create a dataset, then repeat until ``--seconds`` have passed:
+upload the bundled sample (crowd file), enqueue a job (MV and DS in turn), poll it every
+50 ms until it is finished or failed. After the deadline no job is started; outstanding
+jobs are waited for (bounded). Then the service's own listing is checked:
+
+* **no lost jobs**: every job a client created is listed, and none is missing or extra;
+* **no duplicate runs**: every job ran exactly once (``attempts == 1``);
+* **every job final**: finished (or failed, counted and reported).
+
+Reported: jobs finished per second, requests per second, and p50 / p99 / max latency of
+each request kind (upload, enqueue, poll). Results go to ``benchmarks/results/load.json``
+(or ``--output``). Loopback only; bounded in time.
+
+    python benchmarks/load.py                   # both modes, 20 clients, 30 s each
+    python benchmarks/load.py --quick           # 20 clients, 8 s each
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from benchmarks.service_overhead import _free_port, _percentiles, _wait_port  # noqa: E402
+
+BIN = Path(sys.executable).parent
+SAMPLE = REPO / "api" / "sample" / "crowd.jsonl"
+FINAL = ("finished", "failed")
+
+
+@contextmanager
+def service(mode: str, data_dir: Path, *, n_workers: int = 2):
+    """Start ``crowdqa serve`` (and Redis + ``n_workers`` workers in redis mode); yield (api_url, key)."""
+    procs: list[subprocess.Popen] = []
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CROWDQA_")}
+    env["CROWDQA_DATA_DIR"] = str(data_dir)
+    try:
+        if mode == "redis":
+            rport = _free_port()
+            procs.append(subprocess.Popen(["redis-server", "--port", str(rport), "--bind", "127.0.0.1", "--save", "",
+                                           "--appendonly", "no", "--dir", str(data_dir.parent)],
+                                          stdout=subprocess.DEVNULL, start_new_session=True))
+            _wait_port(rport)
+            env["CROWDQA_REDIS_URL"] = f"redis://127.0.0.1:{rport}/0"
+            for _ in range(n_workers):
+                procs.append(subprocess.Popen([str(BIN / "crowdqa"), "worker"], env=env, stdout=subprocess.DEVNULL,
+                                              stderr=subprocess.DEVNULL, start_new_session=True))
+        key = subprocess.run([str(BIN / "crowdqa"), "keys", "create", "--project", "load"], env=env, check=True,
+                             capture_output=True, text=True).stdout.strip().splitlines()[-1]
+        port = _free_port()
+        procs.append(subprocess.Popen([str(BIN / "crowdqa"), "serve", "--port", str(port), "--log-level", "warning"],
+                                      env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      start_new_session=True))
+        _wait_port(port)
+        yield f"http://127.0.0.1:{port}/api/v1", key
+    finally:
+        for p in reversed(procs):
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait(5)
+
+
+class _Client(threading.Thread):
+    """One load client: its own dataset, then upload -> enqueue -> poll until the deadline."""
+
+    def __init__(self, api: str, key: str, index: int, deadline: float, drain: float) -> None:
+        super().__init__(name=f"load-{index}", daemon=True)
+        self.api, self.key, self.index, self.deadline, self.drain = api, key, index, deadline, drain
+        self.latency: dict[str, list[float]] = defaultdict(list)
+        self.jobs: list[str] = []
+        self.statuses: dict[str, str] = {}
+        self.errors: list[str] = []
+
+    def _call(self, http: httpx.Client, kind: str, method: str, url: str, **kw) -> httpx.Response:
+        t0 = time.perf_counter()
+        r = http.request(method, url, **kw)
+        self.latency[kind].append(time.perf_counter() - t0)
+        if r.status_code >= 500:
+            self.errors.append(f"{kind} {url}: {r.status_code} {r.text[:200]}")
+        return r
+
+    def run(self) -> None:
+        data = SAMPLE.read_bytes()
+        with httpx.Client(base_url=self.api, headers={"Authorization": f"Bearer {self.key}"}, timeout=60) as http:
+            try:
+                ds = self._call(http, "create", "POST", "/datasets", json={"name": f"load-{self.index}"}).json()["id"]
+                n = 0
+                while time.monotonic() < self.deadline:
+                    role = "crowd" if n == 0 else "expert"  # later files: new annotators, so the merge never clashes
+                    body = data if n == 0 else data.replace(b'"annotator": "', f'"annotator": "c{n}-'.encode())
+                    r = self._call(http, "upload", "POST", f"/datasets/{ds}/uploads",
+                                   files={"file": ("crowd.jsonl", body)}, data={"format": "spans-jsonl", "role": role})
+                    if r.status_code != 201:
+                        self.errors.append(f"upload: {r.status_code} {r.text[:200]}")
+                        break
+                    method = "mv" if n % 2 == 0 else "ds"
+                    r = self._call(http, "enqueue", "POST", f"/datasets/{ds}/jobs", json={"method": method})
+                    if r.status_code != 202:
+                        self.errors.append(f"enqueue: {r.status_code} {r.text[:200]}")
+                        break
+                    job = r.json()["id"]
+                    self.jobs.append(job)
+                    while time.monotonic() < self.drain:
+                        status = self._call(http, "poll", "GET", f"/jobs/{job}").json().get("status")
+                        if status in FINAL:
+                            self.statuses[job] = status
+                            break
+                        time.sleep(0.05)
+                    n += 1
+            except Exception as exc:  # noqa: BLE001 - recorded and reported as a failure of the run
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+
+
+def run(mode: str, *, clients: int = 20, seconds: float = 30.0, n_workers: int = 2, drain: float = 120.0) -> dict:
+    """Run the load against one mode; return the measurements and the consistency checks."""
+    with tempfile.TemporaryDirectory(prefix="crowdqa-load-") as tmp, \
+            service(mode, Path(tmp) / "data", n_workers=n_workers) as (api, key):
+        t0 = time.monotonic()
+        deadline, drain_until = t0 + seconds, t0 + seconds + drain
+        threads = [_Client(api, key, i, deadline, drain_until) for i in range(clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(seconds + drain + 30)
+        wall = time.monotonic() - t0
+        created = [j for t in threads for j in t.jobs]
+        with httpx.Client(base_url=api, headers={"Authorization": f"Bearer {key}"}, timeout=60) as http:
+            listed, offset = {}, 0
+            while True:
+                page = http.get("/jobs", params={"offset": offset, "limit": 1000}).json()
+                listed.update({j["id"]: j for j in page["data"]})
+                offset += len(page["data"])
+                if not page["data"] or offset >= page["count"]:
+                    break
+    latency = defaultdict(list)
+    for t in threads:
+        for kind, values in t.latency.items():
+            latency[kind].extend(values)
+    n_requests = sum(len(v) for v in latency.values())
+    statuses = [listed[j]["status"] for j in created if j in listed]
+    return {
+        "mode": mode if mode == "embedded" else f"redis ({n_workers} workers)",
+        "clients": clients,
+        "seconds": seconds,
+        "wall_seconds": round(wall, 3),
+        "jobs_created": len(created),
+        "jobs_listed": len(listed),
+        "lost_jobs": sorted(set(created) - set(listed)),
+        "unknown_jobs": sorted(set(listed) - set(created)),
+        "duplicate_runs": sorted(j for j in created if j in listed and listed[j]["attempts"] != 1),
+        "not_final": sorted(j for j in created if j in listed and listed[j]["status"] not in FINAL),
+        "finished": statuses.count("finished"),
+        "failed": statuses.count("failed"),
+        "jobs_per_second": round(statuses.count("finished") / wall, 3),
+        "requests_per_second": round(n_requests / wall, 2),
+        "latency": {kind: _percentiles(v) for kind, v in sorted(latency.items())},
+        "client_errors": [e for t in threads for e in t.errors][:20],
+    }
+
+
+def check(result: dict) -> list[str]:
+    """The consistency failures of one run (empty when no job was lost, run twice or left unfinished)."""
+    problems = []
+    for key in ("lost_jobs", "unknown_jobs", "duplicate_runs", "not_final", "client_errors"):
+        if result[key]:
+            problems.append(f"{result['mode']}: {key}: {result[key][:5]}")
+    if result["jobs_created"] == 0:
+        problems.append(f"{result['mode']}: no job was created")
+    return problems
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--modes", default="embedded,redis", help="comma-separated: embedded, redis")
+    p.add_argument("--clients", type=int, default=20)
+    p.add_argument("--seconds", type=float, default=30.0, help="how long clients start new jobs, per mode")
+    p.add_argument("--workers", type=int, default=2, help="crowdqa worker processes in redis mode")
+    p.add_argument("--quick", action="store_true", help="8 s per mode")
+    p.add_argument("--output", default=str(REPO / "benchmarks" / "results" / "load.json"))
+    args = p.parse_args(argv)
+    seconds = 8.0 if args.quick else args.seconds
+    results = []
+    for mode in args.modes.split(","):
+        res = run(mode, clients=args.clients, seconds=seconds, n_workers=args.workers)
+        print(json.dumps({k: v for k, v in res.items() if k != "latency"}), flush=True)
+        for kind, lat in res["latency"].items():
+            print(f"  {kind:8s} p50 {lat['p50_ms']:8.1f} ms  p99 {lat['p99_ms']:8.1f} ms  n={lat['n']}", flush=True)
+        results.append(res)
+    out = {"benchmark": "load", "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
+           "quick": args.quick, "results": results, "problems": [q for r in results for q in check(r)]}
+    Path(args.output).write_text(json.dumps(out, indent=2) + "\n")
+    print(f"wrote {args.output}")
+    return 1 if out["problems"] else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,41 @@
+"""A short bounded run of ``benchmarks/load.py``: 20 concurrent clients upload, enqueue and poll; no job is
+lost, none runs twice, every one ends final. The long variants are the benchmark itself and the soak test."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from benchmarks.load import check, run
+
+
+def _run(mode: str, seconds: float, tally) -> dict:
+    result = run(mode, clients=20, seconds=seconds, n_workers=2, drain=90)
+    print({k: v for k, v in result.items() if k != "latency"})
+    assert not check(result), check(result)
+    assert result["jobs_created"] >= 20 and result["finished"] == result["jobs_created"], result
+    tally(result["jobs_created"])
+    return result
+
+
+def test_load_embedded_short(tally):
+    """Embedded service (SQLite + in-process worker), 20 clients for 3 s."""
+    _run("embedded", 3.0, tally)
+
+
+@pytest.mark.redis
+def test_load_redis_two_workers_short(tally):
+    """A real redis-server and two `crowdqa worker` processes, 20 clients for 3 s."""
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server not found on PATH")
+    _run("redis", 3.0, tally)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["embedded", "redis"])
+def test_load_soak(mode, tally):
+    """The soak variant: 20 clients for 120 s per mode (CROWDQA_SOAK=1)."""
+    if mode == "redis" and shutil.which("redis-server") is None:
+        pytest.skip("redis-server not found on PATH")
+    _run(mode, 120.0, tally)
