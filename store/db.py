@@ -39,7 +39,26 @@ def make_engine(settings: Settings) -> Engine:
 
 
 def init_db(engine: Engine) -> None:
-    """Create missing tables and record the schema version; refuse a database of another version."""
+    """Create missing tables and record the schema version; refuse a database of another version.
+
+    Several processes may start on a new database at once (``crowdqa serve`` and its workers):
+    the loser of a race to create a table or the version row tries again and finds them made.
+    """
+    from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
+
+    for attempt in range(5):
+        try:
+            _init_db_once(engine)
+            return
+        except (IntegrityError, OperationalError, ProgrammingError):
+            if attempt == 4:
+                raise
+            import time
+
+            time.sleep(0.1 * (attempt + 1))
+
+
+def _init_db_once(engine: Engine) -> None:
     SQLModel.metadata.create_all(engine)
     with Session(engine) as session:
         info = session.exec(select(SchemaInfo)).first()
