@@ -14,7 +14,8 @@ named ``gold`` are the medical experts' (role ``"expert"``); the others take ``r
 Aggregated annotations (``annotations/aggregated``) are not read.
 
 ``path`` is the ``ebm_nlp_2_00`` folder, its parent, or any folder below
-``annotations/individual`` (a phase or element folder selects it). The phase is the
+``annotations/individual`` (a phase or element folder selects it), or a ``.zip`` of
+one of these (unpacked with the safe-archive rules of :mod:`ingest._io`). The phase is the
 one in ``path``, else ``phase_1``. ``category`` picks the element (``participants``,
 ``interventions``, ``outcomes``; ``P``/``I``/``O`` and the PICO-data names work too);
 by default the only element present. Texts are the tokens joined by single spaces.
@@ -27,11 +28,13 @@ hierarchical labels of the EBM-NLP README.
 from __future__ import annotations
 
 import os
+import tempfile
+import zipfile
 from pathlib import Path
 
 from aggregation.corpus import Corpus
 from ingest._common import check_role
-from ingest._io import read_text
+from ingest._io import Tree, read_text
 from ingest.build import corpus_from_token_labels
 from ingest.errors import IngestError, ProblemLog
 
@@ -100,6 +103,8 @@ def read_ebm_nlp(
     """
     check_role(role)
     problems = problems or ProblemLog("fail")
+    if Path(path).is_file() and zipfile.is_zipfile(path):
+        return _read_zip(Path(path), role=role, problems=problems, category=category, phase=phase)
     docs_dir, root, path_phase = _locate(Path(path))
     phase = phase or path_phase or 1
     if phase not in (1, 2):
@@ -169,3 +174,27 @@ def read_ebm_nlp(
     return corpus_from_token_labels(
         documents=documents, labels=labels, roles=roles, class_names=class_names, problems=problems, sources=sources
     )
+
+
+def _read_zip(path: Path, *, role: str, problems: ProblemLog, category: str | None, phase: int | None) -> Corpus:
+    """Unpack a zip upload (path-safe, size-bounded) into a temporary folder and read that.
+
+    Messages name the archive (``upload.zip/<member>``), never the temporary folder.
+    """
+    with tempfile.TemporaryDirectory(prefix="crowdqa-ebmnlp-") as tmp, Tree(path) as tree:
+        for name in tree.names:
+            dest = Path(tmp, name)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(tree.read_bytes(name))
+        # A single top-level folder is where the layout starts (the usual way folders are zipped).
+        tops = {Path(n).parts[0] for n in tree.names}
+        root = Path(tmp, next(iter(tops))) if len(tops) == 1 and Path(tmp, next(iter(tops))).is_dir() else Path(tmp)
+        before = len(problems.problems)
+        try:
+            corpus = read_ebm_nlp(root, role=role, problems=problems, category=category, phase=phase)
+        except IngestError as exc:
+            raise IngestError(exc.detail, source=exc.source.replace(tmp, str(path)), line=exc.line) from None
+        problems.problems[before:] = [
+            type(pr)(pr.source.replace(tmp, str(path)), pr.line, pr.message) for pr in problems.problems[before:]
+        ]
+        return corpus

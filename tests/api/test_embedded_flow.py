@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -372,3 +373,20 @@ def test_categorical_dataset(client, keys, settings):
     assert {item: label for item, label in rows} == truth
     workers = client.get(f"/api/v1/jobs/{job}/workers?sort=f1&order=asc", headers=auth(key)).json()["data"]
     assert workers[0]["annotator"] == "w4"
+
+
+def test_ebm_nlp_zip_upload_runs_end_to_end(client, keys, tmp_path):
+    """An EBM-NLP folder zipped is an ordinary upload: crowd and gold folders give crowd and expert annotators."""
+    import shutil
+
+    from tests.ingest.test_ebm_nlp import _layout
+
+    key = keys["a"]
+    _layout(tmp_path / "src")
+    archive = Path(shutil.make_archive(str(tmp_path / "ebm"), "zip", root_dir=tmp_path / "src"))
+    ds = client.post("/api/v1/datasets", headers=auth(key), json={"name": "ebm"}).json()["id"]
+    r = upload(client, key, ds, archive, format="ebm-nlp", category="participants")
+    assert r.status_code == 201, r.text
+    assert r.json()["summary"]["annotators"] == {"crowd": 2, "expert": 1}
+    r = client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key), json={"method": "mv"})
+    assert wait_job(client, r.json()["id"], key)["status"] == "finished"

@@ -68,3 +68,19 @@ def test_excerpt_majority_vote_spans():
     inside = np.flatnonzero(votes[:, 1] > votes[:, 0])  # strict majority of the 8
     runs = np.split(inside, np.flatnonzero(np.diff(inside) > 1) + 1)
     assert [(int(r[0]), int(r[-1])) for r in runs] == [(11, 13), (78, 88), (91, 105)]
+
+
+def test_zip_upload_equals_the_folder_and_errors_name_the_archive(tmp_path):
+    """Oracle: the same layout read as a folder. A zip is what an API upload of this format is."""
+    import shutil
+
+    base = _layout(tmp_path / "src")
+    archive = shutil.make_archive(str(tmp_path / "ebm"), "zip", root_dir=tmp_path / "src")
+    assert read_corpus(archive, format="ebm-nlp").corpus.equals(read_corpus(base, format="ebm-nlp").corpus)
+    next((base / "annotations").rglob("111.00042.ann")).write_text("1 1 0")
+    bad = shutil.make_archive(str(tmp_path / "bad"), "zip", root_dir=tmp_path / "src")
+    with pytest.raises(IngestError, match=r"bad\.zip/.*111\.00042\.ann: 3 labels") as err:
+        read_corpus(bad, format="ebm-nlp")
+    assert "crowdqa-ebmnlp-" not in str(err.value)
+    res = read_corpus(bad, format="ebm-nlp", on_error="skip")
+    assert str(res.problems[0]).startswith(f"{bad}/")
