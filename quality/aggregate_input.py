@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aggregation.corpus import MISSING, Corpus
+from ingest.writers import csv_unescape
 
 __all__ = ["AGGREGATE_FORMATS", "read_aggregate", "labels_from_spans", "labels_from_corpus"]
 
@@ -202,6 +203,8 @@ def _read_categorical(path: Path, corpus: Corpus) -> NDArray[np.int64]:
     for n, r in enumerate(rows[1:], 2):
         if not r:
             continue
+        # Cells were escaped against CSV injection by ingest.writers; read them back as written.
+        r = [csv_unescape(cell) for cell in r]
         if r[0] not in index or r[1] not in names:
             raise ValueError(f"{path}:{n}: unknown item {r[0]!r} or label {r[1]!r}")
         out[corpus.doc_start[index[r[0]]]] = names[r[1]]

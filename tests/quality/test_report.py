@@ -289,3 +289,20 @@ def test_categorical_corpus_scores_every_answer():
     assert set(per) == {"no", "yes"}
     assert (per["no"]["tp"], per["no"]["fn"]) == (1, 1)
     assert rep["aggregate_vs_expert"]["accuracy"]["value"] == pytest.approx(2 / 3)
+
+
+def test_categorical_csv_written_with_formula_like_ids_reads_back(tmp_path):
+    """Regression (issue 8): ids starting with = + - @ are escaped on write; the reader undoes it.
+
+    Oracle: the labels given to ingest.writers.write_labels."""
+    from ingest.categorical import read_categorical
+    from ingest.writers import write_labels
+    from quality.aggregate_input import read_aggregate
+
+    p = tmp_path / "c.csv"
+    p.write_text("item,annotator,label\n=cmd|x,u,@yes\n'q,u,-no\n+1,u,@yes\n")
+    c = read_categorical(p)
+    labels = c.labels_of(0)
+    write_labels(labels, c, tmp_path / "out.csv", format="categorical-csv")
+    assert "'=cmd|x" in (tmp_path / "out.csv").read_text()
+    assert read_aggregate(tmp_path / "out.csv", c, format="categorical-csv").tolist() == labels.tolist()
