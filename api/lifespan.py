@@ -27,10 +27,14 @@ _FORM_OVERHEAD = 64 * 1024
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     from jobs.embedded import EmbeddedWorker, recover_jobs
+    from store.artifacts import ArtifactStore
     from store.db import get_engine
 
     settings = get_settings()
     get_engine(settings)
+    removed = ArtifactStore(settings.data_dir).remove_stale_parts()
+    if removed:
+        logger.warning("removed %d temporary files left by an interrupted upload or job", removed)
     worker = None
     if settings.embedded:
         failed, requeued = recover_jobs(settings)

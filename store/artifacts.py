@@ -13,6 +13,7 @@ import io
 import os
 import re
 import tempfile
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,6 +72,23 @@ class ArtifactStore:
         folder.mkdir(parents=True, exist_ok=True)
         fd, name = tempfile.mkstemp(dir=folder, prefix=".part-")
         return fd, Path(name)
+
+    def remove_stale_parts(self, *, older_than: float = 6 * 3600.0) -> int:
+        """Delete temporary ``.part-*`` files left by a killed process; return how many.
+
+        Only files untouched for ``older_than`` seconds go, so a write in progress in
+        another API process or worker (its file's mtime moves with every chunk) is kept.
+        """
+        cutoff = time.time() - older_than
+        removed = 0
+        for part in self.root.glob("*/tmp/.part-*"):
+            try:
+                if part.stat().st_mtime < cutoff:
+                    part.unlink()
+                    removed += 1
+            except FileNotFoundError:  # finished or removed by its writer meanwhile
+                continue
+        return removed
 
     def put_stream(self, chunks: Iterable[bytes] | BinaryIO, *, kind: str, suffix: str = "",
                    limit: int | None = None) -> Artifact:

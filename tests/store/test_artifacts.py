@@ -64,3 +64,22 @@ def test_no_user_path_reaches_the_filesystem(tmp_path):
         store.path("../outside.npz")
     with pytest.raises(ArtifactMissingError, match="not a sha256"):
         store.find("../../x", kind="corpora")
+
+
+def test_stale_part_files_are_removed_and_fresh_ones_kept(tmp_path):
+    """Regression (issue 8): a SIGKILL during an upload leaves a .part file; start-up removes old ones only."""
+    import os
+    import time
+
+    from store.artifacts import ArtifactStore
+
+    store = ArtifactStore(tmp_path)
+    folder = tmp_path / "uploads" / "tmp"
+    folder.mkdir(parents=True)
+    old, fresh = folder / ".part-old", folder / ".part-fresh"
+    old.write_bytes(b"x")
+    fresh.write_bytes(b"y")
+    past = time.time() - 7 * 3600
+    os.utime(old, (past, past))
+    assert store.remove_stale_parts() == 1
+    assert not old.exists() and fresh.exists()
