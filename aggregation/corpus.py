@@ -21,7 +21,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["Corpus", "MISSING", "ROLES", "entity_type"]
+__all__ = ["Corpus", "MISSING", "ROLES", "entity_type", "first_unordered_row", "sort_rows"]
 
 #: Sentinel used only in *dense derived views* (e.g. :meth:`Corpus.labels_of`)
 #: for tokens an annotator did not label. The COO arrays never contain it.
@@ -121,12 +121,11 @@ class Corpus:
                 f"token, worker and label must be 1-D of one length, found shapes "
                 f"{token.shape}, {worker.shape}, {label.shape}"
             )
-        n_workers = max(len(worker_ids), 1)
-        order = np.argsort(token * n_workers + worker, kind="stable")
+        token, worker, label = sort_rows(token, worker, label, len(worker_ids))
         return cls(
-            token=token[order],
-            worker=worker[order],
-            label=label[order],
+            token=token,
+            worker=worker,
+            label=label,
             doc_lengths=np.asarray(doc_lengths, dtype=np.int64),
             token_start=np.asarray(token_start, dtype=np.int64),
             token_end=np.asarray(token_end, dtype=np.int64),
@@ -407,17 +406,66 @@ def _check_corpus(c: Corpus) -> None:
 _CHUNK = 1 << 20  # rows per chunk: keeps validation's temporaries near 10 MB at any corpus size
 
 
-def _check_sorted_unique(c: Corpus, n_workers: int) -> None:
-    """Rows strictly increase in ``token * n_workers + worker``: sorted and without duplicates."""
-    n_obs = c.token.shape[0]
+def first_unordered_row(token: NDArray, worker: NDArray, n_workers: int) -> int | None:
+    """The first row whose ``(token, worker)`` key is not above the previous row's, or None.
+
+    Rows in corpus order strictly increase in ``token * n_workers + worker``; a row equal
+    to its predecessor is a duplicate, a smaller one is out of order. Checked in chunks, so
+    the temporaries stay near 10 MB at any corpus size.
+    """
+    n_obs = token.shape[0]
     for a in range(0, n_obs - 1, _CHUNK):
         b = min(a + _CHUNK + 1, n_obs)
-        key = c.token[a:b] * max(n_workers, 1) + c.worker[a:b]
-        step = np.diff(key)
+        step = np.diff(token[a:b] * max(n_workers, 1) + worker[a:b])
         if np.any(step <= 0):
-            j = int(np.flatnonzero(step <= 0)[0])
-            what = "duplicate (token, worker)" if step[j] == 0 else "triplets not sorted by (token, worker)"
-            raise ValueError(f"{what} at row {a + j + 1}; use Corpus.from_arrays to sort")
+            return a + int(np.flatnonzero(step <= 0)[0]) + 1
+    return None
+
+
+def sort_rows(
+    token: NDArray, worker: NDArray, label: NDArray, n_workers: int, *, inplace: bool = False
+) -> tuple[NDArray, NDArray, NDArray]:
+    """Triplets sorted by ``(token, worker)``, stable, with their labels.
+
+    Rows already in order are returned as they are. When only the annotators within a
+    token are out of order (tokens non-decreasing, as after appending uploads of
+    different documents), each chunk of whole tokens is sorted on its own, so the
+    temporaries stay near the chunk size; otherwise one global stable argsort.
+    ``inplace=True`` lets the chunked sort reorder the caller's ``worker`` and ``label``.
+    """
+    n_w = max(n_workers, 1)
+    if first_unordered_row(token, worker, n_w) is None:
+        return token, worker, label
+    n_obs = token.shape[0]
+    tokens_ordered = all(
+        np.all(np.diff(token[a : min(a + _CHUNK + 1, n_obs)]) >= 0) for a in range(0, n_obs - 1, _CHUNK)
+    )
+    if not tokens_ordered:
+        order = np.argsort(token * n_w + worker, kind="stable")
+        return token[order], worker[order], label[order]
+    if not inplace:
+        worker, label = worker.copy(), label.copy()
+    a = 0
+    while a < n_obs:
+        b = min(a + _CHUNK, n_obs)
+        if b < n_obs:  # end the chunk on a token boundary
+            b = int(np.searchsorted(token, token[b], side="left"))
+            if b <= a:
+                b = int(np.searchsorted(token, token[a], side="right"))
+        order = np.argsort((token[a:b] - token[a]) * n_w + worker[a:b], kind="stable")
+        worker[a:b] = worker[a:b][order]
+        label[a:b] = label[a:b][order]
+        a = b
+    return token, worker, label
+
+
+def _check_sorted_unique(c: Corpus, n_workers: int) -> None:
+    """Rows strictly increase in ``token * n_workers + worker``: sorted and without duplicates."""
+    row = first_unordered_row(c.token, c.worker, n_workers)
+    if row is not None:
+        same = c.token[row] == c.token[row - 1] and c.worker[row] == c.worker[row - 1]
+        what = "duplicate (token, worker)" if same else "triplets not sorted by (token, worker)"
+        raise ValueError(f"{what} at row {row}; use Corpus.from_arrays to sort")
 
 
 def _check_coverage(c: Corpus) -> None:

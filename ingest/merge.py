@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from aggregation.corpus import Corpus
+from aggregation.corpus import Corpus, first_unordered_row, sort_rows
 from ingest.build import class_names_for
 from ingest.errors import IngestError
 
@@ -86,36 +86,33 @@ def merge_corpora(corpora: Sequence[Corpus]) -> Corpus:
 
     lengths = np.array([len(s) for s in starts], dtype=np.int64)
     base = np.concatenate([[0], np.cumsum(lengths)])
-    tok, wrk, lab = [], [], []
+    # Fill the merged triplets in place, one input at a time (no per-input copies to concatenate).
+    n_obs = sum(c.n_obs for c in corpora)
+    token = np.empty(n_obs, dtype=np.int64)
+    worker = np.empty(n_obs, dtype=np.int32)
+    label = np.empty(n_obs, dtype=np.int16)
+    pos = 0
     for c in corpora:
+        rows = slice(pos, pos + c.n_obs)
+        pos += c.n_obs
         doc_map = np.array([doc_pos[d] for d in c.doc_ids], dtype=np.int64)
         w_map = np.array([worker_pos[w] for w in c.worker_ids], dtype=np.int32)
         l_map = np.array([class_id[n] for n in c.class_names], dtype=np.int16)
         # Token shift per document, gathered per token then per row (no per-row doc index kept).
         shift = np.repeat(base[doc_map] - c.doc_start[:-1], c.doc_lengths)
-        tok.append(c.token + shift[c.token])
-        del shift
-        wrk.append(w_map[c.worker])
-        lab.append(l_map[c.label])
-    token = np.concatenate(tok)
-    worker = np.concatenate(wrk)
-    label = np.concatenate(lab)
-    del tok, wrk, lab
-    n_w = max(len(roles), 1)
-    key = token * n_w + worker
-    step = np.diff(key)
-    shared_docs = sum(c.n_docs for c in corpora) != len(doc_pos)
-    if shared_docs and not np.all(step > 0):
-        # Only documents in two uploads can hold one (token, annotator) twice.
-        uniq, counts = np.unique(key, return_counts=True)
-        if np.any(counts > 1):
-            k = int(uniq[counts > 1][0])
-            t, w = k // n_w, k % n_w
-            d = int(np.searchsorted(base, t, side="right") - 1)
-            raise IngestError(
-                f"duplicate assignment: annotator {list(worker_pos)[w]!r} labelled document "
-                f"{list(doc_pos)[d]!r} in two uploads"
-            )
+        np.take(shift, c.token, out=token[rows])
+        token[rows] += c.token
+        np.take(w_map, c.worker, out=worker[rows])
+        np.take(l_map, c.label, out=label[rows])
+    # Annotator numbers change between inputs, and shared documents interleave their rows.
+    token, worker, label = sort_rows(token, worker, label, len(roles), inplace=True)
+    dup = first_unordered_row(token, worker, len(roles))  # sorted now, so only a repeat remains
+    if dup is not None:
+        d = int(np.searchsorted(base, token[dup], side="right") - 1)
+        raise IngestError(
+            f"duplicate assignment: annotator {list(worker_pos)[int(worker[dup])]!r} labelled document "
+            f"{list(doc_pos)[d]!r} in two uploads"
+        )
     arrays = dict(
         doc_lengths=lengths,
         token_start=np.concatenate(starts) if starts else np.zeros(0, np.int64),
@@ -126,11 +123,4 @@ def merge_corpora(corpora: Sequence[Corpus]) -> Corpus:
         worker_roles=tuple(roles),
         class_names=class_names,
     )
-    in_order = bool(np.all(step > 0))
-    del step
-    if not in_order:
-        order = np.argsort(key, kind="stable")
-        token, worker, label = token[order], worker[order], label[order]
-        del order
-    del key
     return Corpus(token=token, worker=worker, label=label, **arrays)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from aggregation.corpus import MISSING, Corpus
+from aggregation.corpus import MISSING, Corpus, sort_rows
 
 
 def tiny(**over) -> dict:
@@ -62,3 +64,35 @@ def test_save_load_round_trip_is_exact(tmp_path):
 def test_invalid_corpus_names_expected_and_found(over, match):
     with pytest.raises(ValueError, match=match):
         Corpus.from_arrays(**tiny(**over))
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 6), st.integers(0, 4), st.integers(0, 2)), max_size=40),
+    st.sampled_from([1, 2, 3, 1 << 20]),
+    st.booleans(),
+)
+@settings(max_examples=200, deadline=None)
+def test_sort_rows_equals_lexsort_at_any_chunk_size(rows, chunk, tokens_first):
+    """Both paths (chunks of whole tokens, and the global argsort) give lexsort's stable order."""
+    import aggregation.corpus as corpus_module
+
+    if tokens_first:  # the chunked path: tokens non-decreasing, annotators shuffled within a token
+        rows = sorted(rows, key=lambda r: r[0])
+    token = np.array([r[0] for r in rows], dtype=np.int64)
+    worker = np.array([r[1] for r in rows], dtype=np.int32)
+    label = np.array([r[2] for r in rows], dtype=np.int16)
+    order = np.lexsort((worker, token))
+    saved = corpus_module._CHUNK
+    corpus_module._CHUNK = chunk
+    try:
+        t, w, lab = sort_rows(token.copy(), worker.copy(), label.copy(), 5, inplace=True)
+        kept = (token.copy(), worker.copy(), label.copy())
+        t2, w2, l2 = sort_rows(*kept, 5)
+    finally:
+        corpus_module._CHUNK = saved
+    for got in ((t, w, lab), (t2, w2, l2)):
+        np.testing.assert_array_equal(got[0], token[order])
+        np.testing.assert_array_equal(got[1], worker[order])
+        np.testing.assert_array_equal(got[2], label[order])
+    np.testing.assert_array_equal(kept[1], worker)  # inplace=False leaves the inputs alone
+    np.testing.assert_array_equal(kept[2], label)

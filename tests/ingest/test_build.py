@@ -192,3 +192,24 @@ def test_merge_reorders_when_annotator_order_differs():
     m = merge_corpora([x, y])
     assert m.worker_ids == ("A", "B")
     assert m.labels_of(0).tolist() == [1, 0, 0, 0, 0, 0] and m.labels_of(1).tolist() == [0, 0, 0, 1, 0, 0]
+
+
+def test_merge_of_disjoint_uploads_renumbers_annotators_in_order():
+    """The second upload sees its annotators in another order: rows are re-sorted per token."""
+    first = corpus_from_spans(
+        documents={"d1": "a b"},
+        assignments=[("d1", "w1"), ("d1", "w2")],
+        spans=[Span("d1", "w2", 0, 1, "P")],
+        roles={"w1": "crowd", "w2": "crowd"},
+    )
+    second = corpus_from_spans(
+        documents={"d2": "c d e"},
+        assignments=[("d2", "w2"), ("d2", "w3"), ("d2", "w1")],
+        spans=[Span("d2", "w1", 2, 3, "P"), Span("d2", "w3", 4, 5, "P")],
+        roles={"w1": "crowd", "w2": "crowd", "w3": "crowd"},
+    )
+    m = merge_corpora([first, second])
+    assert m.worker_ids == ("w1", "w2", "w3")
+    assert m.token.tolist() == [0, 0, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4]
+    assert m.worker.tolist() == [0, 1, 0, 1, 0, 1, 2, 0, 1, 2, 0, 1, 2]
+    assert m.label.tolist() == [0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1]
