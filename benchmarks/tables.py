@@ -277,6 +277,25 @@ def render_service_overhead(d: dict, results: Path, quick: bool) -> str:
     )
 
 
+def render_load(d: dict, results: Path, quick: bool) -> str:
+    rows = []
+    for r in d["results"]:
+        lat = r["latency"]
+        lost = len(r["lost_jobs"]) + len(r["unknown_jobs"])
+        rows.append([r["mode"], r["clients"], f"{r['seconds']:.0f} s", r["jobs_created"],
+                     f"{r['finished']} / {r['failed']} / {len(r['not_final'])}", lost, len(r["duplicate_runs"]),
+                     f"{r['jobs_per_second']:.2f}", f"{r['requests_per_second']:.0f}",
+                     *(f"{lat[k]['p99_ms']:.0f} ms" if k in lat else "–" for k in ("upload", "enqueue", "poll")),
+                     len(r["client_errors"])])
+    verdict = "none" if not d.get("problems") else "; ".join(d["problems"])
+    return (
+        "Concurrent clients each create a dataset, upload a small crowd file, enqueue jobs and poll them for a "
+        f"bounded time; then every job is checked against the database and the run log. Problems found: {verdict}.\n\n"
+        + _table(["mode", "clients", "duration", "jobs", "finished / failed / not final", "lost", "duplicate runs",
+                  "jobs/s", "requests/s", "upload p99", "enqueue p99", "poll p99", "client errors"], rows)
+    )
+
+
 def render_sample_size(d: dict, results: Path, quick: bool) -> str:
     labels = {"crowd_posteriors": "crowd only: HMMCrowd posteriors, output frequency",
               "paper_figures": "paper's HMM-Crowd P/R, output frequency",
@@ -326,6 +345,7 @@ SECTIONS: dict[str, tuple[str, str, Callable[[dict, Path, bool], str]]] = {
     "ingest_pico": ("Ingest throughput", "python -m benchmarks.ingest_pico", render_ingest_pico),
     "scaling": ("Scaling from 10^4 to 10^7 labels", "python -m benchmarks.scaling", render_scaling),
     "service_overhead": ("Service overhead", "python benchmarks/service_overhead.py", render_service_overhead),
+    "load": ("Load: 20 concurrent clients", "python benchmarks/load.py", render_load),
     "sample_size_example": ("Sample size for an expert subset (SLiCE)", "python -m benchmarks.sample_size_example",
                             render_sample_size),
 }

@@ -65,6 +65,11 @@ def _fakes() -> dict[str, dict]:
             "design_effect": {"precision": 25.5, "recall": 9.7},
             "pico_study_intervals": {"file": "pico_study.json", "half_widths": {
                 "ds/ours_experts_clamped_crossfit": {"precision": 0.013, "recall": 0.016, "f1": None}}}},
+        "load": {"machine": {"python": "3.11.7", "cpus": 2}, "problems": [], "results": [
+            {"mode": "embedded", "clients": 20, "seconds": 8.0, "jobs_created": 12, "finished": 11, "failed": 1,
+             "not_final": [], "lost_jobs": [], "unknown_jobs": [], "duplicate_runs": [], "jobs_per_second": 1.5,
+             "requests_per_second": 99.6, "client_errors": [],
+             "latency": {"upload": {"p99_ms": 120.4}, "enqueue": {"p99_ms": 80.0}, "poll": {"p99_ms": 30.2}}}]},
     }
 
 
@@ -93,6 +98,8 @@ def test_every_section_renders_with_its_command_and_machine(results):
     assert "2 cores, Python 3.11.7" in md  # ds_speed has no meta block: machine from its setup
     assert "about 139 expert documents" in md
     assert "| DawidSkene, experts clamped | ±0.013 | ±0.016 | – |" in md
+    assert "| embedded | 20 | 8 s | 12 | 11 / 1 / 0 | 0 | 0 | 1.50 | 100 | 120 ms | 80 ms | 30 ms | 0 |" in md
+    assert "Problems found: none." in md
 
 
 def test_full_run_preferred_over_quick_and_unknown_files_listed(results):
