@@ -54,11 +54,12 @@ def check_known(known: NDArray | None, corpus: Corpus) -> NDArray[np.int64] | No
 class ConvergenceMonitor:
     """Record the EM objective and decide when to stop (hmmlearn's ConvergenceMonitor).
 
-    Stops when the relative change ``|L_t - L_{t-1}| / max(|L_t|, 1)`` is below ``tol``.
+    Stops when the relative change ``|L_t - L_{t-1}| / max(|L_t|, 1)`` is below ``tol``;
+    ``tol=None`` makes no convergence test (a fixed number of iterations, no warning).
     A decrease larger than ``sqrt(eps)`` (relative) is logged: EM must not go down.
     """
 
-    tol: float
+    tol: float | None
     max_iter: int
     callback: ProgressCallback | None = None
 
@@ -76,10 +77,10 @@ class ConvergenceMonitor:
         scale = max(abs(log_likelihood), 1.0)
         if prev - log_likelihood > math.sqrt(np.finfo(float).eps) * scale:
             logger.warning("EM objective decreased from %.10g to %.10g (a bug)", prev, log_likelihood)
-        return abs(log_likelihood - prev) / scale < self.tol
+        return self.tol is not None and abs(log_likelihood - prev) / scale < self.tol
 
     def warn_if_not_converged(self, converged: bool, name: str) -> None:
-        if not converged:
+        if not converged and self.tol is not None:
             warnings.warn(
                 f"{name} stopped after max_iter={self.max_iter} iterations without converging "
                 f"(tol={self.tol}); raise max_iter or tol.",

@@ -267,8 +267,9 @@ class DawidSkene(BaseAggregator):
     ----------
     max_iter : int, default=100
         Cap on EM iterations.
-    tol : float, default=1e-6
-        Stop when ``|L_t - L_{t-1}| / max(|L_t|, 1) < tol`` (``tol=0`` runs all ``max_iter``).
+    tol : float or None, default=1e-6
+        Stop when ``|L_t - L_{t-1}| / max(|L_t|, 1) < tol``; ``None`` runs exactly
+        ``max_iter`` iterations with no convergence test and no warning.
     alpha : float, default=0.01
         Dirichlet pseudo-count added to each confusion cell and prior class (MAP
         estimate), so an annotator who never saw a class gets no zero probability.
@@ -339,7 +340,7 @@ class DawidSkene(BaseAggregator):
         self,
         *,
         max_iter: int = 100,
-        tol: float = 1e-6,
+        tol: float | None = 1e-6,
         alpha: float = 0.01,
         model: str = "full",
         init: str = "vote",
@@ -375,8 +376,8 @@ class DawidSkene(BaseAggregator):
             raise ValueError(f"max_iter must be an integer >= 1, found {self.max_iter!r}")
         if not self.alpha >= 0:
             raise ValueError(f"alpha must be >= 0, found {self.alpha!r}")
-        if not self.tol >= 0:
-            raise ValueError(f"tol must be >= 0, found {self.tol!r}")
+        if self.tol is not None and not self.tol >= 0:
+            raise ValueError(f"tol must be >= 0 or None, found {self.tol!r}")
         known = check_known(known, corpus)
         rng = np.random.default_rng(self.random_state)
 
@@ -396,7 +397,8 @@ class DawidSkene(BaseAggregator):
         if known is not None and np.any(known >= 0):
             conf = _supervised_start(conf, known, token=token, key=key, n_workers=corpus.n_workers,
                                      alpha=float(self.alpha), model=self.model)
-        monitor = ConvergenceMonitor(tol=float(self.tol), max_iter=int(self.max_iter), callback=callback)
+        tol = None if self.tol is None else float(self.tol)
+        monitor = ConvergenceMonitor(tol=tol, max_iter=int(self.max_iter), callback=callback)
         converged = False
         for _ in range(int(self.max_iter)):
             posterior, ll = _e_step(_safe_log(prior), _safe_log(conf), **e_args)

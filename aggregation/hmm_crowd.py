@@ -455,8 +455,11 @@ class HMMCrowd(BaseAggregator):
         full confusion matrix. Identical for two classes.
     max_iter : int, default=1
         EM iterations; the authors run one.
-    tol : float, default=1e-4
-        Stop when the relative change of the objective is below this.
+    tol : float or None, default=None
+        ``None`` runs exactly ``max_iter`` iterations, the authors' fixed schedule, with
+        no convergence test and no warning (``converged_`` stays False). A float stops
+        early when the relative change of the objective is below it, and warns with a
+        :class:`ConvergenceWarning` when ``max_iter`` comes first.
     pseudo_count : float, default=0.1
         Dirichlet pseudo-count of the variational estimates of start, transitions and emissions.
     worker_smoothing : float, default=0.001
@@ -508,6 +511,7 @@ class HMMCrowd(BaseAggregator):
         The EM objective (a variational lower bound) per iteration.
     n_iter_ : int
     converged_ : bool
+        True when the objective's relative change fell below ``tol``.
 
     Notes
     -----
@@ -558,7 +562,7 @@ class HMMCrowd(BaseAggregator):
     """
 
     def __init__(self, *, decode: str = "viterbi", worker_model: str = "two-param", max_iter: int = 1,
-                 tol: float = 1e-4, pseudo_count: float = 0.1, worker_smoothing: float = 0.001,
+                 tol: float | None = None, pseudo_count: float = 0.1, worker_smoothing: float = 0.001,
                  init_rounds: int = 5, init_diagonal: float = 0.9,
                  features: tuple[str, ...] = ("word", "capitalised", "digit"), lowercase: bool = False,
                  sequences: str = "sentence", shape_emission: str = "bernoulli", wrong_mass: str = "split",
@@ -596,9 +600,10 @@ class HMMCrowd(BaseAggregator):
             raise ValueError(f"max_iter must be an integer >= 1, found {self.max_iter!r}")
         if not (isinstance(self.init_rounds, int | np.integer) and self.init_rounds >= 0):
             raise ValueError(f"init_rounds must be an integer >= 0, found {self.init_rounds!r}")
-        for name in ("tol", "worker_smoothing"):
-            if not getattr(self, name) >= 0:
-                raise ValueError(f"{name} must be >= 0, found {getattr(self, name)!r}")
+        if self.tol is not None and not self.tol >= 0:
+            raise ValueError(f"tol must be >= 0 or None, found {self.tol!r}")
+        if not self.worker_smoothing >= 0:
+            raise ValueError(f"worker_smoothing must be >= 0, found {self.worker_smoothing!r}")
         if not self.pseudo_count > 0:
             raise ValueError(f"pseudo_count must be > 0, found {self.pseudo_count!r}")
         if not 0 < self.init_diagonal < 1:

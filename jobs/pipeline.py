@@ -109,7 +109,8 @@ def run_pipeline(
     history = [float(x) for x in getattr(aggregator, "log_likelihood_", [])]
     fit = {
         "iterations": int(getattr(aggregator, "n_iter_", 0)),
-        "converged": bool(getattr(aggregator, "converged_", True)),
+        # None: a fixed number of EM iterations was asked for (tol=None), so nothing was tested.
+        "converged": None if _fixed_schedule(aggregator) else bool(getattr(aggregator, "converged_", True)),
         "seconds": round(fit_seconds, 6),
         "log_likelihood": history,
         "params": {k: v for k, v in (params or {}).items()},
@@ -172,3 +173,8 @@ def _cross_fit(
             model.fit(crowd, known=np.where(held, MISSING, known))
         heldout[held] = np.asarray(model.labels_, dtype=np.int64)[held]
     return heldout, n_folds
+
+
+def _fixed_schedule(aggregator: Any) -> bool:
+    """True for an EM aggregator told to run exactly ``max_iter`` iterations (``tol=None``)."""
+    return hasattr(aggregator, "max_iter") and getattr(aggregator, "tol", 0.0) is None

@@ -445,7 +445,8 @@ def format_report(report: dict, *, max_workers: int = 40) -> str:
                  f"experts used in fit: {'yes' if report['experts_used_in_fit'] else 'no'}")
     if fit:
         conv = fit.get("converged")
-        lines.append(f"fit: {fit.get('iterations', '-')} iterations, converged {conv}, "
+        stop = "fixed schedule" if conv is None else f"converged {conv}"
+        lines.append(f"fit: {fit.get('iterations', '-')} iterations, {stop}, "
                      f"{_fmt(fit.get('seconds'), 1)} s")
     counts = report.get("counts", {})
     if counts:

@@ -86,7 +86,8 @@ def _run(args: argparse.Namespace) -> int:
     out_format = args.output_format or default_output_format(args.format, output=args.output)
     write_labels(result.labels, corpus, args.output, format=out_format)
     fit = result.fit
-    print(f"crowdqa: {args.method}: {fit['iterations']} iterations, converged={fit['converged']}, "
+    stop = "fixed schedule" if fit["converged"] is None else f"converged={fit['converged']}"
+    print(f"crowdqa: {args.method}: {fit['iterations']} iterations, {stop}, "
           f"{fit['seconds']:.2f} s; wrote {out_format} to {args.output}", file=sys.stderr)
     if args.report:
         with open(args.report, "w", encoding="utf-8") as fh:

@@ -373,3 +373,13 @@ def test_bad_parameters_raise_at_fit(params, match, seed):
 def test_safe_log_floors_zero():
     out = _safe_log(np.array([0.0, 1.0]))
     assert out[1] == 0.0 and np.isfinite(out[0]) and out[0] == np.log(np.finfo(np.float64).tiny)
+
+
+def test_tol_none_runs_exactly_max_iter_without_warning(seed):
+    """A fixed schedule: every one of max_iter iterations runs, even after the objective settles."""
+    corpus, _ = random_corpus(np.random.default_rng(seed), n_items=30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        est = DawidSkene(tol=None, max_iter=300).fit(corpus)
+    assert est.n_iter_ == 300 and not est.converged_
+    assert DawidSkene(max_iter=300).fit(corpus).n_iter_ < 300  # the default tol stops it early

@@ -415,3 +415,15 @@ def test_bad_parameters_raise(param, value, match):
     model = HMMCrowd(**{param: value})
     with pytest.raises(ValueError, match=match):
         model.fit(corpus)
+
+
+def test_default_fixed_schedule_runs_max_iter_steps_without_warning(seed):
+    """tol=None (the default): exactly max_iter EM steps, as the authors' code, and no ConvergenceWarning."""
+    corpus = random_corpus(np.random.default_rng(seed), n_docs=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        one = HMMCrowd().fit(corpus)
+        three = HMMCrowd(max_iter=3).fit(corpus)
+    assert (one.n_iter_, three.n_iter_) == (1, 3) and not one.converged_
+    with pytest.raises(ValueError, match="tol must be >= 0 or None"):
+        HMMCrowd(tol=-1.0).fit(corpus)

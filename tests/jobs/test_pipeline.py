@@ -94,3 +94,12 @@ def test_use_experts_scores_the_aggregate_by_cross_fitting(seed):
     assert result.report["aggregate_scored_on"] == "held-out predictions (cross-fitting)"
     assert result.fit["cross_fit"]["folds"] == min(3, docs.size)
     assert result.report["aggregate_vs_expert"]["token"]["tokens"] == int((ref >= 0).sum())
+
+
+def test_fixed_schedule_records_converged_as_not_tested(seed):
+    """HMMCrowd's default (one EM step, tol=None) is no failure to converge: no warning, converged None."""
+    corpus = synthetic_corpus(seed=seed)
+    fixed = run_pipeline(corpus, method="hmm-crowd")
+    assert fixed.fit["converged"] is None and fixed.fit["warnings"] == [] and fixed.fit["iterations"] == 1
+    tested = run_pipeline(corpus, method="hmm-crowd", params={"tol": 0.0, "max_iter": 2})
+    assert tested.fit["converged"] is False and any("max_iter=2" in w for w in tested.fit["warnings"])
