@@ -26,7 +26,10 @@ _FORM_OVERHEAD = 64 * 1024
 
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    from sqlmodel import Session
+
     from jobs.embedded import EmbeddedWorker, recover_jobs
+    from jobs.service import collect_garbage
     from store.artifacts import ArtifactStore
     from store.db import get_engine
 
@@ -35,6 +38,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     removed = ArtifactStore(settings.data_dir).remove_stale_parts()
     if removed:
         logger.warning("removed %d temporary files left by an interrupted upload or job", removed)
+    with Session(get_engine(settings)) as session:  # files of rows deleted while files were young
+        collect_garbage(session=session, settings=settings)
     worker = None
     if settings.embedded:
         failed, requeued = recover_jobs(settings)

@@ -30,7 +30,7 @@ from store.models import Dataset, Job, JobCreate, JobStatus, Upload, utcnow
 from store.settings import Settings
 
 __all__ = ["UPLOAD_OPTIONS", "extract_docs", "parse_upload", "add_upload", "start_job", "rerun_job", "delete_job",
-           "check_lost", "jsonable"]
+           "delete_dataset", "collect_garbage", "check_lost", "jsonable"]
 
 logger = logging.getLogger(__name__)
 
@@ -244,11 +244,38 @@ def check_lost(*, session: Session, queue: Queue, job: Job, grace: float = 5.0) 
     return changed
 
 
-def delete_job(*, session: Session, queue: Queue, job: Job) -> None:
-    """Delete a job's rows and forget its queue entry (a running job's result is then discarded)."""
+def delete_job(*, session: Session, settings: Settings, queue: Queue, job: Job) -> None:
+    """Delete a job's rows and result files and forget its queue entry (a running job's result is discarded)."""
     try:
         cancel_job(queue, job.id)
     except QueueUnavailableError:
         if job.status in (JobStatus.queued, JobStatus.running):
             raise
     crud.delete_job(session=session, job=job)
+    collect_garbage(session=session, settings=settings)
+
+
+def delete_dataset(*, session: Session, settings: Settings, dataset: Dataset) -> None:
+    """Delete a dataset's rows (uploads, annotators, jobs, reports) and the files only they used."""
+    crud.delete_dataset(session=session, dataset=dataset)
+    collect_garbage(session=session, settings=settings)
+
+
+def collect_garbage(*, session: Session, settings: Settings) -> int:
+    """Remove stored files no row references any more; return how many went.
+
+    Files are content-addressed and shared between rows holding the same bytes, so a file
+    goes only when no upload, dataset or job names it. Files younger than
+    ``settings.gc_grace`` stay (an upload of the same bytes may not have committed yet);
+    they go at a later deletion or start-up. A failure here is logged, never raised: the
+    rows are already gone and the next collection retries.
+    """
+    try:
+        referenced = crud.referenced_artifacts(session=session)
+        removed = ArtifactStore(settings.data_dir).remove_unreferenced(referenced, older_than=settings.gc_grace)
+    except Exception:  # noqa: BLE001 - deleting rows succeeded; stray files are retried next time
+        logger.exception("collecting unreferenced files failed")
+        return 0
+    if removed:
+        logger.info("removed %d stored files no row references", removed)
+    return removed

@@ -28,6 +28,8 @@ from store.errors import ArtifactMissingError, UploadTooLargeError
 __all__ = ["Artifact", "ArtifactStore", "safe_suffix"]
 
 _CHUNK = 1 << 20
+#: The folders of stored files, one per kind (each has ``<sha[:2]>/<sha><suffix>`` and ``tmp/``).
+_KINDS = ("uploads", "docs", "corpora", "results")
 _SUFFIX = re.compile(r"\.[a-z0-9]{1,10}")
 
 
@@ -88,6 +90,27 @@ class ArtifactStore:
                     removed += 1
             except FileNotFoundError:  # finished or removed by its writer meanwhile
                 continue
+        return removed
+
+    def remove_unreferenced(self, referenced: set[str], *, older_than: float) -> int:
+        """Delete stored files whose path is not in ``referenced``; return how many.
+
+        Files written in the last ``older_than`` seconds stay: an upload in flight has
+        stored its bytes but not yet committed the row that names them.
+        """
+        cutoff = time.time() - older_than
+        removed = 0
+        for kind in _KINDS:
+            for f in self.root.glob(f"{kind}/??/*"):
+                rel = f.relative_to(self.root).as_posix()
+                if rel in referenced:
+                    continue
+                try:
+                    if f.is_file() and f.stat().st_mtime < cutoff:
+                        f.unlink()
+                        removed += 1
+                except FileNotFoundError:  # removed by another process meanwhile
+                    continue
         return removed
 
     def put_stream(self, chunks: Iterable[bytes] | BinaryIO, *, kind: str, suffix: str = "",

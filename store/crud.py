@@ -33,6 +33,7 @@ from store.models import (
 )
 
 __all__ = [
+    "referenced_artifacts",
     "create_project",
     "get_or_create_project",
     "create_api_key",
@@ -144,7 +145,11 @@ def list_datasets(*, session: Session, project_id: str, offset: int = 0, limit: 
 
 
 def delete_dataset(*, session: Session, dataset: Dataset) -> None:
-    """Delete a dataset with its uploads, annotators, jobs and reports (artifact files stay, shared by hash)."""
+    """Delete a dataset with its uploads, annotators, jobs and reports.
+
+    Its files are shared by hash with any other row holding the same bytes; the caller
+    removes the ones nothing references any more (``jobs.service.collect_garbage``).
+    """
     job_ids = select(Job.id).where(Job.dataset_id == dataset.id)
     session.exec(delete(WorkerScore).where(col(WorkerScore.job_id).in_(job_ids)))
     session.exec(delete(Report).where(col(Report.job_id).in_(job_ids)))
@@ -153,6 +158,28 @@ def delete_dataset(*, session: Session, dataset: Dataset) -> None:
     session.exec(delete(Annotator).where(Annotator.dataset_id == dataset.id))
     session.delete(dataset)
     session.commit()
+
+
+def referenced_artifacts(*, session: Session) -> set[str]:
+    """Paths (relative to the data directory) of every file some row still needs.
+
+    Raw uploads and their docs zips, each upload's own corpus, datasets' merged corpora,
+    the corpus snapshot of every job and every job's result arrays. Anything else in the
+    artifact folders belongs to deleted rows (or to an upload still in flight).
+    """
+    def corpus(sha: str | None) -> str | None:
+        return f"corpora/{sha[:2]}/{sha}.npz" if sha else None
+
+    keep: set[str | None] = set()
+    for raw_path, own, options in session.exec(select(Upload.raw_path, Upload.corpus_sha256, Upload.options)):
+        docs = (options or {}).get("docs_sha256")
+        keep.update((raw_path, corpus(own), f"docs/{docs[:2]}/{docs}.zip" if isinstance(docs, str) else None))
+    keep.update(corpus(sha) for sha in session.exec(select(Dataset.corpus_sha256)))
+    for sha, artifacts in session.exec(select(Job.corpus_sha256, Job.artifacts)):
+        keep.add(corpus(sha))
+        keep.update(a.get("path") for a in (artifacts or {}).values() if isinstance(a, dict))
+    keep.discard(None)
+    return keep  # type: ignore[return-value]
 
 
 def add_upload(*, session: Session, dataset: Dataset, upload: Upload, corpus_sha256: str,

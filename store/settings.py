@@ -33,6 +33,8 @@ class Settings(BaseSettings):
     heartbeat_interval: float = Field(default=5.0, gt=0, description="Seconds between a running job's heartbeats.")
     stale_after: float = Field(default=120.0, gt=0, description="A running job silent this long is abandoned.")
     lost_after: float = Field(default=10.0, gt=0, description="A queued job missing from Redis this long is lost.")
+    gc_grace: float = Field(default=900.0, ge=0, description="Unreferenced files younger than this many seconds "
+                            "are kept when deleted rows are collected (an upload of the same bytes may be in flight).")
     queue_name: str = Field(default="aggregate")
 
     @field_validator("database_url", "redis_url")

@@ -51,13 +51,14 @@ def get_dataset(dataset: OwnedDatasetDep) -> DatasetPublic:
 
 
 @router.delete("/{dataset_id}", status_code=status.HTTP_204_NO_CONTENT, responses=problem_responses(404, 409))
-def delete_dataset(dataset: OwnedDatasetDep, session: SessionDep, project: CurrentProjectDep) -> Response:
-    """Delete a dataset with its uploads, jobs and reports (refused while one of its jobs runs)."""
+def delete_dataset(dataset: OwnedDatasetDep, session: SessionDep, settings: SettingsDep,
+                   project: CurrentProjectDep) -> Response:
+    """Delete a dataset with its uploads, jobs, reports and stored files (refused while one of its jobs runs)."""
     _, running = crud.list_jobs(session=session, project_id=project.id, dataset_id=dataset.id,
                                 status=JobStatus.running, limit=1)
     if running:
         raise ProblemError(409, f"dataset {dataset.id} has a running job; wait for it or delete the job first")
-    crud.delete_dataset(session=session, dataset=dataset)
+    service.delete_dataset(session=session, settings=settings, dataset=dataset)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 

@@ -57,9 +57,9 @@ def get_job(job: OwnedJobDep) -> JobPublic:
 
 
 @router.delete("/{job_id}", status_code=status.HTTP_204_NO_CONTENT, responses=problem_responses(404, 503))
-def delete_job(job: OwnedJobDep, session: SessionDep, queue: QueueDep) -> Response:
-    """Delete a job and its results (a running job's result is discarded)."""
-    service.delete_job(session=session, queue=queue, job=job)
+def delete_job(job: OwnedJobDep, session: SessionDep, settings: SettingsDep, queue: QueueDep) -> Response:
+    """Delete a job and its result files (a running job's result is discarded)."""
+    service.delete_job(session=session, settings=settings, queue=queue, job=job)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 

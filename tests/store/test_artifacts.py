@@ -83,3 +83,24 @@ def test_stale_part_files_are_removed_and_fresh_ones_kept(tmp_path):
     os.utime(old, (past, past))
     assert store.remove_stale_parts() == 1
     assert not old.exists() and fresh.exists()
+
+
+def test_remove_unreferenced_keeps_named_young_and_temporary_files(tmp_path):
+    """Only old files that no row names go; a file in flight (young) and tmp/ parts are left alone."""
+    import os
+    import time
+
+    store = ArtifactStore(tmp_path)
+    named = store.put_bytes(b"named", kind="uploads", suffix=".csv")
+    orphan = store.put_bytes(b"orphan", kind="results", suffix=".npz")
+    young = store.put_bytes(b"young", kind="corpora", suffix=".npz")
+    part = tmp_path / "uploads" / "tmp" / ".part-x"
+    part.write_bytes(b"p")
+    past = time.time() - 3600
+    for a in (named, orphan):
+        os.utime(tmp_path / a.path, (past, past))
+    os.utime(part, (past, past))
+    assert store.remove_unreferenced({named.path}, older_than=60) == 1
+    assert _files(tmp_path) == sorted([named.path, young.path, "uploads/tmp/.part-x"])
+    assert store.remove_unreferenced(set(), older_than=0) == 2  # no grace: every unnamed stored file
+    assert _files(tmp_path) == ["uploads/tmp/.part-x"]

@@ -155,6 +155,28 @@ def test_delete_dataset_cascades(session):
     assert len(session.exec(select(WorkerScore)).all()) == 1
 
 
+def test_referenced_artifacts_names_every_file_a_row_needs(session):
+    """Oracle: the paths written into the rows by hand; deleting the dataset leaves only the other's."""
+    p = crud.create_project(session=session, name="p")
+    ds = _dataset(session, p.id, sha="d" * 64)
+    _dataset(session, p.id, name="other", sha="e" * 64)
+    session.add(Upload(dataset_id=ds.id, filename="f.csv", format="spans-csv", role="crowd", size=1, sha256="1" * 64,
+                       raw_path=f"uploads/11/{'1' * 64}.csv", corpus_sha256="2" * 64,
+                       options={"docs_sha256": "3" * 64}))
+    job = crud.create_job(session=session, dataset=ds, job_in=JobCreate(method="mv"))
+    job.corpus_sha256 = "4" * 64
+    job.artifacts = {"labels": {"path": f"results/55/{'5' * 64}.npz", "sha256": "5" * 64, "size": 1}}
+    session.add(job)
+    session.commit()
+    assert crud.referenced_artifacts(session=session) == {
+        f"uploads/11/{'1' * 64}.csv", f"corpora/22/{'2' * 64}.npz", f"docs/33/{'3' * 64}.zip",
+        f"corpora/44/{'4' * 64}.npz", f"results/55/{'5' * 64}.npz", f"corpora/dd/{'d' * 64}.npz",
+        f"corpora/ee/{'e' * 64}.npz",
+    }
+    crud.delete_dataset(session=session, dataset=ds)
+    assert crud.referenced_artifacts(session=session) == {f"corpora/ee/{'e' * 64}.npz"}
+
+
 _names = st.text(alphabet="abcdefghij0123456789", min_size=1, max_size=6)
 
 
