@@ -6,9 +6,9 @@ Run ``python -m benchmarks.categorical [--quick] [--out DIR]``; results go to
 Data (../shared/data/categorical, or ``$CROWDQA_SHARED_DATA/categorical``):
 
 * ``snow2008_rte.tsv``, ``snow2008_temp.tsv`` (Snow, O'Connor, Jurafsky, Ng, EMNLP 2008):
-  columns annotation id, worker id, item id, response, gold. They are rewritten to a
-  temporary ``item, annotator, label, gold`` CSV (outside the repository) and read with
-  ``ingest.read_corpus(format="categorical")``, as a user's upload would be.
+  columns annotation id, worker id, item id, response, gold. Read as distributed with
+  ``ingest.read_corpus(format="categorical")``, which finds the columns by their header
+  names, as a user's upload would be.
 * ``welinder2010_bluebirds/`` (Welinder, Branson, Belongie, Perona, NIPS 2010): ``labels.yaml``
   (worker -> {image: bool}) and ``gt.yaml`` (image -> bool), written to the same CSV layout.
 
@@ -59,19 +59,6 @@ CROWDKIT = {"mv": "MajorityVote", "ds": "DawidSkene", "one-coin": "OneCoinDawidS
 PUBLISHED_MV = {"snow2008_rte": 0.92, "bluebirds": 0.7593}
 
 
-def _snow_csv(name: str, out: Path) -> Path:
-    """Rewrite a Snow 2008 TSV (annotation id, worker id, item id, response, gold) as item, annotator, label, gold."""
-    path = out / f"{name}.csv"
-    with open(DATA / f"{name}.tsv", encoding="utf-8", newline="") as f, open(path, "w", encoding="utf-8",
-                                                                              newline="") as g:
-        rows = csv.reader(f, delimiter="\t")
-        next(rows)  # header
-        w = csv.writer(g)
-        w.writerow(["item", "annotator", "label", "gold"])
-        w.writerows([r[2], r[1], r[3], r[4]] for r in rows)
-    return path
-
-
 def _bluebirds_csv(out: Path) -> Path:
     """Write Bluebirds' two YAML files as one item, annotator, label, gold CSV."""
     import yaml
@@ -91,8 +78,8 @@ def _bluebirds_csv(out: Path) -> Path:
 
 
 def load(name: str, tmp: Path) -> Corpus:
-    """One data set as a corpus read by ``read_corpus(format="categorical")``."""
-    path = _bluebirds_csv(tmp) if name == "bluebirds" else _snow_csv(name, tmp)
+    """One data set as a corpus read by ``read_corpus(format="categorical")`` (Snow's TSV as distributed)."""
+    path = _bluebirds_csv(tmp) if name == "bluebirds" else DATA / f"{name}.tsv"
     return read_corpus(path, format="categorical").corpus
 
 

@@ -7,7 +7,8 @@ format). :func:`summarize` gives the parse summary the CLI prints and the API re
 Format options have the same names everywhere (CLI flags, API form fields, here):
 ``docs`` (a folder of ``<doc_id>.txt`` texts for span formats that do not carry them),
 ``category`` (the PICO / EBM-NLP element, or the one label to keep), ``text_column``,
-``answer_column``, ``id_column`` (MTurk, Label Studio, doccano), ``keep_rejected``
+``answer_column``, ``id_column`` (MTurk, Label Studio, doccano; for categorical files the
+label and item columns), ``annotator_column``, ``gold_column`` (categorical), ``keep_rejected``
 (MTurk), ``on_error`` (``"fail"``: the first bad row raises :class:`IngestError`;
 ``"skip"``: bad rows are left out and listed in :attr:`ParseResult.problems`), ``role``
 (``"crowd"`` or ``"expert"``: the role of the upload's annotators where the format does
@@ -51,7 +52,11 @@ _READERS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "doccano": ("ingest.doccano", "read_doccano", ("text_column", "id_column", "category", "scheme")),
     "spans-csv": ("ingest.spans_table", "read_spans_csv", ("docs", "category", "scheme")),
     "spans-jsonl": ("ingest.spans_table", "read_spans_jsonl", ("docs", "category", "scheme")),
-    "categorical": ("ingest.categorical", "read_categorical", ()),
+    "categorical": (
+        "ingest.categorical",
+        "read_categorical",
+        ("id_column", "annotator_column", "answer_column", "gold_column"),
+    ),
     "corpus": ("", "", ()),
 }
 
@@ -86,6 +91,8 @@ def read_corpus(
     text_column: str | None = None,
     answer_column: str | None = None,
     id_column: str | None = None,
+    annotator_column: str | None = None,
+    gold_column: str | None = None,
     keep_rejected: bool = False,
     on_error: str = "fail",
     scheme: str = "auto",
@@ -98,7 +105,8 @@ def read_corpus(
     format : str
         One of :data:`FORMATS`.
     role : {"crowd", "expert"}, default="crowd"
-    docs, category, text_column, answer_column, id_column, keep_rejected, on_error, scheme
+    docs, category, text_column, answer_column, id_column, annotator_column, gold_column, keep_rejected, on_error,
+    scheme
         Format options (see the module docstring); an option a format does not use is ignored.
 
     Returns
@@ -134,6 +142,8 @@ def read_corpus(
         "text_column": text_column,
         "answer_column": answer_column,
         "id_column": id_column,
+        "annotator_column": annotator_column,
+        "gold_column": gold_column,
         "keep_rejected": keep_rejected,
         "scheme": scheme,
     }

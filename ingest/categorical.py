@@ -49,10 +49,10 @@ def _open_rows(path: Path):
             raise IngestError("empty file; expected a header row 'item, annotator, label[, gold]'", source=str(path))
         delimiter = "\t" if "\t" in header else ","
         try:
-            n_header = len(next(csv.reader([header], delimiter=delimiter)))
+            names = [f.strip() for f in next(csv.reader([header], delimiter=delimiter))]
         except csv.Error as err:
             raise IngestError(f"unreadable header row: {err}", source=str(path), line=1) from None
-        yield 1, n_header
+        yield 1, names
         reader = csv.reader(fh, delimiter=delimiter)
         try:
             for row in reader:
@@ -61,13 +61,91 @@ def _open_rows(path: Path):
             raise IngestError(f"unreadable row: {err}", source=str(path), line=reader.line_num + 1) from None
 
 
-def read_categorical(
-    path: str | os.PathLike, *, role: str = "crowd", problems: ProblemLog | None = None
-) -> Corpus:
-    """Read an ``item, annotator, label`` CSV or TSV with a header row; optional 4th column = gold.
+#: Header names recognised for each column (compared lowercase, without ``!``, ``_``, ``-`` and spaces):
+#: crowd-kit's ``task, worker, label``, Snow et al.'s ``!amt_worker_ids, orig_id, response, gold``, and the like.
+_HEADER_NAMES: dict[str, tuple[str, ...]] = {
+    "item": ("item", "itemid", "task", "taskid", "question", "questionid", "origid", "object", "objectid",
+             "example", "exampleid", "image", "imageid", "unit", "unitid", "docid", "document"),
+    "annotator": ("annotator", "annotatorid", "worker", "workerid", "amtworkerids", "performer", "user", "userid",
+                  "rater", "raterid", "labeler", "labeller", "coder", "judge", "assessor"),
+    "label": ("label", "response", "answer", "annotation", "rating", "judgment", "judgement", "choice"),
+    "gold": ("gold", "goldlabel", "goldstandard", "truelabel", "truth", "groundtruth", "gt", "golden",
+             "expertlabel", "correctlabel"),
+}
 
-    Columns are taken by position; the header names are not interpreted. The
-    delimiter is a tab if the header line has one, else a comma.
+
+def _normal(name: str) -> str:
+    return "".join(ch for ch in name.lower() if ch not in "!_- ")
+
+
+def _chosen_column(names: list[str], choice: str, option: str, source: str) -> int:
+    """The index of a column chosen by header name (exact, then case-insensitive) or 1-based number."""
+    if choice in names:
+        return names.index(choice)
+    lowered = [n.lower() for n in names]
+    if choice.lower() in lowered:
+        return lowered.index(choice.lower())
+    if choice.isdigit() and 1 <= int(choice) <= len(names):
+        return int(choice) - 1
+    raise IngestError(f"{option} {choice!r} is not a column of the header ({', '.join(names)})", source=source, line=1)
+
+
+def _columns(names: list[str], chosen: dict[str, str | None], source: str) -> dict[str, int | None]:
+    """Column index of ``item``, ``annotator``, ``label`` and ``gold`` (None when absent).
+
+    Options win; the other columns are recognised by their header names; a header that
+    names none of them is read by position: ``item, annotator, label[, gold]``. A
+    two-column file with an item column and no annotator column holds reference labels.
+    """
+    options = {"item": "--id-column", "annotator": "--annotator-column", "label": "--answer-column",
+               "gold": "--gold-column"}
+    cols: dict[str, int | None] = {
+        key: _chosen_column(names, chosen[key], options[key], source) if chosen.get(key) else None for key in options
+    }
+    normal = [_normal(n) for n in names]
+    for key, known in _HEADER_NAMES.items():
+        if cols[key] is None:
+            cols[key] = next((i for i, n in enumerate(normal) if n in known and i not in cols.values()), None)
+    recognised = {k: v for k, v in cols.items() if v is not None}
+    if not recognised:
+        if len(names) in (3, 4):
+            return {"item": 0, "annotator": 1, "label": 2, "gold": 3 if len(names) == 4 else None}
+    if len(names) == 4 and cols["gold"] is None and (cols["item"], cols["annotator"], cols["label"]) == (0, 1, 2):
+        cols["gold"] = 3  # the positional layout with an unrecognised name for its gold column
+    if len(set(recognised.values())) != len(recognised):
+        raise IngestError("two of the item, annotator, label and gold columns are the same column", source=source,
+                          line=1)
+    # Two columns without an annotator (``task, true_label`` or ``item, label``): reference labels only.
+    reference_only = len(names) == 2 and cols["annotator"] is None
+    if reference_only and cols["gold"] is None:
+        cols["gold"], cols["label"] = cols["label"], None
+    complete = (cols["gold"] is not None) if reference_only else None not in (cols["annotator"], cols["label"])
+    if cols["item"] is None or not complete:
+        raise IngestError(
+            f"cannot tell the item, annotator and label columns from the header ({', '.join(names)}); "
+            "name them with --id-column, --annotator-column, --answer-column and --gold-column "
+            "(API: id_column, annotator_column, answer_column, gold_column)", source=source, line=1)
+    return cols
+
+
+def read_categorical(
+    path: str | os.PathLike,
+    *,
+    role: str = "crowd",
+    problems: ProblemLog | None = None,
+    id_column: str | None = None,
+    annotator_column: str | None = None,
+    answer_column: str | None = None,
+    gold_column: str | None = None,
+) -> Corpus:
+    """Read categorical answers, one row per (item, annotator) answer, from a CSV or TSV with a header row.
+
+    Columns are found by the options, else by their header names (``task, worker, label``
+    as crowd-kit writes them; ``!amt_worker_ids, orig_id, response, gold`` as in Snow et
+    al. 2008; see :data:`_HEADER_NAMES`; other columns are ignored), else by position:
+    ``item, annotator, label[, gold]``. A two-column file of items and labels (``task,
+    true_label`` or ``item, label``) holds reference labels only (the ``"gold"`` annotator). The delimiter is a
+    tab if the header line has one, else a comma.
 
     Parameters
     ----------
@@ -77,6 +155,8 @@ def read_categorical(
     problems : ProblemLog, optional
         Where bad rows go; default: raise :class:`IngestError` at the first
         (``"<file>:<line>: <what>"``).
+    id_column, annotator_column, answer_column, gold_column : str, optional
+        The item, annotator, label and gold columns, by header name or 1-based number.
 
     Returns
     -------
@@ -91,21 +171,23 @@ def read_categorical(
     Raises
     ------
     IngestError
-        For an unreadable file, a row with fewer than 3 or more than the header's
-        columns, an empty field, a duplicate (item, annotator) row, or conflicting
-        gold values for one item.
+        For an unreadable file, a header whose columns cannot be told apart, a row
+        without the chosen columns or with more fields than the header, an empty field,
+        a duplicate (item, annotator) row, or conflicting gold values for one item.
     """
     if role not in ("crowd", "expert"):
         raise IngestError(f"role must be 'crowd' or 'expert', found {role!r}")
     problems = problems or ProblemLog("fail")
     source = str(path)
     rows = _open_rows(Path(path))
-    _, n_header = next(rows)
-    if n_header not in (3, 4):
-        raise IngestError(
-            f"expected 3 or 4 columns (item, annotator, label[, gold]), found {n_header} in the header",
-            source=source, line=1,
-        )
+    _, names = next(rows)
+    chosen = {"item": id_column, "annotator": annotator_column, "label": answer_column, "gold": gold_column}
+    cols = _columns(names, chosen, source)
+    i_item, i_ann, i_label, i_gold = cols["item"], cols["annotator"], cols["label"], cols["gold"]
+    need = 1 + max(i for i in (i_item, i_ann, i_label) if i is not None)
+    if i_ann is None:  # reference labels only: the gold field is required
+        need = max(need, i_gold + 1)
+    n_header = len(names)
 
     items: dict[str, int] = {}
     workers: dict[str, int] = {}
@@ -118,40 +200,46 @@ def read_categorical(
     for line, row in rows:
         if not row or all(not f.strip() for f in row):
             continue  # blank line
-        if not 3 <= len(row) <= n_header:
+        if not need <= len(row) <= n_header:
             problems.report(f"expected {n_header} columns, found {len(row)}", source=source, line=line)
             continue
-        item, annotator, label = (f.strip() for f in row[:3])
-        empty = next((n for n, v in zip(("item", "annotator", "label"), (item, annotator, label), strict=True)
-                      if not v), None)
+        item = row[i_item].strip()
+        g = row[i_gold].strip() if i_gold is not None and i_gold < len(row) else ""
+        if i_ann is None:
+            fields = (("item", item), ("gold", g))
+        else:
+            annotator, label = row[i_ann].strip(), row[i_label].strip()
+            fields = (("item", item), ("annotator", annotator), ("label", label))
+        empty = next((n for n, v in fields if not v), None)
         if empty:
             problems.report(f"empty {empty} field", source=source, line=line)
             continue
-        if annotator == GOLD_ANNOTATOR and n_header == 4:
+        if i_ann is not None and annotator == GOLD_ANNOTATOR and i_gold is not None:
             problems.report(f"annotator id {GOLD_ANNOTATOR!r} is reserved for the gold column", source=source,
                             line=line)
             continue
         i = items.get(item, len(items))
-        w = workers.get(annotator, len(workers))
-        if (i, w) in seen:
-            problems.report(f"duplicate row: annotator {annotator!r} labelled item {item!r} twice", source=source,
-                            line=line)
-            continue
-        g = row[3].strip() if len(row) == 4 else ""
+        if i_ann is not None:
+            w = workers.get(annotator, len(workers))
+            if (i, w) in seen:
+                problems.report(f"duplicate row: annotator {annotator!r} labelled item {item!r} twice",
+                                source=source, line=line)
+                continue
         if g and gold.get(i, g) != g:
             problems.report(f"item {item!r} has gold {gold[i]!r} and {g!r}", source=source, line=line)
             continue
         items.setdefault(item, i)
-        workers.setdefault(annotator, w)
-        seen.add((i, w))
         if g:
             gold[i] = g
             labels.setdefault(g, len(labels))
-        obs_item.append(i)
-        obs_worker.append(w)
-        obs_label.append(labels.setdefault(label, len(labels)))
+        if i_ann is not None:
+            workers.setdefault(annotator, w)
+            seen.add((i, w))
+            obs_item.append(i)
+            obs_worker.append(w)
+            obs_label.append(labels.setdefault(label, len(labels)))
 
-    if not obs_item:
+    if not obs_item and not gold:
         raise IngestError("no annotation rows after the header", source=source)
 
     # Class order: natural order of the answers, independent of the row order.

@@ -22,8 +22,11 @@ def add_upload_arguments(p: argparse.ArgumentParser, *, path_help: str, metavar:
     p.add_argument("--docs", metavar="DIR", help="folder of <doc_id>.txt texts for span formats without texts")
     p.add_argument("--category", metavar="NAME", help="the PICO / EBM-NLP element, or the one label to keep")
     p.add_argument("--text-column", metavar="NAME", help="column or key holding the document text")
-    p.add_argument("--answer-column", metavar="NAME", help="MTurk answer column (default Answer.taskAnswers)")
-    p.add_argument("--id-column", metavar="NAME", help="column or key holding the document id")
+    p.add_argument("--answer-column", metavar="NAME",
+                   help="MTurk answer column (default Answer.taskAnswers); categorical: the label column")
+    p.add_argument("--id-column", metavar="NAME", help="column or key holding the document (categorical: item) id")
+    p.add_argument("--annotator-column", metavar="NAME", help="categorical: the annotator column (name or number)")
+    p.add_argument("--gold-column", metavar="NAME", help="categorical: the gold label column (name or number)")
     p.add_argument("--keep-rejected", action="store_true", help="keep rejected MTurk assignments")
     p.add_argument("--on-error", choices=("fail", "skip"), default="fail",
                    help="fail on the first bad row (default) or skip bad rows and count them")
@@ -41,6 +44,8 @@ def upload_options(args: argparse.Namespace) -> dict:
         text_column=args.text_column,
         answer_column=args.answer_column,
         id_column=args.id_column,
+        annotator_column=args.annotator_column,
+        gold_column=args.gold_column,
         keep_rejected=args.keep_rejected,
         on_error=args.on_error,
         scheme=args.scheme,

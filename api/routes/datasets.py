@@ -72,8 +72,10 @@ def create_upload(
     role: Annotated[Role, Form(description="Whether the file's annotators are crowd workers or experts.")] = Role.crowd,
     category: Annotated[str | None, Form(description="Element / label to keep (PICO, EBM-NLP, spans).")] = None,
     text_column: Annotated[str | None, Form(description="Column with the document text.")] = None,
-    answer_column: Annotated[str | None, Form(description="MTurk answer column.")] = None,
-    id_column: Annotated[str | None, Form(description="Column with the document id.")] = None,
+    answer_column: Annotated[str | None, Form(description="MTurk answer column; categorical: label column.")] = None,
+    id_column: Annotated[str | None, Form(description="Column with the document (categorical: item) id.")] = None,
+    annotator_column: Annotated[str | None, Form(description="Categorical: annotator column (name or number).")] = None,
+    gold_column: Annotated[str | None, Form(description="Categorical: gold label column (name or number).")] = None,
     keep_rejected: Annotated[bool | None, Form(description="MTurk: keep rejected assignments.")] = None,
     on_error: Annotated[str | None, Form(pattern="^(fail|skip)$", description="fail or skip bad rows.")] = None,
     scheme: Annotated[str | None, Form(pattern="^(auto|io|bio)$", description="Label scheme.")] = None,
@@ -86,7 +88,8 @@ def create_upload(
     if format not in FORMATS:
         raise ProblemError(422, f"format must be one of {list(FORMATS)}, found {format!r}")
     given = {"category": category, "text_column": text_column, "answer_column": answer_column,
-             "id_column": id_column, "keep_rejected": keep_rejected, "on_error": on_error, "scheme": scheme}
+             "id_column": id_column, "annotator_column": annotator_column, "gold_column": gold_column,
+             "keep_rejected": keep_rejected, "on_error": on_error, "scheme": scheme}
     options = {k: v for k, v in given.items() if v is not None}
     upload = service.add_upload(session=session, settings=settings, dataset=dataset, stream=file.file,
                                 filename=file.filename or "upload", format=format, role=role.value, options=options,

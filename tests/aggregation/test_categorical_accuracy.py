@@ -23,7 +23,22 @@ pytestmark = pytest.mark.shared_data
 
 
 def _snow(name: str, tmp_path) -> Corpus:
-    """Snow 2008 TSV (annotation id, worker id, item id, response, gold) -> read_categorical."""
+    """Snow 2008 TSV as distributed (annotation id, worker id, item id, response, gold), read as a user would."""
+    return read_categorical(shared_path("categorical", f"{name}.tsv"))
+
+
+@pytest.mark.parametrize("name", ["snow2008_rte", "snow2008_temp"])
+def test_snow_layout_is_read_by_its_header_names(name, tmp_path):
+    """Oracle: the same rows rewritten by hand to the positional item, annotator, label, gold layout."""
+    a, b = _snow(name, tmp_path), _snow_positional(name, tmp_path)
+    assert (a.doc_ids, a.worker_ids, a.worker_roles, a.class_names) == (
+        b.doc_ids, b.worker_ids, b.worker_roles, b.class_names)
+    for field in ("token", "worker", "label"):
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+
+
+def _snow_positional(name: str, tmp_path) -> Corpus:
+    """Snow 2008 TSV rewritten to the positional layout ``item, annotator, label, gold``."""
     src = shared_path("categorical", f"{name}.tsv")
     out = tmp_path / f"{name}.csv"
     with open(src, encoding="utf-8", newline="") as f, open(out, "w", encoding="utf-8", newline="") as g:

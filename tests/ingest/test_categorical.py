@@ -75,7 +75,7 @@ def test_quoted_fields_with_commas(tmp_path):
         ("item,annotator,label\na,,x\n", r"data.csv:2: empty annotator field"),
         ("item,annotator,label,gold\na,u,x,x\na,v,x,y\n", r"data.csv:3: item 'a' has gold 'x' and 'y'"),
         ("item,annotator,label,gold\na,gold,x,x\n", r"data.csv:2: annotator id 'gold' is reserved"),
-        ("a,b\nx,y\n", r"data.csv:1: expected 3 or 4 columns"),
+        ("a,b\nx,y\n", r"data.csv:1: cannot tell the item, annotator and label columns from the header \(a, b\)"),
         ("", r"empty file"),
         ("item,annotator,label\n", r"no annotation rows"),
     ],
@@ -141,3 +141,68 @@ def test_crowd_and_expert_files_merge_by_answer_name(tmp_path):
     assert m.class_names == ("2", "7", "10")
     assert [m.class_names[k] for k in m.labels_of(m.worker_ids.index("u"))] == ["10", "2"]
     assert m.labels_of(m.worker_ids.index("md")).tolist() == [-1, 1]
+
+
+# ---------------------------------------------------------------- columns by name, option and position
+_ROWS = [("q1", "w1", "cat", "cat"), ("q1", "w2", "dog", "cat"), ("q2", "w1", "dog", "dog"), ("q3", "w2", "cat", "")]
+
+
+def _positional(tmp_path):
+    """The oracle: the same answers in the positional ``item, annotator, label, gold`` layout."""
+    text = "i,w,l,g\n" + "".join(",".join(r) + "\n" for r in _ROWS)
+    return read_categorical(_write(tmp_path, text, "positional.csv"))
+
+
+def _same(a, b):
+    for name in ("doc_ids", "worker_ids", "worker_roles", "class_names"):
+        assert getattr(a, name) == getattr(b, name), name
+    for name in ("token", "worker", "label"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+
+
+@pytest.mark.parametrize(
+    ("header", "order"),
+    [
+        ("task,worker,label,true_label", (0, 1, 2, 3)),  # crowd-kit
+        ("!amt_annotation_ids\t!amt_worker_ids\torig_id\tresponse\tgold", ("id", 1, 0, 2, 3)),  # Snow et al. 2008
+        ("Answer,Question,Worker ID,Gold Label", (2, 0, 1, 3)),  # recognised names in another order
+        ("item,annotator,label,expert", (0, 1, 2, 3)),  # positional layout, unrecognised gold name
+    ],
+)
+def test_columns_are_found_by_their_header_names(tmp_path, header, order):
+    sep = "\t" if "\t" in header else ","
+    lines = [header]
+    for n, r in enumerate(_ROWS):
+        lines.append(sep.join(f"A{n}" if k == "id" else r[k] for k in order))
+    c = read_categorical(_write(tmp_path, "\n".join(lines) + "\n", "named.txt"))
+    _same(c, _positional(tmp_path))
+
+
+def test_options_choose_columns_by_name_or_number(tmp_path):
+    text = "when,who,what,item,truth\n" + "".join(f"t,{w},{lab},{i},{g}\n" for i, w, lab, g in _ROWS)
+    p = _write(tmp_path, text, "odd.csv")
+    with pytest.raises(IngestError, match=r"odd.csv:1: cannot tell the item, annotator and label columns .*"
+                                          r"--annotator-column"):
+        read_categorical(p)
+    _same(read_categorical(p, annotator_column="who", answer_column="3"), _positional(tmp_path))
+    _same(read_categorical(p, annotator_column="WHO", answer_column="what", id_column="4", gold_column="5"),
+          _positional(tmp_path))
+    with pytest.raises(IngestError, match=r"odd.csv:1: --gold-column 'nope' is not a column of the header"):
+        read_categorical(p, annotator_column="who", answer_column="what", gold_column="nope")
+    with pytest.raises(IngestError, match="are the same column"):
+        read_categorical(p, annotator_column="who", answer_column="who")
+
+
+def test_reference_file_without_annotators_merges_with_the_crowd_file(tmp_path):
+    """A gold file (``task,true_label``, as crowd-kit ships it) merged with the answers = the 4-column file."""
+    from ingest.merge import merge_corpora
+
+    answers = read_categorical(_write(tmp_path, "task,worker,label\n" + "".join(
+        f"{i},{w},{lab}\n" for i, w, lab, _ in _ROWS), "answers.csv"))
+    gold = read_categorical(_write(tmp_path, "task,true_label\nq1,cat\nq2,dog\n", "gold.csv"), role="expert")
+    assert gold.worker_ids == ("gold",) and gold.worker_roles == ("expert",) and gold.doc_ids == ("q1", "q2")
+    _same(merge_corpora([answers, gold]), _positional(tmp_path))
+    same_as_label = read_categorical(_write(tmp_path, "item,label\nq1,cat\nq2,dog\n", "ref.csv"), role="expert")
+    _same(same_as_label, gold)
+    with pytest.raises(IngestError, match=r"ref2.csv:2: empty gold field"):
+        read_categorical(_write(tmp_path, "item,gold\nq1,\n", "ref2.csv"))
