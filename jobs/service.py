@@ -35,7 +35,8 @@ __all__ = ["UPLOAD_OPTIONS", "extract_docs", "parse_upload", "add_upload", "star
 logger = logging.getLogger(__name__)
 
 #: Format options an upload may set (``docs`` is not one: no client string becomes a server path).
-UPLOAD_OPTIONS = ("category", "text_column", "answer_column", "id_column", "keep_rejected", "on_error", "scheme")
+UPLOAD_OPTIONS = ("category", "text_column", "answer_column", "id_column", "annotator_column", "gold_column",
+                  "keep_rejected", "on_error", "scheme")
 
 _dataset_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
 
@@ -89,22 +90,43 @@ def extract_docs(zip_path: Path, target: Path, *, max_bytes: int, max_files: int
     return count
 
 
-def parse_upload(path, *, format: str, role: str, options: dict[str, Any], docs: Path | None = None):
-    """Parse a stored upload with ``ingest.read_corpus``; any parser failure becomes an IngestError."""
-    from ingest import read_corpus
+def parse_upload(path, *, format: str, role: str, options: dict[str, Any], docs: Path | None = None,
+                 filename: str | None = None):
+    """Parse a stored upload with ``ingest.read_corpus``; any parser failure becomes an IngestError.
+
+    Messages and skipped-row records name the file as the client sent it (``filename``) and
+    the docs zip as ``docs``, never the server's storage paths.
+    """
+    from ingest import ParseResult, read_corpus
+    from ingest.errors import Problem
+
+    # The client's file name, as one printable line without folders.
+    base = PurePosixPath((filename or "").replace("\\", "/")).name
+    name = "".join(ch if ch.isprintable() else "?" for ch in base)[:200] or "upload"
+    names = {str(path): name, **({str(docs): "docs"} if docs is not None else {})}
+
+    def shown(text: str) -> str:
+        for stored, name in names.items():
+            text = text.replace(stored, name)
+        return text
 
     unknown = sorted(set(options) - set(UPLOAD_OPTIONS))
     if unknown:
         raise IngestError(f"unknown upload option {unknown[0]!r}; expected one of {list(UPLOAD_OPTIONS)}")
     try:
-        return read_corpus(path, format=format, role=role, docs=docs, **options)
-    except (IngestError, ValueError):
-        raise
+        parsed = read_corpus(path, format=format, role=role, docs=docs, **options)
+    except IngestError as exc:
+        raise IngestError(shown(exc.detail), source=shown(exc.source), line=exc.line) from None
+    except ValueError as exc:
+        raise ValueError(shown(str(exc))) from None
     except RecursionError as exc:
-        raise IngestError("the file is nested too deeply to parse", source="upload") from exc
+        raise IngestError("the file is nested too deeply to parse", source=names[str(path)]) from exc
     except Exception as exc:  # noqa: BLE001 - a parser bug must still be a 4xx naming the file, never a 500
         logger.exception("parser %s failed on an upload", format)
-        raise IngestError(f"cannot read the file as {format}: {type(exc).__name__}: {exc}", source="upload") from exc
+        raise IngestError(f"cannot read the file as {format}: {type(exc).__name__}: {shown(str(exc))}",
+                          source=names[str(path)]) from exc
+    problems = [Problem(source=shown(q.source), line=q.line, message=shown(q.message)) for q in parsed.problems]
+    return ParseResult(corpus=parsed.corpus, problems=problems, format=parsed.format)
 
 
 def add_upload(*, session: Session, settings: Settings, dataset: Dataset, stream: BinaryIO, filename: str,
@@ -143,7 +165,8 @@ def _parse_and_merge(*, session: Session, store: ArtifactStore, dataset: Dataset
     from ingest.merge import merge_corpora
 
     read_options = {k: v for k, v in options.items() if k != "docs_sha256"}
-    parsed = parse_upload(store.path(raw), format=format, role=role, options=read_options, docs=docs)
+    parsed = parse_upload(store.path(raw), format=format, role=role, options=read_options, docs=docs,
+                          filename=filename)
     corpus: Corpus = parsed.corpus
     if corpus.n_obs == 0:
         raise IngestError(f"the file holds no labels (read as {format!r})", source=filename or "upload")
