@@ -25,7 +25,27 @@ from tests.utils.factories import auth
 
 EXAMPLES = int(os.environ.get("CROWDQA_SCHEMATHESIS_EXAMPLES", "25"))
 
-schema = schemathesis.openapi.from_asgi("/openapi.json", app)
+
+
+def _load_schema():
+    """The live document; loading it runs the app's start-up, so point that at a scratch data folder."""
+    import tempfile
+
+    from store.settings import get_settings
+
+    mp = pytest.MonkeyPatch()
+    try:
+        mp.setenv("CROWDQA_DATA_DIR", tempfile.mkdtemp(prefix="crowdqa-schema-"))
+        mp.delenv("CROWDQA_DATABASE_URL", raising=False)
+        mp.delenv("CROWDQA_REDIS_URL", raising=False)
+        get_settings.cache_clear()
+        return schemathesis.openapi.from_asgi("/openapi.json", app)
+    finally:
+        mp.undo()
+        get_settings.cache_clear()
+
+
+schema = _load_schema()
 # Unknown query parameters are ignored, as by most HTTP APIs (FastAPI's default): not a schema violation here.
 schema.config.generation.update(allow_extra_parameters=False)
 
