@@ -127,6 +127,23 @@ def _span_blocks(
     return out
 
 
+def _accuracy_block(correct: int, compared: int) -> dict:
+    """Share of compared tokens (items) labelled as the reference, with its Clopper-Pearson interval."""
+    (lo,), (hi,) = clopper_pearson_bounds([correct], [compared], level=LEVEL)
+    return {"value": correct / compared if compared else None, "correct": int(correct), "compared": int(compared),
+            "ci": _ci(lo, hi)}
+
+
+def _add_worker_accuracy(blocks: list[dict | None], corpus: Corpus, valid_obs: NDArray, ref_obs: NDArray) -> None:
+    """Put each worker's accuracy (labels equal to ``ref_obs`` over the rows in ``valid_obs``) in its block."""
+    w = corpus.worker[valid_obs]
+    correct = np.bincount(w, weights=corpus.label[valid_obs] == ref_obs[valid_obs], minlength=corpus.n_workers)
+    compared = np.bincount(w, minlength=corpus.n_workers)
+    for k, block in enumerate(blocks):
+        if block is not None:
+            block["accuracy"] = _accuracy_block(int(round(correct[k])), int(compared[k]))
+
+
 def _worker_blocks(
     counts: NDArray, pair_worker: NDArray, n_tokens: NDArray, *, n_workers: int, n_boot: int, seed: int,
     stream: int, min_boot_docs: int,
@@ -286,7 +303,6 @@ def build_report(
                              n_boot=n_boot, seed=seed, min_boot_docs=min_boot_docs)
         per_label = per_label_prf(ev, ref, n_classes=corpus.n_classes, mask=expert_ok, outside=corpus.has_outside)
         correct = int(np.count_nonzero(ev[expert_ok] == ref[expert_ok]))
-        (acc_lo,), (acc_hi,) = clopper_pearson_bounds([correct], [n_tok], level=LEVEL)
         # Categorical answers have no outside class: every class is scored, class 0 included.
         first_class = 1 if corpus.has_outside else 0
         k = corpus.n_classes
@@ -297,8 +313,7 @@ def build_report(
             # Azure's custom text analytics documents its confusion matrix.
             "token_confusion": {"labels": list(corpus.class_names), "rows": "predicted", "columns": "actual",
                                 "matrix": confusion.tolist()},
-            "accuracy": {"value": correct / n_tok, "correct": correct, "compared": n_tok,
-                         "ci": _ci(acc_lo, acc_hi)},
+            "accuracy": _accuracy_block(correct, n_tok),
             **spans,
             "token_per_label": {
                 corpus.class_names[k]: {
@@ -321,6 +336,7 @@ def build_report(
     vs_expert = _worker_blocks(ce, we, np.bincount(corpus.worker[valid_e], minlength=corpus.n_workers),
                                n_workers=corpus.n_workers, n_boot=n_boot, seed=seed, stream=2,
                                min_boot_docs=min_boot_docs)
+    _add_worker_accuracy(vs_expert, corpus, valid_e, ref[tok])
     # An expert is scored against the *other* experts (leave-one-out), never against a
     # reference that contains their own labels.
     for w in corpus.workers_with_role("expert").tolist():
@@ -338,10 +354,12 @@ def build_report(
         c_w, n_tok = _token_doc_counts(lab_w, ref_w, ok, corpus)
         vs_expert[w] = score_block(c_w, n_boot=n_boot, rng=np.random.default_rng([seed, 4, w]),
                                    min_boot_docs=min_boot_docs, tokens=n_tok)
+        vs_expert[w]["accuracy"] = _accuracy_block(int(np.count_nonzero(lab_w[ok] == ref_w[ok])), n_tok)
     valid_a = agg_ok[tok]
     ca, wa, n_tok_a = _pair_counts(corpus, pairs, valid_a, agg[tok] > 0)
     vs_agg = _worker_blocks(ca, wa, n_tok_a, n_workers=corpus.n_workers, n_boot=n_boot, seed=seed, stream=3,
                             min_boot_docs=min_boot_docs)
+    _add_worker_accuracy(vs_agg, corpus, valid_a, agg[tok])
     n_tok_w = np.bincount(corpus.worker, minlength=corpus.n_workers)
     docs_w = np.bincount(pairs[1], minlength=corpus.n_workers)
     workers = [
@@ -377,6 +395,9 @@ def build_report(
     finite = crowd_k[np.isfinite(crowd_k)]
     return {
         "method": method,
+        # "categorical": answers without an outside class, scored first by accuracy; "spans": token labels
+        # with an outside class "O", scored by P/R/F1 of the positive (non-O) tokens.
+        "kind": "spans" if corpus.has_outside else "categorical",
         "labels": list(corpus.class_names),
         "experts_used_in_fit": bool(experts_used_in_fit),
         "aggregate_scored_on": (
@@ -425,6 +446,36 @@ def _row(name: str, b: dict | None, width: int) -> str:
             f"tp {b['tp']:>7} fp {b['fp']:>7} fn {b['fn']:>7}")
 
 
+def _span_worker_rows(workers: list[dict], shown: list[int], width: int) -> list[str]:
+    """Worker rows for span labels: token P/R/F1 against the experts and against the aggregate."""
+    lines = [f"  {'annotator':<{width}}  {'role':<6} {'docs':>5} {'tokens':>7}  "
+             f"{'P(exp)':>6} {'R(exp)':>6} {'F1(exp)':>7} {'F1 95% CI':<13} {'docs(exp)':>9}  "
+             f"{'P(agg)':>6} {'R(agg)':>6} {'F1(agg)':>7}"]
+    for i in shown:
+        w = workers[i]
+        e, a = w["vs_expert"] or {}, w["vs_aggregate"] or {}
+        lines.append(
+            f"  {w['annotator']:<{width}}  {w['role']:<6} {w['documents']:>5} {w['tokens']:>7}  "
+            f"{_fmt(e.get('precision')):>6} {_fmt(e.get('recall')):>6} {_fmt(e.get('f1')):>7} "
+            f"{_fmt_ci(e.get('f1_ci')):<13} {e.get('documents', 0):>9}  "
+            f"{_fmt(a.get('precision')):>6} {_fmt(a.get('recall')):>6} {_fmt(a.get('f1')):>7}"
+        )
+    return lines
+
+
+def _categorical_worker_rows(workers: list[dict], shown: list[int], width: int) -> list[str]:
+    """Worker rows for categorical answers: accuracy against the experts and against the aggregate."""
+    lines = [f"  {'annotator':<{width}}  {'role':<6} {'items':>6}  {'Acc(exp)':>8} {'95% CI':<13} "
+             f"{'items(exp)':>10}  {'Acc(agg)':>8}"]
+    for i in shown:
+        w = workers[i]
+        e = (w["vs_expert"] or {}).get("accuracy") or {}
+        a = (w["vs_aggregate"] or {}).get("accuracy") or {}
+        lines.append(f"  {w['annotator']:<{width}}  {w['role']:<6} {w['tokens']:>6}  {_fmt(e.get('value')):>8} "
+                     f"{_fmt_ci(e.get('ci')):<13} {e.get('compared', 0):>10}  {_fmt(a.get('value')):>8}")
+    return lines
+
+
 def format_report(report: dict, *, max_workers: int = 40) -> str:
     """The report as a readable terminal table.
 
@@ -450,13 +501,25 @@ def format_report(report: dict, *, max_workers: int = 40) -> str:
                      f"{_fmt(fit.get('seconds'), 1)} s")
     counts = report.get("counts", {})
     if counts:
-        lines.append(f"{counts['documents']} documents, {counts['tokens']} tokens, {counts['crowd_workers']} crowd "
-                     f"workers, {counts['experts']} experts on {counts['expert_documents']} documents")
+        if report.get("kind") == "categorical":  # one-token documents: say items
+            lines.append(f"{counts['documents']} items, {counts['crowd_workers']} crowd workers, "
+                         f"{counts['experts']} experts on {counts['expert_documents']} items")
+        else:
+            lines.append(f"{counts['documents']} documents, {counts['tokens']} tokens, {counts['crowd_workers']} "
+                         f"crowd workers, {counts['experts']} experts on {counts['expert_documents']} documents")
     lines.append("")
-    lines.append("Aggregate vs experts (95% intervals: Clopper-Pearson for P and R, document bootstrap for F1)")
+    categorical = report.get("kind") == "categorical"
     agg = report.get("aggregate_vs_expert")
+    if categorical:
+        lines.append("Aggregate vs experts (95% Clopper-Pearson intervals)")
+    else:
+        lines.append("Aggregate vs experts (95% intervals: Clopper-Pearson for P and R, document bootstrap for F1)")
     if agg is None:
         lines.append("  no expert labels overlap the aggregate")
+    elif categorical:
+        a = agg["accuracy"]
+        lines.append(f"  accuracy {_fmt(a['value'])} {_fmt_ci(a['ci'])}  ({a['correct']} of {a['compared']} items)   "
+                     f"macro F1 over the labels {_fmt(agg.get('token_macro_f1'))}")
     else:
         for key in ("token", "span_strict", "span_relaxed", "span_type"):
             if key in agg:
@@ -471,20 +534,10 @@ def format_report(report: dict, *, max_workers: int = 40) -> str:
     shown = order[:max_workers]
     width = max([len(workers[i]["annotator"]) for i in shown] + [9])
     lines.append(f"Workers ({len(workers)}; vs experts on shared documents, vs the aggregate on all their documents)")
-    lines.append(f"  {'annotator':<{width}}  {'role':<6} {'docs':>5} {'tokens':>7}  "
-                 f"{'P(exp)':>6} {'R(exp)':>6} {'F1(exp)':>7} {'F1 95% CI':<13} {'docs(exp)':>9}  "
-                 f"{'P(agg)':>6} {'R(agg)':>6} {'F1(agg)':>7}")
-    for i in shown:
-        w = workers[i]
-        e, a = w["vs_expert"] or {}, w["vs_aggregate"] or {}
-        lines.append(
-            f"  {w['annotator']:<{width}}  {w['role']:<6} {w['documents']:>5} {w['tokens']:>7}  "
-            f"{_fmt(e.get('precision')):>6} {_fmt(e.get('recall')):>6} {_fmt(e.get('f1')):>7} "
-            f"{_fmt_ci(e.get('f1_ci')):<13} {e.get('documents', 0):>9}  "
-            f"{_fmt(a.get('precision')):>6} {_fmt(a.get('recall')):>6} {_fmt(a.get('f1')):>7}"
-        )
-    if len(workers) > len(shown):
-        lines.append(f"  ... {len(workers) - len(shown)} more workers in the JSON report")
+    rows = _categorical_worker_rows if categorical else _span_worker_rows
+    lines += rows(workers, shown, width)
+    if len(workers) > max_workers:
+        lines.append(f"  ... {len(workers) - max_workers} more workers in the JSON report")
     lines.append("")
     ag = report.get("agreement", {})
     lines.append(f"Agreement: Krippendorff's alpha (nominal, all annotators) {_fmt(ag.get('krippendorff_alpha'))}")

@@ -326,7 +326,8 @@ def save_report(*, session: Session, job_id: str, report: dict[str, Any]) -> Non
             precision=ve.get("precision"), recall=ve.get("recall"), f1=ve.get("f1"),
             span_f1=_score(w.get("vs_expert"), "span_strict").get("f1"),
             agreement_precision=va.get("precision"), agreement_recall=va.get("recall"),
-            agreement_f1=va.get("f1"), detail=w,
+            agreement_f1=va.get("f1"), accuracy=(ve.get("accuracy") or {}).get("value"),
+            agreement_accuracy=(va.get("accuracy") or {}).get("value"), detail=w,
         ))
 
 
@@ -343,7 +344,7 @@ def get_report(*, session: Session, job_id: str) -> Report | None:
 
 
 WORKER_SORT_KEYS = ("annotator", "role", "documents", "tokens", "precision", "recall", "f1", "span_f1",
-                    "agreement_precision", "agreement_recall", "agreement_f1")
+                    "agreement_precision", "agreement_recall", "agreement_f1", "accuracy", "agreement_accuracy")
 
 
 def list_worker_scores(*, session: Session, job_id: str, sort: str = "annotator", order: str = "asc",

@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 #: Bump when a table changes; :func:`store.db.init_db` refuses a database of another version.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: worker accuracy columns
 
 
 def new_id() -> str:
@@ -297,6 +297,8 @@ class WorkerScore(SQLModel, table=True):
     agreement_precision: float | None = None
     agreement_recall: float | None = None
     agreement_f1: float | None = None
+    accuracy: float | None = None
+    agreement_accuracy: float | None = None
     detail: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
 
 
@@ -312,6 +314,8 @@ class WorkerScorePublic(SQLModel):
     agreement_precision: float | None = Field(description="Token precision against the aggregate.")
     agreement_recall: float | None = Field(description="Token recall against the aggregate.")
     agreement_f1: float | None = Field(description="Token F1 against the aggregate.")
+    accuracy: float | None = Field(description="Share of tokens (categorical: items) labelled as the experts.")
+    agreement_accuracy: float | None = Field(description="Share of tokens (items) labelled as the aggregate.")
     detail: dict[str, Any] = Field(description="The worker's full entry of the report.")
 
 

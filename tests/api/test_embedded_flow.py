@@ -375,6 +375,36 @@ def test_categorical_dataset(client, keys, settings):
     assert workers[0]["annotator"] == "w4"
 
 
+def test_categorical_columns_by_option_and_a_separate_gold_file(client, keys, settings):
+    """Answers with unrecognised headers (chosen by form fields) plus a crowd-kit ``task,true_label`` gold upload.
+
+    Oracle: the same answers as test_categorical_dataset; worker w4 (always "b") is right on half the items.
+    """
+    truth = {f"q{i}": "ab"[i % 2] for i in range(30)}
+    answers = ["when,who,what,which,hit"] + [f"t,{w},{t if w != 'w4' else 'b'},{item},h"
+                                             for item, t in truth.items() for w in ("w1", "w2", "w3", "w4")]
+    gold = ["task,true_label"] + [f"{item},{t}" for item, t in truth.items()]
+    folder = settings.data_dir.parent
+    (folder / "answers.csv").write_text("\n".join(answers) + "\n")
+    (folder / "truth.csv").write_text("\n".join(gold) + "\n")
+    key = keys["a"]
+    ds = client.post("/api/v1/datasets", headers=auth(key), json={"name": "cat2"}).json()["id"]
+    r = upload(client, key, ds, folder / "answers.csv", format="categorical")
+    assert r.status_code == 422 and r.json()["detail"].startswith("answers.csv:1: cannot tell the item, annotator")
+    assert "annotator_column" in r.json()["detail"] and str(settings.data_dir) not in r.json()["detail"]
+    r = upload(client, key, ds, folder / "answers.csv", format="categorical", annotator_column="who",
+               answer_column="what", id_column="which")
+    assert r.status_code == 201, r.text
+    r = upload(client, key, ds, folder / "truth.csv", format="categorical", role="expert")
+    assert r.status_code == 201, r.text
+    job = client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key), json={"method": "mv"}).json()["id"]
+    assert wait_job(client, job, key)["status"] == "finished"
+    report = client.get(f"/api/v1/jobs/{job}/report", headers=auth(key)).json()
+    assert report["kind"] == "categorical" and report["aggregate_vs_expert"]["accuracy"]["value"] == 1.0
+    workers = client.get(f"/api/v1/jobs/{job}/workers?sort=accuracy&order=asc", headers=auth(key)).json()["data"]
+    assert (workers[0]["annotator"], workers[0]["accuracy"]) == ("w4", 0.5)
+
+
 def test_ebm_nlp_zip_upload_runs_end_to_end(client, keys, tmp_path):
     """An EBM-NLP folder zipped is an ordinary upload: crowd and gold folders give crowd and expert annotators."""
     import shutil
@@ -390,3 +420,20 @@ def test_ebm_nlp_zip_upload_runs_end_to_end(client, keys, tmp_path):
     assert r.json()["summary"]["annotators"] == {"crowd": 2, "expert": 1}
     r = client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key), json={"method": "mv"})
     assert wait_job(client, r.json()["id"], key)["status"] == "finished"
+
+
+def test_upload_errors_and_skipped_rows_name_the_clients_file(client, keys, settings):
+    """Messages name the file as sent (without its folders), never the server's storage path."""
+    key = keys["a"]
+    ds = client.post("/api/v1/datasets", headers=auth(key), json={"name": "names"}).json()["id"]
+    path = settings.data_dir.parent / "my answers.csv"
+    path.write_text("item,annotator,label\nq1,w1,a\nq1,w1,b\nq2,w1,a\n")
+    with open(path, "rb") as fh:
+        r = client.post(f"/api/v1/datasets/{ds}/uploads", headers=auth(key),
+                        files={"file": ("C:\\Users\\me\\my answers.csv", fh, "text/csv")},
+                        data={"format": "categorical", "on_error": "skip"})
+    assert r.status_code == 201, r.text
+    assert r.json()["problems"] == ["my answers.csv:3: duplicate row: annotator 'w1' labelled item 'q1' twice"]
+    r = upload(client, key, ds, path, format="categorical")
+    assert r.status_code == 422
+    assert r.json()["detail"] == "my answers.csv:3: duplicate row: annotator 'w1' labelled item 'q1' twice"

@@ -306,3 +306,39 @@ def test_categorical_csv_written_with_formula_like_ids_reads_back(tmp_path):
     write_labels(labels, c, tmp_path / "out.csv", format="categorical-csv")
     assert "'=cmd|x" in (tmp_path / "out.csv").read_text()
     assert read_aggregate(tmp_path / "out.csv", c, format="categorical-csv").tolist() == labels.tolist()
+
+
+def test_worker_accuracy_brute_force(seed):
+    """Oracle: plain loops over the dense labels; experts are scored leave-one-out, as for F1."""
+    c = random_corpus(seed, bio=True)
+    agg = np.random.default_rng(seed).integers(0, c.n_classes, c.n_tokens)
+    rep = build_report(c, agg, method="mv", experts_used_in_fit=False, n_boot=0)
+    assert rep["kind"] == "spans"
+    experts = [w for w in range(c.n_workers) if c.worker_roles[w] == "expert"]
+    for w, entry in enumerate(rep["workers"]):
+        mine = c.labels_of(w)
+        others = [e for e in experts if e != w]
+        ref = reference_labels(c.select_workers(np.array(others)) if w in experts else c)
+        pairs = [(a, b) for a, b in zip(mine.tolist(), ref.tolist(), strict=True) if a != MISSING and b != MISSING]
+        got = entry["vs_expert"]["accuracy"]
+        assert (got["correct"], got["compared"]) == (sum(a == b for a, b in pairs), len(pairs))
+        mine_agg = [(a, b) for a, b in zip(mine.tolist(), agg.tolist(), strict=True) if a != MISSING]
+        got = entry["vs_aggregate"]["accuracy"]
+        assert (got["correct"], got["compared"]) == (sum(a == b for a, b in mine_agg), len(mine_agg))
+        assert got["ci"][0] <= got["value"] <= got["ci"][1]
+
+
+def test_categorical_report_is_printed_as_accuracy(tmp_path):
+    from ingest.categorical import read_categorical
+
+    p = tmp_path / "c.csv"
+    p.write_text("task,worker,label,gold\na,u,no,no\nb,u,yes,no\nc,u,yes,yes\na,v,no,no\nc,v,no,yes\n")
+    c = read_categorical(p)
+    rep = build_report(c, c.labels_of(c.worker_ids.index("u")), method="mv", experts_used_in_fit=False, n_boot=0)
+    assert rep["kind"] == "categorical"
+    v = next(w for w in rep["workers"] if w["annotator"] == "v")
+    assert (v["vs_expert"]["accuracy"]["correct"], v["vs_expert"]["accuracy"]["compared"]) == (1, 2)
+    text = format_report(rep)
+    assert "3 items, 2 crowd workers, 1 experts on 3 items" in text
+    assert "accuracy 0.667" in text and "(2 of 3 items)" in text
+    assert "Acc(exp)" in text and "span_strict" not in text

@@ -141,6 +141,22 @@ def test_worker_scores_sorted_with_nulls_last(session):
         crud.list_worker_scores(session=session, job_id=job.id, sort="drop table")
 
 
+def test_worker_accuracy_columns_come_from_the_flat_report_blocks(session):
+    """Rows take accuracy (vs experts) and agreement_accuracy (vs the aggregate) as build_report writes them."""
+    p = crud.create_project(session=session, name="p")
+    job = crud.create_job(session=session, dataset=_dataset(session, p.id), job_in=JobCreate(method="mv"))
+    acc = {"w1": 0.7, "w2": None, "w3": 0.9}
+    workers = [{"annotator": w, "role": "crowd", "documents": 2, "tokens": 2,
+                "vs_expert": None if v is None else {"f1": 0.1, "accuracy": {"value": v, "correct": 1, "compared": 2}},
+                "vs_aggregate": {"f1": 0.2, "accuracy": {"value": 0.5, "correct": 1, "compared": 2}}}
+               for w, v in acc.items()]
+    crud.save_report(session=session, job_id=job.id, report={"workers": workers})
+    session.commit()
+    rows, _ = crud.list_worker_scores(session=session, job_id=job.id, sort="accuracy", order="desc")
+    assert [(r.annotator, r.accuracy, r.agreement_accuracy) for r in rows] == [
+        ("w3", 0.9, 0.5), ("w1", 0.7, 0.5), ("w2", None, 0.5)]
+
+
 def test_delete_dataset_cascades(session):
     """Deleting a dataset removes its uploads, annotators, jobs, reports and worker rows, and nothing else."""
     p = crud.create_project(session=session, name="p")
