@@ -1,4 +1,4 @@
-"""File access shared by the readers: text decoding, safe zip archives, folders as trees.
+"""File access shared by the readers: text decoding, safe zip and tar archives, folders as trees.
 
 Decoding rule (every reader): UTF-8, with or without a byte-order mark; UTF-16 with
 a byte-order mark is accepted too (Excel's "Unicode text"). Anything else is an
@@ -15,20 +15,31 @@ bound, or when a member larger than :data:`ZIP_RATIO_FLOOR` claims to inflate mo
 :data:`MAX_ZIP_RATIO` times (a deflate bomb: text compresses about 3-20 times, a bomb
 about 1000 times), so a bomb never costs its inflated size in memory. A member that
 claims less than it holds is cut at its claim by :mod:`zipfile` and fails its CRC check.
+
+Tar rule (``.tar``, ``.tar.gz``, ``.tgz``, ``.tar.bz2``, ``.tar.xz``, as corpora such as EBM-NLP are
+distributed): the same name rules and bounds; only regular files and folders are accepted (links and
+devices are refused); members are unpacked once, in archive order, into a private temporary folder
+that :meth:`Tree.close` removes. Bytes are counted as they are written and unpacking stops at
+:data:`MAX_ZIP_BYTES`, so a compressed bomb costs at most that much disk. (No ratio rule: gzip
+compresses a whole tar stream, and one-label-per-line annotation files alone can exceed 100 times.)
 """
 
 from __future__ import annotations
 
 import codecs
 import os
+import shutil
 import stat
+import tarfile
+import tempfile
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
 from ingest.errors import IngestError
 
-__all__ = ["decode_text", "read_text", "Tree", "open_tree", "MAX_ZIP_BYTES", "MAX_ZIP_MEMBERS", "MAX_ZIP_RATIO",
+__all__ = ["decode_text", "read_text", "Tree", "open_tree", "is_archive", "MAX_ZIP_BYTES", "MAX_ZIP_MEMBERS",
+           "MAX_ZIP_RATIO",
            "ZIP_RATIO_FLOOR"]
 
 #: Upper bound on the bytes read out of one zip archive (uncompressed).
@@ -68,17 +79,18 @@ def read_text(path: str | os.PathLike) -> str:
 
 
 class Tree:
-    """A folder or a zip archive seen as ``relative posix path -> bytes``.
+    """A folder, a zip or a tar archive seen as ``relative posix path -> bytes``.
 
     Parameters
     ----------
     root : str or PathLike
-        A directory or a ``.zip`` file.
+        A directory, a ``.zip`` file or a tar file (compressed or not).
     """
 
     def __init__(self, root: str | os.PathLike) -> None:
         self.root = Path(root)
         self._zip: zipfile.ZipFile | None = None
+        self._unpacked: Path | None = None  # a tar archive's private copy
         self._read = 0
         if self.root.is_dir():
             self._names = sorted(
@@ -87,8 +99,16 @@ class Tree:
         elif self.root.is_file() and zipfile.is_zipfile(self.root):
             self._zip = zipfile.ZipFile(self.root)
             self._names = self._check_zip(self._zip)
+        elif self.root.is_file() and _is_tar(self.root):
+            self._unpacked = Path(tempfile.mkdtemp(prefix="crowdqa-tar-"))
+            try:
+                self._names = self._unpack_tar()
+            except BaseException:
+                self.close()
+                raise
         elif self.root.exists():
-            raise IngestError("expected a folder or a .zip archive, found a file that is neither", source=str(root))
+            raise IngestError("expected a folder, a .zip or a .tar(.gz) archive, found a file that is none of them",
+                              source=str(root))
         else:
             raise IngestError("no such file or folder", source=str(root))
         # Hidden files and macOS resource forks are never annotations.
@@ -128,6 +148,49 @@ class Tree:
                 names.append("/".join(parts))
         return sorted(names)
 
+    def _unpack_tar(self) -> list[str]:
+        assert self._unpacked is not None
+        where = str(self.root)
+        names: set[str] = set()
+        written = 0
+        try:
+            with tarfile.open(self.root, "r:*") as tf:
+                for count, info in enumerate(tf, 1):
+                    if count > MAX_ZIP_MEMBERS:
+                        raise IngestError(f"tar archive has more than {MAX_ZIP_MEMBERS} members", source=where)
+                    name = info.name
+                    parts = PurePosixPath(name.replace("\\", "/")).parts
+                    if name.startswith(("/", "\\")) or ".." in parts or (parts and ":" in parts[0]):
+                        raise IngestError(f"unsafe path {name!r} in tar archive", source=where)
+                    parts = tuple(q for q in parts if q != ".")
+                    if info.isdir() or not parts:
+                        continue
+                    if not info.isreg():
+                        raise IngestError(f"{name!r} in tar archive is not a regular file (a link or device)",
+                                          source=where)
+                    rel = "/".join(parts)
+                    if rel in names:
+                        raise IngestError(f"tar archive holds {name!r} twice", source=where)
+                    if written + info.size > MAX_ZIP_BYTES:
+                        raise IngestError(f"tar archive expands to more than {MAX_ZIP_BYTES} bytes; upload a "
+                                          "folder or split it", source=where)
+                    dest = self._unpacked.joinpath(*parts)
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    src = tf.extractfile(info)
+                    with open(dest, "xb") as out:
+                        for chunk in iter(lambda: src.read(1 << 20), b""):  # noqa: B023 - used at once
+                            written += len(chunk)
+                            if written > MAX_ZIP_BYTES:  # more than the header claimed
+                                raise IngestError(f"tar archive expands to more than {MAX_ZIP_BYTES} bytes",
+                                                  source=where)
+                            out.write(chunk)
+                    names.add(rel)
+        except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
+            if isinstance(exc, IngestError):
+                raise
+            raise IngestError(f"unreadable tar archive: {exc}", source=where) from None
+        return sorted(names)
+
     def __enter__(self) -> Tree:
         return self
 
@@ -137,6 +200,9 @@ class Tree:
     def close(self) -> None:
         if self._zip is not None:
             self._zip.close()
+        if self._unpacked is not None:
+            shutil.rmtree(self._unpacked, ignore_errors=True)
+            self._unpacked = None
 
     @property
     def names(self) -> list[str]:
@@ -146,11 +212,13 @@ class Tree:
     def source(self, name: str) -> str:
         """How errors name a member: ``archive.zip/member`` or the file path."""
         real = self._real.get(name, name)
-        return f"{self.root}/{real}" if self._zip is not None else str(self.root / real)
+        return str(self.root / real) if self.root.is_dir() else f"{self.root}/{real}"
 
     def read_bytes(self, name: str) -> bytes:
         """The bytes of one member (counted against the zip budget)."""
         name = self._real[name]
+        if self._unpacked is not None:
+            return self._unpacked.joinpath(name).read_bytes()
         if self._zip is None:
             return (self.root / name).read_bytes()
         budget = MAX_ZIP_BYTES - self._read
@@ -181,8 +249,22 @@ class Tree:
         return (n for n in self.names if n.lower().endswith(suffix))
 
 
+def _is_tar(path: Path) -> bool:
+    """True for a (possibly compressed) tar archive; never raises."""
+    try:
+        return tarfile.is_tarfile(path)
+    except (OSError, EOFError, tarfile.TarError, ValueError):
+        return False
+
+
+def is_archive(path: str | os.PathLike) -> bool:
+    """True for a zip or tar file that :class:`Tree` opens."""
+    p = Path(path)
+    return p.is_file() and (zipfile.is_zipfile(p) or _is_tar(p))
+
+
 def open_tree(root: str | os.PathLike, *, strip_root: bool = True) -> Tree:
-    """Open a folder or a zip archive as a :class:`Tree`."""
+    """Open a folder, a zip or a tar archive as a :class:`Tree`."""
     tree = Tree(root)
     if strip_root:
         tree.strip_common_root()

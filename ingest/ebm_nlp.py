@@ -14,7 +14,7 @@ named ``gold`` are the medical experts' (role ``"expert"``); the others take ``r
 Aggregated annotations (``annotations/aggregated``) are not read.
 
 ``path`` is the ``ebm_nlp_2_00`` folder, its parent, or any folder below
-``annotations/individual`` (a phase or element folder selects it), or a ``.zip`` of
+``annotations/individual`` (a phase or element folder selects it), or a ``.zip`` or ``.tar(.gz)`` of
 one of these (unpacked with the safe-archive rules of :mod:`ingest._io`). The phase is the
 one in ``path``, else ``phase_1``. ``category`` picks the element (``participants``,
 ``interventions``, ``outcomes``; ``P``/``I``/``O`` and the PICO-data names work too);
@@ -29,12 +29,11 @@ from __future__ import annotations
 
 import os
 import tempfile
-import zipfile
 from pathlib import Path
 
 from aggregation.corpus import Corpus
 from ingest._common import check_role
-from ingest._io import Tree, read_text
+from ingest._io import Tree, is_archive, read_text
 from ingest.build import corpus_from_token_labels
 from ingest.errors import IngestError, ProblemLog
 
@@ -103,8 +102,8 @@ def read_ebm_nlp(
     """
     check_role(role)
     problems = problems or ProblemLog("fail")
-    if Path(path).is_file() and zipfile.is_zipfile(path):
-        return _read_zip(Path(path), role=role, problems=problems, category=category, phase=phase)
+    if is_archive(path):
+        return _read_archive(Path(path), role=role, problems=problems, category=category, phase=phase)
     docs_dir, root, path_phase = _locate(Path(path))
     phase = phase or path_phase or 1
     if phase not in (1, 2):
@@ -176,8 +175,9 @@ def read_ebm_nlp(
     )
 
 
-def _read_zip(path: Path, *, role: str, problems: ProblemLog, category: str | None, phase: int | None) -> Corpus:
-    """Unpack a zip upload (path-safe, size-bounded) into a temporary folder and read that.
+def _read_archive(path: Path, *, role: str, problems: ProblemLog, category: str | None, phase: int | None
+                  ) -> Corpus:
+    """Unpack a zip or tar upload (path-safe, size-bounded) into a temporary folder and read that.
 
     Messages name the archive (``upload.zip/<member>``), never the temporary folder.
     """

@@ -405,15 +405,17 @@ def test_categorical_columns_by_option_and_a_separate_gold_file(client, keys, se
     assert (workers[0]["annotator"], workers[0]["accuracy"]) == ("w4", 0.5)
 
 
-def test_ebm_nlp_zip_upload_runs_end_to_end(client, keys, tmp_path):
-    """An EBM-NLP folder zipped is an ordinary upload: crowd and gold folders give crowd and expert annotators."""
+@pytest.mark.parametrize("kind", ["zip", "gztar"])
+def test_ebm_nlp_archive_upload_runs_end_to_end(client, keys, tmp_path, kind):
+    """An EBM-NLP folder zipped, or tarred as the corpus is distributed, is an ordinary upload: crowd and gold
+    folders give crowd and expert annotators."""
     import shutil
 
     from tests.ingest.test_ebm_nlp import _layout
 
     key = keys["a"]
     _layout(tmp_path / "src")
-    archive = Path(shutil.make_archive(str(tmp_path / "ebm"), "zip", root_dir=tmp_path / "src"))
+    archive = Path(shutil.make_archive(str(tmp_path / "ebm"), kind, root_dir=tmp_path / "src"))
     ds = client.post("/api/v1/datasets", headers=auth(key), json={"name": "ebm"}).json()["id"]
     r = upload(client, key, ds, archive, format="ebm-nlp", category="participants")
     assert r.status_code == 201, r.text
