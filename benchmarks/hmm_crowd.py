@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from aggregation.corpus import Corpus
+from aggregation.dawid_skene import DawidSkene
 from aggregation.hmm_crowd import (
     HMMCrowd,
     _build_design,
@@ -252,7 +253,6 @@ def ner_variants(*, seeds: tuple[int, ...], n_docs: int) -> dict:
     import warnings
 
     from aggregation._base import ConvergenceWarning
-    from aggregation.dawid_skene import DawidSkene
     from aggregation.majority_vote import MajorityVote
 
     methods = {f"hmmcrowd[{name}]": (lambda kw=kw: HMMCrowd(**kw)) for name, kw in VARIANTS.items()}
@@ -308,6 +308,33 @@ def token_prf(gold: np.ndarray, pred: np.ndarray) -> dict:
     return {"precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0, "tp": tp, "fp": fp, "fn": fn}
 
 
+def worker_quality_vs_published(confusion: np.ndarray, worker_ids: tuple[str, ...], path: Path) -> dict | None:
+    """Our fitted 2x2 worker confusions against the authors' (``published/Participants_worker_quality.json``).
+
+    Each worker's sensitivity (``C[1, 1]``: labels a true span token as inside) and specificity
+    (``C[0, 0]``) are compared across the workers both name: Pearson and Spearman correlation,
+    and the mean absolute difference. The authors fitted with the real abstracts; the
+    worker model sees only the crowd labels and the inferred truth, so it is the part of the
+    fit that placeholder texts should change least.
+    """
+    if not path.exists():
+        return None
+    from scipy.stats import pearsonr, spearmanr
+
+    published = json.loads(path.read_text(encoding="utf-8"))
+    index = {w.split(":", 1)[1]: k for k, w in enumerate(worker_ids) if w.startswith("mturk:")}
+    shared = sorted(set(index) & set(published))
+    ours = confusion[[index[w] for w in shared]]
+    theirs = np.array([published[w] for w in shared], dtype=float)
+    out: dict = {"workers_compared": len(shared), "workers_published": len(published)}
+    for name, (i, j) in {"sensitivity": (1, 1), "specificity": (0, 0)}.items():
+        a, b = ours[:, i, j], theirs[:, i, j]
+        out[name] = {"pearson": float(pearsonr(a, b)[0]), "spearman": float(spearmanr(a, b)[0]),
+                     "mean_abs_diff": float(np.mean(np.abs(a - b))), "mean_ours": float(a.mean()),
+                     "mean_published": float(b.mean())}
+    return out
+
+
 def pico(*, limit: int | None) -> dict:
     t0 = time.perf_counter()
     full, published, dropped = load_pico(limit=limit)
@@ -346,6 +373,12 @@ def pico(*, limit: int | None) -> dict:
             allpub = pub >= 0
             out["agreement_with_published_hmmcrowd_all_docs"] = float(np.mean(pub[allpub] == model.labels_[allpub]))
             out["published_hmmcrowd_same_tokens_f1_ours"] = token_prf(union[ok], model.labels_[ok])["f1"]
+    quality_file = PICO / "published" / "Participants_worker_quality.json"
+    out["worker_quality_vs_published"] = {
+        "hmmcrowd": worker_quality_vs_published(model.worker_confusion_, crowd.worker_ids, quality_file),
+        "dawid_skene": worker_quality_vs_published(DawidSkene().fit(crowd).worker_confusion_, crowd.worker_ids,
+                                                   quality_file),
+    }
     return out
 
 

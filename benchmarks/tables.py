@@ -208,6 +208,20 @@ def render_hmm_crowd(d: dict, results: Path, quick: bool) -> str:
             [[f"{p['documents']:,}", f"{p['tokens']:,}", f"{p['crowd_labels']:,}", p["annotators"], p["iterations"],
               _ms(p["fit_seconds"]), f"{p['fit_peak_traced_memory_mb']:.0f} MB",
               _f(p["agreement_with_published_hmmcrowd_all_docs"])]])
+        q = p.get("worker_quality_vs_published") or {}
+        rows = []
+        for key, name in (("hmmcrowd", "HMMCrowd"), ("dawid_skene", "DawidSkene")):
+            w = q.get(key)
+            if w:
+                rows += [[name, what, w["workers_compared"], _f(w[what]["pearson"]), _f(w[what]["spearman"]),
+                          _f(w[what]["mean_abs_diff"]), f"{w[what]['mean_ours']:.3f} / {w[what]['mean_published']:.3f}"]
+                         for what in ("sensitivity", "specificity")]
+        if rows:
+            out += ("\n\nEach worker's fitted confusion against the authors' HMM-Crowd estimate "
+                    "(`published/Participants_worker_quality.json`): sensitivity = P(inside | true inside), "
+                    "specificity = P(outside | true outside).\n\n"
+                    + _table(["our fit", "", "workers", "Pearson r", "Spearman ρ", "mean abs. difference",
+                              "mean ours / published"], rows))
     return out
 
 
