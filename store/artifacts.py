@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from aggregation.corpus import Corpus
 from store.errors import ArtifactMissingError, UploadTooLargeError
 
-__all__ = ["Artifact", "ArtifactStore", "safe_suffix"]
+__all__ = ["Artifact", "ArtifactStore", "artifact_path", "safe_suffix"]
 
 _CHUNK = 1 << 20
 #: The folders of stored files, one per kind (each has ``<sha[:2]>/<sha><suffix>`` and ``tmp/``).
@@ -39,6 +39,11 @@ def safe_suffix(filename: str | None) -> str:
         return ""
     suffix = Path(filename.replace("\\", "/")).suffix.lower()
     return suffix if _SUFFIX.fullmatch(suffix) else ""
+
+
+def artifact_path(kind: str, sha: str, suffix: str = "") -> str:
+    """Where the store keeps a file, relative to its root: ``<kind>/<sha[:2]>/<sha><suffix>``."""
+    return f"{kind}/{sha[:2]}/{sha}{suffix}"
 
 
 @dataclass(frozen=True)
@@ -61,7 +66,7 @@ class ArtifactStore:
 
     # ------------------------------------------------------------ writing
     def _final(self, kind: str, sha: str, suffix: str) -> Path:
-        return self.root / kind / sha[:2] / f"{sha}{suffix}"
+        return self.root / artifact_path(kind, sha, suffix)
 
     def _commit(self, tmp: Path, *, kind: str, sha: str, size: int, suffix: str) -> Artifact:
         final = self._final(kind, sha, suffix)

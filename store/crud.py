@@ -17,6 +17,7 @@ from sqlalchemy import func, nulls_last
 from sqlmodel import Session, col, delete, select
 
 from aggregation.corpus import Corpus
+from store.artifacts import artifact_path
 from store.models import (
     Annotator,
     ApiKey,
@@ -168,12 +169,12 @@ def referenced_artifacts(*, session: Session) -> set[str]:
     artifact folders belongs to deleted rows (or to an upload still in flight).
     """
     def corpus(sha: str | None) -> str | None:
-        return f"corpora/{sha[:2]}/{sha}.npz" if sha else None
+        return artifact_path("corpora", sha, ".npz") if sha else None
 
     keep: set[str | None] = set()
     for raw_path, own, options in session.exec(select(Upload.raw_path, Upload.corpus_sha256, Upload.options)):
         docs = (options or {}).get("docs_sha256")
-        keep.update((raw_path, corpus(own), f"docs/{docs[:2]}/{docs}.zip" if isinstance(docs, str) else None))
+        keep.update((raw_path, corpus(own), artifact_path("docs", docs, ".zip") if isinstance(docs, str) else None))
     keep.update(corpus(sha) for sha in session.exec(select(Dataset.corpus_sha256)))
     for sha, artifacts in session.exec(select(Job.corpus_sha256, Job.artifacts)):
         keep.add(corpus(sha))
