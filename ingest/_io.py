@@ -33,7 +33,7 @@ import stat
 import tarfile
 import tempfile
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
 
 from ingest.errors import IngestError
@@ -111,8 +111,7 @@ class Tree:
                               source=str(root))
         else:
             raise IngestError("no such file or folder", source=str(root))
-        # Hidden files and macOS resource forks are never annotations.
-        names = [n for n in self._names if not any(p.startswith(".") or p == "__MACOSX" for p in n.split("/"))]
+        names = [n for n in self._names if not _hidden(n.split("/"))]
         self._real = {n: n for n in names}
 
     def _check_zip(self, z: zipfile.ZipFile) -> list[str]:
@@ -137,9 +136,7 @@ class Tree:
                     source=str(self.root),
                 )
             name = info.filename
-            parts = PurePosixPath(name.replace("\\", "/")).parts
-            if name.startswith(("/", "\\")) or ".." in parts or (parts and ":" in parts[0]):
-                raise IngestError(f"unsafe path {name!r} in zip archive", source=str(self.root))
+            parts = _member_parts(name, "zip", str(self.root))
             if stat.S_ISLNK(info.external_attr >> 16):
                 raise IngestError(f"symbolic link {name!r} in zip archive", source=str(self.root))
             if info.flag_bits & 0x1:
@@ -159,10 +156,7 @@ class Tree:
                     if count > MAX_ZIP_MEMBERS:
                         raise IngestError(f"tar archive has more than {MAX_ZIP_MEMBERS} members", source=where)
                     name = info.name
-                    parts = PurePosixPath(name.replace("\\", "/")).parts
-                    if name.startswith(("/", "\\")) or ".." in parts or (parts and ":" in parts[0]):
-                        raise IngestError(f"unsafe path {name!r} in tar archive", source=where)
-                    parts = tuple(q for q in parts if q != ".")
+                    parts = tuple(q for q in _member_parts(name, "tar", where) if q != ".")
                     if info.isdir() or not parts:
                         continue
                     if not info.isreg():
@@ -174,6 +168,9 @@ class Tree:
                     if written + info.size > MAX_ZIP_BYTES:
                         raise IngestError(f"tar archive expands to more than {MAX_ZIP_BYTES} bytes; upload a "
                                           "folder or split it", source=where)
+                    names.add(rel)
+                    if _hidden(parts):  # checked like the others, but never read: not unpacked
+                        continue
                     dest = self._unpacked.joinpath(*parts)
                     dest.parent.mkdir(parents=True, exist_ok=True)
                     src = tf.extractfile(info)
@@ -184,10 +181,9 @@ class Tree:
                                 raise IngestError(f"tar archive expands to more than {MAX_ZIP_BYTES} bytes",
                                                   source=where)
                             out.write(chunk)
-                    names.add(rel)
+        except IngestError:
+            raise
         except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
-            if isinstance(exc, IngestError):
-                raise
             raise IngestError(f"unreadable tar archive: {exc}", source=where) from None
         return sorted(names)
 
@@ -203,6 +199,13 @@ class Tree:
         if self._unpacked is not None:
             shutil.rmtree(self._unpacked, ignore_errors=True)
             self._unpacked = None
+
+    @property
+    def folder(self) -> Path | None:
+        """The folder holding the files on disk (a folder tree's root, a tar's private copy); None for a zip."""
+        if self._unpacked is not None:
+            return self._unpacked
+        return self.root if self._zip is None else None
 
     @property
     def names(self) -> list[str]:
@@ -247,6 +250,19 @@ class Tree:
     def iter_files(self, suffix: str) -> Iterator[str]:
         """Names ending in ``suffix`` (case-insensitive), sorted."""
         return (n for n in self.names if n.lower().endswith(suffix))
+
+
+def _hidden(parts: Sequence[str]) -> bool:
+    """Hidden files and macOS resource forks, which are never annotations."""
+    return any(p.startswith(".") or p == "__MACOSX" for p in parts)
+
+
+def _member_parts(name: str, kind: str, source: str) -> tuple[str, ...]:
+    """The path parts of an archive member; absolute names, ``..`` and drive letters are refused."""
+    parts = PurePosixPath(name.replace("\\", "/")).parts
+    if name.startswith(("/", "\\")) or ".." in parts or (parts and ":" in parts[0]):
+        raise IngestError(f"unsafe path {name!r} in {kind} archive", source=source)
+    return parts
 
 
 def _is_tar(path: Path) -> bool:

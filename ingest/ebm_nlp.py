@@ -177,24 +177,30 @@ def read_ebm_nlp(
 
 def _read_archive(path: Path, *, role: str, problems: ProblemLog, category: str | None, phase: int | None
                   ) -> Corpus:
-    """Unpack a zip or tar upload (path-safe, size-bounded) into a temporary folder and read that.
+    """Read a zip or tar upload (path-safe, size-bounded) from a folder on disk.
 
-    Messages name the archive (``upload.zip/<member>``), never the temporary folder.
+    A tar is read from the copy :class:`~ingest._io.Tree` unpacked; a zip's members are written
+    to a temporary folder first. Messages name the archive (``upload.zip/<member>``), never
+    the folder.
     """
-    with tempfile.TemporaryDirectory(prefix="crowdqa-ebmnlp-") as tmp, Tree(path) as tree:
-        for name in tree.names:
-            dest = Path(tmp, name)
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_bytes(tree.read_bytes(name))
-        # A single top-level folder is where the layout starts (the usual way folders are zipped).
+    with Tree(path) as tree, tempfile.TemporaryDirectory(prefix="crowdqa-ebmnlp-") as tmp:
+        folder = tree.folder
+        if folder is None:  # a zip: members are read in memory, so write them out
+            folder = Path(tmp)
+            for name in tree.names:
+                dest = folder / name
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                dest.write_bytes(tree.read_bytes(name))
+        # A single top-level folder is where the layout starts (the usual way folders are archived).
         tops = {Path(n).parts[0] for n in tree.names}
-        root = Path(tmp, next(iter(tops))) if len(tops) == 1 and Path(tmp, next(iter(tops))).is_dir() else Path(tmp)
+        root = folder / next(iter(tops)) if len(tops) == 1 and (folder / next(iter(tops))).is_dir() else folder
         before = len(problems.problems)
         try:
             corpus = read_ebm_nlp(root, role=role, problems=problems, category=category, phase=phase)
         except IngestError as exc:
-            raise IngestError(exc.detail, source=exc.source.replace(tmp, str(path)), line=exc.line) from None
+            raise IngestError(exc.detail, source=exc.source.replace(str(folder), str(path)), line=exc.line) from None
         problems.problems[before:] = [
-            type(pr)(pr.source.replace(tmp, str(path)), pr.line, pr.message) for pr in problems.problems[before:]
+            type(pr)(pr.source.replace(str(folder), str(path)), pr.line, pr.message)
+            for pr in problems.problems[before:]
         ]
         return corpus

@@ -79,3 +79,13 @@ def test_the_private_copy_is_removed_on_close(tmp_path):
     assert tree.source("u/d.txt") == f"{tmp_path / 'a.tgz'}/u/d.txt"
     tree.close()
     assert not copy.exists()
+
+
+def test_hidden_members_are_checked_but_not_unpacked(tmp_path):
+    """macOS resource forks (``._x``) and ``__MACOSX`` are left out of the tree and of its copy on disk."""
+    tree = Tree(_tar(tmp_path / "mac.tgz", {"u/d.txt": b"x", "u/._d.txt": b"junk", "__MACOSX/u/d.txt": b"junk"}))
+    assert tree.names == ["u/d.txt"] and tree.folder is not None
+    assert sorted(p.relative_to(tree.folder).as_posix() for p in tree.folder.rglob("*") if p.is_file()) == ["u/d.txt"]
+    tree.close()
+    with pytest.raises(IngestError, match="holds 'u/._d.txt' twice"):
+        Tree(_tar(tmp_path / "dup.tgz", {"u/._d.txt": b""}, extra=[tarfile.TarInfo("u/._d.txt")]))
