@@ -136,12 +136,12 @@ def _accuracy_block(correct: int, compared: int) -> dict:
 
 def _add_worker_accuracy(blocks: list[dict | None], corpus: Corpus, valid_obs: NDArray, ref_obs: NDArray) -> None:
     """Put each worker's accuracy (labels equal to ``ref_obs`` over the rows in ``valid_obs``) in its block."""
-    w = corpus.worker[valid_obs]
-    correct = np.bincount(w, weights=corpus.label[valid_obs] == ref_obs[valid_obs], minlength=corpus.n_workers)
-    compared = np.bincount(w, minlength=corpus.n_workers)
+    right = valid_obs & (corpus.label == ref_obs)
+    correct = np.bincount(corpus.worker[right], minlength=corpus.n_workers)
+    compared = np.bincount(corpus.worker[valid_obs], minlength=corpus.n_workers)
     for k, block in enumerate(blocks):
         if block is not None:
-            block["accuracy"] = _accuracy_block(int(round(correct[k])), int(compared[k]))
+            block["accuracy"] = _accuracy_block(int(correct[k]), int(compared[k]))
 
 
 def _worker_blocks(
@@ -499,16 +499,16 @@ def format_report(report: dict, *, max_workers: int = 40) -> str:
         stop = "fixed schedule" if conv is None else f"converged {conv}"
         lines.append(f"fit: {fit.get('iterations', '-')} iterations, {stop}, "
                      f"{_fmt(fit.get('seconds'), 1)} s")
+    categorical = report.get("kind") == "categorical"  # one-token documents: say items, score accuracy
     counts = report.get("counts", {})
     if counts:
-        if report.get("kind") == "categorical":  # one-token documents: say items
+        if categorical:
             lines.append(f"{counts['documents']} items, {counts['crowd_workers']} crowd workers, "
                          f"{counts['experts']} experts on {counts['expert_documents']} items")
         else:
             lines.append(f"{counts['documents']} documents, {counts['tokens']} tokens, {counts['crowd_workers']} "
                          f"crowd workers, {counts['experts']} experts on {counts['expert_documents']} documents")
     lines.append("")
-    categorical = report.get("kind") == "categorical"
     agg = report.get("aggregate_vs_expert")
     if categorical:
         lines.append("Aggregate vs experts (95% Clopper-Pearson intervals)")

@@ -24,8 +24,7 @@ router = APIRouter(prefix="/jobs", tags=["jobs"])
 
 Offset = Annotated[int, Query(ge=0, le=10**9, description="Rows to skip.")]
 Limit = Annotated[int, Query(ge=1, le=1000, description="Rows to return (at most 1000).")]
-SortKey = Literal["annotator", "role", "documents", "tokens", "precision", "recall", "f1", "span_f1",
-                  "agreement_precision", "agreement_recall", "agreement_f1", "accuracy", "agreement_accuracy"]
+SortKey = Literal[crud.WORKER_SORT_KEYS]  # the store's sortable columns, one list for both
 
 LABEL_FORMATS: dict[str, tuple[str, str]] = {
     "spans-jsonl": ("application/x-ndjson", ".jsonl"),
