@@ -85,11 +85,13 @@ def service(mode: str, data_dir: Path, *, n_workers: int = 2):
 
 
 class _Client(threading.Thread):
-    """One load client: its own dataset, then upload -> enqueue -> poll until the deadline."""
+    """One load client: its own dataset, then upload -> enqueue -> poll until the deadline, and at least
+    ``min_rounds`` times (so a slow, shared machine still puts every client through the whole path)."""
 
-    def __init__(self, api: str, key: str, index: int, deadline: float, drain: float) -> None:
+    def __init__(self, api: str, key: str, index: int, deadline: float, drain: float, min_rounds: int) -> None:
         super().__init__(name=f"load-{index}", daemon=True)
         self.api, self.key, self.index, self.deadline, self.drain = api, key, index, deadline, drain
+        self.min_rounds = min_rounds
         self.latency: dict[str, list[float]] = defaultdict(list)
         self.jobs: list[str] = []
         self.statuses: dict[str, str] = {}
@@ -109,7 +111,7 @@ class _Client(threading.Thread):
             try:
                 ds = self._call(http, "create", "POST", "/datasets", json={"name": f"load-{self.index}"}).json()["id"]
                 n = 0
-                while time.monotonic() < self.deadline:
+                while (time.monotonic() < self.deadline or n < self.min_rounds) and time.monotonic() < self.drain:
                     role = "crowd" if n == 0 else "expert"  # later files: new annotators, so the merge never clashes
                     body = data if n == 0 else data.replace(b'"annotator": "', f'"annotator": "c{n}-'.encode())
                     r = self._call(http, "upload", "POST", f"/datasets/{ds}/uploads",
@@ -135,13 +137,18 @@ class _Client(threading.Thread):
                 self.errors.append(f"{type(exc).__name__}: {exc}")
 
 
-def run(mode: str, *, clients: int = 20, seconds: float = 30.0, n_workers: int = 2, drain: float = 120.0) -> dict:
-    """Run the load against one mode; return the measurements and the consistency checks."""
+def run(mode: str, *, clients: int = 20, seconds: float = 30.0, n_workers: int = 2, drain: float = 120.0,
+        min_rounds: int = 0) -> dict:
+    """Run the load against one mode; return the measurements and the consistency checks.
+
+    Clients start new jobs for ``seconds``, and each at least ``min_rounds`` times however long that
+    takes (bounded by ``drain``): a test asks for a number of jobs, not for a speed.
+    """
     with tempfile.TemporaryDirectory(prefix="crowdqa-load-") as tmp, \
             service(mode, Path(tmp) / "data", n_workers=n_workers) as (api, key):
         t0 = time.monotonic()
         deadline, drain_until = t0 + seconds, t0 + seconds + drain
-        threads = [_Client(api, key, i, deadline, drain_until) for i in range(clients)]
+        threads = [_Client(api, key, i, deadline, drain_until, min_rounds) for i in range(clients)]
         for t in threads:
             t.start()
         for t in threads:
