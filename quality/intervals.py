@@ -6,6 +6,13 @@ F1 is not a proportion of independent trials, and tokens within a document are n
 independent, so its interval comes from resampling *documents* with replacement
 and recomputing F1 from the summed per-document counts [2]_ (percentile method).
 
+Two implementations of that one bootstrap: :func:`bootstrap_f1_bounds` draws document
+indices (one group; its cost is ``n_boot x n_docs``), and
+:func:`grouped_bootstrap_f1_bounds` bootstraps many groups (every worker of a report)
+in one pass at a cost of ``n_boot`` times the number of *distinct* count rows per group,
+by drawing how often each distinct row is picked from a multinomial. The two have the
+same distribution of resampled sums (see the Notes there); their random streams differ.
+
 References
 ----------
 .. [1] C. J. Clopper, E. S. Pearson (1934). The use of confidence or fiducial limits
@@ -21,7 +28,10 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.stats import beta
 
-__all__ = ["Interval", "clopper_pearson", "clopper_pearson_bounds", "bootstrap_f1", "bootstrap_f1_bounds"]
+__all__ = [
+    "Interval", "clopper_pearson", "clopper_pearson_bounds", "bootstrap_f1", "bootstrap_f1_bounds",
+    "grouped_bootstrap_f1_bounds",
+]
 
 
 @dataclass(frozen=True)
@@ -159,3 +169,182 @@ def bootstrap_f1(
     """Document-level percentile bootstrap interval of F1; see :func:`bootstrap_f1_bounds`."""
     low, high = bootstrap_f1_bounds(counts, n_boot=n_boot, level=level, rng=rng)
     return Interval(low, high, level, "bootstrap-percentile")
+
+
+def grouped_bootstrap_f1_bounds(
+    counts: NDArray,
+    group: NDArray,
+    *,
+    n_groups: int,
+    n_boot: int = 1000,
+    level: float = 0.95,
+    rng: np.random.Generator | int | None = 0,
+    max_cells: int = 1 << 22,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    r"""Percentile bootstrap bounds of micro F1 for every group of documents, in one pass.
+
+    Each group (e.g. one worker's documents) is resampled on its own, as
+    :func:`bootstrap_f1_bounds` resamples one: ``n_boot`` resamples of its ``n``
+    documents drawn with replacement, F1 recomputed from the summed counts, resamples
+    with undefined F1 left out, percentile bounds taken.
+
+    Parameters
+    ----------
+    counts : ndarray of shape (n_docs, 3)
+        ``tp, fp, fn`` of each (group, document) row; non-negative integers.
+    group : ndarray of shape (n_docs,)
+        Group index of each row, in ``[0, n_groups)``.
+    n_groups : int
+    n_boot : int, default=1000
+    level : float, default=0.95
+    rng : numpy Generator or int seed, default=0
+        One stream for all groups.
+    max_cells : int, default=4_194_304
+        Largest number of random draws held at once (memory bound).
+
+    Returns
+    -------
+    low, high : ndarray of shape (n_groups,)
+        ``nan`` for a group without rows or whose F1 is undefined in every resample.
+
+    Notes
+    -----
+    F1 :math:`= 2\,TP / (2\,TP + FP + FN)` depends on a resample only through the sums
+    of ``tp`` and ``e = fp + fn`` over its documents, so documents with equal
+    :math:`(tp, e)` are interchangeable. If a group's ``n`` documents hold ``J`` distinct
+    rows :math:`r_j` with multiplicities :math:`m_j`, the number of times a resample of
+    ``n`` uniform draws picks row ``j`` is
+    :math:`(N_1, .., N_J) \sim \mathrm{Multinomial}(n; m_1/n, .., m_J/n)`, and
+    :math:`\sum_j N_j r_j` has exactly the distribution of the sum of ``n`` documents drawn
+    with replacement. Each group is drawn the cheaper way (``J - 1`` binomial draws per
+    resample cost about as much as ``5 (J - 1)`` uniform indices): by multinomial counts
+    (categorical items have at most three distinct rows: a hit, an error, neither) or
+    by drawing document indices, all groups of one kind at once in chunks of
+    ``max_cells`` draws. Percentiles follow numpy's default (linear) rule over the
+    resamples where F1 is defined.
+    """
+    _check_level(level)
+    counts = np.asarray(counts)
+    group = np.asarray(group)
+    if counts.ndim != 2 or counts.shape[1] != 3:
+        raise ValueError(f"counts must have shape (n_docs, 3), found {counts.shape}")
+    if group.shape != (counts.shape[0],):
+        raise ValueError(f"group must have shape ({counts.shape[0]},), found {group.shape}")
+    if n_boot < 1:
+        raise ValueError(f"n_boot must be >= 1, found {n_boot}")
+    if counts.size and (np.any(counts < 0) or not np.all(np.mod(counts, 1) == 0)):
+        raise ValueError("counts must be non-negative integers")
+    if group.size and (group.min() < 0 or group.max() >= n_groups):
+        raise ValueError(f"group must be in [0, {n_groups}), found {int(group.min())}..{int(group.max())}")
+    rng = np.random.default_rng(rng)
+    low = np.full(n_groups, np.nan)
+    high = np.full(n_groups, np.nan)
+    if counts.shape[0] == 0:
+        return low, high
+    counts = counts.astype(np.int64)
+    tp, err, group = counts[:, 0], counts[:, 1] + counts[:, 2], group.astype(np.int64)
+    n_docs = np.bincount(group, minlength=n_groups)
+    u_group, u_tp, u_err, mult = _distinct_rows(group, tp, err)
+    n_rows = np.bincount(u_group, minlength=n_groups)  # J of each group
+    q = (100 * (1.0 - level) / 2.0, 100 * (1.0 + level) / 2.0)
+    by_count = (n_docs > 0) & (5 * (n_rows - 1) < n_docs)
+    by_index = (n_docs > 0) & ~by_count
+    for g, (s_tp, s_err) in _multinomial_sums(u_group, u_tp, u_err, mult, n_rows, np.flatnonzero(by_count),
+                                              n_boot=n_boot, rng=rng, max_cells=max_cells):
+        low[g], high[g] = _nan_percentiles(_f1(s_tp, s_err), q)
+    for g, (s_tp, s_err) in _index_sums(group, tp, err, n_docs, np.flatnonzero(by_index),
+                                        n_boot=n_boot, rng=rng, max_cells=max_cells):
+        low[g], high[g] = _nan_percentiles(_f1(s_tp, s_err), q)
+    return low, high
+
+
+def _f1(tp: NDArray, err: NDArray) -> NDArray[np.float64]:
+    """``2 tp / (2 tp + err)``, ``nan`` where the denominator is 0."""
+    den = 2 * tp + err
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, 2 * tp / den, np.nan)
+
+
+def _distinct_rows(group: NDArray, tp: NDArray, err: NDArray) -> tuple[NDArray, NDArray, NDArray, NDArray]:
+    """The distinct ``(group, tp, err)`` rows sorted by group, and how often each occurs."""
+    s_tp, s_err = int(tp.max()) + 1, int(err.max()) + 1
+    if float(group.max() + 1) * s_tp * s_err < 2.0**62:
+        uniq, mult = np.unique((group * s_tp + tp) * s_err + err, return_counts=True)
+        return uniq // (s_tp * s_err), (uniq // s_err) % s_tp, uniq % s_err, mult
+    uniq, mult = np.unique(np.column_stack([group, tp, err]), axis=0, return_counts=True)
+    return uniq[:, 0], uniq[:, 1], uniq[:, 2], mult
+
+
+def _chunks(sizes: NDArray, budget: int):
+    """Consecutive index ranges ``[a, b)`` of ``sizes`` whose sums stay within ``budget`` (at least one each)."""
+    ends = np.cumsum(sizes)
+    a = 0
+    while a < sizes.shape[0]:
+        b = max(a + 1, int(np.searchsorted(ends, (ends[a - 1] if a else 0) + budget, side="right")))
+        yield a, b
+        a = b
+
+
+def _multinomial_sums(u_group, u_tp, u_err, mult, n_rows, groups, *, n_boot, rng, max_cells):
+    """Resampled ``(tp, err)`` sums of ``groups`` by multinomial counts of their distinct rows.
+
+    Yields ``(groups_chunk, (tp_sums, err_sums))`` with sums of shape (n_boot, len(groups_chunk)).
+    Groups are bucketed by their number of distinct rows ``J`` (rounded up to a power of two
+    past 4), and padding columns (probability 0) come first, so numpy's sequential
+    binomials give them nothing and the last real row takes the remainder.
+    """
+    first = np.concatenate([[0], np.cumsum(n_rows)[:-1]])
+    n = np.bincount(u_group, weights=mult, minlength=n_rows.shape[0]).astype(np.int64)
+    j_all = n_rows[groups]
+    width = np.where(j_all <= 4, j_all, 1 << np.ceil(np.log2(np.maximum(j_all, 1))).astype(np.int64))
+    for j in np.unique(width).tolist():
+        bucket = groups[width == j]
+        for a, b in _chunks(np.full(bucket.shape[0], n_boot * j), max_cells):
+            g = bucket[a:b]
+            pad = j - n_rows[g]
+            col = np.arange(j)[None, :] - pad[:, None]  # index among the group's rows; < 0 is padding
+            real = col >= 0
+            at = first[g][:, None] + np.maximum(col, 0)
+            p = np.where(real, mult[at] / n[g][:, None], 0.0)
+            draws = rng.multinomial(n[g], p, size=(n_boot, g.shape[0]))  # (n_boot, len(g), j)
+            yield g, (np.einsum("bgj,gj->bg", draws, np.where(real, u_tp[at], 0)),
+                      np.einsum("bgj,gj->bg", draws, np.where(real, u_err[at], 0)))
+
+
+def _index_sums(group, tp, err, n_docs, groups, *, n_boot, rng, max_cells):
+    """Resampled ``(tp, err)`` sums of ``groups`` by drawing document indices (as :func:`bootstrap_f1_bounds`).
+
+    Yields ``(groups_chunk, (tp_sums, err_sums))`` with sums of shape (n_boot, len(groups_chunk)).
+    """
+    order = np.argsort(group, kind="stable")
+    start = np.concatenate([[0], np.cumsum(n_docs)[:-1]])
+    tp, err = tp[order], err[order]
+    for a, b in _chunks(n_boot * n_docs[groups], max_cells):
+        g = groups[a:b]
+        size = n_docs[g]
+        slot_base = np.repeat(start[g], size)  # one slot per drawn document of a resample
+        idx = slot_base + rng.integers(0, np.repeat(size, size), size=(n_boot, slot_base.shape[0]))
+        at = np.concatenate([[0], np.cumsum(size)[:-1]])
+        yield g, (np.add.reduceat(tp[idx], at, axis=1), np.add.reduceat(err[idx], at, axis=1))
+
+
+def _nan_percentiles(values: NDArray, qs: tuple[float, ...]) -> tuple[NDArray[np.float64], ...]:
+    """Percentiles along axis 0 over the non-nan entries of each column (numpy's "linear" rule).
+
+    Columns without a non-nan entry give ``nan``. Equals ``np.nanpercentile(values, q, axis=0)``
+    without its per-column Python loop.
+    """
+    v = np.sort(values, axis=0)  # nan sorts last
+    n = np.count_nonzero(~np.isnan(v), axis=0)
+    cols = np.arange(v.shape[1])
+    out = []
+    for q in qs:
+        h = (np.maximum(n, 1) - 1) * (q / 100.0)
+        lo = np.floor(h).astype(np.int64)
+        hi = np.minimum(lo + 1, np.maximum(n - 1, 0))
+        t = h - lo
+        a, b = v[lo, cols], v[hi, cols]
+        # numpy's _lerp: a + t (b - a), computed from the nearer end for t >= 0.5.
+        r = np.where(t >= 0.5, b - (b - a) * (1 - t), a + (b - a) * t)
+        out.append(np.where(n > 0, r, np.nan))
+    return tuple(out)

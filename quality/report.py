@@ -29,8 +29,9 @@ Rules
   ``vs_aggregate`` covers all of the worker's documents.
 
 Per-worker counts come from one ``bincount`` over the COO arrays for all workers at
-once; the per-worker bootstrap loops over workers only (each vectorised over its
-resamples and documents).
+once, and every worker's bootstrap is drawn in one pass
+(:func:`quality.intervals.grouped_bootstrap_f1_bounds`), at a cost that follows the
+workers' distinct per-document counts, not a loop over workers.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from numpy.typing import NDArray
 from aggregation.corpus import MISSING, Corpus
 from aggregation.spans import decode_spans
 from quality.agreement import cohen_kappa, krippendorff_alpha_corpus, pairwise_f1
-from quality.intervals import bootstrap_f1_bounds, clopper_pearson_bounds
+from quality.intervals import clopper_pearson_bounds, grouped_bootstrap_f1_bounds
 from quality.metrics import grouped_counts, per_label_prf, prf_from_counts
 from quality.pair_agreement import kappa_from_confusions, pair_confusions
 from quality.references import RULES, reference_labels
@@ -91,7 +92,9 @@ def score_block(
     (p_lo, r_lo), (p_hi, r_hi) = clopper_pearson_bounds([tp, tp], [tp + fp, tp + fn], level=LEVEL)
     f_ci = None
     if doc_counts.shape[0] >= min_boot_docs and n_boot > 0:
-        f_ci = _ci(*bootstrap_f1_bounds(doc_counts, n_boot=n_boot, level=LEVEL, rng=rng))
+        (low,), (high,) = grouped_bootstrap_f1_bounds(doc_counts, np.zeros(doc_counts.shape[0], dtype=np.int64),
+                                                      n_groups=1, n_boot=n_boot, level=LEVEL, rng=rng)
+        f_ci = _ci(low, high)
     out = {
         "precision": _num(p), "recall": _num(r), "f1": _num(f), "tp": tp, "fp": fp, "fn": fn,
         "precision_ci": _ci(p_lo, p_hi), "recall_ci": _ci(r_lo, r_hi), "f1_ci": f_ci,
@@ -156,16 +159,18 @@ def _worker_blocks(
     p, r, f = prf_from_counts(tp, fp, fn)
     p_lo, p_hi = clopper_pearson_bounds(tp, tp + fp, level=LEVEL)
     r_lo, r_hi = clopper_pearson_bounds(tp, tp + fn, level=LEVEL)
-    bounds = np.concatenate([[0], np.cumsum(n_docs)])
+    boot = (n_docs >= min_boot_docs) & (n_boot > 0)
+    f_lo, f_hi = np.full(n_workers, np.nan), np.full(n_workers, np.nan)
+    if np.any(boot):
+        rows = boot[pair_worker]
+        f_lo, f_hi = grouped_bootstrap_f1_bounds(counts[rows], pair_worker[rows], n_groups=n_workers, n_boot=n_boot,
+                                                 level=LEVEL, rng=np.random.default_rng([seed, stream]))
     out: list[dict | None] = []
     for w in range(n_workers):
         if n_docs[w] == 0:
             out.append(None)
             continue
-        f_ci = None
-        if n_docs[w] >= min_boot_docs and n_boot > 0:
-            rng = np.random.default_rng([seed, stream, w])
-            f_ci = _ci(*bootstrap_f1_bounds(counts[bounds[w]:bounds[w + 1]], n_boot=n_boot, level=LEVEL, rng=rng))
+        f_ci = _ci(f_lo[w], f_hi[w]) if boot[w] else None
         out.append({
             "precision": _num(p[w]), "recall": _num(r[w]), "f1": _num(f[w]),
             "tp": int(tp[w]), "fp": int(fp[w]), "fn": int(fn[w]),
