@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.stats import beta
+from scipy.special import betainccinv, betaincinv
 
 __all__ = [
     "Interval", "clopper_pearson", "clopper_pearson_bounds", "bootstrap_f1", "bootstrap_f1_bounds",
@@ -96,8 +96,10 @@ def clopper_pearson_bounds(
     a = (1.0 - level) / 2.0
     with np.errstate(invalid="ignore", divide="ignore"):
         # Shape parameters of 0 give nan; those cases are set by the limits below.
-        low = beta.ppf(a, k, n - k + 1)
-        high = beta.isf(a, k + 1, n - k)
+        # The beta quantiles by the regularized incomplete beta inverses (what scipy.stats.beta's ppf
+        # and isf call, without importing scipy.stats).
+        low = betaincinv(k, n - k + 1, a)
+        high = betainccinv(k + 1, n - k, a)
     low = np.where(k == 0, 0.0, low)
     high = np.where(k == n, 1.0, high)
     empty = n == 0

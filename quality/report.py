@@ -130,11 +130,17 @@ def _span_blocks(
     return out
 
 
+def _accuracy_blocks(correct: NDArray, compared: NDArray) -> list[dict]:
+    """Share of compared tokens (items) labelled as the reference, with its Clopper-Pearson interval, elementwise."""
+    lo, hi = clopper_pearson_bounds(correct, compared, level=LEVEL)  # all at once
+    return [{"value": c / n if n else None, "correct": c, "compared": n, "ci": _ci(a, b)}
+            for c, n, a, b in zip(np.asarray(correct).tolist(), np.asarray(compared).tolist(), lo.tolist(), hi.tolist(),
+                                  strict=True)]
+
+
 def _accuracy_block(correct: int, compared: int) -> dict:
-    """Share of compared tokens (items) labelled as the reference, with its Clopper-Pearson interval."""
-    (lo,), (hi,) = clopper_pearson_bounds([correct], [compared], level=LEVEL)
-    return {"value": correct / compared if compared else None, "correct": int(correct), "compared": int(compared),
-            "ci": _ci(lo, hi)}
+    """:func:`_accuracy_blocks` of one count."""
+    return _accuracy_blocks(np.array([int(correct)]), np.array([int(compared)]))[0]
 
 
 def _add_worker_accuracy(blocks: list[dict | None], corpus: Corpus, valid_obs: NDArray, ref_obs: NDArray) -> None:
@@ -142,9 +148,9 @@ def _add_worker_accuracy(blocks: list[dict | None], corpus: Corpus, valid_obs: N
     right = valid_obs & (corpus.label == ref_obs)
     correct = np.bincount(corpus.worker[right], minlength=corpus.n_workers)
     compared = np.bincount(corpus.worker[valid_obs], minlength=corpus.n_workers)
-    for k, block in enumerate(blocks):
+    for block, acc in zip(blocks, _accuracy_blocks(correct, compared), strict=True):
         if block is not None:
-            block["accuracy"] = _accuracy_block(int(correct[k]), int(compared[k]))
+            block["accuracy"] = acc
 
 
 def _worker_blocks(
