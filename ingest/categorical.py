@@ -7,6 +7,7 @@ categorical answer as a one-token label.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import math
@@ -14,6 +15,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+from numpy.typing import NDArray
 
 from aggregation.corpus import Corpus
 from ingest._io import decode_text
@@ -35,6 +37,18 @@ __all__ = ["natural_key", "read_categorical", "GOLD_ANNOTATOR"]
 GOLD_ANNOTATOR = "gold"
 
 
+def _parse_header(header: str, source: str) -> tuple[list[str], str]:
+    """The column names of a header line, and the delimiter: a tab if the line has one, else a comma."""
+    if not header.strip():
+        raise IngestError("empty file; expected a header row 'item, annotator, label[, gold]'", source=source)
+    delimiter = "\t" if "\t" in header else ","
+    try:
+        names = [f.strip() for f in next(csv.reader([header], delimiter=delimiter))]
+    except csv.Error as err:
+        raise IngestError(f"unreadable header row: {err}", source=source, line=1) from None
+    return names, delimiter
+
+
 def _open_rows(path: Path):
     """Yield ``(line_number, row)`` from a CSV or TSV file, the delimiter sniffed from the header line."""
     try:
@@ -44,14 +58,7 @@ def _open_rows(path: Path):
     # The decoding rule of every reader (UTF-8 with or without a BOM, UTF-16 with a BOM).
     with io.StringIO(decode_text(data, source=str(path)), newline="") as fh:
         del data
-        header = fh.readline()
-        if not header.strip():
-            raise IngestError("empty file; expected a header row 'item, annotator, label[, gold]'", source=str(path))
-        delimiter = "\t" if "\t" in header else ","
-        try:
-            names = [f.strip() for f in next(csv.reader([header], delimiter=delimiter))]
-        except csv.Error as err:
-            raise IngestError(f"unreadable header row: {err}", source=str(path), line=1) from None
+        names, delimiter = _parse_header(fh.readline(), str(path))
         yield 1, names
         reader = csv.reader(fh, delimiter=delimiter)
         try:
@@ -179,9 +186,12 @@ def read_categorical(
         raise IngestError(f"role must be 'crowd' or 'expert', found {role!r}")
     problems = problems or ProblemLog("fail")
     source = str(path)
+    chosen = {"item": id_column, "annotator": annotator_column, "label": answer_column, "gold": gold_column}
+    fast = _read_columnar(Path(path), chosen, role=role)
+    if fast is not None:
+        return fast
     rows = _open_rows(Path(path))
     _, names = next(rows)
-    chosen = {"item": id_column, "annotator": annotator_column, "label": answer_column, "gold": gold_column}
     cols = _columns(names, chosen, source)
     i_item, i_ann, i_label, i_gold = cols["item"], cols["annotator"], cols["label"], cols["gold"]
     need = 1 + max(i for i in (i_item, i_ann, i_label) if i is not None)
@@ -242,38 +252,135 @@ def read_categorical(
     if not obs_item and not gold:
         raise IngestError("no annotation rows after the header", source=source)
 
-    # Class order: natural order of the answers, independent of the row order.
-    class_names = tuple(sorted(labels, key=natural_key))
-    remap = np.empty(len(labels), dtype=np.int64)
-    for name, k in labels.items():
-        remap[k] = class_names.index(name)
+    gold_item = np.fromiter(gold.keys(), dtype=np.int64, count=len(gold))
+    gold_label = np.fromiter((labels[v] for v in gold.values()), dtype=np.int64, count=len(gold))
+    return _corpus(np.asarray(obs_item, dtype=np.int64), np.asarray(obs_worker, dtype=np.int64),
+                   np.asarray(obs_label, dtype=np.int64), gold_item, gold_label, item_ids=list(items),
+                   worker_ids=list(workers), label_names=list(labels), role=role)
 
-    token = np.asarray(obs_item, dtype=np.int64)
-    worker = np.asarray(obs_worker, dtype=np.int64)
-    label = remap[np.asarray(obs_label, dtype=np.int64)]
-    worker_ids = list(workers)
+
+def _corpus(
+    item: NDArray, worker: NDArray, label: NDArray, gold_item: NDArray, gold_label: NDArray, *,
+    item_ids: list[str], worker_ids: list[str], label_names: list[str], role: str, item_lengths: NDArray | None = None,
+) -> Corpus:
+    """The corpus of answers ``(item, worker, label)`` and gold labels ``(gold_item, gold_label)``.
+
+    Labels index ``label_names`` (any order); classes are put in natural order here. The
+    gold labels become the annotator :data:`GOLD_ANNOTATOR` (role ``"expert"``). Raises
+    ValueError (from the corpus checks) for a duplicate (item, annotator).
+    """
+    # Class order: natural order of the answers, independent of the row order.
+    class_names = tuple(sorted(label_names, key=natural_key))
+    remap = np.empty(len(label_names), dtype=np.int64)
+    for k, name in enumerate(label_names):
+        remap[k] = class_names.index(name)
+    token, worker, label = item, worker, remap[label]
+    worker_ids = list(worker_ids)
     worker_roles = [role] * len(worker_ids)
-    if gold:
-        g_item = np.fromiter(gold.keys(), dtype=np.int64, count=len(gold))
-        g_label = remap[np.fromiter((labels[v] for v in gold.values()), dtype=np.int64, count=len(gold))]
-        token = np.concatenate([token, g_item])
-        worker = np.concatenate([worker, np.full(len(gold), len(worker_ids))])
-        label = np.concatenate([label, g_label])
+    if gold_item.size:
+        token = np.concatenate([token, gold_item])
+        worker = np.concatenate([worker, np.full(gold_item.size, len(worker_ids))])
+        label = np.concatenate([label, remap[gold_label]])
         worker_ids.append(GOLD_ANNOTATOR)
         worker_roles.append("expert")
-
-    item_ids = tuple(items)
     n_items = len(item_ids)
+    item_ids = tuple(item_ids)
+    n_w = len(worker_ids)
+    if token.size and float(n_items) * n_w * 2**16 < 2.0**62:
+        # Corpus order, (item, annotator), by one sort of packed keys (labels < 2**15) instead of an argsort.
+        packed = ((token * n_w + worker) << 16) | label
+        packed.sort()
+        label = packed & 0xFFFF
+        packed >>= 16
+        token, worker = packed // n_w, packed % n_w
+        del packed
+    if item_lengths is None:
+        item_lengths = np.fromiter((len(s) for s in item_ids), dtype=np.int64, count=n_items)
     return Corpus.from_arrays(
         token=token,
         worker=worker,
         label=label,
         doc_lengths=np.ones(n_items, dtype=np.int64),
         token_start=np.zeros(n_items, dtype=np.int64),
-        token_end=np.fromiter((len(s) for s in item_ids), dtype=np.int64, count=n_items),
+        token_end=item_lengths,
         doc_ids=item_ids,
         texts=item_ids,
         worker_ids=worker_ids,
         worker_roles=worker_roles,
         class_names=class_names,
     )
+
+
+def _read_columnar(path: Path, chosen: dict[str, str | None], *, role: str) -> Corpus | None:
+    """The whole file read by Arrow (:mod:`ingest._columnar`), or None to let the row loop read it.
+
+    Gives up on anything the row loop would report or treat specially: a row of another width,
+    an empty or space-padded field, a duplicate (item, annotator), conflicting gold values, the
+    reserved annotator id, UTF-16 text; it then returns None, so the same file gives the same
+    corpus (and the same messages) either way.
+    """
+    import pyarrow.compute as pc
+
+    from ingest._columnar import clean_strings, factorize, read_csv_columns
+
+    source = str(path)
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline()
+    except OSError:
+        return None
+    if first.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return None
+    try:
+        names, delimiter = _parse_header(decode_text(first, source=source), source)
+        cols = _columns(names, chosen, source)
+    except IngestError:
+        return None
+    i_item, i_ann, i_label, i_gold = cols["item"], cols["annotator"], cols["label"], cols["gold"]
+    used = [i for i in (i_item, i_ann, i_label, i_gold) if i is not None]
+    table = read_csv_columns(path, delimiter=delimiter, n_columns=len(names), columns=used)
+    if table is None or len(table[i_item]) == 0:
+        return None
+    # Distinct values are checked, not every cell: far fewer strings than rows.
+    item, item_ids = factorize(table[i_item])
+    if not clean_strings(item_ids):
+        return None
+    label_names: list[str] = []
+    worker = label = np.zeros(0, dtype=np.int64)
+    worker_names: list[str] = []
+    if i_ann is not None:
+        worker, worker_ids = factorize(table[i_ann])
+        label, labels_seen = factorize(table[i_label])
+        if not (clean_strings(worker_ids) and clean_strings(labels_seen)):
+            return None
+        worker_names, label_names = worker_ids.to_pylist(), labels_seen.to_pylist()
+        if i_gold is not None and GOLD_ANNOTATOR in worker_names:
+            return None
+    gold_item = gold_label = np.zeros(0, dtype=np.int64)
+    if i_gold is not None:
+        g_code, g_names = factorize(table[i_gold])
+        given = g_names if i_ann is None else pc.filter(g_names, pc.not_equal(g_names, ""))
+        if len(given) and not clean_strings(given):  # answer rows: a blank gold cell says "no gold here"
+            return None
+        # One label list for answers and gold values.
+        index = {name: k for k, name in enumerate(label_names)}
+        for name in given.to_pylist():
+            if name not in index:
+                index[name] = len(label_names)
+                label_names.append(name)
+        g_label = np.array([index.get(name, -1) for name in g_names.to_pylist()], dtype=np.int64)[g_code]
+        has = g_label >= 0
+        n_lab = max(len(label_names), 1)
+        pairs = np.unique(item[has] * n_lab + g_label[has])
+        gold_item = pairs // n_lab
+        if np.unique(gold_item).size != gold_item.size:  # an item with two gold values
+            return None
+        gold_label = pairs % n_lab
+    answered = item if i_ann is not None else np.zeros(0, dtype=np.int64)
+    lengths = np.asarray(pc.utf8_length(item_ids), dtype=np.int64)
+    try:
+        return _corpus(answered, worker, label, gold_item, gold_label, item_ids=item_ids.to_pylist(),
+                       worker_ids=worker_names, label_names=label_names, role=role,
+                       item_lengths=lengths)
+    except ValueError:  # a duplicate (item, annotator): the row loop names its line
+        return None

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ingest.categorical import read_categorical
 from ingest.errors import IngestError, ProblemLog
@@ -206,3 +208,71 @@ def test_reference_file_without_annotators_merges_with_the_crowd_file(tmp_path):
     _same(same_as_label, gold)
     with pytest.raises(IngestError, match=r"ref2.csv:2: empty gold field"):
         read_categorical(_write(tmp_path, "item,gold\nq1,\n", "ref2.csv"))
+
+
+def _both_paths(path, monkeypatch, **options):
+    """The corpus (or the error) read by Arrow's fast path and by the row loop alone."""
+    import ingest.categorical as cat
+
+    def read():
+        try:
+            return read_categorical(path, **options)
+        except IngestError as exc:
+            return str(exc)
+
+    fast = read()
+    with monkeypatch.context() as m:
+        m.setattr(cat, "_read_columnar", lambda *a, **k: None)
+        slow = read()
+    return fast, slow
+
+
+def _same(a, b) -> None:
+    if isinstance(a, str) or isinstance(b, str):
+        assert a == b
+        return
+    for name in ("token", "worker", "label", "doc_lengths", "token_start", "token_end"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    for name in ("doc_ids", "texts", "worker_ids", "worker_roles", "class_names"):
+        assert getattr(a, name) == getattr(b, name), name
+
+
+_CELLS = st.sampled_from(["a", "b", "c", "2", "10", "-1", " a", "b ", "", "gold", "x,y", 'q"r', "é", "w1", "w2"])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(header=st.sampled_from(["item,worker,label", "item,worker,label,gold", "task,true_label", "a\tb\tc"]),
+       rows=st.lists(st.lists(_CELLS, min_size=1, max_size=5), min_size=0, max_size=12),
+       blank=st.booleans())
+def test_columnar_fast_path_equals_the_row_loop(tmp_path, monkeypatch, header, rows, blank):
+    """Oracle: the row loop. Any file, clean or messy, gives the same corpus or the same one-line error
+    whether Arrow's fast path reads it or the row loop does (the fast path gives up on anything unusual)."""
+    import csv as _csv
+    import io as _io
+
+    delim = "\t" if "\t" in header else ","
+    buf = _io.StringIO()
+    w = _csv.writer(buf, delimiter=delim, lineterminator="\n")
+    for r in rows:
+        w.writerow(r)
+    text = header + "\n" + ("\n" if blank else "") + buf.getvalue()
+    path = tmp_path / "answers.csv"
+    path.write_text(text, encoding="utf-8")
+    _same(*_both_paths(path, monkeypatch))
+
+
+def test_columnar_fast_path_on_a_clean_file(tmp_path, monkeypatch, seed):
+    """A clean file with a gold column and numeric labels takes the fast path and equals the row loop."""
+    import ingest.categorical as cat
+
+    rng = np.random.default_rng(seed)
+    lines = ["task,worker,label,gold"]
+    gold = {i: str(rng.integers(0, 12)) for i in range(40) if rng.random() < 0.5}
+    for i in rng.permutation(40):
+        for w in rng.choice(9, size=3, replace=False):
+            lines.append(f"t{i},w{w},{rng.integers(0, 12)},{gold.get(i, '') if rng.random() < 0.7 else ''}")
+    path = tmp_path / "a.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert cat._read_columnar(path, {"item": None, "annotator": None, "label": None, "gold": None},
+                              role="crowd") is not None
+    _same(*_both_paths(path, monkeypatch))
