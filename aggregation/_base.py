@@ -1,21 +1,28 @@
 """The contract shared by every aggregator, and the EM convergence record.
 
 Aggregators follow scikit-learn's estimator conventions: parameters are stored by
-``__init__`` as given (keyword-only, no validation); ``fit(corpus, *, known=None)``
-learns and returns ``self``; fitted attributes end in ``_`` and exist only after fit.
+``__init__`` as given (keyword-only, no validation), checked against the class's
+``_parameter_constraints`` when ``fit`` starts (or at request time, through
+:func:`aggregation.registry.validate_params`); ``get_params``/``set_params`` make
+``sklearn.base.clone`` work; ``fit(corpus, *, known=None)`` learns and returns ``self``;
+fitted attributes end in ``_`` and exist only after fit (before it, results raise
+``sklearn.exceptions.NotFittedError``).
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, ClassVar, Self
 
 import numpy as np
 from numpy.typing import NDArray
 
+from aggregation._params import check_params
 from aggregation.corpus import Corpus
 
 __all__ = ["BaseAggregator", "ConvergenceWarning", "ProgressCallback", "check_known", "ConvergenceMonitor"]
@@ -90,12 +97,24 @@ class ConvergenceMonitor:
 
 
 class BaseAggregator:
-    """Base class: ``fit_predict``, ``predict``, ``predict_proba`` and ``get_params``.
+    """Base class: scikit-learn's estimator contract for aggregators.
 
-    Subclasses implement ``fit(corpus, *, known=None, callback=None)`` setting at least
-    ``labels_`` (ndarray of shape (n_tokens,)) and ``proba_`` (ndarray of shape
-    (n_tokens, n_classes)).
+    Subclasses store their keyword-only ``__init__`` parameters as given, declare what
+    each may be in ``_parameter_constraints`` (see :mod:`aggregation._params`), call
+    :meth:`_validate_params` first thing in ``fit(corpus, *, known=None, callback=None)``
+    and set at least ``labels_`` (ndarray of shape (n_tokens,)) and ``proba_`` (ndarray
+    of shape (n_tokens, n_classes)).
+
+    ``get_params``/``set_params`` follow scikit-learn's semantics, so
+    :func:`sklearn.base.clone` works; reading results before ``fit`` raises
+    :class:`sklearn.exceptions.NotFittedError` (a ``ValueError``), as do
+    ``check_is_fitted`` and the other scikit-learn utilities that read
+    ``__sklearn_tags__``. scikit-learn is imported only when one of those is used, so
+    importing an aggregator stays cheap.
     """
+
+    #: parameter name -> list of accepted kinds of value (see :func:`aggregation._params.check_params`).
+    _parameter_constraints: ClassVar[dict[str, list]] = {}
 
     def fit(self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None):
         raise NotImplementedError
@@ -106,9 +125,20 @@ class BaseAggregator:
         """Fit and return ``labels_``."""
         return self.fit(corpus, known=known, callback=callback).labels_
 
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "labels_")
+
+    def __sklearn_tags__(self) -> Any:
+        from sklearn.utils import Tags, TargetTags
+
+        # Unsupervised in scikit-learn's sense: fit takes a corpus, never a target y.
+        return Tags(estimator_type=None, target_tags=TargetTags(required=False))
+
     def _check_fitted(self) -> None:
-        if not hasattr(self, "labels_"):
-            raise ValueError(f"this {type(self).__name__} is not fitted yet; call fit(corpus) first")
+        if not self.__sklearn_is_fitted__():
+            from sklearn.exceptions import NotFittedError
+
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit(corpus) first")
 
     def predict(self) -> NDArray[np.int64]:
         """The fitted labels: ndarray of shape (n_tokens,)."""
@@ -120,13 +150,66 @@ class BaseAggregator:
         self._check_fitted()
         return self.proba_
 
-    def get_params(self) -> dict:
-        """The ``__init__`` parameters, as given."""
-        import inspect
+    @classmethod
+    def _get_param_names(cls) -> list[str]:
+        """The ``__init__`` parameter names, in signature order (keyword-only; no ``*args``)."""
+        params = inspect.signature(cls.__init__).parameters.values()
+        if any(p.kind is p.VAR_POSITIONAL for p in params):
+            raise TypeError(f"{cls.__name__}.__init__ must not take *args (scikit-learn convention)")
+        return [p.name for p in params if p.name != "self" and p.kind is not p.VAR_KEYWORD]
 
-        names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
-        return {n: getattr(self, n) for n in names}
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The ``__init__`` parameters, as given.
+
+        Parameters
+        ----------
+        deep : bool, default=True
+            Also list the parameters of parameters that are estimators, as ``name__param``.
+
+        Returns
+        -------
+        params : dict of str to object
+        """
+        out: dict[str, Any] = {}
+        for name in self._get_param_names():
+            value = getattr(self, name)
+            if deep and hasattr(value, "get_params") and not isinstance(value, type):
+                out.update((f"{name}__{k}", v) for k, v in value.get_params().items())
+            out[name] = value
+        return out
+
+    def set_params(self, **params: Any) -> Self:
+        """Set parameters (``name`` or ``name__param`` of a nested estimator); not validated until ``fit``.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            For a name that is not an ``__init__`` parameter.
+        """
+        valid = self.get_params(deep=True)
+        nested: dict[str, dict[str, Any]] = {}
+        for key, value in params.items():
+            name, sep, sub = key.partition("__")
+            if name not in valid:
+                accepted = self._get_param_names()
+                raise ValueError(f"{type(self).__name__} takes parameters {accepted}, found unknown parameter {name!r}")
+            if sep:
+                nested.setdefault(name, {})[sub] = value
+            else:
+                setattr(self, name, value)
+                valid[name] = value
+        for name, sub_params in nested.items():
+            valid[name].set_params(**sub_params)
+        return self
+
+    def _validate_params(self) -> None:
+        """Check the parameters against ``_parameter_constraints``; ValueError naming the first bad one."""
+        check_params(self._parameter_constraints, self.get_params(deep=False))
 
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params(deep=False).items())
         return f"{type(self).__name__}({args})"

@@ -14,10 +14,13 @@ buffer: the user-facing shape is ``(n_tokens, n_classes)``, but every column
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 from numpy.typing import NDArray
 
 from aggregation._base import BaseAggregator, ConvergenceMonitor, ProgressCallback, check_known
+from aggregation._params import RANDOM_STATE, Interval, Options
 from aggregation.corpus import Corpus
 
 __all__ = ["DawidSkene"]
@@ -336,6 +339,15 @@ class DawidSkene(BaseAggregator):
     array([1, 0])
     """
 
+    _parameter_constraints: ClassVar[dict[str, list]] = {
+        "max_iter": [Interval(int, 1, None)],
+        "tol": [Interval(float, 0, None), None],
+        "alpha": [Interval(float, 0, None)],
+        "model": [Options(_MODELS)],
+        "init": [Options(_INITS)],
+        "random_state": RANDOM_STATE,
+    }
+
     def __init__(
         self,
         *,
@@ -370,14 +382,7 @@ class DawidSkene(BaseAggregator):
         -------
         self : DawidSkene
         """
-        if self.model not in _MODELS:
-            raise ValueError(f"model must be one of {_MODELS}, found {self.model!r}")
-        if not (isinstance(self.max_iter, int | np.integer) and self.max_iter >= 1):
-            raise ValueError(f"max_iter must be an integer >= 1, found {self.max_iter!r}")
-        if not self.alpha >= 0:
-            raise ValueError(f"alpha must be >= 0, found {self.alpha!r}")
-        if self.tol is not None and not self.tol >= 0:
-            raise ValueError(f"tol must be >= 0 or None, found {self.tol!r}")
+        self._validate_params()
         known = check_known(known, corpus)
         rng = np.random.default_rng(self.random_state)
 

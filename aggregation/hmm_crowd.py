@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -11,6 +12,7 @@ from scipy.special import digamma, gammaln, logsumexp, xlogy
 
 from aggregation._base import BaseAggregator, ConvergenceMonitor, ProgressCallback, check_known
 from aggregation._forward_backward import _backward, _buckets, _forward, _log_emissions, _posteriors, _viterbi, _xi_sum
+from aggregation._params import Check, InstanceOf, Interval, Options
 from aggregation.corpus import Corpus
 
 __all__ = ["HMMCrowd", "SHAPE_FEATURES", "sentence_starts"]
@@ -561,6 +563,23 @@ class HMMCrowd(BaseAggregator):
     array([0, 1, 1, 0])
     """
 
+    _parameter_constraints: ClassVar[dict[str, list]] = {
+        "decode": [Options(_DECODERS)], "worker_model": [Options(_WORKER_MODELS)],
+        "sequences": [Options(_SEQUENCES)], "shape_emission": [Options(_SHAPE_EMISSIONS)],
+        "wrong_mass": [Options(_WRONG_MASS)],
+        "start_smoothing": [Interval(float, 0, None, closed="neither"), None],
+        "init_smoothing": [Interval(float, 0, None, closed="neither"), None],
+        "max_iter": [Interval(int, 1, None)], "init_rounds": [Interval(int, 0, None)],
+        "tol": [Interval(float, 0, None), None], "worker_smoothing": [Interval(float, 0, None)],
+        "pseudo_count": [Interval(float, 0, None, closed="neither")],
+        "init_diagonal": [Interval(float, 0, 1, closed="neither")],
+        "features": [Check(lambda f: not isinstance(f, str) and all(x == "word" or x in SHAPE_FEATURES for x in f),
+                           f"'word' or one of {sorted(SHAPE_FEATURES)}",
+                           offending=lambda f: f if isinstance(f, str) else next(
+                               (x for x in f if x != "word" and x not in SHAPE_FEATURES), f))],
+        "lowercase": [InstanceOf((bool,), "True or False")],
+    }
+
     def __init__(self, *, decode: str = "viterbi", worker_model: str = "two-param", max_iter: int = 1,
                  tol: float | None = None, pseudo_count: float = 0.1, worker_smoothing: float = 0.001,
                  init_rounds: int = 5, init_diagonal: float = 0.9,
@@ -583,35 +602,6 @@ class HMMCrowd(BaseAggregator):
         self.start_smoothing = start_smoothing
         self.init_smoothing = init_smoothing
 
-    def _check_params(self) -> None:
-        if self.decode not in _DECODERS:
-            raise ValueError(f"decode must be one of {_DECODERS}, found {self.decode!r}")
-        if self.worker_model not in _WORKER_MODELS:
-            raise ValueError(f"worker_model must be one of {_WORKER_MODELS}, found {self.worker_model!r}")
-        for name, allowed in (("sequences", _SEQUENCES), ("shape_emission", _SHAPE_EMISSIONS),
-                              ("wrong_mass", _WRONG_MASS)):
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"{name} must be one of {allowed}, found {getattr(self, name)!r}")
-        for name in ("start_smoothing", "init_smoothing"):
-            value = getattr(self, name)
-            if value is not None and not value > 0:
-                raise ValueError(f"{name} must be > 0 or None, found {value!r}")
-        if not (isinstance(self.max_iter, int | np.integer) and self.max_iter >= 1):
-            raise ValueError(f"max_iter must be an integer >= 1, found {self.max_iter!r}")
-        if not (isinstance(self.init_rounds, int | np.integer) and self.init_rounds >= 0):
-            raise ValueError(f"init_rounds must be an integer >= 0, found {self.init_rounds!r}")
-        if self.tol is not None and not self.tol >= 0:
-            raise ValueError(f"tol must be >= 0 or None, found {self.tol!r}")
-        if not self.worker_smoothing >= 0:
-            raise ValueError(f"worker_smoothing must be >= 0, found {self.worker_smoothing!r}")
-        if not self.pseudo_count > 0:
-            raise ValueError(f"pseudo_count must be > 0, found {self.pseudo_count!r}")
-        if not 0 < self.init_diagonal < 1:
-            raise ValueError(f"init_diagonal must be in (0, 1), found {self.init_diagonal!r}")
-        unknown = [f for f in self.features if f != "word" and f not in SHAPE_FEATURES]
-        if unknown:
-            raise ValueError(f"features must be 'word' or one of {sorted(SHAPE_FEATURES)}, found {unknown[0]!r}")
-
     def fit(self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None
             ) -> HMMCrowd:
         """Fit the HMM to ``corpus`` by EM and decode the true labels.
@@ -628,7 +618,7 @@ class HMMCrowd(BaseAggregator):
         -------
         self
         """
-        self._check_params()
+        self._validate_params()
         known = check_known(known, corpus)
         n_workers = corpus.n_workers
         opts = dict(pseudo_count=self.pseudo_count, worker_smoothing=self.worker_smoothing,

@@ -8,11 +8,13 @@ The vote is one ``np.bincount`` over ``token * n_classes + label`` (see
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from aggregation._base import BaseAggregator, ProgressCallback, check_known
+from aggregation._params import Check, InstanceOf, Options
 from aggregation.corpus import Corpus
 
 __all__ = ["MajorityVote", "TIE_RULES"]
@@ -21,6 +23,10 @@ __all__ = ["MajorityVote", "TIE_RULES"]
 #: ``O``/entity tie). ``"entity"``: a tie between ``O`` and one or more non-``O``
 #: classes goes to the lowest tied non-``O`` class; ties without ``O`` are as "lowest".
 TIE_RULES = ("entity", "lowest")
+
+#: Per-annotator weights as a sequence of numbers (their length is checked against the corpus in fit).
+WEIGHT_ARRAY = Check(lambda v: not isinstance(v, str | bytes | Mapping) and np.asarray(v, dtype=np.float64).ndim == 1,
+                     "an array of shape (n_workers,)")
 
 
 def _break_ties(votes: NDArray[np.float64], *, tie_break: str) -> NDArray[np.int64]:
@@ -146,6 +152,11 @@ class MajorityVote(BaseAggregator):
     array([1, 0])
     """
 
+    _parameter_constraints: ClassVar[dict[str, list]] = {
+        "weights": [None, InstanceOf((Mapping,), "a dict of annotator id to weight"), WEIGHT_ARRAY],
+        "tie_break": [Options(TIE_RULES)],
+    }
+
     def __init__(self, *, weights: NDArray | Mapping[str, float] | None = None, tie_break: str = "entity") -> None:
         self.weights = weights
         self.tie_break = tie_break
@@ -167,8 +178,7 @@ class MajorityVote(BaseAggregator):
         -------
         self : MajorityVote
         """
-        if self.tie_break not in TIE_RULES:
-            raise ValueError(f"tie_break must be one of {TIE_RULES}, found {self.tie_break!r}")
+        self._validate_params()
         known = check_known(known, corpus)
         votes = corpus.vote_counts(_worker_weights(self.weights, corpus))
         # Categorical answers have no outside class to avoid: every tie goes to the lowest index.

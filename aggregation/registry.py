@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import importlib
-import inspect
 
 from aggregation._base import BaseAggregator
 
-__all__ = ["METHODS", "make_aggregator"]
+__all__ = ["METHODS", "make_aggregator", "validate_params"]
 
 #: method name -> (module, class). Modules are imported on first use, so a method whose
 #: module is missing or broken fails only when it is asked for.
@@ -18,12 +17,53 @@ METHODS: dict[str, tuple[str, str]] = {
 }
 
 
-def make_aggregator(method: str, params: dict | None = None) -> BaseAggregator:
-    """Return an unfitted aggregator for ``method`` built with keyword ``params``.
+def _aggregator_class(method: str) -> type[BaseAggregator]:
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {sorted(METHODS)}, found {method!r}")
+    module, name = METHODS[method]
+    return getattr(importlib.import_module(module), name)
+
+
+def validate_params(method: str, params: dict | None = None) -> None:
+    """Check a method name and its parameters without building or fitting anything.
+
+    The same check ``fit`` runs (the aggregator's ``_parameter_constraints``), for use at
+    request time: a job or command with a bad parameter is refused before data is read.
 
     Parameters
     ----------
-    method : {"mv", "ds", "hmm-crowd"}
+    method : str
+        A key of :data:`METHODS`.
+    params : dict, optional
+        Keyword arguments of the aggregator's ``__init__`` (as decoded from JSON).
+
+    Raises
+    ------
+    ValueError
+        Naming the unknown method, the unknown parameter, or the parameter whose value
+        is not allowed and what it may be.
+
+    Examples
+    --------
+    >>> validate_params("ds", {"max_iter": 50})
+    >>> validate_params("ds", {"max_iter": 0})
+    Traceback (most recent call last):
+    ...
+    ValueError: max_iter must be an integer >= 1, found 0
+    """
+    make_aggregator(method, params)._validate_params()
+
+
+def make_aggregator(method: str, params: dict | None = None) -> BaseAggregator:
+    """Return an unfitted aggregator for ``method`` built with keyword ``params``.
+
+    Parameter values are stored as given and checked when ``fit`` starts (scikit-learn's
+    convention); :func:`validate_params` checks them now.
+
+    Parameters
+    ----------
+    method : str
+        A key of :data:`METHODS`.
     params : dict, optional
         Keyword arguments of the aggregator's ``__init__``.
 
@@ -41,12 +81,9 @@ def make_aggregator(method: str, params: dict | None = None) -> BaseAggregator:
     >>> make_aggregator("ds", {"max_iter": 50})
     DawidSkene(max_iter=50, tol=1e-06, alpha=0.01, model='full', init='vote', random_state=None)
     """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {sorted(METHODS)}, found {method!r}")
+    cls = _aggregator_class(method)
     params = dict(params or {})
-    module, name = METHODS[method]
-    cls = getattr(importlib.import_module(module), name)
-    accepted = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+    accepted = cls._get_param_names()
     unknown = sorted(set(params) - set(accepted))
     if unknown:
         raise ValueError(f"method {method!r} takes parameters {accepted}, found unknown parameter {unknown[0]!r}")

@@ -163,3 +163,82 @@ def test_package_exports():
         assert hasattr(aggregation, name)
     if _hmm_available():
         assert aggregation.HMMCrowd.__name__ == "HMMCrowd"
+
+
+# ----------------------------------------------------------------------------- scikit-learn conventions
+# Oracle: scikit-learn itself -- sklearn.base.clone, check_is_fitted and NotFittedError
+# are run on our estimators as they are on its own.
+
+
+@pytest.mark.parametrize(("method", "params", "is_em"), ESTIMATORS)
+def test_sklearn_clone_get_params_set_params(method, params, is_em, seed):
+    from sklearn.base import clone
+
+    est = make_aggregator(method, params)
+    fitted = _fit(clone(est), sequence_corpus(seed))
+    twin = clone(fitted)
+    assert type(twin) is type(est) and twin is not fitted
+    assert twin.get_params() == est.get_params() == est.get_params(deep=False)
+    assert not hasattr(twin, "labels_")
+    name = next(iter(est.get_params()))
+    value = est.get_params()[name]
+    assert est.set_params(**{name: value}) is est and est.get_params()[name] is value
+    with pytest.raises(ValueError, match="found unknown parameter 'no_such_parameter'"):
+        est.set_params(no_such_parameter=1)
+
+
+@pytest.mark.parametrize(("method", "params", "is_em"), ESTIMATORS)
+def test_unfitted_access_raises_not_fitted_error(method, params, is_em, seed):
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
+    est = make_aggregator(method, params)
+    with pytest.raises(NotFittedError, match="not fitted"):
+        est.predict()
+    with pytest.raises(NotFittedError, match="not fitted"):
+        est.predict_proba()
+    with pytest.raises(NotFittedError):
+        check_is_fitted(est)
+    check_is_fitted(_fit(est, sequence_corpus(seed)))
+
+
+def test_every_parameter_has_one_constraint_and_the_defaults_pass():
+    from aggregation.registry import METHODS, _aggregator_class, validate_params
+
+    for method in METHODS:
+        if method == "hmm-crowd" and not _hmm_available():
+            continue
+        cls = _aggregator_class(method)
+        assert set(cls._parameter_constraints) == set(cls._get_param_names()), method
+        validate_params(method, {})
+
+
+@pytest.mark.parametrize(("method", "params", "is_em"), ESTIMATORS)
+def test_validate_params_names_the_parameter(method, params, is_em):
+    """Request-time validation: a value no constraint accepts is refused, naming the parameter and the value."""
+    from aggregation.registry import validate_params
+
+    validate_params(method, params)
+    for name in make_aggregator(method).get_params():
+        with pytest.raises(ValueError, match=rf"^{name} must be .+, found 'no such value'$"):
+            validate_params(method, {**params, name: "no such value"})
+    with pytest.raises(ValueError, match="found unknown parameter 'n_iter'"):
+        validate_params(method, {"n_iter": 3})
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ({"max_iter": 0}, "max_iter must be an integer >= 1, found 0"),
+    ({"max_iter": 2.0}, "max_iter must be an integer >= 1, found 2.0"),
+    ({"max_iter": True}, "max_iter must be an integer >= 1, found True"),
+    ({"tol": float("nan")}, "tol must be >= 0 or None, found nan"),
+    ({"alpha": "0.1"}, "alpha must be >= 0, found '0.1'"),
+    ({"model": "two-coin"}, "model must be one of ('full', 'one-coin'), found 'two-coin'"),
+    ({"random_state": -1}, "random_state must be an integer >= 0 or a numpy.random.Generator or None, found -1"),
+])
+def test_validate_params_messages(params, message):
+    """The house message: '<name> must be <what it may be>, found <value>' (JSON types: no bool for a number)."""
+    from aggregation.registry import validate_params
+
+    with pytest.raises(ValueError) as info:
+        validate_params("ds", params)
+    assert str(info.value) == message
