@@ -16,34 +16,46 @@ from collections.abc import Sequence
 
 __all__ = ["main", "build_parser", "UserError"]
 
-#: Subcommand modules, in the order ``crowdqa --help`` lists them.
-COMMANDS: tuple[str, ...] = (
-    "api.commands.ingest",
-    "api.commands.aggregate",
-    "api.commands.report",
-    "api.commands.sample_size",
-    "api.commands.serve",
-    "api.commands.worker",
-    "api.commands.keys",
-)
+#: Subcommand -> (module, one-line help), in the order ``crowdqa --help`` lists them. Only the module
+#: of the command being run is imported (``crowdqa --help`` imports none), so start-up never pays for
+#: numpy, scipy or the service when it does not use them.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "ingest": ("api.commands.ingest", "parse a label dump and print what it holds"),
+    "aggregate": ("api.commands.aggregate", "aggregate a crowd dump and report against experts"),
+    "report": ("api.commands.report", "score an aggregate and every worker against the experts"),
+    "sample-size": ("api.commands.sample_size",
+                    "documents, positives and negatives to annotate for a gold standard (SLiCE)"),
+    "serve": ("api.commands.serve", "run the API (embedded: SQLite and an in-process queue)"),
+    "worker": ("api.commands.worker", "run queued jobs from CROWDQA_REDIS_URL"),
+    "keys": ("api.commands.keys", "manage API keys"),
+}
 
 
 class UserError(Exception):
     """An error the user can fix; printed as one line without a traceback."""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Build the parser with every subcommand module that is installed."""
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """Build the parser; the subcommand named in ``argv`` gets its module's full parser, the others a stub.
+
+    A stub carries the command's name and help line, so ``crowdqa --help`` lists every command
+    and a typo is still refused, without importing the command modules. Without ``argv`` every
+    command's full parser is built.
+    """
     parser = argparse.ArgumentParser(
         prog="crowdqa",
         description="Aggregate crowd annotations and measure every worker and aggregate against the experts.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMANDS:
+    wanted = next((a for a in argv if not a.startswith("-")), None) if argv is not None else None
+    for name, (module_name, help_line) in COMMANDS.items():
+        if argv is not None and name != wanted:
+            sub.add_parser(name, help=help_line)
+            continue
         try:
-            module = importlib.import_module(name)
+            module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
-            if exc.name == name:  # command not built yet
+            if exc.name == module_name:  # command not built yet
                 continue
             raise
         module.register(sub)
@@ -54,7 +66,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     from ingest.errors import IngestError
 
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

@@ -29,11 +29,12 @@ import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from aggregation.corpus import ROLES, Corpus
 from ingest.errors import IngestError, Problem, ProblemLog
+
+if TYPE_CHECKING:  # numpy and the corpus load on first use, so `crowdqa --help` starts without them
+    from aggregation.corpus import Corpus
 
 __all__ = ["FORMATS", "ParseResult", "read_corpus", "read_merged", "summarize", "IngestError", "Problem"]
 
@@ -119,6 +120,8 @@ def read_corpus(
         Unknown format or option value, unreadable file, or (``on_error="fail"``) the
         first bad row; the message is one line naming the file and line or row.
     """
+    from aggregation.corpus import ROLES
+
     if format not in _READERS:
         raise IngestError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}", source=str(path))
     if role not in ROLES:
@@ -201,6 +204,8 @@ def read_merged(uploads: Sequence[dict]) -> ParseResult:
 
 
 def _load_corpus(path: Path) -> Corpus:
+    from aggregation.corpus import Corpus
+
     try:
         return Corpus.load(path)
     except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
@@ -226,6 +231,10 @@ def summarize(corpus: Corpus, *, problems: list[Problem] | None = None) -> dict:
         document: ``min``, ``median``, ``max``, overall and per role, and
         ``documents_with_expert``), and ``skipped`` / ``problems`` when given.
     """
+    import numpy as np
+
+    from aggregation.corpus import ROLES
+
     n_docs, n_workers = corpus.n_docs, corpus.n_workers
     roles = np.asarray(corpus.worker_roles) if n_workers else np.zeros(0, dtype="<U6")
     # Unique (document, annotator) pairs: the first token of each pair's run is enough.

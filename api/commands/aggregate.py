@@ -13,6 +13,8 @@ import json
 import sys
 import time
 
+from api.cli import COMMANDS
+
 __all__ = ["register", "default_output_format"]
 
 OUTPUT_FORMATS = ("spans-jsonl", "conll", "ebm-nlp", "categorical-csv")
@@ -106,7 +108,7 @@ def _run(args: argparse.Namespace) -> int:
 def register(subparsers) -> None:
     from api.commands._uploads import add_upload_arguments
 
-    p = subparsers.add_parser("aggregate", help="aggregate a crowd dump and report against experts",
+    p = subparsers.add_parser("aggregate", help=COMMANDS['aggregate'][1],
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_upload_arguments(p, path_help="the crowd annotations (file, folder or zip)", metavar="CROWD_PATH")
     p.add_argument("--method", required=True, choices=["mv", "ds", "hmm-crowd"], help="aggregation method")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from api.cli import COMMANDS
 from api.commands._uploads import add_upload_arguments, read_uploads
 from ingest import summarize
 
@@ -15,7 +16,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``ingest`` subcommand."""
     p = subparsers.add_parser(
         "ingest",
-        help="parse a label dump and print what it holds",
+        help=COMMANDS['ingest'][1],
         description=(
             "Parse a crowd (or expert) label dump into the canonical corpus and print a summary: documents, "
             "tokens, annotators by role, labels and annotators per document. Expert uploads given with --expert "

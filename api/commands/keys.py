@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from api.cli import COMMANDS
+
 __all__ = ["register"]
 
 
@@ -29,7 +31,7 @@ def _create(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("keys", help="manage API keys", description=__doc__)
+    p = subparsers.add_parser("keys", help=COMMANDS['keys'][1], description=__doc__)
     sub = p.add_subparsers(dest="keys_command", metavar="ACTION", required=True)
     c = sub.add_parser("create", help="create a key for a project (created if new)")
     c.add_argument("--project", required=True, help="project name")

@@ -7,6 +7,7 @@ import json
 import time
 from pathlib import Path
 
+from api.cli import COMMANDS
 from api.commands._uploads import add_upload_arguments, read_uploads, upload_options
 from ingest import FORMATS, read_corpus
 from quality.aggregate_input import AGGREGATE_FORMATS, labels_from_corpus, read_aggregate
@@ -20,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``report`` subcommand."""
     p = subparsers.add_parser(
         "report",
-        help="score an aggregate and every worker against the experts",
+        help=COMMANDS['report'][1],
         description=(
             "Read a crowd dump (and expert uploads), read an aggregate of it, and print precision, recall and F1 "
             "of the aggregate and of every worker against the experts (token and span level, with 95% intervals), "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from api.cli import COMMANDS
 from quality.sample_size import slice_sample_size
 
 
@@ -12,7 +13,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``sample-size`` subcommand."""
     p = subparsers.add_parser(
         "sample-size",
-        help="documents, positives and negatives to annotate for a gold standard (SLiCE)",
+        help=COMMANDS['sample-size'][1],
         description=(
             "Plan a gold standard with SLiCE (Canales et al., JMIR Med Inform 2021): the documents, "
             "positives and negatives needed so that the precision and recall intervals have the given half-width."

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from api.cli import COMMANDS
+
 __all__ = ["register", "ensure_first_key"]
 
 
@@ -44,7 +46,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("serve", help="run the API (embedded: SQLite and an in-process queue)",
+    p = subparsers.add_parser("serve", help=COMMANDS['serve'][1],
                               description=__doc__)
     p.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")

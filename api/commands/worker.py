@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from api.cli import COMMANDS
+
 __all__ = ["register"]
 
 
@@ -20,7 +22,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("worker", help="run queued jobs from CROWDQA_REDIS_URL", description=__doc__)
+    p = subparsers.add_parser("worker", help=COMMANDS['worker'][1], description=__doc__)
     p.add_argument("--burst", action="store_true", help="quit when the queue is empty")
     p.add_argument("--name", default=None, help="worker name (default: random)")
     p.set_defaults(func=_run)
