@@ -20,7 +20,8 @@ from aggregation.corpus import Corpus
 __all__ = ["PipelineResult", "ProgressFn", "run_pipeline"]
 
 #: ``progress(stage, iteration, log_likelihood)``; ``iteration`` and ``log_likelihood``
-#: are None outside the EM loop. Stages: "fitting", "reporting", "done".
+#: are None outside the EM loop. Stages: "fitting", "cross-fitting" (with ``use_experts``),
+#: "scoring"; callers add their own "reading" before and "writing" after.
 ProgressFn = Callable[[str, int | None, float | None], None]
 
 
@@ -41,7 +42,10 @@ class PipelineResult:
     clamped : ndarray of shape (n_tokens,), bool
         Tokens whose label was fixed to the expert reference during the fit.
     fit : dict
-        iterations, converged, seconds, log_likelihood history and warnings.
+        iterations, converged, seconds, log_likelihood history, warnings, and ``stages``: seconds
+        per stage (fitting, cross_fitting, scoring). It is the report's ``fit`` block (the same
+        dict), so a caller adds its reading and writing seconds to ``fit["stages"]`` before it
+        saves the report.
     timings : dict
         Seconds spent fitting and reporting.
     """
@@ -115,6 +119,7 @@ def run_pipeline(
         "log_likelihood": history,
         "params": {k: v for k, v in (params or {}).items()},
         "warnings": [str(w.message) for w in caught],
+        "stages": {"fitting": round(fit_seconds, 6)},
     }
     heldout = None
     if use_experts:
@@ -124,8 +129,9 @@ def run_pipeline(
         heldout, n_folds = _cross_fit(method, params, crowd, known, corpus, folds=crossfit_folds, seed=seed)
         fit["cross_fit"] = {"folds": n_folds, "expert_documents": int(np.unique(corpus.token_doc[clamped]).size),
                             "seconds": round(time.perf_counter() - t_cf, 6), "seed": seed}
+        fit["stages"]["cross_fitting"] = fit["cross_fit"]["seconds"]
     if progress is not None:
-        progress("reporting", None, None)
+        progress("scoring", None, None)
     t1 = time.perf_counter()
     labels = np.asarray(aggregator.labels_, dtype=np.int64)
     report = build_report(
@@ -133,8 +139,7 @@ def run_pipeline(
         clamped=clamped if use_experts else None, heldout=heldout, fit=fit, reference=reference,
     )
     report_seconds = time.perf_counter() - t1
-    if progress is not None:
-        progress("done", None, None)
+    fit["stages"]["scoring"] = round(report_seconds, 6)
     return PipelineResult(
         labels=labels,
         proba=np.asarray(aggregator.proba_, dtype=np.float64),

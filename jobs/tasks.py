@@ -58,19 +58,29 @@ class _Heartbeat(threading.Thread):
 
 
 class _Progress:
-    """Write the pipeline's progress to the job row, at most every 0.25 s (and at every stage change)."""
+    """Write the pipeline's progress to the job row, at most every 0.25 s (and at every stage change).
+
+    The row's ``progress`` holds the current stage (with its EM iteration and log-likelihood while
+    fitting), ``stage_seconds`` (seconds so far in it) and ``stages``: seconds of every finished stage.
+    """
 
     def __init__(self, settings: Settings, job_id: str) -> None:
         self.settings, self.job_id = settings, job_id
         self.last_write = 0.0
         self.stage: str | None = None
+        self.started = time.monotonic()
+        self.stages: dict[str, float] = {}
         self.state: dict[str, Any] = {}
 
     def __call__(self, stage: str, iteration: int | None, log_likelihood: float | None) -> None:
-        self.state = {"stage": stage}
+        now = time.monotonic()
+        if stage != self.stage:
+            if self.stage is not None:
+                self.stages[self.stage.replace("-", "_")] = round(now - self.started, 6)
+            self.started = now
+        self.state = {"stage": stage, "stage_seconds": round(now - self.started, 3), "stages": dict(self.stages)}
         if iteration is not None:
             self.state.update(iteration=iteration, log_likelihood=log_likelihood)
-        now = time.monotonic()
         if stage != self.stage or now - self.last_write >= _PROGRESS_EVERY:
             self.flush()
             self.stage, self.last_write = stage, now
@@ -99,6 +109,8 @@ def _save_results(settings: Settings, job: Job, result, timings: dict[str, float
     proba = store.put_arrays(proba=result.proba)
     confusion = store.put_arrays(worker_confusion=result.worker_confusion)
     timings["save"] = round(time.perf_counter() - t0, 6)
+    # The report's fit block keeps every stage's seconds (result.fit is that block).
+    result.fit["stages"].update(reading=timings["load"], writing=timings["save"])
     with Session(get_engine(settings)) as s:
         # The report and the final status go in one transaction: a finished job always has its report.
         crud.save_report(session=s, job_id=job.id, report=jsonable(result.report))
@@ -111,7 +123,8 @@ def _save_results(settings: Settings, job: Job, result, timings: dict[str, float
         row.error = None
         row.timings = jsonable(timings)
         row.progress = {"stage": "done", "iteration": result.fit.get("iterations"),
-                        "log_likelihood": (result.fit.get("log_likelihood") or [None])[-1]}
+                        "log_likelihood": (result.fit.get("log_likelihood") or [None])[-1],
+                        "stages": dict(result.fit["stages"])}
         row.artifacts = {"labels": labels.as_dict(), "proba": proba.as_dict(), "worker_confusion": confusion.as_dict()}
         s.add(row)
         s.commit()
@@ -132,13 +145,14 @@ def run_job(job_id: str) -> str:
     try:
         t0 = time.perf_counter()
         progress = _Progress(settings, job_id)
-        progress("loading", None, None)
+        progress("reading", None, None)
         corpus = ArtifactStore(settings.data_dir).load_corpus(job.corpus_sha256)
         timings = {"load": round(time.perf_counter() - t0, 6)}
         result = run_pipeline(corpus, method=str(job.method),
                               params=job.params, use_experts=job.use_experts, reference=job.reference,
                               progress=progress)
         timings.update(result.timings)
+        progress("writing", None, None)
         _save_results(settings, job, result, timings)
         return JobStatus.finished.value
     except INPUT_ERRORS as exc:

@@ -2,8 +2,8 @@
 
 Reads the files with ``ingest.read_corpus``, runs the same pipeline as a queued job
 (``jobs.pipeline.run_pipeline``), writes the aggregate with ``ingest.writers.write_labels``
-and, with ``--report``, the quality report as JSON. A progress line per EM iteration goes
-to stderr.
+and, with ``--report``, the quality report as JSON. Progress goes to stderr: a tqdm bar per
+stage on a terminal, one line per stage and EM iteration otherwise, nothing with ``--quiet``.
 """
 
 from __future__ import annotations
@@ -35,29 +35,60 @@ def default_output_format(input_format: str, *, output: str | None = None) -> st
     return {"conll": "conll", "ebm-nlp": "ebm-nlp", "categorical": "categorical-csv"}.get(input_format, "spans-jsonl")
 
 
-class _ProgressLine:
-    """One stderr line per EM iteration (rewritten in place on a terminal)."""
+class _Progress:
+    """Progress on stderr, stage by stage (reading, fitting, cross-fitting, scoring, writing).
 
-    def __init__(self, method: str, stream=None) -> None:
-        self.method, self.stream = method, stream or sys.stderr
-        self.tty = self.stream.isatty()
+    On a terminal each stage is a tqdm bar (the fitting bar counts EM iterations up to ``max_iter``,
+    with the log-likelihood beside it) that is left showing the stage's time; elsewhere (a file, a
+    pipe) one line per stage and per EM iteration; nothing with ``quiet``. ``stages`` collects the
+    seconds of every finished stage.
+    """
+
+    def __init__(self, method: str, *, quiet: bool = False, max_iter: int | None = None, stream=None) -> None:
+        self.method, self.quiet, self.max_iter = method, quiet, max_iter
+        self.stream = stream or sys.stderr
+        self.tty = not quiet and self.stream.isatty()
         self.t0 = time.perf_counter()
-        self.open = False
+        self.stage: str | None = None
+        self.started = self.t0
+        self.bar = None
+        self.stages: dict[str, float] = {}
 
     def __call__(self, stage: str, iteration: int | None, log_likelihood: float | None) -> None:
-        if iteration is None:
-            if self.open:
-                self.stream.write("\n")
-                self.open = False
-            if stage in ("fitting", "reporting"):
+        if stage != self.stage:
+            self.end()
+            self.stage, self.started = stage, time.perf_counter()
+            if self.tty:
+                from tqdm import tqdm
+
+                em = stage == "fitting" and self.max_iter is not None
+                self.bar = tqdm(desc=f"crowdqa: {self.method}: {stage}", total=self.max_iter if em else None,
+                                unit=" it", file=self.stream, leave=True,
+                                bar_format=None if em else "{desc} {elapsed}")
+            elif not self.quiet:
                 self.stream.write(f"crowdqa: {self.method}: {stage}...\n")
-            self.stream.flush()
+                self.stream.flush()
+        if iteration is None:
             return
-        line = (f"crowdqa: {self.method}: iteration {iteration:4d}  log-likelihood {log_likelihood:.6g}  "
-                f"({time.perf_counter() - self.t0:.1f} s)")
-        self.stream.write(("\r" + line) if self.tty else line + "\n")
-        self.open = self.tty
-        self.stream.flush()
+        if self.bar is not None:
+            self.bar.update(1)
+            self.bar.set_postfix_str(f"log-likelihood {log_likelihood:.6g}", refresh=False)
+        elif not self.quiet:
+            self.stream.write(f"crowdqa: {self.method}: iteration {iteration:4d}  log-likelihood {log_likelihood:.6g}  "
+                              f"({time.perf_counter() - self.t0:.1f} s)\n")
+            self.stream.flush()
+
+    def end(self) -> None:
+        """Close the current stage and record its seconds."""
+        if self.stage is None:
+            return
+        self.stages[self.stage.replace("-", "_")] = round(time.perf_counter() - self.started, 6)
+        if self.bar is not None:
+            if self.bar.total is not None and self.bar.n < self.bar.total:
+                self.bar.total = self.bar.n  # converged before max_iter: show the fit as complete
+            self.bar.close()
+            self.bar = None
+        self.stage = None
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -78,24 +109,35 @@ def _run(args: argparse.Namespace) -> int:
             raise UserError(f"--params must be a JSON object: {exc}") from None
         if not isinstance(params, dict):
             raise UserError(f"--params must be a JSON object, found {type(params).__name__}")
+    from aggregation import make_aggregator
+
+    quiet = args.quiet
+    say = (lambda msg: None) if quiet else (lambda msg: print(msg, file=sys.stderr))
+    progress = _Progress(args.method, quiet=quiet,
+                         max_iter=getattr(make_aggregator(args.method, dict(params)), "max_iter", None))
+    progress("reading", None, None)
     parsed = read_uploads(args)
     corpus, problems = parsed.corpus, parsed.problems
+    progress.end()
     s = summarize(corpus)
-    print(f"crowdqa: read {s['documents']} documents, {s['tokens']} tokens, annotators {s['annotators']}"
-          + (f"; skipped {len(problems)} bad rows" if problems else ""), file=sys.stderr)
+    say(f"crowdqa: read {s['documents']} documents, {s['tokens']} tokens, annotators {s['annotators']}"
+        + (f"; skipped {len(problems)} bad rows" if problems else ""))
     result = run_pipeline(corpus, method=args.method, params=params, use_experts=args.use_experts,
-                          reference=args.reference, progress=_ProgressLine(args.method))
+                          reference=args.reference, progress=progress)
     out_format = args.output_format or default_output_format(args.format, output=args.output)
+    progress("writing", None, None)
     write_labels(result.labels, corpus, args.output, format=out_format)
+    progress.end()
     fit = result.fit
+    fit["stages"].update(progress.stages)  # the report's fit block (the same dict) keeps every stage's seconds
     stop = "fixed schedule" if fit["converged"] is None else f"converged={fit['converged']}"
-    print(f"crowdqa: {args.method}: {fit['iterations']} iterations, {stop}, "
-          f"{fit['seconds']:.2f} s; wrote {out_format} to {args.output}", file=sys.stderr)
+    say(f"crowdqa: {args.method}: {fit['iterations']} iterations, {stop}, "
+        f"{fit['seconds']:.2f} s; wrote {out_format} to {args.output}")
     if args.report:
         with open(args.report, "w", encoding="utf-8") as fh:
             json.dump(jsonable(result.report), fh, indent=2, ensure_ascii=False)
             fh.write("\n")
-        print(f"crowdqa: wrote the report to {args.report}", file=sys.stderr)
+        say(f"crowdqa: wrote the report to {args.report}")
     try:
         from quality.report import format_report
 
@@ -123,4 +165,7 @@ def register(subparsers) -> None:
                         "EBM-NLP, categorical-csv for categorical, "
                         "else spans-jsonl")
     p.add_argument("--report", metavar="REPORT.json", help="write the quality report here")
+    p.add_argument("--quiet", "-q", action="store_true",
+                   help="no progress on stderr (on a terminal it is a progress bar per stage; elsewhere one line "
+                        "per stage and per EM iteration)")
     p.set_defaults(func=_run)

@@ -40,6 +40,48 @@ def test_aggregate_writes_labels_report_and_progress(tmp_path, capsys):
     assert "Aggregate vs experts" in captured.out or "aggregate" in captured.out.lower()
 
 
+def test_aggregate_quiet_and_stage_seconds(tmp_path, capsys):
+    """--quiet prints nothing on stderr; the report's fit block has the seconds of every stage (issue 14)."""
+    out, rep = tmp_path / "agg.jsonl", tmp_path / "report.json"
+    assert main(["aggregate", str(SAMPLE / "crowd.jsonl"), "--format", "spans-jsonl", "--method", "ds",
+                 "--output", str(out), "--report", str(rep), "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+    stages = json.loads(rep.read_text())["fit"]["stages"]
+    assert set(stages) == {"reading", "fitting", "scoring", "writing"}
+
+
+def test_aggregate_progress_bar_on_a_terminal(tmp_path):
+    """On a terminal (a pseudo-terminal of 100 columns) stderr shows tqdm bars: the EM iterations counted."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import subprocess
+    import sys
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    proc = subprocess.run(
+        [sys.executable, "-m", "api.cli", "aggregate", str(SAMPLE / "crowd.jsonl"), "--format", "spans-jsonl",
+         "--method", "ds", "--params", '{"max_iter": 7, "tol": 0}', "--output", str(tmp_path / "a.jsonl")],
+        stdout=subprocess.DEVNULL, stderr=follower, timeout=120)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # the pty's other end is closed: all was read
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(leader)
+    err = b"".join(chunks).decode("utf-8", "replace")
+    assert proc.returncode == 0, err
+    assert "crowdqa: ds: fitting: 100%" in err and "7/7" in err and " iteration " not in err
+
+
 def test_aggregate_conll_round_trip(tmp_path):
     """CoNLL output of the sample has one tag per token, in input order (the pipeline's labels)."""
     out = tmp_path / "agg.conll"

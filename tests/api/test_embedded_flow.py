@@ -46,14 +46,18 @@ def test_upload_job_report_labels(client, keys):
     assert body["status"] == "finished", body
     assert body["progress"]["stage"] == "done" and body["attempts"] == 1
     assert set(body["timings"]) >= {"load", "fit", "report", "save"}
+    # Issue 14: the progress names every stage with its seconds, and the report's fit block keeps them.
+    assert set(body["progress"]["stages"]) == {"reading", "fitting", "scoring", "writing"}
 
     corpus = merge_corpora([read_corpus(SAMPLE / "crowd.jsonl", format="spans-jsonl").corpus,
                             read_corpus(SAMPLE / "expert.jsonl", format="spans-jsonl", role="expert").corpus])
     direct = run_pipeline(corpus, method="ds", params={"max_iter": 30})
     report = client.get(f"/api/v1/jobs/{job_id}/report", headers=auth(key)).json()
     assert report["experts_used_in_fit"] is False
+    assert report["fit"]["stages"] == body["progress"]["stages"]
     # Stored losslessly: the whole report equals the direct run's, except the fit's wall-clock seconds.
     report["fit"].pop("seconds"), direct.report["fit"].pop("seconds")
+    report["fit"].pop("stages"), direct.report["fit"].pop("stages")
     assert report == jsonable(direct.report)
 
     workers = client.get(f"/api/v1/jobs/{job_id}/workers?sort=f1&order=asc", headers=auth(key)).json()
@@ -239,6 +243,7 @@ def test_flow_on_postgres(pg_settings):
                                 read_corpus(SAMPLE / "expert.jsonl", format="spans-jsonl", role="expert").corpus])
         direct = jsonable(run_pipeline(corpus, method="hmm-crowd").report)
         report["fit"].pop("seconds"), direct["fit"].pop("seconds")
+        report["fit"].pop("stages"), direct["fit"].pop("stages")  # wall-clock seconds too
         assert report == direct
         assert body["created_at"].endswith(("Z", "+00:00"))
         # Hostile names (NUL, very long) are stored, not a 500: PostgreSQL text cannot hold NUL.

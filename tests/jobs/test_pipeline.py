@@ -44,7 +44,7 @@ def test_progress_once_per_iteration(seed):
     iterations = [(it, ll) for stage, it, ll in events if it is not None]
     assert [it for it, _ in iterations] == list(range(1, result.fit["iterations"] + 1))
     assert [ll for _, ll in iterations] == result.fit["log_likelihood"]
-    assert [s for s, it, _ in events if it is None] == ["fitting", "reporting", "done"]
+    assert [s for s, it, _ in events if it is None] == ["fitting", "scoring"]
 
 
 def test_refuses_what_cannot_run():
@@ -103,3 +103,12 @@ def test_fixed_schedule_records_converged_as_not_tested(seed):
     assert fixed.fit["converged"] is None and fixed.fit["warnings"] == [] and fixed.fit["iterations"] == 1
     tested = run_pipeline(corpus, method="hmm-crowd", params={"tol": 0.0, "max_iter": 2})
     assert tested.fit["converged"] is False and any("max_iter=2" in w for w in tested.fit["warnings"])
+
+
+def test_stage_seconds_are_in_the_report_fit_block():
+    """Issue 14: the report's fit block keeps the seconds of every stage; it is the result's fit dict."""
+    corpus = synthetic_corpus()
+    result = run_pipeline(corpus, method="ds", params={"max_iter": 5}, use_experts=True)
+    stages = result.report["fit"]["stages"]
+    assert set(stages) == {"fitting", "cross_fitting", "scoring"} and all(v >= 0 for v in stages.values())
+    assert result.report["fit"] is result.fit
