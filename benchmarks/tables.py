@@ -350,10 +350,53 @@ def render_sample_size(d: dict, results: Path, quick: bool) -> str:
     )
 
 
+def render_whole_path(d: dict, results: Path, quick: bool) -> str:
+    def secs(r: dict | None) -> str:
+        if not r:
+            return "–"
+        if r.get("capped"):
+            return f"> {r['seconds']:.0f} s (stopped at the cap)"
+        return "failed" if r.get("exit") else f"{r['seconds']:.2f} s"
+
+    rows, api_rows = [], []
+    for p in d["points"]:
+        us, ck = p["crowdqa"], p["crowd_kit"]
+        ratio = ("–" if us.get("exit") or ck.get("exit") and not ck.get("capped")
+                 else f"{'> ' if ck.get('capped') else ''}{ck['seconds'] / us['seconds']:.1f}×")
+        st = us.get("stages") or {}
+        stages = " / ".join(f"{st.get(k, 0):.2f}" for k in ("reading", "fitting", "scoring", "writing"))
+        rows.append([f"{p['labels']:,}", p["method"].upper(), secs(us), secs(ck), ratio, stages,
+                     f"{us['peak_rss_mib']:.0f} / {ck['peak_rss_mib']:.0f} MiB"])
+        a = p.get("api")
+        if a:
+            ast = a.get("stages") or {}
+            api_rows.append([f"{p['labels']:,}", p["method"].upper(), f"{a['upload_seconds']:.2f} s",
+                             f"{a['job_seconds']:.2f} s", f"{a['report_seconds']:.2f} s", f"{a['total_seconds']:.2f} s",
+                             " / ".join(f"{ast.get(k, 0):.2f}" for k in ("reading", "fitting", "scoring", "writing"))])
+    out = (
+        f"What a user waits for, start to exit: `crowdqa aggregate FILE --format categorical --method M --output "
+        f"out.csv --report report.json` (reading, fit, the default report, writing) against crowd-kit's whole "
+        f"process (`pandas.read_csv` + `fit_predict` + `to_csv`, MajorityVote or DawidSkene(n_iter=100)), each a "
+        f"process of its own, one run per point; synthetic categorical crowd ({d['points'][0]['workers']} workers, 3 "
+        f"answers per item, 3 classes, string ids). crowd-kit runs are stopped after {d['cap_seconds']:.0f} s. "
+        f"{d['meta'].get('note', '')}.\n\n"
+        + _table(["labels", "method", "crowdqa whole process", "crowd-kit whole process", "crowd-kit / crowdqa",
+                  "crowdqa stages: read / fit / score / write (s)", "peak RSS crowdqa / crowd-kit"], rows)
+    )
+    if api_rows:
+        out += ("\n\nThe same through the API (embedded service on loopback): upload the file, run the job to "
+                "finished, fetch the report.\n\n"
+                + _table(["labels", "method", "upload", "job (post → finished)", "GET /report", "total",
+                          "job stages: read / fit / score / write (s)"], api_rows))
+    return out
+
+
 #: results stem -> (section title, command without --quick, renderer), in README order.
 SECTIONS: dict[str, tuple[str, str, Callable[[dict, Path, bool], str]]] = {
     "pico_study": ("PICO / EBM-NLP aggregation study", "python -m benchmarks.pico_study", render_pico_study),
     "categorical": ("Categorical accuracy vs crowd-kit", "python -m benchmarks.categorical", render_categorical),
+    "whole_path": ("What a user waits: the whole command vs crowd-kit's whole process",
+                   "python -m benchmarks.whole_path", render_whole_path),
     "ds_speed": ("Dawid-Skene speed and memory vs crowd-kit", "python -m benchmarks.ds_speed", render_ds_speed),
     "hmm_crowd": ("HMM-Crowd EM step and PICO fit", "python -m benchmarks.hmm_crowd", render_hmm_crowd),
     "ingest_pico": ("Ingest throughput", "python -m benchmarks.ingest_pico", render_ingest_pico),

@@ -92,3 +92,24 @@ def test_sample_size_example_quick(tmp_path):
     for k in ("precision", "recall"):
         lo, hi = m["document_bootstrap"][f"{k}_ci"]
         assert lo <= m[k] <= hi
+
+
+def test_whole_path_data_and_table(tmp_path):
+    """The issue-14 data: 3 distinct answers per item from 500 workers, string ids; the table renders a run."""
+    from benchmarks import tables, whole_path
+    from ingest.categorical import read_categorical
+
+    path = tmp_path / "synth.csv"
+    whole_path.write_data(3_000, path)
+    lines = path.read_text().splitlines()
+    assert lines[0] == "task,worker,label" and len(lines) == 3_001
+    assert lines[1].startswith("task") and ",worker" in lines[1]
+    corpus = read_categorical(path)
+    assert corpus.n_docs == 1_000 and np.all(np.bincount(corpus.token) == 3)
+    point = whole_path.crowdqa_point(path, "mv", tmp_path)
+    assert point["exit"] == 0 and set(point["stages"]) == {"reading", "fitting", "scoring", "writing"}
+    d = {"meta": {"note": "a test"}, "cap_seconds": 10, "points": [
+        {"labels": 3000, "items": 1000, "workers": 500, "method": "mv", "crowdqa": point,
+         "crowd_kit": {"seconds": 11.0, "peak_rss_mib": 300.0, "exit": -9, "capped": True}}]}
+    md = tables.render_whole_path(d, tmp_path, False)
+    assert "> 11 s (stopped at the cap)" in md and "| 3,000 | MV |" in md

@@ -1,0 +1,190 @@
+"""What a user waits: the whole ``crowdqa aggregate`` process vs crowd-kit's whole process, and an API job.
+
+``python -m benchmarks.whole_path [--quick] [--sizes 3e5,3e6,3e7] [--cap SECONDS]`` writes
+``benchmarks/results/whole_path.json`` (``whole_path_quick.json`` with ``--quick``: 3e4 and 3e5 labels).
+
+Data (issue 14): ``n_items`` items x 3 answers from 500 workers, 3 classes, string ids
+``task0000001`` and ``worker0042``, rows shuffled, written once per size as a CSV
+(``task,worker,label``) into a temporary folder.
+
+Each point runs as its own process, one after the other, so peak RSS is the process's
+(``ru_maxrss`` of the child from ``os.wait4``) and every time is wall-clock from start to exit:
+
+* crowdqa: ``crowdqa aggregate FILE --format categorical --method M --output out.csv
+  --report report.json --quiet`` (reading, fit, the default report, writing labels and report);
+  the stage seconds come from the report's ``fit.stages``.
+* crowd-kit 1.4.2 (its documented use): ``pandas.read_csv`` + ``MajorityVote().fit_predict`` or
+  ``DawidSkene(n_iter=100).fit_predict`` + writing the labels with ``to_csv``, in a Python
+  process of its own; a run over ``--cap`` seconds is stopped and reported as such.
+* the API job (embedded service: ``crowdqa serve`` with SQLite and the in-process queue, on
+  loopback): upload the file, post the job, poll until finished, fetch ``GET /report``;
+  each of the three is timed, and the job's stage seconds come from its progress.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.tables import make_meta
+
+RESULTS = Path(__file__).resolve().parent / "results"
+BIN = Path(sys.executable).parent
+N_WORKERS = 500
+N_CLASSES = 3
+PER_ITEM = 3
+
+CROWD_KIT = """
+import sys, time
+import pandas as pd
+from crowdkit.aggregation import DawidSkene, MajorityVote
+path, method, out = sys.argv[1:4]
+df = pd.read_csv(path)
+model = MajorityVote() if method == "mv" else DawidSkene(n_iter=100)
+labels = model.fit_predict(df)
+labels.to_csv(out)
+"""
+
+
+def write_data(n_labels: int, path: Path, *, seed: int = 0) -> None:
+    """The issue's synthetic crowd as ``task,worker,label`` rows (shuffled), written in chunks."""
+    n_items = n_labels // PER_ITEM
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, N_CLASSES, n_items)
+    acc = rng.uniform(0.5, 0.95, N_WORKERS)
+    first = rng.integers(0, N_WORKERS, n_items)
+    offsets = np.stack([np.zeros(n_items, np.int64), rng.integers(1, N_WORKERS // 2, n_items),
+                        rng.integers(N_WORKERS // 2, N_WORKERS, n_items)], axis=1)
+    worker = ((first[:, None] + offsets) % N_WORKERS).ravel()
+    item = np.repeat(np.arange(n_items), PER_ITEM)
+    right = rng.random(item.size) < acc[worker]
+    label = np.where(right, truth[item], (truth[item] + rng.integers(1, N_CLASSES, item.size)) % N_CLASSES)
+    order = rng.permutation(item.size)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("task,worker,label\n")
+        for s in range(0, order.size, 1_000_000):
+            o = order[s:s + 1_000_000]
+            rows = np.char.add(np.char.add(np.char.add("task", np.char.zfill((item[o] + 1).astype(str), 7)),
+                                           np.char.add(",worker", np.char.zfill(worker[o].astype(str), 4))),
+                               np.char.add(",", label[o].astype(str)))
+            fh.write("\n".join(rows.tolist()))
+            fh.write("\n")
+
+
+def _run(argv: list[str], *, cap: float | None = None) -> dict:
+    """Run a process to its end (or ``cap``); wall seconds, peak RSS (MiB), exit status."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    timed_out = False
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if cap is not None and time.perf_counter() - t0 > cap:
+            proc.kill()
+            pid, status, usage = os.wait4(proc.pid, 0)
+            timed_out = True
+            break
+        time.sleep(0.05)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read().decode("utf-8", "replace")[-2000:] if proc.stderr else ""
+    out = {"seconds": round(wall, 3), "peak_rss_mib": round(usage.ru_maxrss / 1024, 1), "exit": proc.returncode,
+           "capped": timed_out}
+    if proc.returncode and not timed_out:
+        out["stderr"] = err
+    return out
+
+
+def crowdqa_point(path: Path, method: str, work: Path) -> dict:
+    report = work / f"report_{method}.json"
+    r = _run([str(BIN / "crowdqa"), "aggregate", str(path), "--format", "categorical", "--method", method,
+              "--output", str(work / f"out_{method}.csv"), "--report", str(report), "--quiet"])
+    if r["exit"] == 0:
+        fit = json.loads(report.read_text())["fit"]
+        r.update(stages=fit["stages"], iterations=fit["iterations"])
+    return r
+
+
+def crowdkit_point(path: Path, method: str, work: Path, cap: float) -> dict:
+    script = work / "crowdkit_run.py"
+    script.write_text(CROWD_KIT)
+    return _run([sys.executable, str(script), str(path), method, str(work / f"ck_{method}.csv")], cap=cap)
+
+
+def api_point(path: Path, method: str, work: Path) -> dict:
+    """Upload, job and report through the embedded service on loopback; seconds of each."""
+    import httpx
+
+    from benchmarks.service_overhead import _service
+
+    with _service("embedded", work / f"data_{method}") as (api, key):
+        with httpx.Client(base_url=api, headers={"Authorization": f"Bearer {key}"}, timeout=3600) as client:
+            ds = client.post("/datasets", json={"name": "whole-path"}).json()["id"]
+            t0 = time.perf_counter()
+            with open(path, "rb") as fh:
+                r = client.post(f"/datasets/{ds}/uploads", files={"file": (path.name, fh)},
+                                data={"format": "categorical", "role": "crowd"})
+            r.raise_for_status()
+            t1 = time.perf_counter()
+            job_id = client.post(f"/datasets/{ds}/jobs", json={"method": method}).json()["id"]
+            while True:
+                job = client.get(f"/jobs/{job_id}").json()
+                if job["status"] in ("finished", "failed"):
+                    break
+                time.sleep(0.1)
+            t2 = time.perf_counter()
+            rep = client.get(f"/jobs/{job_id}/report")
+            rep.raise_for_status()
+            t3 = time.perf_counter()
+    return {"upload_seconds": round(t1 - t0, 3), "job_seconds": round(t2 - t1, 3), "report_seconds": round(t3 - t2, 3),
+            "total_seconds": round(t3 - t0, 3), "status": job["status"], "stages": (job.get("progress") or {}).get(
+                "stages"), "report_bytes": len(rep.content)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="3e4 and 3e5 labels only")
+    ap.add_argument("--sizes", default=None, help="comma-separated label counts (default 3e5,3e6,3e7)")
+    ap.add_argument("--cap", type=float, default=1800.0, help="stop a crowd-kit run after this many seconds")
+    ap.add_argument("--no-api", action="store_true", help="skip the API job")
+    ap.add_argument("--api-max", type=float, default=3e6, help="largest size run through the API")
+    args = ap.parse_args(argv)
+    sizes = [int(float(s)) for s in (args.sizes or ("3e4,3e5" if args.quick else "3e5,3e6,3e7")).split(",")]
+    t_start = time.perf_counter()
+    points = []
+    with tempfile.TemporaryDirectory(prefix="crowdqa-whole-path-") as tmp:
+        work = Path(tmp)
+        for n in sizes:
+            path = work / f"synth_{n}.csv"
+            write_data(n, path)
+            for method in ("mv", "ds"):
+                point = {"labels": n, "items": n // PER_ITEM, "workers": N_WORKERS, "method": method,
+                         "file_mib": round(path.stat().st_size / 2**20, 1)}
+                point["crowdqa"] = crowdqa_point(path, method, work)
+                point["crowd_kit"] = crowdkit_point(path, method, work, args.cap)
+                if not args.no_api and n <= args.api_max:
+                    point["api"] = api_point(path, method, work)
+                print(json.dumps(point), flush=True)
+                points.append(point)
+            path.unlink()
+    command = "python -m benchmarks.whole_path" + (" --quick" if args.quick else "")
+    meta = make_meta(command, seconds=time.perf_counter() - t_start)
+    meta["note"] = "one run per point; the machine (2 cores) was shared with other engineers' work"
+    RESULTS.mkdir(exist_ok=True)
+    out = RESULTS / ("whole_path_quick.json" if args.quick else "whole_path.json")
+    out.write_text(json.dumps({"meta": meta, "cap_seconds": args.cap, "points": points}, indent=2) + "\n")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
