@@ -70,6 +70,14 @@ def _fakes() -> dict[str, dict]:
              "not_final": [], "lost_jobs": [], "unknown_jobs": [], "duplicate_runs": [], "jobs_per_second": 1.5,
              "requests_per_second": 99.6, "client_errors": [],
              "latency": {"upload": {"p99_ms": 120.4}, "enqueue": {"p99_ms": 80.0}, "poll": {"p99_ms": 30.2}}}]},
+        "whole_path": {"meta": meta, "cap_seconds": 600, "points": [
+            {"labels": 300000, "items": 100000, "workers": 500, "method": "ds",
+             "crowdqa": {"seconds": 2.0, "peak_rss_mib": 200.0, "exit": 0, "capped": False, "iterations": 15,
+                         "stages": {"reading": 0.5, "fitting": 0.25, "scoring": 0.75, "writing": 0.1}},
+             "crowd_kit": {"seconds": 30.0, "peak_rss_mib": 400.0, "exit": 0, "capped": False},
+             "api": {"upload_seconds": 1.0, "job_seconds": 2.5, "report_seconds": 0.25, "total_seconds": 3.75,
+                     "status": "finished",
+                     "stages": {"reading": 0.1, "fitting": 0.25, "scoring": 0.75, "writing": 0.2}}}]},
     }
 
 
@@ -100,6 +108,8 @@ def test_every_section_renders_with_its_command_and_machine(results):
     assert "| DawidSkene, experts clamped | ±0.013 | ±0.016 | – |" in md
     assert "| embedded | 20 | 8 s | 12 | 11 / 1 / 0 | 0 | 0 | 1.50 | 100 | 120 ms | 80 ms | 30 ms | 0 |" in md
     assert "Problems found: none." in md
+    assert "| 300,000 | DS | 2.00 s | 30.00 s | 15.0× | 0.50 / 0.25 / 0.75 / 0.10 | 200 / 400 MiB |" in md
+    assert "| 300,000 | DS | 1.00 s | 2.50 s | 0.25 s | 3.75 s | 0.10 / 0.25 / 0.75 / 0.20 |" in md
 
 
 def test_full_run_preferred_over_quick_and_unknown_files_listed(results):

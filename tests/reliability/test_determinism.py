@@ -25,7 +25,8 @@ from tests.utils.factories import project_with_key
 
 JOBS = [{"method": "mv"}, {"method": "ds", "params": {"max_iter": 40}},
         {"method": "hmm-crowd", "params": {"max_iter": 5}}, {"method": "ds", "use_experts": True}]
-_SECONDS = re.compile(rb'"seconds":\s*[-+0-9.eE]+')
+# Wall-clock seconds: the fit's and every stage's (fit.stages, issue 14).
+_SECONDS = re.compile(rb'"(?:seconds|reading|fitting|cross_fitting|scoring|writing)":\s*[-+0-9.eE]+')
 
 
 def _results(tmp_path, monkeypatch, name: str, database_url: str | None = None) -> list[dict]:
