@@ -370,7 +370,7 @@ def _check_corpus(c: Corpus) -> None:
         bad = int(np.flatnonzero((c.token_start < 0) | (c.token_end < c.token_start))[0])
         raise ValueError(f"token offsets must satisfy 0 <= start <= end, found token {bad}")
     if n_tokens:
-        text_len = np.fromiter((len(t) for t in c.texts), dtype=np.int64, count=n_docs)
+        text_len = np.fromiter(map(len, c.texts), dtype=np.int64, count=n_docs)
         tdoc = np.repeat(np.arange(n_docs), c.doc_lengths)
         over = c.token_end > text_len[tdoc]
         if np.any(over):

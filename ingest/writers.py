@@ -44,6 +44,10 @@ WRITE_FORMATS = ("spans-jsonl", "conll", "ebm-nlp", "categorical-csv")
 
 #: First characters that make a spreadsheet run a cell as a formula (OWASP, "CSV Injection").
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+#: First characters of cells that csv_escape may change.
+_ESCAPED_START = frozenset(_FORMULA_START) | {"'"}
+#: Rows written at once by the categorical writer (bounds its memory).
+_CHUNK = 1 << 16
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 
 
@@ -160,8 +164,19 @@ def _write_categorical(lab: NDArray, corpus: Corpus, path: Path) -> None:
             f"categorical-csv needs one-token documents, found {int(corpus.doc_lengths[d])} tokens in "
             f"document {corpus.doc_ids[d]!r}"
         )
+    # Label cells: one escape per class, not per row. Item cells: the few that need an escape or CSV quoting go
+    # through csv.writer; the rest are joined as they are (what csv.writer writes for them), in chunks.
+    names = [csv_escape(n) for n in corpus.class_names] + [""]  # index -1 (MISSING): an empty label
+    # One scan of a chunk's ids joined by NUL: a cell csv_escape changes, or one csv.writer would quote.
+    special = re.compile("(?:^|\x00)[" + re.escape("".join(sorted(_ESCAPED_START))) + ']|[,"\r\n]')
     with open(path, "w", encoding="utf-8", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["item", "label"])
-        for doc_id, k in zip(corpus.doc_ids, lab.tolist(), strict=True):
-            w.writerow([csv_escape(doc_id), csv_escape(corpus.class_names[k]) if k != MISSING else ""])
+        plain_names = special.search("\x00".join(names)) is None
+        for a in range(0, corpus.n_docs, _CHUNK):
+            ids = corpus.doc_ids[a:a + _CHUNK]
+            cells = [names[k] for k in lab[a:a + _CHUNK].tolist()]
+            if plain_names and special.search("\x00".join(ids)) is None:
+                fh.write("".join(f"{d},{c}\r\n" for d, c in zip(ids, cells, strict=True)))
+            else:
+                w.writerows([csv_escape(d), c] for d, c in zip(ids, cells, strict=True))

@@ -318,8 +318,14 @@ def _index_sums(group, tp, err, n_docs, groups, *, n_boot, rng, max_cells):
 
     Yields ``(groups_chunk, (tp_sums, err_sums))`` with sums of shape (n_boot, len(groups_chunk)).
     """
-    order = np.argsort(group, kind="stable")
-    start = np.concatenate([[0], np.cumsum(n_docs)[:-1]])
+    if groups.size == 0:
+        return
+    mine = np.zeros(n_docs.shape[0], dtype=bool)
+    mine[groups] = True
+    rows = np.flatnonzero(mine[group])  # only these groups' rows are sorted
+    order = rows[np.argsort(group[rows], kind="stable")]
+    sizes = np.where(mine, n_docs, 0)
+    start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     tp, err = tp[order], err[order]
     for a, b in _chunks(n_boot * n_docs[groups], max_cells):
         g = groups[a:b]

@@ -5,9 +5,10 @@ the question (and most pairs share nothing). The corpus layout gives the pairs t
 do share documents directly: triplets are sorted by (token, worker) and an annotator
 present on a document labels all of its tokens, so each document's annotations form
 a (tokens x annotators) block. For every document with ``k`` annotators we take the
-``k (k - 1) / 2`` column pairs of its block, count their joint labels with one
-``bincount`` per group of documents with the same ``k``, and sum the (document, pair)
-confusion matrices into worker-pair matrices. Kappa is then a vectorised function of
+``k (k - 1) / 2`` column pairs of its block, number the worker pairs of all those
+(document, pair) rows with one ``unique``, and count the joint labels of their tokens
+straight into the worker-pair matrices with one ``bincount`` per chunk of documents
+with the same ``k``. Kappa is then a vectorised function of
 the stacked matrices.
 
 Edge convention: as in :mod:`quality.agreement`, kappa is ``nan`` when the expected
@@ -66,6 +67,7 @@ def pair_confusions(corpus: Corpus, *, chunk: int = 4_000_000) -> PairConfusions
     PairConfusions
     """
     k_cls = corpus.n_classes
+    kk = k_cls * k_cls
     obs_doc = corpus.obs_doc
     at_first = corpus.token == corpus.doc_start[obs_doc]
     n_in_doc = np.bincount(obs_doc[at_first], minlength=corpus.n_docs)
@@ -73,18 +75,28 @@ def pair_confusions(corpus: Corpus, *, chunk: int = 4_000_000) -> PairConfusions
     first_workers = corpus.worker[at_first].astype(np.int64)  # grouped by document, sorted by worker
     obs_base = np.searchsorted(corpus.token, corpus.doc_start[:-1])
     label = corpus.label.astype(np.int64)
+    groups = [(k, np.flatnonzero(n_in_doc == k)) for k in np.unique(n_in_doc[n_in_doc >= 2]).tolist()]
+    if not groups:
+        z = np.zeros(0, dtype=np.int64)
+        return PairConfusions(z, z, np.zeros((0, k_cls, k_cls), dtype=np.int64), z)
 
-    keys, confs, docs = [], [], []
-    for k in np.unique(n_in_doc[n_in_doc >= 2]).tolist():
-        docs_k = np.flatnonzero(n_in_doc == k)
+    # Pass 1: the worker pair of every (document, pair) row, numbered by one unique over all of them.
+    keys = []
+    for k, docs_k in groups:
+        pi, pj = np.triu_indices(k, 1)
+        wbase = doc_workers_base[docs_k][:, None]
+        wa, wb = first_workers[wbase + pi[None, :]], first_workers[wbase + pj[None, :]]
+        keys.append((wa * corpus.n_workers + wb).ravel())
+    uniq, inv = np.unique(np.concatenate(keys), return_inverse=True)
+    n_docs = np.bincount(inv, minlength=uniq.shape[0]).astype(np.int64)
+    # Pass 2: joint labels of every token of those rows, counted straight into the worker-pair matrices.
+    total = np.zeros(uniq.shape[0] * kk, dtype=np.int64)
+    row0 = 0
+    for k, docs_k in groups:
         pi, pj = np.triu_indices(k, 1)
         n_pairs = pi.shape[0]
-        # Worker pair of each (document, pair): one row per document of this group.
-        wbase = doc_workers_base[docs_k][:, None]
-        wa = first_workers[wbase + pi[None, :]]
-        wb = first_workers[wbase + pj[None, :]]
-        conf = np.zeros((docs_k.shape[0] * n_pairs, k_cls * k_cls), dtype=np.int64)
-        # Token rows of these documents, processed in chunks of documents.
+        pair_of = inv[row0:row0 + docs_k.shape[0] * n_pairs].reshape(-1, n_pairs)  # (docs of group, pairs)
+        row0 += docs_k.shape[0] * n_pairs
         lengths = corpus.doc_lengths[docs_k]
         max_docs = max(1, chunk // max(1, int(lengths.max()) * n_pairs))
         for s in range(0, docs_k.shape[0], max_docs):
@@ -95,24 +107,9 @@ def pair_confusions(corpus: Corpus, *, chunk: int = 4_000_000) -> PairConfusions
             base = obs_base[docs_k[row_doc]] + t_local * k  # (n_rows,)
             la = label[base[:, None] + pi[None, :]]
             lb = label[base[:, None] + pj[None, :]]
-            dp = row_doc[:, None] * n_pairs + np.arange(n_pairs)[None, :]  # (document, pair) row in conf
-            lo = sel[0] * n_pairs
-            flat = np.bincount(((dp - lo) * (k_cls * k_cls) + la * k_cls + lb).ravel(),
-                               minlength=sel.shape[0] * n_pairs * k_cls * k_cls)
-            conf[lo:lo + sel.shape[0] * n_pairs] = flat.reshape(-1, k_cls * k_cls)
-        keys.append(wa.ravel() * corpus.n_workers + wb.ravel())
-        confs.append(conf)
-        docs.append(np.ones(wa.size, dtype=np.int64))
-    if not keys:
-        z = np.zeros(0, dtype=np.int64)
-        return PairConfusions(z, z, np.zeros((0, k_cls, k_cls), dtype=np.int64), z)
-    key = np.concatenate(keys)
-    uniq, inv = np.unique(key, return_inverse=True)
-    total = np.zeros((uniq.shape[0], k_cls * k_cls), dtype=np.int64)
-    np.add.at(total, inv, np.concatenate(confs))
-    n_docs = np.bincount(inv, minlength=uniq.shape[0]).astype(np.int64)
-    return PairConfusions(uniq // corpus.n_workers, uniq % corpus.n_workers,
-                          total.reshape(-1, k_cls, k_cls), n_docs)
+            cell = (pair_of[row_doc] * kk + la * k_cls + lb).ravel()
+            total += np.bincount(cell, minlength=total.shape[0])
+    return PairConfusions(uniq // corpus.n_workers, uniq % corpus.n_workers, total.reshape(-1, k_cls, k_cls), n_docs)
 
 
 def kappa_from_confusions(confusion: NDArray) -> NDArray[np.float64]:

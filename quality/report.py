@@ -157,9 +157,9 @@ def _worker_blocks(
     counts: NDArray, pair_worker: NDArray, n_tokens: NDArray, *, n_workers: int, n_boot: int, seed: int,
     stream: int, min_boot_docs: int,
 ) -> list[dict | None]:
-    """Score blocks for all workers from per-(worker, document) counts sorted by worker."""
-    totals = np.zeros((n_workers, 3), dtype=np.int64)
-    np.add.at(totals, pair_worker, counts)
+    """Score blocks for all workers from per-(worker, document) counts (rows in any order)."""
+    totals = np.stack([np.bincount(pair_worker, weights=counts[:, j], minlength=n_workers) for j in range(3)],
+                      axis=1).astype(np.int64)
     n_docs = np.bincount(pair_worker, minlength=n_workers)
     tp, fp, fn = totals.T
     p, r, f = prf_from_counts(tp, fp, fn)
@@ -216,14 +216,13 @@ def _obs_pairs(corpus: Corpus) -> tuple[NDArray, NDArray]:
 def _pair_counts(
     corpus: Corpus, pairs: tuple[NDArray, NDArray], valid: NDArray, ref_pos: NDArray
 ) -> tuple[NDArray, NDArray, NDArray]:
-    """Counts per (worker, document) pair over the valid annotations, sorted by worker; tokens per worker."""
+    """Counts per (worker, document) pair over the valid annotations, and their workers; tokens per worker."""
     pair, pair_worker = pairs
     n_pairs = pair_worker.shape[0]
     counts = grouped_counts(corpus.label[valid] > 0, ref_pos[valid], pair[valid], n_groups=n_pairs)
     used = np.bincount(pair[valid], minlength=n_pairs) > 0
-    order = np.argsort(pair_worker[used], kind="stable")
     n_tokens = np.bincount(corpus.worker[valid], minlength=corpus.n_workers)
-    return counts[used][order], pair_worker[used][order], n_tokens
+    return counts[used], pair_worker[used], n_tokens
 
 
 def _check_labels(labels: NDArray, corpus: Corpus, name: str) -> NDArray[np.int64]:
@@ -397,9 +396,9 @@ def build_report(
     pc = pair_confusions(corpus.select_workers(crowd))
     enough = pc.documents >= min_pair_docs
     crowd_k = kappa_from_confusions(pc.confusion[enough])
+    ids = corpus.worker_ids
     crowd_pairs = [
-        {"a": corpus.worker_ids[a], "b": corpus.worker_ids[b], "documents": int(d), "tokens": int(t),
-         "kappa": _num(k)}
+        {"a": ids[a], "b": ids[b], "documents": d, "tokens": t, "kappa": k if k == k else None}  # nan -> null
         for a, b, d, t, k in zip(pc.a[enough].tolist(), pc.b[enough].tolist(), pc.documents[enough].tolist(),
                                  pc.confusion[enough].sum(axis=(1, 2)).tolist(), crowd_k.tolist(), strict=True)
     ]

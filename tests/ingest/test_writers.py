@@ -93,3 +93,30 @@ def test_cli_ingest_merges_expert_saves_and_reports_errors(tmp_path, capsys):
     assert len(err.strip().splitlines()) == 1
     assert main(["ingest", str(bad), "--format", "spans-jsonl", "--on-error", "skip"]) == 0
     assert "skipped rows: 1" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("ids, names", [
+    (["q1", "q2", "q3", "q4"], ["x", "y", "z"]),  # nothing to escape or quote: the joined fast path
+    (["q1", "q2", "q3"], ["+x", "b,c", "y"]),
+    (["=1+1", "a,b", 'say "hi"', "'quoted", "-2", "plain\rcr"], ["x", "y", "z"]),
+])
+def test_categorical_csv_equals_csv_writer(tmp_path, ids, names):
+    """Oracle: csv.writer with csv_escape on every cell, row by row (the writer before issue 14)."""
+    import csv
+    import io
+
+    from aggregation.corpus import Corpus
+    from ingest.writers import csv_escape
+
+    n = len(ids)
+    corpus = Corpus.from_arrays(token=np.arange(n), worker=np.zeros(n), label=np.zeros(n), doc_lengths=np.ones(n),
+                                token_start=np.zeros(n), token_end=np.array([len(d) for d in ids]), doc_ids=ids,
+                                texts=ids, worker_ids=["w"], worker_roles=["crowd"], class_names=names)
+    labels = np.arange(n) % 4 - 1  # -1 (no label) and every class
+    write_labels(labels, corpus, tmp_path / "o.csv", format="categorical-csv")
+    buf = io.StringIO(newline="")
+    w = csv.writer(buf)
+    w.writerow(["item", "label"])
+    for d, k in zip(ids, labels.tolist(), strict=True):
+        w.writerow([csv_escape(d), csv_escape(corpus.class_names[k]) if k >= 0 else ""])
+    assert (tmp_path / "o.csv").read_bytes() == buf.getvalue().encode("utf-8")
