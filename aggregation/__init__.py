@@ -1,7 +1,7 @@
-"""Aggregators (majority vote, Dawid-Skene, HMM-Crowd) on the canonical :class:`Corpus`.
+"""Aggregators (majority vote, Dawid-Skene, HMM-Crowd, BSC) on the canonical :class:`Corpus`.
 
-``HMMCrowd`` is imported lazily (on first attribute access), so this package imports
-even where its module is absent or being rewritten.
+``HMMCrowd`` and ``BayesianSequenceCombination`` are imported lazily (on first attribute
+access), so this package imports even where their modules are absent or being rewritten.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from aggregation.registry import METHODS, make_aggregator
 
 __all__ = [
     "BaseAggregator",
+    "BayesianSequenceCombination",
     "ConvergenceWarning",
     "Corpus",
     "DawidSkene",
@@ -32,4 +33,8 @@ def __getattr__(name: str) -> Any:
         from aggregation.hmm_crowd import HMMCrowd
 
         return HMMCrowd
+    if name == "BayesianSequenceCombination":
+        from aggregation.bsc_seq import BayesianSequenceCombination
+
+        return BayesianSequenceCombination
     raise AttributeError(f"module 'aggregation' has no attribute {name!r}")

@@ -31,7 +31,18 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-__all__ = ["_buckets", "_log_emissions", "_forward", "_backward", "_posteriors", "_xi_sum", "_viterbi"]
+__all__ = [
+    "_buckets",
+    "_bucket_index",
+    "_log_emissions",
+    "_forward",
+    "_backward",
+    "_posteriors",
+    "_xi_sum",
+    "_viterbi",
+    "_forward_backward_corpus",
+    "_viterbi_corpus",
+]
 
 
 def _buckets(
@@ -268,3 +279,114 @@ def _viterbi(
     for t in range(max_len - 1, 0, -1):
         path[:, t - 1] = back[rows, t, path[:, t]]
     return path, delta.max(axis=1)
+
+
+def _bucket_index(
+    seq_start: NDArray[np.int64], *, lengths: NDArray[np.int64], n_tokens: int
+) -> list[tuple[NDArray[np.int64], NDArray[np.int64]]]:
+    """Padded token-index batches of sequences, one per :func:`_buckets` bucket.
+
+    Parameters
+    ----------
+    seq_start : ndarray of shape (n_seqs,)
+        First global token of each sequence.
+    lengths : ndarray of shape (n_seqs,)
+        Token count of each sequence; sequences of length 0 are left out.
+    n_tokens : int
+        Total token count; padding cells hold ``n_tokens`` (one past the last token), so
+        that an array with one extra row indexed by a batch reads a neutral row there.
+
+    Returns
+    -------
+    list of (idx, lens)
+        ``idx`` : ndarray of shape (n_seqs_in_bucket, max_len), global token of each step;
+        ``lens`` : ndarray of shape (n_seqs_in_bucket,).
+    """
+    seq_start = np.asarray(seq_start, dtype=np.int64)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    out = []
+    for seqs in _buckets(lengths):
+        lens = lengths[seqs]
+        steps = np.arange(lens.max())
+        out.append((np.where(steps < lens[:, None], seq_start[seqs, None] + steps, n_tokens), lens))
+    return out
+
+
+def _forward_backward_corpus(
+    log_frame: NDArray[np.float64],
+    *,
+    log_startprob: NDArray[np.float64],
+    log_transmat: NDArray[np.float64],
+    buckets: list[tuple[NDArray[np.int64], NDArray[np.int64]]],
+) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
+    """Forward-backward over every sequence of a corpus, bucket by bucket.
+
+    Parameters
+    ----------
+    log_frame : ndarray of shape (n_tokens, n_classes)
+        Log factor of everything observed at each token, per state; ``-inf`` forbids a
+        state there.
+    log_startprob : ndarray of shape (n_classes,)
+    log_transmat : ndarray of shape (n_classes, n_classes)
+        Log weights; ``-inf`` forbids a start or a move. Rows need not normalise
+        (variational-Bayes potentials ``exp E[log A]`` do not).
+    buckets : list of (idx, lens)
+        From :func:`_bucket_index`; tokens in no bucket are left out.
+
+    Returns
+    -------
+    post : ndarray of shape (n_tokens, n_classes)
+        Posterior marginals; zero rows for tokens in no bucket.
+    xi : ndarray of shape (n_classes, n_classes)
+        Expected transition counts summed over all sequences (Rabiner 1989, eq. 37).
+    log_evidence : float
+        ``sum over sequences of log sum over paths of the product of all weights``.
+    """
+    n_tokens, n_classes = log_frame.shape
+    # Each token is rescaled by its best state so that exp() stays in range; the offsets
+    # return in the log evidence. States far behind may underflow to 0, which is harmless.
+    # Row n_tokens (the padding cells of every batch) is a neutral frame of ones.
+    offset = np.zeros(n_tokens + 1)
+    np.max(log_frame, axis=1, out=offset[:n_tokens])
+    offset[~np.isfinite(offset)] = 0.0
+    frame_all = np.ones((n_tokens + 1, n_classes))
+    with np.errstate(under="ignore"):
+        np.exp(log_frame - offset[:n_tokens, None], out=frame_all[:n_tokens])
+    start, trans = np.exp(log_startprob), np.exp(log_transmat)
+    post = np.zeros((n_tokens + 1, n_classes))  # the last row collects padding and is dropped
+    xi = np.zeros((n_classes, n_classes))
+    log_evidence = 0.0
+    for idx, lens in buckets:
+        frame = frame_all[idx]
+        alpha, scale = _forward(start, transmat=trans, frame=frame, lengths=lens)
+        beta = _backward(trans, frame=frame, scale=scale, lengths=lens)
+        post[idx] = _posteriors(alpha, beta=beta, lengths=lens)
+        xi += _xi_sum(alpha, beta=beta, transmat=trans, frame=frame, scale=scale, lengths=lens)
+        log_evidence += float(np.log(scale).sum() + offset[idx].sum())
+    post = post[:n_tokens]
+    return post, xi, log_evidence
+
+
+def _viterbi_corpus(
+    log_frame: NDArray[np.float64],
+    *,
+    log_startprob: NDArray[np.float64],
+    log_transmat: NDArray[np.float64],
+    buckets: list[tuple[NDArray[np.int64], NDArray[np.int64]]],
+    fill: int = 0,
+) -> NDArray[np.int64]:
+    """Most likely state path of every sequence of a corpus (:func:`_viterbi` per bucket).
+
+    Returns
+    -------
+    ndarray of shape (n_tokens,), int64
+        The path's state at each token; ``fill`` at tokens in no bucket.
+    """
+    n_tokens, n_classes = log_frame.shape
+    padded = np.vstack([log_frame, np.zeros((1, n_classes))])
+    out = np.full(n_tokens, fill, dtype=np.int64)
+    for idx, lens in buckets:
+        path, _ = _viterbi(log_startprob, log_transmat=log_transmat, log_frame=padded[idx], lengths=lens)
+        real = idx < n_tokens
+        out[idx[real]] = path[real]
+    return out

@@ -14,6 +14,7 @@ METHODS: dict[str, tuple[str, str]] = {
     "mv": ("aggregation.majority_vote", "MajorityVote"),
     "ds": ("aggregation.dawid_skene", "DawidSkene"),
     "hmm-crowd": ("aggregation.hmm_crowd", "HMMCrowd"),
+    "bsc-seq": ("aggregation.bsc_seq", "BayesianSequenceCombination"),
 }
 
 

@@ -84,6 +84,7 @@ class Method(StrEnum):
     mv = "mv"
     ds = "ds"
     hmm_crowd = "hmm-crowd"
+    bsc_seq = "bsc-seq"
 
 
 class Role(StrEnum):

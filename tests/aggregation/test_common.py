@@ -35,6 +35,7 @@ ESTIMATORS = [
         "hmm-crowd", {}, True, id="HMMCrowd",
         marks=pytest.mark.skipif(not _hmm_available(), reason="aggregation.hmm_crowd is not importable yet"),
     ),
+    pytest.param("bsc-seq", {}, True, id="BayesianSequenceCombination"),
 ]
 
 

@@ -10,11 +10,14 @@ import scipy.sparse as sp
 
 from aggregation._forward_backward import (
     _backward,
+    _bucket_index,
     _buckets,
     _forward,
+    _forward_backward_corpus,
     _log_emissions,
     _posteriors,
     _viterbi,
+    _viterbi_corpus,
     _xi_sum,
 )
 
@@ -123,3 +126,47 @@ def test_buckets_cover_every_nonempty_document_once(seed):
     for b in buckets:
         assert lengths[b].max() <= 1.3 * lengths[b].min() + 1
         assert b.size == 1 or b.size * lengths[b].max() <= 5000
+
+
+def test_corpus_kernels_equal_enumeration(seed):
+    """Oracle: brute-force enumeration of every path of each sequence of a concatenated corpus (lengths
+    0-5, some -inf frames, a forbidden start and move; one sequence with no bucket). Checks the
+    posteriors (zero outside every bucket), summed transition counts, log evidence and Viterbi path
+    (``fill`` outside every bucket); tolerance 1e-10 relative."""
+    rng = np.random.default_rng(seed)
+    k = 3
+    lengths = np.array([3, 0, 5, 1, 4, 2, 5, 3])
+    seq_start = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    n = int(lengths.sum())
+    log_frame = rng.normal(scale=3.0, size=(n, k)) - 200.0  # far from 0: the offsets must be handled
+    log_frame[rng.random((n, k)) < 0.15] = -np.inf
+    log_frame[:, 0] = np.maximum(log_frame[:, 0], -205.0)  # keep every token possible
+    start = rng.dirichlet(np.ones(k))
+    start[2] = 0.0
+    trans = rng.dirichlet(np.ones(k), size=k) * 0.8
+    trans[0, 1] = 0.0
+    used = np.ones(lengths.size, dtype=bool)
+    used[4] = False  # a sequence left out of every bucket
+    buckets = _bucket_index(seq_start, lengths=np.where(used, lengths, 0), n_tokens=n)
+    with np.errstate(divide="ignore"):
+        post, xi, log_ev = _forward_backward_corpus(log_frame, log_startprob=np.log(start),
+                                                    log_transmat=np.log(trans), buckets=buckets)
+        path = _viterbi_corpus(log_frame, log_startprob=np.log(start), log_transmat=np.log(trans),
+                               buckets=buckets, fill=7)
+    xi_expected, log_ev_expected = np.zeros((k, k)), 0.0
+    for s, m, u in zip(seq_start, lengths, used, strict=True):
+        if m == 0:
+            continue
+        if not u:
+            assert np.all(post[s:s + m] == 0) and np.all(path[s:s + m] == 7)
+            continue
+        paths, w = _enumerate(start, trans, np.exp(log_frame[s:s + m] + 200.0))
+        z = w.sum()
+        log_ev_expected += np.log(z) - 200.0 * m
+        expected = np.stack([np.bincount(paths[:, t], weights=w, minlength=k) / z for t in range(m)])
+        np.testing.assert_allclose(post[s:s + m], expected, rtol=1e-10, atol=1e-13)
+        for t in range(m - 1):
+            np.add.at(xi_expected, (paths[:, t], paths[:, t + 1]), w / z)
+        np.testing.assert_array_equal(path[s:s + m], paths[int(np.argmax(w))])
+    np.testing.assert_allclose(xi, xi_expected, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(log_ev, log_ev_expected, rtol=1e-10)

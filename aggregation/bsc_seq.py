@@ -1,0 +1,580 @@
+"""Bayesian sequence combination (BSC; Simpson & Gurevych, EMNLP-IJCNLP 2019).
+
+A hidden Markov model over the true labels of each sequence, whose states emit every
+annotator's label through that annotator's model (optionally also the token's word and
+word shape), with Dirichlet priors on every distribution and mean-field variational
+Bayes between the label sequences and the parameters. The sequential annotator model
+(``seq``, the paper's BSC-seq) conditions an annotator's label on the true label *and*
+on that annotator's own previous label, so it can learn habits such as starting spans
+late or stopping them early.
+
+The math lives in pure module-level functions (:func:`_e_step`, :func:`_m_step`,
+:func:`_elbo`); :class:`BayesianSequenceCombination` coordinates. The E-step runs the
+batched forward-backward kernels of :mod:`aggregation._forward_backward` over every
+sequence at once; sufficient statistics are sparse products over the COO annotations.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+from scipy.special import digamma, gammaln
+
+from aggregation._base import BaseAggregator, ConvergenceMonitor, ProgressCallback, check_known
+from aggregation._forward_backward import (
+    _bucket_index,
+    _forward_backward_corpus,
+    _log_emissions,
+    _viterbi_corpus,
+)
+from aggregation._params import Check, InstanceOf, Interval, Options
+from aggregation.corpus import Corpus
+from aggregation.hmm_crowd import SHAPE_FEATURES
+
+__all__ = ["BayesianSequenceCombination"]
+
+_ANNOTATOR_MODELS = ("seq", "cm", "acc")
+_SEQUENCES = ("document", "sentence")
+_DECODERS = ("viterbi", "marginal")
+#: Tokens that end a sentence when they stand alone (see :func:`_sentence_starts`).
+_SENTENCE_END = (".", "?", "!")
+#: Pseudo-count of an annotator label that breaks BIO after that annotator's previous
+#: label (``O`` then ``I-X``): the paper's value for disallowed transitions. Not zero,
+#: because crowd labels may break BIO (IOB1 data), and their counts must stay possible.
+_RARE = 0.1
+
+
+# ---------------------------------------------------------------------------- design
+@dataclass(frozen=True)
+class _Design:
+    """Arrays derived once from the corpus; the VB loop only reads them."""
+
+    n_classes: int
+    n_workers: int
+    n_prev: int  # previous-label values of the annotator model (1 unless "seq")
+    crowd: sp.csr_array  # (n_tokens, n_workers * n_prev * n_classes) one-hot annotations
+    vocab: sp.csr_array | None  # (n_tokens, n_vocab) one-hot word of each token
+    shape: NDArray[np.bool_]  # (n_tokens, n_features)
+    known: NDArray[np.int64] | None  # (n_tokens,), BIO-repaired
+    active: NDArray[np.bool_]  # (n_tokens,) tokens of documents with any evidence
+    first: NDArray[np.int64]  # first token of each active sequence
+    seq_first: NDArray[np.bool_]  # (n_tokens,) first token of a sequence
+    buckets: list[tuple[NDArray[np.int64], NDArray[np.int64]]]
+    ok_start: NDArray[np.bool_]  # (n_classes,) classes a sequence may start with
+    ok_trans: NDArray[np.bool_]  # (n_classes, n_classes) allowed moves [from, to]
+    begin: NDArray[np.int64]  # (n_classes,) the B-X class of each I-X (itself otherwise)
+
+
+def _bio_rules(class_names: tuple[str, ...]) -> tuple[NDArray[np.bool_], NDArray[np.bool_], NDArray[np.int64]]:
+    """Allowed starts (K,), allowed transitions (K, K) and the ``B-X`` class of each class (K,).
+
+    ``I-X`` may follow only ``B-X`` or ``I-X`` and may not start a sequence; every
+    other move is allowed (all of them when the names carry no ``B-``/``I-`` prefixes).
+    An ``I-X`` whose ``B-X`` is not in the schema is left unconstrained.
+    """
+    k = len(class_names)
+    prefix = np.array([n[:2] for n in class_names])
+    kind = np.array([n[2:] if p in ("B-", "I-") else "" for n, p in zip(class_names, prefix, strict=True)])
+    begin = np.arange(k)
+    for j in np.flatnonzero(prefix == "I-"):
+        match = np.flatnonzero((prefix == "B-") & (kind == kind[j]))
+        begin[j] = match[0] if match.size else j
+    constrained = begin != np.arange(k)
+    same = (kind[:, None] == kind[None, :]) & (kind[:, None] != "")
+    ok_trans = ~constrained[None, :] | same
+    return ~constrained, ok_trans, begin
+
+
+def _repair_bio(labels: NDArray[np.int64], *, design: _Design) -> NDArray[np.int64]:
+    """``labels`` with each ``I-X`` that cannot follow its predecessor made ``B-X``; -1 (unknown) kept.
+
+    An ``I-X`` after ``O``, after another type or at a sequence start begins a span under
+    the conlleval rule, so turning it into ``B-X`` keeps every span; a label after an
+    unknown one is left as is. One pass suffices: the repair changes no token's type.
+    Used for clamped labels (a clamped path must be possible under the BIO transitions,
+    which give an invalid move zero probability) and for marginal decoding.
+    """
+    lab = np.maximum(labels, 0)
+    prev = np.concatenate([[-1], labels[:-1]])
+    bad = (labels >= 0) & np.where(design.seq_first, ~design.ok_start[lab],
+                                   (prev >= 0) & ~design.ok_trans[np.maximum(prev, 0), lab])
+    out = labels.copy()
+    out[bad] = design.begin[labels[bad]]
+    return out
+
+
+def _sentence_starts(tokens: list[str], *, doc_first: NDArray[np.bool_]) -> NDArray[np.bool_]:
+    """First token of each sentence: a document start, or a token after a standalone ``.``, ``?`` or ``!``.
+
+    The token after the punctuation must start with an upper-case letter or a digit, so
+    ``e . g . the`` stays one sentence. Only a *standalone* mark ends a sentence: in
+    pre-tokenized text (CoNLL) an abbreviation keeps its period (``U.S.``, ``St.``) and is
+    often inside an entity, where a cut would force the entity apart (no sequence may
+    start with ``I-X``). crowdqa's own tokenizer makes every period a token, where this is
+    :func:`aggregation.hmm_crowd.sentence_starts`.
+
+    Returns
+    -------
+    ndarray of shape (n_tokens,) of bool
+    """
+    n = len(tokens)
+    ends = np.fromiter((t in _SENTENCE_END for t in tokens), dtype=bool, count=n)
+    opens = np.fromiter((t[:1].isupper() or t[:1].isdigit() for t in tokens), dtype=bool, count=n)
+    out = doc_first.copy()
+    out[1:] |= ends[:-1] & opens[1:]
+    return out
+
+
+def _previous_labels(corpus: Corpus, *, start: int) -> NDArray[np.int64]:
+    """Each annotation's annotator's label on the previous token of the same document.
+
+    Rows are sorted by ``(token, worker)``, so the key ``token * n_workers + worker`` is
+    sorted and one ``searchsorted`` finds every predecessor. ``start`` where there is
+    none (the document's first token).
+
+    Returns
+    -------
+    ndarray of shape (n_obs,)
+    """
+    n_workers = max(corpus.n_workers, 1)
+    key = corpus.token * n_workers + corpus.worker
+    want = key - n_workers
+    pos = np.minimum(np.searchsorted(key, want), max(corpus.n_obs - 1, 0))
+    doc_first = np.zeros(corpus.n_tokens, dtype=bool)
+    doc_first[corpus.doc_start[:-1][corpus.doc_lengths > 0]] = True
+    found = (key[pos] == want) & ~doc_first[corpus.token]
+    return np.where(found, corpus.label[pos].astype(np.int64), start)
+
+
+def _build_design(corpus: Corpus, *, known: NDArray[np.int64] | None, annotator_model: str,
+                  features: tuple[str, ...], lowercase: bool, sequences: str) -> _Design:
+    """The one-hot crowd matrix (indexed by previous label for ``seq``), text features and batches."""
+    n_tokens, k, n_workers = corpus.n_tokens, corpus.n_classes, corpus.n_workers
+    ok_start, ok_trans, begin = _bio_rules(corpus.class_names)
+    if annotator_model == "seq":
+        # Before a document's first token the annotator has said nothing: "O" when the
+        # schema has an outside class (the paper's convention), else an extra value.
+        n_prev = k if corpus.has_outside else k + 1
+        prev = _previous_labels(corpus, start=0 if corpus.has_outside else k)
+    else:
+        n_prev, prev = 1, np.zeros(corpus.n_obs, dtype=np.int64)
+    column = (corpus.worker.astype(np.int64) * n_prev + prev) * k + corpus.label
+    crowd = sp.csr_array((np.ones(corpus.n_obs), (corpus.token, column)), shape=(n_tokens, n_workers * n_prev * k))
+
+    tokens: list[str] = []
+    if features or sequences == "sentence":
+        tokens = [t for d in range(corpus.n_docs) for t in corpus.doc_tokens(d)]
+    vocab = None
+    if "word" in features:
+        index: dict[str, int] = {}
+        word = np.fromiter((index.setdefault(t.lower() if lowercase else t, len(index)) for t in tokens),
+                           dtype=np.int64, count=n_tokens)
+        vocab = sp.csr_array((np.ones(n_tokens), (np.arange(n_tokens), word)), shape=(n_tokens, max(len(index), 1)))
+    names = [f for f in features if f != "word"]
+    shape = np.zeros((n_tokens, len(names)), dtype=bool)
+    for j, name in enumerate(names):  # one pass per feature over the token strings
+        shape[:, j] = np.fromiter(map(SHAPE_FEATURES[name], tokens), dtype=bool, count=n_tokens)
+
+    evidence = np.bincount(corpus.obs_doc, minlength=corpus.n_docs) > 0
+    if known is not None:
+        evidence |= np.bincount(corpus.token_doc[known >= 0], minlength=corpus.n_docs) > 0
+    active = evidence[corpus.token_doc]
+    seq_first = np.zeros(n_tokens, dtype=bool)
+    seq_first[corpus.doc_start[:-1][corpus.doc_lengths > 0]] = True
+    if sequences == "sentence":
+        seq_first = _sentence_starts(tokens, doc_first=seq_first)
+    start = np.flatnonzero(seq_first)
+    lengths = np.where(active[start], np.diff(np.append(start, n_tokens)), 0)
+    design = _Design(k, n_workers, n_prev, crowd, vocab, shape, None, active, start[active[start]], seq_first,
+                     _bucket_index(start, lengths=lengths, n_tokens=n_tokens), ok_start, ok_trans, begin)
+    if known is None:
+        return design
+    return dataclasses.replace(design, known=_repair_bio(known, design=design))
+
+
+# ---------------------------------------------------------------------------- priors
+def _priors(design: _Design, *, annotator_model: str, alpha0: float, epsilon0: float, gamma0: float,
+            nu0: float) -> dict[str, NDArray[np.float64]]:
+    """Dirichlet concentrations of every prior; the last axis of each array is one simplex.
+
+    ``start`` (K,) and ``trans`` (K, K): ``gamma0`` on allowed moves, 0 (no mass) on the
+    moves BIO forbids. ``worker``: ``acc`` (n_workers, 2) = ``[alpha0 + epsilon0, alpha0]``
+    for (correct, wrong); ``cm`` and ``seq`` (n_workers, n_prev, K, K) ``[w, p, t, o]``:
+    ``alpha0`` everywhere, ``+ epsilon0`` where ``o == t``, and for ``seq`` the labels
+    that break BIO after the annotator's previous label ``p`` get ``min(alpha0, 0.1)``
+    (the paper's pseudo-count for disallowed transitions) instead of ``alpha0``.
+    ``word`` (K, n_vocab) and ``shape`` (n_features, K, 2): ``nu0``.
+    """
+    k, n_workers = design.n_classes, design.n_workers
+    out = {"start": gamma0 * design.ok_start.astype(np.float64), "trans": gamma0 * design.ok_trans.astype(np.float64)}
+    if annotator_model == "acc":
+        out["worker"] = np.tile([alpha0 + epsilon0, alpha0], (n_workers, 1))
+    else:
+        cell = np.full((design.n_prev, k, k), alpha0)
+        if annotator_model == "seq":
+            ok_after = np.vstack([design.ok_trans, design.ok_start[None, :]])[: design.n_prev]  # [prev, label]
+            cell = np.where(ok_after[:, None, :], cell, min(alpha0, _RARE))
+        cell = cell + epsilon0 * np.eye(k)
+        out["worker"] = np.broadcast_to(cell, (n_workers, *cell.shape)).copy()
+    if design.vocab is not None:
+        out["word"] = np.full((k, design.vocab.shape[1]), nu0)
+    if design.shape.shape[1]:
+        out["shape"] = np.full((design.shape.shape[1], k, 2), nu0)
+    return out
+
+
+# ---------------------------------------------------------------------------- VB steps
+def _expected_log(alpha: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``E[log theta]`` under ``Dirichlet(alpha)`` along the last axis; ``-inf`` where ``alpha == 0``."""
+    positive = alpha > 0
+    inner = digamma(np.where(positive, alpha, 1.0)) - digamma(alpha.sum(axis=-1, keepdims=True))
+    return np.where(positive, inner, -np.inf)
+
+
+def _log_worker_table(worker: NDArray[np.float64], *, n_classes: int) -> NDArray[np.float64]:
+    """``E[log P(label o | true t, previous p)]`` at ``[w * n_prev + p, t, o]`` from the worker posteriors.
+
+    ``acc`` (shape (n_workers, 2)): ``E[log a]`` on the diagonal and
+    ``E[log (1 - a)] - log(K - 1)`` elsewhere (a wrong label is uniform over the others).
+    """
+    el = _expected_log(worker)
+    if worker.ndim == 2:
+        eye = np.eye(n_classes, dtype=bool)
+        return np.where(eye, el[:, 0, None, None], el[:, 1, None, None] - np.log(max(n_classes - 1, 1)))
+    return el.reshape(-1, n_classes, n_classes)
+
+
+def _token_log_lik(post_params: dict[str, NDArray[np.float64]], design: _Design) -> NDArray[np.float64]:
+    """``E[log p(everything observed at token i | t_i = k)]``: ndarray of shape (n_tokens, n_classes).
+
+    Clamped tokens get ``-inf`` for every class but the known one.
+    """
+    elog = {key: _expected_log(post_params[key]) for key in ("word", "shape") if key in post_params}
+    return _log_emissions(
+        crowd=design.crowd, log_confusion=_log_worker_table(post_params["worker"], n_classes=design.n_classes),
+        bag=design.vocab, log_bag_emission=elog.get("word"),
+        shape=design.shape, log_shape_emission=elog.get("shape"), known=design.known,
+    )
+
+
+def _e_step(post_params: dict[str, NDArray[np.float64]], design: _Design
+            ) -> tuple[dict[str, NDArray[np.float64]], NDArray[np.float64], float]:
+    """Optimal ``q(t)`` given the parameter posteriors: forward-backward on ``exp E[log theta]``.
+
+    Returns
+    -------
+    stats : dict
+        Expected counts, shaped like the matching Dirichlet (see :func:`_priors`).
+    post : ndarray of shape (n_tokens, n_classes)
+        ``q(t_i = k)``; zero rows for tokens of documents without evidence.
+    log_z : float
+        Log normaliser of ``q(t)`` (``log Z~``), the first term of the ELBO.
+    """
+    post, xi, log_z = _forward_backward_corpus(
+        _token_log_lik(post_params, design), log_startprob=_expected_log(post_params["start"]),
+        log_transmat=_expected_log(post_params["trans"]), buckets=design.buckets)
+    return _expected_counts(design, post, xi, acc=post_params["worker"].ndim == 2), post, log_z
+
+
+def _expected_counts(design: _Design, post: NDArray[np.float64], xi: NDArray[np.float64], *, acc: bool
+                     ) -> dict[str, NDArray[np.float64]]:
+    """Sufficient statistics of every Dirichlet from ``q(t)`` (marginals ``post``, summed pair counts ``xi``).
+
+    Annotator counts ``[w, p, t, o]`` = sum of ``q(t_i = t)`` over the tokens ``i`` that
+    annotator ``w`` labelled ``o`` after previous label ``p``: one sparse product over all
+    annotations. ``acc`` collapses them to (correct, wrong) totals per annotator.
+    """
+    k = design.n_classes
+    counts = np.asarray(design.crowd.T @ post).reshape(design.n_workers, design.n_prev, k, k).transpose(0, 1, 3, 2)
+    if acc:
+        correct = np.trace(counts, axis1=2, axis2=3).sum(axis=1)
+        counts = np.stack([correct, counts.sum(axis=(1, 2, 3)) - correct], axis=1)
+    stats = {"start": post[design.first].sum(axis=0), "trans": xi, "worker": counts}
+    if design.vocab is not None:
+        stats["word"] = np.asarray(design.vocab.T @ post).T
+    if design.shape.shape[1]:
+        present = design.shape.T.astype(np.float64) @ post
+        stats["shape"] = np.stack([post.sum(axis=0) - present, present], axis=2)
+    return stats
+
+
+def _vote_counts(corpus: Corpus, design: _Design, *, acc: bool) -> dict[str, NDArray[np.float64]]:
+    """Statistics from the vote fractions, as if they were ``q(t)``: the starting point of VB.
+
+    Each token's ``q`` is its annotators' vote fractions (uniform without votes, one-hot
+    when clamped); a pair of neighbours counts ``q_i q_{i+1}^T`` on the moves BIO allows.
+    The authors start from a simple aggregate too (Dawid-Skene, in their code); vote
+    fractions are as good here at a fraction of the cost (see ``benchmarks/bsc_seq.py``).
+    """
+    k = design.n_classes
+    votes = corpus.vote_counts()
+    n = votes.sum(axis=1, keepdims=True)
+    q = np.where(n > 0, votes / np.where(n > 0, n, 1.0), 1.0 / k) * design.active[:, None]
+    if design.known is not None:
+        clamped = design.known >= 0
+        q[clamped] = np.eye(k)[design.known[clamped]]
+    pair = np.flatnonzero(design.active[:-1] & ~design.seq_first[1:])
+    xi = (q[pair].T @ q[pair + 1]) * design.ok_trans
+    stats = _expected_counts(design, q, xi, acc=acc)
+    stats["start"] = stats["start"] * design.ok_start
+    return stats
+
+
+def _m_step(stats: dict[str, NDArray[np.float64]], priors: dict[str, NDArray[np.float64]]
+            ) -> dict[str, NDArray[np.float64]]:
+    """Optimal Dirichlet posteriors given ``q(t)``: prior concentration plus expected counts.
+
+    Forbidden entries (prior 0) have zero expected counts, so they stay at zero mass.
+    """
+    return {key: np.where(prior > 0, prior + stats[key], 0.0) for key, prior in priors.items()}
+
+
+def _kl_dirichlet(alpha: NDArray[np.float64], prior: NDArray[np.float64]) -> float:
+    """``sum KL(Dirichlet(alpha) || Dirichlet(prior))`` over all simplices (last axis); zero-mass entries left out."""
+    on = prior > 0
+    a = np.where(on, alpha, 1.0)
+    b = np.where(on, prior, 1.0)
+    a0 = np.where(on, alpha, 0.0).sum(axis=-1)
+    b0 = np.where(on, prior, 0.0).sum(axis=-1)
+    terms = np.where(on, -gammaln(a) + gammaln(b) + (a - b) * (digamma(a) - digamma(a0)[..., None]), 0.0)
+    return float((gammaln(a0) - gammaln(b0) + terms.sum(axis=-1)).sum())
+
+
+def _elbo(log_z: float, post_params: dict[str, NDArray[np.float64]], priors: dict[str, NDArray[np.float64]]
+          ) -> float:
+    """Evidence lower bound ``log Z~ - sum KL(q(theta) || p(theta))`` right after an E-step.
+
+    With ``q(t)`` optimal for the current ``q(theta)``, the expected complete-data log
+    likelihood minus the entropy of ``q(t)`` is exactly ``log Z~`` (Beal 2003, ch. 3).
+    """
+    return float(log_z - sum(_kl_dirichlet(post_params[key], prior) for key, prior in priors.items()))
+
+
+# ---------------------------------------------------------------------------- exports
+def _posterior_mean(alpha: NDArray[np.float64]) -> NDArray[np.float64]:
+    total = alpha.sum(axis=-1, keepdims=True)
+    return np.divide(alpha, total, out=np.zeros_like(alpha), where=total > 0)
+
+
+def _worker_models(worker: NDArray[np.float64], counts: NDArray[np.float64] | None, *, n_classes: int
+                   ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Posterior-mean annotator models (n_workers, n_prev, K, K) and their confusion matrices (n_workers, K, K).
+
+    For ``seq`` the confusion ``[w, t, o]`` averages ``P(o | t, p)`` over the previous
+    labels ``p`` weighted by how often annotator ``w`` had previous label ``p`` when the
+    truth was ``t`` (expected counts); the plain mean over ``p`` where it never did.
+    """
+    if worker.ndim == 2:  # acc
+        acc = worker[:, 0] / worker.sum(axis=1)
+        eye = np.eye(n_classes, dtype=bool)
+        conf = np.where(eye, acc[:, None, None], ((1 - acc) / max(n_classes - 1, 1))[:, None, None])
+        return conf[:, None], conf
+    model = _posterior_mean(worker)
+    if model.shape[1] == 1:
+        return model, model[:, 0]
+    weight = counts.sum(axis=3)  # (n_workers, n_prev, K): how often (p, t) occurred
+    total = weight.sum(axis=1)  # (n_workers, K)
+    pooled = np.einsum("wpt,wpto->wto", weight, model) / np.where(total > 0, total, 1.0)[..., None]
+    conf = np.where((total > 0)[..., None], pooled, model.mean(axis=1))
+    return model, conf
+
+
+# ---------------------------------------------------------------------------- estimator
+class BayesianSequenceCombination(BaseAggregator):
+    r"""Bayesian sequence combination (BSC): an HMM over true labels, fitted by variational Bayes.
+
+    Parameters
+    ----------
+    annotator_model : {"seq", "cm", "acc"}, default="seq"
+        ``"seq"``: an annotator's label depends on the true label and on that
+        annotator's previous label (BSC-seq); ``"cm"``: a full confusion matrix
+        (IBCC-like); ``"acc"``: one accuracy, wrong labels uniform over the others.
+    max_iter : int, default=20
+        VB iterations at most (the authors' cap).
+    tol : float or None, default=1e-5
+        Stop when the relative change of the ELBO, ``|dL| / max(|L|, 1)``, is below it;
+        None runs exactly ``max_iter`` iterations with no convergence test or warning.
+    alpha0 : float, default=1.0
+        Dirichlet pseudo-count of every label in each row of an annotator model (the
+        paper's :math:`\alpha_0`).
+    epsilon0 : float, default=1.0
+        Extra pseudo-count on the correct label (the paper's :math:`\epsilon_0`): the
+        prior belief that annotators beat chance, which also keeps the classes from
+        swapping.
+    gamma0 : float, default=1.0
+        Dirichlet pseudo-count of every allowed start and transition (the paper's
+        :math:`\gamma_0`); moves that BIO forbids have no prior mass.
+    nu0 : float, default=1.0
+        Dirichlet pseudo-count of the text emissions (the authors' ``nu0``).
+    features : tuple of str, default=("word",)
+        Token emissions of each state: ``"word"`` (the token text, the authors' text
+        model) and any word shape of :data:`aggregation.hmm_crowd.SHAPE_FEATURES`;
+        ``()`` uses the crowd labels alone (the paper's *notext*).
+    lowercase : bool, default=False
+        Lower-case words before indexing.
+    sequences : {"sentence", "document"}, default="sentence"
+        The HMM's sequences: sentences (cut by :func:`_sentence_starts`), as HMMCrowd
+        cuts them, or whole documents. Each sentence is an independent chain with its own
+        start; an annotator's previous label still runs across sentences of a document.
+    decode : {"viterbi", "marginal"}, default="viterbi"
+        ``labels_`` from the most probable sequence of ``q(t)`` (valid BIO by
+        construction), or from each token's marginal (lowest class on ties; an
+        ``I-X`` that cannot follow its predecessor becomes ``B-X``).
+
+    Attributes
+    ----------
+    labels_ : ndarray of shape (n_tokens,)
+    proba_ : ndarray of shape (n_tokens, n_classes)
+        ``q(t_i = k)`` under the final parameter posteriors.
+    worker_confusion_ : ndarray of shape (n_workers, n_classes, n_classes)
+        ``[w, t, o]`` = posterior-mean P(annotator w labels o | true t); for ``"seq"``
+        averaged over previous labels (see Notes).
+    worker_model_ : ndarray of shape (n_workers, n_prev, n_classes, n_classes)
+        ``[w, p, t, o]`` = posterior-mean P(annotator w labels o | true t, previous label
+        p); ``n_prev`` is ``n_classes`` for ``"seq"`` (``n_classes + 1`` without an
+        outside class, the last value meaning "no previous label") and 1 otherwise.
+    class_prior_ : ndarray of shape (n_classes,)
+        Mean posterior over the tokens of documents with evidence.
+    start_ : ndarray of shape (n_classes,)
+    transition_ : ndarray of shape (n_classes, n_classes)
+        ``[j, k]`` = posterior-mean P(t_{i+1} = k | t_i = j); 0 where BIO forbids it.
+    log_likelihood_ : list of float
+        The evidence lower bound after each VB iteration; it never decreases.
+    n_iter_ : int
+    converged_ : bool
+
+    Notes
+    -----
+    Generative model of a sequence with true labels :math:`t_1..t_T`:
+    :math:`t_1 \sim \kappa`, :math:`t_\tau \sim A_{t_{\tau-1}}`; annotator :math:`k`'s label
+    :math:`c^{(k)}_\tau \sim \pi^{(k)}_{t_\tau, c^{(k)}_{\tau-1}}` (``seq``; ``cm`` drops
+    the previous label, ``acc`` keeps one accuracy); word :math:`x_\tau \sim \rho_{t_\tau}`.
+    Priors: :math:`\kappa, A_j \sim \mathrm{Dir}(\gamma_0)` on allowed entries;
+    :math:`\pi^{(k)}_{j,l} \sim \mathrm{Dir}(\alpha_0 + \epsilon_0 e_j)`;
+    :math:`\rho_j \sim \mathrm{Dir}(\nu_0)`. Mean-field
+    :math:`q(t) q(\kappa) q(A) q(\pi) q(\rho)`: the optimal :math:`q(t)` is an HMM with
+    potentials :math:`\exp E[\log\theta]`, run by forward-backward over all sequences at
+    once; each optimal :math:`q(\theta)` is the prior's Dirichlet plus expected counts.
+    ``log_likelihood_`` is :math:`\log\tilde Z - \sum KL(q(\theta)\,\|\,p(\theta))`,
+    evaluated after each E-step. The parameter posteriors start from the vote fractions
+    taken as ``q(t)`` (the authors start from Dawid-Skene).
+    Symbols: :math:`\kappa` = ``start_``, :math:`A` = ``transition_``,
+    :math:`\pi` = ``worker_model_``.
+
+    A sequence starts as if the annotator's previous label were ``O`` (the paper's
+    convention). Clamped (``known``) labels are first made valid BIO (an ``I-X`` that
+    cannot follow its known predecessor becomes ``B-X``, which keeps its spans). Tokens
+    of documents nobody labelled get ``class_prior_``.
+
+    References
+    ----------
+    .. [1] E. Simpson, I. Gurevych (2019). A Bayesian approach for sequence tagging with
+       crowds. EMNLP-IJCNLP 2019, 1093-1104. doi:10.18653/v1/D19-1101
+    .. [2] H.-C. Kim, Z. Ghahramani (2012). Bayesian classifier combination. AISTATS 2012.
+    .. [3] M. J. Beal (2003). Variational algorithms for approximate Bayesian inference.
+       PhD thesis, University College London, ch. 3 (variational Bayes for HMMs).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> c = Corpus.from_arrays(token=np.repeat(np.arange(4), 3), worker=np.tile(np.arange(3), 4),
+    ...     label=[0, 0, 0, 1, 1, 0, 1, 1, 1, 0, 0, 1], doc_lengths=[4], token_start=[0, 2, 4, 6],
+    ...     token_end=[1, 3, 5, 7], doc_ids=["d"], texts=["a b c d"], worker_ids=["x", "y", "z"],
+    ...     worker_roles=["crowd"] * 3, class_names=["O", "P"])
+    >>> BayesianSequenceCombination().fit(c).labels_
+    array([0, 1, 1, 0])
+    """
+
+    _parameter_constraints: ClassVar[dict[str, list]] = {
+        "annotator_model": [Options(_ANNOTATOR_MODELS)], "sequences": [Options(_SEQUENCES)],
+        "decode": [Options(_DECODERS)], "max_iter": [Interval(int, 1, None)], "tol": [Interval(float, 0, None), None],
+        "alpha0": [Interval(float, 0, None, closed="neither")], "epsilon0": [Interval(float, 0, None)],
+        "gamma0": [Interval(float, 0, None, closed="neither")], "nu0": [Interval(float, 0, None, closed="neither")],
+        "features": [Check(lambda f: not isinstance(f, str) and all(x == "word" or x in SHAPE_FEATURES for x in f),
+                           f"a tuple of 'word' and names in {sorted(SHAPE_FEATURES)}",
+                           offending=lambda f: f if isinstance(f, str) else next(
+                               (x for x in f if x != "word" and x not in SHAPE_FEATURES), f))],
+        "lowercase": [InstanceOf((bool,), "True or False")],
+    }
+
+    def __init__(self, *, annotator_model: str = "seq", max_iter: int = 20, tol: float | None = 1e-5,
+                 alpha0: float = 1.0, epsilon0: float = 1.0, gamma0: float = 1.0, nu0: float = 1.0,
+                 features: tuple[str, ...] = ("word",), lowercase: bool = False, sequences: str = "sentence",
+                 decode: str = "viterbi") -> None:
+        self.annotator_model = annotator_model
+        self.max_iter = max_iter
+        self.tol = tol
+        self.alpha0 = alpha0
+        self.epsilon0 = epsilon0
+        self.gamma0 = gamma0
+        self.nu0 = nu0
+        self.features = features
+        self.lowercase = lowercase
+        self.sequences = sequences
+        self.decode = decode
+
+    def fit(self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None
+            ) -> BayesianSequenceCombination:
+        """Fit the model to ``corpus`` by variational Bayes and decode the true labels.
+
+        Parameters
+        ----------
+        corpus : Corpus
+        known : ndarray of shape (n_tokens,), optional
+            Class of tokens whose true label is known (-1 = unknown); clamped in every E-step.
+        callback : callable, optional
+            ``callback(iteration, elbo)`` after each E-step.
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        known = check_known(known, corpus)
+        design = _build_design(corpus, known=known, annotator_model=self.annotator_model,
+                               features=tuple(self.features), lowercase=self.lowercase, sequences=self.sequences)
+        priors = _priors(design, annotator_model=self.annotator_model, alpha0=self.alpha0, epsilon0=self.epsilon0,
+                         gamma0=self.gamma0, nu0=self.nu0)
+        acc = self.annotator_model == "acc"
+        params = _m_step(_vote_counts(corpus, design, acc=acc), priors)
+        monitor = ConvergenceMonitor(tol=self.tol, max_iter=self.max_iter, callback=callback)
+        converged = False
+        for _ in range(self.max_iter):
+            stats, _, log_z = _e_step(params, design)
+            converged = monitor.report(_elbo(log_z, params, priors))
+            params = _m_step(stats, priors)
+            if converged:
+                break
+        # Final E-step so that proba_ matches the final parameter posteriors.
+        stats, post, _ = _e_step(params, design)
+        self.n_iter_ = len(monitor.history)
+        self.log_likelihood_ = monitor.history
+        self.converged_ = converged
+        monitor.warn_if_not_converged(converged, type(self).__name__)
+
+        active = design.active
+        prior = post[active].sum(axis=0) + (0.0 if active.any() else 1.0)
+        self.class_prior_ = prior / prior.sum()
+        post[~active] = self.class_prior_
+        self.proba_ = post
+        counts = stats["worker"] if self.annotator_model == "seq" else None
+        self.worker_model_, self.worker_confusion_ = _worker_models(params["worker"], counts,
+                                                                     n_classes=corpus.n_classes)
+        self.start_ = _posterior_mean(params["start"])
+        self.transition_ = _posterior_mean(params["trans"])
+        self.labels_ = self._decode(design, params, post, fill=int(self.class_prior_.argmax()))
+        return self
+
+    def _decode(self, design: _Design, params: dict[str, NDArray[np.float64]], post: NDArray[np.float64], *,
+                fill: int) -> NDArray[np.int64]:
+        """Viterbi path of ``q(t)`` (whose potentials are ``exp E[log theta]``), or the repaired marginal argmax."""
+        if self.decode == "marginal":
+            labels = np.where(design.active, post.argmax(axis=1), fill).astype(np.int64)
+            return _repair_bio(labels, design=design)
+        return _viterbi_corpus(_token_log_lik(params, design), log_startprob=_expected_log(params["start"]),
+                               log_transmat=_expected_log(params["trans"]), buckets=design.buckets, fill=fill)
