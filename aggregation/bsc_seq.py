@@ -108,23 +108,42 @@ def _repair_bio(labels: NDArray[np.int64], *, design: _Design) -> NDArray[np.int
     return out
 
 
-def _sentence_starts(tokens: list[str], *, doc_first: NDArray[np.bool_]) -> NDArray[np.bool_]:
+def _token_text(corpus: Corpus) -> tuple[NDArray[np.str_], NDArray[np.int64], NDArray[np.int64]]:
+    """Every document's text as one array of characters, and each token's range in it.
+
+    Returns
+    -------
+    chars : ndarray of shape (n_chars,), dtype ``<U1``
+    first, end : ndarray of shape (n_tokens,)
+        Offsets of each token's first character and one past its last.
+    """
+    text = "".join(corpus.texts)
+    doc_offset = np.cumsum([0] + [len(t) for t in corpus.texts[:-1]], dtype=np.int64)
+    first = doc_offset[corpus.token_doc] + corpus.token_start
+    chars = np.frombuffer(text.encode("utf-32-le"), dtype="<U1") if text else np.zeros(0, dtype="<U1")
+    return chars, first, doc_offset[corpus.token_doc] + corpus.token_end
+
+
+def _sentence_starts(chars: NDArray[np.str_], *, first: NDArray[np.int64], end: NDArray[np.int64],
+                     doc_first: NDArray[np.bool_]) -> NDArray[np.bool_]:
     """First token of each sentence: a document start, or a token after a standalone ``.``, ``?`` or ``!``.
 
-    The token after the punctuation must start with an upper-case letter or a digit, so
+    The token after the mark must start with an upper-case letter or a digit, so
     ``e . g . the`` stays one sentence. Only a *standalone* mark ends a sentence: in
     pre-tokenized text (CoNLL) an abbreviation keeps its period (``U.S.``, ``St.``) and is
     often inside an entity, where a cut would force the entity apart (no sequence may
-    start with ``I-X``). crowdqa's own tokenizer makes every period a token, where this is
-    :func:`aggregation.hmm_crowd.sentence_starts`.
+    start with ``I-X``). Where every period is its own token (crowdqa's tokenizer) this is
+    :func:`aggregation.hmm_crowd.sentence_starts`. Vectorised over the tokens' first
+    characters (``chars``, ``first``, ``end`` from :func:`_token_text`).
 
     Returns
     -------
     ndarray of shape (n_tokens,) of bool
     """
-    n = len(tokens)
-    ends = np.fromiter((t in _SENTENCE_END for t in tokens), dtype=bool, count=n)
-    opens = np.fromiter((t[:1].isupper() or t[:1].isdigit() for t in tokens), dtype=bool, count=n)
+    lead = chars[np.minimum(first, max(chars.size - 1, 0))] if chars.size else np.full(first.size, "", "<U1")
+    lead = np.where(end > first, lead, "")
+    ends = (end - first == 1) & np.isin(lead, _SENTENCE_END)
+    opens = np.strings.isupper(lead) | np.strings.isdigit(lead)
     out = doc_first.copy()
     out[1:] |= ends[:-1] & opens[1:]
     return out
@@ -166,9 +185,11 @@ def _build_design(corpus: Corpus, *, known: NDArray[np.int64] | None, annotator_
     column = (corpus.worker.astype(np.int64) * n_prev + prev) * k + corpus.label
     crowd = sp.csr_array((np.ones(corpus.n_obs), (corpus.token, column)), shape=(n_tokens, n_workers * n_prev * k))
 
+    chars, first, end = _token_text(corpus)
     tokens: list[str] = []
-    if features or sequences == "sentence":
-        tokens = [t for d in range(corpus.n_docs) for t in corpus.doc_tokens(d)]
+    if features:
+        text = "".join(corpus.texts)
+        tokens = [text[a:b] for a, b in zip(first.tolist(), end.tolist(), strict=True)]
     vocab = None
     if "word" in features:
         index: dict[str, int] = {}
@@ -187,7 +208,7 @@ def _build_design(corpus: Corpus, *, known: NDArray[np.int64] | None, annotator_
     seq_first = np.zeros(n_tokens, dtype=bool)
     seq_first[corpus.doc_start[:-1][corpus.doc_lengths > 0]] = True
     if sequences == "sentence":
-        seq_first = _sentence_starts(tokens, doc_first=seq_first)
+        seq_first = _sentence_starts(chars, first=first, end=end, doc_first=seq_first)
     start = np.flatnonzero(seq_first)
     lengths = np.where(active[start], np.diff(np.append(start, n_tokens)), 0)
     design = _Design(k, n_workers, n_prev, crowd, vocab, shape, None, active, start[active[start]], seq_first,

@@ -26,6 +26,7 @@ from aggregation.bsc_seq import (
     _elbo,
     _priors,
     _sentence_starts,
+    _token_text,
 )
 from aggregation.corpus import Corpus
 from aggregation.dawid_skene import DawidSkene
@@ -132,7 +133,9 @@ def test_e_step_and_elbo_equal_enumeration(seed, model, text, bio):
     priors = _priors(design, annotator_model=model, alpha0=0.7, epsilon0=1.3, gamma0=0.9, nu0=0.5)
     params = _random_posteriors(rng, priors)
     _, post, log_z = _e_step(params, design)
-    word_ids = np.asarray(design.vocab.argmax(axis=1)).ravel() if text else None
+    index: dict[str, int] = {}  # word ids in order of first appearance, as the model numbers them
+    words = [t for d in range(corpus.n_docs) for t in corpus.doc_tokens(d)]
+    word_ids = np.array([index.setdefault(w, len(index)) for w in words]) if text else None
     expected_post = np.zeros_like(post)
     expected_log_z = 0.0
     expected_elbo_data = 0.0  # E_q[log weight] - E_q[log q(t)]
@@ -360,10 +363,18 @@ def test_unanimous_annotators_give_their_labels(model):
 def test_sentence_starts_need_a_standalone_mark():
     """The rule, by hand: a standalone . ? ! before an upper-case or digit token cuts; an abbreviation
     that keeps its period (CoNLL's ``U.S.``) and a lower-case successor do not."""
-    tokens = ["The", "U.S.", "Open", ".", "It", "is", ".", "e", ".", "g", ".", "the", "!", "5"]
+    tokens = ["The", "U.S.", "Open", ".", "It", "is", ".", "e", ".", "g", ".", "the", "!", "5", "É", "?", "Über"]
+    text = " ".join(tokens)
+    start = np.cumsum([0] + [len(t) + 1 for t in tokens[:-1]])
+    corpus = Corpus.from_arrays(token=[], worker=[], label=[], doc_lengths=[len(tokens)], token_start=start,
+                                token_end=start + np.array([len(t) for t in tokens]), doc_ids=["d"], texts=[text],
+                                worker_ids=[], worker_roles=[], class_names=["O", "P"])
+    chars, first, end = _token_text(corpus)
+    assert [text[a:b] for a, b in zip(first, end, strict=True)] == tokens
     doc_first = np.zeros(len(tokens), dtype=bool)
     doc_first[0] = True
-    assert np.flatnonzero(_sentence_starts(tokens, doc_first=doc_first)).tolist() == [0, 4, 13]
+    got = _sentence_starts(chars, first=first, end=end, doc_first=doc_first)
+    assert np.flatnonzero(got).tolist() == [0, 4, 13, 16]
 
 
 def test_registry_and_exports():
