@@ -105,7 +105,8 @@ def _render(n: int, spans: list[tuple[int, int, int]]) -> np.ndarray:
 
 
 def ner_crowd(*, n_sentences: int = 1000, n_workers: int = 40, per_sentence: int = 5, habit: float = 0.8,
-              kinds: dict[str, int] | None = None, seed: int = 0) -> tuple[Corpus, np.ndarray, tuple[str, ...]]:
+              kinds: dict[str, int] | None = None, accuracy: tuple[float, float] = (0.55, 0.95), seed: int = 0
+              ) -> tuple[Corpus, np.ndarray, tuple[str, ...]]:
     """Sentences labelled by a synthetic crowd with planted habits, and their true labels.
 
     Parameters
@@ -122,6 +123,9 @@ def ner_crowd(*, n_sentences: int = 1000, n_workers: int = 40, per_sentence: int
     kinds : dict of str to int, optional
         How many annotators of each kind; the rest are ``good``. Default: 6 late, 6 early,
         3 long, 2 spammers.
+    accuracy : (float, float), default=(0.55, 0.95)
+        Range of the annotators' accuracies (uniform): the chance that a span they do not
+        apply a habit to is marked right.
     seed : int, default=0
 
     Returns
@@ -137,7 +141,7 @@ def ner_crowd(*, n_sentences: int = 1000, n_workers: int = 40, per_sentence: int
     kind_of = [k for k, c in counts.items() for _ in range(c)]
     kind_of += ["good"] * (n_workers - len(kind_of))
     kind_of = list(rng.permutation(kind_of))
-    acc = rng.uniform(0.55, 0.95, n_workers)
+    acc = rng.uniform(*accuracy, n_workers)
     activity = rng.pareto(1.2, n_workers) + 0.05
     activity /= activity.sum()
     o_vocab = np.array([f"w{i}" for i in range(3000)])

@@ -391,6 +391,56 @@ def render_whole_path(d: dict, results: Path, quick: bool) -> str:
     return out
 
 
+def render_bsc_seq(d: dict, results: Path, quick: bool) -> str:
+    pub = d["published"]
+    parts = []
+    p = d.get("pico")
+    if p:
+        data = p["data"]
+        hmm_fit = p["methods"]["HMMCrowd"]["fit_seconds"]
+        rows = [[name, _ci(m, "precision"), _ci(m, "recall"), _ci(m, "f1"), _ms(m["fit_seconds"]),
+                 f"{m['fit_seconds'] / hmm_fit:.2f}×", "–" if m.get("iterations") is None else m["iterations"],
+                 _f(pub["pico_relaxed_span_f1"].get(name))]
+                for name, m in p["methods"].items()]
+        best, ratio = p["best_of_repeats"], p["ratio_to_hmmcrowd"]
+        parts.append(
+            f"PICO Participants (abstract texts), token-level against the union of the experts on "
+            f"{data['expert_documents']} expert documents ({data['expert_tokens']:,} tokens); {data['documents']:,} "
+            f"documents, {data['crowd_labels']:,} crowd labels from {data['crowd_workers']} workers fitted together; "
+            "defaults unless named. P and R with Clopper-Pearson intervals, F1 with a document bootstrap (95%). "
+            "The published column is Simpson & Gurevych (2019), Table 2: *relaxed span* F1 on their own PICO "
+            "split, so it is not the same measure as ours.\n\n"
+            + _table(["method", "precision", "recall", "F1", "fit", "fit / HMMCrowd fit", "iterations",
+                      "published (PICO, relaxed span F1)"], rows)
+            + f"\n\nWhole job path (`jobs.pipeline.run_pipeline`: fit + report), best of "
+            f"{len(p['whole_path']['HMMCrowd'])} interleaved runs on a shared machine: HMMCrowd "
+            f"{_ms(best['HMMCrowd']['total'])} (fit {_ms(best['HMMCrowd']['fit'])}), BSC-seq "
+            f"{_ms(best['BSC-seq']['total'])} (fit {_ms(best['BSC-seq']['fit'])}): BSC-seq / HMMCrowd = "
+            f"{ratio['fit']:.2f}× for the fit, {ratio['whole_path']:.2f}× for the whole path."
+        )
+    s = d["synthetic_ner"]
+    rows = [[name, _f(m["span_f1_mean"]), " / ".join(_f(x) for x in m["span_f1_per_seed"]),
+             _ms(m["fit_seconds_mean"]), _f(pub["ner_span_f1"].get(name))] for name, m in s["methods"].items()]
+    habits = s.get("habits_first_seed", {})
+    habit_text = "; ".join(
+        f"{kind} ({h['annotators']}): late start {_f(h['late_start'])}, early stop {_f(h['early_stop'])}"
+        for kind, h in habits.items() if h["annotators"])
+    parts.append(
+        f"Synthetic CoNLL-like crowd (`benchmarks/ner_crowd.py`): {s['sentences']:,} sentences per seed "
+        f"({s['tokens_first_seed']:,} tokens, {s['labels_first_seed']:,} labels for seed {s['seeds'][0]}), 4 types in "
+        f"BIO, {s['per_sentence']} annotators per sentence of accuracy {s['accuracy'][0]}-{s['accuracy'][1]} with "
+        "planted late starters, early stoppers, span extenders and spammers. Strict span F1 (type and both "
+        "boundaries) against the truth; the published column is the paper's span F1 on the real CoNLL-2003 crowd "
+        "of Rodrigues et al. (2014), which we do not have.\n\n"
+        + _table(["method", "span F1 (mean)", "per seed", "fit (mean)", "published (CoNLL-2003 crowd)"], rows)
+        + (f"\n\nHabits BSC-seq recovers (seed {s['seeds'][0]}, annotators with ≥ 500 labels, mean fitted "
+           f"P(B-X | true I-X, previous O) = late start and P(O | true I-X, previous I-X) = early stop, by planted "
+           f"kind): {habit_text}." if habit_text else "")
+    )
+    parts.append(f"Published figures: {pub['source']}.")
+    return "\n\n".join(parts)
+
+
 #: results stem -> (section title, command without --quick, renderer), in README order.
 SECTIONS: dict[str, tuple[str, str, Callable[[dict, Path, bool], str]]] = {
     "pico_study": ("PICO / EBM-NLP aggregation study", "python -m benchmarks.pico_study", render_pico_study),
@@ -399,6 +449,8 @@ SECTIONS: dict[str, tuple[str, str, Callable[[dict, Path, bool], str]]] = {
                    "python -m benchmarks.whole_path", render_whole_path),
     "ds_speed": ("Dawid-Skene speed and memory vs crowd-kit", "python -m benchmarks.ds_speed", render_ds_speed),
     "hmm_crowd": ("HMM-Crowd EM step and PICO fit", "python -m benchmarks.hmm_crowd", render_hmm_crowd),
+    "bsc_seq": ("Bayesian sequence combination (BSC-seq) vs HMM-Crowd", "python -m benchmarks.bsc_seq",
+                render_bsc_seq),
     "ingest_pico": ("Ingest throughput", "python -m benchmarks.ingest_pico", render_ingest_pico),
     "scaling": ("Scaling from 10^4 to 10^7 labels", "python -m benchmarks.scaling", render_scaling),
     "service_overhead": ("Service overhead", "python benchmarks/service_overhead.py", render_service_overhead),

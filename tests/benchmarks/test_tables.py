@@ -78,6 +78,28 @@ def _fakes() -> dict[str, dict]:
              "api": {"upload_seconds": 1.0, "job_seconds": 2.5, "report_seconds": 0.25, "total_seconds": 3.75,
                      "status": "finished",
                      "stages": {"reading": 0.1, "fitting": 0.25, "scoring": 0.75, "writing": 0.2}}}]},
+        "bsc_seq": {
+            "meta": meta,
+            "published": {"source": "Simpson & Gurevych 2019", "ner_span_f1": {"BSC-seq": 0.774, "HMMCrowd": 0.742},
+                          "pico_relaxed_span_f1": {"BSC-seq": 0.751, "HMMCrowd": 0.71}},
+            "synthetic_ner": {"seeds": [0, 1], "sentences": 2000, "accuracy": [0.2, 0.7], "per_sentence": 4,
+                              "tokens_first_seed": 31000, "labels_first_seed": 124000,
+                              "methods": {"HMMCrowd": {"span_f1_mean": 0.88, "span_f1_per_seed": [0.87, 0.89],
+                                                       "fit_seconds_mean": 2.5},
+                                          "BSC-seq": {"span_f1_mean": 0.915, "span_f1_per_seed": [0.91, 0.92],
+                                                      "fit_seconds_mean": 3.5}},
+                              "habits_first_seed": {"late": {"annotators": 2, "late_start": 0.75, "early_stop": 0.05},
+                                                    "long": {"annotators": 0, "late_start": None, "early_stop": None}}},
+            "pico": {"data": {"documents": 4613, "tokens": 1460104, "crowd_labels": 8784594, "crowd_workers": 310,
+                              "expert_documents": 64, "expert_tokens": 20000},
+                     "methods": {"HMMCrowd": {**_block(0.77, 0.68, 0.72), "fit_seconds": 20.0, "iterations": 1},
+                                 "BSC-seq": {**_block(0.85, 0.69, 0.76), "fit_seconds": 30.0, "iterations": 10}},
+                     "whole_path": {"HMMCrowd": [{"total": 30.0, "fit": 20.0, "report": 10.0}],
+                                    "BSC-seq": [{"total": 40.0, "fit": 30.0, "report": 10.0}]},
+                     "best_of_repeats": {"HMMCrowd": {"total": 30.0, "fit": 20.0, "report": 10.0},
+                                         "BSC-seq": {"total": 40.0, "fit": 30.0, "report": 10.0}},
+                     "ratio_to_hmmcrowd": {"fit": 1.5, "whole_path": 40 / 30}},
+        },
     }
 
 
@@ -149,3 +171,13 @@ def test_make_meta_names_command_machine_and_date():
     meta = tables.make_meta("python -m benchmarks.scaling", seconds=1.234)
     assert meta["command"] == "python -m benchmarks.scaling" and meta["seconds"] == 1.2
     assert "cores" in meta["machine"] and meta["date"].endswith("UTC")
+
+
+def test_bsc_seq_section(results):
+    """Oracle: the fake bsc_seq file's values, formatted by hand (ratios to HMMCrowd, published columns)."""
+    md = tables.render(results)
+    assert ("| BSC-seq | 0.850 (0.840–0.860) | 0.690 (0.670–0.710) | 0.760 (0.730–0.790) | 30.00 s | 1.50× | 10 "
+            "| 0.751 |") in md
+    assert "| HMMCrowd | 0.880 | 0.870 / 0.890 | 2.50 s | 0.742 |" in md
+    assert "BSC-seq / HMMCrowd = 1.50× for the fit, 1.33× for the whole path." in md
+    assert "late (2): late start 0.750, early stop 0.050." in md
