@@ -29,18 +29,22 @@ _BLOCK = 1 << 24
 
 
 def read_csv_columns(
-    path: str | os.PathLike, *, delimiter: str, n_columns: int, columns: Sequence[int]
+    path, *, delimiter: str, n_columns: int, columns: Sequence[int], header: bool = True, quoting: bool = True
 ) -> dict[int, object] | None:
-    """Read columns of a CSV/TSV file with a header row of ``n_columns`` names as Arrow string arrays.
+    """Read columns of a CSV/TSV file (a header row of ``n_columns`` names first) as Arrow string arrays.
 
     Parameters
     ----------
-    path : str or PathLike
+    path : str, PathLike or binary file object
     delimiter : str
     n_columns : int
-        Fields of the header row; a row with another number of fields ends the fast path.
+        Fields of every row; a row with another number of fields ends the fast path.
     columns : sequence of int
         0-based indices of the columns to keep.
+    header : bool, default=True
+        Whether the first row is a header (skipped).
+    quoting : bool, default=True
+        CSV quoting (``"a,b"``); off for formats where a quote is an ordinary character.
 
     Returns
     -------
@@ -56,8 +60,9 @@ def read_csv_columns(
     try:
         table = pv.read_csv(
             path,
-            read_options=pv.ReadOptions(column_names=names, skip_rows=1, block_size=_BLOCK),
-            parse_options=pv.ParseOptions(delimiter=delimiter, newlines_in_values=True),
+            read_options=pv.ReadOptions(column_names=names, skip_rows=1 if header else 0, block_size=_BLOCK),
+            parse_options=pv.ParseOptions(delimiter=delimiter, newlines_in_values=quoting, quote_char='"' if quoting
+                                          else False, double_quote=quoting, ignore_empty_lines=True),
             convert_options=pv.ConvertOptions(
                 column_types={n: pa.string() for n in keep}, include_columns=keep,
                 strings_can_be_null=False, quoted_strings_can_be_null=False,
@@ -93,8 +98,11 @@ def read_json_columns(path: str | os.PathLike, *, keys: Sequence[str]) -> dict[s
     return out
 
 
-def clean_strings(array) -> bool:
-    """True when every value is a non-empty string without spaces at its ends (what ``strip`` keeps)."""
+def clean_strings(array, *, inner_space: bool = True) -> bool:
+    """True when every value is a non-empty string without spaces at its ends (what ``strip`` keeps).
+
+    With ``inner_space=False`` a space anywhere fails too (fields a ``str.split()`` would cut).
+    """
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -104,7 +112,8 @@ def clean_strings(array) -> bool:
         return array.null_count == 0 and len(array) == 0
     if pc.any(pc.equal(pc.utf8_length(array), 0)).as_py():
         return False
-    return not pc.any(pc.match_substring_regex(array, f"^{_SPACE}|{_SPACE}$")).as_py()
+    pattern = f"^{_SPACE}|{_SPACE}$" if inner_space else _SPACE
+    return not pc.any(pc.match_substring_regex(array, pattern)).as_py()
 
 
 def factorize(array) -> tuple[NDArray[np.int64], object]:

@@ -1,0 +1,72 @@
+"""ingest.conll's Arrow fast path against its line loop (the oracle), on clean and messy files."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ingest.conll as conll
+from ingest.errors import IngestError
+
+
+def _read(path, monkeypatch, *, fast: bool):
+    with monkeypatch.context() as m:
+        if not fast:
+            m.setattr(conll, "_read_columnar", lambda *a, **k: None)
+        try:
+            return conll.read_conll(path)
+        except IngestError as exc:
+            return str(exc)
+
+
+def _same(a, b) -> None:
+    if isinstance(a, str) or isinstance(b, str):
+        assert a == b
+        return
+    for name in ("token", "worker", "label", "doc_lengths", "token_start", "token_end"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    for name in ("doc_ids", "texts", "worker_ids", "worker_roles", "class_names"):
+        assert getattr(a, name) == getattr(b, name), name
+
+
+_TAGS = st.sampled_from(["O", "O", "B-PER", "I-PER", "B-LOC", "I-ORG", "?", "?", "B-", "X"])
+_TOKENS = st.sampled_from(["EU", "rejects", "é", "a\"b", "1,5", "-DOCSTART-", "x y"])
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(header=st.booleans(), sep=st.sampled_from(["\t", " ", "  "]), n_ann=st.integers(1, 4),
+       sentences=st.lists(st.lists(st.tuples(_TOKENS, st.lists(_TAGS, min_size=4, max_size=4)), min_size=1,
+                                   max_size=4), min_size=1, max_size=5),
+       coherent=st.booleans())
+def test_fast_path_equals_the_line_loop(tmp_path, monkeypatch, header, sep, n_ann, sentences, coherent):
+    """Any file gives the same corpus or the same one-line error by either path."""
+    lines = ["# annotators: " + " ".join(f"ann{i}" for i in range(n_ann))] if header else []
+    for sent in sentences:
+        # coherent: each annotator labels a whole sentence or none of it (what real files hold)
+        absent = [tags[k] == "?" for k, tags in zip(range(n_ann), [sent[0][1]] * n_ann, strict=True)]
+        for tok, tags in sent:
+            row = [("?" if absent[k] else (tags[k] if tags[k] != "?" else "O")) if coherent else tags[k]
+                   for k in range(n_ann)]
+            lines.append(sep.join([tok, *row]))
+        lines.append("")
+    path = tmp_path / "a.conll"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _same(_read(path, monkeypatch, fast=True), _read(path, monkeypatch, fast=False))
+
+
+def test_clean_file_takes_the_fast_path(tmp_path, monkeypatch, seed):
+    rng = np.random.default_rng(seed)
+    tags = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG"]
+    lines = ["# annotators: a b c d e"]
+    for _ in range(30):
+        who = rng.random(5) < 0.5
+        for t in range(int(rng.integers(1, 9))):
+            lines.append("\t".join([f"w{t}"] + [tags[rng.integers(0, 5)] if w else "?" for w in who]))
+        lines.append("")
+    path = tmp_path / "b.conll"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    from pathlib import Path
+
+    assert conll._read_columnar(Path(path), role="crowd") is not None
+    _same(_read(path, monkeypatch, fast=True), _read(path, monkeypatch, fast=False))
