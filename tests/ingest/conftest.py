@@ -72,3 +72,16 @@ def write_label_studio(path: Path, rows: list[Row], texts: dict[str, str]) -> Pa
         task["annotations"].append({"completed_by": a, "was_cancelled": False, "result": result})
     path.write_text(json.dumps(list(tasks.values())), encoding="utf-8")
     return path
+
+
+def assert_same_corpus(a, b) -> None:
+    """Two reads agree: equal corpora (arrays and vocabularies), or the same error message (str)."""
+    import numpy as np
+
+    if isinstance(a, str) or isinstance(b, str):
+        assert a == b
+        return
+    for name in ("token", "worker", "label", "doc_lengths", "token_start", "token_end"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    for name in ("doc_ids", "texts", "worker_ids", "worker_roles", "class_names"):
+        assert getattr(a, name) == getattr(b, name), name

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from ingest.categorical import read_categorical
 from ingest.errors import IngestError, ProblemLog
+from tests.ingest.conftest import assert_same_corpus
 
 
 def _write(tmp_path, text, name="data.csv"):
@@ -227,16 +228,6 @@ def _both_paths(path, monkeypatch, **options):
     return fast, slow
 
 
-def _same(a, b) -> None:
-    if isinstance(a, str) or isinstance(b, str):
-        assert a == b
-        return
-    for name in ("token", "worker", "label", "doc_lengths", "token_start", "token_end"):
-        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
-    for name in ("doc_ids", "texts", "worker_ids", "worker_roles", "class_names"):
-        assert getattr(a, name) == getattr(b, name), name
-
-
 _CELLS = st.sampled_from(["a", "b", "c", "2", "10", "-1", " a", "b ", "", "gold", "x,y", 'q"r', "é", "w1", "w2"])
 
 
@@ -258,7 +249,7 @@ def test_columnar_fast_path_equals_the_row_loop(tmp_path, monkeypatch, header, r
     text = header + "\n" + ("\n" if blank else "") + buf.getvalue()
     path = tmp_path / "answers.csv"
     path.write_text(text, encoding="utf-8")
-    _same(*_both_paths(path, monkeypatch))
+    assert_same_corpus(*_both_paths(path, monkeypatch))
 
 
 def test_columnar_fast_path_on_a_clean_file(tmp_path, monkeypatch, seed):
@@ -275,4 +266,4 @@ def test_columnar_fast_path_on_a_clean_file(tmp_path, monkeypatch, seed):
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     assert cat._read_columnar(path, {"item": None, "annotator": None, "label": None, "gold": None},
                               role="crowd") is not None
-    _same(*_both_paths(path, monkeypatch))
+    assert_same_corpus(*_both_paths(path, monkeypatch))

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 import ingest.conll as conll
 from ingest.errors import IngestError
+from tests.ingest.conftest import assert_same_corpus
 
 
 def _read(path, monkeypatch, *, fast: bool):
@@ -18,16 +19,6 @@ def _read(path, monkeypatch, *, fast: bool):
             return conll.read_conll(path)
         except IngestError as exc:
             return str(exc)
-
-
-def _same(a, b) -> None:
-    if isinstance(a, str) or isinstance(b, str):
-        assert a == b
-        return
-    for name in ("token", "worker", "label", "doc_lengths", "token_start", "token_end"):
-        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
-    for name in ("doc_ids", "texts", "worker_ids", "worker_roles", "class_names"):
-        assert getattr(a, name) == getattr(b, name), name
 
 
 _TAGS = st.sampled_from(["O", "O", "B-PER", "I-PER", "B-LOC", "I-ORG", "?", "?", "B-", "X"])
@@ -52,7 +43,7 @@ def test_fast_path_equals_the_line_loop(tmp_path, monkeypatch, header, sep, n_an
         lines.append("")
     path = tmp_path / "a.conll"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    _same(_read(path, monkeypatch, fast=True), _read(path, monkeypatch, fast=False))
+    assert_same_corpus(_read(path, monkeypatch, fast=True), _read(path, monkeypatch, fast=False))
 
 
 def test_clean_file_takes_the_fast_path(tmp_path, monkeypatch, seed):
@@ -69,4 +60,4 @@ def test_clean_file_takes_the_fast_path(tmp_path, monkeypatch, seed):
     from pathlib import Path
 
     assert conll._read_columnar(Path(path), role="crowd") is not None
-    _same(_read(path, monkeypatch, fast=True), _read(path, monkeypatch, fast=False))
+    assert_same_corpus(_read(path, monkeypatch, fast=True), _read(path, monkeypatch, fast=False))
