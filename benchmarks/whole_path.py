@@ -175,15 +175,22 @@ def main(argv: list[str] | None = None) -> int:
                     point["api"] = api_point(path, method, work)
                 print(json.dumps(point), flush=True)
                 points.append(point)
+                _save(points, args, t_start)  # after every point: a long run keeps what it measured
             path.unlink()
+    print(f"wrote {_save(points, args, t_start)}")
+    return 0
+
+
+def _save(points: list[dict], args: argparse.Namespace, t_start: float) -> Path:
     command = "python -m benchmarks.whole_path" + (" --quick" if args.quick else "")
-    meta = make_meta(command, seconds=time.perf_counter() - t_start)
-    meta["note"] = "one run per point; the machine (2 cores) was shared with other engineers' work"
+    if args.sizes:
+        command += f" --sizes {args.sizes}"
+    meta = make_meta(command + f" --cap {args.cap:g}", seconds=time.perf_counter() - t_start)
+    meta["note"] = "One run per point; the machine (2 cores) was shared with other engineers' work"
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / ("whole_path_quick.json" if args.quick else "whole_path.json")
     out.write_text(json.dumps({"meta": meta, "cap_seconds": args.cap, "points": points}, indent=2) + "\n")
-    print(f"wrote {out}")
-    return 0
+    return out
 
 
 if __name__ == "__main__":

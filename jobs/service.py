@@ -8,7 +8,6 @@ before it is enqueued. A job that dies therefore never leaves a half-written dat
 from __future__ import annotations
 
 import logging
-import math
 import tempfile
 import threading
 import zipfile
@@ -16,7 +15,6 @@ from collections import defaultdict
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
-import numpy as np
 from rq import Queue
 from sqlmodel import Session, select
 
@@ -42,21 +40,10 @@ _dataset_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
 
 
 def jsonable(value: Any) -> Any:
-    """``value`` as plain JSON data: numpy scalars and arrays become Python numbers and lists, tuples and
-    sets become lists, and non-finite floats (NaN, inf; not valid JSON) become None."""
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return jsonable(value.tolist())
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+    """``value`` as plain JSON data (:func:`quality.report.plain_json`)."""
+    from quality.report import plain_json
+
+    return plain_json(value)
 
 
 def extract_docs(zip_path: Path, target: Path, *, max_bytes: int, max_files: int = 1_000_000) -> int:

@@ -36,7 +36,9 @@ workers' distinct per-document counts, not a loop over workers.
 
 from __future__ import annotations
 
+import json
 import math
+from typing import IO, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -50,7 +52,7 @@ from quality.pair_agreement import kappa_from_confusions, pair_confusions
 from quality.references import RULES, reference_labels
 from quality.span_metrics import instance_counts
 
-__all__ = ["build_report", "format_report", "score_block"]
+__all__ = ["build_report", "dump_report", "format_report", "plain_json", "score_block"]
 
 LEVEL = 0.95
 
@@ -437,6 +439,56 @@ def build_report(
         "fit": fit,
         "bootstrap": {"n_boot": n_boot, "seed": seed, "level": LEVEL, "min_documents": min_boot_docs},
     }
+
+
+# ----------------------------------------------------------------------------- JSON file
+def plain_json(value: Any) -> Any:
+    """``value`` as plain JSON data: numpy scalars and arrays become Python numbers and lists, tuples and
+    sets become lists, and non-finite floats (NaN, inf; not valid JSON) become None."""
+    if isinstance(value, dict):
+        return {str(k): plain_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [plain_json(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return plain_json(value.tolist())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def _compact(value: Any) -> str:
+    """One value as compact JSON by the C encoder; the slow :func:`plain_json` walk only where it must."""
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(", ", ": "))
+    except (TypeError, ValueError):  # a numpy value or a non-finite float inside: the slow walk
+        return json.dumps(plain_json(value), ensure_ascii=False, allow_nan=False, separators=(", ", ": "))
+
+
+def dump_report(report: dict, fh: IO[str], *, _indent: str = "") -> None:
+    """Write a report as JSON to ``fh``, streamed: nested blocks indented, each row of a list on one line.
+
+    Lists (workers, pair kappas) are written row by row with the C encoder, so a report of 5,000
+    workers and 100,000 worker pairs takes a fraction of ``json.dump(..., indent=2)``'s time, and
+    stays readable (one worker per line). NaN and inf become ``null``; numpy values become numbers.
+    """
+    inner = _indent + "  "
+    fh.write("{")
+    for i, (key, value) in enumerate(report.items()):
+        fh.write(("," if i else "") + "\n" + inner + json.dumps(str(key), ensure_ascii=False) + ": ")
+        if isinstance(value, dict) and value:
+            dump_report(value, fh, _indent=inner)
+        elif isinstance(value, list) and value and isinstance(value[0], dict | list):
+            fh.write("[")
+            for j, row in enumerate(value):
+                fh.write(("," if j else "") + "\n" + inner + "  " + _compact(row))
+            fh.write("\n" + inner + "]")
+        else:
+            fh.write(_compact(value))
+    fh.write("\n" + _indent + "}" if report else "}")
 
 
 # ----------------------------------------------------------------------------- terminal table

@@ -97,7 +97,7 @@ def _run(args: argparse.Namespace) -> int:
     from ingest import summarize
     from ingest.writers import write_labels
     from jobs.pipeline import run_pipeline
-    from jobs.service import jsonable
+    from quality.report import dump_report
 
     if args.use_experts and not args.expert:
         raise UserError("--use-experts needs --expert PATH")
@@ -135,7 +135,7 @@ def _run(args: argparse.Namespace) -> int:
         f"{fit['seconds']:.2f} s; wrote {out_format} to {args.output}")
     if args.report:
         with open(args.report, "w", encoding="utf-8") as fh:
-            json.dump(jsonable(result.report), fh, indent=2, ensure_ascii=False)
+            dump_report(result.report, fh)
             fh.write("\n")
         say(f"crowdqa: wrote the report to {args.report}")
     try:

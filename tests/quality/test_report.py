@@ -348,3 +348,24 @@ def test_categorical_report_is_printed_as_accuracy(tmp_path):
     assert "3 items, 2 crowd workers, 1 experts on 3 items" in text
     assert "accuracy 0.667" in text and "(2 of 3 items)" in text
     assert "Acc(exp)" in text and "span_strict" not in text
+
+
+def test_dump_report_is_the_report_as_json(tmp_path):
+    """Oracle: json.loads of the streamed file equals plain_json(report) (NaN, inf -> null; numpy -> numbers)."""
+    import io
+    import json
+
+    from quality.report import dump_report, plain_json
+
+    corpus = random_corpus(3, n_docs=12, n_crowd=5)
+    labels = np.zeros(corpus.n_tokens, dtype=np.int64)
+    report = build_report(corpus, labels, method="mv", experts_used_in_fit=False, n_boot=50)
+    report["extra"] = {"nan": float("nan"), "inf": [np.float64(np.inf), np.int64(3)], "empty": {}, "none": [],
+                       "rows": [{"a": np.nan}, [1, 2]]}
+    buf = io.StringIO()
+    dump_report(report, buf)
+    text = buf.getvalue()
+    assert json.loads(text) == plain_json(report)
+    assert "NaN" not in text and "Infinity" not in text
+    workers = text.split('"workers": [\n', 1)[1].split("\n  ]", 1)[0].splitlines()
+    assert len(workers) == corpus.n_workers  # one worker per line
