@@ -237,10 +237,13 @@ def summarize(corpus: Corpus, *, problems: list[Problem] | None = None) -> dict:
 
     n_docs, n_workers = corpus.n_docs, corpus.n_workers
     roles = np.asarray(corpus.worker_roles) if n_workers else np.zeros(0, dtype="<U6")
-    # Unique (document, annotator) pairs: the first token of each pair's run is enough.
-    pair = corpus.obs_doc * max(n_workers, 1) + corpus.worker
-    pairs = np.unique(pair)
-    pair_doc, pair_worker = pairs // max(n_workers, 1), pairs % max(n_workers, 1)
+    # Unique (document, annotator) pairs, sorted: the rows on each document's first token (the corpus is
+    # sorted by (token, annotator) and an annotator of a document labels all of its tokens).
+    obs_doc = corpus.obs_doc
+    at_first = corpus.token == corpus.doc_start[obs_doc]
+    pair_doc, pair_worker = obs_doc[at_first], corpus.worker[at_first].astype(np.int64)
+    pairs = pair_doc
+    role_of = np.array([ROLES.index(r) for r in corpus.worker_roles], dtype=np.int64)  # compared as integers
 
     def stats(mask: np.ndarray) -> dict:
         per_doc = np.bincount(pair_doc[mask], minlength=n_docs)
@@ -251,8 +254,8 @@ def summarize(corpus: Corpus, *, problems: list[Problem] | None = None) -> dict:
     all_mask = np.ones(pairs.shape[0], dtype=bool)
     coverage = {"annotators_per_document": stats(all_mask)}
     for r in ROLES:
-        coverage[r] = stats(roles[pair_worker] == r) if pairs.size else stats(all_mask)
-    expert_docs = np.unique(pair_doc[roles[pair_worker] == "expert"]) if pairs.size else np.zeros(0)
+        coverage[r] = stats(role_of[pair_worker] == ROLES.index(r)) if pairs.size else stats(all_mask)
+    expert_docs = np.unique(pair_doc[role_of[pair_worker] == ROLES.index("expert")]) if pairs.size else np.zeros(0)
     coverage["documents_with_expert"] = int(expert_docs.size)
     label_counts = np.bincount(corpus.label, minlength=corpus.n_classes)
     out = {

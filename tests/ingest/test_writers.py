@@ -120,3 +120,23 @@ def test_categorical_csv_equals_csv_writer(tmp_path, ids, names):
     for d, k in zip(ids, labels.tolist(), strict=True):
         w.writerow([csv_escape(d), csv_escape(corpus.class_names[k]) if k >= 0 else ""])
     assert (tmp_path / "o.csv").read_bytes() == buf.getvalue().encode("utf-8")
+
+
+def test_summary_coverage_brute_force(seed):
+    """Oracle: annotators per document counted by a loop over (document, annotator) with labels_of."""
+    from tests.quality.test_report import random_corpus
+
+    c = random_corpus(seed, n_docs=15, n_crowd=6, n_experts=2)
+    s = summarize(c)
+    per_doc = {r: [0] * c.n_docs for r in ("all", "crowd", "expert")}
+    for w in range(c.n_workers):
+        lab = c.labels_of(w)
+        for d in range(c.n_docs):
+            if np.any(lab[c.doc_start[d]:c.doc_start[d + 1]] >= 0):
+                per_doc["all"][d] += 1
+                per_doc[c.worker_roles[w]][d] += 1
+    for key, got in (("all", s["coverage"]["annotators_per_document"]), ("crowd", s["coverage"]["crowd"]),
+                     ("expert", s["coverage"]["expert"])):
+        v = per_doc[key]
+        assert got == {"min": min(v), "median": float(np.median(v)), "max": max(v)}, key
+    assert s["coverage"]["documents_with_expert"] == sum(1 for n in per_doc["expert"] if n > 0)
