@@ -355,17 +355,32 @@ def _initial_params(stats: dict, *, smoothing: float | None, **opts) -> _Params:
     return _m_step(stats, **{**opts, "pseudo_count": smoothing, "start_smoothing": smoothing}, variational=False)
 
 
-def _objective(log_evidence: float, params: _Params, *, pseudo_count: float, worker_smoothing: float,
-               worker_model: str, wrong_mass: str = "split", start_smoothing: float | None = None) -> float:
-    """The variational lower bound EM ascends: never decreases across iterations.
+def _expected_log_factor(stats: dict, params: _Params) -> float:
+    """``E_q[log f(x, h)]``: the expected counts of ``stats`` dotted with the log factors the E-step uses.
 
-    ``log Z~ + log p(C) - sum KL(q(theta) || Dirichlet(a))`` where ``log Z~`` is the
-    forward pass's log evidence under the VB point estimates (MacKay 1997; Beal 2003,
-    ch. 3) and ``log p(C)`` the (unnormalised) log prior that makes the confusion
-    M-step a MAP estimate (and of the start probabilities when they are MAP too). With
-    ``wrong_mass="each"`` the crowd factors are not normalised over answers, so ``log Z~``
-    is not a log-likelihood; EM's bound (Jensen) needs only non-negative factors and an
-    M-step that maximises their expected log, so the objective still never decreases.
+    Every factor of the model (start, transitions, words, shapes, crowd answers, the
+    latter with the ``wrong_mass`` boost) is a product over sufficient statistics, so its
+    expectation under the posterior is linear in the expected counts. Cells with zero
+    count contribute 0 even where the log factor is ``-inf``.
+    """
+    pairs = [(stats["start"], params.log_start), (stats["trans"], params.log_trans),
+             (stats["shape"], params.log_shape),
+             (stats["worker"], _log_crowd(params.confusion, wrong_boost=params.wrong_boost))]
+    if params.log_word is not None:
+        pairs.append((stats["word"], params.log_word))
+    total = 0.0
+    for counts, log in pairs:
+        total += float(np.multiply(counts, log, out=np.zeros(np.shape(counts)), where=counts > 0).sum())
+    return total
+
+
+def _log_prior_minus_kl(params: _Params, *, pseudo_count: float, worker_smoothing: float, worker_model: str,
+                        start_smoothing: float | None = None, **_: object) -> float:
+    """``log p(C) [+ log p(pi)] - sum KL(q(theta) || Dirichlet(a))`` of the parameters ``params``.
+
+    ``log p(C)`` is the (unnormalised) log prior that makes the confusion M-step a MAP
+    estimate (and the start probabilities' when they are MAP too); the KL terms are those
+    of the variational Dirichlets of transitions and emissions (MacKay 1997; Beal 2003, ch. 3).
     """
     c = params.confusion
     if worker_model == "full":
@@ -384,7 +399,29 @@ def _objective(log_evidence: float, params: _Params, *, pseudo_count: float, wor
         n = alpha.shape[-1]
         kl += float((gammaln(a0) - gammaln(alpha).sum(axis=-1) - gammaln(n * pseudo_count) + n * gammaln(pseudo_count)
                      + ((alpha - pseudo_count) * (digamma(alpha) - digamma(a0)[..., None])).sum(axis=-1)).sum())
-    return float(log_evidence + log_prior - kl)
+    return float(log_prior - kl)
+
+
+def _objective(log_evidence: float, stats: dict, *, old: _Params, new: _Params, **opts: object) -> float:
+    """The bound EM climbs, ``F(q(h), theta)``, after an E-step under ``old`` and the M-step to ``new``.
+
+    ``F = E_q[log f(x, h; new)] + H(q) + log p(C, pi) - KL(q(theta) || prior)``, where
+    ``q`` is the exact posterior of the chain under ``old`` (the E-step), so that its
+    entropy is ``H(q) = log Z(old) - E_q[log f(x, h; old)]`` and
+
+    ``F = log Z(old) + E_q[log f(new)] - E_q[log f(old)] + log p(C, pi) - KL``.
+
+    ``F`` never decreases from one iteration to the next, whatever the starting point
+    (the authors' smoothed-frequency initial estimates are no Dirichlet posterior): the
+    E-step maximises it over ``q`` (giving ``log Z(old) + log p - KL``, Neal & Hinton
+    1998), the M-step over the parameters (VB Dirichlets for transitions and emissions,
+    MAP for the confusion matrices and MAP start probabilities). With ``wrong_mass="each"``
+    the crowd factors are not normalised over answers; the bound (Jensen) needs only
+    non-negative factors and an M-step that maximises their expected log, so ``F`` still
+    never decreases, though it is then no bound on a likelihood.
+    """
+    return float(log_evidence + _expected_log_factor(stats, new) - _expected_log_factor(stats, old)
+                 + _log_prior_minus_kl(new, **opts))
 
 
 def _bio_tables(class_names: tuple[str, ...]) -> tuple[NDArray[np.bool_], NDArray[np.bool_], NDArray[np.int64]]:
@@ -510,7 +547,8 @@ class HMMCrowd(BaseAggregator):
     transition_ : ndarray of shape (n_classes, n_classes)
         ``[j, k]`` = P(h_{t+1} = k | h_t = j); the variational estimates, rows normalised.
     log_likelihood_ : list of float
-        The EM objective (a variational lower bound) per iteration.
+        The EM objective per iteration, the bound ``F(q, theta)`` after that iteration's E-
+        and M-steps (see ``_objective``); it never decreases, from the first value on.
     n_iter_ : int
     converged_ : bool
         True when the objective's relative change fell below ``tol``.
@@ -633,8 +671,12 @@ class HMMCrowd(BaseAggregator):
         converged = False
         for _ in range(self.max_iter):
             stats, _, log_evidence = _e_step(params, design)
-            converged = monitor.report(_objective(log_evidence, params, **opts))
-            params = _m_step(stats, **opts)
+            new = _m_step(stats, **opts)
+            # The objective of this iteration is F(q, new): E-step under the old parameters,
+            # then the M-step; reported after both so the first value is already the bound EM
+            # climbs, whatever the initial estimates were (see _objective).
+            converged = monitor.report(_objective(log_evidence, stats, old=params, new=new, **opts))
+            params = new
             if converged:
                 break
         # Final E-step so that proba_ matches the final parameters.

@@ -20,7 +20,9 @@ from aggregation.hmm_crowd import (
     _decode_labels,
     _e_step,
     _initial_params,
+    _log_prior_minus_kl,
     _m_step,
+    _objective,
     _Params,
     _repair_bio,
     _token_log_lik,
@@ -265,20 +267,75 @@ def test_reduces_to_token_wise_dawid_skene(seed):
         np.testing.assert_allclose(params.confusion, naive_conf, rtol=1e-9)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**31 - 1), bio=st.booleans(), model=st.sampled_from(["two-param", "full"]),
-       authors=st.booleans())
-def test_objective_never_decreases(seed, bio, model, authors):
-    """Property: the variational EM objective is non-decreasing (relative slack 1e-9), with the
-    defaults and with every authors' option (shared shape multinomial, unnormalised wrong answers)."""
-    rng = np.random.default_rng(seed)
-    corpus = random_corpus(rng, n_docs=5, max_len=6, class_names=BIO if bio else ("O", "P"), accuracy=0.6)
+#: Seeds of the monotonicity property: a fixed, wide set (the same every run), with 278 and 315,
+#: where the objective reported before issue 12 dropped (IO labels).
+OBJECTIVE_SEEDS = (*range(25), 278, 315)
+
+
+@pytest.mark.parametrize("bio", [False, True])
+@pytest.mark.parametrize("model", ["two-param", "full"])
+@pytest.mark.parametrize("authors", [False, True])
+def test_objective_never_decreases(bio, model, authors):
+    """Property: the variational EM objective is non-decreasing (relative slack 1e-9) from the first
+    iteration on, with the defaults and with every authors' option (shared shape multinomial,
+    unnormalised wrong answers), over a fixed set of seeds (regression, issue 12)."""
     kw = {"shape_emission": "shared", "wrong_mass": "each"} if authors else {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        ll = np.array(HMMCrowd(max_iter=8, tol=0, worker_model=model, **kw).fit(corpus).log_likelihood_)
-    assert ll.size == 8
-    assert np.all(np.diff(ll) >= -1e-9 * np.abs(ll[1:]))
+    for seed in OBJECTIVE_SEEDS:
+        rng = np.random.default_rng(seed)
+        corpus = random_corpus(rng, n_docs=5, max_len=6, class_names=BIO if bio else ("O", "P"), accuracy=0.6)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            ll = np.array(HMMCrowd(max_iter=8, tol=0, worker_model=model, **kw).fit(corpus).log_likelihood_)
+        assert ll.size == 8
+        assert np.all(np.diff(ll) >= -1e-9 * np.abs(ll[1:])), (seed, ll)
+
+
+@pytest.mark.parametrize("wrong_mass", ["split", "each"])
+def test_objective_is_the_bound_by_enumeration(seed, wrong_mass):
+    """Oracle: after an E-step under random parameters and the M-step, the reported objective is
+    ``sum_paths q(path) (log f(path; new) - log q(path)) + log p(C, pi) - KL``, with ``q`` the posterior
+    enumerated over all K^T paths (T <= 5) and ``f`` the model written out by hand (1e-9); and it is at
+    most what the next E-step reaches, ``log Z(new) + log p - KL`` (coordinate ascent)."""
+    rng = np.random.default_rng(seed)
+    corpus = random_corpus(rng, n_docs=3, max_len=5, class_names=BIO[:3], p_label=0.8)
+    design = _build_design(corpus, known=None, features=("word", "capitalised", "digit"), lowercase=False)
+    opts = dict(pseudo_count=0.1, worker_smoothing=0.01, worker_model="two-param", wrong_mass=wrong_mass,
+                start_smoothing=0.001)
+    old = replace(random_params(rng, design, n_workers=corpus.n_workers),
+                  wrong_boost=np.log(2.0) if wrong_mass == "each" else 0.0)
+    stats, _, log_evidence = _e_step(old, design)
+    new = _m_step(stats, **opts)
+    got = _objective(log_evidence, stats, old=old, new=new, **opts)
+
+    tokens = [w for d in range(corpus.n_docs) for w in corpus.doc_tokens(d)]
+    vocab: dict[str, int] = {}
+    ids = [vocab.setdefault(w, len(vocab)) for w in tokens]
+
+    def log_f(params: _Params, a: int, path: tuple[int, ...]) -> float:
+        crowd = np.log(params.confusion) + np.where(np.eye(3, dtype=bool), 0.0, params.wrong_boost)
+        total = params.log_start[path[0]]
+        for t, h in enumerate(path):
+            i = a + t
+            total += params.log_trans[path[t - 1], h] if t else 0.0
+            total += params.log_word[h, ids[i]]
+            flags = (tokens[i][0].isupper(), tokens[i][0].isdigit())
+            total += sum(params.log_shape[f, h, int(v)] for f, v in enumerate(flags))
+            for j in np.flatnonzero(corpus.token == i):
+                total += crowd[corpus.worker[j], h, corpus.label[j]]
+        return total
+
+    bound = 0.0
+    for d in range(corpus.n_docs):
+        a, n = int(corpus.doc_start[d]), int(corpus.doc_lengths[d])
+        paths = list(itertools.product(range(3), repeat=n))
+        lo = np.array([log_f(old, a, p) for p in paths])
+        q = np.exp(lo - lo.max()) / np.exp(lo - lo.max()).sum()
+        ln = np.array([log_f(new, a, p) for p in paths])
+        bound += float(np.sum(q * (ln - np.log(q))))
+    rest = _log_prior_minus_kl(new, **opts)
+    np.testing.assert_allclose(got, bound + rest, rtol=1e-9)
+    _, _, next_evidence = _e_step(new, design)
+    assert got <= next_evidence + rest + 1e-9 * abs(got)
 
 
 @pytest.mark.parametrize("class_names", [("O", "P"), BIO])
@@ -372,20 +429,43 @@ def test_bio_output_is_always_valid(seed, decode):
 
 
 def test_known_tokens_are_clamped_and_unlabelled_documents_get_the_prior(seed):
-    """Clamped tokens keep their class with posterior 1; a document nobody labelled gets class_prior_."""
+    """Clamped tokens keep their class with posterior 1; a document nobody labelled gets class_prior_.
+
+    The clamped tokens are the first tokens of the two first (labelled) documents: clamping a token of
+    the unlabelled document gives it evidence, which the next test covers (regression, issue 12: with
+    documents of lengths 1, 1, 1, 2 the old token 3 lay in the unlabelled document).
+    """
     rng = np.random.default_rng(seed)
     corpus = random_corpus(rng, n_docs=4, max_len=5, empty_doc=True)
+    clamped = corpus.doc_start[:2]
     known = np.full(corpus.n_tokens, -1)
-    known[[0, 3]] = [1, 0]
+    known[clamped] = [1, 0]
     model = _fit(corpus, known=known)
-    np.testing.assert_array_equal(model.labels_[[0, 3]], [1, 0])
-    np.testing.assert_allclose(model.proba_[[0, 3]], [[0, 1], [1, 0]])
+    np.testing.assert_array_equal(model.labels_[clamped], [1, 0])
+    np.testing.assert_allclose(model.proba_[clamped], [[0, 1], [1, 0]])
     last = slice(corpus.doc_start[-2], corpus.doc_start[-1])
     np.testing.assert_allclose(model.proba_[last], np.broadcast_to(model.class_prior_, (2, 2)))
     np.testing.assert_allclose(model.proba_.sum(axis=1), 1.0)
     assert model.labels_[last].tolist() == [int(np.argmax(model.class_prior_))] * 2
     assert model.transition_.shape == (2, 2) and model.start_.shape == (2,)
     np.testing.assert_allclose(model.transition_.sum(axis=1), 1.0)
+
+
+def test_a_clamped_token_makes_an_unlabelled_document_part_of_the_fit(seed):
+    """A known token is evidence: the document that holds it is decoded by the HMM, not given the prior.
+
+    Oracle: the clamped token is one-hot, and its neighbour's posterior is the HMM's two-token
+    posterior written out by hand from the fitted start, transition and emission factors (1e-9).
+    """
+    rng = np.random.default_rng(seed)
+    corpus = random_corpus(rng, n_docs=4, max_len=5, empty_doc=True)
+    first = int(corpus.doc_start[-2])
+    known = np.full(corpus.n_tokens, -1)
+    known[first] = 1
+    model = _fit(corpus, known=known, features=())
+    np.testing.assert_allclose(model.proba_[first], [0, 1])
+    # No crowd label and no word feature on the second token: p(h2 | h1 = 1) is the transition row.
+    np.testing.assert_allclose(model.proba_[first + 1], model.transition_[1], rtol=1e-9)
 
 
 def test_callback_gets_each_iteration_and_max_iter_warns(seed):
