@@ -462,9 +462,11 @@ def test_a_clamped_token_makes_an_unlabelled_document_part_of_the_fit(seed):
     first = int(corpus.doc_start[-2])
     known = np.full(corpus.n_tokens, -1)
     known[first] = 1
-    model = _fit(corpus, known=known, features=())
+    model = _fit(corpus, known=known, features=(), sequences="document")
     np.testing.assert_allclose(model.proba_[first], [0, 1])
-    # No crowd label and no word feature on the second token: p(h2 | h1 = 1) is the transition row.
+    # No crowd label and no word feature on the second token, and one sequence per document (a
+    # sentence cut between the two would give the start probabilities): p(h2 | h1 = 1) is the
+    # transition row.
     np.testing.assert_allclose(model.proba_[first + 1], model.transition_[1], rtol=1e-9)
 
 
