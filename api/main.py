@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, FastAPI
 
+from api import dashboard
 from api.errors import install_error_handlers
 from api.lifespan import BodyLimitMiddleware, lifespan
 from api.routes import datasets, health, jobs
@@ -24,3 +25,4 @@ api_router.include_router(health.router)
 api_router.include_router(datasets.router)
 api_router.include_router(jobs.router)
 app.include_router(api_router)
+dashboard.install(app)  # the web dashboard under /ui; browsers asking for / are sent there

@@ -1,0 +1,185 @@
+"""Plain SVG charts, computed here and drawn by the templates (no chart library, no script).
+
+Every chart is a small dataclass of pixel coordinates; the templates only place them, and
+hover text is an SVG ``<title>`` (escaped like every other template value).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Axis", "ScatterPoint", "Scatter", "precision_recall_scatter", "Curve", "line_curve", "shade_class",
+           "Matrix", "confusion_matrix"]
+
+
+@dataclass(frozen=True)
+class Axis:
+    """A linear map from data values ``[lo, hi]`` to pixels ``[px0, px1]``, with tick marks."""
+
+    lo: float
+    hi: float
+    px0: float
+    px1: float
+
+    def __call__(self, value: float) -> float:
+        span = self.hi - self.lo or 1.0
+        return round(self.px0 + (value - self.lo) / span * (self.px1 - self.px0), 2)
+
+    def ticks(self, n: int = 5) -> list[tuple[float, str]]:
+        """``n + 1`` evenly spaced (pixel, label) pairs."""
+        step = (self.hi - self.lo) / n
+        return [(self(self.lo + i * step), _fmt(self.lo + i * step)) for i in range(n + 1)]
+
+
+def _fmt(x: float) -> str:
+    if x == 0 or 1e-3 <= abs(x) < 1e5:
+        return f"{x:.6g}" if abs(x) >= 1 else f"{x:.2f}"
+    return f"{x:.2e}"
+
+
+@dataclass(frozen=True)
+class ScatterPoint:
+    """One annotator (or the aggregate) in the precision-recall plane."""
+
+    label: str
+    kind: str  # "crowd", "expert" or "aggregate"
+    precision: float
+    recall: float
+    x: float
+    y: float
+    r: float
+    tokens: int
+    title: str
+    href: str | None = None
+
+
+@dataclass(frozen=True)
+class Scatter:
+    width: int
+    height: int
+    x: Axis
+    y: Axis
+    points: list[ScatterPoint]
+    against: str
+    missing: int = 0  # workers with no score against this reference (not drawn)
+    x_ticks: list[tuple[float, str]] = field(default_factory=list)
+    y_ticks: list[tuple[float, str]] = field(default_factory=list)
+
+
+def _interval(block: dict[str, Any], name: str) -> str:
+    ci = block.get(f"{name}_ci")
+    return f" ({ci[0]:.3f}-{ci[1]:.3f})" if isinstance(ci, list | tuple) and len(ci) == 2 else ""
+
+
+def _score(block: Any) -> dict[str, Any] | None:
+    """The token score block of a report entry (``{token: {...}}`` or the fields themselves)."""
+    if not isinstance(block, dict):
+        return None
+    inner = block.get("token") if isinstance(block.get("token"), dict) else block
+    if inner.get("precision") is None or inner.get("recall") is None:
+        return None
+    return inner
+
+
+def precision_recall_scatter(report: dict[str, Any], *, against: str = "expert", worker_href=None,
+                             width: int = 560, height: int = 420) -> Scatter:
+    """Every worker's token precision (y) against recall (x), versus the experts or the aggregate.
+
+    Point area grows with the tokens the worker labelled (radius 3 to 12 px, square-root
+    scale); the aggregate's own score against the experts is one more point, kind
+    ``"aggregate"``. Workers without a score against the chosen reference are counted in
+    ``missing`` and not drawn. ``worker_href(annotator_id)`` gives each point's link.
+    """
+    if against not in ("expert", "aggregate"):
+        raise ValueError(f"against must be 'expert' or 'aggregate', found {against!r}")
+    left, right, top, bottom = 52, 16, 14, 44
+    x = Axis(0.0, 1.0, left, width - right)
+    y = Axis(0.0, 1.0, height - bottom, top)
+    workers = report.get("workers") or []
+    most = max([int(w.get("tokens") or 0) for w in workers] + [1])
+    points, missing = [], 0
+    for w in workers:
+        block = _score(w.get(f"vs_{against}"))
+        if block is None:
+            missing += 1
+            continue
+        tokens = int(w.get("tokens") or 0)
+        p, r = float(block["precision"]), float(block["recall"])
+        title = (f"{w['annotator']} ({w.get('role', 'crowd')}), {tokens} tokens\n"
+                 f"precision {p:.3f}{_interval(block, 'precision')}\nrecall {r:.3f}{_interval(block, 'recall')}")
+        points.append(ScatterPoint(
+            label=str(w["annotator"]), kind=str(w.get("role", "crowd")), precision=p, recall=r, x=x(r), y=y(p),
+            r=round(3 + 9 * math.sqrt(tokens / most), 2), tokens=tokens, title=title,
+            href=worker_href(str(w["annotator"])) if worker_href else None))
+    agg = _score((report.get("aggregate_vs_expert") or {}).get("token")) if against == "expert" else None
+    if agg is not None:
+        p, r = float(agg["precision"]), float(agg["recall"])
+        title = (f"aggregate ({report.get('method')}) vs experts\n"
+                 f"precision {p:.3f}{_interval(agg, 'precision')}\nrecall {r:.3f}{_interval(agg, 'recall')}")
+        points.append(ScatterPoint(label="aggregate", kind="aggregate", precision=p, recall=r, x=x(r), y=y(p),
+                                   r=7.0, tokens=int(agg.get("tokens") or 0), title=title))
+    return Scatter(width=width, height=height, x=x, y=y, points=points, against=against, missing=missing,
+                   x_ticks=x.ticks(), y_ticks=y.ticks())
+
+
+@dataclass(frozen=True)
+class Curve:
+    width: int
+    height: int
+    x: Axis
+    y: Axis
+    points: str  # an SVG polyline "x,y x,y ..."
+    n: int
+    coords: list[tuple[float, float, str]] = field(default_factory=list)  # (x, y, hover text) per value
+    x_ticks: list[tuple[float, str]] = field(default_factory=list)
+    y_ticks: list[tuple[float, str]] = field(default_factory=list)
+
+
+def line_curve(values: Sequence[float | None], *, width: int = 420, height: int = 200) -> Curve:
+    """A polyline of ``values`` against their index 1..n (e.g. EM log-likelihood per iteration)."""
+    ys = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    lo, hi = (min(ys), max(ys)) if ys else (0.0, 1.0)
+    if hi == lo:
+        lo, hi = lo - 1.0, hi + 1.0
+    left, right, top, bottom = 72, 12, 10, 30
+    x = Axis(1.0, float(max(len(ys), 2)), left, width - right)
+    y = Axis(lo, hi, height - bottom, top)
+    coords = [(x(i + 1), y(v), f"iteration {i + 1}: {v:.6g}") for i, v in enumerate(ys)]
+    pts = " ".join(f"{a},{b}" for a, b, _ in coords)
+    return Curve(width=width, height=height, x=x, y=y, points=pts, n=len(ys), coords=coords,
+                 x_ticks=x.ticks(min(4, max(len(ys) - 1, 1))), y_ticks=y.ticks(4))
+
+
+def shade_class(p: float, *, levels: int = 10) -> str:
+    """A CSS class ``s0`` .. ``s{levels}`` for a probability (a strict CSP allows no inline style)."""
+    if not math.isfinite(p):
+        return "s0"
+    return f"s{min(levels, max(0, round(p * levels)))}"
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """A confusion matrix as rows of (value, shade class, text) cells; rows are true classes."""
+
+    labels: list[str]
+    rows: list[list[tuple[float | None, str, str]]]
+    totals: list[int] | None = None
+
+
+def confusion_matrix(values, labels: Sequence[str], *, counts=None) -> Matrix:
+    """Cells of a row-stochastic matrix ``values`` (K x K); ``counts`` (K x K) adds the counts behind it."""
+    rows = []
+    for t, row in enumerate(values):
+        cells = []
+        for o, v in enumerate(row):
+            if v is None or not math.isfinite(float(v)):
+                cells.append((None, "s0", "-"))
+                continue
+            text = f"{float(v):.3f}" + (f" ({int(counts[t][o])})" if counts is not None else "")
+            cells.append((float(v), shade_class(float(v)), text))
+        rows.append(cells)
+    totals = [int(sum(r)) for r in counts] if counts is not None else None
+    return Matrix(labels=list(labels), rows=rows, totals=totals)

@@ -1,0 +1,342 @@
+"""Dashboard pages for signing in, datasets and jobs: parse the form, call the service layer, render.
+
+Every handler uses the same use cases as the API routes (``jobs.service``, ``store.crud``) with
+the project of the signed-in session, so a page can do nothing the project's key could not.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Form, Query, Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from pydantic import ValidationError
+
+from api.dashboard.auth import (
+    COOKIE_PATH,
+    LOGIN_COOKIE,
+    SESSION_COOKIE,
+    SESSION_SECONDS,
+    CsrfError,
+    DashboardSession,
+    DashSessionDep,
+    check_csrf,
+    check_same_origin,
+    new_session_cookie,
+    read_session,
+)
+from api.dashboard.charts import line_curve
+from api.dashboard.web import PREFIX, PageError, redirect, render
+from api.deps import QueueDep, SessionDep, SettingsDep
+from api.errors import ProblemError
+from ingest.errors import IngestError
+from jobs import service
+from jobs.errors import JobNotRunnableError, QueueUnavailableError
+from store import crud
+from store.errors import UploadTooLargeError
+from store.models import Dataset, DatasetCreate, Job, JobCreate, JobStatus, Method, Role
+
+__all__ = ["router", "owned_dataset", "owned_job"]
+
+router = APIRouter(prefix=PREFIX, include_in_schema=False)
+
+#: What a form may get wrong; the page shows the message instead of a problem document.
+FORM_ERRORS = (IngestError, ValueError, JobNotRunnableError, QueueUnavailableError, UploadTooLargeError, ProblemError)
+
+Csrf = Annotated[str | None, Form(alias="csrf")]
+
+
+def _message(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0] if exc.errors() else {}
+        return f"{'.'.join(str(p) for p in first.get('loc', ()))}: {first.get('msg', 'invalid value')}"
+    text = getattr(exc, "detail", None) or str(exc)
+    return str(text).splitlines()[0] if text else type(exc).__name__
+
+
+def _secure(request: Request) -> bool:
+    return request.url.scheme == "https"
+
+
+def owned_dataset(session, dash: DashboardSession, dataset_id: str) -> Dataset:
+    """The session's project's dataset; 404 for any other (as the API answers)."""
+    dataset = crud.get_dataset(session=session, project_id=dash.project.id, dataset_id=dataset_id[:64])
+    if dataset is None:
+        raise PageError(404, "no such dataset in this project")
+    return dataset
+
+
+def owned_job(session, dash: DashboardSession, job_id: str, *, settings=None, queue=None) -> Job:
+    """The session's project's job (a lost or abandoned one marked so first, as the API does); 404 otherwise."""
+    from api.deps import get_owned_job
+
+    if settings is not None and queue is not None:
+        try:
+            return get_owned_job(job_id[:64], session, dash.project, settings, queue)
+        except ProblemError:
+            raise PageError(404, "no such job in this project") from None
+    job = crud.get_job(session=session, project_id=dash.project.id, job_id=job_id[:64])
+    if job is None:
+        raise PageError(404, "no such job in this project")
+    return job
+
+
+# ---------------------------------------------------------------- sign in / out
+@router.get("/signin")
+def signin_form(request: Request, session: SessionDep) -> HTMLResponse:
+    """The sign-in form (a fresh double-submit token for it)."""
+    if read_session(session=session, cookie=request.cookies.get(SESSION_COOKIE)) is not None:
+        return redirect("/")
+    token = secrets.token_urlsafe(24)
+    response = render(request, "signin.html", {"login_token": token})
+    response.set_cookie(LOGIN_COOKIE, token, max_age=600, path=COOKIE_PATH, httponly=True, samesite="strict",
+                        secure=_secure(request))
+    return response
+
+
+@router.post("/signin")
+def signin(request: Request, session: SessionDep, key: Annotated[str, Form(max_length=300)],
+           login_token: Annotated[str, Form(max_length=100)]) -> Response:
+    """Exchange an API key for a session cookie."""
+    import hmac
+
+    check_same_origin(request)
+    expected = request.cookies.get(LOGIN_COOKIE) or ""
+    if not expected or not hmac.compare_digest(expected, login_token):
+        raise CsrfError("the sign-in form expired; reload it and try again")
+    made = new_session_cookie(session=session, key=key)
+    if made is None:
+        token = secrets.token_urlsafe(24)
+        response = render(request, "signin.html", {"login_token": token, "error": "unknown API key"},
+                          status_code=401)
+        response.set_cookie(LOGIN_COOKIE, token, max_age=600, path=COOKIE_PATH, httponly=True, samesite="strict",
+                            secure=_secure(request))
+        return response
+    cookie, _ = made
+    response = redirect("/")
+    response.set_cookie(SESSION_COOKIE, cookie, max_age=SESSION_SECONDS, path=COOKIE_PATH, httponly=True,
+                        samesite="strict", secure=_secure(request))
+    response.delete_cookie(LOGIN_COOKIE, path=COOKIE_PATH)
+    return response
+
+
+@router.post("/signout")
+def signout(request: Request, dash: DashSessionDep, csrf: Csrf = None) -> Response:
+    """Forget the session cookie."""
+    check_csrf(request, dash, csrf)
+    response = redirect("/signin")
+    response.delete_cookie(SESSION_COOKIE, path=COOKIE_PATH, httponly=True, samesite="strict")
+    return response
+
+
+# ---------------------------------------------------------------- datasets
+def _datasets_page(request: Request, session, dash: DashboardSession, *, error: str | None = None,
+                   status_code: int = 200) -> HTMLResponse:
+    rows, count = crud.list_datasets(session=session, project_id=dash.project.id, limit=1000)
+    jobs, n_jobs = crud.list_jobs(session=session, project_id=dash.project.id, limit=1000)
+    return render(request, "datasets.html", {"datasets": rows, "count": count, "jobs": jobs[::-1][:20],
+                                             "n_jobs": n_jobs, "error": error}, dash=dash, status_code=status_code)
+
+
+@router.get("/")
+def datasets_page(request: Request, session: SessionDep, dash: DashSessionDep) -> HTMLResponse:
+    """The project's datasets and its latest jobs."""
+    return _datasets_page(request, session, dash)
+
+
+@router.post("/datasets")
+def create_dataset(request: Request, session: SessionDep, dash: DashSessionDep,
+                   name: Annotated[str, Form(max_length=1000)], csrf: Csrf = None) -> Response:
+    """Create an empty dataset."""
+    check_csrf(request, dash, csrf)
+    try:
+        dataset_in = DatasetCreate(name=name)
+    except ValidationError as exc:
+        return _datasets_page(request, session, dash, error=_message(exc), status_code=422)
+    dataset = crud.create_dataset(session=session, project_id=dash.project.id, dataset_in=dataset_in)
+    return redirect(f"/datasets/{dataset.id}")
+
+
+def _dataset_page(request: Request, session, dash: DashboardSession, dataset: Dataset, *,
+                  error: str | None = None, status_code: int = 200, form: dict[str, Any] | None = None
+                  ) -> HTMLResponse:
+    from ingest import FORMATS
+
+    uploads, _ = crud.list_uploads(session=session, dataset_id=dataset.id, limit=1000)
+    jobs, _ = crud.list_jobs(session=session, project_id=dash.project.id, dataset_id=dataset.id, limit=1000)
+    return render(request, "dataset.html", {
+        "dataset": dataset, "uploads": uploads, "jobs": jobs[::-1], "formats": FORMATS,
+        "roles": [r.value for r in Role], "methods": [m.value for m in Method], "error": error,
+        "upload_options": service.UPLOAD_OPTIONS, "form": form or {},
+    }, dash=dash, status_code=status_code)
+
+
+@router.get("/datasets/{dataset_id}")
+def dataset_page(request: Request, dataset_id: str, session: SessionDep, dash: DashSessionDep) -> HTMLResponse:
+    """One dataset: its parse summary, uploads (with skipped rows), jobs, and the upload and job forms."""
+    return _dataset_page(request, session, dash, owned_dataset(session, dash, dataset_id))
+
+
+@router.post("/datasets/{dataset_id}/delete")
+def delete_dataset(request: Request, dataset_id: str, session: SessionDep, settings: SettingsDep,
+                   dash: DashSessionDep, csrf: Csrf = None) -> Response:
+    """Delete a dataset with its uploads, jobs and files (refused while one of its jobs runs)."""
+    check_csrf(request, dash, csrf)
+    dataset = owned_dataset(session, dash, dataset_id)
+    _, running = crud.list_jobs(session=session, project_id=dash.project.id, dataset_id=dataset.id,
+                                status=JobStatus.running, limit=1)
+    if running:
+        return _dataset_page(request, session, dash, dataset, status_code=409,
+                             error="a job of this dataset is running; wait for it or delete the job first")
+    service.delete_dataset(session=session, settings=settings, dataset=dataset)
+    return redirect("/")
+
+
+#: Upload options that are switches (a checkbox) rather than text.
+_FLAGS = frozenset({"keep_rejected"})
+
+
+@router.post("/datasets/{dataset_id}/uploads")
+async def upload(request: Request, dataset_id: str, session: SessionDep, settings: SettingsDep,
+                 dash: DashSessionDep) -> Response:
+    """Upload a crowd or expert file with the API's format options (``jobs.service.UPLOAD_OPTIONS``); the
+    page then shows the parse summary."""
+    from starlette.concurrency import run_in_threadpool
+    from starlette.datastructures import UploadFile as Part
+
+    form = await request.form()
+    check_csrf(request, dash, _text(form.get("csrf")))
+    dataset = owned_dataset(session, dash, dataset_id)
+    file, docs = form.get("file"), form.get("docs")
+    options: dict[str, Any] = {}
+    for name in service.UPLOAD_OPTIONS:
+        value = _text(form.get(name))
+        if value:
+            options[name] = True if name in _FLAGS else value
+    try:
+        if not isinstance(file, Part) or not file.filename:
+            raise ValueError("choose a file to upload")
+        role, format = _text(form.get("role")) or "crowd", _text(form.get("format"))
+        if role not in {r.value for r in Role}:
+            raise ValueError(f"role must be crowd or expert, found {role!r}")
+        await run_in_threadpool(
+            service.add_upload, session=session, settings=settings, dataset=dataset, stream=file.file,
+            filename=file.filename, format=format, role=role, options=options,
+            docs_stream=docs.file if isinstance(docs, Part) and docs.filename else None)
+    except FORM_ERRORS as exc:
+        session.rollback()
+        status = getattr(exc, "status", 413 if isinstance(exc, UploadTooLargeError) else 422)
+        return _dataset_page(request, session, dash, dataset, error=f"upload refused: {_message(exc)}",
+                             status_code=status)
+    finally:
+        await form.close()
+    return redirect(f"/datasets/{dataset.id}")
+
+
+def _text(value: Any, limit: int = 1000) -> str:
+    """A text form field, stripped and cut to ``limit`` characters ('' for a missing one or a file)."""
+    return value.strip()[:limit] if isinstance(value, str) else ""
+
+
+@router.post("/datasets/{dataset_id}/jobs")
+def start_job(request: Request, dataset_id: str, session: SessionDep, settings: SettingsDep, queue: QueueDep,
+              dash: DashSessionDep, method: Annotated[str, Form(max_length=40)],
+              params: Annotated[str, Form(max_length=20_000)] = "{}",
+              use_experts: Annotated[str | None, Form(max_length=10)] = None,
+              reference: Annotated[str, Form(max_length=300)] = "union", csrf: Csrf = None) -> Response:
+    """Start a job (method, parameters as JSON, use of experts, reference) and show its progress."""
+    check_csrf(request, dash, csrf)
+    dataset = owned_dataset(session, dash, dataset_id)
+    form = {"method": method, "params": params, "use_experts": bool(use_experts), "reference": reference}
+    try:
+        try:
+            parsed = json.loads(params or "{}")
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"parameters must be a JSON object: {exc}") from None
+        if not isinstance(parsed, dict):
+            raise ValueError("parameters must be a JSON object, e.g. {\"max_iter\": 50}")
+        job_in = JobCreate(method=method, params=parsed, use_experts=bool(use_experts),
+                           reference=reference.strip() or "union")
+        job = service.start_job(session=session, settings=settings, queue=queue, dataset=dataset, job_in=job_in)
+    except (ValidationError, *FORM_ERRORS) as exc:
+        session.rollback()
+        status = 409 if isinstance(exc, JobNotRunnableError) else 503 if isinstance(exc, QueueUnavailableError) else 422
+        return _dataset_page(request, session, dash, dataset, error=f"job not started: {_message(exc)}",
+                             status_code=status, form=form)
+    return redirect(f"/jobs/{job.id}")
+
+
+# ---------------------------------------------------------------- jobs
+def job_progress(job: Job) -> dict[str, Any]:
+    """What the progress poll returns: status, stage, iteration, log-likelihood, error."""
+    p = job.progress or {}
+    return {"status": job.status.value, "stage": p.get("stage"), "iteration": p.get("iteration"),
+            "log_likelihood": p.get("log_likelihood"), "stage_seconds": p.get("stage_seconds"),
+            "error": job.error}
+
+
+@router.get("/jobs")
+def jobs_page(request: Request, session: SessionDep, dash: DashSessionDep,
+              status: Annotated[JobStatus | None, Query()] = None,
+              offset: Annotated[int, Query(ge=0, le=10**9)] = 0) -> HTMLResponse:
+    """The project's jobs, newest first, optionally of one status."""
+    _, count = crud.list_jobs(session=session, project_id=dash.project.id, status=status, limit=1)
+    size = 50
+    # Oldest-first pages from the store, shown newest first: page 0 is the last ``size`` rows.
+    start = max(count - offset - size, 0)
+    rows, _ = crud.list_jobs(session=session, project_id=dash.project.id, status=status, offset=start,
+                             limit=max(min(size, count - offset), 0))
+    datasets = {d.id: d for d in crud.list_datasets(session=session, project_id=dash.project.id, limit=1000)[0]}
+    return render(request, "jobs.html", {"jobs": rows[::-1], "count": count, "offset": offset, "size": size,
+                                         "status": status.value if status else None, "datasets": datasets,
+                                         "statuses": [s.value for s in JobStatus]}, dash=dash)
+
+
+@router.get("/jobs/{job_id}/progress")
+def job_progress_json(job_id: str, session: SessionDep, settings: SettingsDep, queue: QueueDep,
+                      dash: DashSessionDep) -> JSONResponse:
+    """The job's status and progress, polled by the job page's script."""
+    return JSONResponse(job_progress(owned_job(session, dash, job_id, settings=settings, queue=queue)),
+                        headers={"Cache-Control": "no-store"})
+
+
+@router.post("/jobs/{job_id}/rerun")
+def rerun_job(request: Request, job_id: str, session: SessionDep, settings: SettingsDep, queue: QueueDep,
+              dash: DashSessionDep, csrf: Csrf = None) -> Response:
+    """Run a finished or failed job again on the same snapshot and settings."""
+    check_csrf(request, dash, csrf)
+    job = owned_job(session, dash, job_id)
+    try:
+        service.rerun_job(session=session, settings=settings, queue=queue, job=job)
+    except FORM_ERRORS as exc:
+        return job_page_response(request, session, settings, dash, job, error=f"not re-run: {_message(exc)}",
+                                 status_code=409)
+    return redirect(f"/jobs/{job.id}")
+
+
+@router.post("/jobs/{job_id}/delete")
+def delete_job(request: Request, job_id: str, session: SessionDep, settings: SettingsDep, queue: QueueDep,
+               dash: DashSessionDep, csrf: Csrf = None) -> Response:
+    """Delete a job and its results."""
+    check_csrf(request, dash, csrf)
+    job = owned_job(session, dash, job_id)
+    dataset_id = job.dataset_id
+    service.delete_job(session=session, settings=settings, queue=queue, job=job)
+    return redirect(f"/datasets/{dataset_id}")
+
+
+def job_page_response(request: Request, session, settings, dash: DashboardSession, job: Job, *,
+                      error: str | None = None, status_code: int = 200, **report: Any) -> HTMLResponse:
+    """The job page: progress while it runs, the reason when it failed, the report when finished."""
+    dataset = crud.get_dataset(session=session, project_id=dash.project.id, dataset_id=job.dataset_id)
+    history = []
+    body = report.get("report")
+    if body is not None:
+        history = (body.get("fit") or {}).get("log_likelihood") or []
+    elif (job.progress or {}).get("log_likelihood") is not None:
+        history = [job.progress["log_likelihood"]]
+    return render(request, "job.html", {"job": job, "dataset": dataset, "progress": job_progress(job),
+                                        "ll_curve": line_curve(history), "error": error, "report": None, **report},
+                  dash=dash, status_code=status_code)

@@ -1,0 +1,218 @@
+"""Dashboard pages of a job's results: the report, a worker's page, the document viewer, downloads.
+
+The numbers come from the job's stored report (``store.crud``) and its stored arrays through the
+use cases of ``jobs.results`` (measured confusion matrices, disagreement and entropy per document,
+a document's layers); this module only shapes them for the templates. Downloads call the API's
+own route functions.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import numpy as np
+from fastapi import Query, Request
+from fastapi.responses import HTMLResponse, Response
+
+from api.dashboard.auth import DashSessionDep
+from api.dashboard.charts import confusion_matrix, precision_recall_scatter, shade_class
+from api.dashboard.pages import job_page_response, owned_job, router
+from api.dashboard.web import PREFIX, SECURITY_HEADERS, PageError, render, templates
+from api.deps import QueueDep, SessionDep, SettingsDep
+from jobs.results import DocumentLayers, disputed_documents, document_layers, load_job_result, worker_details
+from store import crud
+from store.models import Job, JobStatus
+
+__all__ = ["report_context", "viewer"]
+
+PAGE = 25
+#: Longest text the viewer draws; longer documents are cut there (with a note), so a 1 MB line stays a page.
+MAX_TEXT = 20_000
+SCORE_LEVELS = (("token", "tokens"), ("span_strict", "spans, strict"), ("span_relaxed", "spans, relaxed"),
+                ("span_type", "spans, type"))
+
+
+def _finished_report(session, job: Job) -> dict[str, Any]:
+    if job.status != JobStatus.finished:
+        raise PageError(409, f"the job is {job.status.value}, not finished")
+    report = crud.get_report(session=session, job_id=job.id)
+    if report is None:
+        raise PageError(409, "the job has no report")
+    return report.body
+
+
+def _worker_href(job: Job):
+    from urllib.parse import quote
+
+    return lambda annotator: f"{PREFIX}/jobs/{job.id}/worker?id={quote(annotator, safe='')}"
+
+
+def report_context(session, settings, job: Job, *, sort: str, order: str, offset: int, against: str | None,
+                   docs_by: str) -> dict[str, Any]:
+    """Everything the report part of the job page shows (the scatter against the experts when any worker
+    has a score against them, else against the aggregate, unless ``against`` says which)."""
+    body = _finished_report(session, job)
+    if against is None:
+        scored = any(isinstance(w.get("vs_expert"), dict) for w in body.get("workers") or [])
+        against = "expert" if scored else "aggregate"
+    rows, count = crud.list_worker_scores(session=session, job_id=job.id, sort=sort, order=order, offset=offset,
+                                          limit=PAGE)
+    scatter = precision_recall_scatter(body, against=against, worker_href=_worker_href(job))
+    disputed = disputed_documents(load_job_result(settings=settings, job=job), by=docs_by)
+    vs_expert = body.get("aggregate_vs_expert") or {}
+    levels = [(name, title, vs_expert.get(name)) for name, title in SCORE_LEVELS]
+    return {"report": body, "workers": rows, "worker_count": count, "sort": sort, "order": order, "offset": offset,
+            "page": PAGE, "scatter": scatter, "against": against, "disputed": disputed, "docs_by": docs_by,
+            "levels": [lv for lv in levels if isinstance(lv[2], dict)],
+            "accuracy": vs_expert.get("accuracy"),
+            "sort_keys": crud.WORKER_SORT_KEYS, "label_formats": _label_formats(body)}
+
+
+def _label_formats(body: dict[str, Any]) -> list[str]:
+    from api.routes.jobs import LABEL_FORMATS
+
+    kinds = [f for f in LABEL_FORMATS if (f == "categorical-csv") == (body.get("kind") == "categorical")]
+    return kinds or list(LABEL_FORMATS)
+
+
+@router.get("/jobs/{job_id}")
+def job_page(request: Request, job_id: str, session: SessionDep, settings: SettingsDep, queue: QueueDep,
+             dash: DashSessionDep,
+             sort: Annotated[Literal[crud.WORKER_SORT_KEYS], Query()] = "annotator",  # type: ignore[valid-type]
+             order: Annotated[Literal["asc", "desc"], Query()] = "asc",
+             offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
+             against: Annotated[Literal["expert", "aggregate"] | None, Query()] = None,
+             docs: Annotated[Literal["entropy", "disagreement"], Query()] = "entropy") -> HTMLResponse:
+    """A job: live progress while it runs, the reason and a re-run button when it failed, the report when done."""
+    job = owned_job(session, dash, job_id, settings=settings, queue=queue)
+    extra = {}
+    if job.status == JobStatus.finished:
+        extra = report_context(session, settings, job, sort=sort, order=order, offset=offset, against=against,
+                               docs_by=docs)
+    return job_page_response(request, session, settings, dash, job, **extra)
+
+
+@router.get("/jobs/{job_id}/worker")
+def worker_page(request: Request, job_id: str, session: SessionDep, settings: SettingsDep, dash: DashSessionDep,
+                id: Annotated[str, Query(max_length=10_000)]) -> HTMLResponse:
+    """One annotator: scores, the confusion matrix the model estimated beside the one measured against the
+    experts, and the documents where the annotator disagrees most with the aggregate."""
+    job = owned_job(session, dash, job_id)
+    body = _finished_report(session, job)
+    result = load_job_result(settings=settings, job=job)
+    try:
+        details = worker_details(result, annotator=id, reference=job.reference)
+    except KeyError:
+        raise PageError(404, "no such annotator in this job") from None
+    labels = list(result.corpus.class_names)
+    measured = None
+    if details.measured is not None:
+        counts = details.measured
+        totals = counts.sum(axis=1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):  # a class the reference never has: NaN row
+            rates = np.where(totals > 0, counts / np.maximum(totals, 1), np.nan)
+        measured = confusion_matrix(rates, labels, counts=counts)
+    entry = next((e for e in body.get("workers") or [] if e.get("annotator") == id), {})
+    return render(request, "worker.html", {
+        "job": job, "annotator": id, "role": details.role, "entry": entry,
+        "estimated": confusion_matrix(details.estimated, labels), "measured": measured, "worst": details.worst,
+        "documents": details.documents, "method": body.get("method"), "reference": job.reference,
+    }, dash=dash)
+
+
+def _segments(text: str, spans: list[tuple[int, int, str]]) -> list[tuple[str, str | None, int, int]]:
+    """``text`` cut into (piece, label or None, start, end): the spans (sorted, disjoint) and the gaps."""
+    out, at = [], 0
+    for start, end, label in spans:
+        start, end = max(start, at), min(end, len(text))
+        if start >= end:
+            continue
+        if start > at:
+            out.append((text[at:start], None, at, start))
+        out.append((text[start:end], label, start, end))
+        at = end
+    if at < len(text):
+        out.append((text[at:], None, at, len(text)))
+    return out
+
+
+@router.get("/jobs/{job_id}/documents/{doc}")
+def document_page(request: Request, job_id: str, doc: int, session: SessionDep, settings: SettingsDep,
+                  dash: DashSessionDep) -> HTMLResponse:
+    """One document: the text with every annotator's spans stacked (experts, crowd, the aggregate) and the
+    aggregate's token posteriors as shading."""
+    job = owned_job(session, dash, job_id)
+    body = _finished_report(session, job)
+    result = load_job_result(settings=settings, job=job)
+    try:
+        layers = document_layers(result, doc)
+    except IndexError:
+        raise PageError(404, "no such document in this job") from None
+    return render(request, "document.html", {"job": job, "method": body.get("method"), "doc": doc,
+                                             "n_docs": result.corpus.n_docs,
+                                             **viewer(layers, job, has_outside=result.corpus.has_outside,
+                                                      class_names=result.corpus.class_names)}, dash=dash)
+
+
+def viewer(layers: DocumentLayers, job: Job, *, has_outside: bool, class_names) -> dict[str, Any]:
+    """The document viewer's rows, cut at ``MAX_TEXT`` characters: (piece, label) segments per annotator and
+    the aggregate, and the tokens with a shade (P(inside a span) for span tasks, else the top class's P)."""
+    text = layers.text[:MAX_TEXT]
+    href = _worker_href(job)
+    rows = [{"who": who, "kind": role, "href": href(who), "segments": _segments(text, spans)}
+            for who, role, spans in layers.annotators]
+    rows.append({"who": "aggregate", "kind": "aggregate", "href": None, "segments": _segments(text, layers.aggregate)})
+    shaded, at = [], 0
+    for a, b, proba in layers.tokens:
+        if a >= len(text):
+            break
+        if a > at:
+            shaded.append((text[at:a], None, ""))
+        p = 1.0 - proba[0] if has_outside else max(proba)
+        title = ", ".join(f"{name} {q:.3f}" for name, q in zip(class_names, proba, strict=True))
+        shaded.append((text[a:b], shade_class(p), title))
+        at = b
+    if at < len(text):
+        shaded.append((text[at:], None, ""))
+    return {"doc_id": layers.doc_id, "rows": rows, "shaded": shaded, "cut": len(layers.text) > MAX_TEXT,
+            "length": len(layers.text), "tokens": len(layers.tokens), "clamped": layers.clamped,
+            "max_text": MAX_TEXT}
+
+
+# ---------------------------------------------------------------- downloads
+@router.get("/jobs/{job_id}/report.json")
+def download_report(job_id: str, session: SessionDep, dash: DashSessionDep) -> Response:
+    """The job's report as the API returns it, as a file."""
+    import json
+
+    job = owned_job(session, dash, job_id)
+    body = _finished_report(session, job)
+    return Response(json.dumps(body, indent=1), media_type="application/json",
+                    headers={"Content-Disposition": f'attachment; filename="{job.id}-report.json"'})
+
+
+@router.get("/jobs/{job_id}/labels")
+def download_labels(job_id: str, session: SessionDep, settings: SettingsDep, dash: DashSessionDep,
+                    format: Annotated[Literal["spans-jsonl", "conll", "categorical-csv", "ebm-nlp"],
+                                      Query()] = "spans-jsonl") -> Response:
+    """The aggregate in an output format (the API's labels route)."""
+    from api.routes.jobs import get_labels
+
+    job = owned_job(session, dash, job_id)
+    _finished_report(session, job)
+    return get_labels(job=job, settings=settings, format=format)
+
+
+@router.get("/jobs/{job_id}/scatter.svg")
+def download_scatter(request: Request, job_id: str, session: SessionDep, dash: DashSessionDep,
+                     against: Annotated[Literal["expert", "aggregate"], Query()] = "expert") -> Response:
+    """The precision-recall scatter as a standalone SVG file."""
+    job = owned_job(session, dash, job_id)
+    body = _finished_report(session, job)
+    scatter = precision_recall_scatter(body, against=against)
+    response = templates.TemplateResponse(request, "scatter.svg", {"scatter": scatter, "standalone": True},
+                                          media_type="image/svg+xml")
+    response.headers.update(SECURITY_HEADERS)
+    response.headers["Content-Disposition"] = f'attachment; filename="{job.id}-scatter-{against}.svg"'
+    return response
+

@@ -1,0 +1,220 @@
+"""A finished job's stored results (corpus snapshot, labels, posteriors, worker models) and what the
+dashboard reads from them: the most disputed documents, one worker's details, one document's layers.
+
+The dashboard's report, worker and document pages all read the same arrays; a small
+per-process cache keyed by the artifacts' sha256 keeps a page view from re-reading them.
+The numbers come from :mod:`quality.inspect`; these functions pick one worker or document.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from aggregation.corpus import Corpus
+from store.artifacts import ArtifactStore
+from store.models import Job, JobStatus
+from store.settings import Settings
+
+__all__ = ["JobResult", "load_job_result", "disputed_documents", "WorkerDetails", "worker_details", "DocumentLayers",
+           "document_layers"]
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """What a finished job computed, beside its report.
+
+    Attributes
+    ----------
+    corpus : Corpus
+        The snapshot the job ran on.
+    labels : ndarray of shape (n_tokens,)
+    clamped : ndarray of shape (n_tokens,), bool
+        Tokens whose expert label was given to the fit.
+    proba : ndarray of shape (n_tokens, n_classes)
+    worker_confusion : ndarray of shape (n_workers, n_classes, n_classes)
+        The model's estimate of P(answer | true class) per annotator.
+    """
+
+    corpus: Corpus
+    labels: NDArray[np.int64]
+    clamped: NDArray[np.bool_]
+    proba: NDArray[np.float64]
+    worker_confusion: NDArray[np.float64]
+
+
+@lru_cache(maxsize=4)
+def _load(data_dir: str, corpus_sha: str, labels: tuple[str, str], proba: tuple[str, str],
+          confusion: tuple[str, str]) -> JobResult:
+    store = ArtifactStore(data_dir)
+
+    def arrays(artifact: tuple[str, str]) -> dict[str, NDArray]:
+        return store.load_arrays({"path": artifact[0], "sha256": artifact[1]})
+
+    found = arrays(labels)
+    return JobResult(
+        corpus=store.load_corpus(corpus_sha),
+        labels=np.asarray(found["labels"], dtype=np.int64),
+        clamped=np.asarray(found["clamped"], dtype=bool),
+        proba=np.asarray(arrays(proba)["proba"], dtype=np.float64),
+        worker_confusion=np.asarray(arrays(confusion)["worker_confusion"], dtype=np.float64),
+    )
+
+
+def load_job_result(*, settings: Settings, job: Job) -> JobResult:
+    """The stored results of a finished job; ValueError for a job that is not finished."""
+    if job.status != JobStatus.finished:
+        raise ValueError(f"job {job.id} is {job.status.value}, not finished")
+    a = job.artifacts
+
+    def key(name: str) -> tuple[str, str]:
+        return str(a[name]["path"]), str(a[name]["sha256"])
+
+    return _load(str(settings.data_dir), job.corpus_sha256, key("labels"), key("proba"), key("worker_confusion"))
+
+
+def disputed_documents(result: JobResult, *, by: str = "entropy", limit: int = 15) -> list[dict[str, Any]]:
+    """The documents ranked by the mean posterior entropy of their tokens (``by="entropy"``) or by the share of
+    crowd labels differing from the aggregate (``by="disagreement"``); ties in document order."""
+    from quality.inspect import document_disagreement, document_entropy
+
+    if by not in ("entropy", "disagreement"):
+        raise ValueError(f"by must be 'entropy' or 'disagreement', found {by!r}")
+    corpus = result.corpus
+    entropy = document_entropy(corpus, result.proba)
+    disagreement = document_disagreement(corpus, result.labels, workers=corpus.workers_with_role("crowd"))
+    key = entropy if by == "entropy" else np.nan_to_num(disagreement, nan=-1.0)
+    order = np.lexsort((np.arange(corpus.n_docs), -key))[:limit]
+    return [{"index": int(d), "id": corpus.doc_ids[d], "entropy": float(entropy[d]),
+             "disagreement": None if np.isnan(disagreement[d]) else float(disagreement[d]),
+             "tokens": int(corpus.doc_lengths[d])} for d in order]
+
+
+def _reference_for(corpus: Corpus, w: int, rule: str) -> NDArray[np.int64] | None:
+    """What annotator ``w`` is measured against: the expert reference (for an expert, the other experts')."""
+    from quality.references import reference_labels
+
+    experts = corpus.workers_with_role("expert")
+    if corpus.worker_roles[w] == "expert":
+        others = experts[experts != w]
+        if rule == corpus.worker_ids[w] or others.size == 0:
+            return None
+        corpus = corpus.select_workers(others)
+    elif experts.size == 0:
+        return None
+    return reference_labels(corpus, rule=rule)
+
+
+@dataclass(frozen=True)
+class WorkerDetails:
+    """One annotator of a finished job, beside its report entry.
+
+    Attributes
+    ----------
+    index : int
+        The annotator's index in the corpus.
+    role : str
+    estimated : ndarray of shape (n_classes, n_classes)
+        The model's P(answer | true class).
+    measured : ndarray of shape (n_classes, n_classes) or None
+        Counts of (reference class, answer) on the tokens the expert reference covers; None without one.
+    worst : list of dict
+        The documents where the annotator differs most from the aggregate: index, id, tokens, disagree, rate.
+    documents : int
+        Documents the annotator labelled.
+    """
+
+    index: int
+    role: str
+    estimated: NDArray[np.float64]
+    measured: NDArray[np.int64] | None
+    worst: list[dict[str, Any]]
+    documents: int
+
+
+def worker_details(result: JobResult, *, annotator: str, reference: str = "union", limit: int = 10) -> WorkerDetails:
+    """The estimated and measured confusion matrices of one annotator and the documents where it disagrees
+    most with the aggregate (highest share of differing tokens, then most tokens differing, then document
+    order). KeyError for an annotator the job's corpus does not have."""
+    from quality.inspect import measured_confusion, worker_document_disagreement
+
+    corpus = result.corpus
+    if annotator not in corpus.worker_ids:
+        raise KeyError(annotator)
+    w = corpus.worker_ids.index(annotator)
+    ref = _reference_for(corpus, w, reference)
+    measured = measured_confusion(corpus.select_workers([w]), ref)[w] if ref is not None else None
+    pairs = worker_document_disagreement(corpus.select_workers([w]), result.labels)
+    rate = pairs.rate
+    order = np.lexsort((pairs.doc, -pairs.disagree, -rate))[:limit]
+    worst = [{"index": int(pairs.doc[i]), "id": corpus.doc_ids[pairs.doc[i]], "tokens": int(pairs.tokens[i]),
+              "disagree": int(pairs.disagree[i]), "rate": float(rate[i])} for i in order]
+    return WorkerDetails(index=w, role=corpus.worker_roles[w], estimated=result.worker_confusion[w],
+                         measured=measured if measured is not None and measured.sum() else None, worst=worst,
+                         documents=int(pairs.doc.size))
+
+
+@dataclass(frozen=True)
+class DocumentLayers:
+    """What the document viewer stacks for one document.
+
+    Attributes
+    ----------
+    doc_id : str
+    text : str
+    annotators : list of (annotator id, role, spans)
+        Every annotator who labelled the document, experts first; spans are (start, end, label) character
+        ranges in ``text``, sorted (a categorical item's answer spans the whole text).
+    aggregate : list of (start, end, label)
+    tokens : list of (start, end, proba)
+        Every token's character range and the aggregate's posterior (one probability per class).
+    clamped : int
+        Tokens whose label the fit was given (experts clamped).
+    """
+
+    doc_id: str
+    text: str
+    annotators: list[tuple[str, str, list[tuple[int, int, str]]]]
+    aggregate: list[tuple[int, int, str]]
+    tokens: list[tuple[int, int, list[float]]]
+    clamped: int
+
+
+def document_layers(result: JobResult, doc: int) -> DocumentLayers:
+    """Every annotator's spans, the aggregate's and the token posteriors of document ``doc`` (IndexError if absent)."""
+    from aggregation.corpus import MISSING
+    from aggregation.spans import decode_spans
+
+    corpus = result.corpus
+    if not 0 <= doc < corpus.n_docs:
+        raise IndexError(f"document index must be in [0, {corpus.n_docs}), found {doc}")
+    s, e = int(corpus.doc_start[doc]), int(corpus.doc_start[doc + 1])
+
+    def spans_of(labels: NDArray[np.int64]) -> list[tuple[int, int, str]]:
+        if corpus.has_outside:
+            spans = decode_spans(labels, corpus)
+            keep = spans.doc == doc
+            return [(int(a), int(b), corpus.entity_types[int(t) - 1])
+                    for a, b, t in zip(spans.start[keep], spans.end[keep], spans.type[keep], strict=True)]
+        return [(int(corpus.token_start[t]), int(corpus.token_end[t]), corpus.class_names[int(labels[t])])
+                for t in range(s, e) if labels[t] != MISSING]
+
+    on_doc = corpus.obs_doc == doc
+    workers = sorted(np.unique(corpus.worker[on_doc]).tolist(),
+                     key=lambda w: (corpus.worker_roles[w] != "expert", corpus.worker_ids[w]))
+    annotators = []
+    for w in workers:
+        mine = on_doc & (corpus.worker == w)
+        labels = np.full(corpus.n_tokens, MISSING, dtype=np.int64)
+        labels[corpus.token[mine]] = corpus.label[mine]
+        annotators.append((corpus.worker_ids[w], corpus.worker_roles[w], spans_of(labels)))
+    aggregate = np.full(corpus.n_tokens, MISSING, dtype=np.int64)
+    aggregate[s:e] = result.labels[s:e]
+    tokens = list(zip(corpus.token_start[s:e].tolist(), corpus.token_end[s:e].tolist(), result.proba[s:e].tolist(),
+                      strict=True))
+    return DocumentLayers(doc_id=corpus.doc_ids[doc], text=corpus.texts[doc], annotators=annotators,
+                          aggregate=spans_of(aggregate), tokens=tokens, clamped=int(result.clamped[s:e].sum()))

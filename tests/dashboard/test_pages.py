@@ -1,0 +1,155 @@
+"""The dashboard's server side without a browser: sessions, CSRF, headers, escaping, projects kept apart."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+from sqlmodel import Session
+
+from api.dashboard.auth import SESSION_COOKIE, SESSION_SECONDS, new_session_cookie, read_session
+from store.db import get_engine
+from tests.api.conftest import SAMPLE, wait_job
+
+
+def _token(html: str, name: str) -> str:
+    return re.search(rf'name="{name}" value="([^"]+)"', html).group(1)
+
+
+def sign_in(client, key: str) -> str:
+    """Sign in through the form; return the CSRF token of the session."""
+    form = client.get("/ui/signin")
+    r = client.post("/ui/signin", data={"key": key, "login_token": _token(form.text, "login_token")},
+                    follow_redirects=False)
+    assert r.status_code == 303, r.text
+    return _token(client.get("/ui/").text, "csrf")
+
+
+def test_browsers_get_the_dashboard_api_clients_do_not(client):
+    r = client.get("/", headers={"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/ui/"
+    assert client.get("/", headers={"Accept": "application/json"}, follow_redirects=False).status_code != 303
+    assert client.get("/ui/", follow_redirects=False).headers["location"] == "/ui/signin"
+
+
+def test_pages_send_a_strict_csp_and_the_session_cookie_is_locked_down(client, keys):
+    r = client.get("/ui/signin")
+    csp = r.headers["content-security-policy"]
+    assert "default-src 'none'" in csp and "script-src 'self'" in csp and "unsafe-inline" not in csp
+    assert "frame-ancestors 'none'" in csp and r.headers["x-content-type-options"] == "nosniff"
+    assert client.get("/ui/static/dashboard.css").headers["content-security-policy"] == csp
+    login = client.post("/ui/signin", data={"key": keys["a"], "login_token": _token(r.text, "login_token")},
+                        follow_redirects=False)
+    cookie = next(c for c in login.headers.get_list("set-cookie") if c.startswith(SESSION_COOKIE))
+    flags = cookie.lower()
+    assert "httponly" in flags and "samesite=strict" in flags and "path=/ui" in flags
+    assert keys["a"] not in cookie  # the key itself never goes into the cookie
+    # The cookie is not an API credential: /api/v1 still wants the Bearer key.
+    assert client.get("/api/v1/datasets").status_code == 401
+
+
+def test_sign_in_refuses_unknown_keys_and_forms_without_their_token(client, keys):
+    form = client.get("/ui/signin")
+    r = client.post("/ui/signin", data={"key": "cqa_nope_nope", "login_token": _token(form.text, "login_token")})
+    assert r.status_code == 401 and "unknown API key" in r.text
+    r = client.post("/ui/signin", data={"key": keys["a"], "login_token": "forged"}, follow_redirects=False)
+    assert r.status_code == 403 and SESSION_COOKIE not in r.headers.get("set-cookie", "")
+
+
+def test_every_form_needs_the_sessions_csrf_token_and_this_origin(client, keys):
+    csrf = sign_in(client, keys["a"])
+    assert client.post("/ui/datasets", data={"name": "x"}).status_code == 403
+    assert client.post("/ui/datasets", data={"name": "x", "csrf": csrf + "0"}).status_code == 403
+    r = client.post("/ui/datasets", data={"name": "x", "csrf": csrf}, headers={"Origin": "http://evil.example"})
+    assert r.status_code == 403
+    assert "x" not in [a for a in re.findall(r'class="dataset-link">([^<]*)<', client.get("/ui/").text)]
+    r = client.post("/ui/datasets", data={"name": "x", "csrf": csrf}, headers={"Origin": "http://testserver"},
+                    follow_redirects=False)
+    assert r.status_code == 303
+
+
+def test_a_cookie_opens_only_its_own_projects_rows(client, keys, settings):
+    csrf = sign_in(client, keys["a"])
+    made = client.post("/ui/datasets", data={"name": "secret of a", "csrf": csrf}, follow_redirects=False)
+    url = made.headers["location"]
+    dataset_id = url.rsplit("/", 1)[-1]
+    client.cookies.clear()
+    csrf_b = sign_in(client, keys["b"])
+    assert "secret of a" not in client.get("/ui/").text
+    assert client.get(url).status_code == 404
+    r = client.post(f"{url}/delete", data={"csrf": csrf_b})
+    assert r.status_code == 404
+    # B's session with A's form token is refused too (tokens are per session).
+    r = client.post(f"{url}/delete", data={"csrf": csrf})
+    assert r.status_code == 403
+    client.cookies.clear()
+    sign_in(client, keys["a"])
+    assert client.get(f"/ui/datasets/{dataset_id}").status_code == 200
+
+
+def test_sessions_expire_and_cannot_be_forged(settings, keys):
+    with Session(get_engine(settings)) as s:
+        cookie, project = new_session_cookie(session=s, key=keys["a"])
+        assert read_session(session=s, cookie=cookie).project.id == project.id
+        assert read_session(session=s, cookie=cookie, now=time.time() + SESSION_SECONDS + 1) is None
+        version, prefix, expires, nonce, mac = cookie.split(".")
+        later = str(int(expires) + 10**6)
+        assert read_session(session=s, cookie=".".join((version, prefix, later, nonce, mac))) is None
+        assert read_session(session=s, cookie=".".join((version, prefix, expires, nonce, "0" * 64))) is None
+        other = new_session_cookie(session=s, key=keys["b"])[0].split(".")[1]
+        assert read_session(session=s, cookie=".".join((version, other, expires, nonce, mac))) is None
+        assert read_session(session=s, cookie="garbage") is None
+
+
+@pytest.mark.parametrize("name", ["<script>alert(1)</script>", "\"' onmouseover=alert(1) x='"])
+def test_names_from_users_are_escaped(client, keys, name):
+    csrf = sign_in(client, keys["a"])
+    url = client.post("/ui/datasets", data={"name": name, "csrf": csrf}, follow_redirects=False).headers["location"]
+    for page in (client.get("/ui/").text, client.get(url).text):
+        assert name not in page
+        assert "&lt;script&gt;" in page or "&#34;&#39; onmouseover" in page
+
+
+def test_upload_errors_and_bad_job_settings_show_on_the_page(client, keys, tmp_path):
+    csrf = sign_in(client, keys["a"])
+    url = client.post("/ui/datasets", data={"name": "d", "csrf": csrf}, follow_redirects=False).headers["location"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{not json\n")
+    with open(bad, "rb") as fh:
+        r = client.post(f"{url}/uploads", data={"format": "spans-jsonl", "role": "crowd", "csrf": csrf},
+                        files={"file": ("bad<1>.jsonl", fh)})
+    assert r.status_code == 422 and "upload refused" in r.text and "bad<1>" not in r.text
+    r = client.post(f"{url}/jobs", data={"method": "ds", "params": "{}", "csrf": csrf})
+    assert r.status_code == 409 and "no uploads yet" in r.text
+    with open(SAMPLE / "crowd.jsonl", "rb") as fh:
+        client.post(f"{url}/uploads", data={"format": "spans-jsonl", "role": "crowd", "csrf": csrf},
+                    files={"file": ("crowd.jsonl", fh)})
+    r = client.post(f"{url}/jobs", data={"method": "ds", "params": "[1]", "csrf": csrf})
+    assert r.status_code == 422 and "JSON object" in r.text
+    r = client.post(f"{url}/jobs", data={"method": "ds", "params": '{"nope": 1}', "csrf": csrf})
+    assert r.status_code == 422 and "nope" in r.text
+
+
+def test_failed_job_shows_its_reason_and_reruns(client, keys, settings):
+    """A job whose input turns out bad fails with its reason; the page offers a re-run."""
+    from store import crud
+    from store.models import JobStatus
+
+    csrf = sign_in(client, keys["a"])
+    url = client.post("/ui/datasets", data={"name": "d", "csrf": csrf}, follow_redirects=False).headers["location"]
+    with open(SAMPLE / "crowd.jsonl", "rb") as fh:
+        client.post(f"{url}/uploads", data={"format": "spans-jsonl", "role": "crowd", "csrf": csrf},
+                    files={"file": ("crowd.jsonl", fh)})
+    made = client.post(f"{url}/jobs", data={"method": "mv", "csrf": csrf}, follow_redirects=False)
+    job_url = made.headers["location"]
+    job_id = job_url.rsplit("/", 1)[-1]
+    assert wait_job(client, job_id, keys["a"])["status"] == "finished"
+    with Session(get_engine(settings)) as s:  # as if it had failed: the page must say why
+        crud.update_job(session=s, job_id=job_id, status=JobStatus.failed, error="ValueError: <b>boom</b>")
+    page = client.get(job_url).text
+    assert "ValueError: &lt;b&gt;boom&lt;/b&gt;" in page and 'id="rerun-form"' in page
+    r = client.post(f"{job_url}/rerun", data={"csrf": csrf}, follow_redirects=False)
+    assert r.status_code == 303
+    assert wait_job(client, job_id, keys["a"])["status"] == "finished"
+    assert client.get(f"{job_url}/progress").json()["status"] == "finished"
