@@ -115,8 +115,28 @@ class BaseAggregator:
 
     #: parameter name -> list of accepted kinds of value (see :func:`aggregation._params.check_params`).
     _parameter_constraints: ClassVar[dict[str, list]] = {}
+    #: What ``skills_`` (one score per annotator, reported as each worker's ``skill``) measures;
+    #: None for models without one.
+    skill_description: ClassVar[str | None] = None
 
     def fit(self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None):
+        """Learn from ``corpus`` and set the fitted attributes (every aggregator's ``fit`` takes these).
+
+        Parameters
+        ----------
+        corpus : Corpus
+        known : ndarray of shape (n_tokens,), optional
+            Known class of a token, -1 where unknown (typically the experts' labels). How
+            a model uses it (clamped in every E-step, or only kept in the output) is in
+            its ``fit``'s docstring.
+        callback : callable, optional
+            ``callback(iteration, value)`` after each iteration of an iterative fit
+            (``value``: the objective, or the model's progress measure).
+
+        Returns
+        -------
+        self
+        """
         raise NotImplementedError
 
     def fit_predict(

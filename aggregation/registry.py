@@ -15,6 +15,9 @@ METHODS: dict[str, tuple[str, str]] = {
     "ds": ("aggregation.dawid_skene", "DawidSkene"),
     "hmm-crowd": ("aggregation.hmm_crowd", "HMMCrowd"),
     "bsc-seq": ("aggregation.bsc_seq", "BayesianSequenceCombination"),
+    "wawa": ("aggregation.weighted_vote", "Wawa"),
+    "zbs": ("aggregation.weighted_vote", "ZeroBasedSkill"),
+    "gold-mv": ("aggregation.weighted_vote", "GoldMajorityVote"),
 }
 
 

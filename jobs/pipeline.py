@@ -118,6 +118,8 @@ def run_pipeline(
         "seconds": round(fit_seconds, 6),
         "log_likelihood": history,
         "params": {k: v for k, v in (params or {}).items()},
+        # What each worker's "skill" in the report measures (None: the model has no worker score).
+        "skill": getattr(aggregator, "skill_description", None),
         "warnings": [str(w.message) for w in caught],
         "stages": {"fitting": round(fit_seconds, 6)},
     }
@@ -137,6 +139,7 @@ def run_pipeline(
     report = build_report(
         corpus, labels, method=method, experts_used_in_fit=bool(use_experts),
         clamped=clamped if use_experts else None, heldout=heldout, fit=fit, reference=reference,
+        skills=getattr(aggregator, "skills_", None),
     )
     report_seconds = time.perf_counter() - t1
     fit["stages"]["scoring"] = round(report_seconds, 6)

@@ -245,6 +245,7 @@ def build_report(
     clamped: NDArray | None = None,
     heldout: NDArray | None = None,
     fit: dict | None = None,
+    skills: NDArray | None = None,
     reference: str = "union",
     seed: int = 0,
     n_boot: int = 1000,
@@ -272,6 +273,9 @@ def build_report(
         experts on these instead of on ``labels`` outside ``clamped``.
     fit : dict, optional
         Fit record (iterations, converged, seconds, log_likelihood), copied into the report.
+    skills : ndarray of shape (n_workers,), optional
+        The aggregator's score of every annotator (``skills_``; NaN: none), reported as
+        each worker's ``skill`` (None without one).
     reference : str, default="union"
         Rule or expert id for :func:`quality.references.reference_labels`.
     seed : int, default=0
@@ -376,7 +380,8 @@ def build_report(
     docs_w = np.bincount(pairs[1], minlength=corpus.n_workers)
     workers = [
         {"annotator": corpus.worker_ids[w], "role": corpus.worker_roles[w], "documents": int(docs_w[w]),
-         "tokens": int(n_tok_w[w]), "vs_expert": vs_expert[w], "vs_aggregate": vs_agg[w]}
+         "tokens": int(n_tok_w[w]), "vs_expert": vs_expert[w], "vs_aggregate": vs_agg[w],
+         "skill": None if skills is None else _num(float(skills[w]))}
         for w in range(corpus.n_workers)
     ]
 

@@ -79,12 +79,15 @@ class JobStatus(StrEnum):
 
 
 class Method(StrEnum):
-    """Aggregation methods a job can run."""
+    """Aggregation methods a job can run (the keys of ``aggregation.registry.METHODS``; a test keeps them equal)."""
 
     mv = "mv"
     ds = "ds"
     hmm_crowd = "hmm-crowd"
     bsc_seq = "bsc-seq"
+    wawa = "wawa"
+    zbs = "zbs"
+    gold_mv = "gold-mv"
 
 
 class Role(StrEnum):

@@ -148,12 +148,13 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
+    from aggregation.registry import METHODS
     from api.commands._uploads import add_upload_arguments
 
     p = subparsers.add_parser("aggregate", help=COMMANDS['aggregate'][1],
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_upload_arguments(p, path_help="the crowd annotations (file, folder or zip)", metavar="CROWD_PATH")
-    p.add_argument("--method", required=True, choices=["mv", "ds", "hmm-crowd", "bsc-seq"], help="aggregation method")
+    p.add_argument("--method", required=True, choices=list(METHODS), help="aggregation method")
     p.add_argument("--params", help='method parameters as JSON, e.g. \'{"max_iter": 50}\'')
     p.add_argument("--use-experts", action="store_true",
                    help="clamp the expert labels while fitting; the aggregate is then scored against the experts by "

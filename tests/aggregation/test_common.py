@@ -36,11 +36,30 @@ ESTIMATORS = [
         marks=pytest.mark.skipif(not _hmm_available(), reason="aggregation.hmm_crowd is not importable yet"),
     ),
     pytest.param("bsc-seq", {}, True, id="BayesianSequenceCombination"),
+    pytest.param("wawa", {}, False, id="Wawa"),
+    pytest.param("zbs", {}, False, id="ZeroBasedSkill"),
+    pytest.param("gold-mv", {}, False, id="GoldMajorityVote"),
 ]
 
 
-def sequence_corpus(seed: int, *, n_docs: int = 6, n_workers: int = 4) -> Corpus:
-    """BIO-labelled documents of 4-9 tokens; every annotator labels every document (noisy copies of a truth)."""
+def corpus_for(method: str, seed: int) -> Corpus:
+    """The contract corpus a method takes: KOS is binary (O/P), GoldMajorityVote learns from an expert annotator."""
+    corpus = sequence_corpus(seed, binary=method == "kos")
+    if method != "gold-mv":
+        return corpus
+    return Corpus.from_arrays(**{**{f: getattr(corpus, f) for f in CORPUS_FIELDS},
+                                 "worker_roles": ["crowd"] * (corpus.n_workers - 1) + ["expert"]})
+
+
+CORPUS_FIELDS = ("token", "worker", "label", "doc_lengths", "token_start", "token_end", "doc_ids", "texts",
+                 "worker_ids", "worker_roles", "class_names")
+
+
+def sequence_corpus(seed: int, *, n_docs: int = 6, n_workers: int = 4, binary: bool = False) -> Corpus:
+    """BIO-labelled documents of 4-9 tokens; every annotator labels every document (noisy copies of a truth).
+
+    ``binary`` merges B and I into one class (inside/outside).
+    """
     rng = np.random.default_rng(seed)
     lengths = rng.integers(4, 10, size=n_docs)
     n_tokens = int(lengths.sum())
@@ -64,10 +83,12 @@ def sequence_corpus(seed: int, *, n_docs: int = 6, n_workers: int = 4) -> Corpus
     worker = np.repeat(np.arange(n_workers), n_tokens)
     flip = rng.random(token.size) < 0.15
     label = np.where(flip, rng.integers(0, 3, size=token.size), truth[token])
+    if binary:
+        label = np.minimum(label, 1)
     return Corpus.from_arrays(
         token=token, worker=worker, label=label, doc_lengths=lengths, token_start=t_start, token_end=t_end,
         doc_ids=[f"d{d}" for d in range(n_docs)], texts=texts, worker_ids=[f"w{w}" for w in range(n_workers)],
-        worker_roles=["crowd"] * n_workers, class_names=["O", "B-P", "I-P"],
+        worker_roles=["crowd"] * n_workers, class_names=["O", "P"] if binary else ["O", "B-P", "I-P"],
     )
 
 
@@ -79,7 +100,7 @@ def _fit(est, corpus, **kw):
 
 @pytest.mark.parametrize(("method", "params", "is_em"), ESTIMATORS)
 def test_fit_returns_self_and_sets_fitted_attributes(method, params, is_em, seed):
-    corpus = sequence_corpus(seed)
+    corpus = corpus_for(method, seed)
     est = make_aggregator(method, params)
     for name in FITTED:
         assert not hasattr(est, name), name
@@ -103,7 +124,7 @@ def test_fit_returns_self_and_sets_fitted_attributes(method, params, is_em, seed
 
 @pytest.mark.parametrize(("method", "params", "is_em"), ESTIMATORS)
 def test_max_iter_one_warns_for_em(method, params, is_em, seed):
-    corpus = sequence_corpus(seed)
+    corpus = corpus_for(method, seed)
     if not is_em:
         pytest.skip("not an EM estimator")
     est = make_aggregator(method, {**params, "max_iter": 1, "tol": 0.0})
@@ -114,19 +135,20 @@ def test_max_iter_one_warns_for_em(method, params, is_em, seed):
 
 @pytest.mark.parametrize(("method", "params", "is_em"), ESTIMATORS)
 def test_known_tokens_are_clamped(method, params, is_em, seed):
-    corpus = sequence_corpus(seed)
+    corpus = corpus_for(method, seed)
     known = np.full(corpus.n_tokens, -1)
     # A valid BIO sequence (B I O B) on the first four tokens (all in document 0), which
     # disagrees with the planted truth (O B I O) on tokens 0, 1, 2 and 3.
-    known[:4] = [1, 2, 0, 1]
+    # (Binary corpora: inside, inside, outside, inside.)
+    known[:4] = [1, 2, 0, 1] if corpus.n_classes == 3 else [1, 1, 0, 1]
     est = _fit(make_aggregator(method, params), corpus, known=known)
     np.testing.assert_array_equal(est.labels_[:4], known[:4])
-    np.testing.assert_allclose(est.proba_[:4], np.eye(3)[known[:4]], atol=1e-12)
+    np.testing.assert_allclose(est.proba_[:4], np.eye(corpus.n_classes)[known[:4]], atol=1e-12)
 
 
 @pytest.mark.parametrize(("method", "params", "is_em"), ESTIMATORS)
 def test_bad_known_raises(method, params, is_em, seed):
-    corpus = sequence_corpus(seed)
+    corpus = corpus_for(method, seed)
     est = make_aggregator(method, params)
     with pytest.raises(ValueError, match="known must have shape"):
         est.fit(corpus, known=np.zeros(3, dtype=int))
@@ -134,7 +156,7 @@ def test_bad_known_raises(method, params, is_em, seed):
 
 @pytest.mark.parametrize(("method", "params", "is_em"), ESTIMATORS)
 def test_input_corpus_and_params_unchanged(method, params, is_em, seed):
-    corpus = sequence_corpus(seed)
+    corpus = corpus_for(method, seed)
     before = [a.copy() for a in (corpus.token, corpus.worker, corpus.label)]
     est = make_aggregator(method, params)
     got = est.get_params()
@@ -146,7 +168,7 @@ def test_input_corpus_and_params_unchanged(method, params, is_em, seed):
 
 def test_registry_rejects_unknown_method_and_parameter():
     with pytest.raises(ValueError, match="method must be one of"):
-        make_aggregator("glad")
+        make_aggregator("no-such-method")  # (was "glad", which now exists)
     with pytest.raises(ValueError, match="found unknown parameter 'n_iter'"):
         make_aggregator("ds", {"n_iter": 3})
 
@@ -176,7 +198,7 @@ def test_sklearn_clone_get_params_set_params(method, params, is_em, seed):
     from sklearn.base import clone
 
     est = make_aggregator(method, params)
-    fitted = _fit(clone(est), sequence_corpus(seed))
+    fitted = _fit(clone(est), corpus_for(method, seed))
     twin = clone(fitted)
     assert type(twin) is type(est) and twin is not fitted
     assert twin.get_params() == est.get_params() == est.get_params(deep=False)
@@ -200,7 +222,7 @@ def test_unfitted_access_raises_not_fitted_error(method, params, is_em, seed):
         est.predict_proba()
     with pytest.raises(NotFittedError):
         check_is_fitted(est)
-    check_is_fitted(_fit(est, sequence_corpus(seed)))
+    check_is_fitted(_fit(est, corpus_for(method, seed)))
 
 
 def test_every_parameter_has_one_constraint_and_the_defaults_pass():
@@ -243,3 +265,11 @@ def test_validate_params_messages(params, message):
     with pytest.raises(ValueError) as info:
         validate_params("ds", params)
     assert str(info.value) == message
+
+
+def test_jobs_and_the_cli_offer_every_registered_method():
+    """store.models.Method (the API's enum) lists the registry's methods; the CLI takes its choices from it."""
+    from aggregation.registry import METHODS
+    from store.models import Method
+
+    assert [m.value for m in Method] == list(METHODS)

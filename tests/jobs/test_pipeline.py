@@ -112,3 +112,22 @@ def test_stage_seconds_are_in_the_report_fit_block():
     stages = result.report["fit"]["stages"]
     assert set(stages) == {"fitting", "cross_fitting", "scoring"} and all(v >= 0 for v in stages.values())
     assert result.report["fit"] is result.fit
+
+
+@pytest.mark.parametrize("method", ["gold-mv", "mv"])
+def test_report_carries_each_workers_skill(method, seed):
+    """Oracle: the aggregator's own ``skills_`` (fitted directly on the crowd), per worker; None without one."""
+    corpus = synthetic_corpus(seed=seed)
+    result = run_pipeline(corpus, method=method, use_experts=method == "gold-mv")
+    workers = result.report["workers"]
+    if method == "mv":
+        assert result.fit["skill"] is None and all(w["skill"] is None for w in workers)
+        return
+    known = reference_labels(corpus, rule="union") if method == "gold-mv" else None
+    direct = make_aggregator(method).fit(corpus.select_role("crowd"), known=known)
+    assert result.fit["skill"] == direct.skill_description
+    for w, entry in enumerate(workers):
+        if corpus.worker_roles[w] == "expert":
+            assert entry["skill"] is None
+        else:
+            assert entry["skill"] == pytest.approx(direct.skills_[w], rel=1e-12)
