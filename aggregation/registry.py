@@ -18,6 +18,7 @@ METHODS: dict[str, tuple[str, str]] = {
     "wawa": ("aggregation.weighted_vote", "Wawa"),
     "zbs": ("aggregation.weighted_vote", "ZeroBasedSkill"),
     "gold-mv": ("aggregation.weighted_vote", "GoldMajorityVote"),
+    "glad": ("aggregation.glad", "GLAD"),
 }
 
 

@@ -88,6 +88,7 @@ class Method(StrEnum):
     wawa = "wawa"
     zbs = "zbs"
     gold_mv = "gold-mv"
+    glad = "glad"
 
 
 class Role(StrEnum):

@@ -39,6 +39,7 @@ ESTIMATORS = [
     pytest.param("wawa", {}, False, id="Wawa"),
     pytest.param("zbs", {}, False, id="ZeroBasedSkill"),
     pytest.param("gold-mv", {}, False, id="GoldMajorityVote"),
+    pytest.param("glad", {}, True, id="GLAD"),
 ]
 
 
