@@ -40,6 +40,7 @@ ESTIMATORS = [
     pytest.param("zbs", {}, False, id="ZeroBasedSkill"),
     pytest.param("gold-mv", {}, False, id="GoldMajorityVote"),
     pytest.param("glad", {}, True, id="GLAD"),
+    pytest.param("ibcc", {}, True, id="IBCC"),
 ]
 
 
