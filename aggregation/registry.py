@@ -19,6 +19,7 @@ METHODS: dict[str, tuple[str, str]] = {
     "zbs": ("aggregation.weighted_vote", "ZeroBasedSkill"),
     "gold-mv": ("aggregation.weighted_vote", "GoldMajorityVote"),
     "glad": ("aggregation.glad", "GLAD"),
+    "mace": ("aggregation.mace", "MACE"),
     "ibcc": ("aggregation.ibcc", "IBCC"),
 }
 

@@ -89,6 +89,7 @@ class Method(StrEnum):
     zbs = "zbs"
     gold_mv = "gold-mv"
     glad = "glad"
+    mace = "mace"
     ibcc = "ibcc"
 
 

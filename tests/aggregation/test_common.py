@@ -40,6 +40,8 @@ ESTIMATORS = [
     pytest.param("zbs", {}, False, id="ZeroBasedSkill"),
     pytest.param("gold-mv", {}, False, id="GoldMajorityVote"),
     pytest.param("glad", {}, True, id="GLAD"),
+    pytest.param("mace", {"n_restarts": 2}, True, id="MACE"),
+    pytest.param("mace", {"n_restarts": 2, "method": "em"}, True, id="MACE-em"),
     pytest.param("ibcc", {}, True, id="IBCC"),
 ]
 

@@ -37,7 +37,7 @@ def planted_crowd(seed: int, *, n_items: int = 300, n_classes: int = 3, per_item
         class_names=[f"c{k}" for k in range(n_classes)])
 
 
-@pytest.mark.parametrize("method", ["glad", "ibcc", "wawa", "zbs"])
+@pytest.mark.parametrize("method", ["mace", "glad", "ibcc", "wawa", "zbs"])
 def test_spammers_rank_last(method, seed):
     corpus = planted_crowd(seed)
     skills = make_aggregator(method).fit(corpus).skills_

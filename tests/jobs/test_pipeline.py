@@ -114,7 +114,7 @@ def test_stage_seconds_are_in_the_report_fit_block():
     assert result.report["fit"] is result.fit
 
 
-@pytest.mark.parametrize("method", ["glad", "gold-mv", "mv"])
+@pytest.mark.parametrize("method", ["mace", "glad", "gold-mv", "mv"])
 def test_report_carries_each_workers_skill(method, seed):
     """Oracle: the aggregator's own ``skills_`` (fitted directly on the crowd), per worker; None without one."""
     corpus = synthetic_corpus(seed=seed)

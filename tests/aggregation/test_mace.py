@@ -1,0 +1,114 @@
+"""MACE (Hovy et al. 2013).
+
+Oracles: the E-step's posteriors, likelihood and expected counts against enumeration of
+every (true label, spam indicators) configuration of each item on tiny corpora; crowd-kit
+1.4.2's ``MACE`` started from its own initial parameters and run for 10 iterations (VB
+and EM) on Bluebirds, with workers and labels given in sorted order of first appearance
+(see ``MACE``'s Notes), to 1e-6; monotone objectives.
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aggregation import ConvergenceWarning
+from aggregation.mace import MACE, _e_step, _m_step
+from tests.aggregation.crowdkit_reference import crowdkit, frame, load_set, quiet
+from tests.aggregation.test_dawid_skene import random_corpus
+
+
+def _enumerate(corpus, spam, know, strategy, known=None):
+    """Posteriors, log-likelihood and expected counts by summing over every (T_i, S_i1, ..., S_in) of each item."""
+    n_workers, k = strategy.shape
+    post = np.zeros((corpus.n_tokens, k))
+    knowing = np.zeros((n_workers, 2))
+    counts = np.zeros((n_workers, k))
+    ll = 0.0
+    for i in range(corpus.n_tokens):
+        rows = np.flatnonzero(corpus.token == i)
+        ws, ys = corpus.worker[rows], corpus.label[rows]
+        joint = {}
+        for t in range(k) if known is None or known[i] < 0 else [known[i]]:
+            for s in itertools.product([0, 1], repeat=rows.size):  # 1 = spamming
+                p = 1.0 / k
+                for w, y, si in zip(ws, ys, s, strict=True):
+                    p *= spam[w] * strategy[w, y] if si else know[w] * (y == t)
+                joint[(t, s)] = p
+        z = sum(joint.values())
+        ll += np.log(z)
+        for (t, s), p in joint.items():
+            post[i, t] += p / z
+            for w, y, si in zip(ws, ys, s, strict=True):
+                knowing[w, 1 - si] += p / z
+                counts[w, y] += si * p / z
+    return post, ll, knowing, counts
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), clamp=st.booleans())
+def test_e_step_matches_enumeration(seed, clamp):
+    rng = np.random.default_rng(seed)
+    corpus, truth = random_corpus(rng, n_items=6, n_workers=4, n_classes=3, per_item=3)
+    spamming = rng.dirichlet([2, 2], size=4)
+    strategy = rng.dirichlet(np.ones(3), size=4)
+    known = np.where(rng.random(6) < 0.5, truth, -1) if clamp else None
+    got = _e_step(spamming[:, 0], spamming[:, 1], strategy, token=corpus.token, worker=corpus.worker,
+                  label=corpus.label, n_items=6, known=known)
+    want = _enumerate(corpus, spamming[:, 0], spamming[:, 1], strategy, known)
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), method=st.sampled_from(["vb", "em"]))
+def test_objective_never_decreases(seed, method):
+    corpus, _ = random_corpus(np.random.default_rng(seed), n_items=40, n_workers=6)
+    model = MACE(n_restarts=1, max_iter=30, method=method, random_state=seed).fit(corpus)
+    steps = np.diff(model.log_likelihood_)
+    assert np.all(steps >= -1e-9 * np.abs(model.log_likelihood_[1:]))
+
+
+def test_restarts_keep_the_best_and_tol_stops_early(seed):
+    corpus, _ = random_corpus(np.random.default_rng(seed), n_items=40, n_workers=6)
+    one = [MACE(n_restarts=1, random_state=np.random.default_rng([seed, r])).fit(corpus) for r in range(3)]
+    many = MACE(n_restarts=3, random_state=seed).fit(corpus)
+    assert many.log_likelihood_[-1] >= min(m.log_likelihood_[-1] for m in one) - 1e-9
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        quick = MACE(n_restarts=1, max_iter=500, tol=1e-6).fit(corpus)
+    assert quick.converged_ and quick.n_iter_ < 500
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("method", ["vb", "em"])
+def test_iterations_match_crowdkit_from_its_start(method, tmp_path):
+    ck = crowdkit()
+    crowd, _ = load_set("bluebirds", tmp_path)
+    df, classes, workers = frame(crowd)
+    k = crowd.n_classes
+    with quiet():
+        theirs = ck.MACE(n_restarts=1, n_iter=10, method=method).fit(df)
+    start = ck.MACE(method=method)
+    start._initialize(workers.size, k)
+    # Their arrays are indexed by worker and label codes; ours by worker and class index (annotators
+    # without labels, here the gold column, keep a placeholder: they take part in no sum).
+    spamming = np.full((crowd.n_workers, 2), 0.5)
+    spamming[workers] = start.spamming_
+    strategy = np.full((crowd.n_workers, k), 1.0 / k)
+    strategy[np.ix_(workers, classes)] = start.thetas_
+    args = {"token": crowd.token, "worker": crowd.worker, "label": crowd.label, "n_items": crowd.n_tokens}
+    knowing_prior, strategy_prior = (np.array([0.5, 0.5]), 10.0) if method == "vb" else (0.01 / k, 0.01 / k)
+    _, _, knowing, counts = _e_step(spamming[:, 0], spamming[:, 1], strategy, **args)
+    for _ in range(10):
+        spamming = _m_step(knowing, knowing_prior, variational=method == "vb")
+        strategy = _m_step(counts, strategy_prior, variational=method == "vb")
+        _, _, knowing, counts = _e_step(spamming[:, 0], spamming[:, 1], strategy, **args)
+    np.testing.assert_allclose(spamming[workers], theirs.spamming_, rtol=1e-6)
+    assert not np.allclose(theirs.spamming_, start.spamming_, rtol=1e-3)  # the iterations moved them
+    np.testing.assert_allclose(strategy[np.ix_(workers, classes)], theirs.thetas_, rtol=1e-6)
