@@ -20,6 +20,7 @@ METHODS: dict[str, tuple[str, str]] = {
     "gold-mv": ("aggregation.weighted_vote", "GoldMajorityVote"),
     "glad": ("aggregation.glad", "GLAD"),
     "mace": ("aggregation.mace", "MACE"),
+    "kos": ("aggregation.kos", "KOS"),
     "ibcc": ("aggregation.ibcc", "IBCC"),
 }
 

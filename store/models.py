@@ -90,6 +90,7 @@ class Method(StrEnum):
     gold_mv = "gold-mv"
     glad = "glad"
     mace = "mace"
+    kos = "kos"
     ibcc = "ibcc"
 
 

@@ -42,6 +42,7 @@ ESTIMATORS = [
     pytest.param("glad", {}, True, id="GLAD"),
     pytest.param("mace", {"n_restarts": 2}, True, id="MACE"),
     pytest.param("mace", {"n_restarts": 2, "method": "em"}, True, id="MACE-em"),
+    pytest.param("kos", {}, False, id="KOS"),
     pytest.param("ibcc", {}, True, id="IBCC"),
 ]
 
