@@ -21,6 +21,7 @@ METHODS: dict[str, tuple[str, str]] = {
     "glad": ("aggregation.glad", "GLAD"),
     "mace": ("aggregation.mace", "MACE"),
     "kos": ("aggregation.kos", "KOS"),
+    "mmsr": ("aggregation.mmsr", "MMSR"),
     "ibcc": ("aggregation.ibcc", "IBCC"),
 }
 

@@ -91,6 +91,7 @@ class Method(StrEnum):
     glad = "glad"
     mace = "mace"
     kos = "kos"
+    mmsr = "mmsr"
     ibcc = "ibcc"
 
 

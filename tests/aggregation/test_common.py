@@ -43,6 +43,7 @@ ESTIMATORS = [
     pytest.param("mace", {"n_restarts": 2}, True, id="MACE"),
     pytest.param("mace", {"n_restarts": 2, "method": "em"}, True, id="MACE-em"),
     pytest.param("kos", {}, False, id="KOS"),
+    pytest.param("mmsr", {}, True, id="MMSR"),
     pytest.param("ibcc", {}, True, id="IBCC"),
 ]
 
