@@ -14,7 +14,7 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import NDArray
 from scipy.optimize import minimize
-from scipy.special import expit, log_expit, logsumexp
+from scipy.special import log_expit, logsumexp
 
 from aggregation._base import BaseAggregator, ConvergenceMonitor, ProgressCallback, check_known
 from aggregation._params import Check, Interval
@@ -31,7 +31,8 @@ def _log_answer(x: NDArray[np.float64], n_classes: int) -> tuple[NDArray[np.floa
 
     :math:`\log\sigma(x)` and :math:`\log(1 - \sigma(x)) - \log(K - 1)`.
     """
-    return log_expit(x), log_expit(-x) - np.log(n_classes - 1)
+    right = log_expit(x)
+    return right, right - x - np.log(n_classes - 1)  # log(1 - sigma(x)) = log sigma(x) - x
 
 
 def _e_step(
@@ -130,7 +131,7 @@ def _m_objective(
     right, wrong = _log_answer(x, n_classes)
     q = float(np.dot(right_prob, right) + np.dot(1.0 - right_prob, wrong))
     q += _log_param_prior(alpha, log_beta, alpha_mean=alpha_mean, log_beta_mean=log_beta_mean)
-    dx = right_prob - expit(x)
+    dx = right_prob - np.exp(right)  # sigma(x), from the log already taken
     grad = np.concatenate([
         np.bincount(worker, weights=dx * beta, minlength=n_workers) - (alpha - alpha_mean),
         np.bincount(token, weights=dx * x, minlength=log_beta.size) - (log_beta - log_beta_mean),

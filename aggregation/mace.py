@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import digamma, logsumexp
+from scipy.special import digamma
 
 from aggregation._base import BaseAggregator, ConvergenceMonitor, ProgressCallback, check_known
 from aggregation._params import RANDOM_STATE, Interval, Options
@@ -66,25 +66,31 @@ def _e_step(
         Expected spam answers per worker and class.
     """
     n_workers, n_classes = strategy.shape
-    guess = spam[worker] * strategy[worker, label]
-    log_guess = np.log(guess)
-    boost = np.log(guess + know[worker]) - log_guess  # the answered class also gets the "knowing" mass
-    joint = np.bincount(token * n_classes + label, weights=boost, minlength=n_items * n_classes)
+    # Every term depends on an answer only through its (worker, label) pair: evaluate the logs on the
+    # (n_workers, n_classes) tables and gather, so the per-annotation work is gathers and bincounts.
+    pair = worker.astype(np.intp) * n_classes + label
+    item_class = token * n_classes + label
+    guess = spam[:, None] * strategy
+    boost = np.log1p(know[:, None] / guess)  # the answered class also gets the "knowing" mass
+    joint = np.bincount(item_class, weights=boost.ravel()[pair], minlength=n_items * n_classes)
     joint = joint.reshape(n_items, n_classes)
-    joint += np.bincount(token, weights=log_guess, minlength=n_items)[:, None] - np.log(n_classes)
+    joint += np.bincount(token, weights=np.log(guess).ravel()[pair], minlength=n_items)[:, None] - np.log(n_classes)
     if known is not None:
         idx = np.flatnonzero(known >= 0)
         keep = joint[idx, known[idx]]
         joint[idx] = -np.inf
         joint[idx, known[idx]] = keep
-    log_z = logsumexp(joint, axis=1)
+    top = joint.max(axis=1, keepdims=True)
     with np.errstate(under="ignore"):  # exp of very negative log-odds underflows to 0 by design
-        post = np.exp(joint - log_z[:, None])
-    kappa = post[token, label] * know[worker] / (guess + know[worker])
-    knowing = np.stack([np.bincount(worker, weights=1.0 - kappa, minlength=n_workers),
-                        np.bincount(worker, weights=kappa, minlength=n_workers)], axis=1)
-    strategy_counts = np.bincount(worker.astype(np.intp) * n_classes + label, weights=1.0 - kappa,
-                                  minlength=n_workers * n_classes).reshape(n_workers, n_classes)
+        post = np.exp(joint - top)
+    total = post.sum(axis=1, keepdims=True)
+    post /= total
+    log_z = top[:, 0] + np.log(total[:, 0])
+    kappa = post.ravel()[item_class] * (know[:, None] / (guess + know[:, None])).ravel()[pair]
+    strategy_counts = np.bincount(pair, weights=1.0 - kappa, minlength=n_workers * n_classes)
+    strategy_counts = strategy_counts.reshape(n_workers, n_classes)
+    spammed = strategy_counts.sum(axis=1)
+    knowing = np.stack([spammed, np.bincount(worker, minlength=n_workers) - spammed], axis=1)
     return post, float(log_z.sum()), knowing, strategy_counts
 
 
