@@ -45,9 +45,9 @@ def agreement_rate(corpus: Corpus, reference: NDArray[np.int64]) -> NDArray[np.f
         NaN for an annotator with no answer on a referenced token.
     """
     ref = reference[corpus.token]
-    has = ref >= 0
-    right = np.bincount(corpus.worker[has], weights=(corpus.label[has] == ref[has]), minlength=corpus.n_workers)
-    seen = np.bincount(corpus.worker[has], minlength=corpus.n_workers)
+    # Weights instead of boolean selections (no copies of the COO arrays); a -1 never equals a label.
+    right = np.bincount(corpus.worker, weights=corpus.label == ref, minlength=corpus.n_workers)
+    seen = np.bincount(corpus.worker, weights=ref >= 0, minlength=corpus.n_workers)
     with np.errstate(invalid="ignore"):  # 0/0 for annotators without referenced answers -> NaN, as documented
         return right / seen
 
