@@ -109,8 +109,8 @@ class KOS(BaseAggregator):
 
     On real crowds, whose assignment graphs are far from regular, the messages can
     converge to a vector that is not the truth: on Snow et al.'s RTE data both this
-    implementation and crowd-kit's give 0.50 accuracy (majority vote: 0.92). KOS suits
-    designed, balanced assignments.
+    implementation and crowd-kit's are at chance level, far below majority vote (the
+    README's categorical table). KOS suits designed, balanced assignments.
 
     Differences from crowd-kit 1.4.2's ``KOS``: it maps the first answer it meets to +1
     (here: class 0), draws its messages from NumPy's global legacy generator, stops

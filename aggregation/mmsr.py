@@ -212,8 +212,9 @@ class MMSR(BaseAggregator):
     (github.com/maqqbu/MMSR), this follows the authors: crowd-kit subtracts
     :math:`1/(K-1)` from every entry of :math:`C`, so unobserved pairs and the diagonal
     become negative edges of the sign graph (on sparse crowds many workers then get a
-    negative skill: RTE accuracy 0.858, here 0.93); for :math:`F < 0` it keeps only the
-    largest value where MATLAB's empty ranges trim nothing; it replaces a zero mean only
+    negative skill, and the vote goes against their answers; the README's categorical
+    table has both on RTE); for :math:`F < 0` it keeps only the largest value where
+    MATLAB's empty ranges trim nothing; it replaces a zero mean only
     when one value is left. Its pair statistics need a dense workers x items matrix and a
     Python loop over all worker pairs; its signs a dense eigenproblem with a node per
     positive pair.
