@@ -13,12 +13,19 @@ Data (../shared/data/categorical, or ``$CROWDQA_SHARED_DATA/categorical``):
   (worker -> {image: bool}) and ``gt.yaml`` (image -> bool), written to the same CSV layout.
 
 Methods, each fitted on the crowd annotators only (the gold column is an expert annotator
-and never enters a fit): crowdqa ``mv``, ``ds`` (full confusion) and ``ds`` with
-``model="one-coin"`` through :func:`aggregation.make_aggregator`, with their defaults; crowd-kit
-1.4.2 ``MajorityVote``, ``DawidSkene`` and ``OneCoinDawidSkene`` with theirs (``n_iter=100,
-tol=1e-5``), given the same class indices in a ``pandas.DataFrame``. Accuracy is over the items
-with a gold label. Fit time: the median of ``repeats`` fits in this process (crowd-kit's includes
-its pandas work, which is how it is used; building its DataFrame is not counted).
+and never enters a fit): every crowdqa method of :data:`OURS` through
+:func:`aggregation.make_aggregator`, with its defaults, next to the crowd-kit 1.4.2 class of
+the same model (:data:`CROWDKIT`) with its defaults, given a ``pandas.DataFrame`` of
+``task, worker, label`` with workers and labels numbered in order of first appearance (which
+crowd-kit's MACE needs, see :class:`aggregation.mace.MACE`). ``ibcc`` has no crowd-kit
+counterpart. crowd-kit's ``Wawa``, ``ZeroBasedSkill`` and ``GoldMajorityVote`` cannot
+``predict`` under scikit-learn >= 1.6, so their labels (and time) are ``fit`` plus the
+``MajorityVote(skills=...)`` their ``predict`` runs. ``gold-mv`` is given the gold label of a
+seeded 30% of the items (both libraries; crowd-kit's workers without a gold item get the mean
+skill) and scored on the other items; every other method on all items with a gold label.
+Fit time: the median of up to ``repeats`` fits in this process, fewer once a method has
+spent 20 s (crowd-kit's slowest take minutes per fit); crowd-kit's includes its pandas work,
+which is how it is used; building its DataFrame is not counted.
 
 Differences to know when reading the numbers: crowdqa's categorical reader puts an unused
 class ``"O"`` at index 0 when no answer is literally ``"O"`` (the corpus convention), so its
@@ -52,9 +59,16 @@ DATA = Path(os.environ.get("CROWDQA_SHARED_DATA", REPO.parent / "shared" / "data
 RESULTS = REPO / "benchmarks" / "results"
 
 #: crowdqa method name -> (make_aggregator method, params).
-OURS = {"mv": ("mv", {}), "ds": ("ds", {}), "one-coin": ("ds", {"model": "one-coin"})}
+OURS = {"mv": ("mv", {}), "ds": ("ds", {}), "one-coin": ("ds", {"model": "one-coin"}),
+        **{m: (m, {}) for m in ("wawa", "zbs", "gold-mv", "glad", "mace", "kos", "mmsr", "ibcc")}}
 #: crowdqa method name -> crowd-kit class name.
-CROWDKIT = {"mv": "MajorityVote", "ds": "DawidSkene", "one-coin": "OneCoinDawidSkene"}
+CROWDKIT = {"mv": "MajorityVote", "ds": "DawidSkene", "one-coin": "OneCoinDawidSkene", "wawa": "Wawa",
+            "zbs": "ZeroBasedSkill", "gold-mv": "GoldMajorityVote", "glad": "GLAD", "mace": "MACE", "kos": "KOS",
+            "mmsr": "MMSR"}
+#: Share of the items whose gold label ``gold-mv`` is given, and the seed that picks them.
+GOLD_SHARE, GOLD_SEED = 0.3, 17
+#: A method stops repeating its fit once it has spent this many seconds.
+TIME_BUDGET = 20.0
 #: Figures stated with the data (../shared/data/README.md and the papers), majority vote only.
 PUBLISHED_MV = {"snow2008_rte": 0.92, "bluebirds": 0.7593}
 
@@ -94,49 +108,80 @@ def _tied(crowd: Corpus) -> int:
     return int(np.sum((votes == votes.max(axis=1, keepdims=True)).sum(axis=1) > 1))
 
 
-def run_ours(crowd: Corpus, gold: np.ndarray, *, repeats: int) -> dict:
+def _given_gold(gold: np.ndarray) -> np.ndarray:
+    """The gold labels ``gold-mv`` is given (a seeded share of the items; -1 elsewhere)."""
+    return np.where(np.random.default_rng(GOLD_SEED).random(gold.size) < GOLD_SHARE, gold, -1)
+
+
+def _scored(name: str, gold: np.ndarray) -> np.ndarray:
+    """The gold a method is scored against: for ``gold-mv``, only the items whose gold it was not given."""
+    return np.where(_given_gold(gold) >= 0, -1, gold) if name == "gold-mv" else gold
+
+
+def _timed(fit, repeats: int) -> tuple[object, list[float]]:
+    """Run ``fit()`` up to ``repeats`` times (at least once, no more once TIME_BUDGET is spent)."""
+    times: list[float] = []
+    while len(times) < repeats and sum(times) < TIME_BUDGET:
+        t0 = time.perf_counter()
+        result = fit()
+        times.append(time.perf_counter() - t0)
+    return result, times
+
+
+def run_ours(crowd: Corpus, gold: np.ndarray, *, repeats: int, methods: tuple[str, ...] = tuple(OURS)) -> dict:
     """Accuracy, median fit seconds and iterations of each crowdqa method."""
     out = {}
-    for name, (method, params) in OURS.items():
-        times = []
-        for _ in range(repeats):
-            model = make_aggregator(method, params)
-            t0 = time.perf_counter()
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always", ConvergenceWarning)
-                model.fit(crowd)
-            times.append(time.perf_counter() - t0)
-        out[name] = {"accuracy": _accuracy(model.labels_, gold), "fit_seconds": statistics.median(times),
-                     "n_iter": int(getattr(model, "n_iter_", 1)),
+    for name in methods:
+        method, params = OURS[name]
+        known = _given_gold(gold) if name == "gold-mv" else None
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConvergenceWarning)
+            model, times = _timed(lambda m=method, p=params, k=known: make_aggregator(m, p).fit(crowd, known=k),
+                                  repeats)
+        out[name] = {"accuracy": _accuracy(model.labels_, _scored(name, gold)), "fit_seconds": statistics.median(times),
+                     "fits": len(times), "n_iter": int(getattr(model, "n_iter_", 1)),
                      "converged": bool(getattr(model, "converged_", True)) and not caught}
     return out
 
 
-def run_crowdkit(crowd: Corpus, gold: np.ndarray, *, repeats: int) -> dict:
-    """The same for crowd-kit, on a DataFrame of (task = item index, worker id, label = class index)."""
+def _crowdkit_fit(ck, name: str, df, gold_codes):
+    """crowd-kit's labels (a Series by task) for one method; the skill votes through MajorityVote(skills=...)."""
+    model = getattr(ck, CROWDKIT[name])()
+    if name not in ("wawa", "zbs", "gold-mv"):
+        return model.fit_predict(df), model
+    model.fit(df, gold_codes) if name == "gold-mv" else model.fit(df)
+    vote = ck.MajorityVote(on_missing_skill="value", default_skill=float(model.skills_.mean()))
+    return vote.fit(df, skills=model.skills_).labels_, model
+
+
+def run_crowdkit(crowd: Corpus, gold: np.ndarray, *, repeats: int, methods: tuple[str, ...] = tuple(CROWDKIT)
+                 ) -> dict:
+    """The same for crowd-kit, on a DataFrame of (task = item index, worker code, label code)."""
     import pandas as pd
     from crowdkit import aggregation as ck
 
-    df = pd.DataFrame({"task": crowd.token, "worker": [crowd.worker_ids[w] for w in crowd.worker],
-                       "label": crowd.label.astype(np.int64)})
+    workers, _ = pd.factorize(crowd.worker)
+    codes, classes = pd.factorize(crowd.label)
+    df = pd.DataFrame({"task": crowd.token.astype(np.int64), "worker": workers, "label": codes})
+    code_of = {int(c): i for i, c in enumerate(classes)}
+    given = _given_gold(gold)
+    has = np.flatnonzero(given >= 0)
+    gold_codes = pd.Series([code_of.get(int(g), -1) for g in given[has]], index=has)
     out = {}
-    for name, cls in CROWDKIT.items():
-        times = []
-        for _ in range(repeats):
-            model = getattr(ck, cls)()
-            t0 = time.perf_counter()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # pandas deprecation warnings raised inside crowd-kit
-                labels = model.fit_predict(df)
-            times.append(time.perf_counter() - t0)
+    for name in (m for m in methods if m in CROWDKIT):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # pandas deprecation warnings raised inside crowd-kit
+            (labels, model), times = _timed(lambda n=name: _crowdkit_fit(ck, n, df, gold_codes), repeats)
         pred = np.full(crowd.n_tokens, -1, dtype=np.int64)
-        pred[labels.index.to_numpy(dtype=np.int64)] = labels.to_numpy(dtype=np.int64)
+        pred[labels.index.to_numpy(dtype=np.int64)] = np.asarray(classes)[labels.to_numpy(dtype=np.int64)]
         n_iter = len(model.loss_history_) if hasattr(model, "loss_history_") else None
-        out[name] = {"accuracy": _accuracy(pred, gold), "fit_seconds": statistics.median(times), "n_iter": n_iter}
+        out[name] = {"accuracy": _accuracy(pred, _scored(name, gold)), "fit_seconds": statistics.median(times),
+                     "fits": len(times), "n_iter": n_iter}
     return out
 
 
-def run(*, quick: bool, datasets: tuple[str, ...] = ("snow2008_rte", "snow2008_temp", "bluebirds")) -> dict:
+def run(*, quick: bool, datasets: tuple[str, ...] = ("snow2008_rte", "snow2008_temp", "bluebirds"),
+        methods: tuple[str, ...] = tuple(OURS)) -> dict:
     """All data sets; crowd-kit columns are left out (with the reason) when it is not installed."""
     repeats = 1 if quick else 5
     try:
@@ -147,7 +192,7 @@ def run(*, quick: bool, datasets: tuple[str, ...] = ("snow2008_rte", "snow2008_t
     except ImportError as exc:
         crowdkit_missing = f"crowd-kit not installed ({exc.name}): its columns are skipped"
         print(crowdkit_missing)
-    out: dict = {"repeats": repeats, "datasets": {}}
+    out: dict = {"repeats": repeats, "time_budget_seconds": TIME_BUDGET, "datasets": {}}
     if crowdkit_missing:
         out["crowdkit_skipped"] = crowdkit_missing
     with tempfile.TemporaryDirectory(prefix="crowdqa-categorical-") as tmpdir:
@@ -159,18 +204,20 @@ def run(*, quick: bool, datasets: tuple[str, ...] = ("snow2008_rte", "snow2008_t
                 "items": corpus.n_tokens, "labels": crowd.n_obs, "workers": int(np.unique(crowd.worker).size),
                 "classes": list(corpus.class_names), "gold_items": int((gold >= 0).sum()),
                 "tied_items": _tied(crowd),
-                "ours": run_ours(crowd, gold, repeats=repeats),
+                "ours": run_ours(crowd, gold, repeats=repeats, methods=methods),
             }
             if not crowdkit_missing:
-                row["crowdkit"] = run_crowdkit(crowd, gold, repeats=repeats)
+                row["crowdkit"] = run_crowdkit(crowd, gold, repeats=repeats, methods=methods)
                 for m, ck in row["crowdkit"].items():
                     ck["speedup_ours"] = ck["fit_seconds"] / row["ours"][m]["fit_seconds"]
+                    ck["accuracy_difference"] = row["ours"][m]["accuracy"] - ck["accuracy"]
             if name in PUBLISHED_MV:
                 row["published_mv_accuracy"] = PUBLISHED_MV[name]
             out["datasets"][name] = row
             line = ", ".join(f"{m} {row['ours'][m]['accuracy']:.4f}"
-                             + (f" (crowd-kit {row['crowdkit'][m]['accuracy']:.4f})" if "crowdkit" in row else "")
-                             for m in OURS)
+                             + (f" (crowd-kit {row['crowdkit'][m]['accuracy']:.4f})" if m in row.get("crowdkit", {})
+                                else "")
+                             for m in methods)
             print(f"{name}: {line}", flush=True)
     return out
 
@@ -179,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="one fit per method instead of the median of five")
     ap.add_argument("--out", type=Path, default=RESULTS, help="results folder (default: benchmarks/results)")
+    ap.add_argument("--methods", default=",".join(OURS), help=f"comma-separated subset of {','.join(OURS)}")
     args = ap.parse_args(argv)
     needed = [DATA / "snow2008_rte.tsv", DATA / "snow2008_temp.tsv", DATA / "welinder2010_bluebirds" / "gt.yaml"]
     missing = [p for p in needed if not p.exists()]
@@ -186,7 +234,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"skipped: categorical data not found ({missing[0]} is absent); see ../shared/data/README.md")
         return 0
     t0 = time.perf_counter()
-    result = run(quick=args.quick)
+    methods = tuple(args.methods.split(","))
+    unknown = [m for m in methods if m not in OURS]
+    if unknown:
+        ap.error(f"--methods: unknown method {unknown[0]!r}; choose from {','.join(OURS)}")
+    result = run(quick=args.quick, methods=methods)
     result["meta"] = make_meta("python -m benchmarks.categorical" + (" --quick" if args.quick else ""),
                                seconds=time.perf_counter() - t0)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -112,7 +112,9 @@ def _png(results: Path, stem: str, quick: bool, alt: str) -> str:
 
 
 # ------------------------------------------------------------------ one renderer per results file
-NAMES = {"mv": "MajorityVote", "ds": "DawidSkene", "hmm-crowd": "HMMCrowd", "one-coin": "one-coin DS"}
+NAMES = {"mv": "MajorityVote", "ds": "DawidSkene", "hmm-crowd": "HMMCrowd", "one-coin": "one-coin DS",
+         "wawa": "Wawa", "zbs": "ZeroBasedSkill", "gold-mv": "GoldMajorityVote", "glad": "GLAD", "mace": "MACE",
+         "kos": "KOS", "mmsr": "M-MSR", "ibcc": "IBCC"}
 
 
 def render_pico_study(d: dict, results: Path, quick: bool) -> str:
@@ -155,19 +157,51 @@ def render_categorical(d: dict, results: Path, quick: bool) -> str:
             c = ck.get(m)
             rows.append([
                 f"{name} ({ds['items']} items, {ds['labels']:,} labels)", NAMES.get(m, m), _f(ours["accuracy"], 4),
-                _f(c["accuracy"], 4) if c else "skipped", _ms(ours["fit_seconds"]), _ms(c["fit_seconds"]) if c else "–",
+                _f(c["accuracy"], 4) if c else ("none" if ck else "skipped"), _ms(ours["fit_seconds"]),
+                _ms(c["fit_seconds"]) if c else "–",
                 f"{c['speedup_ours']:.0f}×" if c else "–",
             ])
     published = "; ".join(f"{n} MV {v}" for n, v in
                           ((n, ds.get("published_mv_accuracy")) for n, ds in d["datasets"].items()) if v)
     ties = ", ".join(f"{n} {ds['tied_items']}" for n, ds in d["datasets"].items() if "tied_items" in ds)
     return (
-        "Accuracy against gold, crowd annotators only, every method with its defaults; fit time is the median of "
-        f"{d['repeats']} fit(s) in one process.\n\n"
+        "Accuracy against gold, crowd annotators only, every method with its defaults (GoldMajorityVote: given "
+        "the gold of a seeded 30% of the items, scored on the rest); fit time is the median of up to "
+        f"{d['repeats']} fit(s) in one process (fewer once a method has spent {d.get('time_budget_seconds', '–')} s)."
+        " crowd-kit's Wawa, ZeroBasedSkill and GoldMajorityVote: fit plus the MajorityVote(skills) their broken "
+        "predict would run.\n\n"
         + _table(["data set", "method", "crowdqa", "crowd-kit 1.4.2", "crowdqa fit", "crowd-kit fit", "speed-up"], rows)
         + (f"\n\nPublished majority-vote accuracy: {published}." if published else "")
         + (f" Items with a tied vote (where tie rules differ): {ties}." if ties else "")
         + (f"\n\n{d['crowdkit_skipped']}" if d.get("crowdkit_skipped") else "")
+    )
+
+
+def render_categorical_speed(d: dict, results: Path, quick: bool) -> str:
+    s = d["setup"]
+
+    def ck_cell(c: dict | None) -> str:
+        if c is None:
+            return "none"
+        if c.get("capped"):
+            return f"> {s['cap_seconds']:.0f} s (stopped)"
+        return f"failed: {c['failed']}" if "failed" in c else _ms(c["fit_seconds"])
+
+    rows = []
+    for m, r in d["methods"].items():
+        us, ck = r["crowdqa"], r.get("crowdkit")
+        ratio = (f"{r['speedup']:.0f}×" if "speedup" in r
+                 else f"> {r['speedup_at_least']:.0f}×" if "speedup_at_least" in r else "–")
+        acc = _f(us["accuracy"], 4) + (f" / {_f(ck['accuracy'], 4)}" if ck and "accuracy" in ck else "")
+        rows.append([NAMES.get(m, m), r["classes"], _ms(us["fit_seconds"]), ck_cell(ck), ratio, acc])
+    return (
+        f"One synthetic crowd, {s['labels']:,} labels: {s['items']:,} items, {s['per_item']} answers each from "
+        f"{s['workers']} one-coin workers (3 classes; 2 for KOS); every method with its defaults, in a process of its "
+        "own with one BLAS thread, the fastest of up to 3 fits (fewer past 20 s); crowd-kit fits are stopped after "
+        f"{s['cap_seconds']:.0f} s, and the ratio is then a lower bound. Accuracy against the planted truth "
+        "(GoldMajorityVote: given 10% of it, scored on the rest).\n\n"
+        + _table(["method", "classes", "crowdqa fit", "crowd-kit 1.4.2 fit", "crowd-kit / crowdqa",
+                  "accuracy crowdqa / crowd-kit"], rows)
     )
 
 
@@ -447,6 +481,8 @@ SECTIONS: dict[str, tuple[str, str, Callable[[dict, Path, bool], str]]] = {
     "categorical": ("Categorical accuracy vs crowd-kit", "python -m benchmarks.categorical", render_categorical),
     "whole_path": ("What a user waits: the whole command vs crowd-kit's whole process",
                    "python -m benchmarks.whole_path", render_whole_path),
+    "categorical_speed": ("Categorical aggregators: fit time vs crowd-kit at 300k labels",
+                          "python -m benchmarks.categorical_speed", render_categorical_speed),
     "ds_speed": ("Dawid-Skene speed and memory vs crowd-kit", "python -m benchmarks.ds_speed", render_ds_speed),
     "hmm_crowd": ("HMM-Crowd EM step and PICO fit", "python -m benchmarks.hmm_crowd", render_hmm_crowd),
     "bsc_seq": ("Bayesian sequence combination (BSC-seq) vs HMM-Crowd", "python -m benchmarks.bsc_seq",

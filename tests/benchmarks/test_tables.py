@@ -37,6 +37,13 @@ def _fakes() -> dict[str, dict]:
             "items": 800, "labels": 8000, "tied_items": 61, "published_mv_accuracy": 0.92,
             "ours": {"mv": {"accuracy": 0.91875, "fit_seconds": 0.0006}},
             "crowdkit": {"mv": {"accuracy": 0.875, "fit_seconds": 0.027, "speedup_ours": 45.0}}}}},
+        "categorical_speed": {"meta": meta, "setup": {"labels": 300000, "items": 100000, "workers": 500,
+                                                      "per_item": 3, "cap_seconds": 300},
+                              "methods": {"glad": {"classes": 3, "crowdqa": {"fit_seconds": 2.0, "accuracy": 0.86},
+                                                   "crowdkit": {"capped": True}, "speedup_at_least": 150.0},
+                                          "kos": {"classes": 2, "crowdqa": {"fit_seconds": 0.5, "accuracy": 0.51},
+                                                  "crowdkit": {"fit_seconds": 20.0, "accuracy": 0.5}, "speedup": 40.0},
+                                          "ibcc": {"classes": 3, "crowdqa": {"fit_seconds": 1.0, "accuracy": 0.87}}}},
         "ds_speed": {"setup": {"iterations": 100, "crowdkit": "ck", "crowdqa": "us", "n_classes": 3, "per_item": 3,
                                "n_workers": 500, "cpus": 2, "python": "3.11.7"},
                      "headline": [{"n_labels": 300000, "crowdkit": ck, "crowdqa": us, "speedup_fit": 100.0,
@@ -126,6 +133,9 @@ def test_every_section_renders_with_its_command_and_machine(results):
     assert "`python -m benchmarks.scaling --quick`" in md and "**quick run**" in md
     assert "| 1,000 | 250 | 500.0 ms / 40 MB (+2) | 500.0 ms (7 it.) / 40 MB (+2) |" in md
     assert "2 cores, Python 3.11.7" in md  # ds_speed has no meta block: machine from its setup
+    assert "| GLAD | 3 | 2.00 s | > 300 s (stopped) | > 150× | 0.8600 |" in md
+    assert "| KOS | 2 | 500.0 ms | 20.00 s | 40× | 0.5100 / 0.5000 |" in md
+    assert "| IBCC | 3 | 1.00 s | none | – | 0.8700 |" in md
     assert "about 139 expert documents" in md
     assert "| DawidSkene, experts clamped | ±0.013 | ±0.016 | – |" in md
     assert "| embedded | 20 | 8 s | 12 | 11 / 1 / 0 | 0 | 0 | 1.50 | 100 | 120 ms | 80 ms | 30 ms | 0 |" in md
