@@ -57,10 +57,11 @@ def test_bound_and_marginals_against_enumeration(seed):
     model = IBCC(tol=1e-10, max_iter=2000).fit(corpus)
     alpha0 = np.array([[2.0, 1.0], [1.0, 2.0]])
     evidence, marginals = exact_posterior(corpus, alpha0, np.full(2, 50.0))
-    # Mean field ignores the coupling of the items through the shared confusion rows: a bound, not equality
-    # (gaps of 0.2-1.4 nats and marginals off by up to 0.2 on these 7-item corpora).
-    assert evidence - 3.0 <= model.log_likelihood_[-1] <= evidence + 1e-9
-    assert np.mean(np.abs(model.proba_ - marginals)) < 0.15
+    # Mean field ignores the coupling of the items through the shared confusion rows: a bound, not equality.
+    # How far its bound and marginals are from the exact ones on 7 items has no guaranteed limit (hypothesis
+    # found marginals off by 0.17 on average), so only the bound is checked here; the strong-prior case below
+    # checks both for equality.
+    assert model.log_likelihood_[-1] <= evidence + 1e-9
     # With priors so strong that the parameters are fixed, the items decouple and mean field is exact.
     strong = IBCC(tol=1e-12, max_iter=2000, diagonal_prior=8e5, off_diagonal_prior=2e5,
                   class_prior_strength=2e6).fit(corpus)
