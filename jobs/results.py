@@ -47,7 +47,7 @@ class JobResult:
     worker_confusion: NDArray[np.float64]
 
 
-@lru_cache(maxsize=4)
+@lru_cache(maxsize=2)  # a large job's arrays take hundreds of MB
 def _load(data_dir: str, corpus_sha: str, labels: tuple[str, str], proba: tuple[str, str],
           confusion: tuple[str, str]) -> JobResult:
     store = ArtifactStore(data_dir)

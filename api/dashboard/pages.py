@@ -169,8 +169,15 @@ def _dataset_page(request: Request, session, dash: DashboardSession, dataset: Da
     return render(request, "dataset.html", {
         "dataset": dataset, "uploads": uploads, "jobs": jobs[::-1], "formats": FORMATS,
         "roles": [r.value for r in Role], "methods": [m.value for m in Method], "error": error,
-        "upload_options": service.UPLOAD_OPTIONS, "form": form or {},
+        "upload_options": service.UPLOAD_OPTIONS, "form": form or {}, "defaults": _method_defaults(),
     }, dash=dash, status_code=status_code)
+
+
+def _method_defaults() -> dict[str, str]:
+    """Each method's parameters with their defaults, as JSON (the hint under the job form)."""
+    from aggregation import make_aggregator
+
+    return {m.value: json.dumps(make_aggregator(m.value).get_params(), default=str) for m in Method}
 
 
 @router.get("/datasets/{dataset_id}")

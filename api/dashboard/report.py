@@ -64,7 +64,8 @@ def report_context(session, settings, job: Job, *, sort: str, order: str, offset
     return {"report": body, "workers": rows, "worker_count": count, "sort": sort, "order": order, "offset": offset,
             "page": PAGE, "scatter": scatter, "against": against, "disputed": disputed, "docs_by": docs_by,
             "levels": [lv for lv in levels if isinstance(lv[2], dict)],
-            "accuracy": vs_expert.get("accuracy"),
+            "accuracy": vs_expert.get("accuracy"), "per_label": vs_expert.get("token_per_label") or {},
+            "agreement": body.get("agreement") or {},
             "sort_keys": crud.WORKER_SORT_KEYS, "label_formats": _label_formats(body)}
 
 
@@ -201,6 +202,33 @@ def download_labels(job_id: str, session: SessionDep, settings: SettingsDep, das
     job = owned_job(session, dash, job_id)
     _finished_report(session, job)
     return get_labels(job=job, settings=settings, format=format)
+
+
+def _csv_cell(value: Any) -> Any:
+    """A CSV cell; text a spreadsheet would run as a formula (=, +, -, @, tab, CR first) gets a leading quote."""
+    if value is None:
+        return ""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
+
+@router.get("/jobs/{job_id}/workers.csv")
+def download_workers(job_id: str, session: SessionDep, dash: DashSessionDep) -> Response:
+    """Every worker's row of the report (the columns the worker table sorts by) as a spreadsheet."""
+    import csv
+    import io
+
+    job = owned_job(session, dash, job_id)
+    _finished_report(session, job)
+    rows, _ = crud.list_worker_scores(session=session, job_id=job.id, limit=10**9)
+    buf = io.StringIO()
+    out = csv.writer(buf)
+    out.writerow(crud.WORKER_SORT_KEYS)
+    for row in rows:
+        out.writerow([_csv_cell(getattr(row, key)) for key in crud.WORKER_SORT_KEYS])
+    return Response(buf.getvalue(), media_type="text/csv; charset=utf-8",
+                    headers={"Content-Disposition": f'attachment; filename="{job.id}-workers.csv"'})
 
 
 @router.get("/jobs/{job_id}/scatter.svg")

@@ -153,3 +153,24 @@ def test_failed_job_shows_its_reason_and_reruns(client, keys, settings):
     assert r.status_code == 303
     assert wait_job(client, job_id, keys["a"])["status"] == "finished"
     assert client.get(f"{job_url}/progress").json()["status"] == "finished"
+
+
+def test_workers_csv_defuses_spreadsheet_formulas(client, keys, tmp_path):
+    import csv
+    import io
+    import json
+
+    csrf = sign_in(client, keys["a"])
+    url = client.post("/ui/datasets", data={"name": "d", "csrf": csrf}, follow_redirects=False).headers["location"]
+    rows = [{"doc_id": f"d{i}", "annotator": a, "start": 0, "end": 3, "label": "P", "text": "abc def"}
+            for i in range(3) for a in ("=HYPERLINK(\"http://x\")", "plain")]
+    path = tmp_path / "f.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    with open(path, "rb") as fh:
+        assert client.post(f"{url}/uploads", data={"format": "spans-jsonl", "role": "crowd", "csrf": csrf},
+                           files={"file": ("f.jsonl", fh)}, follow_redirects=False).status_code == 303
+    job_url = client.post(f"{url}/jobs", data={"method": "mv", "csrf": csrf},
+                          follow_redirects=False).headers["location"]
+    assert wait_job(client, job_url.rsplit("/", 1)[-1], keys["a"])["status"] == "finished"
+    table = list(csv.DictReader(io.StringIO(client.get(f"{job_url}/workers.csv").text)))
+    assert sorted(r["annotator"] for r in table) == ["'=HYPERLINK(\"http://x\")", "plain"]
