@@ -30,7 +30,7 @@ _WORKER_MODELS = ("two-param", "full")
 _SEQUENCES = ("sentence", "document")
 _SHAPE_EMISSIONS = ("shared", "bernoulli")
 _WRONG_MASS = ("each", "split")
-#: A token ending with one of these closes a sentence when the next token starts with
+#: A token that is exactly one of these closes a sentence when the next token starts with
 #: an upper-case letter or a digit (see :func:`sentence_starts`).
 SENTENCE_END = (".", "?", "!")
 
@@ -66,14 +66,17 @@ class _Params:
 
 
 def sentence_starts(tokens: list[str], *, doc_first: NDArray[np.bool_]) -> NDArray[np.bool_]:
-    """First token of each sentence: a document start, or a token after a sentence end.
+    """First token of each sentence: a document start, or a token after a standalone sentence mark.
 
     Rule: token ``t`` starts a sentence when the token before it (in the same document)
-    ends with ``.``, ``?`` or ``!`` and token ``t`` starts with an upper-case letter or a
-    digit. The authors split PICO abstracts after every token-final period (their
-    tokenizer drops ``?`` and ``,``); the case test keeps ``e.g. the`` and ``et al.,``
-    inside one sentence, which matters here because crowdqa's tokenizer makes every
-    period its own token.
+    is exactly ``.``, ``?`` or ``!`` and token ``t`` starts with an upper-case letter or a
+    digit. The case test keeps ``e . g . the`` inside one sentence. Only a *standalone*
+    mark ends a sentence: pre-tokenized text (CoNLL) keeps an abbreviation's period on
+    its token (``U.S. Treasury``, ``Jan. 5``), often inside an entity, and a cut there
+    would force the entity apart (no sequence may start with ``I-X``). Where every period
+    is its own token (crowdqa's tokenizer, and the authors' PICO tokenizer, which splits
+    off every word-final period and cuts after it) the two rules agree. The same rule as
+    BSC-seq's (:mod:`aggregation.bsc_seq`).
 
     Parameters
     ----------
@@ -87,7 +90,7 @@ def sentence_starts(tokens: list[str], *, doc_first: NDArray[np.bool_]) -> NDArr
     ndarray of shape (n_tokens,) of bool
     """
     n = len(tokens)
-    ends = np.fromiter((t.endswith(SENTENCE_END) for t in tokens), dtype=bool, count=n)
+    ends = np.fromiter((t in SENTENCE_END for t in tokens), dtype=bool, count=n)
     opens = np.fromiter((t[:1].isupper() or t[:1].isdigit() for t in tokens), dtype=bool, count=n)
     out = doc_first.copy()
     out[1:] |= ends[:-1] & opens[1:]
@@ -492,8 +495,12 @@ class HMMCrowd(BaseAggregator):
     worker_model : {"two-param", "full"}, default="two-param"
         The paper's two accuracies per annotator (true ``O`` / any other class), or a
         full confusion matrix. Identical for two classes.
-    max_iter : int, default=1
-        EM iterations; the authors run one.
+    max_iter : int, default=5
+        EM iterations. Five, as the authors' PICO aggregation (``niter = 5`` in
+        ``src/seqcrowd/run.py`` of github.com/yinfeiy/PICO-data, the run that produced the
+        published PICO ``HMMCrowd`` aggregates and worker confusion matrices); their NER
+        command line (``hmm.py -e``) defaults to one. EM is stopped early on purpose: run
+        to convergence on PICO it trades precision for recall (see Notes).
     tol : float or None, default=None
         ``None`` runs exactly ``max_iter`` iterations, the authors' fixed schedule, with
         no convergence test and no warning (``converged_`` stays False). A float stops
@@ -512,20 +519,27 @@ class HMMCrowd(BaseAggregator):
         :data:`SHAPE_FEATURES`; ``()`` leaves only the crowd labels.
     lowercase : bool, default=False
         Lower-case words before indexing (the authors do not).
-    sequences : {"sentence", "document"}, default="sentence"
-        The HMM's sequences: sentences, as the authors cut PICO abstracts (after every
-        token-final period) and as the CoNLL/Rodrigues NER data come, or whole documents.
-        Sentences follow :func:`sentence_starts`; each sentence start is treated exactly
-        like a document start (start probabilities, no transition into it, and an ``I-X``
-        may not begin it).
+    sequences : {"document", "sentence"}, default="document"
+        The HMM's sequences: whole documents, or sentences cut by :func:`sentence_starts`
+        (each sentence start is then treated exactly like a document start: start
+        probabilities, no transition into it, and an ``I-X`` may not begin it). Documents
+        by default, on two principles: a corpus whose documents are sentences (CoNLL)
+        needs no splitting, and a splitter must never cut inside a sentence, which any
+        rule-based one does (``U . S . Treasury`` in raw text). The authors cut PICO
+        abstracts into sentences because their forward-backward is unscaled and
+        underflows on long sequences (``HMM_crowd.inference`` adds ``1e-300``); the scaled
+        recursions here have no length limit, and a sentence boundary inside a document
+        is one more ``O -> O`` transition.
     shape_emission : {"bernoulli", "shared"}, default="bernoulli"
         ``"bernoulli"``: each shape feature is its own two-valued per-state distribution.
         ``"shared"``: the authors' emission, shape features as extra entries of the word
         multinomial, counted only when present.
-    wrong_mass : {"split", "each"}, default="split"
-        Two-parameter model only, ``K > 2``: a wrong answer has probability
-        ``(1 - a) / (K - 1)`` (``"split"``, a distribution) or weighs ``1 - a`` for every
-        wrong class (``"each"``, the authors' ``get_prob``).
+    wrong_mass : {"each", "split"}, default="each"
+        Two-parameter model only, ``K > 2``: a wrong answer weighs ``1 - a`` whichever wrong
+        class it is (``"each"``, the authors' ``WorkerModel.get_prob`` for ``cv2``, used in
+        their NER runs), or has probability ``(1 - a) / (K - 1)`` (``"split"``, a
+        distribution over the wrong classes that assumes a wrong annotator picks among them
+        uniformly). Identical for ``K = 2``.
     start_smoothing : float or None, default=0.001
         Start probabilities ``(count + s) / sum`` as in the authors' ``m_step_vb``; None
         uses the variational estimate with ``pseudo_count`` as for transitions.
@@ -565,20 +579,24 @@ class HMMCrowd(BaseAggregator):
     Dawid-Skene; :math:`\pi, A, B` from its argmax labels, :math:`C` from its posteriors.
     Tokens of documents nobody labelled get ``class_prior_``.
 
-    Fidelity to the authors' code (github.com/thanhan/seqcrowd-acl17, ``hmm.py``), decided
-    by measurement on a synthetic 3-type BIO corpus whose words carry signal (6 seeds,
-    5 annotators per document incl. a spammer and a boundary-shifter; strict span F1, see
-    ``benchmarks/hmm_crowd.py``): as the authors, sentences are the sequences (neutral
-    there, 0.9425 vs 0.9428 with documents), the start probabilities are smoothed
-    frequencies and the initial estimates the smoothed frequencies of the Dawid-Skene
-    labels (both neutral, +-0.0003). Two departures are kept, each with the authors'
-    behaviour as an option: shape features are separate two-valued distributions
-    (``shape_emission``): a proper likelihood of each token's shape, where the shared
-    multinomial only rewards a present feature, and it scored 0.9441 vs 0.9425, never
-    lower on a seed; and a wrong answer's mass is split over the ``K - 1`` other classes
-    (``wrong_mass``): the authors' unnormalised ``1 - a`` per wrong class weighs the crowd
-    ``K - 1`` times less against the HMM, and scored 0.908 vs 0.951 (3 seeds). Under
-    ``"each"``, ``worker_confusion_`` still holds the proper matrix; EM stays monotone.
+    Fidelity to the authors' code (github.com/thanhan/seqcrowd-acl17 ``hmm.py``, and the
+    PICO driver ``src/seqcrowd/run.py`` of github.com/yinfeiy/PICO-data): Dawid-Skene
+    initialisation with 5 rounds (``dw_em=5``) and get-another-label's 0.9 diagonal;
+    initial start, transition and emission rows the smoothed frequencies (0.001) of its
+    labels; confusion matrices from its posteriors; variational M-step (prior 0.1) for
+    transitions and emissions, smoothed frequencies for the start; 5 EM iterations;
+    Viterbi with the crowd terms; unnormalised wrong answers (``wrong_mass="each"``).
+    Departures, each a principle: scaled forward-backward over whole documents (theirs
+    is unscaled, per sentence, with a ``1e-300`` floor); the crowd terms enter Viterbi at
+    every token (their ``decode`` skips them at a sentence's first token); the backward
+    pass starts from 1 (theirs starts from the last token's factor, counting it twice);
+    shape features are separate two-valued distributions (``shape_emission``), a proper
+    likelihood of each token's shape where the shared multinomial only rewards a present
+    feature (identical results on PICO). Under ``"each"``, ``worker_confusion_`` still
+    holds the proper matrix; EM stays monotone in the bound it climbs.
+    On PICO Participants (``benchmarks.pico_study``) EM run to convergence raises recall
+    and lowers precision past the authors' five-step result, which is why the number of
+    steps is the authors', not a convergence test.
     The two-parameter accuracy for entity classes is ``(sum_k c_kk + s) / (sum c + 2 s)``
     (the authors' differs by O(s) because their counts carry ``s`` in every cell).
 
@@ -618,11 +636,11 @@ class HMMCrowd(BaseAggregator):
         "lowercase": [InstanceOf((bool,), "True or False")],
     }
 
-    def __init__(self, *, decode: str = "viterbi", worker_model: str = "two-param", max_iter: int = 1,
+    def __init__(self, *, decode: str = "viterbi", worker_model: str = "two-param", max_iter: int = 5,
                  tol: float | None = None, pseudo_count: float = 0.1, worker_smoothing: float = 0.001,
                  init_rounds: int = 5, init_diagonal: float = 0.9,
                  features: tuple[str, ...] = ("word", "capitalised", "digit"), lowercase: bool = False,
-                 sequences: str = "sentence", shape_emission: str = "bernoulli", wrong_mass: str = "split",
+                 sequences: str = "document", shape_emission: str = "bernoulli", wrong_mass: str = "each",
                  start_smoothing: float | None = 0.001, init_smoothing: float | None = 0.001) -> None:
         self.decode = decode
         self.worker_model = worker_model

@@ -78,14 +78,14 @@ def random_params(rng: np.random.Generator, design, *, n_workers: int) -> _Param
 
 
 def naive_sentence_starts(corpus: Corpus) -> np.ndarray:
-    """The documented rule, token by token: a document start, or after a token ending in . ? ! before an
-    upper-case or digit token."""
+    """The documented rule, token by token: a document start, or after a token that is exactly . ? or !
+    before an upper-case or digit token."""
     first = np.zeros(corpus.n_tokens, dtype=bool)
     for d in range(corpus.n_docs):
         toks = corpus.doc_tokens(d)
         for t, w in enumerate(toks):
             s = int(corpus.doc_start[d]) + t
-            first[s] = t == 0 or (toks[t - 1][-1] in ".?!" and (w[0].isupper() or w[0].isdigit()))
+            first[s] = t == 0 or (toks[t - 1] in (".", "?", "!") and (w[0].isupper() or w[0].isdigit()))
     return first
 
 
@@ -96,6 +96,52 @@ def test_sentence_starts_rule():
     doc_first[[0, 11]] = True
     got = sentence_starts(toks, doc_first=doc_first)
     assert np.flatnonzero(got).tolist() == [0, 7, 10, 11, 13]
+
+
+def test_sentence_starts_never_cut_a_pretokenized_abbreviation():
+    """Pre-tokenized text keeps an abbreviation's period on its token: ``U.S. Treasury`` and ``Jan. 5``
+    stay in one sentence; only the standalone ``.`` ends one (regression, issue 12)."""
+    toks = ["The", "U.S.", "Treasury", "said", "on", "Jan.", "5", ".", "It", "rose"]
+    got = sentence_starts(toks, doc_first=np.eye(1, len(toks), dtype=bool)[0])
+    assert np.flatnonzero(got).tolist() == [0, 8]
+
+
+def conll_corpus(sentences: list[list[tuple[str, str]]], *, n_workers: int = 3) -> Corpus:
+    """Pre-tokenized sentences (one document each, as the CoNLL reader makes them), every annotator
+    giving the listed tags."""
+    names = ("O", "B-ORG", "I-ORG", "B-PER", "I-PER")
+    texts, starts, ends, lengths, tok, wrk, lab = [], [], [], [], [], [], []
+    n = 0
+    for sent in sentences:
+        words = [w for w, _ in sent]
+        pos = np.cumsum([0] + [len(w) + 1 for w in words[:-1]])
+        texts.append(" ".join(words))
+        starts.append(pos)
+        ends.append(pos + np.array([len(w) for w in words]))
+        lengths.append(len(sent))
+        for w in range(n_workers):
+            tok += range(n, n + len(sent))
+            wrk += [w] * len(sent)
+            lab += [names.index(t) for _, t in sent]
+        n += len(sent)
+    return Corpus.from_arrays(token=tok, worker=wrk, label=lab, doc_lengths=lengths,
+                              token_start=np.concatenate(starts), token_end=np.concatenate(ends),
+                              doc_ids=[f"s{i}" for i in range(len(sentences))], texts=texts,
+                              worker_ids=[f"w{i}" for i in range(n_workers)], worker_roles=["crowd"] * n_workers,
+                              class_names=names)
+
+
+@pytest.mark.parametrize("sequences", ["document", "sentence"])
+def test_an_entity_across_an_abbreviation_stays_whole(sequences):
+    """``U.S. Treasury`` tagged B-ORG I-ORG by every annotator comes out B-ORG I-ORG with the defaults and
+    with sentence sequences (the old rule cut after ``U.S.`` and forced ``Treasury`` to start a span)."""
+    sent = [("The", "O"), ("U.S.", "B-ORG"), ("Treasury", "I-ORG"), ("said", "O"), ("Smith", "B-PER"),
+            ("Jr.", "I-PER"), ("Lee", "I-PER"), (".", "O")]
+    corpus = conll_corpus([sent, sent[::-1][:1] + sent[:4]])
+    kw = {} if sequences == "document" else {"sequences": "sentence"}
+    model = HMMCrowd(**kw).fit(corpus)
+    names = np.array(corpus.class_names)
+    assert names[model.labels_[:len(sent)]].tolist() == [t for _, t in sent]
 
 
 @pytest.mark.parametrize("shape_emission", ["bernoulli", "shared"])
@@ -414,14 +460,18 @@ def test_document_and_annotator_order_do_not_matter(seed):
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**31 - 1), decode=st.sampled_from(["viterbi", "marginal"]))
-def test_bio_output_is_always_valid(seed, decode):
-    """Property: no I-X after O, after another type, or at a document or sentence start, whatever the input."""
+@given(seed=st.integers(0, 2**31 - 1), decode=st.sampled_from(["viterbi", "marginal"]),
+       sequences=st.sampled_from(["document", "sentence"]))
+def test_bio_output_is_always_valid(seed, decode, sequences):
+    """Property: no I-X after O, after another type, or at a sequence start (a document's first token, and
+    with sequences="sentence" a sentence's), whatever the input."""
     rng = np.random.default_rng(seed)
     corpus = random_corpus(rng, n_docs=5, max_len=8, class_names=BIO, accuracy=0.3)
-    labels = _fit(corpus, decode=decode, max_iter=2).labels_
+    labels = _fit(corpus, decode=decode, max_iter=2, sequences=sequences).labels_
     names = np.array(BIO)
     first = naive_sentence_starts(corpus)
+    if sequences == "document":
+        first = np.isin(np.arange(corpus.n_tokens), corpus.doc_start[:-1])
     for i, cur in enumerate(names[labels]):
         if cur.startswith("I-"):
             assert not first[i], (i, cur)
@@ -500,12 +550,32 @@ def test_bad_parameters_raise(param, value, match):
 
 
 def test_default_fixed_schedule_runs_max_iter_steps_without_warning(seed):
-    """tol=None (the default): exactly max_iter EM steps, as the authors' code, and no ConvergenceWarning."""
+    """tol=None (the default): exactly max_iter EM steps, five by default as the authors' PICO run
+    (yinfeiy/PICO-data src/seqcrowd/run.py, niter = 5), and no ConvergenceWarning."""
     corpus = random_corpus(np.random.default_rng(seed), n_docs=4)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        one = HMMCrowd().fit(corpus)
+        default = HMMCrowd().fit(corpus)
         three = HMMCrowd(max_iter=3).fit(corpus)
-    assert (one.n_iter_, three.n_iter_) == (1, 3) and not one.converged_
+    assert (default.n_iter_, three.n_iter_) == (5, 3) and not default.converged_
+    assert len(default.log_likelihood_) == 5
     with pytest.raises(ValueError, match="tol must be >= 0 or None"):
         HMMCrowd(tol=-1.0).fit(corpus)
+
+
+def test_default_wrong_answer_weighs_one_minus_accuracy_as_the_authors_get_prob(seed):
+    """Oracle, three classes, one-token documents, no word features: with the default options the
+    posterior of a token is start_[k] * prod_w f_w(k, l_w), where f_w(k, l) = a_wk if l == k and
+    1 - a_wk for *every* wrong l (the authors' ``WorkerModel.get_prob`` for ``cv2``), a_wk the
+    diagonal of the fitted two-parameter confusion matrix (1e-9)."""
+    rng = np.random.default_rng(seed)
+    corpus = random_corpus(rng, n_docs=12, max_len=1, n_workers=4, class_names=("O", "P", "Q"), p_label=0.8,
+                           accuracy=0.6)
+    model = HMMCrowd(features=()).fit(corpus)
+    acc = np.diagonal(model.worker_confusion_, axis1=1, axis2=2)  # (n_workers, K)
+    for t in range(corpus.n_tokens):
+        rows = corpus.token == t
+        f = np.log(model.start_).copy()
+        for w, lab in zip(corpus.worker[rows], corpus.label[rows], strict=True):
+            f += np.where(np.arange(3) == lab, np.log(acc[w]), np.log1p(-acc[w]))
+        np.testing.assert_allclose(model.proba_[t], np.exp(f - f.max()) / np.exp(f - f.max()).sum(), rtol=1e-9)
