@@ -1,15 +1,9 @@
 """Load the PICO Participants study data from ../shared/data/pico for the benchmarks.
 
-**Data caveat.** The ``docs/<docid>.txt`` files in ../shared/data/pico hold MeSH term lists,
-not the abstracts the character offsets point into (spans run past the end of 4,494 of the
-4,613 annotated documents). The real abstracts are in the authors' release
-(github.com/yinfeiy/PICO-data, ``docs/``). Until they are in ../shared, every document is laid
-out as a placeholder text of 4-letter pseudo-words (``"abcd abcd ..."``, one token per 5
-characters) long enough for every span, and all spans (crowd, experts, the authors'
-published aggregates) are aligned to those tokens with the project's overlap rule
-(``ingest/build.py``). Every method is scored on the same tokens, but HMM-Crowd's word
-features carry no information here, which costs it the lift the paper reports from them.
-Point ``CROWDQA_PICO_DOCS`` at a folder of the real abstracts to use them instead.
+The texts are the abstracts of ``docs/<docid>.txt`` (github.com/yinfeiy/PICO-data, ``docs/``);
+every crowd and expert span, and every span of the authors' published aggregates, is
+aligned to crowdqa's tokens (``\\w+|[^\\w\\s]``) with the project's overlap rule
+(``ingest/build.py``), so that every method is scored on the same tokens.
 """
 
 from __future__ import annotations
@@ -34,11 +28,9 @@ def _jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def _real_texts(doc_ids: list[str]) -> dict[str, str] | None:
-    folder = os.environ.get("CROWDQA_PICO_DOCS")
-    if not folder:
-        return None
-    return {d: (Path(folder) / f"{d}.txt").read_text(encoding="utf-8") for d in doc_ids}
+def _texts(doc_ids: list[str]) -> dict[str, str]:
+    """The abstract of each document, from ``docs/<docid>.txt``."""
+    return {d: (PICO / "docs" / f"{d}.txt").read_text(encoding="utf-8") for d in doc_ids}
 
 
 def load_pico(*, limit: int | None = None, category: str = "Participants") -> tuple[Corpus, dict, int]:
@@ -57,12 +49,11 @@ def load_pico(*, limit: int | None = None, category: str = "Participants") -> tu
     published : dict of str to ndarray of shape (n_tokens,)
         The authors' ``HMMCrowd``, ``dw`` and ``mv`` labels (``MISSING`` where absent).
     dropped : int
-        Spans that cover no token (placeholder spaces only).
+        Spans that cover no token.
     """
     spans: list[Span] = []
     assignments: list[tuple[str, str]] = []
     roles: dict[str, str] = {}
-    extent: dict[str, int] = {}
 
     def add(doc: str, who: str, role: str, pairs: list) -> None:
         roles[who] = role
@@ -70,7 +61,6 @@ def load_pico(*, limit: int | None = None, category: str = "Participants") -> tu
         for s, e in pairs:
             if e > s:
                 spans.append(Span(doc, who, int(s), int(e), category))
-                extent[doc] = max(extent.get(doc, 0), int(e))
 
     crowd_docs: list[str] = []
     for split in ("train", "dev", "test", "expert-dev"):
@@ -88,7 +78,7 @@ def load_pico(*, limit: int | None = None, category: str = "Participants") -> tu
     keep = set(crowd_docs[:limit] if limit else crowd_docs)
     keep |= {d for d, w in assignments if w.startswith("expert:")}
     order = [d for d in dict.fromkeys(crowd_docs) if d in keep]
-    docs = _real_texts(order) or {d: ("abcd " * (extent.get(d, 5) // 5 + 2))[: extent.get(d, 5) + 5] for d in order}
+    docs = _texts(order)
     problems = ProblemLog("skip")
     full = corpus_from_spans(
         documents=docs,

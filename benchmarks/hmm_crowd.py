@@ -16,13 +16,8 @@ Run ``python -m benchmarks.hmm_crowd [--quick]``; results go to
     authors' published HMM-Crowd, MV and DS outputs on the same tokens, plus the token
     agreement between this HMMCrowd and the published one.
 
-**Data caveat.** The ``docs/<docid>.txt`` files in ../shared/data/pico hold MeSH term lists,
-not the abstracts the character offsets point into (spans run past the end of 4,494 of the
-4,613 annotated documents). So the benchmark lays every document out as a placeholder text
-of 4-letter pseudo-words (``"abcd abcd ..."``, one token per 5 characters) long enough for
-every span, and aligns all spans (crowd, experts, published) to those tokens with the
-project's overlap rule. Every method is scored on the same tokens, but the word features
-of HMMCrowd carry no information here (every word is ``abcd``).
+The PICO texts are the abstracts of ``docs/`` (``benchmarks/_pico.py``); every span is
+aligned to crowdqa's tokens, so every method is scored on the same tokens.
 """
 
 from __future__ import annotations
@@ -108,10 +103,12 @@ OLD_SETTINGS = {"sequences": "document", "shape_emission": "bernoulli", "wrong_m
                 "start_smoothing": None, "init_smoothing": None}
 #: One-at-a-time departures from the defaults, named by the setting they change.
 VARIANTS = {"default": {}, "old_settings": OLD_SETTINGS,
-            "sequences=document": {"sequences": "document"}, "shape_emission=shared": {"shape_emission": "shared"},
-            "wrong_mass=each": {"wrong_mass": "each"}, "start_smoothing=None": {"start_smoothing": None},
+            "shape_emission=shared": {"shape_emission": "shared"}, "start_smoothing=None": {"start_smoothing": None},
             "init_smoothing=None": {"init_smoothing": None}, "worker_model=full": {"worker_model": "full"},
-            "max_iter=5": {"max_iter": 5}}
+            "max_iter=1": {"max_iter": 1}, "sequences=sentence": {"sequences": "sentence"},
+            "wrong_mass=split": {"wrong_mass": "split"}}
+#: HMMCrowd's defaults before issue 12 (sentences, wrong-answer mass split, one EM step).
+PREVIOUS_DEFAULTS = {"sequences": "sentence", "wrong_mass": "split", "max_iter": 1}
 
 
 def synthetic_ner(*, n_docs: int = 400, n_pool: int = 20, per_doc: int = 5, seed: int = 0) -> tuple[Corpus, np.ndarray]:
@@ -278,8 +275,8 @@ def ner_variants(*, seeds: tuple[int, ...], n_docs: int) -> dict:
 def time_em_step(corpus: Corpus, *, repeats: int) -> dict:
     """Median seconds of one E-step + M-step (the model built as HMMCrowd.fit builds it)."""
     design = _build_design(corpus, known=None, features=("word", "capitalised", "digit"), lowercase=False,
-                           sequences="sentence", shape_emission="bernoulli")
-    opts = dict(pseudo_count=0.1, worker_smoothing=0.001, worker_model="two-param", wrong_mass="split",
+                           sequences="document", shape_emission="bernoulli")
+    opts = dict(pseudo_count=0.1, worker_smoothing=0.001, worker_model="two-param", wrong_mass="each",
                 start_smoothing=0.001)
     init = _dawid_skene_init(design, n_workers=corpus.n_workers, n_rounds=5, diagonal=0.9, smoothing=0.001)
     params = _initial_params(_hard_stats(design, init, n_workers=corpus.n_workers), smoothing=0.001, **opts)
@@ -350,9 +347,9 @@ def pico(*, limit: int | None) -> dict:
     t0 = time.perf_counter()
     variants = {"hmmcrowd": model.labels_,
                 "hmmcrowd_marginal": HMMCrowd(decode="marginal").fit(crowd).labels_,
-                "hmmcrowd_5iter": HMMCrowd(max_iter=5).fit(crowd).labels_,
-                "hmmcrowd_no_words": HMMCrowd(features=("capitalised", "digit")).fit(crowd).labels_,
-                "hmmcrowd_old_settings": HMMCrowd(**OLD_SETTINGS).fit(crowd).labels_}
+                "hmmcrowd_1iter": HMMCrowd(max_iter=1).fit(crowd).labels_,
+                "hmmcrowd_sentences": HMMCrowd(sequences="sentence").fit(crowd).labels_,
+                "hmmcrowd_previous_defaults": HMMCrowd(**PREVIOUS_DEFAULTS).fit(crowd).labels_}
     variant_s = time.perf_counter() - t0
     union = reference_labels(full, rule="union")
     seen = union >= 0

@@ -11,9 +11,10 @@ with Clopper-Pearson intervals for P and R and a document bootstrap interval for
 clamped (``known=``) and evaluated by 4-fold cross-fitting over the expert documents:
 the labels of one fold's documents are never given to the fit that predicts them. The
 authors' published aggregates are scored the same way on the same tokens. Per-worker
-scores come from ``quality.report.build_report`` (the service's own report).
-
-See ``benchmarks/_pico.py`` for the data caveat (placeholder texts).
+scores come from ``quality.report.build_report`` (the service's own report): every crowd
+worker with expert overlap is listed with its token precision, recall and F1 against the
+experts' union (the shape of Nye et al. 2018, Table 4, which gives their means), and
+plotted with the aggregates. Texts: the abstracts of ``docs/`` (``benchmarks/_pico.py``).
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ def run(*, quick: bool, seed: int = 0) -> dict:
             "expert_tokens": int((ref >= 0).sum()),
             "spans_covering_no_token": dropped,
             "load_seconds": round(load_s, 2),
-            "texts": "placeholder (see benchmarks/_pico.py)",
+            "texts": "abstracts of pico/docs",
         },
         "methods": {},
     }
@@ -129,6 +130,13 @@ def run(*, quick: bool, seed: int = 0) -> dict:
         "paper_table4_mean_vs_expert": dict(zip(("precision", "recall", "f1"), PAPER_WORKERS, strict=True)),
         "mean_vs_expert": _means([w["vs_expert"] for w in workers]),
         "mean_vs_aggregate": _means([w["vs_aggregate"] for w in workers]),
+        "quartiles_vs_expert": _quartiles([w["vs_expert"] for w in workers]),
+        "per_worker_vs_expert": sorted(
+            ({"annotator": w["annotator"], "documents": w["vs_expert"]["documents"],
+              "expert_positive_tokens": w["vs_expert"]["tp"] + w["vs_expert"]["fn"],
+              **{k: w["vs_expert"][k] for k in ("precision", "recall", "f1", "precision_ci", "recall_ci", "f1_ci")}}
+             for w in workers if w["vs_expert"] is not None),
+            key=lambda r: (-r["documents"], r["annotator"])),
     }
     _plot(workers, out["methods"], RESULTS / f"pico_study_workers{'_quick' if quick else ''}.png")
     return out
@@ -141,6 +149,13 @@ def _means(blocks: list[dict | None]) -> dict:
         vals = [b[k] for b in rows if b[k] is not None]
         res[k] = float(np.mean(vals)) if vals else None
     return res
+
+
+def _quartiles(blocks: list[dict | None]) -> dict:
+    """25th, 50th and 75th percentile of each score over the workers that have it."""
+    rows = [b for b in blocks if b is not None]
+    return {k: [float(q) for q in np.percentile([b[k] for b in rows if b[k] is not None], [25, 50, 75])]
+            for k in ("precision", "recall", "f1")}
 
 
 def _plot(workers: list[dict], methods: dict, path: Path) -> None:

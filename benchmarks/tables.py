@@ -135,16 +135,32 @@ def render_pico_study(d: dict, results: Path, quick: bool) -> str:
         ["Nye et al. 2018, Table 4 (individual workers)", "–", *(
             _f(w["paper_table4_mean_vs_expert"][k], 2) for k in ("precision", "recall", "f1"))],
     ]
+    if "quartiles_vs_expert" in w:
+        q = w["quartiles_vs_expert"]
+        worker_rows.insert(1, ["crowdqa: crowd workers vs experts, quartiles (25/50/75%)",
+                               w["mean_vs_expert"]["workers"],
+                               *("/".join(_f(v) for v in q[k]) for k in ("precision", "recall", "f1"))])
+    per_worker = ""
+    if w.get("per_worker_vs_expert"):
+        rows_w = [[r["annotator"], r["documents"], r["expert_positive_tokens"], _ci(r, "precision"), _ci(r, "recall"),
+                   _ci(r, "f1")] for r in w["per_worker_vs_expert"]]
+        per_worker = (
+            f"\n\n<details><summary>Every crowd worker with expert overlap ({len(rows_w)}), token scores against "
+            "the experts' union on the documents both labelled</summary>\n\n"
+            + _table(["worker", "documents", "expert-positive tokens", "precision", "recall", "F1"], rows_w)
+            + "\n\n</details>")
     fits = ", ".join(f"{NAMES[m]} {_ms(r['fit_seconds'])}" for m, r in d["methods"].items())
     return (
         f"PICO Participants, token-level against the union of the experts on {data['expert_documents']} expert "
         f"documents ({data['expert_tokens']:,} tokens); {data['documents']:,} documents, "
         f"{data['crowd_labels']:,} crowd labels from {data['crowd_workers']} workers fitted together. "
         "Precision and recall with exact Clopper-Pearson intervals, F1 with a document bootstrap (95%). "
-        "Texts are placeholders (see `benchmarks/_pico.py`).\n\n"
+        "Every method with its default options, all on crowdqa's tokens (`\\w+|[^\\w\\s]`) of the abstracts; "
+        "the authors' published aggregates are aligned to the same tokens.\n\n"
         + _table(["method", "run", "precision", "recall", "F1"], rows)
         + f"\n\nFit time (crowd only): {fits}.\n\nMean per-worker scores:\n\n"
         + _table(["", "workers", "precision", "recall", "F1"], worker_rows)
+        + per_worker
         + _png(results, "pico_study_workers", quick, "precision-recall of every PICO worker, aggregates marked")
     )
 
@@ -242,6 +258,18 @@ def render_hmm_crowd(d: dict, results: Path, quick: bool) -> str:
             [[f"{p['documents']:,}", f"{p['tokens']:,}", f"{p['crowd_labels']:,}", p["annotators"], p["iterations"],
               _ms(p["fit_seconds"]), f"{p['fit_peak_traced_memory_mb']:.0f} MB",
               _f(p["agreement_with_published_hmmcrowd_all_docs"])]])
+        names = {"hmmcrowd": "HMMCrowd defaults", "hmmcrowd_marginal": "decode=marginal",
+                 "hmmcrowd_1iter": "max_iter=1 (authors' NER command line)",
+                 "hmmcrowd_sentences": "sequences=sentence",
+                 "hmmcrowd_previous_defaults": "previous defaults (sentence, split, max_iter=1)",
+                 "published_HMMCrowd": "authors' published HMMCrowd", "published_dw": "authors' published DS",
+                 "published_mv": "authors' published MV"}
+        score_rows = [[names[k], _f(v["precision"]), _f(v["recall"]), _f(v["f1"])]
+                      for k, v in p.get("scores", {}).items() if k in names]
+        if score_rows:
+            out += (f"\n\nToken scores on the {p['expert_documents']} expert documents ({p['expert_tokens']:,} tokens) "
+                    "against the union of the experts:\n\n"
+                    + _table(["run", "precision", "recall", "F1"], score_rows))
         q = p.get("worker_quality_vs_published") or {}
         rows = []
         for key, name in (("hmmcrowd", "HMMCrowd"), ("dawid_skene", "DawidSkene")):
