@@ -139,6 +139,8 @@ def ner_crowd(*, n_sentences: int = 1000, n_workers: int = 40, per_sentence: int
     rng = np.random.default_rng(seed)
     counts = {"late": 6, "early": 6, "long": 3, "spammer": 2} if kinds is None else dict(kinds)
     kind_of = [k for k, c in counts.items() for _ in range(c)]
+    if len(kind_of) > n_workers:
+        raise ValueError(f"kinds name {len(kind_of)} annotators, more than n_workers={n_workers}")
     kind_of += ["good"] * (n_workers - len(kind_of))
     kind_of = list(rng.permutation(kind_of))
     acc = rng.uniform(*accuracy, n_workers)

@@ -411,3 +411,40 @@ def test_bad_parameters_raise(params, match):
     est = BayesianSequenceCombination(**params)
     with pytest.raises(ValueError, match=match):
         est.fit(corpus)
+
+
+def _write_conll(path, corpus: Corpus, columns: np.ndarray) -> None:
+    """Rodrigues et al.'s layout: the token, then one tag per column (``?`` = did not label the sentence)."""
+    lines = []
+    for d in range(corpus.n_docs):
+        s, e = int(corpus.doc_start[d]), int(corpus.doc_start[d + 1])
+        for t, word in zip(range(s, e), corpus.doc_tokens(d), strict=True):
+            lines.append(" ".join([word, *("?" if c < 0 else corpus.class_names[c] for c in columns[t])]))
+        lines.append("")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_cli_aggregates_a_multi_column_conll_file(tmp_path):
+    """The acceptance path: ``crowdqa aggregate`` on a CoNLL file with one column per annotator and a
+    gold file, ``--method bsc-seq``; the written tags are the pipeline's labels (oracle: a direct
+    ``run_pipeline``), and the report scores them against the gold column."""
+    from api.cli import main
+    from ingest import read_corpus
+    from jobs.pipeline import run_pipeline
+
+    corpus, truth, _ = ner_crowd(n_sentences=150, n_workers=20, seed=5)
+    dense = np.stack([corpus.labels_of(w) for w in range(corpus.n_workers)], axis=1)
+    _write_conll(tmp_path / "crowd.conll", corpus, dense)
+    _write_conll(tmp_path / "gold.conll", corpus, truth[:, None])
+    out, report = tmp_path / "agg.conll", tmp_path / "report.json"
+    assert main(["aggregate", str(tmp_path / "crowd.conll"), "--format", "conll", "--expert",
+                 str(tmp_path / "gold.conll"), "--expert-format", "conll", "--method", "bsc-seq",
+                 "--output", str(out), "--report", str(report), "--quiet"]) == 0
+    crowd = read_corpus(tmp_path / "crowd.conll", format="conll").corpus
+    labels = run_pipeline(crowd, method="bsc-seq").labels
+    tags = [line.split()[-1] for line in out.read_text().splitlines() if line.strip()]
+    assert tags == [crowd.class_names[k] for k in labels.tolist()]
+    import json
+
+    scored = json.loads(report.read_text())
+    assert scored["method"] == "bsc-seq" and scored["aggregate_vs_expert"]["span_type"]["f1"] > 0.5
