@@ -347,11 +347,14 @@ def _forward_backward_corpus(
     # return in the log evidence. States far behind may underflow to 0, which is harmless.
     # Row n_tokens (the padding cells of every batch) is a neutral frame of ones.
     offset = np.zeros(n_tokens + 1)
-    np.max(log_frame, axis=1, out=offset[:n_tokens])
+    offset[:n_tokens] = log_frame[:, 0]
+    for k in range(1, n_classes):  # a max over a short last axis is slow in numpy; columns are not
+        np.maximum(offset[:n_tokens], log_frame[:, k], out=offset[:n_tokens])
     offset[~np.isfinite(offset)] = 0.0
     frame_all = np.ones((n_tokens + 1, n_classes))
+    np.subtract(log_frame, offset[:n_tokens, None], out=frame_all[:n_tokens])
     with np.errstate(under="ignore"):
-        np.exp(log_frame - offset[:n_tokens, None], out=frame_all[:n_tokens])
+        np.exp(frame_all[:n_tokens], out=frame_all[:n_tokens])
     start, trans = np.exp(log_startprob), np.exp(log_transmat)
     post = np.zeros((n_tokens + 1, n_classes))  # the last row collects padding and is dropped
     xi = np.zeros((n_classes, n_classes))

@@ -152,22 +152,22 @@ def _sentence_starts(chars: NDArray[np.str_], *, first: NDArray[np.int64], end: 
 def _previous_labels(corpus: Corpus, *, start: int) -> NDArray[np.int64]:
     """Each annotation's annotator's label on the previous token of the same document.
 
-    Rows are sorted by ``(token, worker)``, so the key ``token * n_workers + worker`` is
-    sorted and one ``searchsorted`` finds every predecessor. ``start`` where there is
-    none (the document's first token).
+    Rows are sorted by ``(token, worker)`` and an annotator who labelled a document
+    labelled all of its tokens (both checked at corpus construction), so inside a
+    document the rows of token ``t - 1`` are the rows of token ``t`` shifted back by
+    the number of annotators of ``t``: one subtraction finds every predecessor.
+    ``start`` where there is none (the document's first token).
 
     Returns
     -------
     ndarray of shape (n_obs,)
     """
-    n_workers = max(corpus.n_workers, 1)
-    key = corpus.token * n_workers + corpus.worker
-    want = key - n_workers
-    pos = np.minimum(np.searchsorted(key, want), max(corpus.n_obs - 1, 0))
+    per_token = np.bincount(corpus.token, minlength=corpus.n_tokens)
     doc_first = np.zeros(corpus.n_tokens, dtype=bool)
     doc_first[corpus.doc_start[:-1][corpus.doc_lengths > 0]] = True
-    found = (key[pos] == want) & ~doc_first[corpus.token]
-    return np.where(found, corpus.label[pos].astype(np.int64), start)
+    has_prev = ~doc_first[corpus.token]
+    pos = np.where(has_prev, np.arange(corpus.n_obs) - per_token[corpus.token], 0)
+    return np.where(has_prev, corpus.label[pos].astype(np.int64), start)
 
 
 def _build_design(corpus: Corpus, *, known: NDArray[np.int64] | None, annotator_model: str,

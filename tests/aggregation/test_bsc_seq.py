@@ -448,3 +448,13 @@ def test_cli_aggregates_a_multi_column_conll_file(tmp_path):
 
     scored = json.loads(report.read_text())
     assert scored["method"] == "bsc-seq" and scored["aggregate_vs_expert"]["span_type"]["f1"] > 0.5
+
+
+def test_previous_labels_equal_a_loop(seed):
+    """Oracle: a dictionary lookup of the same annotator's label on the previous token of the document."""
+    from aggregation.bsc_seq import _previous_labels
+
+    corpus = random_corpus(np.random.default_rng(seed), n_docs=6, max_len=5, n_workers=4, p_label=0.6)
+    expected = _naive_prev(corpus)
+    got = _previous_labels(corpus, start=0)
+    assert got.tolist() == [expected[(int(t), int(w))] for t, w in zip(corpus.token, corpus.worker, strict=True)]
