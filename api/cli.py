@@ -27,7 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
                     "documents, positives and negatives to annotate for a gold standard (SLiCE)"),
     "serve": ("api.commands.serve", "run the API (embedded: SQLite and an in-process queue)"),
     "worker": ("api.commands.worker", "run queued jobs from CROWDQA_REDIS_URL"),
-    "keys": ("api.commands.keys", "manage API keys"),
+    "keys": ("api.commands.keys", "create, list and revoke API keys"),
 }
 
 
@@ -65,15 +65,18 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     from ingest.errors import IngestError
+    from jobs.errors import JobError
+    from store.errors import StoreError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (UserError, IngestError, FileNotFoundError, IsADirectoryError, PermissionError, ValueError) as exc:
+    except (UserError, IngestError, StoreError, JobError, FileNotFoundError, IsADirectoryError, NotADirectoryError,
+            PermissionError, ValueError) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        if isinstance(exc, FileNotFoundError | IsADirectoryError | PermissionError) and exc.filename:
+        if isinstance(exc, OSError) and exc.filename:
             msg = f"{exc.filename}: {exc.strerror}"
         print(f"crowdqa: error: {msg}", file=sys.stderr)
         return 2

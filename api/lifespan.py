@@ -34,6 +34,14 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     from store.db import get_engine
 
     settings = get_settings()
+    took_lock = False
+    if settings.embedded:
+        # Before the database is touched: a second embedded server on this data would take the
+        # first one's running jobs for abandoned ones (re-entrant: `crowdqa serve` took it already).
+        from store.datadir_lock import acquire_data_dir, held_data_dirs
+
+        took_lock = str(settings.data_dir.resolve()) not in held_data_dirs()
+        acquire_data_dir(settings.data_dir)
     get_engine(settings)
     removed = ArtifactStore(settings.data_dir).remove_stale_parts()
     if removed:
@@ -52,6 +60,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     finally:
         if worker is not None:
             worker.stop()
+        if took_lock:
+            from store.datadir_lock import release_data_dir
+
+            release_data_dir(settings.data_dir)
 
 
 class BodyLimitMiddleware:

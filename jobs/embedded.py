@@ -11,22 +11,34 @@ in-memory server.
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
+import uuid
 
 from rq import SimpleWorker
 from rq.serializers import JSONSerializer
 from rq.timeouts import TimerDeathPenalty
 from sqlmodel import Session, select
 
+from jobs import cancel
 from jobs.queue import enqueue_job, enqueued, get_queue
 from store import crud
 from store.db import get_engine
 from store.models import Job, JobStatus, utcnow
 from store.settings import Settings
 
-__all__ = ["ThreadWorker", "EmbeddedWorker", "recover_jobs"]
+__all__ = ["ThreadWorker", "EmbeddedWorker", "recover_jobs", "EMBEDDED_PREFIX", "embedded_worker_name"]
 
 logger = logging.getLogger(__name__)
+
+#: Names of embedded workers start with this; the job row's ``worker_name`` says who ran it.
+EMBEDDED_PREFIX = "embedded."
+
+
+def embedded_worker_name() -> str:
+    """A fresh name for this process' embedded worker: ``embedded.<host>.<pid>.<random>``."""
+    return f"{EMBEDDED_PREFIX}{socket.gethostname()[:60]}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
 
 
 class ThreadWorker(SimpleWorker):
@@ -46,11 +58,13 @@ class EmbeddedWorker:
         self.settings = settings
         self.poll_interval = poll_interval
         self.queue = get_queue(settings)
-        self.worker = ThreadWorker([self.queue], connection=self.queue.connection, serializer=JSONSerializer)
+        self.worker = ThreadWorker([self.queue], connection=self.queue.connection, serializer=JSONSerializer,
+                                   name=embedded_worker_name())
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="crowdqa-embedded-worker", daemon=True)
 
     def start(self) -> EmbeddedWorker:
+        cancel.clear_shutdown()
         self._thread.start()
         return self
 
@@ -66,28 +80,54 @@ class EmbeddedWorker:
             enqueued.wait(self.poll_interval)
             enqueued.clear()
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stop after the current job (waiting at most ``timeout`` seconds)."""
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop now: a running job stops at its next checkpoint and goes back to the queue.
+
+        A job still running after ``timeout`` seconds (a long step without a checkpoint) is put back
+        to the queue here; its thread dies with the process and its late writes find it not running.
+        """
         self._stop.set()
+        self.worker._stop_requested = True  # rq's flag: take no further job from the queue
+        cancel.request_shutdown()
         enqueued.set()
         self._thread.join(timeout)
+        left = cancel.running_here()
+        if left:
+            with Session(get_engine(self.settings)) as s:
+                for job_id in left:
+                    crud.update_job(session=s, job_id=job_id, only_if=JobStatus.running, status=JobStatus.queued,
+                                    progress={"stage": "queued"}, started_at=None, heartbeat_at=None,
+                                    error="interrupted: the service stopped while the job ran; it was queued again")
 
 
 def recover_jobs(settings: Settings) -> tuple[int, int]:
-    """At start: fail jobs left running by a previous process and re-enqueue the queued ones.
+    """At start: fail jobs whose worker is gone and re-enqueue the queued ones.
 
-    The embedded queue lives in memory, so after a restart nothing else knows about them.
-    Returns (failed, requeued).
+    The embedded queue lives in memory, so after a restart nothing else knows about them. Call it
+    only while holding the data directory's serve lock (:mod:`store.datadir_lock`): then no other
+    embedded server runs on this data, so a job run by an embedded worker of another process lost
+    its worker. A job run by a ``crowdqa worker`` (an earlier Redis setup on the same database) is
+    failed only once its heartbeats stopped for ``stale_after`` seconds. Returns (failed, requeued).
     """
+    from datetime import timedelta
+
+    from store.models import aware
+
     engine = get_engine(settings)
     queue = get_queue(settings)
+    cutoff = utcnow() - timedelta(seconds=settings.stale_after)
+    gone = []
     with Session(engine) as s:
-        running = s.exec(select(Job.id).where(Job.status == JobStatus.running)).all()
-        for job_id in running:
+        for job_id, worker, beat in s.exec(select(Job.id, Job.worker_name, Job.heartbeat_at)
+                                           .where(Job.status == JobStatus.running)).all():
+            embedded = (worker or "").startswith(EMBEDDED_PREFIX)
+            if embedded or (aware(beat) or cutoff) <= cutoff:
+                gone.append(job_id)
+        for job_id in gone:
             crud.update_job(session=s, job_id=job_id, only_if=JobStatus.running, status=JobStatus.failed,
                             finished_at=utcnow(),
                             error="abandoned: the service stopped while the job ran; the dataset is intact, re-run it")
         queued = s.exec(select(Job.id).where(Job.status == JobStatus.queued).order_by(Job.created_at)).all()
     for job_id in queued:
         enqueue_job(queue, job_id, settings=settings)
-    return len(running), len(queued)
+    return len(gone), len(queued)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-__all__ = ["JobError", "QueueUnavailableError", "JobNotRunnableError"]
+__all__ = ["JobError", "QueueUnavailableError", "JobNotRunnableError", "JobCancelled", "UploadConflictError",
+           "JobParamsError"]
 
 
 class JobError(Exception):
@@ -15,3 +16,27 @@ class QueueUnavailableError(JobError):
 
 class JobNotRunnableError(JobError):
     """A job cannot be (re-)run in its current state, e.g. it is still queued or running."""
+
+
+class UploadConflictError(JobError):
+    """An upload that does not fit the dataset (another kind of labels, or the same file again)."""
+
+
+class JobParamsError(JobError, ValueError):
+    """A method parameter the aggregator does not take, or of the wrong type; ``field`` names it."""
+
+    def __init__(self, message: str, *, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class JobCancelled(BaseException):  # noqa: N818 - a signal to unwind, like KeyboardInterrupt
+    """Raised inside a running job at a checkpoint when it was deleted or the service is stopping.
+
+    A BaseException, so that no ``except Exception`` on the way up swallows it.
+    ``requeue`` is True when the job should run again (the service stopped under it).
+    """
+
+    def __init__(self, reason: str, *, requeue: bool = False) -> None:
+        super().__init__(reason)
+        self.requeue = requeue

@@ -128,7 +128,12 @@ def run_pipeline(
         if progress is not None:
             progress("cross-fitting", None, None)
         t_cf = time.perf_counter()
-        heldout, n_folds = _cross_fit(method, params, crowd, known, corpus, folds=crossfit_folds, seed=seed)
+        def fold_step(iteration: int, log_likelihood: float) -> None:
+            if progress is not None:  # a checkpoint per EM iteration of every fold's fit, too
+                progress("cross-fitting", None, None)
+
+        heldout, n_folds = _cross_fit(method, params, crowd, known, corpus, folds=crossfit_folds, seed=seed,
+                                      callback=fold_step)
         fit["cross_fit"] = {"folds": n_folds, "expert_documents": int(np.unique(corpus.token_doc[clamped]).size),
                             "seconds": round(time.perf_counter() - t_cf, 6), "seed": seed}
         fit["stages"]["cross_fitting"] = fit["cross_fit"]["seconds"]
@@ -156,7 +161,7 @@ def run_pipeline(
 
 def _cross_fit(
     method: str, params: dict[str, Any] | None, crowd: Corpus, known: NDArray, corpus: Corpus, *, folds: int,
-    seed: int,
+    seed: int, callback: Callable[[int, float], None] | None = None,
 ) -> tuple[NDArray[np.int64], int]:
     """Held-out predictions on the expert documents, and the number of folds used.
 
@@ -178,7 +183,7 @@ def _cross_fit(
         with warnings.catch_warnings():
             # The main fit already recorded this method's warnings for these settings.
             warnings.simplefilter("ignore")
-            model.fit(crowd, known=np.where(held, MISSING, known))
+            model.fit(crowd, known=np.where(held, MISSING, known), callback=callback)
         heldout[held] = np.asarray(model.labels_, dtype=np.int64)[held]
     return heldout, n_folds
 

@@ -27,7 +27,8 @@ from store.artifacts import ArtifactStore, safe_suffix
 from store.models import Dataset, Job, JobCreate, JobStatus, Upload, utcnow
 from store.settings import Settings
 
-__all__ = ["UPLOAD_OPTIONS", "extract_docs", "parse_upload", "add_upload", "start_job", "rerun_job", "delete_job",
+__all__ = ["UPLOAD_OPTIONS", "load_job_corpus", "stop_running_job",
+           "extract_docs", "parse_upload", "add_upload", "start_job", "rerun_job", "delete_job",
            "delete_dataset", "collect_garbage", "check_lost", "jsonable"]
 
 logger = logging.getLogger(__name__)
@@ -44,6 +45,11 @@ def jsonable(value: Any) -> Any:
     from quality.report import plain_json
 
     return plain_json(value)
+
+
+def load_job_corpus(store: ArtifactStore, sha: str) -> Corpus:
+    """The corpus a job runs on (a dataset snapshot, by its sha256)."""
+    return store.load_corpus(sha)
 
 
 def extract_docs(zip_path: Path, target: Path, *, max_bytes: int, max_files: int = 1_000_000) -> int:
@@ -255,14 +261,43 @@ def check_lost(*, session: Session, queue: Queue, job: Job, grace: float = 5.0) 
 
 
 def delete_job(*, session: Session, settings: Settings, queue: Queue, job: Job) -> None:
-    """Delete a job's rows and result files and forget its queue entry (a running job's result is discarded)."""
-    try:
-        cancel_job(queue, job.id)
-    except QueueUnavailableError:
-        if job.status in (JobStatus.queued, JobStatus.running):
-            raise
+    """Delete a job's rows and result files; a queued job leaves the queue, a running one is stopped.
+
+    A job running on a ``crowdqa worker`` gets rq's stop-job command (its work horse is killed at
+    once); a job on the embedded worker stops at its next checkpoint (between EM iterations and
+    stages). Either way its row is gone, so nothing it computed is saved, and the worker takes
+    the next queued job.
+    """
+    if job.status == JobStatus.running:
+        stop_running_job(queue=queue, settings=settings, job_id=job.id)
+    else:
+        try:
+            cancel_job(queue, job.id)
+        except QueueUnavailableError:
+            if job.status == JobStatus.queued:
+                raise
     crud.delete_job(session=session, job=job)
     collect_garbage(session=session, settings=settings)
+
+
+def stop_running_job(*, queue: Queue, settings: Settings, job_id: str) -> None:
+    """Ask whoever runs ``job_id`` to stop it now (see :func:`delete_job`)."""
+    import redis
+    from rq.command import send_stop_job_command
+    from rq.exceptions import InvalidJobOperation, NoSuchJobError
+    from rq.serializers import JSONSerializer
+
+    from jobs import cancel
+
+    cancel.request_cancel(job_id)  # the embedded worker, if the job runs in this process
+    if settings.embedded:
+        return
+    try:
+        send_stop_job_command(queue.connection, job_id, serializer=JSONSerializer)
+    except (InvalidJobOperation, NoSuchJobError):
+        pass  # not on a worker (yet): the deleted row makes its claim or its next checkpoint fail
+    except redis.exceptions.RedisError as exc:
+        raise QueueUnavailableError(f"the job queue is unavailable, cannot stop job {job_id}: {exc}") from exc
 
 
 def delete_dataset(*, session: Session, settings: Settings, dataset: Dataset) -> None:

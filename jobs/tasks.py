@@ -21,8 +21,10 @@ from rq.timeouts import JobTimeoutException
 from sqlmodel import Session
 
 from ingest.errors import IngestError
+from jobs import cancel
+from jobs.errors import JobCancelled
 from jobs.pipeline import run_pipeline
-from jobs.service import jsonable
+from jobs.service import jsonable, load_job_corpus
 from store import crud
 from store.artifacts import ArtifactStore
 from store.db import get_engine
@@ -73,6 +75,8 @@ class _Progress:
         self.state: dict[str, Any] = {}
 
     def __call__(self, stage: str, iteration: int | None, log_likelihood: float | None) -> None:
+        # Between EM iterations and stages: the place where a deleted job or a stopping server stops it.
+        cancel.checkpoint(self.job_id)
         now = time.monotonic()
         if stage != self.stage:
             if self.stage is not None:
@@ -87,8 +91,10 @@ class _Progress:
 
     def flush(self) -> None:
         with Session(get_engine(self.settings)) as s:
-            crud.update_job(session=s, job_id=self.job_id, only_if=JobStatus.running,
-                            progress=dict(self.state), heartbeat_at=utcnow())
+            still = crud.update_job(session=s, job_id=self.job_id, only_if=JobStatus.running,
+                                    progress=dict(self.state), heartbeat_at=utcnow())
+        if not still:  # deleted (or failed as abandoned) by another process: stop computing
+            raise JobCancelled("the job row was deleted or left the running state")
 
 
 def fail_or_requeue(settings: Settings, job_id: str, *, reason: str, retries_left: int) -> None:
@@ -117,7 +123,7 @@ def _save_results(settings: Settings, job: Job, result, timings: dict[str, float
         row = s.get(Job, job.id)
         if row is None or row.status != JobStatus.running:
             s.rollback()
-            raise RuntimeError(f"job {job.id} left the running state while it ran (deleted or marked abandoned)")
+            raise JobCancelled("the job row was deleted or left the running state")
         row.status = JobStatus.finished
         row.finished_at = utcnow()
         row.error = None
@@ -143,10 +149,19 @@ def run_job(job_id: str) -> str:
     heartbeat = _Heartbeat(settings, job_id)
     heartbeat.start()
     try:
+        with cancel.running(job_id):
+            return _run_claimed(settings, job, rq_job)
+    finally:
+        heartbeat.stop.set()
+
+
+def _run_claimed(settings: Settings, job: Job, rq_job) -> str:
+    job_id = job.id
+    try:
         t0 = time.perf_counter()
         progress = _Progress(settings, job_id)
         progress("reading", None, None)
-        corpus = ArtifactStore(settings.data_dir).load_corpus(job.corpus_sha256)
+        corpus = load_job_corpus(ArtifactStore(settings.data_dir), job.corpus_sha256)
         timings = {"load": round(time.perf_counter() - t0, 6)}
         result = run_pipeline(corpus, method=str(job.method),
                               params=job.params, use_experts=job.use_experts, reference=job.reference,
@@ -155,6 +170,14 @@ def run_job(job_id: str) -> str:
         progress("writing", None, None)
         _save_results(settings, job, result, timings)
         return JobStatus.finished.value
+    except JobCancelled as exc:
+        if exc.requeue:  # the server is stopping: back to the queue, to run at the next start
+            with Session(get_engine(settings)) as s:
+                crud.update_job(session=s, job_id=job_id, only_if=JobStatus.running, status=JobStatus.queued,
+                                progress={"stage": "queued"}, started_at=None, heartbeat_at=None,
+                                error=f"interrupted: {exc}; it was queued again")
+        logger.info("job %s stopped: %s", job_id, exc)
+        return "cancelled"
     except INPUT_ERRORS as exc:
         fail_or_requeue(settings, job_id, reason=f"{type(exc).__name__}: {exc}", retries_left=0)
         return JobStatus.failed.value
@@ -168,8 +191,6 @@ def run_job(job_id: str) -> str:
         logger.error("job %s failed: %s\n%s", job_id, reason, traceback.format_exc())
         fail_or_requeue(settings, job_id, reason=reason, retries_left=retries)
         raise
-    finally:
-        heartbeat.stop.set()
 
 
 def on_job_failure(rq_job, connection, exc_type, exc_value, tb) -> None:

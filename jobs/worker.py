@@ -51,9 +51,19 @@ def _preload() -> None:
 
 def run_worker(settings: Settings, *, burst: bool = False, name: str | None = None) -> bool:
     """Run a worker on the settings' Redis until stopped (or until the queue is empty with ``burst``)."""
+    import redis
+
+    from store.errors import ConfigurationError
+    from store.settings import masked_url
+
     get_engine(settings)  # create or check the schema before taking jobs
-    _preload()
     connection = redis_connection(settings)
+    try:
+        connection.ping()
+    except redis.exceptions.RedisError as exc:
+        raise ConfigurationError(f"cannot reach Redis at {masked_url(settings.redis_url)} (CROWDQA_REDIS_URL): "
+                                 f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+    _preload()
     worker = CrowdqaWorker([get_queue(settings, connection)], connection=connection, serializer=JSONSerializer,
                            name=name)
     return worker.work(burst=burst, logging_level="INFO")

@@ -39,6 +39,8 @@ __all__ = [
     "get_or_create_project",
     "create_api_key",
     "authenticate",
+    "list_api_keys",
+    "revoke_api_key",
     "create_dataset",
     "get_dataset",
     "list_datasets",
@@ -107,6 +109,27 @@ def authenticate(*, session: Session, key: str) -> Project | None:
     if row is None or not hmac.compare_digest(row.key_hash, _hash_key(key)):
         return None
     return session.get(Project, row.project_id)
+
+
+def list_api_keys(*, session: Session, project_name: str | None = None,
+                  project_id: str | None = None) -> list[tuple[ApiKey, Project]]:
+    """The keys (with their project), oldest first; optionally of one project (by name or id)."""
+    stmt = select(ApiKey, Project).where(ApiKey.project_id == Project.id)
+    if project_name is not None:
+        stmt = stmt.where(Project.name == project_name)
+    if project_id is not None:
+        stmt = stmt.where(Project.id == project_id)
+    return [(k, p) for k, p in session.exec(stmt.order_by(ApiKey.created_at, ApiKey.id)).all()]
+
+
+def revoke_api_key(*, session: Session, prefix: str, project_id: str | None = None) -> bool:
+    """Delete the key with this prefix (optionally only within a project); True if one was deleted."""
+    stmt = delete(ApiKey).where(ApiKey.prefix == prefix)
+    if project_id is not None:
+        stmt = stmt.where(ApiKey.project_id == project_id)
+    result = session.exec(stmt)
+    session.commit()
+    return bool(result.rowcount)
 
 
 # ---------------------------------------------------------------- datasets and uploads

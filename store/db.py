@@ -81,6 +81,24 @@ def _engine_for(url: str, data_dir: str) -> Engine:
 
 
 def get_engine(settings: Settings) -> Engine:
-    """The initialised engine of these settings, built once per process and URL."""
-    return _engine_for(settings.database_url, str(settings.data_dir))
+    """The initialised engine of these settings, built once per process and URL.
+
+    A database URL that cannot be used (unsupported, unreachable, refused) raises
+    :class:`~store.errors.ConfigurationError` with one line saying what to fix.
+    """
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
+
+    from store.errors import ConfigurationError
+    from store.settings import masked_url
+
+    url = masked_url(settings.database_url)
+    try:
+        return _engine_for(settings.database_url, str(settings.data_dir))
+    except (ArgumentError, NoSuchModuleError, ImportError) as exc:
+        raise ConfigurationError(
+            f"CROWDQA_DATABASE_URL {url!r} is not a supported database URL ({str(exc).splitlines()[0]}); use "
+            "sqlite:///PATH or postgresql+psycopg://USER:PASSWORD@HOST/DATABASE") from None
+    except OperationalError as exc:
+        reason = str(exc.orig if exc.orig is not None else exc).strip().splitlines()[0]
+        raise ConfigurationError(f"cannot use the database {url} (CROWDQA_DATABASE_URL): {reason}") from None
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-__all__ = ["StoreError", "SchemaVersionError", "ArtifactMissingError", "UploadTooLargeError"]
+__all__ = ["StoreError", "SchemaVersionError", "ArtifactMissingError", "UploadTooLargeError", "DataDirLockedError",
+           "ConfigurationError"]
 
 
 class StoreError(Exception):
@@ -23,3 +24,11 @@ class UploadTooLargeError(StoreError):
     def __init__(self, limit: int) -> None:
         self.limit = limit
         super().__init__(f"upload exceeds the limit of {limit} bytes")
+
+
+class DataDirLockedError(StoreError):
+    """Another embedded ``crowdqa serve`` holds the data directory."""
+
+
+class ConfigurationError(StoreError):
+    """The settings point at a database or queue that cannot be used; the message says what to fix."""

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["Settings", "get_settings", "PLACEHOLDER_SECRETS"]
+__all__ = ["Settings", "get_settings", "PLACEHOLDER_SECRETS", "masked_url", "describe"]
 
 #: Passwords that mean "somebody copied an example and forgot to change it".
 PLACEHOLDER_SECRETS = frozenset({"changethis", "changeme", "password", "secret", "example"})
@@ -62,7 +62,33 @@ class Settings(BaseSettings):
         return not self.redis_url
 
 
+def masked_url(url: str | None) -> str:
+    """``url`` with its password replaced by ``***`` (for messages)."""
+    if not url:
+        return ""
+    parts = urlsplit(url)
+    if parts.password:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+        return parts._replace(netloc=netloc).geturl()
+    return url
+
+
+def describe(settings: Settings) -> str:
+    """Where a command keeps its data: the data directory, the database and the queue, in one line."""
+    queue = f"queue {masked_url(settings.redis_url)}" if settings.redis_url else "embedded queue"
+    return f"data directory {settings.data_dir.resolve()}, database {masked_url(settings.database_url)}, {queue}"
+
+
 @lru_cache
 def get_settings() -> Settings:
-    """The settings of this process (cached)."""
-    return Settings()
+    """The settings of this process (cached); a bad ``CROWDQA_*`` value raises ConfigurationError naming it."""
+    from pydantic import ValidationError
+
+    from store.errors import ConfigurationError
+
+    try:
+        return Settings()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = "CROWDQA_" + ".".join(str(p) for p in first.get("loc", ())).upper()
+        raise ConfigurationError(f"{name}: {first.get('msg', 'invalid value')}") from None

@@ -1,27 +1,44 @@
-"""``crowdqa keys create --project NAME``: create an API key (printed alone on the last line)."""
+"""crowdqa keys: create, list and revoke API keys.
+
+A key works on the server whose data directory (or database) holds it: each command first
+says, on stderr, which data directory and database it uses.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from api.cli import COMMANDS
 
 __all__ = ["register"]
 
 
-def _create(args: argparse.Namespace) -> int:
+def _session():
     from sqlmodel import Session
 
+    from store.db import get_engine
+    from store.settings import describe, get_settings
+
+    settings = get_settings()
+    new = settings.database_url.startswith("sqlite") and not (settings.data_dir / "crowdqa.db").exists()
+    session = Session(get_engine(settings))
+    print(f"crowdqa: {describe(settings)}", file=sys.stderr)
+    if new:
+        print(f"crowdqa: note: {settings.data_dir.resolve()} held no crowdqa data; a new database was created "
+              "there. A server started elsewhere will not know this key: run the command where `crowdqa serve` "
+              "runs, or set CROWDQA_DATA_DIR.", file=sys.stderr)
+    return session
+
+
+def _create(args: argparse.Namespace) -> int:
     from api.cli import UserError
     from store import crud
-    from store.db import get_engine
-    from store.settings import get_settings
 
     name = args.project.strip()
     if not name or len(name) > 200:
         raise UserError("--project must be a name of 1 to 200 characters")
-    settings = get_settings()
-    with Session(get_engine(settings)) as session:
+    with _session() as session:
         project = crud.get_or_create_project(session=session, name=name)
         project_id = project.id
         key = crud.create_api_key(session=session, project_id=project_id)
@@ -30,9 +47,45 @@ def _create(args: argparse.Namespace) -> int:
     return 0
 
 
+def _list(args: argparse.Namespace) -> int:
+    from store import crud
+
+    with _session() as session:
+        rows = crud.list_api_keys(session=session, project_name=args.project)
+        print(f"{'key prefix':<14} {'project':<24} created")
+        for key, project in rows:
+            print(f"{key.prefix:<14} {project.name:<24} {key.created_at:%Y-%m-%d %H:%M:%S}")
+    if not rows:
+        print("no keys" + (f" for project {args.project!r}" if args.project else ""), file=sys.stderr)
+    return 0
+
+
+def _revoke(args: argparse.Namespace) -> int:
+    from api.cli import UserError
+    from store import crud
+
+    prefix = args.prefix.split("_")[1] if args.prefix.startswith(f"{crud.KEY_PREFIX}_") else args.prefix
+    with _session() as session:
+        if not crud.revoke_api_key(session=session, prefix=prefix):
+            raise UserError(f"no key with prefix {prefix!r} (see `crowdqa keys list`)")
+    print(f"revoked the key {prefix}; requests with it now answer 401")
+    return 0
+
+
 def register(subparsers) -> None:
-    p = subparsers.add_parser("keys", help=COMMANDS['keys'][1], description=__doc__)
+    p = subparsers.add_parser("keys", help=COMMANDS["keys"][1],
+                              description="Create, list and revoke the API keys of this data directory's projects.")
     sub = p.add_subparsers(dest="keys_command", metavar="ACTION", required=True)
-    c = sub.add_parser("create", help="create a key for a project (created if new)")
+    c = sub.add_parser("create", help="create a key for a project (created if new); the key is the last line",
+                       description="Create an API key for a project (the project is created if new). The key is "
+                                   "printed once, alone on the last line.")
     c.add_argument("--project", required=True, help="project name")
     c.set_defaults(func=_create)
+    ls = sub.add_parser("list", help="list the keys (prefix, project, creation time); secrets are never shown",
+                        description="List the keys by prefix (the part after cqa_), project and creation time.")
+    ls.add_argument("--project", default=None, help="only this project's keys")
+    ls.set_defaults(func=_list)
+    r = sub.add_parser("revoke", help="revoke a key by its prefix (or the whole key)",
+                       description="Revoke a key: requests with it answer 401 from now on.")
+    r.add_argument("prefix", metavar="PREFIX", help="the key's prefix, as `crowdqa keys list` shows it, or the key")
+    r.set_defaults(func=_revoke)

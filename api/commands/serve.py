@@ -24,24 +24,59 @@ def ensure_first_key(settings) -> str | None:
         return crud.create_api_key(session=session, project_id=project.id)
 
 
+def _listen(host: str, port: int):
+    """A listening socket on ``host:port`` (as uvicorn makes it); one line naming the address if it cannot."""
+    import socket
+
+    from api.cli import UserError
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise UserError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    family, _, _, _, address = infos[0]
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        hint = "; is a server already running there? choose another --port" if exc.errno == 98 else ""
+        raise UserError(f"cannot listen on {host}:{port}: {exc.strerror}{hint}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
 def _run(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from store.settings import get_settings
+    from store.settings import describe, get_settings
 
     settings = get_settings()
     if args.workers > 1 and settings.embedded:
         from api.cli import UserError
 
         raise UserError("--workers > 1 needs CROWDQA_REDIS_URL (the embedded queue lives in one process)")
+    if settings.embedded:
+        # First of all, before the database is touched: one embedded server per data directory.
+        from store.datadir_lock import acquire_data_dir
+
+        acquire_data_dir(settings.data_dir, port=args.port)
+    sock = _listen(args.host, args.port)
     key = ensure_first_key(settings)
-    mode = "embedded queue (in-process worker)" if settings.embedded else f"queue at {settings.redis_url}"
-    print(f"crowdqa: data in {settings.data_dir.resolve()}; {mode}", flush=True)
+    print(f"crowdqa: {describe(settings)}", flush=True)
     if key:
         print("crowdqa: first start: created project 'default' with this API key (shown once):", flush=True)
         print(key, flush=True)
     print(f"crowdqa: serving on http://{args.host}:{args.port}/api/v1 (OpenAPI at /docs)", flush=True)
-    uvicorn.run("api.main:app", host=args.host, port=args.port, log_level=args.log_level, workers=args.workers)
+    config = uvicorn.Config("api.main:app", host=args.host, port=args.port, log_level=args.log_level,
+                            workers=args.workers)
+    if args.workers > 1:
+        sock.close()  # uvicorn's supervisor binds its own shared socket for its processes
+        uvicorn.run("api.main:app", host=args.host, port=args.port, log_level=args.log_level, workers=args.workers)
+        return 0
+    uvicorn.Server(config).run(sockets=[sock])
     return 0
 
 

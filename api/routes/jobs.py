@@ -115,7 +115,7 @@ def get_labels(job: OwnedJobDep, settings: SettingsDep,
     _finished(job)
     store = ArtifactStore(settings.data_dir)
     labels = store.load_arrays(job.artifacts["labels"])["labels"]
-    corpus = store.load_corpus(job.corpus_sha256)
+    corpus = service.load_job_corpus(store, job.corpus_sha256)
     media, suffix = LABEL_FORMATS[format]
     folder = Path(tempfile.mkdtemp(prefix="crowdqa-labels-"))
     try:

@@ -1,0 +1,69 @@
+"""Stop a running job cooperatively: a checkpoint the job passes between EM iterations and stages.
+
+The embedded worker runs jobs in a thread of the serving process, which cannot be killed from
+outside; instead ``DELETE /jobs/{id}`` (:func:`request_cancel`) and the server's shutdown
+(:func:`request_shutdown`) raise a flag that the job's next :func:`checkpoint` turns into
+:class:`~jobs.errors.JobCancelled`. Jobs on ``crowdqa worker`` processes are stopped by rq's
+stop-job command instead (see :func:`jobs.service.delete_job`).
+"""
+
+from __future__ import annotations
+
+import threading
+
+from jobs.errors import JobCancelled
+
+__all__ = ["request_cancel", "request_shutdown", "clear_shutdown", "checkpoint", "running_here", "running"]
+
+_lock = threading.Lock()
+_cancelled: set[str] = set()
+_running: set[str] = set()
+_shutdown = threading.Event()
+
+
+def request_cancel(job_id: str) -> None:
+    """Ask the job ``job_id``, if it runs in this process, to stop at its next checkpoint."""
+    with _lock:
+        _cancelled.add(job_id)
+
+
+def request_shutdown() -> None:
+    """Ask every job running in this process to stop at its next checkpoint and go back to the queue."""
+    _shutdown.set()
+
+
+def clear_shutdown() -> None:
+    """Forget an earlier shutdown request (a new embedded worker starts)."""
+    _shutdown.clear()
+
+
+def checkpoint(job_id: str) -> None:
+    """Raise :class:`JobCancelled` if ``job_id`` was cancelled or the service is stopping."""
+    if _shutdown.is_set():
+        raise JobCancelled("the service stopped while the job ran", requeue=True)
+    with _lock:
+        if job_id in _cancelled:
+            raise JobCancelled("deleted while it ran")
+
+
+class running:  # noqa: N801 - used as a context manager, like a function
+    """Record that ``job_id`` runs in this process for the duration of the ``with`` block."""
+
+    def __init__(self, job_id: str) -> None:
+        self.job_id = job_id
+
+    def __enter__(self) -> running:
+        with _lock:
+            _running.add(self.job_id)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with _lock:
+            _running.discard(self.job_id)
+            _cancelled.discard(self.job_id)
+
+
+def running_here() -> set[str]:
+    """Ids of the jobs running in this process now."""
+    with _lock:
+        return set(_running)
