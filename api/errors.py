@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ingest.errors import IngestError
-from jobs.errors import JobNotRunnableError, QueueUnavailableError
+from jobs.errors import JobNotRunnableError, JobParamsError, QueueUnavailableError, UploadConflictError
 from store.errors import ArtifactMissingError, UploadTooLargeError
 
 __all__ = ["Problem", "ProblemError", "problem_response", "problem_responses", "install_error_handlers"]
@@ -123,6 +123,15 @@ def install_error_handlers(app: FastAPI) -> None:
         return problem_response(422, str(exc).splitlines()[0] if str(exc) else "unreadable file")
 
     app.exception_handler(UploadTooLargeError)(_too_large)
+
+    @app.exception_handler(JobParamsError)
+    async def _params(_: Request, exc: JobParamsError):
+        return problem_response(422, str(exc), errors=[{"loc": ["body", "params", exc.field], "msg": str(exc),
+                                                        "type": "value_error"}])
+
+    @app.exception_handler(UploadConflictError)
+    async def _upload_conflict(_: Request, exc: UploadConflictError):
+        return problem_response(409, str(exc))
 
     @app.exception_handler(JobNotRunnableError)
     async def _not_runnable(_: Request, exc: JobNotRunnableError):

@@ -80,6 +80,10 @@ class ParseResult:
     corpus: Corpus
     problems: list[Problem] = field(default_factory=list)
     format: str = ""
+    #: What the reader assumed, or left out by rule (rejected assignments, columns read by position).
+    notes: list[str] = field(default_factory=list)
+    #: Rows left out by rule, by reason (``{"rejected": 17}``).
+    dropped: dict[str, int] = field(default_factory=dict)
 
 
 def read_corpus(
@@ -164,7 +168,8 @@ def read_corpus(
         # or a CSV field over the csv module's size limit in a header row).
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise IngestError(msg, source=str(path)) from exc
-    return ParseResult(corpus=corpus, problems=list(problems.problems), format=format)
+    return ParseResult(corpus=corpus, problems=list(problems.problems), format=format, notes=list(problems.notes),
+                       dropped=dict(problems.dropped))
 
 
 def read_merged(uploads: Sequence[dict]) -> ParseResult:
@@ -200,7 +205,12 @@ def read_merged(uploads: Sequence[dict]) -> ParseResult:
             if sch == "io" and "scheme" in takes and u.get("scheme", "auto") == "auto":
                 results[i] = read_corpus(**{**u, "scheme": "bio"})
     corpus = merge_corpora([r.corpus for r in results])
-    return ParseResult(corpus=corpus, problems=[p for r in results for p in r.problems], format=results[0].format)
+    dropped: dict[str, int] = {}
+    for r in results:
+        for k, v in r.dropped.items():
+            dropped[k] = dropped.get(k, 0) + v
+    return ParseResult(corpus=corpus, problems=[p for r in results for p in r.problems], format=results[0].format,
+                       notes=[n for r in results for n in r.notes], dropped=dropped)
 
 
 def _load_corpus(path: Path) -> Corpus:
@@ -213,7 +223,8 @@ def _load_corpus(path: Path) -> Corpus:
         raise IngestError(f"not a corpus file written by crowdqa ({msg})", source=str(path)) from None
 
 
-def summarize(corpus: Corpus, *, problems: list[Problem] | None = None) -> dict:
+def summarize(corpus: Corpus, *, problems: list[Problem] | None = None, notes: list[str] | None = None,
+              dropped: dict[str, int] | None = None) -> dict:
     """The parse summary: sizes, annotators by role, labels, coverage per document.
 
     Parameters
@@ -221,6 +232,10 @@ def summarize(corpus: Corpus, *, problems: list[Problem] | None = None) -> dict:
     corpus : Corpus
     problems : list of Problem, optional
         Skipped rows to count (and list, up to 20) in the summary.
+    notes : list of str, optional
+        What the reader assumed or left out by rule, listed as ``notes``.
+    dropped : dict of str to int, optional
+        Rows left out by rule, by reason (``{"rejected": 17}``), listed as ``dropped``.
 
     Returns
     -------
@@ -270,4 +285,8 @@ def summarize(corpus: Corpus, *, problems: list[Problem] | None = None) -> dict:
     if problems is not None:
         out["skipped"] = len(problems)
         out["problems"] = [str(p) for p in problems[:20]]
+    if dropped:
+        out["dropped"] = dict(dropped)
+    if notes:
+        out["notes"] = list(notes)
     return out

@@ -194,6 +194,11 @@ def read_categorical(
     _, names = next(rows)
     cols = _columns(names, chosen, source)
     i_item, i_ann, i_label, i_gold = cols["item"], cols["annotator"], cols["label"], cols["gold"]
+    known = {n for names_ in _HEADER_NAMES.values() for n in names_}
+    if not any(chosen.values()) and not any(_normal(n) in known for n in names):
+        read_as = [f"{what} = {names[i]!r}" for what, i in cols.items() if i is not None]
+        problems.note(f"no column header names the item, annotator or label: read by position ({', '.join(read_as)}); "
+                      "name the columns with id_column, annotator_column, answer_column if that is wrong")
     need = 1 + max(i for i in (i_item, i_ann, i_label) if i is not None)
     if i_ann is None:  # reference labels only: the gold field is required
         need = max(need, i_gold + 1)

@@ -164,7 +164,13 @@ def read_ebm_nlp(
             problems.report(f"label {max(values)} out of range 0..{len(names)} for {element} phase {phase}", source=src)
             continue
         worker = f"ebmnlp:{wid}"
-        this_role = "expert" if "gold" in f.relative_to(root.parent).parts else role
+        gold = "gold" in f.relative_to(root.parent).parts
+        this_role = "expert" if gold else role
+        if role == "expert" and not gold:
+            raise IngestError(
+                "ebm-nlp takes its roles from its folders (gold/ = experts, the others = crowd); role 'expert' "
+                "would make the crowd workers experts: leave role out (or upload only a gold/ folder)",
+                source=str(f))
         if roles.setdefault(worker, this_role) != this_role:
             problems.report(f"annotator {worker!r} appears as both crowd and expert", source=src)
             continue

@@ -41,10 +41,18 @@ class ProblemLog:
 
     on_error: str = "fail"
     problems: list[Problem] = field(default_factory=list)
+    #: What the reader assumed or left out by rule (never raised): the parse summary lists them.
+    notes: list[str] = field(default_factory=list)
+    #: Rows left out by rule, not because they are bad (e.g. rejected MTurk assignments), by reason.
+    dropped: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.on_error not in ("fail", "skip"):
             raise IngestError(f"on_error must be 'skip' or 'fail', found {self.on_error!r}")
+
+    def note(self, message: str) -> None:
+        """Record an assumption or a rule the reader applied (shown in the summary, in both modes)."""
+        self.notes.append(message)
 
     def report(self, message: str, *, source: str = "", line: int | None = None) -> None:
         """Raise :class:`IngestError` in fail mode; otherwise remember the problem."""

@@ -146,9 +146,11 @@ def read_mturk_csv(
         rows.append((line, {h: values[i] for h, i in col.items()}))
 
     kept = []
+    rejected_lines = []
     for line, r in rows:
         rejected = r.get("AssignmentStatus", "").strip() == "Rejected" or r.get("Reject", "").strip() != ""
         if rejected and not keep_rejected:
+            rejected_lines.append(line)
             continue
         if not r["WorkerId"].strip():
             problems.report("empty WorkerId", source=src, line=line)
@@ -158,6 +160,13 @@ def read_mturk_csv(
             continue
         kept.append((line, r))
 
+    if rejected_lines:
+        shown = ", ".join(map(str, rejected_lines[:20])) + (", ..." if len(rejected_lines) > 20 else "")
+        problems.dropped["rejected"] = len(rejected_lines)
+        problems.note(f"{len(rejected_lines)} rejected assignments left out (keep_rejected keeps them): "
+                      f"{src} lines {shown}")
+    if id_column is None and id_col == "HITId":
+        problems.note("document ids from the HITId column (no Input.id column; set id_column to choose another)")
     answers = [(line, r, r[answer_col].strip()) for line, r in kept]
     is_json = [a[:1] in ("[", "{") for _, _, a in answers if a]
     n_json = sum(is_json)

@@ -20,16 +20,16 @@ from sqlmodel import Session, select
 
 from aggregation.corpus import Corpus
 from ingest.errors import IngestError
-from jobs.errors import JobNotRunnableError, QueueUnavailableError
+from jobs.errors import JobNotRunnableError, QueueUnavailableError, UploadConflictError
 from jobs.queue import cancel_job, enqueue_job
 from store import crud
 from store.artifacts import ArtifactStore, safe_suffix
-from store.models import Dataset, Job, JobCreate, JobStatus, Upload, utcnow
+from store.models import Dataset, Job, JobCreate, JobRerun, JobStatus, Upload, utcnow
 from store.settings import Settings
 
 __all__ = ["UPLOAD_OPTIONS", "load_job_corpus", "stop_running_job",
            "extract_docs", "parse_upload", "add_upload", "start_job", "rerun_job", "delete_job",
-           "delete_dataset", "collect_garbage", "check_lost", "jsonable"]
+           "delete_dataset", "collect_garbage", "check_lost", "jsonable", "delete_upload"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,8 +48,13 @@ def jsonable(value: Any) -> Any:
 
 
 def load_job_corpus(store: ArtifactStore, sha: str) -> Corpus:
-    """The corpus a job runs on (a dataset snapshot, by its sha256)."""
-    return store.load_corpus(sha)
+    """The corpus a job runs on: a dataset snapshot (the merge of its uploads' corpora) or one corpus file."""
+    from ingest.merge import merge_corpora
+
+    parts = store.snapshot_parts(sha)
+    if parts is None:
+        return store.load_corpus(sha)
+    return merge_corpora([store.load_corpus(p) for p in parts])
 
 
 def extract_docs(zip_path: Path, target: Path, *, max_bytes: int, max_files: int = 1_000_000) -> int:
@@ -93,9 +98,7 @@ def parse_upload(path, *, format: str, role: str, options: dict[str, Any], docs:
     from ingest import ParseResult, read_corpus
     from ingest.errors import Problem
 
-    # The client's file name, as one printable line without folders.
-    base = PurePosixPath((filename or "").replace("\\", "/")).name
-    name = "".join(ch if ch.isprintable() else "?" for ch in base)[:200] or "upload"
+    name = _shown_name(filename)  # the client's file name, as one printable line without folders
     names = {str(path): name, **({str(docs): "docs"} if docs is not None else {})}
 
     def shown(text: str) -> str:
@@ -119,7 +122,8 @@ def parse_upload(path, *, format: str, role: str, options: dict[str, Any], docs:
         raise IngestError(f"cannot read the file as {format}: {type(exc).__name__}: {shown(str(exc))}",
                           source=names[str(path)]) from exc
     problems = [Problem(source=shown(q.source), line=q.line, message=shown(q.message)) for q in parsed.problems]
-    return ParseResult(corpus=parsed.corpus, problems=problems, format=parsed.format)
+    return ParseResult(corpus=parsed.corpus, problems=problems, format=parsed.format,
+                       notes=[shown(n) for n in parsed.notes], dropped=parsed.dropped)
 
 
 def add_upload(*, session: Session, settings: Settings, dataset: Dataset, stream: BinaryIO, filename: str,
@@ -152,44 +156,105 @@ def add_upload(*, session: Session, settings: Settings, dataset: Dataset, stream
         raise
 
 
+def _index(store: ArtifactStore, corpus_sha: str):
+    """The stored index of a corpus, made (once) from the corpus for uploads stored before indexes existed."""
+    from ingest.index import CorpusIndex, index_corpus
+
+    path = store.index_path(corpus_sha)
+    if path.is_file():
+        return CorpusIndex.load(path)
+    index = index_corpus(store.load_corpus(corpus_sha))
+    store.put_index(corpus_sha, index)
+    return index
+
+
+def _dataset_state(store: ArtifactStore, parts: list[str], indexes: list) -> dict[str, Any]:
+    """The dataset columns for a list of upload corpora: snapshot sha256, summary and annotator rows."""
+    from ingest.index import annotator_counts, summarize_indexes
+
+    if not parts:
+        return {"corpus_sha256": None, "summary": None, "annotators": []}
+    snapshot = parts[0] if len(parts) == 1 else store.put_snapshot(parts)
+    return {"corpus_sha256": snapshot, "summary": jsonable(summarize_indexes(indexes)),
+            "annotators": annotator_counts(indexes)}
+
+
 def _parse_and_merge(*, session: Session, store: ArtifactStore, dataset: Dataset, raw, filename: str, format: str,
                      role: str, options: dict[str, Any], docs: Path | None) -> Upload:
+    """Parse the upload, check it merges with the dataset's uploads (by their indexes: no label of theirs is
+    read), and record it; the dataset becomes the list of its uploads' corpora (merged when a job runs)."""
     from ingest import summarize
-    from ingest.merge import merge_corpora
+    from ingest.index import KindConflict, check_mergeable, index_corpus
 
+    _refuse_same_file(session=session, dataset=dataset, raw=raw, filename=filename)
     read_options = {k: v for k, v in options.items() if k != "docs_sha256"}
     parsed = parse_upload(store.path(raw), format=format, role=role, options=read_options, docs=docs,
                           filename=filename)
     corpus: Corpus = parsed.corpus
     if corpus.n_obs == 0:
         raise IngestError(f"the file holds no labels (read as {format!r})", source=filename or "upload")
+    own = store.put_corpus(corpus)
+    new_index = index_corpus(corpus)
+    store.put_index(own.sha256, new_index)
     with _dataset_locks[dataset.id]:
         # Serialise uploads to one dataset across threads (the lock) and processes (a row write lock
-        # held until the commit in crud.add_upload), then merge with the latest committed corpus.
+        # held until the commit in crud.add_upload), then check against the latest committed uploads.
         crud.lock_dataset(session=session, dataset_id=dataset.id)
         session.refresh(dataset)
-        merged = corpus
-        if dataset.corpus_sha256:
-            merged = merge_corpora([store.load_corpus(dataset.corpus_sha256), corpus])
-        own = store.put_corpus(corpus)
-        whole = store.put_corpus(merged) if merged is not corpus else own
+        _refuse_same_file(session=session, dataset=dataset, raw=raw, filename=filename)
+        parts = crud.upload_corpora(session=session, dataset_id=dataset.id)
+        indexes = [_index(store, p) for p in parts]
+        try:
+            check_mergeable(indexes, new_index, source=_shown_name(filename))
+        except KindConflict as exc:
+            raise UploadConflictError(str(exc)) from None
+        state = _dataset_state(store, [*parts, own.sha256], [*indexes, new_index])
         upload = Upload(
             dataset_id=dataset.id, filename=crud.text_safe(filename or "upload")[:300], format=format, role=role,
             options=jsonable(options), size=raw.size, sha256=raw.sha256, raw_path=raw.path,
-            corpus_sha256=own.sha256, summary=jsonable(summarize(corpus, problems=parsed.problems)),
+            corpus_sha256=own.sha256, summary=jsonable(summarize(corpus, problems=parsed.problems,
+                                                                 notes=parsed.notes, dropped=parsed.dropped)),
             problems=[str(p) for p in parsed.problems][:1000],
         )
-        return crud.add_upload(session=session, dataset=dataset, upload=upload, corpus_sha256=whole.sha256,
-                               summary=jsonable(summarize(merged)), merged=merged)
+        return crud.add_upload(session=session, dataset=dataset, upload=upload, **state)
+
+
+def _shown_name(filename: str | None) -> str:
+    base = PurePosixPath((filename or "").replace("\\", "/")).name
+    return "".join(ch if ch.isprintable() else "?" for ch in base)[:200] or "upload"
+
+
+def _refuse_same_file(*, session: Session, dataset: Dataset, raw, filename: str) -> None:
+    same = crud.find_upload(session=session, dataset_id=dataset.id, sha256=raw.sha256)
+    if same is not None:
+        raise UploadConflictError(
+            f"{_shown_name(filename)} is already uploaded to this dataset, as upload {same.id} ({same.format}, "
+            f"{same.role}); delete that upload first to replace it")
+
+
+def delete_upload(*, session: Session, settings: Settings, dataset: Dataset, upload: Upload) -> None:
+    """Remove one upload from its dataset: the dataset becomes the merge of the others (jobs keep their
+    snapshots), and the upload's files go once nothing else uses them."""
+    store = ArtifactStore(settings.data_dir)
+    with _dataset_locks[dataset.id]:
+        crud.lock_dataset(session=session, dataset_id=dataset.id)
+        session.refresh(dataset)
+        session.delete(upload)
+        session.flush()
+        parts = crud.upload_corpora(session=session, dataset_id=dataset.id)
+        state = _dataset_state(store, parts, [_index(store, p) for p in parts])
+        crud.set_dataset_corpus(session=session, dataset=dataset, n_uploads=len(parts), **state)
+        session.commit()
+    collect_garbage(session=session, settings=settings)
 
 
 def _check_job_input(session: Session, dataset: Dataset, job_in: JobCreate) -> None:
-    from aggregation import make_aggregator
+    from jobs.params import validate_params
     from store.models import Annotator
 
     if not dataset.corpus_sha256:
         raise JobNotRunnableError(f"dataset {dataset.id} has no uploads yet: upload a crowd file first")
-    make_aggregator(str(job_in.method), dict(job_in.params))  # ValueError for an unknown parameter
+    validate_params(str(job_in.method), dict(job_in.params))  # JobParamsError naming the field
     roles = (dataset.summary or {}).get("annotators") or {}
     if job_in.use_experts and isinstance(roles, dict) and roles.get("expert") in (0, None, {}, []):
         raise ValueError("use_experts needs expert labels: upload a file with role 'expert' first")
@@ -220,14 +285,23 @@ def start_job(*, session: Session, settings: Settings, queue: Queue, dataset: Da
     return _enqueue_or_fail(session=session, settings=settings, queue=queue, job=job)
 
 
-def rerun_job(*, session: Session, settings: Settings, queue: Queue, job: Job) -> Job:
-    """Run a finished or failed job again (same dataset snapshot and parameters)."""
+def rerun_job(*, session: Session, settings: Settings, queue: Queue, job: Job,
+              changes: JobRerun | None = None) -> Job:
+    """Run a finished or failed job again on the same dataset snapshot, with the settings in ``changes``
+    (method, params, use_experts, reference; checked like a new job's) or the job's own."""
     if job.status in (JobStatus.queued, JobStatus.running):
         raise JobNotRunnableError(f"job {job.id} is {job.status.value}; only finished or failed jobs can be re-run")
+    given = changes.model_dump(exclude_unset=True, exclude_none=True) if changes is not None else {}
+    if given:
+        current = JobCreate(method=job.method, params=job.params, use_experts=job.use_experts,
+                            reference=job.reference)
+        job_in = JobCreate.model_validate({**current.model_dump(), **given})
+        _check_job_input(session, session.get(Dataset, job.dataset_id), job_in)
+        given = {k: getattr(job_in, k) for k in given}
     crud.clear_report(session=session, job_id=job.id)
     crud.update_job(session=session, job_id=job.id, status=JobStatus.queued, error=None, progress={},
                     timings={}, artifacts={}, started_at=None, finished_at=None, heartbeat_at=None,
-                    enqueued_at=None)
+                    enqueued_at=None, **given)
     session.refresh(job)
     return _enqueue_or_fail(session=session, settings=settings, queue=queue, job=job)
 
@@ -316,8 +390,9 @@ def collect_garbage(*, session: Session, settings: Settings) -> int:
     rows are already gone and the next collection retries.
     """
     try:
-        referenced = crud.referenced_artifacts(session=session)
-        removed = ArtifactStore(settings.data_dir).remove_unreferenced(referenced, older_than=settings.gc_grace)
+        store = ArtifactStore(settings.data_dir)
+        referenced = store.expand_references(crud.referenced_artifacts(session=session))
+        removed = store.remove_unreferenced(referenced, older_than=settings.gc_grace)
     except Exception:  # noqa: BLE001 - deleting rows succeeded; stray files are retried next time
         logger.exception("collecting unreferenced files failed")
         return 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import re
 import tempfile
@@ -29,7 +30,7 @@ __all__ = ["Artifact", "ArtifactStore", "artifact_path", "safe_suffix"]
 
 _CHUNK = 1 << 20
 #: The folders of stored files, one per kind (each has ``<sha[:2]>/<sha><suffix>`` and ``tmp/``).
-_KINDS = ("uploads", "docs", "corpora", "results")
+_KINDS = ("uploads", "docs", "corpora", "results", "index", "snapshots")
 _SUFFIX = re.compile(r"\.[a-z0-9]{1,10}")
 
 
@@ -163,6 +164,56 @@ class ArtifactStore:
         finally:
             tmp.unlink(missing_ok=True)
             target.unlink(missing_ok=True)
+
+    # ------------------------------------------------------------ dataset snapshots and corpus indexes
+    def put_snapshot(self, parts: list[str]) -> str:
+        """Store the list of corpus sha256s whose merge a dataset is; return the list's own sha256.
+
+        A dataset (and each job, which keeps the dataset's sha256 when it is created) is the merge
+        of its uploads' corpora: recording the list costs nothing in the size of the corpora, and
+        the merge happens when a job loads it (``jobs.service.load_job_corpus``).
+        """
+        body = json.dumps({"corpora": list(parts)}).encode("utf-8")
+        return self.put_bytes(body, kind="snapshots", suffix=".json").sha256
+
+    def snapshot_parts(self, sha: str) -> list[str] | None:
+        """The corpus sha256s of a snapshot, or None when ``sha`` names a corpus file (or nothing)."""
+        if not re.fullmatch(r"[0-9a-f]{64}", sha or ""):
+            raise ArtifactMissingError(f"not a sha256: {sha!r}")
+        p = self._final("snapshots", sha, ".json")
+        if not p.is_file():
+            return None
+        return list(json.loads(p.read_text(encoding="utf-8"))["corpora"])
+
+    def put_index(self, corpus_sha: str, index) -> None:
+        """Store the index (``ingest.index.CorpusIndex``) of the corpus ``corpus_sha`` beside it."""
+        fd, tmp = self._tempfile("index")
+        os.close(fd)
+        try:
+            index.save(tmp)
+            final = self._final("index", corpus_sha, ".npz")
+            final.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(tmp, final)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def index_path(self, corpus_sha: str) -> Path:
+        """Where the index of the corpus ``corpus_sha`` is kept (it may not exist yet)."""
+        return self._final("index", corpus_sha, ".npz")
+
+    def expand_references(self, referenced: set[str]) -> set[str]:
+        """``referenced`` plus what it implies: the corpora a referenced snapshot lists, and every
+        referenced corpus' index."""
+        out = set(referenced)
+        for rel in list(referenced):
+            if rel.startswith("snapshots/"):
+                try:
+                    parts = self.snapshot_parts(Path(rel).stem)
+                except (ArtifactMissingError, OSError, ValueError, KeyError):
+                    continue
+                out.update(artifact_path("corpora", p, ".npz") for p in parts or ())
+        out.update(artifact_path("index", Path(rel).stem, ".npz") for rel in list(out) if rel.startswith("corpora/"))
+        return out
 
     # ------------------------------------------------------------ reading
     def path(self, artifact: Artifact | dict | str) -> Path:

@@ -12,11 +12,9 @@ import secrets
 from datetime import timedelta
 from typing import Any
 
-import numpy as np
 from sqlalchemy import func, nulls_last
 from sqlmodel import Session, col, delete, select
 
-from aggregation.corpus import Corpus
 from store.artifacts import artifact_path
 from store.models import (
     Annotator,
@@ -48,7 +46,9 @@ __all__ = [
     "delete_dataset",
     "add_upload",
     "list_uploads",
-    "set_annotators",
+    "find_upload",
+    "upload_corpora",
+    "set_dataset_corpus",
     "create_job",
     "get_job",
     "list_jobs",
@@ -198,46 +198,64 @@ def referenced_artifacts(*, session: Session) -> set[str]:
     for raw_path, own, options in session.exec(select(Upload.raw_path, Upload.corpus_sha256, Upload.options)):
         docs = (options or {}).get("docs_sha256")
         keep.update((raw_path, corpus(own), artifact_path("docs", docs, ".zip") if isinstance(docs, str) else None))
-    keep.update(corpus(sha) for sha in session.exec(select(Dataset.corpus_sha256)))
+    def snapshot(sha: str | None) -> str | None:
+        return artifact_path("snapshots", sha, ".json") if sha else None
+
+    for sha in session.exec(select(Dataset.corpus_sha256)):
+        keep.update((corpus(sha), snapshot(sha)))
     for sha, artifacts in session.exec(select(Job.corpus_sha256, Job.artifacts)):
-        keep.add(corpus(sha))
+        keep.update((corpus(sha), snapshot(sha)))
         keep.update(a.get("path") for a in (artifacts or {}).values() if isinstance(a, dict))
     keep.discard(None)
     return keep  # type: ignore[return-value]
 
 
 def add_upload(*, session: Session, dataset: Dataset, upload: Upload, corpus_sha256: str,
-               summary: dict[str, Any], merged: Corpus) -> Upload:
-    """Record an upload and the dataset's new merged corpus in one transaction."""
+               summary: dict[str, Any], annotators: list[tuple[str, str, int, int]]) -> Upload:
+    """Record an upload and the dataset's new corpus (snapshot, summary, annotators) in one transaction."""
     session.add(upload)
-    dataset.corpus_sha256 = corpus_sha256
-    dataset.summary = summary
-    dataset.n_uploads += 1
-    session.add(dataset)
-    set_annotators(session=session, dataset=dataset, corpus=merged, commit=False)
+    set_dataset_corpus(session=session, dataset=dataset, corpus_sha256=corpus_sha256, summary=summary,
+                       annotators=annotators, n_uploads=dataset.n_uploads + 1)
     session.commit()
     session.refresh(upload)
     return upload
+
+
+def set_dataset_corpus(*, session: Session, dataset: Dataset, corpus_sha256: str | None,
+                       summary: dict[str, Any] | None, annotators: list[tuple[str, str, int, int]],
+                       n_uploads: int) -> None:
+    """Set the dataset's corpus snapshot, summary, upload count and annotator rows (not committed)."""
+    dataset.corpus_sha256 = corpus_sha256
+    dataset.summary = summary
+    dataset.n_uploads = n_uploads
+    session.add(dataset)
+    session.exec(delete(Annotator).where(Annotator.dataset_id == dataset.id))
+    for wid, role, documents, tokens in annotators:
+        session.add(Annotator(dataset_id=dataset.id, external_id=text_safe(wid), role=role, documents=documents,
+                              tokens=tokens))
+
+
+def find_upload(*, session: Session, dataset_id: str, sha256: str | None = None,
+                upload_id: str | None = None) -> Upload | None:
+    """The dataset's upload with these bytes (or this id), or None."""
+    stmt = select(Upload).where(Upload.dataset_id == dataset_id)
+    if sha256 is not None:
+        stmt = stmt.where(Upload.sha256 == sha256)
+    if upload_id is not None:
+        stmt = stmt.where(Upload.id == upload_id)
+    return session.exec(stmt.order_by(Upload.created_at)).first()
+
+
+def upload_corpora(*, session: Session, dataset_id: str) -> list[str]:
+    """The corpus sha256 of each of the dataset's uploads, in upload order (the order they merge in)."""
+    stmt = select(Upload.corpus_sha256).where(Upload.dataset_id == dataset_id)
+    return list(session.exec(stmt.order_by(Upload.created_at, Upload.id)).all())
 
 
 def list_uploads(*, session: Session, dataset_id: str, offset: int = 0, limit: int = 100) -> tuple[list[Upload], int]:
     """One page of a dataset's uploads, oldest first, and the total count."""
     stmt = select(Upload).where(Upload.dataset_id == dataset_id)
     return _page(session, stmt, offset=offset, limit=limit, order=(Upload.created_at, Upload.id))
-
-
-def set_annotators(*, session: Session, dataset: Dataset, corpus: Corpus, commit: bool = True) -> None:
-    """Replace the dataset's annotator rows by those of ``corpus`` (documents and tokens each labelled)."""
-    session.exec(delete(Annotator).where(Annotator.dataset_id == dataset.id))
-    n = corpus.n_workers
-    tokens = np.bincount(corpus.worker, minlength=n)
-    pairs = np.unique(corpus.obs_doc * max(n, 1) + corpus.worker)
-    documents = np.bincount(pairs % max(n, 1), minlength=n)
-    for w, (wid, role) in enumerate(zip(corpus.worker_ids, corpus.worker_roles, strict=True)):
-        session.add(Annotator(dataset_id=dataset.id, external_id=text_safe(wid), role=role,
-                              documents=int(documents[w]), tokens=int(tokens[w])))
-    if commit:
-        session.commit()
 
 
 # ---------------------------------------------------------------- jobs

@@ -36,6 +36,7 @@ __all__ = [
     "Annotator",
     "JobBase",
     "JobCreate",
+    "JobRerun",
     "Job",
     "JobPublic",
     "JobsPublic",
@@ -241,6 +242,16 @@ class JobCreate(JobBase):
     """Body of ``POST /datasets/{id}/jobs``."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+class JobRerun(SQLModel):
+    """Body of ``POST /jobs/{id}/rerun`` (optional): the settings to change; the rest stay the job's."""
+
+    model_config = ConfigDict(extra="forbid")
+    method: Method | None = None
+    params: dict[str, Any] | None = None
+    use_experts: bool | None = None
+    reference: str | None = Field(default=None, max_length=300)
 
 
 class Job(JobBase, table=True):

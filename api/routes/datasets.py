@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, File, Form, Query, Response, UploadFile, status
+from fastapi import APIRouter, Depends, File, Form, Path, Query, Request, Response, UploadFile, status
 
 from api.deps import CurrentProjectDep, OwnedDatasetDep, QueueDep, SessionDep, SettingsDep
 from api.errors import ProblemError, problem_responses
@@ -24,6 +24,21 @@ from store.models import (
 )
 
 router = APIRouter(prefix="/datasets", tags=["datasets"])
+
+#: The multipart fields an upload takes: the file, its format and role, the docs zip and the format options.
+UPLOAD_FIELDS = ("file", "format", "role", "docs", *service.UPLOAD_OPTIONS)
+
+
+async def refuse_unknown_fields(request: Request) -> None:
+    """422 for a form field the upload does not take (a typo such as ``text_colum`` would be ignored)."""
+    import difflib
+
+    form = await request.form()  # parsed once: FastAPI has read it for the route's own fields
+    unknown = sorted(set(form.keys()) - set(UPLOAD_FIELDS))
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], UPLOAD_FIELDS, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ProblemError(422, f"unknown form field {unknown[0]!r}{hint} (an upload takes {', '.join(UPLOAD_FIELDS)})")
 
 Offset = Annotated[int, Query(ge=0, le=10**9, description="Rows to skip.")]
 Limit = Annotated[int, Query(ge=1, le=1000, description="Rows to return (at most 1000).")]
@@ -62,7 +77,8 @@ def delete_dataset(dataset: OwnedDatasetDep, session: SessionDep, settings: Sett
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
-@router.post("/{dataset_id}/uploads", status_code=status.HTTP_201_CREATED, responses=problem_responses(404, 413))
+@router.post("/{dataset_id}/uploads", status_code=status.HTTP_201_CREATED,
+             responses=problem_responses(404, 409, 413), dependencies=[Depends(refuse_unknown_fields)])
 def create_upload(
     dataset: OwnedDatasetDep,
     session: SessionDep,
@@ -95,6 +111,19 @@ def create_upload(
                                 filename=file.filename or "upload", format=format, role=role.value, options=options,
                                 docs_stream=docs.file if docs is not None else None)
     return UploadPublic.model_validate(upload)
+
+
+@router.delete("/{dataset_id}/uploads/{upload_id}", status_code=status.HTTP_204_NO_CONTENT,
+               responses=problem_responses(404))
+def delete_upload(dataset: OwnedDatasetDep, upload_id: Annotated[str, Path(max_length=64)], session: SessionDep,
+                  settings: SettingsDep) -> Response:
+    """Remove one upload: the dataset becomes the merge of its other uploads (existing jobs keep their
+    snapshot); the upload's files go once no job or upload uses them."""
+    upload = crud.find_upload(session=session, dataset_id=dataset.id, upload_id=upload_id)
+    if upload is None:
+        raise ProblemError(404, f"no upload {upload_id!r} in dataset {dataset.id}")
+    service.delete_upload(session=session, settings=settings, dataset=dataset, upload=upload)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
 @router.get("/{dataset_id}/uploads", responses=problem_responses(404))

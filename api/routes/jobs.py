@@ -18,7 +18,7 @@ from api.errors import ProblemError, problem_responses
 from jobs import service
 from store import crud
 from store.artifacts import ArtifactStore
-from store.models import JobPublic, JobsPublic, JobStatus, WorkerScorePublic, WorkerScoresPublic
+from store.models import JobPublic, JobRerun, JobsPublic, JobStatus, WorkerScorePublic, WorkerScoresPublic
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 
@@ -64,9 +64,10 @@ def delete_job(job: OwnedJobDep, session: SessionDep, settings: SettingsDep, que
 
 @router.post("/{job_id}/rerun", status_code=status.HTTP_202_ACCEPTED, responses=problem_responses(404, 409, 503))
 def rerun_job(job: OwnedJobDep, session: SessionDep, settings: SettingsDep, queue: QueueDep,
-              response: Response) -> JobPublic:
-    """Run a finished or failed job again on the same corpus snapshot and parameters."""
-    job = service.rerun_job(session=session, settings=settings, queue=queue, job=job)
+              response: Response, changes: JobRerun | None = None) -> JobPublic:
+    """Run a finished or failed job again on the same corpus snapshot; an optional body changes its method,
+    params, use_experts or reference (checked as for a new job), the rest stay as they were."""
+    job = service.rerun_job(session=session, settings=settings, queue=queue, job=job, changes=changes)
     response.headers["Location"] = f"/api/v1/jobs/{job.id}"
     return JobPublic.model_validate(job)
 

@@ -81,14 +81,16 @@ def test_datasets_are_per_project_and_paged(session):
 
 
 def test_annotators_and_uploads(session):
-    """set_annotators counts documents and tokens per annotator from the corpus arrays."""
+    """The annotator rows count documents and tokens per annotator (from the corpus index, ingest.index)."""
+    from ingest.index import annotator_counts, index_corpus
+
     p = crud.create_project(session=session, name="p")
     ds = _dataset(session, p.id)
     corpus = synthetic_corpus(n_docs=4, doc_len=5, n_crowd=3, crowd_per_doc=2, seed=1)
     up = Upload(dataset_id=ds.id, filename="f.jsonl", format="spans-jsonl", role="crowd", size=3, sha256="b" * 64,
                 raw_path="uploads/x", corpus_sha256="c" * 64)
     crud.add_upload(session=session, dataset=ds, upload=up, corpus_sha256="d" * 64, summary={"documents": 4},
-                    merged=corpus)
+                    annotators=annotator_counts([index_corpus(corpus)]))
     rows = {a.external_id: a for a in session.exec(select(Annotator).where(Annotator.dataset_id == ds.id)).all()}
     assert set(rows) == set(corpus.worker_ids)
     for w, wid in enumerate(corpus.worker_ids):
