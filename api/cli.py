@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 from collections.abc import Sequence
 
-__all__ = ["main", "build_parser", "UserError"]
+__all__ = ["main", "build_parser", "UserError", "cli_wording"]
 
 #: Subcommand -> (module, one-line help), in the order ``crowdqa --help`` lists them. Only the module
 #: of the command being run is imported (``crowdqa --help`` imports none), so start-up never pays for
@@ -33,6 +34,19 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 class UserError(Exception):
     """An error the user can fix; printed as one line without a traceback."""
+
+
+#: Format options, as messages of the shared readers name them (``docs=DIR``, ``text_column``).
+_OPTIONS = ("docs", "category", "text_column", "answer_column", "id_column", "annotator_column", "gold_column",
+            "keep_rejected", "on_error", "scheme")
+_OPTION_VALUE = re.compile(r"\b(" + "|".join(_OPTIONS) + r")=([A-Z]+)\b")
+_OPTION_WORD = re.compile(r"(?<![-\w'\"])(" + "|".join(o for o in _OPTIONS if "_" in o) + r")\b(?!['\"])")
+
+
+def cli_wording(text: str) -> str:
+    """A reader's message in command-line words: docs=DIR becomes --docs DIR, text_column --text-column."""
+    text = _OPTION_VALUE.sub(lambda m: f"--{m[1].replace('_', '-')} {m[2]}", text)
+    return _OPTION_WORD.sub(lambda m: f"--{m[1].replace('_', '-')}", text)
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
@@ -78,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         if isinstance(exc, OSError) and exc.filename:
             msg = f"{exc.filename}: {exc.strerror}"
-        print(f"crowdqa: error: {msg}", file=sys.stderr)
+        print(f"crowdqa: error: {cli_wording(msg)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("crowdqa: interrupted", file=sys.stderr)

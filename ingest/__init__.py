@@ -218,9 +218,10 @@ def _load_corpus(path: Path) -> Corpus:
 
     try:
         return Corpus.load(path)
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
-        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise IngestError(f"not a corpus file written by crowdqa ({msg})", source=str(path)) from None
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+        # numpy's own message would suggest loading the file "unsafely" with allow_pickle: never do that.
+        raise IngestError("not a corpus file written by `crowdqa ingest --save` (an .npz of its arrays)",
+                          source=str(path)) from None
 
 
 def summarize(corpus: Corpus, *, problems: list[Problem] | None = None, notes: list[str] | None = None,

@@ -104,8 +104,8 @@ def _columns(names: list[str], chosen: dict[str, str | None], source: str) -> di
     names none of them is read by position: ``item, annotator, label[, gold]``. A
     two-column file with an item column and no annotator column holds reference labels.
     """
-    options = {"item": "--id-column", "annotator": "--annotator-column", "label": "--answer-column",
-               "gold": "--gold-column"}
+    options = {"item": "id_column", "annotator": "annotator_column", "label": "answer_column",
+               "gold": "gold_column"}
     cols: dict[str, int | None] = {
         key: _chosen_column(names, chosen[key], options[key], source) if chosen.get(key) else None for key in options
     }
@@ -130,8 +130,7 @@ def _columns(names: list[str], chosen: dict[str, str | None], source: str) -> di
     if cols["item"] is None or not complete:
         raise IngestError(
             f"cannot tell the item, annotator and label columns from the header ({', '.join(names)}); "
-            "name them with --id-column, --annotator-column, --answer-column and --gold-column "
-            "(API: id_column, annotator_column, answer_column, gold_column)", source=source, line=1)
+            "name them with id_column, annotator_column, answer_column and gold_column", source=source, line=1)
     return cols
 
 

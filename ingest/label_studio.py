@@ -71,8 +71,9 @@ def read_label_studio(
     check_role(role)
     problems = problems or ProblemLog("fail")
     src = str(Path(path))
+    text = read_text(path)  # an IngestError naming file and line for bytes that are not text
     try:
-        tasks = json.loads(read_text(path))
+        tasks = json.loads(text)
     except ValueError as exc:
         raise IngestError(f"not JSON: {exc}", source=src) from None
     if isinstance(tasks, dict):

@@ -52,7 +52,7 @@ from quality.pair_agreement import kappa_from_confusions, pair_confusions
 from quality.references import RULES, reference_labels
 from quality.span_metrics import instance_counts
 
-__all__ = ["build_report", "dump_report", "format_report", "plain_json", "score_block"]
+__all__ = ["build_report", "dump_report", "format_report", "plain_json", "score_block", "TABLE_SORT_KEYS"]
 
 LEVEL = 0.95
 
@@ -410,7 +410,7 @@ def build_report(
                                  pc.confusion[enough].sum(axis=(1, 2)).tolist(), crowd_k.tolist(), strict=True)
     ]
     finite = crowd_k[np.isfinite(crowd_k)]
-    return {
+    report = {
         "method": method,
         # "categorical": answers without an outside class, scored first by accuracy; "spans": token labels
         # with an outside class "O", scored by P/R/F1 of the positive (non-O) tokens.
@@ -444,6 +444,28 @@ def build_report(
         "fit": fit,
         "bootstrap": {"n_boot": n_boot, "seed": seed, "level": LEVEL, "min_documents": min_boot_docs},
     }
+    return report if corpus.has_outside else _categorical_view(report)
+
+
+#: What a categorical report keeps of a score block: there is no outside class, so no "positive" label
+#: for precision, recall and F1 to be about (issue 13: class 0 played "outside" and F1 read 1.0).
+_CATEGORICAL_BLOCK = ("accuracy", "documents", "tokens")
+
+
+def _categorical_view(report: dict) -> dict:
+    """The report of categorical answers: accuracy everywhere, and per-class P/R/F1 named as such."""
+    agg = report["aggregate_vs_expert"]
+    if agg is not None:
+        report["aggregate_vs_expert"] = {
+            "accuracy": agg["accuracy"], "token_confusion": agg["token_confusion"],
+            "per_class": agg["token_per_label"], "macro_f1": agg["token_macro_f1"],
+            "items": (agg.get("token") or {}).get("tokens"),
+        }
+    for w in report["workers"]:
+        for side in ("vs_expert", "vs_aggregate"):
+            if w[side] is not None:
+                w[side] = {k: w[side][k] for k in _CATEGORICAL_BLOCK if k in w[side]}
+    return report
 
 
 # ----------------------------------------------------------------------------- JSON file
@@ -543,7 +565,30 @@ def _categorical_worker_rows(workers: list[dict], shown: list[int], width: int) 
     return lines
 
 
-def format_report(report: dict, *, max_workers: int = 40) -> str:
+#: Sort keys of the terminal worker table: score keys order worst first (workers without a score last).
+TABLE_SORT_KEYS = ("f1", "precision", "recall", "accuracy", "documents", "annotator")
+
+
+def _table_order(workers: list[dict], sort: str | None, categorical: bool) -> list[int]:
+    """Row order of the worker table: by ``sort`` (default: F1, or accuracy for categorical answers)."""
+    sort = sort or ("accuracy" if categorical else "f1")
+    if sort not in TABLE_SORT_KEYS or (categorical and sort in ("f1", "precision", "recall")):
+        allowed = [k for k in TABLE_SORT_KEYS if not (categorical and k in ("f1", "precision", "recall"))]
+        raise ValueError(f"sort must be one of {', '.join(allowed)}" + (" for categorical answers" if categorical
+                                                                       else "") + f", found {sort!r}")
+    if sort == "annotator":
+        return sorted(range(len(workers)), key=lambda i: workers[i]["annotator"])
+    if sort == "documents":
+        return sorted(range(len(workers)), key=lambda i: (-workers[i]["documents"], workers[i]["annotator"]))
+
+    def score(i: int) -> float | None:
+        block = workers[i]["vs_expert"] or {}
+        return (block.get("accuracy") or {}).get("value") if sort == "accuracy" else block.get(sort)
+
+    return sorted(range(len(workers)), key=lambda i: (score(i) is None, score(i) or 0.0, workers[i]["annotator"]))
+
+
+def format_report(report: dict, *, max_workers: int = 40, sort: str | None = None) -> str:
     """The report as a readable terminal table.
 
     Parameters
@@ -551,7 +596,10 @@ def format_report(report: dict, *, max_workers: int = 40) -> str:
     report : dict
         From :func:`build_report`.
     max_workers : int, default=40
-        Worker rows shown (experts first, then workers by documents compared with the experts).
+        Worker rows shown.
+    sort : str, optional
+        Order of the worker rows, one of :data:`TABLE_SORT_KEYS`: a score puts the worst first (against the
+        experts; workers without one last). Default ``"f1"``, or ``"accuracy"`` for categorical answers.
 
     Returns
     -------
@@ -586,21 +634,18 @@ def format_report(report: dict, *, max_workers: int = 40) -> str:
     elif categorical:
         a = agg["accuracy"]
         lines.append(f"  accuracy {_fmt(a['value'])} {_fmt_ci(a['ci'])}  ({a['correct']} of {a['compared']} items)   "
-                     f"macro F1 over the labels {_fmt(agg.get('token_macro_f1'))}")
+                     f"macro F1 over the labels {_fmt(agg.get('macro_f1'))}")
     else:
         for key in ("token", "span_strict", "span_relaxed", "span_type"):
             if key in agg:
                 lines.append("  " + _row(key, agg[key], 12))
     lines.append("")
     workers = report.get("workers", [])
-    order = sorted(
-        range(len(workers)),
-        key=lambda i: (workers[i]["role"] != "expert",
-                       -((workers[i]["vs_expert"] or {}).get("documents", 0)), -workers[i]["documents"]),
-    )
+    order = _table_order(workers, sort, categorical)
     shown = order[:max_workers]
     width = max([len(workers[i]["annotator"]) for i in shown] + [9])
-    lines.append(f"Workers ({len(workers)}; vs experts on shared documents, vs the aggregate on all their documents)")
+    lines.append(f"Workers ({len(workers)}, by {sort or ('accuracy' if categorical else 'f1')}; vs experts on shared "
+                 "documents, vs the aggregate on all their documents)")
     rows = _categorical_worker_rows if categorical else _span_worker_rows
     lines += rows(workers, shown, width)
     if len(workers) > max_workers:

@@ -360,6 +360,9 @@ def save_report(*, session: Session, job_id: str, report: dict[str, Any]) -> Non
     session.exec(delete(WorkerScore).where(WorkerScore.job_id == job_id))
     session.exec(delete(Report).where(Report.job_id == job_id))
     session.add(Report(job_id=job_id, body=report))
+    def accuracy(block: Any) -> float | None:
+        return ((block.get("accuracy") or {}) if isinstance(block, dict) else {}).get("value")
+
     for w in report.get("workers") or []:
         ve, va = _score(w.get("vs_expert")), _score(w.get("vs_aggregate"))
         session.add(WorkerScore(
@@ -368,8 +371,8 @@ def save_report(*, session: Session, job_id: str, report: dict[str, Any]) -> Non
             precision=ve.get("precision"), recall=ve.get("recall"), f1=ve.get("f1"),
             span_f1=_score(w.get("vs_expert"), "span_strict").get("f1"),
             agreement_precision=va.get("precision"), agreement_recall=va.get("recall"),
-            agreement_f1=va.get("f1"), accuracy=(ve.get("accuracy") or {}).get("value"),
-            agreement_accuracy=(va.get("accuracy") or {}).get("value"), detail=w,
+            agreement_f1=va.get("f1"), accuracy=accuracy(w.get("vs_expert")),
+            agreement_accuracy=accuracy(w.get("vs_aggregate")), detail=w,
         ))
 
 
@@ -387,6 +390,9 @@ def get_report(*, session: Session, job_id: str) -> Report | None:
 
 WORKER_SORT_KEYS = ("annotator", "role", "documents", "tokens", "precision", "recall", "f1", "span_f1",
                     "agreement_precision", "agreement_recall", "agreement_f1", "accuracy", "agreement_accuracy")
+#: The keys a categorical report's worker rows can be sorted by (they carry no P/R/F1), and each kind's default.
+CATEGORICAL_SORT_KEYS = ("annotator", "role", "documents", "tokens", "accuracy", "agreement_accuracy")
+DEFAULT_SORT = {"spans": "f1", "categorical": "accuracy"}
 
 
 def list_worker_scores(*, session: Session, job_id: str, sort: str = "annotator", order: str = "asc",

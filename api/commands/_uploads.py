@@ -11,7 +11,8 @@ import argparse
 
 from ingest import FORMATS, ParseResult, read_merged
 
-__all__ = ["add_upload_arguments", "read_uploads", "upload_options"]
+__all__ = ["add_upload_arguments", "read_uploads", "upload_options", "check_output", "print_notes",
+           "add_table_arguments", "check_sort"]
 
 
 def add_upload_arguments(p: argparse.ArgumentParser, *, path_help: str, metavar: str = "PATH") -> None:
@@ -36,6 +37,24 @@ def add_upload_arguments(p: argparse.ArgumentParser, *, path_help: str, metavar:
     p.add_argument("--expert-format", metavar="F", choices=FORMATS, help="format of --expert (default: --format)")
 
 
+def add_table_arguments(p: argparse.ArgumentParser) -> None:
+    """``--sort`` and ``--top`` for the terminal worker table."""
+    p.add_argument("--sort", default=None, metavar="KEY",
+                   help="order of the worker table: f1, precision, recall, accuracy (worst first), or documents, "
+                        "annotator; default f1 for span labels, accuracy for categorical answers")
+    p.add_argument("--top", "--max-workers", dest="top", type=int, default=40, metavar="N",
+                   help="worker rows in the table (default 40)")
+
+
+def check_sort(args: argparse.Namespace) -> None:
+    """Refuse an unknown --sort key before any work (the table's keys live in quality.report)."""
+    from api.cli import UserError
+    from quality.report import TABLE_SORT_KEYS
+
+    if args.sort is not None and args.sort not in TABLE_SORT_KEYS:
+        raise UserError(f"--sort must be one of {', '.join(TABLE_SORT_KEYS)}, found {args.sort!r}")
+
+
 def upload_options(args: argparse.Namespace) -> dict:
     """The format options given on the command line, as :func:`ingest.read_corpus` keywords."""
     return dict(
@@ -53,8 +72,49 @@ def upload_options(args: argparse.Namespace) -> dict:
 
 
 def read_uploads(args: argparse.Namespace) -> ParseResult:
-    """Read the dump and every ``--expert`` upload, and merge them into one corpus."""
+    """Read the dump and every ``--expert`` upload, and merge them into one corpus.
+
+    A file that holds no labels is an error, as it is for an API upload.
+    """
+    from ingest.errors import IngestError
+
     options = upload_options(args)
     uploads = [dict(path=args.path, format=args.format, role=args.role, **options)]
     uploads += [dict(path=p, format=args.expert_format or args.format, role="expert", **options) for p in args.expert]
-    return read_merged(uploads)
+    result = read_merged(uploads)
+    if result.corpus.n_obs == 0:
+        raise IngestError(f"the file holds no labels (read as {args.format!r})", source=str(args.path))
+    return result
+
+
+def check_output(path: str | None, *, option: str, folder: bool = False) -> None:
+    """Refuse, before any work, an output path that cannot be written: a missing parent folder, a folder
+    where a file is wanted (or the reverse), or no permission."""
+    import os
+    from pathlib import Path
+
+    from api.cli import UserError
+
+    if path is None:
+        return
+    p = Path(path)
+    if folder:
+        if p.exists() and not p.is_dir():
+            raise UserError(f"{option} {path}: is a file; this format writes a folder")
+    elif p.is_dir():
+        raise UserError(f"{option} {path}: is a folder; give a file name")
+    parent = p.resolve().parent
+    if not parent.is_dir():
+        raise UserError(f"{option} {path}: the folder {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise UserError(f"{option} {path}: permission denied")
+
+
+def print_notes(result: ParseResult) -> None:
+    """Print on stderr what the readers assumed or left out by rule (the summary's notes)."""
+    import sys
+
+    from api.cli import cli_wording
+
+    for note in result.notes:
+        print(f"crowdqa: note: {cli_wording(note)}", file=sys.stderr)

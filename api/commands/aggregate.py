@@ -1,9 +1,9 @@
-"""``crowdqa aggregate``: aggregate one crowd dump (plus optional experts) synchronously.
+"""crowdqa aggregate: aggregate one crowd dump (plus optional experts) synchronously.
 
-Reads the files with ``ingest.read_corpus``, runs the same pipeline as a queued job
-(``jobs.pipeline.run_pipeline``), writes the aggregate with ``ingest.writers.write_labels``
-and, with ``--report``, the quality report as JSON. Progress goes to stderr: a tqdm bar per
-stage on a terminal, one line per stage and EM iteration otherwise, nothing with ``--quiet``.
+Reads the files, runs the same pipeline as a queued job of the service, writes the aggregate
+and, with --report, the quality report as JSON. Options and output paths are checked before
+any file is read. Progress goes to stderr: a progress bar per stage on a terminal, one line per
+stage and EM iteration otherwise, nothing with --quiet.
 """
 
 from __future__ import annotations
@@ -20,19 +20,21 @@ __all__ = ["register", "default_output_format"]
 OUTPUT_FORMATS = ("spans-jsonl", "conll", "ebm-nlp", "categorical-csv")
 
 
-def default_output_format(input_format: str, *, output: str | None = None) -> str:
+def default_output_format(input_format: str, *, output: str | None = None, categorical: bool = False) -> str:
     """The output format when none is given.
 
-    An output name ending in ``.jsonl`` or ``.conll`` says which; otherwise CoNLL in ->
-    CoNLL out, EBM-NLP -> EBM-NLP, categorical -> ``item,label`` CSV, any span format ->
-    spans-jsonl.
+    Categorical answers (one-token items without an outside class) are written as ``item,label``
+    CSV, whatever their input format; otherwise an output name ending in ``.jsonl`` or ``.conll``
+    says which, else CoNLL in -> CoNLL out, EBM-NLP -> EBM-NLP, any other span format -> spans-jsonl.
     """
+    if categorical or input_format == "categorical":
+        return "categorical-csv"
     by_suffix = {".jsonl": "spans-jsonl", ".conll": "conll"}
     if output is not None:
         for suffix, fmt in by_suffix.items():
             if str(output).lower().endswith(suffix):
                 return fmt
-    return {"conll": "conll", "ebm-nlp": "ebm-nlp", "categorical": "categorical-csv"}.get(input_format, "spans-jsonl")
+    return {"conll": "conll", "ebm-nlp": "ebm-nlp"}.get(input_format, "spans-jsonl")
 
 
 class _Progress:
@@ -93,12 +95,15 @@ class _Progress:
 
 def _run(args: argparse.Namespace) -> int:
     from api.cli import UserError
-    from api.commands._uploads import read_uploads
+    from api.commands._uploads import check_output, check_sort, print_notes, read_uploads
     from ingest import summarize
     from ingest.writers import write_labels
+    from jobs.params import validate_params
     from jobs.pipeline import run_pipeline
+    from quality.references import RULES
     from quality.report import dump_report
 
+    # Everything that can be checked without the data, before any file is read.
     if args.use_experts and not args.expert:
         raise UserError("--use-experts needs --expert PATH")
     params = {}
@@ -109,6 +114,13 @@ def _run(args: argparse.Namespace) -> int:
             raise UserError(f"--params must be a JSON object: {exc}") from None
         if not isinstance(params, dict):
             raise UserError(f"--params must be a JSON object, found {type(params).__name__}")
+    validate_params(args.method, params)
+    check_sort(args)
+    folder_out = (args.output_format or default_output_format(args.format, output=args.output)) == "ebm-nlp"
+    check_output(args.output, option="--output", folder=folder_out)
+    check_output(args.report, option="--report")
+    if args.reference not in RULES and not args.expert and args.role != "expert":
+        raise UserError(f"--reference {args.reference!r} names an expert, but no --expert file is given")
     from aggregation import make_aggregator
 
     quiet = args.quiet
@@ -119,12 +131,30 @@ def _run(args: argparse.Namespace) -> int:
     parsed = read_uploads(args)
     corpus, problems = parsed.corpus, parsed.problems
     progress.end()
+    print_notes(parsed)
+    # What needs the data, before fitting: the reference expert and the output format.
+    if args.reference not in RULES and args.reference not in corpus.worker_ids:
+        experts = [corpus.worker_ids[w] for w in corpus.workers_with_role("expert")]
+        raise UserError(f"--reference must be {' or '.join(RULES)} or an expert's id {experts[:5]}, "
+                        f"found {args.reference!r}")
+    categorical = not corpus.has_outside and bool(corpus.n_docs) and bool((corpus.doc_lengths == 1).all())
+    out_format = args.output_format or default_output_format(args.format, output=args.output,
+                                                             categorical=categorical)
+    if categorical and args.output_format is None and str(args.output).lower().endswith((".jsonl", ".conll")):
+        raise UserError(f"--output {args.output}: these are categorical answers, written as categorical-csv "
+                        "(item,label): name the output .csv")
+    if categorical and out_format != "categorical-csv":
+        raise UserError(f"--output-format {out_format}: these are categorical answers (one label per item); "
+                        "they are written as categorical-csv")
+    if out_format == "categorical-csv" and not categorical:
+        raise UserError("--output-format categorical-csv is for categorical answers (one label per item); these are "
+                        "span labels: use spans-jsonl, conll or ebm-nlp")
+    check_output(args.output, option="--output", folder=out_format == "ebm-nlp")
     s = summarize(corpus)
     say(f"crowdqa: read {s['documents']} documents, {s['tokens']} tokens, annotators {s['annotators']}"
         + (f"; skipped {len(problems)} bad rows" if problems else ""))
     result = run_pipeline(corpus, method=args.method, params=params, use_experts=args.use_experts,
                           reference=args.reference, progress=progress)
-    out_format = args.output_format or default_output_format(args.format, output=args.output)
     progress("writing", None, None)
     write_labels(result.labels, corpus, args.output, format=out_format)
     progress.end()
@@ -138,21 +168,19 @@ def _run(args: argparse.Namespace) -> int:
             dump_report(result.report, fh)
             fh.write("\n")
         say(f"crowdqa: wrote the report to {args.report}")
-    try:
-        from quality.report import format_report
+    from quality.report import format_report
 
-        print(format_report(result.report))
-    except ImportError:  # pragma: no cover - the report module ships with crowdqa
-        pass
+    print(format_report(result.report, max_workers=args.top, sort=args.sort))
     return 0
 
 
 def register(subparsers) -> None:
     from aggregation.registry import METHODS
-    from api.commands._uploads import add_upload_arguments
+    from api.commands._uploads import add_table_arguments, add_upload_arguments
 
-    p = subparsers.add_parser("aggregate", help=COMMANDS['aggregate'][1],
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = subparsers.add_parser("aggregate", help=COMMANDS["aggregate"][1],
+                              description=__doc__.split("\n", 1)[1].strip(),
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
     add_upload_arguments(p, path_help="the crowd annotations (file, folder or zip)", metavar="CROWD_PATH")
     p.add_argument("--method", required=True, choices=list(METHODS), help="aggregation method")
     p.add_argument("--params", help='method parameters as JSON, e.g. \'{"max_iter": 50}\'')
@@ -162,11 +190,12 @@ def register(subparsers) -> None:
     p.add_argument("--reference", default="union", help="expert reference rule: union, majority or an expert id")
     p.add_argument("--output", required=True, help="where to write the aggregate (a folder for ebm-nlp)")
     p.add_argument("--output-format", choices=OUTPUT_FORMATS,
-                   help="default: by --output's suffix (.jsonl, .conll), else conll for CoNLL input, ebm-nlp for "
-                        "EBM-NLP, categorical-csv for categorical, "
+                   help="default: categorical-csv for categorical answers (whatever the input format), else by "
+                        "--output's suffix (.jsonl, .conll), else conll for CoNLL input, ebm-nlp for EBM-NLP, "
                         "else spans-jsonl")
     p.add_argument("--report", metavar="REPORT.json", help="write the quality report here")
     p.add_argument("--quiet", "-q", action="store_true",
                    help="no progress on stderr (on a terminal it is a progress bar per stage; elsewhere one line "
                         "per stage and per EM iteration)")
+    add_table_arguments(p)
     p.set_defaults(func=_run)

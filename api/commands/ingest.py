@@ -6,7 +6,7 @@ import argparse
 import json
 
 from api.cli import COMMANDS
-from api.commands._uploads import add_upload_arguments, read_uploads
+from api.commands._uploads import add_upload_arguments, check_output, read_uploads
 from ingest import summarize
 
 __all__ = ["register", "run", "format_summary"]
@@ -31,9 +31,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Parse, merge, summarise, save."""
+    check_output(args.save, option="--save")
     result = read_uploads(args)
     corpus = result.corpus
-    summary = summarize(corpus, problems=result.problems)
+    summary = summarize(corpus, problems=result.problems, notes=result.notes, dropped=result.dropped)
     if args.save:
         corpus.save(args.save)
         summary["saved"] = args.save
@@ -64,6 +65,12 @@ def format_summary(summary: dict) -> str:
         lines.extend(f"  {p}" for p in summary["problems"])
         if summary["skipped"] > len(summary["problems"]):
             lines.append(f"  ... and {summary['skipped'] - len(summary['problems'])} more")
+    for reason, n in (summary.get("dropped") or {}).items():
+        lines.append(f"left out    {n} {reason} rows")
+    if summary.get("notes"):
+        from api.cli import cli_wording
+
+        lines.extend(f"note: {cli_wording(n)}" for n in summary["notes"])
     if summary.get("saved"):
         lines.append(f"saved        {summary['saved']}")
     return "\n".join(lines)

@@ -8,7 +8,15 @@ import time
 from pathlib import Path
 
 from api.cli import COMMANDS
-from api.commands._uploads import add_upload_arguments, read_uploads, upload_options
+from api.commands._uploads import (
+    add_table_arguments,
+    add_upload_arguments,
+    check_output,
+    check_sort,
+    print_notes,
+    read_uploads,
+    upload_options,
+)
 from ingest import FORMATS, read_corpus
 from quality.aggregate_input import AGGREGATE_FORMATS, labels_from_corpus, read_aggregate
 from quality.references import RULES
@@ -30,9 +38,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_upload_arguments(p, path_help="the crowd dump the aggregate was computed from", metavar="CROWD_PATH")
     p.add_argument("--aggregate", metavar="AGG_PATH", required=True, help="the aggregate to score")
-    p.add_argument("--aggregate-format", choices=sorted(set(AGGREGATE_FORMATS) | set(FORMATS)), default="spans-jsonl",
-                   help="format of AGG_PATH: an output of `crowdqa aggregate` (default spans-jsonl), or any upload "
-                        "format, read as an upload and aligned by document id")
+    p.add_argument("--aggregate-format", choices=sorted(set(AGGREGATE_FORMATS) | set(FORMATS)), default=None,
+                   help="format of AGG_PATH: an output of crowdqa aggregate, or any upload format, read as an upload "
+                        "and aligned by document id; default by AGG_PATH: a folder is ebm-nlp, .conll conll, .csv "
+                        "categorical-csv (spans-csv for span labels), .npz corpus, else spans-jsonl")
     p.add_argument("--aggregate-annotator", metavar="NAME",
                    help="the annotator of AGG_PATH to score when it has several (e.g. pico:HMMCrowd)")
     p.add_argument("--method", default=None, help="name of the aggregation method (default: AGG_PATH's name)")
@@ -42,21 +51,47 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help=f"expert reference: {' or '.join(RULES)} (default union), or one expert's annotator id")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (default 1000)")
-    p.add_argument("--max-workers", type=int, default=40, help="worker rows in the table (default 40)")
     p.add_argument("--json", metavar="OUT.json", help="write the full report as JSON to this file")
+    add_table_arguments(p)
     p.set_defaults(func=run)
 
 
 
 
+def aggregate_format(path: str, *, categorical: bool) -> str:
+    """The format of an aggregate file when --aggregate-format is not given (what crowdqa aggregate writes)."""
+    p = Path(path)
+    if p.is_dir():
+        return "ebm-nlp"
+    suffix = p.suffix.lower()
+    if suffix == ".csv":
+        return "categorical-csv" if categorical else "spans-csv"
+    return {".conll": "conll", ".npz": "corpus"}.get(suffix, "spans-jsonl")
+
+
 def run(args: argparse.Namespace) -> int:
     """Read corpus and aggregate, build the report, print the table, write JSON."""
-    corpus = read_uploads(args).corpus
-    if args.aggregate_format in AGGREGATE_FORMATS:
-        labels = read_aggregate(args.aggregate, corpus, format=args.aggregate_format)
+    from api.cli import UserError
+
+    check_output(args.json, option="--json")
+    check_sort(args)
+    if not Path(args.aggregate).exists():
+        raise UserError(f"--aggregate {args.aggregate}: no such file or folder")
+    if args.reference not in RULES and not args.expert and args.role != "expert":
+        raise UserError(f"--reference {args.reference!r} names an expert, but no --expert file is given")
+    parsed = read_uploads(args)
+    corpus = parsed.corpus
+    print_notes(parsed)
+    if args.reference not in RULES and args.reference not in corpus.worker_ids:
+        raise UserError(f"--reference must be {' or '.join(RULES)} or an expert's id, found {args.reference!r}")
+    fmt = args.aggregate_format or aggregate_format(args.aggregate, categorical=not corpus.has_outside)
+    if Path(args.aggregate).is_dir() and fmt != "ebm-nlp" and fmt not in FORMATS:
+        raise UserError(f"--aggregate {args.aggregate} is a folder: give --aggregate-format ebm-nlp (or a file)")
+    if fmt in AGGREGATE_FORMATS:
+        labels = read_aggregate(args.aggregate, corpus, format=fmt)
     else:
         # Any upload format: read it as one more upload (same options) and take one annotator's labels.
-        other = read_corpus(args.aggregate, format=args.aggregate_format, **upload_options(args)).corpus
+        other = read_corpus(args.aggregate, format=fmt, **upload_options(args)).corpus
         labels = labels_from_corpus(other, corpus, annotator=args.aggregate_annotator)
     t0 = time.perf_counter()
     method = args.method or args.aggregate_annotator or Path(args.aggregate).stem
@@ -65,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         reference=args.reference, seed=args.seed, n_boot=args.n_boot,
     )
     report["report_seconds"] = round(time.perf_counter() - t0, 3)
-    print(format_report(report, max_workers=args.max_workers))
+    print(format_report(report, max_workers=args.top, sort=args.sort))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     return 0

@@ -81,8 +81,9 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("serve", help=COMMANDS['serve'][1],
-                              description=__doc__)
+    p = subparsers.add_parser("serve", help=COMMANDS["serve"][1],
+                              description="Run the API: embedded (SQLite and an in-process queue) unless "
+                              "CROWDQA_REDIS_URL and CROWDQA_DATABASE_URL say otherwise.")
     p.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     p.add_argument("--workers", type=int, default=1,

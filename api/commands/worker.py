@@ -22,7 +22,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("worker", help=COMMANDS['worker'][1], description=__doc__)
+    p = subparsers.add_parser("worker", help=COMMANDS["worker"][1],
+                              description="Run jobs from the Redis queue at CROWDQA_REDIS_URL (any number, any host).")
     p.add_argument("--burst", action="store_true", help="quit when the queue is empty")
     p.add_argument("--name", default=None, help="worker name (default: random)")
     p.set_defaults(func=_run)

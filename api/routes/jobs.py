@@ -82,15 +82,47 @@ def get_report(job: OwnedJobDep, session: SessionDep) -> dict[str, Any]:
     return report.body
 
 
-@router.get("/{job_id}/workers", responses=problem_responses(404, 409))
+#: The columns of a worker row, in the order the CSV export writes them.
+WORKER_COLUMNS = ("annotator", "role", "documents", "tokens", "precision", "recall", "f1", "span_f1",
+                  "agreement_precision", "agreement_recall", "agreement_f1", "accuracy", "agreement_accuracy")
+
+
+@router.get("/{job_id}/workers", responses={**problem_responses(404, 409),
+                                            200: {"content": {"text/csv": {}},
+                                                  "description": "Worker rows (JSON, or CSV with format=csv)."}})
 def list_workers(job: OwnedJobDep, session: SessionDep,
-                 sort: Annotated[SortKey, Query(description="Column to sort by; nulls last.")] = "annotator",
+                 sort: Annotated[SortKey | None, Query(
+                     description="Column to sort by; nulls last. Default: f1 for span reports, accuracy for "
+                                 "categorical ones (which have no precision, recall or F1).")] = None,
                  order: Annotated[Literal["asc", "desc"], Query()] = "asc",
-                 offset: Offset = 0, limit: Limit = 100) -> WorkerScoresPublic:
-    """Per-annotator scores of a finished job, sorted and paged."""
+                 offset: Offset = 0, limit: Limit = 100,
+                 format: Annotated[Literal["json", "csv"], Query(
+                     description="csv: every row (offset and limit apply too) as a spreadsheet.")] = "json",
+                 ) -> WorkerScoresPublic:
+    """Per-annotator scores of a finished job, sorted and paged (or as CSV)."""
     _finished(job)
+    report = crud.get_report(session=session, job_id=job.id)
+    kind = (report.body.get("kind") if report is not None else None) or "spans"
+    if sort is None:
+        sort = crud.DEFAULT_SORT.get(kind, "annotator")
+    if kind == "categorical" and sort not in crud.CATEGORICAL_SORT_KEYS:
+        raise ProblemError(422, f"sort: job {job.id} has a categorical report, whose workers have no {sort}; "
+                                f"sort by one of {', '.join(crud.CATEGORICAL_SORT_KEYS)}")
     rows, count = crud.list_worker_scores(session=session, job_id=job.id, sort=sort, order=order,
                                           offset=offset, limit=limit)
+    if format == "csv":
+        import csv
+
+        from ingest.writers import csv_escape
+
+        buf = io.StringIO()
+        out = csv.writer(buf)
+        out.writerow(WORKER_COLUMNS)
+        for r in rows:
+            out.writerow([csv_escape(str(v)) if isinstance(v := getattr(r, c), str) else ("" if v is None else v)
+                          for c in WORKER_COLUMNS])
+        return Response(buf.getvalue(), media_type="text/csv; charset=utf-8",  # type: ignore[return-value]
+                        headers={"Content-Disposition": f'attachment; filename="{job.id}-workers.csv"'})
     return WorkerScoresPublic(data=[WorkerScorePublic.model_validate(r) for r in rows], count=count)
 
 

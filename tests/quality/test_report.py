@@ -285,7 +285,7 @@ def test_categorical_corpus_scores_every_answer():
         c = read_categorical(p)
     agg = c.labels_of(c.worker_ids.index("u"))
     rep = build_report(c, agg, method="mv", experts_used_in_fit=False, n_boot=10)
-    per = rep["aggregate_vs_expert"]["token_per_label"]
+    per = rep["aggregate_vs_expert"]["per_class"]
     assert set(per) == {"no", "yes"}
     assert (per["no"]["tp"], per["no"]["fn"]) == (1, 1)
     assert rep["aggregate_vs_expert"]["accuracy"]["value"] == pytest.approx(2 / 3)
