@@ -220,7 +220,7 @@ def _load_corpus(path: Path) -> Corpus:
         return Corpus.load(path)
     except (OSError, ValueError, KeyError, zipfile.BadZipFile):
         # numpy's own message would suggest loading the file "unsafely" with allow_pickle: never do that.
-        raise IngestError("not a corpus file written by `crowdqa ingest --save` (an .npz of its arrays)",
+        raise IngestError("not a corpus file written by crowdqa (crowdqa ingest --save writes one: an .npz)",
                           source=str(path)) from None
 
 

@@ -13,12 +13,12 @@ import threading
 
 from jobs.errors import JobCancelled
 
-__all__ = ["request_cancel", "request_shutdown", "clear_shutdown", "checkpoint", "running_here", "running"]
+__all__ = ["request_cancel", "request_shutdown", "checkpoint", "running_here", "running"]
 
 _lock = threading.Lock()
 _cancelled: set[str] = set()
+_requeue: set[str] = set()
 _running: set[str] = set()
-_shutdown = threading.Event()
 
 
 def request_cancel(job_id: str) -> None:
@@ -28,22 +28,18 @@ def request_cancel(job_id: str) -> None:
 
 
 def request_shutdown() -> None:
-    """Ask every job running in this process to stop at its next checkpoint and go back to the queue."""
-    _shutdown.set()
-
-
-def clear_shutdown() -> None:
-    """Forget an earlier shutdown request (a new embedded worker starts)."""
-    _shutdown.clear()
+    """Ask every job running in this process now to stop at its next checkpoint and go back to the queue."""
+    with _lock:
+        _requeue.update(_running)
 
 
 def checkpoint(job_id: str) -> None:
     """Raise :class:`JobCancelled` if ``job_id`` was cancelled or the service is stopping."""
-    if _shutdown.is_set():
-        raise JobCancelled("the service stopped while the job ran", requeue=True)
     with _lock:
         if job_id in _cancelled:
             raise JobCancelled("deleted while it ran")
+        if job_id in _requeue:
+            raise JobCancelled("the service stopped while the job ran", requeue=True)
 
 
 class running:  # noqa: N801 - used as a context manager, like a function
@@ -61,6 +57,7 @@ class running:  # noqa: N801 - used as a context manager, like a function
         with _lock:
             _running.discard(self.job_id)
             _cancelled.discard(self.job_id)
+            _requeue.discard(self.job_id)
 
 
 def running_here() -> set[str]:

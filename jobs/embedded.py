@@ -64,7 +64,6 @@ class EmbeddedWorker:
         self._thread = threading.Thread(target=self._loop, name="crowdqa-embedded-worker", daemon=True)
 
     def start(self) -> EmbeddedWorker:
-        cancel.clear_shutdown()
         self._thread.start()
         return self
 

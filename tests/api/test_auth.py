@@ -59,7 +59,7 @@ def test_no_key_gets_401_everywhere(client, keys, a_resources):
             r = client.request(method, url, headers=headers, **kw)
             assert r.status_code == 401, (method, url, headers)
             assert r.headers["www-authenticate"] == "Bearer"
-    assert upload(client, keys["a"], ds, SAMPLE / "expert.jsonl", role="expert").status_code == 422  # duplicate
+    assert upload(client, keys["a"], ds, SAMPLE / "expert.jsonl", role="expert").status_code == 409  # already uploaded
 
 
 def test_openapi_documents_every_endpoint_and_error(client):

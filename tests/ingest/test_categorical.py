@@ -185,12 +185,12 @@ def test_options_choose_columns_by_name_or_number(tmp_path):
     text = "when,who,what,item,truth\n" + "".join(f"t,{w},{lab},{i},{g}\n" for i, w, lab, g in _ROWS)
     p = _write(tmp_path, text, "odd.csv")
     with pytest.raises(IngestError, match=r"odd.csv:1: cannot tell the item, annotator and label columns .*"
-                                          r"--annotator-column"):
+                                          r"annotator_column"):
         read_categorical(p)
     _same(read_categorical(p, annotator_column="who", answer_column="3"), _positional(tmp_path))
     _same(read_categorical(p, annotator_column="WHO", answer_column="what", id_column="4", gold_column="5"),
           _positional(tmp_path))
-    with pytest.raises(IngestError, match=r"odd.csv:1: --gold-column 'nope' is not a column of the header"):
+    with pytest.raises(IngestError, match=r"odd.csv:1: gold_column 'nope' is not a column of the header"):
         read_categorical(p, annotator_column="who", answer_column="what", gold_column="nope")
     with pytest.raises(IngestError, match="are the same column"):
         read_categorical(p, annotator_column="who", answer_column="who")

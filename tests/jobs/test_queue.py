@@ -104,9 +104,15 @@ def test_unexpected_error_without_retries_fails_with_reason(settings, monkeypatc
     assert row.status == JobStatus.failed and "disk full" in row.error and row.attempts == 1 + settings.job_retries
 
 
-def test_input_errors_fail_at_once(settings):
-    """A parameter the aggregator rejects at fit time fails the job on the first attempt (no retry)."""
-    job_id = _start(settings, params={"max_iter": -3})
+def test_input_errors_fail_at_once(settings, monkeypatch):
+    """An input error at run time fails the job on the first attempt (no retry). (Parameters are checked at
+    the request now, so the error is raised by the fit here.)"""
+    job_id = _start(settings)
+
+    def refuse(*a, **k):
+        raise ValueError("the aggregator refused the corpus")
+
+    monkeypatch.setattr("aggregation.dawid_skene.DawidSkene.fit", refuse)
     _work(settings)
     row = _row(settings, job_id)
     assert row.status == JobStatus.failed and row.attempts == 1 and row.error.startswith("ValueError")

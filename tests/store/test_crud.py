@@ -190,9 +190,12 @@ def test_referenced_artifacts_names_every_file_a_row_needs(session):
         f"uploads/11/{'1' * 64}.csv", f"corpora/22/{'2' * 64}.npz", f"docs/33/{'3' * 64}.zip",
         f"corpora/44/{'4' * 64}.npz", f"results/55/{'5' * 64}.npz", f"corpora/dd/{'d' * 64}.npz",
         f"corpora/ee/{'e' * 64}.npz",
+        # A dataset's or job's sha256 may name a snapshot (a list of upload corpora) instead of a corpus.
+        f"snapshots/44/{'4' * 64}.json", f"snapshots/dd/{'d' * 64}.json", f"snapshots/ee/{'e' * 64}.json",
     }
     crud.delete_dataset(session=session, dataset=ds)
-    assert crud.referenced_artifacts(session=session) == {f"corpora/ee/{'e' * 64}.npz"}
+    assert crud.referenced_artifacts(session=session) == {f"corpora/ee/{'e' * 64}.npz",
+                                                          f"snapshots/ee/{'e' * 64}.json"}
 
 
 _names = st.text(alphabet="abcdefghij0123456789", min_size=1, max_size=6)
