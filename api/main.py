@@ -7,7 +7,7 @@ from fastapi import APIRouter, FastAPI
 from api import dashboard
 from api.errors import install_error_handlers
 from api.lifespan import BodyLimitMiddleware, lifespan
-from api.routes import datasets, health, jobs
+from api.routes import datasets, health, jobs, keys, meta
 
 API_PREFIX = "/api/v1"
 
@@ -16,6 +16,8 @@ app = FastAPI(
     summary="Aggregate crowd annotations and measure every worker and aggregate against the experts.",
     version="0.1.0",
     lifespan=lifespan,
+    docs_url=None,  # served by api.routes.meta from the package's own Swagger UI assets
+    redoc_url=None,
 )
 install_error_handlers(app)
 app.add_middleware(BodyLimitMiddleware)
@@ -24,5 +26,8 @@ api_router = APIRouter(prefix=API_PREFIX)
 api_router.include_router(health.router)
 api_router.include_router(datasets.router)
 api_router.include_router(jobs.router)
+api_router.include_router(keys.router)
 app.include_router(api_router)
+app.include_router(meta.index_router)
+meta.install_docs(app)
 dashboard.install(app)  # the web dashboard under /ui; browsers asking for / are sent there

@@ -395,11 +395,12 @@ def render_sample_size(d: dict, results: Path, quick: bool) -> str:
     study_md = ""
     if study:
         kinds = {"ours": "crowd only", "ours_experts_clamped_crossfit": "experts clamped", "published": "published"}
-        rows = [[f"{NAMES.get(key.split('/')[0], key)}, {kinds.get(key.split('/')[1], key.split('/')[1])}",
-                 *(f"±{v:.3f}" if v is not None else "–" for v in (h["precision"], h["recall"], h["f1"]))]
-                for key, h in study["half_widths"].items()]
+        # Its own name: this table used to overwrite the plans' rows, which garbled the plan table (issue 13).
+        study_rows = [[f"{NAMES.get(key.split('/')[0], key)}, {kinds.get(key.split('/')[1], key.split('/')[1])}",
+                       *(f"±{v:.3f}" if v is not None else "–" for v in (h["precision"], h["recall"], h["f1"]))]
+                      for key, h in study["half_widths"].items()]
         study_md = (f"\n\nHalf-widths of the PICO study's intervals (`{study['file']}`; P and R Clopper-Pearson, "
-                    "F1 document bootstrap):\n\n" + _table(["aggregate", "precision", "recall", "F1"], rows))
+                    "F1 document bootstrap):\n\n" + _table(["aggregate", "precision", "recall", "F1"], study_rows))
     return (
         f"SLiCE (`quality.sample_size.slice_sample_size`) for HMMCrowd on PICO Participants, ±{s['half_width']} at "
         f"{s['confidence']:.0%}; tokens → documents at {s['tokens_per_document']:.0f} tokens per document.\n\n"

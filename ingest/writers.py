@@ -7,11 +7,14 @@
 Formats
 -------
 ``spans-jsonl``
-    One JSON object per aggregated span: ``{"doc_id", "start", "end", "label"}``,
-    character offsets into the document text (end exclusive), label = entity type.
+    One JSON object per aggregated span: ``{"doc_id", "start", "end", "label", "text"}``,
+    character offsets into the document text (end exclusive), label = entity type, text = the
+    span's characters. For formats that carry tokens only (CoNLL, EBM-NLP) the document text is
+    the tokens joined by single spaces, so the offsets count in that text.
 ``conll``
-    The corpus tokens, one per line with one tag (the class name), a blank line
-    between documents.
+    Per document a ``-DOCSTART- <doc_id>`` line and a blank line, then its tokens, one per line
+    with a BIO tag (``B-``/``I-`` + entity type, ``O``; inside/outside schemes are written as BIO,
+    adjacent spans of one type becoming one), and a blank line.
 ``ebm-nlp``
     A folder with one ``<doc_id>.AGGREGATED.ann`` per document: one integer per token
     line, the entity-type index (0 = outside, 1.. = the corpus entity types in order),
@@ -132,17 +135,31 @@ def _write_spans_jsonl(lab: NDArray, corpus: Corpus, path: Path) -> None:
     with open(path, "w", encoding="utf-8", newline="\n") as fh:
         for d, s, e, t in zip(spans.doc.tolist(), spans.start.tolist(), spans.end.tolist(), spans.type.tolist(),
                               strict=True):
-            obj = {"doc_id": corpus.doc_ids[d], "start": s, "end": e, "label": types[t - 1]}
+            obj = {"doc_id": corpus.doc_ids[d], "start": s, "end": e, "label": types[t - 1],
+                   "text": corpus.texts[d][s:e]}
             fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
 
 
+def bio_tags(lab: NDArray, corpus: Corpus) -> NDArray:
+    """The BIO tag of every token: class names under BIO; under IO, ``B-`` where a run of a type starts."""
+    names = np.asarray(corpus.class_names, dtype=object)
+    if corpus.scheme == "bio" or not corpus.has_outside:
+        return names[lab]
+    starts = np.ones(lab.shape[0], dtype=bool)
+    starts[1:] = lab[1:] != lab[:-1]
+    starts[corpus.doc_start[:-1][corpus.doc_lengths > 0]] = True
+    prefixed = np.where(starts, "B-", "I-").astype(object) + names[lab]
+    return np.where(lab == 0, "O", prefixed)
+
+
 def _write_conll(lab: NDArray, corpus: Corpus, path: Path) -> None:
-    names = np.asarray(corpus.class_names, dtype=object)[lab]
+    tags = bio_tags(lab, corpus)
     with open(path, "w", encoding="utf-8", newline="\n") as fh:
         for d in range(corpus.n_docs):
             a, b = int(corpus.doc_start[d]), int(corpus.doc_start[d + 1])
             toks = corpus.doc_tokens(d)
-            fh.write("".join(f"{t}\t{n}\n" for t, n in zip(toks, names[a:b].tolist(), strict=True)))
+            fh.write(f"-DOCSTART- {corpus.doc_ids[d]}\n\n")
+            fh.write("".join(f"{t}\t{n}\n" for t, n in zip(toks, tags[a:b].tolist(), strict=True)))
             fh.write("\n")
 
 

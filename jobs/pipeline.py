@@ -141,9 +141,19 @@ def run_pipeline(
         progress("scoring", None, None)
     t1 = time.perf_counter()
     labels = np.asarray(aggregator.labels_, dtype=np.int64)
+    # A token no crowd worker labelled has no aggregate, only the model's prior (or a clamped expert
+    # label): it is not scored, so documents only the experts labelled do not read as missed spans.
+    from aggregation.corpus import MISSING
+
+    covered = np.bincount(crowd.token, minlength=corpus.n_tokens) > 0
+    uncovered = int(np.count_nonzero(~covered))
+    if uncovered:
+        fit["uncovered_tokens"] = uncovered
+    scored = np.where(covered | clamped, labels, MISSING)
     report = build_report(
-        corpus, labels, method=method, experts_used_in_fit=bool(use_experts),
-        clamped=clamped if use_experts else None, heldout=heldout, fit=fit, reference=reference,
+        corpus, scored, method=method, experts_used_in_fit=bool(use_experts),
+        clamped=clamped if use_experts else None,
+        heldout=None if heldout is None else np.where(covered, heldout, MISSING), fit=fit, reference=reference,
         skills=getattr(aggregator, "skills_", None),
     )
     report_seconds = time.perf_counter() - t1

@@ -10,7 +10,8 @@ overlap. Formats (the outputs of ``ingest.writers.write_labels``):
   with no row are all ``O``. IO schemes label every covered token with the type;
   BIO schemes give ``B-`` to a span's first token and ``I-`` to the rest.
 * ``conll``: the corpus' tokens in order, one ``token<TAB>tag`` per line (the tag
-  is the last field), a blank line between documents; tokens must match.
+  is the last field), a blank line between documents, ``-DOCSTART- <doc_id>`` lines
+  checked against the corpus' ids; BIO tags of an inside/outside corpus read as their type.
 * ``ebm-nlp``: a folder of ``<doc_id>.AGGREGATED.ann``, one entity-type number per
   token line (0 = outside); under BIO a run of one type becomes one span (the format
   cannot tell adjacent spans of one type apart).
@@ -141,24 +142,35 @@ def _read_spans(path: Path, corpus: Corpus, fmt: str) -> NDArray[np.int64]:
 
 def _read_conll(path: Path, corpus: Corpus) -> NDArray[np.int64]:
     blocks: list[list[tuple[str, str]]] = [[]]
+    ids: list[str | None] = [None]
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
+        fields = line.split()
+        if not fields or fields[0] == "-DOCSTART-":
             if blocks[-1]:
                 blocks.append([])
+                ids.append(None)
+            if fields:  # `-DOCSTART- <doc_id>` names the document that follows
+                ids[-1] = fields[1] if len(fields) > 1 and fields[1] != "-X-" else None
             continue
-        fields = line.split()
         if len(fields) < 2:
             raise ValueError(f"{path}:{n}: expected a token and a tag, found {line!r}")
         blocks[-1].append((fields[0], fields[-1]))
-    blocks = [b for b in blocks if b]
+    kept = [(b, i) for b, i in zip(blocks, ids, strict=True) if b]
+    blocks, ids = [b for b, _ in kept], [i for _, i in kept]
     if len(blocks) != corpus.n_docs:
         raise ValueError(f"{path}: the corpus has {corpus.n_docs} documents, found {len(blocks)}")
+    named = [(k, i) for k, i in enumerate(ids) if i is not None and i != corpus.doc_ids[k]]
+    if named:
+        k, i = named[0]
+        raise ValueError(f"{path}: document {k + 1} is {i!r}, the corpus has {corpus.doc_ids[k]!r} there")
     tags = [t for b in blocks for _, t in b]
     if len(tags) != corpus.n_tokens or [len(b) for b in blocks] != corpus.doc_lengths.tolist():
         bad = next(i for i, b in enumerate(blocks) if len(b) != int(corpus.doc_lengths[i]))
         raise ValueError(f"{path}: document {bad + 1} has {len(blocks[bad])} tokens, "
                          f"the corpus has {int(corpus.doc_lengths[bad])}")
     names = {c: i for i, c in enumerate(corpus.class_names)}
+    if corpus.scheme != "bio":  # BIO tags written for an inside/outside corpus: the type is the class
+        names.update({f"{p}{c}": i for c, i in list(names.items()) if i > 0 for p in ("B-", "I-")})
     unknown = sorted(set(tags) - set(names))
     if unknown:
         raise ValueError(f"{path}: tag {unknown[0]!r} is not a class of the corpus {list(corpus.class_names)}")

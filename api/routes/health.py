@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 from pydantic import BaseModel
 from sqlalchemy import text
 
@@ -19,9 +19,18 @@ class Health(BaseModel):
     embedded: bool
 
 
-@router.get("/health")
-def health(session: SessionDep, queue: QueueDep, settings: SettingsDep) -> Health:
-    """Report whether the database and the job queue answer."""
-    session.exec(text("SELECT 1"))
+_DEGRADED = {503: {"model": Health, "description": "Degraded: the database or the job queue does not answer."}}
+
+
+@router.get("/health", responses=_DEGRADED)
+def health(session: SessionDep, queue: QueueDep, settings: SettingsDep, response: Response) -> Health:
+    """Report whether the database and the job queue answer: 200 when both do, 503 when degraded."""
+    try:
+        session.exec(text("SELECT 1"))
+        db = True
+    except Exception:  # noqa: BLE001 - any database failure is "down" here, and said so
+        db = False
     up = queue_available(queue)
-    return Health(status="ok" if up else "degraded", database=True, queue=up, embedded=settings.embedded)
+    if not (up and db):
+        response.status_code = 503
+    return Health(status="ok" if up and db else "degraded", database=db, queue=up, embedded=settings.embedded)

@@ -29,8 +29,8 @@ def test_spans_jsonl_round_trips_through_the_reader(corpus, tmp_path):
     out = tmp_path / "agg.jsonl"
     write_labels(labels, corpus, out, format="spans-jsonl")
     spans = [json.loads(x) for x in out.read_text().splitlines()]
-    assert spans == [{"doc_id": "d0", "start": 0, "end": 3, "label": "PER"},
-                     {"doc_id": "d0", "start": 15, "end": 19, "label": "LOC"}]
+    assert spans == [{"doc_id": "d0", "start": 0, "end": 3, "label": "PER", "text": "Ann"},
+                     {"doc_id": "d0", "start": 15, "end": 19, "label": "LOC", "text": "Rome"}]
     rows = [(s["doc_id"], "w1", s["start"], s["end"], s["label"]) for s in spans]
     back = read_corpus(write_spans_jsonl(tmp_path / "b.jsonl", rows, TEXTS), format="spans-jsonl",
                        scheme="bio").corpus
@@ -41,7 +41,8 @@ def test_spans_jsonl_round_trips_through_the_reader(corpus, tmp_path):
 def test_conll_and_ebm_nlp_output(corpus, tmp_path):
     labels = corpus.labels_of(0)  # MISSING on d1 -> O
     write_labels(labels, corpus, tmp_path / "out.conll", format="conll")
-    assert (tmp_path / "out.conll").read_text() == "Ann\tB-PER\nmet\tO\nBob\tO\nin\tO\nRome\tB-LOC\n\nParis\tO\n\n"
+    assert (tmp_path / "out.conll").read_text() == (
+        "-DOCSTART- d0\n\nAnn\tB-PER\nmet\tO\nBob\tO\nin\tO\nRome\tB-LOC\n\n-DOCSTART- d1\n\nParis\tO\n\n")
     write_labels(labels, corpus, tmp_path / "ebm", format="ebm-nlp")
     types = corpus.entity_types
     assert (tmp_path / "ebm" / "d0.AGGREGATED.ann").read_text().split() == [
@@ -140,3 +141,19 @@ def test_summary_coverage_brute_force(seed):
         v = per_doc[key]
         assert got == {"min": min(v), "median": float(np.median(v)), "max": max(v)}, key
     assert s["coverage"]["documents_with_expert"] == sum(1 for n in per_doc["expert"] if n > 0)
+
+
+def test_conll_output_of_an_inside_outside_corpus_is_bio_and_reads_back(tmp_path):
+    """Issue 13: CoNLL output is BIO with -DOCSTART- and document ids, also for IO labels; `crowdqa report`
+    reads it back to the same labels (oracle: the labels written)."""
+    from quality.aggregate_input import read_aggregate
+
+    rows = [("a", "w", 0, 9, "P"), ("a", "w", 10, 14, "P"), ("b", "w", None, None, None)]
+    texts = {"a": "two words here", "b": "none"}
+    c = read_corpus(write_spans_jsonl(tmp_path / "s.jsonl", rows, texts), format="spans-jsonl").corpus
+    assert c.scheme == "io"
+    labels = c.labels_of(0)
+    write_labels(labels, c, tmp_path / "o.conll", format="conll")
+    assert (tmp_path / "o.conll").read_text() == ("-DOCSTART- a\n\ntwo\tB-P\nwords\tI-P\nhere\tI-P\n\n"
+                                                  "-DOCSTART- b\n\nnone\tO\n\n")
+    assert read_aggregate(tmp_path / "o.conll", c, format="conll").tolist() == labels.tolist()

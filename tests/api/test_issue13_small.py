@@ -1,0 +1,66 @@
+"""Issue 13, small things a user expects: the service describes itself, /docs works offline, /health says
+503 when degraded, keys can be listed and revoked (API and CLI)."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from api.cli import main
+from store.settings import get_settings
+from tests.api.conftest import auth
+from tests.utils.services import free_port
+
+
+def test_root_and_api_v1_describe_the_service(client):
+    """`/` says where things are; `/api/v1` lists its endpoints (before: both 404)."""
+    root = client.get("/").json()
+    assert root["api"] == "/api/v1" and root["docs"] == "/docs"
+    index = client.get("/api/v1").json()
+    paths = {(e["method"], e["path"]) for e in index["endpoints"]}
+    assert ("POST", "/api/v1/datasets/{dataset_id}/uploads") in paths and ("GET", "/api/v1/health") in paths
+
+
+def test_docs_are_served_from_the_package(client):
+    """/docs loads Swagger UI from this server, not from a CDN, so it works offline."""
+    page = client.get("/docs").text
+    assert "cdn.jsdelivr.net" not in page and "/static/docs/swagger-ui-bundle.js" in page
+    js = client.get("/static/docs/swagger-ui-bundle.js")
+    assert js.status_code == 200 and len(js.content) > 100_000
+    assert client.get("/static/docs/swagger-ui.css").status_code == 200
+
+
+def test_health_is_503_when_degraded(settings, monkeypatch):
+    """/health answers 503 (not 200) while the queue does not answer."""
+    from api.main import app
+
+    monkeypatch.setenv("CROWDQA_REDIS_URL", f"redis://127.0.0.1:{free_port()}/0")
+    get_settings.cache_clear()
+    with TestClient(app) as c:
+        r = c.get("/api/v1/health")
+    assert r.status_code == 503 and r.json()["status"] == "degraded" and r.json()["queue"] is False
+
+
+def test_keys_list_create_and_revoke_in_the_api(client, keys):
+    """GET /keys lists the project's keys by prefix; POST makes another; DELETE revokes one (then 401)."""
+    key = keys["a"]
+    listed = client.get("/api/v1/keys", headers=auth(key)).json()
+    assert listed["count"] == 1 and listed["data"][0]["prefix"] == key.split("_")[1]
+    new = client.post("/api/v1/keys", headers=auth(key)).json()
+    assert new["key"].startswith("cqa_") and client.get("/api/v1/keys", headers=auth(key)).json()["count"] == 2
+    assert client.delete(f"/api/v1/keys/{key.split('_')[1]}", headers=auth(new["key"])).status_code == 204
+    assert client.get("/api/v1/keys", headers=auth(key)).status_code == 401
+    assert client.delete(f"/api/v1/keys/{keys['b'].split('_')[1]}", headers=auth(new["key"])).status_code == 404
+
+
+def test_keys_list_and_revoke_in_the_cli(settings, capsys):
+    """`crowdqa keys list` shows prefixes and projects (never secrets); `keys revoke PREFIX` removes one."""
+    assert main(["keys", "create", "--project", "lab"]) == 0
+    key = capsys.readouterr().out.strip().splitlines()[-1]
+    assert main(["keys", "list"]) == 0
+    out = capsys.readouterr().out
+    prefix = key.split("_")[1]
+    assert prefix in out and "lab" in out and key not in out
+    assert main(["keys", "revoke", prefix]) == 0
+    capsys.readouterr()
+    assert main(["keys", "revoke", prefix]) == 2
+    assert "no key with prefix" in capsys.readouterr().err
