@@ -186,18 +186,14 @@ def read_categorical(
     problems = problems or ProblemLog("fail")
     source = str(path)
     chosen = {"item": id_column, "annotator": annotator_column, "label": answer_column, "gold": gold_column}
-    fast = _read_columnar(Path(path), chosen, role=role)
+    fast = _read_columnar(Path(path), chosen, role=role, problems=problems)
     if fast is not None:
         return fast
     rows = _open_rows(Path(path))
     _, names = next(rows)
     cols = _columns(names, chosen, source)
     i_item, i_ann, i_label, i_gold = cols["item"], cols["annotator"], cols["label"], cols["gold"]
-    known = {n for names_ in _HEADER_NAMES.values() for n in names_}
-    if not any(chosen.values()) and not any(_normal(n) in known for n in names):
-        read_as = [f"{what} = {names[i]!r}" for what, i in cols.items() if i is not None]
-        problems.note(f"no column header names the item, annotator or label: read by position ({', '.join(read_as)}); "
-                      "name the columns with id_column, annotator_column, answer_column if that is wrong")
+    _note_positional(names, chosen, cols, problems)
     need = 1 + max(i for i in (i_item, i_ann, i_label) if i is not None)
     if i_ann is None:  # reference labels only: the gold field is required
         need = max(need, i_gold + 1)
@@ -315,7 +311,17 @@ def _corpus(
     )
 
 
-def _read_columnar(path: Path, chosen: dict[str, str | None], *, role: str) -> Corpus | None:
+def _note_positional(names: list[str], chosen: dict, cols: dict, problems: ProblemLog) -> None:
+    """Say in the summary when no header name said which column is which (issue 13: read by position)."""
+    known = {n for names_ in _HEADER_NAMES.values() for n in names_}
+    if not any(chosen.values()) and not any(_normal(n) in known for n in names):
+        read_as = [f"{what} = {names[i]!r}" for what, i in cols.items() if i is not None]
+        problems.note(f"no column header names the item, annotator or label: read by position ({', '.join(read_as)}); "
+                      "name the columns with id_column, annotator_column, answer_column if that is wrong")
+
+
+def _read_columnar(path: Path, chosen: dict[str, str | None], *, role: str,
+                   problems: ProblemLog | None = None) -> Corpus | None:
     """The whole file read by Arrow (:mod:`ingest._columnar`), or None to let the row loop read it.
 
     Gives up on anything the row loop would report or treat specially: a row of another width,
@@ -341,6 +347,8 @@ def _read_columnar(path: Path, chosen: dict[str, str | None], *, role: str) -> C
     except IngestError:
         return None
     i_item, i_ann, i_label, i_gold = cols["item"], cols["annotator"], cols["label"], cols["gold"]
+    if problems is not None:
+        _note_positional(names, chosen, cols, problems)
     used = [i for i in (i_item, i_ann, i_label, i_gold) if i is not None]
     table = read_csv_columns(path, delimiter=delimiter, n_columns=len(names), columns=used)
     if table is None or len(table[i_item]) == 0:

@@ -25,7 +25,7 @@ def ensure_first_key(settings) -> str | None:
 
 
 def _listen(host: str, port: int):
-    """A listening socket on ``host:port`` (as uvicorn makes it); one line naming the address if it cannot."""
+    """A socket bound to ``host:port`` (as uvicorn makes it); one line naming the address if it cannot."""
     import socket
 
     from api.cli import UserError
@@ -38,8 +38,8 @@ def _listen(host: str, port: int):
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
+        # Bound, not yet listening: uvicorn listens once the app has started, so nobody connects earlier.
         sock.bind(address)
-        sock.listen(2048)
     except OSError as exc:
         sock.close()
         hint = "; is a server already running there? choose another --port" if exc.errno == 98 else ""

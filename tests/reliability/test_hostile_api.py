@@ -38,8 +38,8 @@ def finished(client, keys):
 
 def test_every_hostile_case_through_the_api(client, finished, tally):
     """Each catalogue case uploaded to a fresh dataset and to the dataset of a finished job: 201, 413 or 422
-    problem+json (never 500, each within 30 s); afterwards the earlier uploads, report and labels read back
-    byte for byte as before."""
+    problem+json, 409 for categorical answers into the span dataset (never 500, each within 30 s); afterwards the
+    earlier uploads, report and labels read back byte for byte as before."""
     key, ds, job = finished
     before = _snapshot(client, key, ds, job)
     bad = []
@@ -54,7 +54,8 @@ def test_every_hostile_case_through_the_api(client, finished, tally):
                 r = client.post(f"/api/v1/datasets/{target}/uploads", headers=auth(key), files=files,
                                 data={"format": case.format, "role": "crowd", **case.options})
             tally()
-            if r.status_code not in (201, 413, 422):
+            # 409: answers of another kind than the dataset's span labels (issue 13: one kind per dataset).
+            if r.status_code not in (201, 413, 422) and not (r.status_code == 409 and target == ds):
                 bad.append(f"{case.name}: {r.status_code} {r.text[:200]}")
             elif r.status_code != 201 and not r.headers["content-type"].startswith("application/problem+json"):
                 bad.append(f"{case.name}: {r.status_code} without problem+json")
