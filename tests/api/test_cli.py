@@ -83,14 +83,20 @@ def test_aggregate_progress_bar_on_a_terminal(tmp_path):
 
 
 def test_aggregate_conll_round_trip(tmp_path):
-    """CoNLL output of the sample has one tag per token, in input order (the pipeline's labels)."""
+    """CoNLL output of the sample has one BIO tag per token, in input order, after each document's -DOCSTART-
+    line (issue 13); read back, it gives the pipeline's labels."""
+    from quality.aggregate_input import read_aggregate
+
     out = tmp_path / "agg.conll"
     assert main(["aggregate", str(SAMPLE / "crowd.jsonl"), "--format", "spans-jsonl", "--method", "mv",
                  "--output", str(out), "--output-format", "conll"]) == 0
     corpus = read_corpus(SAMPLE / "crowd.jsonl", format="spans-jsonl").corpus
     labels = run_pipeline(corpus, method="mv").labels
-    tags = [line.split()[-1] for line in out.read_text().splitlines() if line.strip()]
-    assert tags == [corpus.class_names[k] for k in labels.tolist()]
+    lines = [line for line in out.read_text().splitlines() if line.strip()]
+    assert [line for line in lines if line.startswith("-DOCSTART-")] == [f"-DOCSTART- {d}" for d in corpus.doc_ids]
+    tags = [line.split()[-1] for line in lines if not line.startswith("-DOCSTART-")]
+    assert len(tags) == corpus.n_tokens and {t[:2] for t in tags} <= {"O", "B-", "I-"}
+    assert read_aggregate(out, corpus, format="conll").tolist() == labels.tolist()
     assert np.count_nonzero(labels) > 0
 
 
