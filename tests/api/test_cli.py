@@ -103,7 +103,7 @@ def test_aggregate_conll_round_trip(tmp_path):
 @pytest.mark.parametrize("argv, message", [
     (["--method", "ds", "--use-experts"], "--use-experts needs --expert"),
     (["--method", "ds", "--params", "[1]"], "--params must be a JSON object"),
-    (["--method", "ds", "--params", '{"bogus": 1}'], "takes no parameter 'bogus'"),
+    (["--method", "ds", "--params", '{"bogus": 1}'], "unknown parameter 'bogus'"),
 ])
 def test_aggregate_user_errors_are_one_line(tmp_path, capsys, argv, message):
     """Mistakes print one `crowdqa: error:` line and exit 2, no traceback."""

@@ -64,3 +64,21 @@ def test_keys_list_and_revoke_in_the_cli(settings, capsys):
     capsys.readouterr()
     assert main(["keys", "revoke", prefix]) == 2
     assert "no key with prefix" in capsys.readouterr().err
+
+
+def test_readme_names_every_parameter_of_every_method():
+    """Docs: the README's parameter list names every parameter each method's estimator takes (before: no
+    `tie_break`, and bsc-seq's left to its docstring), so it cannot fall behind the estimators."""
+    import re
+    from pathlib import Path
+
+    from aggregation.registry import METHODS, make_aggregator
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    para = text[text.index("Parameters (`params` of a job"):]
+    para = para[:para.index("\n\n")]
+    starts = sorted((para.index(f"`{m}`: "), m) for m in METHODS)
+    for (start, method), (end, _) in zip(starts, [*starts[1:], (len(para), "")], strict=True):
+        named = set(re.findall(r"`([a-z_0-9]+)`", para[start + len(method) + 3:end]))
+        missing = set(make_aggregator(method).get_params(deep=False)) - named
+        assert not missing, (method, sorted(missing))
