@@ -82,3 +82,38 @@ def test_readme_names_every_parameter_of_every_method():
         named = set(re.findall(r"`([a-z_0-9]+)`", para[start + len(method) + 3:end]))
         missing = set(make_aggregator(method).get_params(deep=False)) - named
         assert not missing, (method, sorted(missing))
+
+
+def test_run_sh_installs_only_when_pyproject_changed_and_passes_its_arguments(tmp_path):
+    """scripts/run.sh reinstalls only when pyproject.toml changed since the last install (before: on every
+    start), and its arguments go to `crowdqa serve`. A stand-in .venv records what run.sh runs."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(root / "scripts" / "run.sh", tmp_path / "scripts" / "run.sh")
+    shutil.copy(root / "pyproject.toml", tmp_path / "pyproject.toml")
+    bin_ = tmp_path / ".venv" / "bin"
+    bin_.mkdir(parents=True)
+    log = tmp_path / "log"
+    (bin_ / "python").write_text(f'#!/bin/sh\nif [ "$1 $2" = "-m pip" ]; then echo pip >> {log}; exit 0; fi\n'
+                                 f'exec {sys.executable} "$@"\n')
+    (bin_ / "crowdqa").write_text(f'#!/bin/sh\necho "crowdqa $*" >> {log}\n')
+    for exe in ("python", "crowdqa"):
+        (bin_ / exe).chmod(0o755)
+
+    def run() -> list[str]:
+        log.write_text("")
+        subprocess.run(["bash", "scripts/run.sh", "--port", "8001"], cwd=tmp_path, check=True, timeout=60,
+                       env={k: v for k, v in os.environ.items() if k != "PYTHON"})
+        return log.read_text().splitlines()
+
+    assert run() == ["pip", "crowdqa serve --port 8001"]  # first start: no record of an install
+    assert run() == ["crowdqa serve --port 8001"]  # nothing changed
+    with open(tmp_path / "pyproject.toml", "a", encoding="utf-8") as fh:
+        fh.write("\n# a new dependency\n")
+    assert run() == ["pip", "crowdqa serve --port 8001"]
