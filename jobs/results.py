@@ -50,6 +50,8 @@ class JobResult:
 @lru_cache(maxsize=2)  # a large job's arrays take hundreds of MB
 def _load(data_dir: str, corpus_sha: str, labels: tuple[str, str], proba: tuple[str, str],
           confusion: tuple[str, str]) -> JobResult:
+    from jobs.service import load_job_corpus
+
     store = ArtifactStore(data_dir)
 
     def arrays(artifact: tuple[str, str]) -> dict[str, NDArray]:
@@ -57,7 +59,7 @@ def _load(data_dir: str, corpus_sha: str, labels: tuple[str, str], proba: tuple[
 
     found = arrays(labels)
     return JobResult(
-        corpus=store.load_corpus(corpus_sha),
+        corpus=load_job_corpus(store, corpus_sha),  # a dataset snapshot: the merge of its uploads
         labels=np.asarray(found["labels"], dtype=np.int64),
         clamped=np.asarray(found["clamped"], dtype=bool),
         proba=np.asarray(arrays(proba)["proba"], dtype=np.float64),
