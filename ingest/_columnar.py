@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["read_csv_columns", "read_json_columns", "factorize", "clean_strings"]
+__all__ = ["read_csv_columns", "read_json_columns", "factorize", "clean_strings", "int_values"]
 
 #: Characters Python's ``str.strip()`` removes (``str.isspace``), as an RE2 class: a field
 #: starting or ending with one of them is left to the row loop, which strips it.
@@ -110,7 +110,7 @@ def clean_strings(array, *, inner_space: bool = True) -> bool:
         return False
     if array.null_count or len(array) == 0:
         return array.null_count == 0 and len(array) == 0
-    if pc.any(pc.equal(pc.utf8_length(array), 0)).as_py():
+    if pc.min(pc.utf8_length(array)).as_py() == 0:  # (no scalar argument: pyarrow converts those with pandas)
         return False
     pattern = f"^{_SPACE}|{_SPACE}$" if inner_space else _SPACE
     return not pc.any(pc.match_substring_regex(array, pattern)).as_py()
@@ -121,4 +121,22 @@ def factorize(array) -> tuple[NDArray[np.int64], object]:
     import pyarrow.compute as pc
 
     encoded = pc.dictionary_encode(array)
-    return np.asarray(encoded.indices, dtype=np.int64), encoded.dictionary
+    return int_values(encoded.indices), encoded.dictionary
+
+
+def int_values(array) -> NDArray[np.int64]:
+    """The values of an Arrow integer array without nulls, as int64, read from its data buffer.
+
+    pyarrow's own ``to_numpy`` (and ``np.asarray``) goes through its pandas conversion, which
+    imports pandas: most of a second of start-up for a command that never uses it.
+    """
+    import pyarrow as pa
+
+    if array.null_count or not pa.types.is_integer(array.type):
+        raise ValueError(f"int_values needs integers without nulls, found {array.type} with {array.null_count} nulls")
+    if len(array) == 0:
+        return np.zeros(0, dtype=np.int64)
+    dtype = np.dtype(f"<{'i' if pa.types.is_signed_integer(array.type) else 'u'}{array.type.bit_width // 8}")
+    data = np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array) + array.offset)
+    return data[array.offset:].astype(np.int64)
+

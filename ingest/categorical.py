@@ -331,7 +331,7 @@ def _read_columnar(path: Path, chosen: dict[str, str | None], *, role: str,
     """
     import pyarrow.compute as pc
 
-    from ingest._columnar import clean_strings, factorize, read_csv_columns
+    from ingest._columnar import clean_strings, factorize, int_values, read_csv_columns
 
     source = str(path)
     try:
@@ -371,7 +371,8 @@ def _read_columnar(path: Path, chosen: dict[str, str | None], *, role: str,
     gold_item = gold_label = np.zeros(0, dtype=np.int64)
     if i_gold is not None:
         g_code, g_names = factorize(table[i_gold])
-        given = g_names if i_ann is None else pc.filter(g_names, pc.not_equal(g_names, ""))
+        # (pc.utf8_length cast to bool, not a comparison with "": pyarrow converts a scalar with pandas)
+        given = g_names if i_ann is None else pc.filter(g_names, pc.cast(pc.utf8_length(g_names), "bool"))
         if len(given) and not clean_strings(given):  # answer rows: a blank gold cell says "no gold here"
             return None
         # One label list for answers and gold values.
@@ -389,7 +390,7 @@ def _read_columnar(path: Path, chosen: dict[str, str | None], *, role: str,
             return None
         gold_label = pairs % n_lab
     answered = item if i_ann is not None else np.zeros(0, dtype=np.int64)
-    lengths = np.asarray(pc.utf8_length(item_ids), dtype=np.int64)
+    lengths = int_values(pc.utf8_length(item_ids))
     try:
         return _corpus(answered, worker, label, gold_item, gold_label, item_ids=item_ids.to_pylist(),
                        worker_ids=worker_names, label_names=label_names, role=role,

@@ -142,7 +142,7 @@ def _read_columnar(path: Path, *, role: str) -> Corpus | None:
     """
     import pyarrow as pa
 
-    from ingest._columnar import clean_strings, factorize, read_csv_columns
+    from ingest._columnar import clean_strings, factorize, int_values, read_csv_columns
 
     try:
         data = path.read_bytes()
@@ -229,7 +229,7 @@ def _read_columnar(path: Path, *, role: str) -> Corpus | None:
     row, worker = np.nonzero(present)  # sorted by (token, worker)
     labels = label[:, order][row, worker]
     token_text = np.asarray(token_names.to_pylist(), dtype=object)[tokens]
-    lengths = np.asarray(pa.compute.utf8_length(token_names), dtype=np.int64)[tokens]
+    lengths = int_values(pa.compute.utf8_length(token_names))[tokens]
     doc_start = np.concatenate([[0], np.cumsum(doc_lengths)])
     token_doc = np.repeat(np.arange(n_docs), doc_lengths)
     # Texts: tokens joined by single spaces (ingest.tokenize.offsets_from_tokens, for every document at once).
