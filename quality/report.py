@@ -487,12 +487,16 @@ def plain_json(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
+#: One encoder for every row (``json.dumps`` with options builds a new one per call).
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(", ", ": "))
+
+
 def _compact(value: Any) -> str:
     """One value as compact JSON by the C encoder; the slow :func:`plain_json` walk only where it must."""
     try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(", ", ": "))
+        return _ENCODER.encode(value)
     except (TypeError, ValueError):  # a numpy value or a non-finite float inside: the slow walk
-        return json.dumps(plain_json(value), ensure_ascii=False, allow_nan=False, separators=(", ", ": "))
+        return _ENCODER.encode(plain_json(value))
 
 
 def dump_report(report: dict, fh: IO[str], *, _indent: str = "") -> None:
@@ -509,10 +513,8 @@ def dump_report(report: dict, fh: IO[str], *, _indent: str = "") -> None:
         if isinstance(value, dict) and value:
             dump_report(value, fh, _indent=inner)
         elif isinstance(value, list) and value and isinstance(value[0], dict | list):
-            fh.write("[")
-            for j, row in enumerate(value):
-                fh.write(("," if j else "") + "\n" + inner + "  " + _compact(row))
-            fh.write("\n" + inner + "]")
+            sep = ",\n" + inner + "  "
+            fh.write("[\n" + inner + "  " + sep.join(map(_compact, value)) + "\n" + inner + "]")
         else:
             fh.write(_compact(value))
     fh.write("\n" + _indent + "}" if report else "}")
