@@ -426,9 +426,13 @@ def render_whole_path(d: dict, results: Path, quick: bool) -> str:
         us, ck = p["crowdqa"], p["crowd_kit"]
         ratio = ("–" if us.get("exit") or ck.get("exit") and not ck.get("capped")
                  else f"{'> ' if ck.get('capped') else ''}{ck['seconds'] / us['seconds']:.1f}×")
+        cpu = "–"
+        if us.get("cpu_seconds") and ck.get("cpu_seconds") and not us.get("exit") and not ck.get("exit"):
+            cpu = (f"{us['cpu_seconds']:.2f} / {ck['cpu_seconds']:.2f} s "
+                   f"({'> ' if ck.get('capped') else ''}{ck['cpu_seconds'] / us['cpu_seconds']:.1f}×)")
         st = us.get("stages") or {}
         stages = " / ".join(f"{st.get(k, 0):.2f}" for k in ("reading", "fitting", "scoring", "writing"))
-        rows.append([f"{p['labels']:,}", p["method"].upper(), secs(us), secs(ck), ratio, stages,
+        rows.append([f"{p['labels']:,}", p["method"].upper(), secs(us), secs(ck), ratio, cpu, stages,
                      f"{us['peak_rss_mib']:.0f} / {ck['peak_rss_mib']:.0f} MiB"])
         a = p.get("api")
         if a:
@@ -442,9 +446,12 @@ def render_whole_path(d: dict, results: Path, quick: bool) -> str:
         f"process (`pandas.read_csv` + `fit_predict` + `to_csv`, MajorityVote or DawidSkene(n_iter=100)), each a "
         f"process of its own, one run per point; synthetic categorical crowd ({d['points'][0]['workers']} workers, 3 "
         f"answers per item, 3 classes, string ids). crowd-kit runs are stopped after {d['cap_seconds']:.0f} s. "
-        f"{d['meta'].get('note', '')}.\n\n"
+        f"{d['meta'].get('note', '')}. "
+        + "CPU seconds (user + system of the process) do not count the time a process waited for a core on the "
+        "shared machine.\n\n"
         + _table(["labels", "method", "crowdqa whole process", "crowd-kit whole process", "crowd-kit / crowdqa",
-                  "crowdqa stages: read / fit / score / write (s)", "peak RSS crowdqa / crowd-kit"], rows)
+                  "CPU crowdqa / crowd-kit (ratio)", "crowdqa stages: read / fit / score / write (s)",
+                  "peak RSS crowdqa / crowd-kit"], rows)
     )
     if api_rows:
         out += ("\n\nThe same through the API (embedded service on loopback): upload the file, run the job to "
@@ -452,6 +459,26 @@ def render_whole_path(d: dict, results: Path, quick: bool) -> str:
                 + _table(["labels", "method", "upload", "job (post → finished)", "GET /report", "total",
                           "job stages: read / fit / score / write (s)"], api_rows))
     return out
+
+
+def render_readers(d: dict, results: Path, quick: bool) -> str:
+    def per_s(x: float) -> str:
+        return f"{x / 1e6:.2f} M/s" if x >= 1e5 else f"{x / 1e3:.1f} k/s"
+
+    target = d["target_rows_per_second"]
+    rows = []
+    for fmt, p in d["formats"].items():
+        best = max(p["rows_per_cpu_second"], p["labels_per_cpu_second"])
+        rows.append([fmt, p["row"], f"{p['rows']:,}", f"{p['labels']:,}", f"{p['wall_seconds']:.2f} s",
+                     f"{p['cpu_seconds']:.2f} s", per_s(p["rows_per_second"]), per_s(p["labels_per_second"]),
+                     per_s(p["rows_per_cpu_second"]), per_s(p["labels_per_cpu_second"]),
+                     "yes" if best >= target else "no"])
+    return (f"`ingest.read_corpus` on a synthetic file of each format (`benchmarks/readers.py` documents the layouts), "
+            f"best of the timed runs after a warm-up; rows are the file's data rows, labels the corpus's "
+            f"(token, annotator) labels. CPU seconds (all threads) do not count the time spent waiting for a core. "
+            f"Target: {target / 1e6:.0f}M rows or labels per second. {d['meta'].get('note', '')}.\n\n"
+            + _table(["format", "row", "rows", "labels", "wall", "CPU", "rows/s", "labels/s", "rows per CPU-s",
+                      "labels per CPU-s", f"≥ {target / 1e6:.0f}M per CPU-s"], rows))
 
 
 def render_bsc_seq(d: dict, results: Path, quick: bool) -> str:
@@ -512,6 +539,7 @@ SECTIONS: dict[str, tuple[str, str, Callable[[dict, Path, bool], str]]] = {
                    "python -m benchmarks.whole_path", render_whole_path),
     "categorical_speed": ("Categorical aggregators: fit time vs crowd-kit at 300k labels",
                           "python -m benchmarks.categorical_speed", render_categorical_speed),
+    "readers": ("Reader throughput", "python -m benchmarks.readers", render_readers),
     "ds_speed": ("Dawid-Skene speed and memory vs crowd-kit", "python -m benchmarks.ds_speed", render_ds_speed),
     "hmm_crowd": ("HMM-Crowd EM step and PICO fit", "python -m benchmarks.hmm_crowd", render_hmm_crowd),
     "bsc_seq": ("Bayesian sequence combination (BSC-seq) vs HMM-Crowd", "python -m benchmarks.bsc_seq",

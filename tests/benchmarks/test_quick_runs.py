@@ -116,3 +116,22 @@ def test_whole_path_data_and_table(tmp_path):
          "crowd_kit": {"seconds": 11.0, "peak_rss_mib": 300.0, "exit": -9, "capped": True}}]}
     md = tables.render_whole_path(d, tmp_path, False)
     assert "> 11 s (stopped at the cap)" in md and "| 3,000 | MV |" in md
+
+
+def test_reader_benchmark_files_read_as_their_layouts_say(tmp_path):
+    """Oracle: the sizes each synthetic layout implies, counted by hand (and '?' cells counted in the file)."""
+    from benchmarks import readers
+
+    expected = {"categorical": (300, 300), "spans-csv": (40, 2 * 200 * 5), "spans-jsonl": (40, 2 * 200 * 5),
+                "pico-jsonl": (3, 3 * 250 * 6), "ebm-nlp": (2 * 250 * 3, 2 * 250 * 3)}
+    for fmt, (maker, _, _) in readers.FORMATS.items():
+        folder = tmp_path / fmt
+        folder.mkdir()
+        n = {"pico-jsonl": 3, "ebm-nlp": 2, "conll": 140}.get(fmt, 300 if fmt == "categorical" else 40)
+        path, options = maker(folder, n, np.random.default_rng(1))
+        point = readers.measure(fmt, path, options, repeat=1)
+        if fmt == "conll":
+            cells = [ln.split("\t")[1:] for ln in path.read_text().splitlines()[1:] if ln]
+            expected[fmt] = (140, sum(c != "?" for row in cells for c in row))
+        assert (point["rows"], point["labels"]) == expected[fmt], fmt
+        assert point["rows_per_cpu_second"] > 0

@@ -79,12 +79,18 @@ def _fakes() -> dict[str, dict]:
              "latency": {"upload": {"p99_ms": 120.4}, "enqueue": {"p99_ms": 80.0}, "poll": {"p99_ms": 30.2}}}]},
         "whole_path": {"meta": meta, "cap_seconds": 600, "points": [
             {"labels": 300000, "items": 100000, "workers": 500, "method": "ds",
-             "crowdqa": {"seconds": 2.0, "peak_rss_mib": 200.0, "exit": 0, "capped": False, "iterations": 15,
+             "crowdqa": {"seconds": 2.0, "cpu_seconds": 1.5, "peak_rss_mib": 200.0, "exit": 0, "capped": False,
+                         "iterations": 15,
                          "stages": {"reading": 0.5, "fitting": 0.25, "scoring": 0.75, "writing": 0.1}},
-             "crowd_kit": {"seconds": 30.0, "peak_rss_mib": 400.0, "exit": 0, "capped": False},
+             "crowd_kit": {"seconds": 30.0, "cpu_seconds": 18.0, "peak_rss_mib": 400.0, "exit": 0, "capped": False},
              "api": {"upload_seconds": 1.0, "job_seconds": 2.5, "report_seconds": 0.25, "total_seconds": 3.75,
                      "status": "finished",
                      "stages": {"reading": 0.1, "fitting": 0.25, "scoring": 0.75, "writing": 0.2}}}]},
+        "readers": {"meta": meta, "target_rows_per_second": 1_000_000, "formats": {
+            "categorical": {"row": "CSV row (one label)", "rows": 3_000_000, "labels": 3_000_000, "tokens": 1_000_000,
+                            "documents": 1_000_000, "annotators": 500, "wall_seconds": 4.0, "cpu_seconds": 2.0,
+                            "rows_per_second": 750_000, "rows_per_cpu_second": 1_500_000,
+                            "labels_per_second": 750_000, "labels_per_cpu_second": 1_500_000}}},
         "bsc_seq": {
             "meta": meta,
             "published": {"source": "Simpson & Gurevych 2019", "ner_span_f1": {"BSC-seq": 0.774, "HMMCrowd": 0.742},
@@ -140,7 +146,10 @@ def test_every_section_renders_with_its_command_and_machine(results):
     assert "| DawidSkene, experts clamped | ±0.013 | ±0.016 | – |" in md
     assert "| embedded | 20 | 8 s | 12 | 11 / 1 / 0 | 0 | 0 | 1.50 | 100 | 120 ms | 80 ms | 30 ms | 0 |" in md
     assert "Problems found: none." in md
-    assert "| 300,000 | DS | 2.00 s | 30.00 s | 15.0× | 0.50 / 0.25 / 0.75 / 0.10 | 200 / 400 MiB |" in md
+    assert ("| 300,000 | DS | 2.00 s | 30.00 s | 15.0× | 1.50 / 18.00 s (12.0×) | 0.50 / 0.25 / 0.75 / 0.10 "
+            "| 200 / 400 MiB |") in md
+    assert ("| categorical | CSV row (one label) | 3,000,000 | 3,000,000 | 4.00 s | 2.00 s | 0.75 M/s | 0.75 M/s "
+            "| 1.50 M/s | 1.50 M/s | yes |") in md
     assert "| 300,000 | DS | 1.00 s | 2.50 s | 0.25 s | 3.75 s | 0.10 / 0.25 / 0.75 / 0.20 |" in md
 
 
