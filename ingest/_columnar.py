@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["read_csv_columns", "read_json_columns", "factorize", "clean_strings", "int_values"]
+__all__ = ["read_csv_columns", "read_json_columns", "factorize", "clean_strings", "int_values", "raw_ints", "present"]
 
 #: Characters Python's ``str.strip()`` removes (``str.isspace``), as an RE2 class: a field
 #: starting or ending with one of them is left to the row loop, which strips it.
@@ -130,13 +130,31 @@ def int_values(array) -> NDArray[np.int64]:
     pyarrow's own ``to_numpy`` (and ``np.asarray``) goes through its pandas conversion, which
     imports pandas: most of a second of start-up for a command that never uses it.
     """
+    if array.null_count:
+        raise ValueError(f"int_values needs integers without nulls, found {array.null_count} nulls")
+    return raw_ints(array)
+
+
+def raw_ints(array) -> NDArray[np.int64]:
+    """The data buffer of an Arrow integer array as int64, whatever a null slot holds (an all-null array: zeros)."""
     import pyarrow as pa
 
-    if array.null_count or not pa.types.is_integer(array.type):
-        raise ValueError(f"int_values needs integers without nulls, found {array.type} with {array.null_count} nulls")
-    if len(array) == 0:
-        return np.zeros(0, dtype=np.int64)
+    if pa.types.is_null(array.type) or len(array) == 0:
+        return np.zeros(len(array), dtype=np.int64)
+    if not pa.types.is_integer(array.type):
+        raise ValueError(f"expected an Arrow integer array, found {array.type}")
     dtype = np.dtype(f"<{'i' if pa.types.is_signed_integer(array.type) else 'u'}{array.type.bit_width // 8}")
     data = np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array) + array.offset)
     return data[array.offset:].astype(np.int64)
 
+
+def present(array) -> NDArray[np.bool_]:
+    """Which entries of an Arrow array are not null (its validity bitmap, unpacked)."""
+    import pyarrow as pa
+
+    if pa.types.is_null(array.type):
+        return np.zeros(len(array), dtype=bool)
+    if array.null_count == 0:
+        return np.ones(len(array), dtype=bool)
+    bits = np.unpackbits(np.frombuffer(array.buffers()[0], dtype=np.uint8), bitorder="little")
+    return bits[array.offset:array.offset + len(array)].astype(bool)

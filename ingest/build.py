@@ -33,7 +33,8 @@ from aggregation.corpus import ROLES, Corpus, entity_type
 from ingest.errors import IngestError, ProblemLog
 from ingest.tokenize import offsets_from_tokens, tokenize_many
 
-__all__ = ["Span", "corpus_from_spans", "corpus_from_token_labels", "class_names_for"]
+__all__ = ["Span", "UnusualSpans", "corpus_from_spans", "corpus_from_span_arrays", "corpus_from_token_labels",
+           "class_names_for"]
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,6 @@ def corpus_from_spans(
     problems = problems or ProblemLog("fail")
     doc_index = {d: i for i, d in enumerate(documents)}
     texts = list(documents.values())
-    n_docs = len(texts)
 
     # Validate spans one by one only for the cheap scalar checks; alignment is vectorised.
     kept: list[Span] = []
@@ -135,17 +135,7 @@ def corpus_from_spans(
     spans = kept
 
     type_list = list(types) if types is not None else sorted({s.label for s in spans})
-    scheme = _resolve_scheme(scheme, len(type_list))
-    class_names = class_names_for(type_list, scheme)
     type_id = {t: i + 1 for i, t in enumerate(type_list)}
-
-    # Tokenize every document; lay them on one global character axis.
-    doc_lengths, token_start, token_end = tokenize_many(texts)
-    doc_start = np.concatenate([[0], np.cumsum(doc_lengths)])
-    text_base = np.concatenate([[0], np.cumsum([len(t) + 1 for t in texts])])
-    token_doc = np.repeat(np.arange(n_docs), doc_lengths)
-    g_start = token_start + text_base[token_doc]
-    g_end = token_end + text_base[token_doc]
 
     # Assignments: unique (doc, annotator) pairs, in first-seen order.
     annotators: dict[str, int] = {}
@@ -159,8 +149,83 @@ def corpus_from_spans(
     worker_ids = tuple(annotators)
     worker_roles = _check_roles(worker_ids, roles)
     n_pairs = len(pair_index)
-    pair_doc = np.fromiter((k[0] for k in pair_index), dtype=np.int64, count=n_pairs)
-    pair_worker = np.fromiter((k[1] for k in pair_index), dtype=np.int64, count=n_pairs)
+    return corpus_from_span_arrays(
+        doc_ids=tuple(documents), texts=tuple(texts), worker_ids=worker_ids, worker_roles=worker_roles,
+        pair_doc=np.fromiter((k[0] for k in pair_index), dtype=np.int64, count=n_pairs),
+        pair_worker=np.fromiter((k[1] for k in pair_index), dtype=np.int64, count=n_pairs),
+        span_pair=np.fromiter((pair_index[(doc_index[s.doc_id], annotators[s.annotator])] for s in spans), np.int64,
+                              len(spans)),
+        span_start=np.fromiter((s.start for s in spans), np.int64, len(spans)),
+        span_end=np.fromiter((s.end for s in spans), np.int64, len(spans)),
+        span_type=np.fromiter((type_id[s.label] for s in spans), np.int64, len(spans)),
+        types=type_list, scheme=scheme, spans=spans, problems=problems,
+    )
+
+
+class UnusualSpans(Exception):
+    """Raised by :func:`corpus_from_span_arrays` without ``spans``, where it would report a span: a reader's
+    fast path catches it and lets its row loop, which keeps every span's file and line, read the file."""
+
+
+def corpus_from_span_arrays(
+    *,
+    doc_ids: tuple[str, ...],
+    texts: tuple[str, ...],
+    worker_ids: tuple[str, ...],
+    worker_roles: tuple[str, ...],
+    pair_doc: NDArray[np.int64],
+    pair_worker: NDArray[np.int64],
+    span_pair: NDArray[np.int64],
+    span_start: NDArray[np.int64],
+    span_end: NDArray[np.int64],
+    span_type: NDArray[np.int64],
+    types: Sequence[str],
+    scheme: str = "auto",
+    spans: Sequence[Span] | None = None,
+    problems: ProblemLog | None = None,
+) -> Corpus:
+    """The array core of :func:`corpus_from_spans`: checked spans as arrays, tokenized and aligned at once.
+
+    Parameters
+    ----------
+    doc_ids, texts : tuple of str
+        The documents, in corpus order.
+    worker_ids, worker_roles : tuple of str
+        The annotators, in corpus order, and their roles.
+    pair_doc, pair_worker : ndarray of shape (n_pairs,)
+        The (document, annotator) assignments, in first-seen order.
+    span_pair, span_start, span_end, span_type : ndarray of shape (n_spans,)
+        Each span's assignment, character offsets (end exclusive, inside its text, start < end)
+        and type (1-based index into ``types``).
+    types : sequence of str
+        The entity types.
+    scheme : {"auto", "io", "bio"}
+    spans : sequence of Span, optional
+        The same spans as objects, for the messages of spans that cover no token or give a
+        token two labels; without them such a span raises :class:`UnusualSpans`.
+    problems : ProblemLog, optional
+
+    Returns
+    -------
+    Corpus
+    """
+    problems = problems or ProblemLog("fail")
+    n_docs = len(texts)
+    type_list = list(types)
+    scheme = _resolve_scheme(scheme, len(type_list))
+    class_names = class_names_for(type_list, scheme)
+    pair_doc, pair_worker = np.asarray(pair_doc, dtype=np.int64), np.asarray(pair_worker, dtype=np.int64)
+    sp_pair, sp_type = np.asarray(span_pair, dtype=np.int64), np.asarray(span_type, dtype=np.int64)
+
+    # Tokenize every document; lay them on one global character axis.
+    doc_lengths, token_start, token_end = tokenize_many(texts)
+    doc_start = np.concatenate([[0], np.cumsum(doc_lengths)])
+    text_base = np.concatenate([[0], np.cumsum([len(t) + 1 for t in texts])])
+    token_doc = np.repeat(np.arange(n_docs), doc_lengths)
+    g_start = token_start + text_base[token_doc]
+    g_end = token_end + text_base[token_doc]
+
+    n_pairs = pair_doc.size
 
     # One observation row per (assignment, token of its document).
     pair_len = doc_lengths[pair_doc]
@@ -170,16 +235,14 @@ def corpus_from_spans(
     obs_pair = np.repeat(np.arange(n_pairs, dtype=np.int32 if n_pairs < 2**31 else np.int64), pair_len)
 
     # Spans -> token ranges [first, last) by the overlap rule, then -> observation rows.
-    sp_pair = np.fromiter(
-        (pair_index[(doc_index[s.doc_id], annotators[s.annotator])] for s in spans), np.int64, len(spans)
-    )
     sp_doc = pair_doc[sp_pair]
-    sp_gs = np.fromiter((s.start for s in spans), np.int64, len(spans)) + text_base[sp_doc]
-    sp_ge = np.fromiter((s.end for s in spans), np.int64, len(spans)) + text_base[sp_doc]
-    sp_type = np.fromiter((type_id[s.label] for s in spans), np.int64, len(spans))
+    sp_gs = np.asarray(span_start, dtype=np.int64) + text_base[sp_doc]
+    sp_ge = np.asarray(span_end, dtype=np.int64) + text_base[sp_doc]
     first = np.maximum(np.searchsorted(g_end, sp_gs, side="right"), doc_start[sp_doc])
     last = np.minimum(np.searchsorted(g_start, sp_ge, side="left"), doc_start[sp_doc + 1])
     empty = first >= last
+    if spans is None and empty.any():
+        raise UnusualSpans("a span covers no token")
     for i in np.flatnonzero(empty):  # only spans covering nothing but whitespace
         s = spans[i]
         problems.report(f"span [{s.start}, {s.end}) covers no token (whitespace only)", source=s.source, line=s.line)
@@ -232,7 +295,7 @@ def corpus_from_spans(
         doc_lengths=doc_lengths,
         token_start=token_start,
         token_end=token_end,
-        doc_ids=tuple(documents),
+        doc_ids=tuple(doc_ids),
         texts=tuple(texts),
         worker_ids=worker_ids,
         worker_roles=worker_roles,
@@ -252,7 +315,7 @@ def _drop_conflicts(
     first: NDArray,
     last: NDArray,
     sp_type: NDArray,
-    spans: Sequence[Span],
+    spans: Sequence[Span] | None,
     problems: ProblemLog,
 ) -> NDArray:
     """Report spans of different types that share a token within one assignment.
@@ -274,7 +337,7 @@ def _drop_conflicts(
     suspects = np.unique(p[1:][overlaps])
     if suspects.size == 0:
         return live
-    keep = np.ones(len(spans), dtype=bool)
+    keep = np.ones(sp_pair.size, dtype=bool)
     for pair in suspects.tolist():
         kept: list[int] = []
         for i in sorted(int(j) for j in live[sp_pair[live] == pair]):  # input order
@@ -285,6 +348,8 @@ def _drop_conflicts(
             if clash is None:
                 kept.append(i)
                 continue
+            if spans is None:
+                raise UnusualSpans("spans of two types share a token")
             s, o = spans[i], spans[clash]
             problems.report(
                 f"annotator {s.annotator!r} gives a token two labels on document {s.doc_id!r}: "

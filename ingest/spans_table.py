@@ -7,10 +7,16 @@ whose ``start``, ``end`` and ``label`` are all empty (CSV) or null/absent (JSON)
 "this annotator labelled this document and found nothing". Without a ``text``
 column, texts come from ``docs/<doc_id>.txt``. Annotator names are kept as written.
 ``category`` keeps one label. Rows are numbered by their line in the file.
+
+With a ``docs`` folder, a file without ``text`` and ``role`` columns is first read by Arrow and
+built from arrays (:func:`ingest.build.corpus_from_span_arrays`), every row at once; any row the
+row loop would report or read specially sends the whole file to the row loop instead, so both
+give the same corpus and the same messages.
 """
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import json
@@ -18,10 +24,12 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
+
 from aggregation.corpus import Corpus
 from ingest._common import DocsFolder, as_offset, check_role
 from ingest._io import read_text
-from ingest.build import Span, corpus_from_spans
+from ingest.build import Span, UnusualSpans, corpus_from_span_arrays, corpus_from_spans
 from ingest.errors import IngestError, ProblemLog
 
 __all__ = ["read_spans_csv", "read_spans_jsonl"]
@@ -82,6 +90,12 @@ def _jsonl_rows(content: str, src: str, problems: ProblemLog) -> Iterator[tuple[
 
 def _read(path, rows_of, *, role, problems, docs, category, scheme) -> Corpus:
     check_role(role)
+    if docs is not None:
+        columnar = (_columnar_csv if rows_of is _csv_rows else _columnar_jsonl)(path)
+        if columnar is not None:
+            corpus = _columnar_corpus(columnar, role=role, docs=docs, category=category, scheme=scheme)
+            if corpus is not None:
+                return corpus
     problems = problems or ProblemLog("fail")
     src = str(Path(path))
     texts = DocsFolder(docs) if docs is not None else None
@@ -196,3 +210,121 @@ def read_spans_jsonl(
     Corpus
     """
     return _read(path, _jsonl_rows, role=role, problems=problems, docs=docs, category=category, scheme=scheme)
+
+
+# ----------------------------------------------------------------------------- the columnar fast path
+# Files with a docs folder, without ``text`` and ``role`` columns, and without a single row the loop above
+# would report or read specially are read by Arrow (:mod:`ingest._columnar`) and built by
+# :func:`ingest.build.corpus_from_span_arrays`, all rows at once; anything unusual returns None and the
+# row loop reads the file again, so messages naming a file and line and ``on_error="skip"`` come from one
+# place, and both paths give the same corpus.
+
+
+def _columnar_csv(path) -> dict | None:
+    """The five columns of a clean spans CSV as Arrow string arrays, or None."""
+    from ingest._columnar import read_csv_columns
+
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline()
+        names = [h.strip() for h in next(csv.reader([first.decode("utf-8")]))]
+    except (OSError, UnicodeDecodeError, csv.Error, StopIteration):
+        return None
+    if first.startswith((codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) or len(set(names)) != len(names):
+        return None
+    if "text" in names or "role" in names or any(c not in names for c in _REQUIRED):
+        return None
+    table = read_csv_columns(path, delimiter=",", n_columns=len(names), columns=[names.index(c) for c in _REQUIRED])
+    return None if table is None else {c: table[names.index(c)] for c in _REQUIRED}
+
+
+def _columnar_jsonl(path) -> dict | None:
+    """The five keys of clean spans JSON Lines as Arrow arrays (offsets as integers, an empty row's as nulls)."""
+    import pyarrow as pa
+
+    from ingest._columnar import read_json_columns
+
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(3).startswith((codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+                return None
+    except OSError:
+        return None
+    cols = read_json_columns(path, keys=[*_REQUIRED, "text", "role"])
+    if cols is None or cols["text"].null_count != len(cols["text"]) or cols["role"].null_count != len(cols["role"]):
+        return None
+    if not all(pa.types.is_string(cols[c].type) and cols[c].null_count == 0 for c in ("doc_id", "annotator")):
+        return None
+    if not all(pa.types.is_integer(cols[c].type) or pa.types.is_null(cols[c].type) for c in ("start", "end")):
+        return None
+    if not (pa.types.is_string(cols["label"].type) or pa.types.is_null(cols["label"].type)):
+        return None
+    return {c: cols[c] for c in _REQUIRED}
+
+
+def _columnar_corpus(cols: dict, *, role: str, docs, category: str | None, scheme: str) -> Corpus | None:
+    """The corpus of clean span rows (see above), or None for the row loop."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ingest._columnar import clean_strings, factorize, int_values, present, raw_ints
+
+    n = len(cols["doc_id"])
+    if n == 0:
+        return None
+    doc, doc_names = factorize(cols["doc_id"])
+    worker, worker_names = factorize(cols["annotator"])
+    if not (clean_strings(doc_names) and clean_strings(worker_names)):
+        return None
+    csv_fields = pa.types.is_string(cols["start"].type)  # CSV: empty fields; JSON: nulls or absent keys
+    start, end, label = cols["start"], cols["end"], cols["label"]
+    if csv_fields:
+        # Offsets are digits (an empty field reads as 0 here and is never used).
+        digits = r"^[0-9]{1,15}$|^$"
+        if not (pc.all(pc.match_substring_regex(start, digits)).as_py()
+                and pc.all(pc.match_substring_regex(end, digits)).as_py()):
+            return None
+        given = [int_values(pc.utf8_length(a)) > 0 for a in (start, end, label)]
+        start, end = (pc.cast(pc.replace_substring_regex(a, "^$", "0"), pa.int64()) for a in (start, end))
+    else:
+        given = [present(a) for a in (start, end, label)]
+    # A row without start, end and label says "labelled, found nothing"; a row with some of them is an error.
+    span = given[0] & given[1] & given[2]
+    if np.any((given[0] | given[1] | given[2]) & ~span):
+        return None
+    rows = np.flatnonzero(span)
+    s_off, e_off = raw_ints(start)[rows], raw_ints(end)[rows]
+    if pa.types.is_null(label.type):
+        lab, names = np.zeros(rows.size, dtype=np.int64), []
+    else:
+        encoded = pc.dictionary_encode(label)  # (JSON: null labels of empty rows get no code; never used)
+        lab, names = raw_ints(encoded.indices)[rows], encoded.dictionary.to_pylist()
+    used = np.unique(lab).tolist()
+    if any(not names[k].strip() or names[k] == "O" for k in used):
+        return None  # a blank label, or "O"
+    # Texts, checked like the row loop's: every document's file, every span inside its text.
+    folder = DocsFolder(docs)
+    texts = [folder.get(d) for d in doc_names.to_pylist()]
+    if any(t is None for t in texts):
+        return None
+    length = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+    if np.any(s_off < 0) or np.any(s_off >= e_off) or np.any(e_off > length[doc[rows]]):
+        return None
+    types = sorted({names[k] for k in used if category is None or names[k] == category})
+    type_of = np.array([types.index(x) + 1 if x in types else 0 for x in names] or [0], dtype=np.int64)[lab]
+    keep = type_of > 0
+    # (document, annotator) assignments in first-seen order.
+    n_workers = len(worker_names)
+    uniq, first, inverse = np.unique(doc * n_workers + worker, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(order.size, dtype=np.int64)
+    rank[order] = np.arange(order.size)
+    try:
+        return corpus_from_span_arrays(
+            doc_ids=tuple(doc_names.to_pylist()), texts=tuple(texts), worker_ids=tuple(worker_names.to_pylist()),
+            worker_roles=tuple(role for _ in range(n_workers)), pair_doc=uniq[order] // n_workers,
+            pair_worker=uniq[order] % n_workers, span_pair=rank[inverse][rows][keep], span_start=s_off[keep],
+            span_end=e_off[keep], span_type=type_of[keep], types=types, scheme=scheme,
+        )
+    except UnusualSpans:
+        return None
