@@ -159,8 +159,8 @@ def make_ebm_nlp(folder: Path, rows: int, rng: np.random.Generator) -> tuple[Pat
 FORMATS: dict[str, tuple[Callable, int, str]] = {
     "categorical": (make_categorical, 3_000_000, "CSV row (one label)"),
     "conll": (make_conll, 1_400_000, "token line (5 annotator columns)"),
-    "spans-csv": (make_spans_csv, 400_000, "CSV row (one span)"),
-    "spans-jsonl": (make_spans_jsonl, 400_000, "JSON line (one span)"),
+    "spans-csv": (make_spans_csv, 100_000, "CSV row (one span)"),
+    "spans-jsonl": (make_spans_jsonl, 100_000, "JSON line (one span)"),
     "pico-jsonl": (make_pico_jsonl, 4_000, "JSON line (one document, 6 workers)"),
     "ebm-nlp": (make_ebm_nlp, 2_000, "token of an .ann file"),
 }
