@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from aggregation._base import BaseAggregator, ConvergenceWarning
-from aggregation.corpus import MISSING, Corpus
-from aggregation.dawid_skene import DawidSkene
-from aggregation.majority_vote import MajorityVote
-from aggregation.registry import METHODS, make_aggregator
+from crowdqa.aggregation._base import BaseAggregator, ConvergenceWarning
+from crowdqa.aggregation.corpus import MISSING, Corpus
+from crowdqa.aggregation.dawid_skene import DawidSkene
+from crowdqa.aggregation.majority_vote import MajorityVote
+from crowdqa.aggregation.registry import METHODS, make_aggregator
 
 __all__ = [
     "BaseAggregator",
@@ -30,11 +30,11 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name == "HMMCrowd":
-        from aggregation.hmm_crowd import HMMCrowd
+        from crowdqa.aggregation.hmm_crowd import HMMCrowd
 
         return HMMCrowd
     if name == "BayesianSequenceCombination":
-        from aggregation.bsc_seq import BayesianSequenceCombination
+        from crowdqa.aggregation.bsc_seq import BayesianSequenceCombination
 
         return BayesianSequenceCombination
-    raise AttributeError(f"module 'aggregation' has no attribute {name!r}")
+    raise AttributeError(f"module 'crowdqa.aggregation' has no attribute {name!r}")

@@ -3,7 +3,7 @@
 Aggregators follow scikit-learn's estimator conventions: parameters are stored by
 ``__init__`` as given (keyword-only, no validation), checked against the class's
 ``_parameter_constraints`` when ``fit`` starts (or at request time, through
-:func:`aggregation.registry.validate_params`); ``get_params``/``set_params`` make
+:func:`crowdqa.aggregation.registry.validate_params`); ``get_params``/``set_params`` make
 ``sklearn.base.clone`` work; ``fit(corpus, *, known=None)`` learns and returns ``self``;
 fitted attributes end in ``_`` and exist only after fit (before it, results raise
 ``sklearn.exceptions.NotFittedError``).
@@ -22,8 +22,8 @@ from typing import Any, ClassVar, Self
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregation._params import check_params
-from aggregation.corpus import Corpus
+from crowdqa.aggregation._params import check_params
+from crowdqa.aggregation.corpus import Corpus
 
 __all__ = ["BaseAggregator", "ConvergenceWarning", "ProgressCallback", "check_known", "ConvergenceMonitor"]
 
@@ -100,7 +100,7 @@ class BaseAggregator:
     """Base class: scikit-learn's estimator contract for aggregators.
 
     Subclasses store their keyword-only ``__init__`` parameters as given, declare what
-    each may be in ``_parameter_constraints`` (see :mod:`aggregation._params`), call
+    each may be in ``_parameter_constraints`` (see :mod:`crowdqa.aggregation._params`), call
     :meth:`_validate_params` first thing in ``fit(corpus, *, known=None, callback=None)``
     and set at least ``labels_`` (ndarray of shape (n_tokens,)) and ``proba_`` (ndarray
     of shape (n_tokens, n_classes)).
@@ -113,7 +113,7 @@ class BaseAggregator:
     importing an aggregator stays cheap.
     """
 
-    #: parameter name -> list of accepted kinds of value (see :func:`aggregation._params.check_params`).
+    #: parameter name -> list of accepted kinds of value (see :func:`crowdqa.aggregation._params.check_params`).
     _parameter_constraints: ClassVar[dict[str, list]] = {}
     #: What ``skills_`` (one score per annotator, reported as each worker's ``skill``) measures;
     #: None for models without one.

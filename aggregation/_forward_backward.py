@@ -1,6 +1,6 @@
 """Forward-backward and Viterbi for a batch of documents at once (pure functions).
 
-The HMM of :class:`aggregation.hmm_crowd.HMMCrowd` runs on every document of a
+The HMM of :class:`crowdqa.aggregation.hmm_crowd.HMMCrowd` runs on every document of a
 corpus. Walking one document at a time (hmmlearn) costs a Python loop per document;
 here documents of similar length are padded into one ``(n_docs, max_len)`` batch
 (:func:`_buckets`), and the recursions loop over *time only*, each step vectorised

@@ -4,7 +4,7 @@ Each aggregator lists, in a class attribute ``_parameter_constraints``, the valu
 ``__init__`` parameter may take (scikit-learn's ``_parameter_constraints`` idea, with
 this project's messages). :func:`check_params` checks a parameter dict against such a
 table; :meth:`BaseAggregator._validate_params` runs it at the start of ``fit``, and
-:func:`aggregation.registry.validate_params` runs it at request time, before any data
+:func:`crowdqa.aggregation.registry.validate_params` runs it at request time, before any data
 is read. A failed check raises ``ValueError`` naming the parameter, what it may be and
 what was found: ``max_iter must be an integer >= 1, found 0``.
 

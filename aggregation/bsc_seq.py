@@ -10,7 +10,7 @@ late or stopping them early.
 
 The math lives in pure module-level functions (:func:`_e_step`, :func:`_m_step`,
 :func:`_elbo`); :class:`BayesianSequenceCombination` coordinates. The E-step runs the
-batched forward-backward kernels of :mod:`aggregation._forward_backward` over every
+batched forward-backward kernels of :mod:`crowdqa.aggregation._forward_backward` over every
 sequence at once; sufficient statistics are sparse products over the COO annotations.
 """
 
@@ -25,16 +25,16 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 from scipy.special import digamma, gammaln
 
-from aggregation._base import BaseAggregator, ConvergenceMonitor, ProgressCallback, check_known
-from aggregation._forward_backward import (
+from crowdqa.aggregation._base import BaseAggregator, ConvergenceMonitor, ProgressCallback, check_known
+from crowdqa.aggregation._forward_backward import (
     _bucket_index,
     _forward_backward_corpus,
     _log_emissions,
     _viterbi_corpus,
 )
-from aggregation._params import Check, InstanceOf, Interval, Options
-from aggregation.corpus import Corpus
-from aggregation.hmm_crowd import SHAPE_FEATURES
+from crowdqa.aggregation._params import Check, InstanceOf, Interval, Options
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.aggregation.hmm_crowd import SHAPE_FEATURES
 
 __all__ = ["BayesianSequenceCombination"]
 
@@ -133,7 +133,7 @@ def _sentence_starts(chars: NDArray[np.str_], *, first: NDArray[np.int64], end: 
     pre-tokenized text (CoNLL) an abbreviation keeps its period (``U.S.``, ``St.``) and is
     often inside an entity, where a cut would force the entity apart (no sequence may
     start with ``I-X``). Where every period is its own token (crowdqa's tokenizer) this is
-    :func:`aggregation.hmm_crowd.sentence_starts`. Vectorised over the tokens' first
+    :func:`crowdqa.aggregation.hmm_crowd.sentence_starts`. Vectorised over the tokens' first
     characters (``chars``, ``first``, ``end`` from :func:`_token_text`).
 
     Returns
@@ -434,7 +434,7 @@ class BayesianSequenceCombination(BaseAggregator):
         Dirichlet pseudo-count of the text emissions (the authors' ``nu0``).
     features : tuple of str, default=("word",)
         Token emissions of each state: ``"word"`` (the token text, the authors' text
-        model) and any word shape of :data:`aggregation.hmm_crowd.SHAPE_FEATURES`;
+        model) and any word shape of :data:`crowdqa.aggregation.hmm_crowd.SHAPE_FEATURES`;
         ``()`` uses the crowd labels alone (the paper's *notext*).
     lowercase : bool, default=False
         Lower-case words before indexing.

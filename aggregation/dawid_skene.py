@@ -19,9 +19,9 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregation._base import BaseAggregator, ConvergenceMonitor, ProgressCallback, check_known
-from aggregation._params import RANDOM_STATE, Interval, Options
-from aggregation.corpus import Corpus
+from crowdqa.aggregation._base import BaseAggregator, ConvergenceMonitor, ProgressCallback, check_known
+from crowdqa.aggregation._params import RANDOM_STATE, Interval, Options
+from crowdqa.aggregation.corpus import Corpus
 
 __all__ = ["DawidSkene"]
 
@@ -330,7 +330,7 @@ class DawidSkene(BaseAggregator):
 
     Examples
     --------
-    >>> from aggregation.corpus import Corpus
+    >>> from crowdqa.aggregation.corpus import Corpus
     >>> c = Corpus.from_arrays(token=[0, 0, 0, 1, 1, 1], worker=[0, 1, 2, 0, 1, 2],
     ...     label=[1, 1, 0, 0, 0, 1], doc_lengths=[1, 1], token_start=[0, 0], token_end=[1, 1],
     ...     doc_ids=["a", "b"], texts=["a", "b"], worker_ids=["u", "v", "w"],

@@ -16,10 +16,10 @@ from numpy.typing import NDArray
 from scipy.optimize import minimize
 from scipy.special import log_expit, logsumexp
 
-from aggregation._base import BaseAggregator, ConvergenceMonitor, ProgressCallback, check_known
-from aggregation._params import Check, Interval
-from aggregation.corpus import Corpus
-from aggregation.dawid_skene import _expected_counts, _obs_key
+from crowdqa.aggregation._base import BaseAggregator, ConvergenceMonitor, ProgressCallback, check_known
+from crowdqa.aggregation._params import Check, Interval
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.aggregation.dawid_skene import _expected_counts, _obs_key
 
 __all__ = ["GLAD"]
 
@@ -227,7 +227,7 @@ class GLAD(BaseAggregator):
 
     Examples
     --------
-    >>> from aggregation.corpus import Corpus
+    >>> from crowdqa.aggregation.corpus import Corpus
     >>> c = Corpus.from_arrays(token=[0, 0, 0, 1, 1, 1, 2, 2, 2], worker=[0, 1, 2] * 3,
     ...     label=[1, 1, 0, 0, 0, 1, 1, 1, 0], doc_lengths=[1, 1, 1], token_start=[0, 0, 0],
     ...     token_end=[1, 1, 1], doc_ids=["a", "b", "c"], texts=["a", "b", "c"],
@@ -267,7 +267,7 @@ class GLAD(BaseAggregator):
 
         ``known`` (class or -1 per token): clamped in every E-step. ``callback(iteration, objective)`` after
         every EM iteration. Parameters and return value: :meth:`BaseAggregator.fit
-        <aggregation._base.BaseAggregator.fit>`.
+        <crowdqa.aggregation._base.BaseAggregator.fit>`.
         """
         self._validate_params()
         n_workers, n_items, n_classes = corpus.n_workers, corpus.n_tokens, corpus.n_classes

@@ -10,10 +10,18 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 from scipy.special import digamma, gammaln, logsumexp, xlogy
 
-from aggregation._base import BaseAggregator, ConvergenceMonitor, ProgressCallback, check_known
-from aggregation._forward_backward import _backward, _buckets, _forward, _log_emissions, _posteriors, _viterbi, _xi_sum
-from aggregation._params import Check, InstanceOf, Interval, Options
-from aggregation.corpus import Corpus
+from crowdqa.aggregation._base import BaseAggregator, ConvergenceMonitor, ProgressCallback, check_known
+from crowdqa.aggregation._forward_backward import (
+    _backward,
+    _buckets,
+    _forward,
+    _log_emissions,
+    _posteriors,
+    _viterbi,
+    _xi_sum,
+)
+from crowdqa.aggregation._params import Check, InstanceOf, Interval, Options
+from crowdqa.aggregation.corpus import Corpus
 
 __all__ = ["HMMCrowd", "SHAPE_FEATURES", "sentence_starts"]
 
@@ -76,7 +84,7 @@ def sentence_starts(tokens: list[str], *, doc_first: NDArray[np.bool_]) -> NDArr
     would force the entity apart (no sequence may start with ``I-X``). Where every period
     is its own token (crowdqa's tokenizer, and the authors' PICO tokenizer, which splits
     off every word-final period and cuts after it) the two rules agree. The same rule as
-    BSC-seq's (:mod:`aggregation.bsc_seq`).
+    BSC-seq's (:mod:`crowdqa.aggregation.bsc_seq`).
 
     Parameters
     ----------

@@ -1,6 +1,6 @@
 r"""IBCC, the Bayesian Dawid-Skene model, by variational inference (Kim & Ghahramani, AISTATS 2012).
 
-The E-step and the expected counts are Dawid-Skene's (:mod:`aggregation.dawid_skene`,
+The E-step and the expected counts are Dawid-Skene's (:mod:`crowdqa.aggregation.dawid_skene`,
 one ``np.bincount`` per class over all annotations), applied to the expected log
 parameters :math:`E[\log\pi]`, :math:`E[\log\kappa]` of Dirichlet posteriors; the
 M-step adds the counts to the prior pseudo-counts.
@@ -14,10 +14,10 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import digamma, gammaln, logsumexp
 
-from aggregation._base import BaseAggregator, ConvergenceMonitor, ProgressCallback, check_known
-from aggregation._params import Interval
-from aggregation.corpus import Corpus
-from aggregation.dawid_skene import _e_step, _expected_counts, _obs_key
+from crowdqa.aggregation._base import BaseAggregator, ConvergenceMonitor, ProgressCallback, check_known
+from crowdqa.aggregation._params import Interval
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.aggregation.dawid_skene import _e_step, _expected_counts, _obs_key
 
 __all__ = ["IBCC", "dirichlet_kl"]
 
@@ -108,7 +108,7 @@ class IBCC(BaseAggregator):
 
     crowd-kit 1.4.2 has no Bayesian Dawid-Skene; the tests check the bound against the
     exact log evidence and the posteriors against exact ones by enumeration on tiny
-    corpora, and the accuracy against :class:`~aggregation.dawid_skene.DawidSkene`.
+    corpora, and the accuracy against :class:`~crowdqa.aggregation.dawid_skene.DawidSkene`.
 
     References
     ----------
@@ -120,7 +120,7 @@ class IBCC(BaseAggregator):
 
     Examples
     --------
-    >>> from aggregation.corpus import Corpus
+    >>> from crowdqa.aggregation.corpus import Corpus
     >>> c = Corpus.from_arrays(token=[0, 0, 0, 1, 1, 1, 2, 2], worker=[0, 1, 2, 0, 1, 2, 0, 1],
     ...     label=[1, 1, 0, 0, 0, 1, 1, 1], doc_lengths=[1, 1, 1], token_start=[0, 0, 0],
     ...     token_end=[1, 1, 1], doc_ids=["a", "b", "c"], texts=["a", "b", "c"],
@@ -155,7 +155,7 @@ class IBCC(BaseAggregator):
 
         ``known`` (class or -1 per token): clamped in every E-step. ``callback(iteration, bound)`` after every
         iteration. Parameters and return value: :meth:`BaseAggregator.fit
-        <aggregation._base.BaseAggregator.fit>`.
+        <crowdqa.aggregation._base.BaseAggregator.fit>`.
         """
         self._validate_params()
         known = check_known(known, corpus)

@@ -11,10 +11,10 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregation._base import BaseAggregator, ProgressCallback, check_known
-from aggregation._params import RANDOM_STATE, Interval
-from aggregation.corpus import Corpus
-from aggregation.majority_vote import _empirical_confusion
+from crowdqa.aggregation._base import BaseAggregator, ProgressCallback, check_known
+from crowdqa.aggregation._params import RANDOM_STATE, Interval
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.aggregation.majority_vote import _empirical_confusion
 
 __all__ = ["KOS"]
 
@@ -128,7 +128,7 @@ class KOS(BaseAggregator):
 
     Examples
     --------
-    >>> from aggregation.corpus import Corpus
+    >>> from crowdqa.aggregation.corpus import Corpus
     >>> c = Corpus.from_arrays(token=[0, 0, 0, 1, 1, 1, 2, 2, 2], worker=[0, 1, 2] * 3,
     ...     label=[1, 1, 0, 0, 0, 1, 1, 1, 0], doc_lengths=[1, 1, 1], token_start=[0, 0, 0],
     ...     token_end=[1, 1, 1], doc_ids=["a", "b", "c"], texts=["a", "b", "c"],
@@ -155,7 +155,7 @@ class KOS(BaseAggregator):
         there. ``callback(iteration,
         changed_decisions)`` after every round, with the number of decisions that changed negated (0 when
         stable). Parameters and return value: :meth:`BaseAggregator.fit
-        <aggregation._base.BaseAggregator.fit>`.
+        <crowdqa.aggregation._base.BaseAggregator.fit>`.
 
         Raises
         ------

@@ -14,10 +14,10 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import digamma
 
-from aggregation._base import BaseAggregator, ConvergenceMonitor, ProgressCallback, check_known
-from aggregation._params import RANDOM_STATE, Interval, Options
-from aggregation.corpus import Corpus
-from aggregation.ibcc import dirichlet_kl
+from crowdqa.aggregation._base import BaseAggregator, ConvergenceMonitor, ProgressCallback, check_known
+from crowdqa.aggregation._params import RANDOM_STATE, Interval, Options
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.aggregation.ibcc import dirichlet_kl
 
 __all__ = ["MACE"]
 
@@ -224,7 +224,7 @@ class MACE(BaseAggregator):
 
     Examples
     --------
-    >>> from aggregation.corpus import Corpus
+    >>> from crowdqa.aggregation.corpus import Corpus
     >>> c = Corpus.from_arrays(token=[0, 0, 0, 1, 1, 1, 2, 2, 2], worker=[0, 1, 2] * 3,
     ...     label=[1, 1, 0, 0, 0, 0, 1, 1, 0], doc_lengths=[1, 1, 1], token_start=[0, 0, 0],
     ...     token_end=[1, 1, 1], doc_ids=["a", "b", "c"], texts=["a", "b", "c"],
@@ -270,7 +270,7 @@ class MACE(BaseAggregator):
 
         ``known`` (class or -1 per token): clamped in every E-step. ``callback(iteration, objective)`` after
         every iteration of every restart (iterations counted across restarts). Parameters and return value:
-        :meth:`BaseAggregator.fit <aggregation._base.BaseAggregator.fit>`.
+        :meth:`BaseAggregator.fit <crowdqa.aggregation._base.BaseAggregator.fit>`.
         """
         self._validate_params()
         known = check_known(known, corpus)

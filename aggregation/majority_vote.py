@@ -13,9 +13,9 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregation._base import BaseAggregator, ProgressCallback, check_known
-from aggregation._params import Check, InstanceOf, Options
-from aggregation.corpus import Corpus
+from crowdqa.aggregation._base import BaseAggregator, ProgressCallback, check_known
+from crowdqa.aggregation._params import Check, InstanceOf, Options
+from crowdqa.aggregation.corpus import Corpus
 
 __all__ = ["MajorityVote", "TIE_RULES"]
 
@@ -142,7 +142,7 @@ class MajorityVote(BaseAggregator):
 
     Examples
     --------
-    >>> from aggregation.corpus import Corpus
+    >>> from crowdqa.aggregation.corpus import Corpus
     >>> c = Corpus.from_arrays(token=[0, 0, 1, 1], worker=[0, 1, 0, 1], label=[1, 1, 0, 1],
     ...     doc_lengths=[2], token_start=[0, 2], token_end=[1, 3], doc_ids=["d"], texts=["a b"],
     ...     worker_ids=["u", "v"], worker_roles=["crowd"] * 2, class_names=["O", "X"])

@@ -16,10 +16,10 @@ from numpy.typing import NDArray
 from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import eigsh
 
-from aggregation._base import BaseAggregator, ConvergenceMonitor, ProgressCallback, check_known
-from aggregation._params import RANDOM_STATE, Interval
-from aggregation.corpus import Corpus
-from aggregation.majority_vote import _empirical_confusion
+from crowdqa.aggregation._base import BaseAggregator, ConvergenceMonitor, ProgressCallback, check_known
+from crowdqa.aggregation._params import RANDOM_STATE, Interval
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.aggregation.majority_vote import _empirical_confusion
 
 __all__ = ["MMSR"]
 
@@ -227,7 +227,7 @@ class MMSR(BaseAggregator):
 
     Examples
     --------
-    >>> from aggregation.corpus import Corpus
+    >>> from crowdqa.aggregation.corpus import Corpus
     >>> c = Corpus.from_arrays(token=[0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3], worker=[0, 1, 2] * 4,
     ...     label=[1, 1, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0], doc_lengths=[1] * 4, token_start=[0] * 4,
     ...     token_end=[1] * 4, doc_ids=["a", "b", "c", "d"], texts=["a", "b", "c", "d"],
@@ -255,7 +255,7 @@ class MMSR(BaseAggregator):
 
         ``known`` (class or -1 per token): overrides the vote there. ``callback(iteration, -change)`` after
         every completion iteration. Parameters and return value: :meth:`BaseAggregator.fit
-        <aggregation._base.BaseAggregator.fit>`.
+        <crowdqa.aggregation._base.BaseAggregator.fit>`.
         """
         self._validate_params()
         k, n_workers, n_items = corpus.n_classes, corpus.n_workers, corpus.n_tokens

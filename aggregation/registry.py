@@ -4,25 +4,25 @@ from __future__ import annotations
 
 import importlib
 
-from aggregation._base import BaseAggregator
+from crowdqa.aggregation._base import BaseAggregator
 
 __all__ = ["METHODS", "make_aggregator", "validate_params"]
 
 #: method name -> (module, class). Modules are imported on first use, so a method whose
 #: module is missing or broken fails only when it is asked for.
 METHODS: dict[str, tuple[str, str]] = {
-    "mv": ("aggregation.majority_vote", "MajorityVote"),
-    "ds": ("aggregation.dawid_skene", "DawidSkene"),
-    "hmm-crowd": ("aggregation.hmm_crowd", "HMMCrowd"),
-    "bsc-seq": ("aggregation.bsc_seq", "BayesianSequenceCombination"),
-    "wawa": ("aggregation.weighted_vote", "Wawa"),
-    "zbs": ("aggregation.weighted_vote", "ZeroBasedSkill"),
-    "gold-mv": ("aggregation.weighted_vote", "GoldMajorityVote"),
-    "glad": ("aggregation.glad", "GLAD"),
-    "mace": ("aggregation.mace", "MACE"),
-    "kos": ("aggregation.kos", "KOS"),
-    "mmsr": ("aggregation.mmsr", "MMSR"),
-    "ibcc": ("aggregation.ibcc", "IBCC"),
+    "mv": ("crowdqa.aggregation.majority_vote", "MajorityVote"),
+    "ds": ("crowdqa.aggregation.dawid_skene", "DawidSkene"),
+    "hmm-crowd": ("crowdqa.aggregation.hmm_crowd", "HMMCrowd"),
+    "bsc-seq": ("crowdqa.aggregation.bsc_seq", "BayesianSequenceCombination"),
+    "wawa": ("crowdqa.aggregation.weighted_vote", "Wawa"),
+    "zbs": ("crowdqa.aggregation.weighted_vote", "ZeroBasedSkill"),
+    "gold-mv": ("crowdqa.aggregation.weighted_vote", "GoldMajorityVote"),
+    "glad": ("crowdqa.aggregation.glad", "GLAD"),
+    "mace": ("crowdqa.aggregation.mace", "MACE"),
+    "kos": ("crowdqa.aggregation.kos", "KOS"),
+    "mmsr": ("crowdqa.aggregation.mmsr", "MMSR"),
+    "ibcc": ("crowdqa.aggregation.ibcc", "IBCC"),
 }
 
 

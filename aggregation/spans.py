@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregation.corpus import MISSING, Corpus
+from crowdqa.aggregation.corpus import MISSING, Corpus
 
 __all__ = ["SpanArray", "decode_spans"]
 
@@ -107,7 +107,7 @@ def decode_spans(labels: NDArray, corpus: Corpus) -> SpanArray:
 
     Examples
     --------
-    >>> from aggregation.corpus import Corpus
+    >>> from crowdqa.aggregation.corpus import Corpus
     >>> c = Corpus.from_arrays(token=[], worker=[], label=[], doc_lengths=[4], token_start=[0, 2, 4, 6],
     ...     token_end=[1, 3, 5, 7], doc_ids=["d"], texts=["a b c d"], worker_ids=[], worker_roles=[],
     ...     class_names=["O", "B-X", "I-X"])

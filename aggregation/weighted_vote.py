@@ -2,7 +2,7 @@ r"""Majority votes weighted by a skill per worker: Wawa, ZeroBasedSkill and Gold
 
 Each estimates one number per annotator, its *skill* (the share of its answers that
 agree with a reference labelling), and then takes the vote of every token weighted by
-those skills (:class:`~aggregation.majority_vote.MajorityVote` with ``weights``). They
+those skills (:class:`~crowdqa.aggregation.majority_vote.MajorityVote` with ``weights``). They
 differ in the reference: the plain majority vote (Wawa), the weighted vote itself,
 approached by gradient steps (ZeroBasedSkill), or known true labels (GoldMajorityVote).
 They are crowd-kit's small aggregators (Ustalov et al. 2024), rebuilt on the
@@ -22,10 +22,10 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregation._base import BaseAggregator, ProgressCallback, check_known
-from aggregation._params import Interval, Options
-from aggregation.corpus import Corpus
-from aggregation.majority_vote import TIE_RULES, MajorityVote, _break_ties
+from crowdqa.aggregation._base import BaseAggregator, ProgressCallback, check_known
+from crowdqa.aggregation._params import Interval, Options
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.aggregation.majority_vote import TIE_RULES, MajorityVote, _break_ties
 
 __all__ = ["GoldMajorityVote", "Wawa", "ZeroBasedSkill", "agreement_rate"]
 
@@ -126,7 +126,7 @@ class Wawa(_SkillVote):
 
     Examples
     --------
-    >>> from aggregation.corpus import Corpus
+    >>> from crowdqa.aggregation.corpus import Corpus
     >>> c = Corpus.from_arrays(token=[0, 0, 0, 1, 1, 1, 2, 2], worker=[0, 1, 2, 0, 1, 2, 0, 2],
     ...     label=[1, 1, 0, 0, 0, 1, 1, 0], doc_lengths=[1, 1, 1], token_start=[0, 0, 0],
     ...     token_end=[1, 1, 1], doc_ids=["a", "b", "c"], texts=["a", "b", "c"],
@@ -148,7 +148,7 @@ class Wawa(_SkillVote):
 
         ``known`` (class or -1 per token) replaces the first vote there and is kept in the output;
         ``callback`` is never called (no iterations). Parameters and return value:
-        :meth:`BaseAggregator.fit <aggregation._base.BaseAggregator.fit>`.
+        :meth:`BaseAggregator.fit <crowdqa.aggregation._base.BaseAggregator.fit>`.
         """
         self._validate_params()
         known = check_known(known, corpus)
@@ -217,7 +217,7 @@ class ZeroBasedSkill(_SkillVote):
 
     Examples
     --------
-    >>> from aggregation.corpus import Corpus
+    >>> from crowdqa.aggregation.corpus import Corpus
     >>> c = Corpus.from_arrays(token=[0, 0, 0, 1, 1, 1, 2, 2], worker=[0, 1, 2, 0, 1, 2, 0, 2],
     ...     label=[1, 1, 0, 0, 0, 1, 1, 0], doc_lengths=[1, 1, 1], token_start=[0, 0, 0],
     ...     token_end=[1, 1, 1], doc_ids=["a", "b", "c"], texts=["a", "b", "c"],
@@ -252,7 +252,7 @@ class ZeroBasedSkill(_SkillVote):
 
         ``known`` (class or -1 per token): fixed in every vote. ``callback(iteration, -max_skill_change)``
         after every iteration. Parameters and return value: :meth:`BaseAggregator.fit
-        <aggregation._base.BaseAggregator.fit>`.
+        <crowdqa.aggregation._base.BaseAggregator.fit>`.
         """
         self._validate_params()
         known = check_known(known, corpus)
@@ -324,7 +324,7 @@ class GoldMajorityVote(_SkillVote):
     Examples
     --------
     >>> import numpy as np
-    >>> from aggregation.corpus import Corpus
+    >>> from crowdqa.aggregation.corpus import Corpus
     >>> c = Corpus.from_arrays(token=[0, 0, 0, 1, 1, 1], worker=[0, 1, 2, 0, 1, 2],
     ...     label=[0, 0, 1, 1, 0, 1], doc_lengths=[1, 1], token_start=[0, 0], token_end=[1, 1],
     ...     doc_ids=["t1", "t2"], texts=["a", "b"], worker_ids=["p1", "p2", "p3"],
@@ -347,7 +347,7 @@ class GoldMajorityVote(_SkillVote):
 
         ``known`` (class or -1 per token) defaults to the expert annotators' labels; ``callback`` is
         never called (no iterations). Parameters and return value: :meth:`BaseAggregator.fit
-        <aggregation._base.BaseAggregator.fit>`.
+        <crowdqa.aggregation._base.BaseAggregator.fit>`.
 
         Raises
         ------

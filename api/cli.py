@@ -21,14 +21,14 @@ __all__ = ["main", "build_parser", "UserError", "cli_wording"]
 #: of the command being run is imported (``crowdqa --help`` imports none), so start-up never pays for
 #: numpy, scipy or the service when it does not use them.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "ingest": ("api.commands.ingest", "parse a label dump and print what it holds"),
-    "aggregate": ("api.commands.aggregate", "aggregate a crowd dump and report against experts"),
-    "report": ("api.commands.report", "score an aggregate and every worker against the experts"),
-    "sample-size": ("api.commands.sample_size",
+    "ingest": ("crowdqa.api.commands.ingest", "parse a label dump and print what it holds"),
+    "aggregate": ("crowdqa.api.commands.aggregate", "aggregate a crowd dump and report against experts"),
+    "report": ("crowdqa.api.commands.report", "score an aggregate and every worker against the experts"),
+    "sample-size": ("crowdqa.api.commands.sample_size",
                     "documents, positives and negatives to annotate for a gold standard (SLiCE)"),
-    "serve": ("api.commands.serve", "run the API (embedded: SQLite and an in-process queue)"),
-    "worker": ("api.commands.worker", "run queued jobs from CROWDQA_REDIS_URL"),
-    "keys": ("api.commands.keys", "create, list and revoke API keys"),
+    "serve": ("crowdqa.api.commands.serve", "run the API (embedded: SQLite and an in-process queue)"),
+    "worker": ("crowdqa.api.commands.worker", "run queued jobs from CROWDQA_REDIS_URL"),
+    "keys": ("crowdqa.api.commands.keys", "create, list and revoke API keys"),
 }
 
 
@@ -78,9 +78,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
-    from ingest.errors import IngestError
-    from jobs.errors import JobError
-    from store.errors import StoreError
+    from crowdqa.ingest.errors import IngestError
+    from crowdqa.jobs.errors import JobError
+    from crowdqa.store.errors import StoreError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv)
@@ -106,8 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    # Run the imported module's main, so that commands raising api.cli.UserError are caught
-    # (under ``python -m api.cli`` this file is ``__main__``, a different module object).
-    from api.cli import main as _main
+    # Run the imported module's main, so that commands raising crowdqa.api.cli.UserError are caught
+    # (under ``python -m crowdqa.api.cli`` this file is ``__main__``, a different module object).
+    from crowdqa.api.cli import main as _main
 
     sys.exit(_main())

@@ -10,13 +10,13 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from rq import Queue
 from sqlmodel import Session
 
-from api.errors import ProblemError
-from jobs import service
-from jobs.queue import get_queue
-from store import crud
-from store.db import get_engine
-from store.models import Dataset, Job, JobStatus, Project, aware, utcnow
-from store.settings import Settings, get_settings
+from crowdqa.api.errors import ProblemError
+from crowdqa.jobs import service
+from crowdqa.jobs.queue import get_queue
+from crowdqa.store import crud
+from crowdqa.store.db import get_engine
+from crowdqa.store.models import Dataset, Job, JobStatus, Project, aware, utcnow
+from crowdqa.store.settings import Settings, get_settings
 
 __all__ = ["SettingsDep", "SessionDep", "QueueDep", "CurrentProjectDep", "OwnedDatasetDep", "OwnedJobDep"]
 

@@ -13,9 +13,9 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ingest.errors import IngestError
-from jobs.errors import JobNotRunnableError, JobParamsError, QueueUnavailableError, UploadConflictError
-from store.errors import ArtifactMissingError, UploadTooLargeError
+from crowdqa.ingest.errors import IngestError
+from crowdqa.jobs.errors import JobNotRunnableError, JobParamsError, QueueUnavailableError, UploadConflictError
+from crowdqa.store.errors import ArtifactMissingError, UploadTooLargeError
 
 __all__ = ["Problem", "ProblemError", "problem_response", "problem_responses", "install_error_handlers"]
 

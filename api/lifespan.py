@@ -12,9 +12,9 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from api.errors import problem_response
-from store.errors import UploadTooLargeError
-from store.settings import get_settings
+from crowdqa.api.errors import problem_response
+from crowdqa.store.errors import UploadTooLargeError
+from crowdqa.store.settings import get_settings
 
 __all__ = ["lifespan", "BodyLimitMiddleware"]
 
@@ -28,17 +28,17 @@ _FORM_OVERHEAD = 64 * 1024
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     from sqlmodel import Session
 
-    from jobs.embedded import EmbeddedWorker, recover_jobs
-    from jobs.service import collect_garbage
-    from store.artifacts import ArtifactStore
-    from store.db import get_engine
+    from crowdqa.jobs.embedded import EmbeddedWorker, recover_jobs
+    from crowdqa.jobs.service import collect_garbage
+    from crowdqa.store.artifacts import ArtifactStore
+    from crowdqa.store.db import get_engine
 
     settings = get_settings()
     took_lock = False
     if settings.embedded:
         # Before the database is touched: a second embedded server on this data would take the
         # first one's running jobs for abandoned ones (re-entrant: `crowdqa serve` took it already).
-        from store.datadir_lock import acquire_data_dir, held_data_dirs
+        from crowdqa.store.datadir_lock import acquire_data_dir, held_data_dirs
 
         took_lock = str(settings.data_dir.resolve()) not in held_data_dirs()
         acquire_data_dir(settings.data_dir)
@@ -61,7 +61,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if worker is not None:
             worker.stop()
         if took_lock:
-            from store.datadir_lock import release_data_dir
+            from crowdqa.store.datadir_lock import release_data_dir
 
             release_data_dir(settings.data_dir)
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter, FastAPI
 
-from api import dashboard
-from api.errors import install_error_handlers
-from api.lifespan import BodyLimitMiddleware, lifespan
-from api.routes import datasets, health, jobs, keys, meta
+from crowdqa.api import dashboard
+from crowdqa.api.errors import install_error_handlers
+from crowdqa.api.lifespan import BodyLimitMiddleware, lifespan
+from crowdqa.api.routes import datasets, health, jobs, keys, meta
 
 API_PREFIX = "/api/v1"
 
@@ -16,7 +16,7 @@ app = FastAPI(
     summary="Aggregate crowd annotations and measure every worker and aggregate against the experts.",
     version="0.1.0",
     lifespan=lifespan,
-    docs_url=None,  # served by api.routes.meta from the package's own Swagger UI assets
+    docs_url=None,  # served by crowdqa.api.routes.meta from the package's own Swagger UI assets
     redoc_url=None,
 )
 install_error_handlers(app)

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from aggregation.corpus import Corpus
-from ingest.build import Span, corpus_from_spans
-from ingest.errors import ProblemLog
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.ingest.build import Span, corpus_from_spans
+from crowdqa.ingest.errors import ProblemLog
 
 REPO = Path(__file__).resolve().parents[1]
 PICO = Path(os.environ.get("CROWDQA_SHARED_DATA", REPO.parent / "shared" / "data")) / "pico"

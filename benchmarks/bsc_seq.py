@@ -7,7 +7,7 @@ Run ``python -m benchmarks.bsc_seq [--quick]``; results go to
     document fitted together; token precision, recall and F1 (positive = not ``O``) against
     the union of the experts on the expert documents, with Clopper-Pearson intervals for P
     and R and a document bootstrap for F1 (``benchmarks.pico_study.score``). For HMMCrowd and
-    the default BSC-seq the whole job path (``jobs.pipeline.run_pipeline``: fit and report,
+    the default BSC-seq the whole job path (``crowdqa.jobs.pipeline.run_pipeline``: fit and report,
     what a job or ``crowdqa aggregate`` runs after reading the files) is timed ``repeats``
     times, interleaved, and the best of each is kept; fit-time ratios are to HMMCrowd in the
     same run. Other variants are fitted once.
@@ -33,11 +33,11 @@ from pathlib import Path
 
 import numpy as np
 
-from aggregation import ConvergenceWarning, make_aggregator
-from aggregation.corpus import Corpus
-from aggregation.spans import decode_spans
 from benchmarks.ner_crowd import ner_crowd
 from benchmarks.tables import make_meta
+from crowdqa.aggregation import ConvergenceWarning, make_aggregator
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.aggregation.spans import decode_spans
 
 RESULTS = Path(__file__).resolve().parent / "results"
 #: name -> (method id, parameters). ``bsc-seq`` is the default; the rest change one setting.
@@ -72,7 +72,7 @@ def _fit(method: str, params: dict, corpus: Corpus) -> tuple[np.ndarray, float, 
 
 def _whole_path(method: str, corpus: Corpus) -> dict:
     """Seconds of the job's pipeline (fit + report) for ``method`` with its defaults."""
-    from jobs.pipeline import run_pipeline
+    from crowdqa.jobs.pipeline import run_pipeline
 
     t0 = time.perf_counter()
     with warnings.catch_warnings():
@@ -85,7 +85,7 @@ def pico(*, quick: bool, repeats: int, seed: int = 0) -> dict | None:
     """Token P/R/F1 of every method on PICO, and the whole-path timings of HMMCrowd and BSC-seq."""
     from benchmarks._pico import PICO, load_pico
     from benchmarks.pico_study import score
-    from quality.references import reference_labels
+    from crowdqa.quality.references import reference_labels
 
     if not (PICO / "annotations").is_dir():
         print(f"PICO data not found at {PICO}: part (a) skipped")
@@ -147,7 +147,7 @@ def habits(model_tensor: np.ndarray, kinds: tuple[str, ...], n_labels: np.ndarra
 
 def synthetic(*, seeds: tuple[int, ...], n_sentences: int) -> dict:
     """Strict span F1 of every method on the synthetic NER crowd, per seed; habits from the first seed."""
-    from aggregation.bsc_seq import BayesianSequenceCombination
+    from crowdqa.aggregation.bsc_seq import BayesianSequenceCombination
 
     rows: dict[str, dict[str, list[float]]] = {name: {"f1": [], "seconds": []} for name in METHODS}
     out: dict = {"seeds": list(seeds), "sentences": n_sentences, "accuracy": [0.2, 0.7], "per_sentence": 4}

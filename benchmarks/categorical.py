@@ -17,7 +17,7 @@ and never enters a fit): every crowdqa method of :data:`OURS` through
 :func:`aggregation.make_aggregator`, with its defaults, next to the crowd-kit 1.4.2 class of
 the same model (:data:`CROWDKIT`) with its defaults, given a ``pandas.DataFrame`` of
 ``task, worker, label`` with workers and labels numbered in order of first appearance (which
-crowd-kit's MACE needs, see :class:`aggregation.mace.MACE`). ``ibcc`` has no crowd-kit
+crowd-kit's MACE needs, see :class:`crowdqa.aggregation.mace.MACE`). ``ibcc`` has no crowd-kit
 counterpart. crowd-kit's ``Wawa``, ``ZeroBasedSkill`` and ``GoldMajorityVote`` cannot
 ``predict`` under scikit-learn >= 1.6, so their labels (and time) are ``fit`` plus the
 ``MajorityVote(skills=...)`` their ``predict`` runs. ``gold-mv`` is given the gold label of a
@@ -49,10 +49,10 @@ from pathlib import Path
 
 import numpy as np
 
-from aggregation import ConvergenceWarning, make_aggregator
-from aggregation.corpus import Corpus
 from benchmarks.tables import make_meta
-from ingest import read_corpus
+from crowdqa.aggregation import ConvergenceWarning, make_aggregator
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.ingest import read_corpus
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("CROWDQA_SHARED_DATA", REPO.parent / "shared" / "data")) / "categorical"

@@ -13,7 +13,7 @@ other method is scored on all items.
 Each fit runs in a process of its own, which reads the arrays from an ``.npz``, builds its
 library's input (crowd-kit: a ``DataFrame`` of integer ``task, worker, label``, workers and
 labels numbered in order of first appearance, as crowd-kit's MACE needs; crowdqa: a
-:class:`~aggregation.corpus.Corpus`), and times the fit alone, with every method's defaults:
+:class:`~crowdqa.aggregation.corpus.Corpus`), and times the fit alone, with every method's defaults:
 the fastest of up to 3 fits, fewer once 20 s are spent (the machine is shared and noisy).
 crowd-kit's ``Wawa``, ``ZeroBasedSkill`` and ``GoldMajorityVote`` cannot ``predict`` under
 scikit-learn >= 1.6, so their time is ``fit`` plus the ``MajorityVote(skills=...)`` that
@@ -70,8 +70,8 @@ def make_crowd(n_items: int, n_classes: int, *, seed: int = 0) -> dict[str, np.n
 
 
 def _fit_crowdqa(method: str, z: dict) -> tuple[float, np.ndarray]:
-    from aggregation import ConvergenceWarning, make_aggregator
-    from aggregation.corpus import Corpus
+    from crowdqa.aggregation import ConvergenceWarning, make_aggregator
+    from crowdqa.aggregation.corpus import Corpus
 
     n, k = z["truth"].size, int(z["label"].max()) + 1
     ids = tuple(map(str, range(n)))

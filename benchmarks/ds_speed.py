@@ -108,8 +108,8 @@ def _child(lib: str, data_path: str, iters: int) -> dict:
         pred = est.labels_
         correct = np.mean([pred[t] == truth[t] for t in pred.index[:100_000]])
     else:
-        from aggregation import ConvergenceWarning, DawidSkene
-        from aggregation.corpus import Corpus
+        from crowdqa.aggregation import ConvergenceWarning, DawidSkene
+        from crowdqa.aggregation.corpus import Corpus
 
         items, tok = np.unique(item, return_inverse=True)
         workers, wrk = np.unique(worker, return_inverse=True)

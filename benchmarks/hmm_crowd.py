@@ -31,9 +31,10 @@ from pathlib import Path
 
 import numpy as np
 
-from aggregation.corpus import Corpus
-from aggregation.dawid_skene import DawidSkene
-from aggregation.hmm_crowd import (
+from benchmarks._pico import load_pico
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.aggregation.dawid_skene import DawidSkene
+from crowdqa.aggregation.hmm_crowd import (
     HMMCrowd,
     _build_design,
     _dawid_skene_init,
@@ -42,8 +43,7 @@ from aggregation.hmm_crowd import (
     _initial_params,
     _m_step,
 )
-from benchmarks._pico import load_pico
-from quality.references import reference_labels
+from crowdqa.quality.references import reference_labels
 
 REPO = Path(__file__).resolve().parents[1]
 PICO = REPO.parent / "shared" / "data" / "pico"
@@ -249,8 +249,8 @@ def ner_variants(*, seeds: tuple[int, ...], n_docs: int) -> dict:
     """Strict-span and token F1 vs the truth of every HMMCrowd variant, Dawid-Skene and majority vote."""
     import warnings
 
-    from aggregation._base import ConvergenceWarning
-    from aggregation.majority_vote import MajorityVote
+    from crowdqa.aggregation._base import ConvergenceWarning
+    from crowdqa.aggregation.majority_vote import MajorityVote
 
     methods = {f"hmmcrowd[{name}]": (lambda kw=kw: HMMCrowd(**kw)) for name, kw in VARIANTS.items()}
     methods.update({"dawid_skene": lambda: DawidSkene(), "majority_vote": lambda: MajorityVote()})

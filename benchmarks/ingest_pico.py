@@ -33,8 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ingest import read_corpus, summarize
-from ingest.merge import merge_corpora
+from crowdqa.ingest import read_corpus, summarize
+from crowdqa.ingest.merge import merge_corpora
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("CROWDQA_SHARED_DATA", REPO.parent / "shared" / "data"))

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from aggregation.corpus import Corpus
+from crowdqa.aggregation.corpus import Corpus
 
 __all__ = ["KINDS", "NER_TYPES", "ner_crowd"]
 

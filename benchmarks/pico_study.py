@@ -7,11 +7,11 @@ to ``benchmarks/results/pico_study_workers.png``.
 Protocol: Participants; all crowd documents fitted together; token-wise precision, recall
 and F1 (positive = not ``O``) against the union of the experts on the expert documents,
 with Clopper-Pearson intervals for P and R and a document bootstrap interval for F1
-(``quality.report.score_block``). Each method is also run with the experts' labels
+(``crowdqa.quality.report.score_block``). Each method is also run with the experts' labels
 clamped (``known=``) and evaluated by 4-fold cross-fitting over the expert documents:
 the labels of one fold's documents are never given to the fit that predicts them. The
 authors' published aggregates are scored the same way on the same tokens. Per-worker
-scores come from ``quality.report.build_report`` (the service's own report): every crowd
+scores come from ``crowdqa.quality.report.build_report`` (the service's own report): every crowd
 worker with expert overlap is listed with its token precision, recall and F1 against the
 experts' union (the shape of Nye et al. 2018, Table 4, which gives their means), and
 plotted with the aggregates. Texts: the abstracts of ``docs/`` (``benchmarks/_pico.py``).
@@ -28,12 +28,12 @@ from pathlib import Path
 
 import numpy as np
 
-from aggregation import ConvergenceWarning, make_aggregator
-from aggregation.corpus import Corpus
 from benchmarks._pico import PICO, load_pico
-from quality.metrics import grouped_counts
-from quality.references import reference_labels
-from quality.report import build_report, score_block
+from crowdqa.aggregation import ConvergenceWarning, make_aggregator
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.quality.metrics import grouped_counts
+from crowdqa.quality.references import reference_labels
+from crowdqa.quality.report import build_report, score_block
 
 RESULTS = Path(__file__).resolve().parent / "results"
 METHODS = {"mv": "MajorityVote", "ds": "DawidSkene", "hmm-crowd": "HMMCrowd"}

@@ -178,7 +178,7 @@ def _count_rows(fmt: str, path: Path, corpus) -> int:
 
 
 def measure(fmt: str, path: Path, options: dict, repeat: int) -> dict:
-    from ingest import read_corpus
+    from crowdqa.ingest import read_corpus
 
     read_corpus(path, format=fmt, **options)  # warm-up: imports and the page cache
     walls, cpus = [], []

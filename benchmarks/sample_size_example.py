@@ -5,7 +5,7 @@ Run ``python -m benchmarks.sample_size_example [--quick] [--out DIR]``; results 
 
 The question a project asks before hiring experts: how many documents must they label so
 that the aggregate's token precision and recall are known to +-0.05 at 95% confidence?
-:func:`quality.sample_size.slice_sample_size` (SLiCE, Canales et al. 2021) answers in
+:func:`crowdqa.quality.sample_size.slice_sample_size` (SLiCE, Canales et al. 2021) answers in
 instances -- here tokens -- from an expected precision, recall and the frequency of the
 positive class. Three plans are made, for HMM-Crowd on PICO Participants:
 
@@ -39,13 +39,13 @@ from pathlib import Path
 
 import numpy as np
 
-from aggregation import ConvergenceWarning, make_aggregator
 from benchmarks._pico import PICO, load_pico
 from benchmarks.tables import make_meta
-from quality.metrics import grouped_counts, prf_from_counts
-from quality.references import reference_labels
-from quality.report import score_block
-from quality.sample_size import slice_sample_size
+from crowdqa.aggregation import ConvergenceWarning, make_aggregator
+from crowdqa.quality.metrics import grouped_counts, prf_from_counts
+from crowdqa.quality.references import reference_labels
+from crowdqa.quality.report import score_block
+from crowdqa.quality.sample_size import slice_sample_size
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"

@@ -36,8 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
-from aggregation.corpus import Corpus
 from benchmarks.tables import make_meta
+from crowdqa.aggregation.corpus import Corpus
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
@@ -121,8 +121,8 @@ def _trim_heap() -> None:
 
 
 def _child(method: str, n_labels: int, seed: int) -> dict:
-    from aggregation import ConvergenceWarning, make_aggregator
     from benchmarks.ds_speed import _reset_peak, _rss_kb
+    from crowdqa.aggregation import ConvergenceWarning, make_aggregator
 
     t0 = time.perf_counter()
     corpus, truth = make_span_data(n_labels, seed=seed)

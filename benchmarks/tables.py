@@ -402,7 +402,8 @@ def render_sample_size(d: dict, results: Path, quick: bool) -> str:
         study_md = (f"\n\nHalf-widths of the PICO study's intervals (`{study['file']}`; P and R Clopper-Pearson, "
                     "F1 document bootstrap):\n\n" + _table(["aggregate", "precision", "recall", "F1"], study_rows))
     return (
-        f"SLiCE (`quality.sample_size.slice_sample_size`) for HMMCrowd on PICO Participants, ±{s['half_width']} at "
+        f"SLiCE (`crowdqa.quality.sample_size.slice_sample_size`) for HMMCrowd on PICO Participants, "
+        f"±{s['half_width']} at "
         f"{s['confidence']:.0%}; tokens → documents at {s['tokens_per_document']:.0f} tokens per document.\n\n"
         + _table(["plan from", "precision", "recall", "frequency", "tokens", "documents",
                   "documents × design effect (larger of P, R)"], rows)
@@ -502,7 +503,7 @@ def render_bsc_seq(d: dict, results: Path, quick: bool) -> str:
             "split, so it is not the same measure as ours.\n\n"
             + _table(["method", "precision", "recall", "F1", "fit", "fit / HMMCrowd fit", "iterations",
                       "published (PICO, relaxed span F1)"], rows)
-            + f"\n\nWhole job path (`jobs.pipeline.run_pipeline`: fit + report), best of "
+            + f"\n\nWhole job path (`crowdqa.jobs.pipeline.run_pipeline`: fit + report), best of "
             f"{len(p['whole_path']['HMMCrowd'])} interleaved runs on a shared machine: HMMCrowd "
             f"{_ms(best['HMMCrowd']['total'])} (fit {_ms(best['HMMCrowd']['fit'])}), BSC-seq "
             f"{_ms(best['BSC-seq']['total'])} (fit {_ms(best['BSC-seq']['fit'])}): BSC-seq / HMMCrowd = "

@@ -1,4 +1,4 @@
-"""Parsers: every upload format becomes one canonical :class:`~aggregation.corpus.Corpus`.
+"""Parsers: every upload format becomes one canonical :class:`~crowdqa.aggregation.corpus.Corpus`.
 
 Use :func:`read_corpus` with a format name from :data:`FORMATS`; it returns a
 :class:`ParseResult` (the corpus, the rows skipped under ``on_error="skip"``, the
@@ -12,7 +12,7 @@ label and item columns), ``annotator_column``, ``gold_column`` (categorical), ``
 (MTurk), ``on_error`` (``"fail"``: the first bad row raises :class:`IngestError`;
 ``"skip"``: bad rows are left out and listed in :attr:`ParseResult.problems`), ``role``
 (``"crowd"`` or ``"expert"``: the role of the upload's annotators where the format does
-not say) and ``scheme`` (``"auto"``, ``"io"``, ``"bio"``; see :mod:`ingest.build`).
+not say) and ``scheme`` (``"auto"``, ``"io"``, ``"bio"``; see :mod:`crowdqa.ingest.build`).
 
 Annotator ids: formats tied to one source are namespaced by it (``mturk:<WorkerId>``,
 ``ebmnlp:<WID>``, ``pico:<id>``); generic formats (CoNLL, brat, Label Studio, doccano,
@@ -31,30 +31,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ingest.errors import IngestError, Problem, ProblemLog
+from crowdqa.ingest.errors import IngestError, Problem, ProblemLog
 
 if TYPE_CHECKING:  # numpy and the corpus load on first use, so `crowdqa --help` starts without them
-    from aggregation.corpus import Corpus
+    from crowdqa.aggregation.corpus import Corpus
 
 __all__ = ["FORMATS", "ParseResult", "read_corpus", "read_merged", "summarize", "IngestError", "Problem"]
 
 #: Format name -> (module, reader function, the options it takes besides ``role`` and ``problems``).
 _READERS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "mturk-csv": (
-        "ingest.mturk_csv",
+        "crowdqa.ingest.mturk_csv",
         "read_mturk_csv",
         ("text_column", "answer_column", "id_column", "category", "keep_rejected", "scheme"),
     ),
-    "ebm-nlp": ("ingest.ebm_nlp", "read_ebm_nlp", ("category",)),
-    "pico-jsonl": ("ingest.pico_jsonl", "read_pico_jsonl", ("docs", "category")),
-    "conll": ("ingest.conll", "read_conll", ()),
-    "brat": ("ingest.brat", "read_brat", ("docs", "category", "scheme")),
-    "label-studio": ("ingest.label_studio", "read_label_studio", ("text_column", "id_column", "category", "scheme")),
-    "doccano": ("ingest.doccano", "read_doccano", ("text_column", "id_column", "category", "scheme")),
-    "spans-csv": ("ingest.spans_table", "read_spans_csv", ("docs", "category", "scheme")),
-    "spans-jsonl": ("ingest.spans_table", "read_spans_jsonl", ("docs", "category", "scheme")),
+    "ebm-nlp": ("crowdqa.ingest.ebm_nlp", "read_ebm_nlp", ("category",)),
+    "pico-jsonl": ("crowdqa.ingest.pico_jsonl", "read_pico_jsonl", ("docs", "category")),
+    "conll": ("crowdqa.ingest.conll", "read_conll", ()),
+    "brat": ("crowdqa.ingest.brat", "read_brat", ("docs", "category", "scheme")),
+    "label-studio": ("crowdqa.ingest.label_studio", "read_label_studio",
+                     ("text_column", "id_column", "category", "scheme")),
+    "doccano": ("crowdqa.ingest.doccano", "read_doccano", ("text_column", "id_column", "category", "scheme")),
+    "spans-csv": ("crowdqa.ingest.spans_table", "read_spans_csv", ("docs", "category", "scheme")),
+    "spans-jsonl": ("crowdqa.ingest.spans_table", "read_spans_jsonl", ("docs", "category", "scheme")),
     "categorical": (
-        "ingest.categorical",
+        "crowdqa.ingest.categorical",
         "read_categorical",
         ("id_column", "annotator_column", "answer_column", "gold_column"),
     ),
@@ -124,7 +125,7 @@ def read_corpus(
         Unknown format or option value, unreadable file, or (``on_error="fail"``) the
         first bad row; the message is one line naming the file and line or row.
     """
-    from aggregation.corpus import ROLES
+    from crowdqa.aggregation.corpus import ROLES
 
     if format not in _READERS:
         raise IngestError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}", source=str(path))
@@ -183,7 +184,7 @@ def read_merged(uploads: Sequence[dict]) -> ParseResult:
     Returns
     -------
     ParseResult
-        The merged corpus (:func:`ingest.merge.merge_corpora`), every upload's problems,
+        The merged corpus (:func:`crowdqa.ingest.merge.merge_corpora`), every upload's problems,
         and the first upload's format.
 
     Notes
@@ -193,7 +194,7 @@ def read_merged(uploads: Sequence[dict]) -> ParseResult:
     IO uploads whose format takes a scheme are read again as BIO, so the merge keeps
     every entity boundary instead of failing.
     """
-    from ingest.merge import merge_corpora
+    from crowdqa.ingest.merge import merge_corpora
 
     if not uploads:
         raise IngestError("nothing to read: no upload given")
@@ -214,7 +215,7 @@ def read_merged(uploads: Sequence[dict]) -> ParseResult:
 
 
 def _load_corpus(path: Path) -> Corpus:
-    from aggregation.corpus import Corpus
+    from crowdqa.aggregation.corpus import Corpus
 
     try:
         return Corpus.load(path)
@@ -249,7 +250,7 @@ def summarize(corpus: Corpus, *, problems: list[Problem] | None = None, notes: l
     """
     import numpy as np
 
-    from aggregation.corpus import ROLES
+    from crowdqa.aggregation.corpus import ROLES
 
     n_docs, n_workers = corpus.n_docs, corpus.n_workers
     roles = np.asarray(corpus.worker_roles) if n_workers else np.zeros(0, dtype="<U6")

@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ingest._io import read_text
-from ingest.errors import IngestError
+from crowdqa.ingest._io import read_text
+from crowdqa.ingest.errors import IngestError
 
 __all__ = ["as_offset", "parse_span_list", "DocsFolder", "check_role"]
 

@@ -2,7 +2,7 @@
 
 Decoding rule (every reader): UTF-8, with or without a byte-order mark; UTF-16 with
 a byte-order mark is accepted too (Excel's "Unicode text"). Anything else is an
-:class:`~ingest.errors.IngestError` naming the file and the line of the first bad byte.
+:class:`~crowdqa.ingest.errors.IngestError` naming the file and the line of the first bad byte.
 Line endings are kept as they are, so character offsets count ``\\r`` like the tool
 that wrote them did.
 
@@ -36,7 +36,7 @@ import zipfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
 
-from ingest.errors import IngestError
+from crowdqa.ingest.errors import IngestError
 
 __all__ = ["decode_text", "read_text", "Tree", "open_tree", "is_archive", "MAX_ZIP_BYTES", "MAX_ZIP_MEMBERS",
            "MAX_ZIP_RATIO",

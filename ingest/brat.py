@@ -21,11 +21,11 @@ import os
 import re
 from pathlib import Path
 
-from aggregation.corpus import Corpus
-from ingest._common import DocsFolder, check_role
-from ingest._io import Tree
-from ingest.build import Span, corpus_from_spans
-from ingest.errors import IngestError, ProblemLog
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.ingest._common import DocsFolder, check_role
+from crowdqa.ingest._io import Tree
+from crowdqa.ingest.build import Span, corpus_from_spans
+from crowdqa.ingest.errors import IngestError, ProblemLog
 
 __all__ = ["read_brat"]
 

@@ -1,11 +1,11 @@
-"""Build a :class:`~aggregation.corpus.Corpus` from parsed spans or parsed token labels.
+"""Build a :class:`~crowdqa.aggregation.corpus.Corpus` from parsed spans or parsed token labels.
 
 Every parser in ``ingest/`` reduces its format to one of two shapes and calls one of
 the two builders here, so the alignment rule and the label schema are the same for all:
 
 * :func:`corpus_from_spans` -- documents with texts, the (document, annotator)
-  assignments, and character spans. Tokens come from :func:`ingest.tokenize.tokenize_many`
-  (the rule of :func:`ingest.tokenize.tokenize`, vectorised over all documents).
+  assignments, and character spans. Tokens come from :func:`crowdqa.ingest.tokenize.tokenize_many`
+  (the rule of :func:`crowdqa.ingest.tokenize.tokenize`, vectorised over all documents).
 * :func:`corpus_from_token_labels` -- documents as token lists and, per assignment,
   one tag per token (CoNLL, EBM-NLP).
 
@@ -29,9 +29,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregation.corpus import ROLES, Corpus, entity_type
-from ingest.errors import IngestError, ProblemLog
-from ingest.tokenize import offsets_from_tokens, tokenize_many
+from crowdqa.aggregation.corpus import ROLES, Corpus, entity_type
+from crowdqa.ingest.errors import IngestError, ProblemLog
+from crowdqa.ingest.tokenize import offsets_from_tokens, tokenize_many
 
 __all__ = ["Span", "UnusualSpans", "corpus_from_spans", "corpus_from_span_arrays", "corpus_from_token_labels",
            "class_names_for"]

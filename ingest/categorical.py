@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregation.corpus import Corpus
-from ingest._io import decode_text
-from ingest.errors import IngestError, ProblemLog
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.ingest._io import decode_text
+from crowdqa.ingest.errors import IngestError, ProblemLog
 
 
 def natural_key(label: str) -> tuple:
@@ -322,7 +322,7 @@ def _note_positional(names: list[str], chosen: dict, cols: dict, problems: Probl
 
 def _read_columnar(path: Path, chosen: dict[str, str | None], *, role: str,
                    problems: ProblemLog | None = None) -> Corpus | None:
-    """The whole file read by Arrow (:mod:`ingest._columnar`), or None to let the row loop read it.
+    """The whole file read by Arrow (:mod:`crowdqa.ingest._columnar`), or None to let the row loop read it.
 
     Gives up on anything the row loop would report or treat specially: a row of another width,
     an empty or space-padded field, a duplicate (item, annotator), conflicting gold values, the
@@ -331,7 +331,7 @@ def _read_columnar(path: Path, chosen: dict[str, str | None], *, role: str,
     """
     import pyarrow.compute as pc
 
-    from ingest._columnar import clean_strings, factorize, int_values, read_csv_columns
+    from crowdqa.ingest._columnar import clean_strings, factorize, int_values, read_csv_columns
 
     source = str(path)
     try:

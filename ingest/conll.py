@@ -15,7 +15,7 @@ document, with id ``"1"``, ``"2"``, ... in file order. ``-DOCSTART-`` lines are
 skipped. Without the header the annotator columns are named ``"<role>:1"``,
 ``"<role>:2"``, ... (``crowd:1`` in a crowd upload, ``expert:1`` in a gold file).
 Tags are kept as written (IOB1 ``I-X`` after ``O`` is an entity start by the
-conlleval rule of :mod:`aggregation.spans`); the schema is ``O`` then ``B-``/``I-``
+conlleval rule of :mod:`crowdqa.aggregation.spans`); the schema is ``O`` then ``B-``/``I-``
 of every type seen.
 """
 
@@ -26,11 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
-from aggregation.corpus import Corpus, entity_type
-from ingest._common import check_role
-from ingest._io import read_text
-from ingest.build import class_names_for, corpus_from_token_labels
-from ingest.errors import IngestError, ProblemLog
+from crowdqa.aggregation.corpus import Corpus, entity_type
+from crowdqa.ingest._common import check_role
+from crowdqa.ingest._io import read_text
+from crowdqa.ingest.build import class_names_for, corpus_from_token_labels
+from crowdqa.ingest.errors import IngestError, ProblemLog
 
 __all__ = ["read_conll"]
 
@@ -131,7 +131,7 @@ def read_conll(
 
 
 def _read_columnar(path: Path, *, role: str) -> Corpus | None:
-    """The whole file read by Arrow's CSV reader (:mod:`ingest._columnar`), or None for the line loop.
+    """The whole file read by Arrow's CSV reader (:mod:`crowdqa.ingest._columnar`), or None for the line loop.
 
     Applies to files whose fields are separated by single tabs (or single spaces) throughout, with
     no ``-DOCSTART-`` line and no line of only spaces; gives up on anything the line loop would
@@ -142,7 +142,7 @@ def _read_columnar(path: Path, *, role: str) -> Corpus | None:
     """
     import pyarrow as pa
 
-    from ingest._columnar import clean_strings, factorize, int_values, read_csv_columns
+    from crowdqa.ingest._columnar import clean_strings, factorize, int_values, read_csv_columns
 
     try:
         data = path.read_bytes()
@@ -232,7 +232,7 @@ def _read_columnar(path: Path, *, role: str) -> Corpus | None:
     lengths = int_values(pa.compute.utf8_length(token_names))[tokens]
     doc_start = np.concatenate([[0], np.cumsum(doc_lengths)])
     token_doc = np.repeat(np.arange(n_docs), doc_lengths)
-    # Texts: tokens joined by single spaces (ingest.tokenize.offsets_from_tokens, for every document at once).
+    # Texts: tokens joined by single spaces (crowdqa.ingest.tokenize.offsets_from_tokens, for every document at once).
     gap = lengths + 1
     start = np.cumsum(gap) - gap
     start -= start[doc_start[:-1]][token_doc]

@@ -17,11 +17,11 @@ import json
 import os
 from pathlib import Path
 
-from aggregation.corpus import Corpus
-from ingest._common import check_role, parse_span_list
-from ingest._io import Tree, read_text
-from ingest.build import Span, corpus_from_spans
-from ingest.errors import IngestError, ProblemLog
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.ingest._common import check_role, parse_span_list
+from crowdqa.ingest._io import Tree, read_text
+from crowdqa.ingest.build import Span, corpus_from_spans
+from crowdqa.ingest.errors import IngestError, ProblemLog
 
 __all__ = ["read_doccano"]
 

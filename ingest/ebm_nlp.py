@@ -15,7 +15,7 @@ Aggregated annotations (``annotations/aggregated``) are not read.
 
 ``path`` is the ``ebm_nlp_2_00`` folder, its parent, or any folder below
 ``annotations/individual`` (a phase or element folder selects it), or a ``.zip`` or ``.tar(.gz)`` of
-one of these (unpacked with the safe-archive rules of :mod:`ingest._io`). The phase is the
+one of these (unpacked with the safe-archive rules of :mod:`crowdqa.ingest._io`). The phase is the
 one in ``path``, else ``phase_1``. ``category`` picks the element (``participants``,
 ``interventions``, ``outcomes``; ``P``/``I``/``O`` and the PICO-data names work too);
 by default the only element present. Texts are the tokens joined by single spaces.
@@ -31,11 +31,11 @@ import os
 import tempfile
 from pathlib import Path
 
-from aggregation.corpus import Corpus
-from ingest._common import check_role
-from ingest._io import Tree, is_archive, read_text
-from ingest.build import corpus_from_token_labels
-from ingest.errors import IngestError, ProblemLog
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.ingest._common import check_role
+from crowdqa.ingest._io import Tree, is_archive, read_text
+from crowdqa.ingest.build import corpus_from_token_labels
+from crowdqa.ingest.errors import IngestError, ProblemLog
 
 __all__ = ["read_ebm_nlp", "PHASE2_LABELS", "ELEMENT_NAMES"]
 
@@ -185,7 +185,7 @@ def _read_archive(path: Path, *, role: str, problems: ProblemLog, category: str 
                   ) -> Corpus:
     """Read a zip or tar upload (path-safe, size-bounded) from a folder on disk.
 
-    A tar is read from the copy :class:`~ingest._io.Tree` unpacked; a zip's members are written
+    A tar is read from the copy :class:`~crowdqa.ingest._io.Tree` unpacked; a zip's members are written
     to a temporary folder first. Messages name the archive (``upload.zip/<member>``), never
     the folder.
     """

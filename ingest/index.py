@@ -1,6 +1,6 @@
 """What an upload adds to a dataset, without its label arrays: the index a merge is checked on.
 
-A dataset is the merge of its uploads (:func:`ingest.merge.merge_corpora`). Merging and saving
+A dataset is the merge of its uploads (:func:`crowdqa.ingest.merge.merge_corpora`). Merging and saving
 every label again at each upload costs time in the size of everything already stored, so an
 upload is checked against the *indexes* of the earlier ones instead: documents (id, length, a
 hash of the text and one of the token offsets), annotators (id, role), the (document, annotator)
@@ -19,8 +19,8 @@ from types import SimpleNamespace
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregation.corpus import ROLES, Corpus
-from ingest.errors import IngestError
+from crowdqa.aggregation.corpus import ROLES, Corpus
+from crowdqa.ingest.errors import IngestError
 
 __all__ = ["CorpusIndex", "index_corpus", "check_mergeable", "summarize_indexes", "annotator_counts", "KindConflict"]
 
@@ -180,8 +180,8 @@ def _union(parts: list[CorpusIndex]):
 
 
 def merged_class_names(parts: list[CorpusIndex]) -> tuple[str, ...]:
-    """The merged corpus' classes, by :func:`ingest.merge.merge_corpora`'s rule."""
-    from ingest.merge import _merged_classes
+    """The merged corpus' classes, by :func:`crowdqa.ingest.merge.merge_corpora`'s rule."""
+    from crowdqa.ingest.merge import _merged_classes
 
     if len(parts) == 1:
         return tuple(str(c) for c in parts[0].class_names)

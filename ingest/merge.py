@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from aggregation.corpus import Corpus, first_unordered_row, sort_rows
-from ingest.build import class_names_for
-from ingest.errors import IngestError
+from crowdqa.aggregation.corpus import Corpus, first_unordered_row, sort_rows
+from crowdqa.ingest.build import class_names_for
+from crowdqa.ingest.errors import IngestError
 
 __all__ = ["merge_corpora"]
 
@@ -24,7 +24,7 @@ def _merged_classes(corpora: Sequence[Corpus]) -> tuple[str, ...]:
         return class_names_for(types, scheme)
     if any(c.scheme == "bio" for c in corpora):
         raise IngestError("cannot merge categorical answers with BIO span labels")
-    from ingest.categorical import natural_key
+    from crowdqa.ingest.categorical import natural_key
 
     return tuple(sorted({n for c in corpora for n in c.class_names}, key=natural_key))
 

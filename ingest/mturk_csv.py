@@ -15,7 +15,7 @@ Answers
   only spans of that label are kept.
 * **Categorical answers.** If no answer in the column is JSON (a multiple-choice HIT,
   such as CrowdTruth's example file), the batch is read as categorical data, with
-  the conventions of :mod:`ingest.categorical`: each HIT (``id_column``) is a one-token
+  the conventions of :mod:`crowdqa.ingest.categorical`: each HIT (``id_column``) is a one-token
   document whose text is its id, the answer string is the label, and the classes are
   the answers in natural order (no outside class). A column that mixes JSON and plain answers
   is an error at the first row of the minority kind.
@@ -38,12 +38,12 @@ import json
 import os
 from pathlib import Path
 
-from aggregation.corpus import Corpus
-from ingest._common import check_role, parse_span_list
-from ingest._io import read_text
-from ingest.build import Span, corpus_from_spans, corpus_from_token_labels
-from ingest.categorical import natural_key
-from ingest.errors import IngestError, ProblemLog
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.ingest._common import check_role, parse_span_list
+from crowdqa.ingest._io import read_text
+from crowdqa.ingest.build import Span, corpus_from_spans, corpus_from_token_labels
+from crowdqa.ingest.categorical import natural_key
+from crowdqa.ingest.errors import IngestError, ProblemLog
 
 __all__ = ["read_mturk_csv"]
 
@@ -234,7 +234,7 @@ def _categorical(
     problems: ProblemLog,
     src: str,
 ) -> Corpus:
-    """Plain answers: one one-token document per item, as :mod:`ingest.categorical` builds them."""
+    """Plain answers: one one-token document per item, as :mod:`crowdqa.ingest.categorical` builds them."""
     documents: dict[str, list[str]] = {}
     labels: list[tuple[str, str, list[str]]] = []
     sources: list[tuple[str, int]] = []

@@ -22,11 +22,11 @@ import json
 import os
 from pathlib import Path
 
-from aggregation.corpus import Corpus
-from ingest._common import DocsFolder, as_offset, check_role
-from ingest._io import read_text
-from ingest.build import Span, corpus_from_spans
-from ingest.errors import IngestError, ProblemLog
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.ingest._common import DocsFolder, as_offset, check_role
+from crowdqa.ingest._io import read_text
+from crowdqa.ingest.build import Span, corpus_from_spans
+from crowdqa.ingest.errors import IngestError, ProblemLog
 
 __all__ = ["read_pico_jsonl"]
 

@@ -9,7 +9,7 @@ column, texts come from ``docs/<doc_id>.txt``. Annotator names are kept as writt
 ``category`` keeps one label. Rows are numbered by their line in the file.
 
 With a ``docs`` folder, a file without ``text`` and ``role`` columns is first read by Arrow and
-built from arrays (:func:`ingest.build.corpus_from_span_arrays`), every row at once; any row the
+built from arrays (:func:`crowdqa.ingest.build.corpus_from_span_arrays`), every row at once; any row the
 row loop would report or read specially sends the whole file to the row loop instead, so both
 give the same corpus and the same messages.
 """
@@ -26,11 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
-from aggregation.corpus import Corpus
-from ingest._common import DocsFolder, as_offset, check_role
-from ingest._io import read_text
-from ingest.build import Span, UnusualSpans, corpus_from_span_arrays, corpus_from_spans
-from ingest.errors import IngestError, ProblemLog
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.ingest._common import DocsFolder, as_offset, check_role
+from crowdqa.ingest._io import read_text
+from crowdqa.ingest.build import Span, UnusualSpans, corpus_from_span_arrays, corpus_from_spans
+from crowdqa.ingest.errors import IngestError, ProblemLog
 
 __all__ = ["read_spans_csv", "read_spans_jsonl"]
 
@@ -214,15 +214,15 @@ def read_spans_jsonl(
 
 # ----------------------------------------------------------------------------- the columnar fast path
 # Files with a docs folder, without ``text`` and ``role`` columns, and without a single row the loop above
-# would report or read specially are read by Arrow (:mod:`ingest._columnar`) and built by
-# :func:`ingest.build.corpus_from_span_arrays`, all rows at once; anything unusual returns None and the
+# would report or read specially are read by Arrow (:mod:`crowdqa.ingest._columnar`) and built by
+# :func:`crowdqa.ingest.build.corpus_from_span_arrays`, all rows at once; anything unusual returns None and the
 # row loop reads the file again, so messages naming a file and line and ``on_error="skip"`` come from one
 # place, and both paths give the same corpus.
 
 
 def _columnar_csv(path) -> dict | None:
     """The five columns of a clean spans CSV as Arrow string arrays, or None."""
-    from ingest._columnar import read_csv_columns
+    from crowdqa.ingest._columnar import read_csv_columns
 
     try:
         with open(path, "rb") as fh:
@@ -242,7 +242,7 @@ def _columnar_jsonl(path) -> dict | None:
     """The five keys of clean spans JSON Lines as Arrow arrays (offsets as integers, an empty row's as nulls)."""
     import pyarrow as pa
 
-    from ingest._columnar import read_json_columns
+    from crowdqa.ingest._columnar import read_json_columns
 
     try:
         with open(path, "rb") as fh:
@@ -267,7 +267,7 @@ def _columnar_corpus(cols: dict, *, role: str, docs, category: str | None, schem
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from ingest._columnar import clean_strings, factorize, int_values, present, raw_ints
+    from crowdqa.ingest._columnar import clean_strings, factorize, int_values, present, raw_ints
 
     n = len(cols["doc_id"])
     if n == 0:

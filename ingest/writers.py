@@ -2,7 +2,7 @@
 
 ``labels`` is one class index per token of the corpus (an aggregator's ``labels_``);
 ``MISSING`` (-1) counts as ``O``. Spans are decoded by
-:func:`aggregation.spans.decode_spans`, the one decoder reports use too.
+:func:`crowdqa.aggregation.spans.decode_spans`, the one decoder reports use too.
 
 Formats
 -------
@@ -36,8 +36,8 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregation.corpus import MISSING, Corpus
-from aggregation.spans import decode_spans
+from crowdqa.aggregation.corpus import MISSING, Corpus
+from crowdqa.aggregation.spans import decode_spans
 
 __all__ = ["WRITE_FORMATS", "write_labels", "csv_escape", "csv_unescape"]
 

@@ -3,15 +3,15 @@
 The embedded worker runs jobs in a thread of the serving process, which cannot be killed from
 outside; instead ``DELETE /jobs/{id}`` (:func:`request_cancel`) and the server's shutdown
 (:func:`request_shutdown`) raise a flag that the job's next :func:`checkpoint` turns into
-:class:`~jobs.errors.JobCancelled`. Jobs on ``crowdqa worker`` processes are stopped by rq's
-stop-job command instead (see :func:`jobs.service.delete_job`).
+:class:`~crowdqa.jobs.errors.JobCancelled`. Jobs on ``crowdqa worker`` processes are stopped by rq's
+stop-job command instead (see :func:`crowdqa.jobs.service.delete_job`).
 """
 
 from __future__ import annotations
 
 import threading
 
-from jobs.errors import JobCancelled
+from crowdqa.jobs.errors import JobCancelled
 
 __all__ = ["request_cancel", "request_shutdown", "checkpoint", "running_here", "running"]
 

@@ -21,12 +21,12 @@ from rq.serializers import JSONSerializer
 from rq.timeouts import TimerDeathPenalty
 from sqlmodel import Session, select
 
-from jobs import cancel
-from jobs.queue import enqueue_job, enqueued, get_queue
-from store import crud
-from store.db import get_engine
-from store.models import Job, JobStatus, utcnow
-from store.settings import Settings
+from crowdqa.jobs import cancel
+from crowdqa.jobs.queue import enqueue_job, enqueued, get_queue
+from crowdqa.store import crud
+from crowdqa.store.db import get_engine
+from crowdqa.store.models import Job, JobStatus, utcnow
+from crowdqa.store.settings import Settings
 
 __all__ = ["ThreadWorker", "EmbeddedWorker", "recover_jobs", "EMBEDDED_PREFIX", "embedded_worker_name"]
 
@@ -103,14 +103,14 @@ def recover_jobs(settings: Settings) -> tuple[int, int]:
     """At start: fail jobs whose worker is gone and re-enqueue the queued ones.
 
     The embedded queue lives in memory, so after a restart nothing else knows about them. Call it
-    only while holding the data directory's serve lock (:mod:`store.datadir_lock`): then no other
+    only while holding the data directory's serve lock (:mod:`crowdqa.store.datadir_lock`): then no other
     embedded server runs on this data, so a job run by an embedded worker of another process lost
     its worker. A job run by a ``crowdqa worker`` (an earlier Redis setup on the same database) is
     failed only once its heartbeats stopped for ``stale_after`` seconds. Returns (failed, requeued).
     """
     from datetime import timedelta
 
-    from store.models import aware
+    from crowdqa.store.models import aware
 
     engine = get_engine(settings)
     queue = get_queue(settings)

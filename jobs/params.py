@@ -1,7 +1,7 @@
 """Check a method's parameters when a job is asked for, not when it runs.
 
 The aggregator's parameter table (``_parameter_constraints``, checked by
-:func:`aggregation.registry.validate_params` without fitting) is the one list of what a method
+:func:`crowdqa.aggregation.registry.validate_params` without fitting) is the one list of what a method
 takes; this module only puts its answer in the words of a request: a :class:`JobParamsError`
 whose message starts with ``params.<name>`` and whose ``field`` names the parameter.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from jobs.errors import JobParamsError
+from crowdqa.jobs.errors import JobParamsError
 
 __all__ = ["validate_params"]
 
@@ -24,7 +24,7 @@ def validate_params(method: str, params: dict[str, Any] | None) -> dict[str, Any
     Parameters
     ----------
     method : str
-        A key of :data:`aggregation.registry.METHODS`.
+        A key of :data:`crowdqa.aggregation.registry.METHODS`.
     params : dict or None
         The job's ``params`` as decoded from JSON.
 
@@ -45,10 +45,10 @@ def validate_params(method: str, params: dict[str, Any] | None) -> dict[str, Any
     >>> validate_params("ds", {"max_iter": "ten"})
     Traceback (most recent call last):
     ...
-    jobs.errors.JobParamsError: params.max_iter: max_iter must be an integer >= 1, found 'ten'
+    crowdqa.jobs.errors.JobParamsError: params.max_iter: max_iter must be an integer >= 1, found 'ten'
     """
-    from aggregation.registry import METHODS
-    from aggregation.registry import validate_params as check
+    from crowdqa.aggregation.registry import METHODS
+    from crowdqa.aggregation.registry import validate_params as check
 
     params = dict(params or {})
     if method not in METHODS:

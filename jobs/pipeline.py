@@ -1,7 +1,7 @@
 """The pipeline one job runs: fit an aggregator on the crowd, build the quality report.
 
 The same function serves ``crowdqa aggregate`` (synchronously) and the queued jobs
-(:func:`jobs.tasks.run_job`), so the command line and the service give identical results.
+(:func:`crowdqa.jobs.tasks.run_job`), so the command line and the service give identical results.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregation.corpus import Corpus
+from crowdqa.aggregation.corpus import Corpus
 
 __all__ = ["PipelineResult", "ProgressFn", "run_pipeline"]
 
@@ -38,7 +38,7 @@ class PipelineResult:
     worker_confusion : ndarray of shape (n_workers, n_classes, n_classes)
         ``worker_confusion[w, t, o]`` = P(annotator w answers o | true class t).
     report : dict
-        The quality report (``quality.report.build_report``).
+        The quality report (``crowdqa.quality.report.build_report``).
     clamped : ndarray of shape (n_tokens,), bool
         Tokens whose label was fixed to the expert reference during the fit.
     fit : dict
@@ -80,9 +80,9 @@ def run_pipeline(
     only, so no score is computed on labels the fit was shown.
     Raises ValueError for an unknown method or parameter, or a corpus without crowd labels.
     """
-    from aggregation import make_aggregator
-    from quality.references import reference_labels
-    from quality.report import build_report
+    from crowdqa.aggregation import make_aggregator
+    from crowdqa.quality.references import reference_labels
+    from crowdqa.quality.report import build_report
 
     crowd = corpus.select_role("crowd")
     if crowd.n_obs == 0:
@@ -143,7 +143,7 @@ def run_pipeline(
     labels = np.asarray(aggregator.labels_, dtype=np.int64)
     # A token no crowd worker labelled has no aggregate, only the model's prior (or a clamped expert
     # label): it is not scored, so documents only the experts labelled do not read as missed spans.
-    from aggregation.corpus import MISSING
+    from crowdqa.aggregation.corpus import MISSING
 
     covered = np.bincount(crowd.token, minlength=corpus.n_tokens) > 0
     uncovered = int(np.count_nonzero(~covered))
@@ -179,8 +179,8 @@ def _cross_fit(
     fold ``f`` is predicted by a fit whose ``known`` holds only the other folds'
     labels. Tokens outside the expert documents stay ``MISSING`` (never scored).
     """
-    from aggregation import make_aggregator
-    from aggregation.corpus import MISSING
+    from crowdqa.aggregation import make_aggregator
+    from crowdqa.aggregation.corpus import MISSING
 
     if folds < 1:
         raise ValueError(f"crossfit_folds must be >= 1, found {folds}")

@@ -18,15 +18,15 @@ from rq.exceptions import NoSuchJobError
 from rq.job import Job as RqJob
 from rq.serializers import JSONSerializer
 
-from jobs.errors import QueueUnavailableError
-from store.settings import Settings
+from crowdqa.jobs.errors import QueueUnavailableError
+from crowdqa.store.settings import Settings
 
 __all__ = ["TASK", "FAILURE_CALLBACK", "redis_connection", "get_queue", "enqueue_job", "cancel_job",
            "queue_available"]
 
 #: The task and the failure callback, by name: rq imports them in the worker.
-TASK = "jobs.tasks.run_job"
-FAILURE_CALLBACK = "jobs.tasks.on_job_failure"
+TASK = "crowdqa.jobs.tasks.run_job"
+FAILURE_CALLBACK = "crowdqa.jobs.tasks.on_job_failure"
 
 _fake_servers: dict[str, fakeredis.FakeServer] = {}
 _fake_lock = threading.Lock()

@@ -3,7 +3,7 @@ dashboard reads from them: the most disputed documents, one worker's details, on
 
 The dashboard's report, worker and document pages all read the same arrays; a small
 per-process cache keyed by the artifacts' sha256 keeps a page view from re-reading them.
-The numbers come from :mod:`quality.inspect`; these functions pick one worker or document.
+The numbers come from :mod:`crowdqa.quality.inspect`; these functions pick one worker or document.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregation.corpus import Corpus
-from store.artifacts import ArtifactStore
-from store.models import Job, JobStatus
-from store.settings import Settings
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.store.artifacts import ArtifactStore
+from crowdqa.store.models import Job, JobStatus
+from crowdqa.store.settings import Settings
 
 __all__ = ["JobResult", "load_job_result", "disputed_documents", "WorkerDetails", "worker_details", "DocumentLayers",
            "document_layers"]
@@ -50,7 +50,7 @@ class JobResult:
 @lru_cache(maxsize=2)  # a large job's arrays take hundreds of MB
 def _load(data_dir: str, corpus_sha: str, labels: tuple[str, str], proba: tuple[str, str],
           confusion: tuple[str, str]) -> JobResult:
-    from jobs.service import load_job_corpus
+    from crowdqa.jobs.service import load_job_corpus
 
     store = ArtifactStore(data_dir)
 
@@ -82,7 +82,7 @@ def load_job_result(*, settings: Settings, job: Job) -> JobResult:
 def disputed_documents(result: JobResult, *, by: str = "entropy", limit: int = 15) -> list[dict[str, Any]]:
     """The documents ranked by the mean posterior entropy of their tokens (``by="entropy"``) or by the share of
     crowd labels differing from the aggregate (``by="disagreement"``); ties in document order."""
-    from quality.inspect import document_disagreement, document_entropy
+    from crowdqa.quality.inspect import document_disagreement, document_entropy
 
     if by not in ("entropy", "disagreement"):
         raise ValueError(f"by must be 'entropy' or 'disagreement', found {by!r}")
@@ -98,7 +98,7 @@ def disputed_documents(result: JobResult, *, by: str = "entropy", limit: int = 1
 
 def _reference_for(corpus: Corpus, w: int, rule: str) -> NDArray[np.int64] | None:
     """What annotator ``w`` is measured against: the expert reference (for an expert, the other experts')."""
-    from quality.references import reference_labels
+    from crowdqa.quality.references import reference_labels
 
     experts = corpus.workers_with_role("expert")
     if corpus.worker_roles[w] == "expert":
@@ -142,7 +142,7 @@ def worker_details(result: JobResult, *, annotator: str, reference: str = "union
     """The estimated and measured confusion matrices of one annotator and the documents where it disagrees
     most with the aggregate (highest share of differing tokens, then most tokens differing, then document
     order). KeyError for an annotator the job's corpus does not have."""
-    from quality.inspect import measured_confusion, worker_document_disagreement
+    from crowdqa.quality.inspect import measured_confusion, worker_document_disagreement
 
     corpus = result.corpus
     if annotator not in corpus.worker_ids:
@@ -188,8 +188,8 @@ class DocumentLayers:
 
 def document_layers(result: JobResult, doc: int) -> DocumentLayers:
     """Every annotator's spans, the aggregate's and the token posteriors of document ``doc`` (IndexError if absent)."""
-    from aggregation.corpus import MISSING
-    from aggregation.spans import decode_spans
+    from crowdqa.aggregation.corpus import MISSING
+    from crowdqa.aggregation.spans import decode_spans
 
     corpus = result.corpus
     if not 0 <= doc < corpus.n_docs:

@@ -18,14 +18,14 @@ from typing import Any, BinaryIO
 from rq import Queue
 from sqlmodel import Session, select
 
-from aggregation.corpus import Corpus
-from ingest.errors import IngestError
-from jobs.errors import JobNotRunnableError, QueueUnavailableError, UploadConflictError
-from jobs.queue import cancel_job, enqueue_job
-from store import crud
-from store.artifacts import ArtifactStore, safe_suffix
-from store.models import Dataset, Job, JobCreate, JobRerun, JobStatus, Upload, utcnow
-from store.settings import Settings
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.ingest.errors import IngestError
+from crowdqa.jobs.errors import JobNotRunnableError, QueueUnavailableError, UploadConflictError
+from crowdqa.jobs.queue import cancel_job, enqueue_job
+from crowdqa.store import crud
+from crowdqa.store.artifacts import ArtifactStore, safe_suffix
+from crowdqa.store.models import Dataset, Job, JobCreate, JobRerun, JobStatus, Upload, utcnow
+from crowdqa.store.settings import Settings
 
 __all__ = ["UPLOAD_OPTIONS", "load_job_corpus", "stop_running_job",
            "extract_docs", "parse_upload", "add_upload", "start_job", "rerun_job", "delete_job",
@@ -41,15 +41,15 @@ _dataset_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
 
 
 def jsonable(value: Any) -> Any:
-    """``value`` as plain JSON data (:func:`quality.report.plain_json`)."""
-    from quality.report import plain_json
+    """``value`` as plain JSON data (:func:`crowdqa.quality.report.plain_json`)."""
+    from crowdqa.quality.report import plain_json
 
     return plain_json(value)
 
 
 def load_job_corpus(store: ArtifactStore, sha: str) -> Corpus:
     """The corpus a job runs on: a dataset snapshot (the merge of its uploads' corpora) or one corpus file."""
-    from ingest.merge import merge_corpora
+    from crowdqa.ingest.merge import merge_corpora
 
     parts = store.snapshot_parts(sha)
     if parts is None:
@@ -95,8 +95,8 @@ def parse_upload(path, *, format: str, role: str, options: dict[str, Any], docs:
     Messages and skipped-row records name the file as the client sent it (``filename``) and
     the docs zip as ``docs``, never the server's storage paths.
     """
-    from ingest import ParseResult, read_corpus
-    from ingest.errors import Problem
+    from crowdqa.ingest import ParseResult, read_corpus
+    from crowdqa.ingest.errors import Problem
 
     name = _shown_name(filename)  # the client's file name, as one printable line without folders
     names = {str(path): name, **({str(docs): "docs"} if docs is not None else {})}
@@ -158,7 +158,7 @@ def add_upload(*, session: Session, settings: Settings, dataset: Dataset, stream
 
 def _index(store: ArtifactStore, corpus_sha: str):
     """The stored index of a corpus, made (once) from the corpus for uploads stored before indexes existed."""
-    from ingest.index import CorpusIndex, index_corpus
+    from crowdqa.ingest.index import CorpusIndex, index_corpus
 
     path = store.index_path(corpus_sha)
     if path.is_file():
@@ -170,7 +170,7 @@ def _index(store: ArtifactStore, corpus_sha: str):
 
 def _dataset_state(store: ArtifactStore, parts: list[str], indexes: list) -> dict[str, Any]:
     """The dataset columns for a list of upload corpora: snapshot sha256, summary and annotator rows."""
-    from ingest.index import annotator_counts, summarize_indexes
+    from crowdqa.ingest.index import annotator_counts, summarize_indexes
 
     if not parts:
         return {"corpus_sha256": None, "summary": None, "annotators": []}
@@ -183,8 +183,8 @@ def _parse_and_merge(*, session: Session, store: ArtifactStore, dataset: Dataset
                      role: str, options: dict[str, Any], docs: Path | None) -> Upload:
     """Parse the upload, check it merges with the dataset's uploads (by their indexes: no label of theirs is
     read), and record it; the dataset becomes the list of its uploads' corpora (merged when a job runs)."""
-    from ingest import summarize
-    from ingest.index import KindConflict, check_mergeable, index_corpus
+    from crowdqa.ingest import summarize
+    from crowdqa.ingest.index import KindConflict, check_mergeable, index_corpus
 
     _refuse_same_file(session=session, dataset=dataset, raw=raw, filename=filename)
     read_options = {k: v for k, v in options.items() if k != "docs_sha256"}
@@ -249,8 +249,8 @@ def delete_upload(*, session: Session, settings: Settings, dataset: Dataset, upl
 
 
 def _check_job_input(session: Session, dataset: Dataset, job_in: JobCreate) -> None:
-    from jobs.params import validate_params
-    from store.models import Annotator
+    from crowdqa.jobs.params import validate_params
+    from crowdqa.store.models import Annotator
 
     if not dataset.corpus_sha256:
         raise JobNotRunnableError(f"dataset {dataset.id} has no uploads yet: upload a crowd file first")
@@ -317,7 +317,7 @@ def check_lost(*, session: Session, queue: Queue, job: Job, grace: float = 5.0) 
     import redis
     from rq.job import Job as RqJob
 
-    from store.models import aware
+    from crowdqa.store.models import aware
 
     enqueued_at = aware(job.enqueued_at)
     if job.status != JobStatus.queued or enqueued_at is None or utcnow() - enqueued_at < timedelta(seconds=grace):
@@ -361,7 +361,7 @@ def stop_running_job(*, queue: Queue, settings: Settings, job_id: str) -> None:
     from rq.exceptions import InvalidJobOperation, NoSuchJobError
     from rq.serializers import JSONSerializer
 
-    from jobs import cancel
+    from crowdqa.jobs import cancel
 
     cancel.request_cancel(job_id)  # the embedded worker, if the job runs in this process
     if settings.embedded:

@@ -1,7 +1,7 @@
 """The job function rq runs, and the callback for jobs whose worker died.
 
 ``run_job(job_id)`` receives only the database id: it loads the job's corpus snapshot
-from the store, runs :func:`jobs.pipeline.run_pipeline`, publishes progress (stage, EM
+from the store, runs :func:`crowdqa.jobs.pipeline.run_pipeline`, publishes progress (stage, EM
 iteration, log-likelihood) and heartbeats to the job row while it runs, and saves the
 labels, posteriors, worker models and the report. Bad input (an unknown parameter, no
 crowd labels) fails the job for good with its reason; an unexpected error is retried by
@@ -20,17 +20,17 @@ from rq import get_current_job
 from rq.timeouts import JobTimeoutException
 from sqlmodel import Session
 
-from ingest.errors import IngestError
-from jobs import cancel
-from jobs.errors import JobCancelled
-from jobs.pipeline import run_pipeline
-from jobs.service import jsonable, load_job_corpus
-from store import crud
-from store.artifacts import ArtifactStore
-from store.db import get_engine
-from store.errors import ArtifactMissingError
-from store.models import Job, JobStatus, aware, utcnow
-from store.settings import Settings, get_settings
+from crowdqa.ingest.errors import IngestError
+from crowdqa.jobs import cancel
+from crowdqa.jobs.errors import JobCancelled
+from crowdqa.jobs.pipeline import run_pipeline
+from crowdqa.jobs.service import jsonable, load_job_corpus
+from crowdqa.store import crud
+from crowdqa.store.artifacts import ArtifactStore
+from crowdqa.store.db import get_engine
+from crowdqa.store.errors import ArtifactMissingError
+from crowdqa.store.models import Job, JobStatus, aware, utcnow
+from crowdqa.store.settings import Settings, get_settings
 
 __all__ = ["run_job", "on_job_failure", "fail_or_requeue"]
 

@@ -13,10 +13,10 @@ import signal
 from rq import Worker
 from rq.serializers import JSONSerializer
 
-from jobs.queue import get_queue, redis_connection
-from jobs.tasks import fail_or_requeue
-from store.db import get_engine
-from store.settings import Settings, get_settings
+from crowdqa.jobs.queue import get_queue, redis_connection
+from crowdqa.jobs.tasks import fail_or_requeue
+from crowdqa.store.db import get_engine
+from crowdqa.store.settings import Settings, get_settings
 
 __all__ = ["CrowdqaWorker", "run_worker"]
 
@@ -37,12 +37,12 @@ def _preload() -> None:
     """Import the pipeline's modules once in the parent, so each forked work horse starts warm."""
     import importlib
 
-    import aggregation.registry
-    import jobs.pipeline  # noqa: F401
-    import quality.references  # noqa: F401
-    import quality.report  # noqa: F401
+    import crowdqa.aggregation.registry
+    import crowdqa.jobs.pipeline  # noqa: F401
+    import crowdqa.quality.references  # noqa: F401
+    import crowdqa.quality.report  # noqa: F401
 
-    for module, _ in aggregation.registry.METHODS.values():
+    for module, _ in crowdqa.aggregation.registry.METHODS.values():
         try:
             importlib.import_module(module)
         except ImportError:  # a method whose module is absent fails only when a job asks for it
@@ -53,8 +53,8 @@ def run_worker(settings: Settings, *, burst: bool = False, name: str | None = No
     """Run a worker on the settings' Redis until stopped (or until the queue is empty with ``burst``)."""
     import redis
 
-    from store.errors import ConfigurationError
-    from store.settings import masked_url
+    from crowdqa.store.errors import ConfigurationError
+    from crowdqa.store.settings import masked_url
 
     get_engine(settings)  # create or check the schema before taking jobs
     connection = redis_connection(settings)

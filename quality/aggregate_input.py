@@ -1,9 +1,9 @@
-"""Read an aggregate written by ``ingest.writers`` (or any tool) back onto a corpus' tokens.
+"""Read an aggregate written by ``crowdqa.ingest.writers`` (or any tool) back onto a corpus' tokens.
 
 A report compares an aggregate with the corpus it came from, so the aggregate must
 land on exactly the corpus' tokens. Each format is aligned by the rule every upload
 uses (``ingest/build.py``): a token is inside a span if their character ranges
-overlap. Formats (the outputs of ``ingest.writers.write_labels``):
+overlap. Formats (the outputs of ``crowdqa.ingest.writers.write_labels``):
 
 * ``spans-jsonl`` / ``spans-csv``: one span per row, ``doc_id, start, end, label``
   (an ``annotator`` column, if present, must name a single annotator); documents
@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregation.corpus import MISSING, Corpus
-from ingest.writers import csv_unescape
+from crowdqa.aggregation.corpus import MISSING, Corpus
+from crowdqa.ingest.writers import csv_unescape
 
 __all__ = ["AGGREGATE_FORMATS", "read_aggregate", "labels_from_spans", "labels_from_corpus"]
 
@@ -215,7 +215,7 @@ def _read_categorical(path: Path, corpus: Corpus) -> NDArray[np.int64]:
     for n, r in enumerate(rows[1:], 2):
         if not r:
             continue
-        # Cells were escaped against CSV injection by ingest.writers; read them back as written.
+        # Cells were escaped against CSV injection by crowdqa.ingest.writers; read them back as written.
         r = [csv_unescape(cell) for cell in r]
         if r[0] not in index or r[1] not in names:
             raise ValueError(f"{path}:{n}: unknown item {r[0]!r} or label {r[1]!r}")

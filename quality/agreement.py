@@ -29,8 +29,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregation.corpus import MISSING, Corpus
-from quality.metrics import PRF, token_prf
+from crowdqa.aggregation.corpus import MISSING, Corpus
+from crowdqa.quality.metrics import PRF, token_prf
 
 __all__ = [
     "cohen_kappa",

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregation.corpus import Corpus
+from crowdqa.aggregation.corpus import Corpus
 
 __all__ = ["measured_confusion", "WorkerDocuments", "worker_document_disagreement", "document_entropy",
            "document_disagreement"]

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregation.corpus import MISSING
+from crowdqa.aggregation.corpus import MISSING
 
 __all__ = ["PRF", "prf_from_counts", "safe_ratio", "token_counts", "token_prf", "per_label_prf", "grouped_counts"]
 

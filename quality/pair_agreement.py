@@ -11,7 +11,7 @@ straight into the worker-pair matrices with one ``bincount`` per chunk of docume
 with the same ``k``. Kappa is then a vectorised function of
 the stacked matrices.
 
-Edge convention: as in :mod:`quality.agreement`, kappa is ``nan`` when the expected
+Edge convention: as in :mod:`crowdqa.quality.agreement`, kappa is ``nan`` when the expected
 agreement is 1.
 
 References
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregation.corpus import Corpus
+from crowdqa.aggregation.corpus import Corpus
 
 __all__ = ["PairConfusions", "pair_confusions", "kappa_from_confusions"]
 

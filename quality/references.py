@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregation.corpus import MISSING, Corpus
+from crowdqa.aggregation.corpus import MISSING, Corpus
 
 __all__ = ["reference_labels", "RULES"]
 

@@ -6,7 +6,7 @@ prints it as a terminal table.
 
 Rules
 -----
-* The reference is :func:`quality.references.reference_labels` (``"union"`` of the
+* The reference is :func:`crowdqa.quality.references.reference_labels` (``"union"`` of the
   experts by default); a token no expert labelled is not compared with the experts.
 * Tokens in ``clamped`` (expert labels the aggregator was given as known) are left out
   of the aggregate's comparison against the experts, so clamped tokens are never
@@ -22,7 +22,7 @@ Rules
   ``min_boot_docs`` documents, where resampling documents says nothing).
 * ``agreement``: Cohen's kappa and pairwise F1 for every pair of experts, Cohen's kappa
   for every pair of crowd workers sharing ``min_pair_docs`` documents
-  (:mod:`quality.pair_agreement`), Krippendorff's alpha over all annotators.
+  (:mod:`crowdqa.quality.pair_agreement`), Krippendorff's alpha over all annotators.
 * A worker's ``vs_expert`` covers the documents both the worker and the experts
   labelled; an expert is compared with the reference built from the *other* experts
   (``null`` when there is no other expert, or when the reference is that expert);
@@ -30,7 +30,7 @@ Rules
 
 Per-worker counts come from one ``bincount`` over the COO arrays for all workers at
 once, and every worker's bootstrap is drawn in one pass
-(:func:`quality.intervals.grouped_bootstrap_f1_bounds`), at a cost that follows the
+(:func:`crowdqa.quality.intervals.grouped_bootstrap_f1_bounds`), at a cost that follows the
 workers' distinct per-document counts, not a loop over workers.
 """
 
@@ -43,14 +43,14 @@ from typing import IO, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregation.corpus import MISSING, Corpus
-from aggregation.spans import decode_spans
-from quality.agreement import cohen_kappa, krippendorff_alpha_corpus, pairwise_f1
-from quality.intervals import clopper_pearson_bounds, grouped_bootstrap_f1_bounds
-from quality.metrics import grouped_counts, per_label_prf, prf_from_counts
-from quality.pair_agreement import kappa_from_confusions, pair_confusions
-from quality.references import RULES, reference_labels
-from quality.span_metrics import instance_counts
+from crowdqa.aggregation.corpus import MISSING, Corpus
+from crowdqa.aggregation.spans import decode_spans
+from crowdqa.quality.agreement import cohen_kappa, krippendorff_alpha_corpus, pairwise_f1
+from crowdqa.quality.intervals import clopper_pearson_bounds, grouped_bootstrap_f1_bounds
+from crowdqa.quality.metrics import grouped_counts, per_label_prf, prf_from_counts
+from crowdqa.quality.pair_agreement import kappa_from_confusions, pair_confusions
+from crowdqa.quality.references import RULES, reference_labels
+from crowdqa.quality.span_metrics import instance_counts
 
 __all__ = ["build_report", "dump_report", "format_report", "plain_json", "score_block", "TABLE_SORT_KEYS"]
 
@@ -277,7 +277,7 @@ def build_report(
         The aggregator's score of every annotator (``skills_``; NaN: none), reported as
         each worker's ``skill`` (None without one).
     reference : str, default="union"
-        Rule or expert id for :func:`quality.references.reference_labels`.
+        Rule or expert id for :func:`crowdqa.quality.references.reference_labels`.
     seed : int, default=0
         Seeds every bootstrap (each score uses its own stream derived from it).
     n_boot : int, default=1000

@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from quality.intervals import clopper_pearson_bounds
+from crowdqa.quality.intervals import clopper_pearson_bounds
 
 __all__ = ["SampleSize", "binomial_sample_size", "slice_sample_size"]
 

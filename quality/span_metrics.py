@@ -2,7 +2,7 @@
 
 Spans are any object with int64 arrays ``doc``, ``start``, ``end`` (character
 offsets, end exclusive) and ``type`` of one length, such as
-:class:`aggregation.spans.SpanArray` or :class:`CharSpans`. Every score is built
+:class:`crowdqa.aggregation.spans.SpanArray` or :class:`CharSpans`. Every score is built
 from keys and ``searchsorted``; nothing loops over spans except the text tokenizer
 of the NLP Sandbox adapter.
 
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from quality.metrics import PRF, make_prf, prf_from_counts
+from crowdqa.quality.metrics import PRF, make_prf, prf_from_counts
 
 __all__ = [
     "CharSpans",

@@ -23,8 +23,8 @@ from typing import BinaryIO
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregation.corpus import Corpus
-from store.errors import ArtifactMissingError, UploadTooLargeError
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.store.errors import ArtifactMissingError, UploadTooLargeError
 
 __all__ = ["Artifact", "ArtifactStore", "artifact_path", "safe_suffix"]
 
@@ -171,7 +171,7 @@ class ArtifactStore:
 
         A dataset (and each job, which keeps the dataset's sha256 when it is created) is the merge
         of its uploads' corpora: recording the list costs nothing in the size of the corpora, and
-        the merge happens when a job loads it (``jobs.service.load_job_corpus``).
+        the merge happens when a job loads it (``crowdqa.jobs.service.load_job_corpus``).
         """
         body = json.dumps({"corpora": list(parts)}).encode("utf-8")
         return self.put_bytes(body, kind="snapshots", suffix=".json").sha256
@@ -186,7 +186,7 @@ class ArtifactStore:
         return list(json.loads(p.read_text(encoding="utf-8"))["corpora"])
 
     def put_index(self, corpus_sha: str, index) -> None:
-        """Store the index (``ingest.index.CorpusIndex``) of the corpus ``corpus_sha`` beside it."""
+        """Store the index (``crowdqa.ingest.index.CorpusIndex``) of the corpus ``corpus_sha`` beside it."""
         fd, tmp = self._tempfile("index")
         os.close(fd)
         try:

@@ -18,7 +18,7 @@ import threading
 import time
 from pathlib import Path
 
-from store.errors import DataDirLockedError
+from crowdqa.store.errors import DataDirLockedError
 
 __all__ = ["LOCK_NAME", "acquire_data_dir", "held_data_dirs", "release_data_dir"]
 

@@ -8,10 +8,10 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, SQLModel, create_engine, select
 
-from store import models  # noqa: F401  (registers the tables on SQLModel.metadata)
-from store.errors import SchemaVersionError
-from store.models import SCHEMA_VERSION, SchemaInfo
-from store.settings import Settings
+from crowdqa.store import models  # noqa: F401  (registers the tables on SQLModel.metadata)
+from crowdqa.store.errors import SchemaVersionError
+from crowdqa.store.models import SCHEMA_VERSION, SchemaInfo
+from crowdqa.store.settings import Settings
 
 __all__ = ["make_engine", "init_db", "get_engine"]
 
@@ -84,12 +84,12 @@ def get_engine(settings: Settings) -> Engine:
     """The initialised engine of these settings, built once per process and URL.
 
     A database URL that cannot be used (unsupported, unreachable, refused) raises
-    :class:`~store.errors.ConfigurationError` with one line saying what to fix.
+    :class:`~crowdqa.store.errors.ConfigurationError` with one line saying what to fix.
     """
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 
-    from store.errors import ConfigurationError
-    from store.settings import masked_url
+    from crowdqa.store.errors import ConfigurationError
+    from crowdqa.store.settings import masked_url
 
     url = masked_url(settings.database_url)
     try:

@@ -3,7 +3,7 @@
 Each resource follows the FastAPI template's family: ``XBase`` (shared fields) ->
 ``XCreate`` (input) -> ``X(XBase, table=True)`` -> ``XPublic`` and ``XsPublic(data, count)``.
 The API never returns a table class. Arrays never go into rows: label arrays, posteriors
-and corpora are artifacts (see :mod:`store.artifacts`); rows keep their sha256.
+and corpora are artifacts (see :mod:`crowdqa.store.artifacts`); rows keep their sha256.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ __all__ = [
     "aware",
 ]
 
-#: Bump when a table changes; :func:`store.db.init_db` refuses a database of another version.
+#: Bump when a table changes; :func:`crowdqa.store.db.init_db` refuses a database of another version.
 SCHEMA_VERSION = 2  # 2: worker accuracy columns
 
 
@@ -80,7 +80,7 @@ class JobStatus(StrEnum):
 
 
 class Method(StrEnum):
-    """Aggregation methods a job can run (the keys of ``aggregation.registry.METHODS``; a test keeps them equal)."""
+    """Aggregation methods a job can run (keys of ``crowdqa.aggregation.registry.METHODS``; a test keeps them equal)."""
 
     mv = "mv"
     ds = "ds"
@@ -294,7 +294,7 @@ class JobsPublic(SQLModel):
 
 
 class Report(SQLModel, table=True):
-    """The quality report of a finished job (the schema of quality.report.build_report)."""
+    """The quality report of a finished job (the schema of crowdqa.quality.report.build_report)."""
 
     job_id: str = Field(foreign_key="job.id", primary_key=True, max_length=32, ondelete="CASCADE")
     body: dict[str, Any] = Field(sa_type=JSON)

@@ -84,7 +84,7 @@ def get_settings() -> Settings:
     """The settings of this process (cached); a bad ``CROWDQA_*`` value raises ConfigurationError naming it."""
     from pydantic import ValidationError
 
-    from store.errors import ConfigurationError
+    from crowdqa.store.errors import ConfigurationError
 
     try:
         return Settings()

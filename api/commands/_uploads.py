@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from ingest import FORMATS, ParseResult, read_merged
+from crowdqa.ingest import FORMATS, ParseResult, read_merged
 
 __all__ = ["add_upload_arguments", "read_uploads", "upload_options", "check_output", "print_notes",
            "add_table_arguments", "check_sort"]
@@ -47,9 +47,9 @@ def add_table_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def check_sort(args: argparse.Namespace) -> None:
-    """Refuse an unknown --sort key before any work (the table's keys live in quality.report)."""
-    from api.cli import UserError
-    from quality.report import TABLE_SORT_KEYS
+    """Refuse an unknown --sort key before any work (the table's keys live in crowdqa.quality.report)."""
+    from crowdqa.api.cli import UserError
+    from crowdqa.quality.report import TABLE_SORT_KEYS
 
     if args.sort is not None and args.sort not in TABLE_SORT_KEYS:
         raise UserError(f"--sort must be one of {', '.join(TABLE_SORT_KEYS)}, found {args.sort!r}")
@@ -76,7 +76,7 @@ def read_uploads(args: argparse.Namespace) -> ParseResult:
 
     A file that holds no labels is an error, as it is for an API upload.
     """
-    from ingest.errors import IngestError
+    from crowdqa.ingest.errors import IngestError
 
     options = upload_options(args)
     uploads = [dict(path=args.path, format=args.format, role=args.role, **options)]
@@ -93,7 +93,7 @@ def check_output(path: str | None, *, option: str, folder: bool = False) -> None
     import os
     from pathlib import Path
 
-    from api.cli import UserError
+    from crowdqa.api.cli import UserError
 
     if path is None:
         return
@@ -114,7 +114,7 @@ def print_notes(result: ParseResult) -> None:
     """Print on stderr what the readers assumed or left out by rule (the summary's notes)."""
     import sys
 
-    from api.cli import cli_wording
+    from crowdqa.api.cli import cli_wording
 
     for note in result.notes:
         print(f"crowdqa: note: {cli_wording(note)}", file=sys.stderr)

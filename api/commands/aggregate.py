@@ -13,7 +13,7 @@ import json
 import sys
 import time
 
-from api.cli import COMMANDS
+from crowdqa.api.cli import COMMANDS
 
 __all__ = ["register", "default_output_format"]
 
@@ -94,14 +94,14 @@ class _Progress:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from api.cli import UserError
-    from api.commands._uploads import check_output, check_sort, print_notes, read_uploads
-    from ingest import summarize
-    from ingest.writers import write_labels
-    from jobs.params import validate_params
-    from jobs.pipeline import run_pipeline
-    from quality.references import RULES
-    from quality.report import dump_report
+    from crowdqa.api.cli import UserError
+    from crowdqa.api.commands._uploads import check_output, check_sort, print_notes, read_uploads
+    from crowdqa.ingest import summarize
+    from crowdqa.ingest.writers import write_labels
+    from crowdqa.jobs.params import validate_params
+    from crowdqa.jobs.pipeline import run_pipeline
+    from crowdqa.quality.references import RULES
+    from crowdqa.quality.report import dump_report
 
     # Everything that can be checked without the data, before any file is read.
     if args.use_experts and not args.expert:
@@ -121,7 +121,7 @@ def _run(args: argparse.Namespace) -> int:
     check_output(args.report, option="--report")
     if args.reference not in RULES and not args.expert and args.role != "expert":
         raise UserError(f"--reference {args.reference!r} names an expert, but no --expert file is given")
-    from aggregation import make_aggregator
+    from crowdqa.aggregation import make_aggregator
 
     quiet = args.quiet
     say = (lambda msg: None) if quiet else (lambda msg: print(msg, file=sys.stderr))
@@ -168,15 +168,15 @@ def _run(args: argparse.Namespace) -> int:
             dump_report(result.report, fh)
             fh.write("\n")
         say(f"crowdqa: wrote the report to {args.report}")
-    from quality.report import format_report
+    from crowdqa.quality.report import format_report
 
     print(format_report(result.report, max_workers=args.top, sort=args.sort))
     return 0
 
 
 def register(subparsers) -> None:
-    from aggregation.registry import METHODS
-    from api.commands._uploads import add_table_arguments, add_upload_arguments
+    from crowdqa.aggregation.registry import METHODS
+    from crowdqa.api.commands._uploads import add_table_arguments, add_upload_arguments
 
     p = subparsers.add_parser("aggregate", help=COMMANDS["aggregate"][1],
                               description=__doc__.split("\n", 1)[1].strip(),

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from api.cli import COMMANDS
-from api.commands._uploads import add_upload_arguments, check_output, read_uploads
-from ingest import summarize
+from crowdqa.api.cli import COMMANDS
+from crowdqa.api.commands._uploads import add_upload_arguments, check_output, read_uploads
+from crowdqa.ingest import summarize
 
 __all__ = ["register", "run", "format_summary"]
 
@@ -68,7 +68,7 @@ def format_summary(summary: dict) -> str:
     for reason, n in (summary.get("dropped") or {}).items():
         lines.append(f"left out    {n} {reason} rows")
     if summary.get("notes"):
-        from api.cli import cli_wording
+        from crowdqa.api.cli import cli_wording
 
         lines.extend(f"note: {cli_wording(n)}" for n in summary["notes"])
     if summary.get("saved"):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from api.cli import COMMANDS
+from crowdqa.api.cli import COMMANDS
 
 __all__ = ["register"]
 
@@ -17,8 +17,8 @@ __all__ = ["register"]
 def _session():
     from sqlmodel import Session
 
-    from store.db import get_engine
-    from store.settings import describe, get_settings
+    from crowdqa.store.db import get_engine
+    from crowdqa.store.settings import describe, get_settings
 
     settings = get_settings()
     new = settings.database_url.startswith("sqlite") and not (settings.data_dir / "crowdqa.db").exists()
@@ -32,8 +32,8 @@ def _session():
 
 
 def _create(args: argparse.Namespace) -> int:
-    from api.cli import UserError
-    from store import crud
+    from crowdqa.api.cli import UserError
+    from crowdqa.store import crud
 
     name = args.project.strip()
     if not name or len(name) > 200:
@@ -48,7 +48,7 @@ def _create(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from store import crud
+    from crowdqa.store import crud
 
     with _session() as session:
         rows = crud.list_api_keys(session=session, project_name=args.project)
@@ -61,8 +61,8 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _revoke(args: argparse.Namespace) -> int:
-    from api.cli import UserError
-    from store import crud
+    from crowdqa.api.cli import UserError
+    from crowdqa.store import crud
 
     prefix = args.prefix.split("_")[1] if args.prefix.startswith(f"{crud.KEY_PREFIX}_") else args.prefix
     with _session() as session:

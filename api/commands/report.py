@@ -7,8 +7,8 @@ import json
 import time
 from pathlib import Path
 
-from api.cli import COMMANDS
-from api.commands._uploads import (
+from crowdqa.api.cli import COMMANDS
+from crowdqa.api.commands._uploads import (
     add_table_arguments,
     add_upload_arguments,
     check_output,
@@ -17,10 +17,10 @@ from api.commands._uploads import (
     read_uploads,
     upload_options,
 )
-from ingest import FORMATS, read_corpus
-from quality.aggregate_input import AGGREGATE_FORMATS, labels_from_corpus, read_aggregate
-from quality.references import RULES
-from quality.report import build_report, format_report
+from crowdqa.ingest import FORMATS, read_corpus
+from crowdqa.quality.aggregate_input import AGGREGATE_FORMATS, labels_from_corpus, read_aggregate
+from crowdqa.quality.references import RULES
+from crowdqa.quality.report import build_report, format_report
 
 __all__ = ["register", "run"]
 
@@ -71,7 +71,7 @@ def aggregate_format(path: str, *, categorical: bool) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Read corpus and aggregate, build the report, print the table, write JSON."""
-    from api.cli import UserError
+    from crowdqa.api.cli import UserError
 
     check_output(args.json, option="--json")
     check_sort(args)

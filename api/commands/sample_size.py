@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from api.cli import COMMANDS
-from quality.sample_size import slice_sample_size
+from crowdqa.api.cli import COMMANDS
+from crowdqa.quality.sample_size import slice_sample_size
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

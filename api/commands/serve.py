@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from api.cli import COMMANDS
+from crowdqa.api.cli import COMMANDS
 
 __all__ = ["register", "ensure_first_key"]
 
@@ -13,9 +13,9 @@ def ensure_first_key(settings) -> str | None:
     """On first start (no key at all), create project ``default`` and a key for it; return the key."""
     from sqlmodel import Session, select
 
-    from store import crud
-    from store.db import get_engine
-    from store.models import ApiKey
+    from crowdqa.store import crud
+    from crowdqa.store.db import get_engine
+    from crowdqa.store.models import ApiKey
 
     with Session(get_engine(settings)) as session:
         if session.exec(select(ApiKey)).first() is not None:
@@ -28,7 +28,7 @@ def _listen(host: str, port: int):
     """A socket bound to ``host:port`` (as uvicorn makes it); one line naming the address if it cannot."""
     import socket
 
-    from api.cli import UserError
+    from crowdqa.api.cli import UserError
 
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
@@ -51,16 +51,16 @@ def _listen(host: str, port: int):
 def _run(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from store.settings import describe, get_settings
+    from crowdqa.store.settings import describe, get_settings
 
     settings = get_settings()
     if args.workers > 1 and settings.embedded:
-        from api.cli import UserError
+        from crowdqa.api.cli import UserError
 
         raise UserError("--workers > 1 needs CROWDQA_REDIS_URL (the embedded queue lives in one process)")
     if settings.embedded:
         # First of all, before the database is touched: one embedded server per data directory.
-        from store.datadir_lock import acquire_data_dir
+        from crowdqa.store.datadir_lock import acquire_data_dir
 
         acquire_data_dir(settings.data_dir, port=args.port)
     sock = _listen(args.host, args.port)
@@ -70,11 +70,12 @@ def _run(args: argparse.Namespace) -> int:
         print("crowdqa: first start: created project 'default' with this API key (shown once):", flush=True)
         print(key, flush=True)
     print(f"crowdqa: serving on http://{args.host}:{args.port}/api/v1 (OpenAPI at /docs)", flush=True)
-    config = uvicorn.Config("api.main:app", host=args.host, port=args.port, log_level=args.log_level,
+    config = uvicorn.Config("crowdqa.api.main:app", host=args.host, port=args.port, log_level=args.log_level,
                             workers=args.workers)
     if args.workers > 1:
         sock.close()  # uvicorn's supervisor binds its own shared socket for its processes
-        uvicorn.run("api.main:app", host=args.host, port=args.port, log_level=args.log_level, workers=args.workers)
+        uvicorn.run("crowdqa.api.main:app", host=args.host, port=args.port, log_level=args.log_level,
+                    workers=args.workers)
         return 0
     uvicorn.Server(config).run(sockets=[sock])
     return 0

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from api.cli import COMMANDS
+from crowdqa.api.cli import COMMANDS
 
 __all__ = ["register"]
 
 
 def _run(args: argparse.Namespace) -> int:
-    from api.cli import UserError
-    from jobs.worker import run_worker
-    from store.settings import get_settings
+    from crowdqa.api.cli import UserError
+    from crowdqa.jobs.worker import run_worker
+    from crowdqa.store.settings import get_settings
 
     settings = get_settings()
     if not settings.redis_url:

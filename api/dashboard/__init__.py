@@ -1,10 +1,10 @@
 """The web dashboard inside ``crowdqa serve``: server-rendered pages under ``/ui`` (``/`` for browsers).
 
 A third front door beside the API and the CLI: its handlers parse forms and query strings, call
-the same service layer (``jobs.service``, ``store.crud``, ``jobs.results``) and render Jinja2
+the same service layer (``crowdqa.jobs.service``, ``crowdqa.store.crud``, ``crowdqa.jobs.results``) and render Jinja2
 templates shipped in this package; charts are plain SVG and the one script (live job progress)
 is a static file, so every page runs under a Content-Security-Policy without ``'unsafe-inline'``.
-See :mod:`api.dashboard.auth` for sign-in and CSRF.
+See :mod:`crowdqa.api.dashboard.auth` for sign-in and CSRF.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from fastapi import FastAPI, Request
 from fastapi.responses import RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
-from api.dashboard import report  # noqa: F401  (registers the report pages on the router)
-from api.dashboard.auth import CsrfError, SignInRequired
-from api.dashboard.pages import router
-from api.dashboard.web import PREFIX, SECURITY_HEADERS, PageError, render
+from crowdqa.api.dashboard import report  # noqa: F401  (registers the report pages on the router)
+from crowdqa.api.dashboard.auth import CsrfError, SignInRequired
+from crowdqa.api.dashboard.pages import router
+from crowdqa.api.dashboard.web import PREFIX, SECURITY_HEADERS, PageError, render
 
 __all__ = ["install", "router"]
 
@@ -58,7 +58,7 @@ class DashboardMiddleware:
 def install(app: FastAPI) -> None:
     """Mount the dashboard on the app: its pages, its static files and its error pages."""
     app.include_router(router)
-    app.mount(f"{PREFIX}/static", StaticFiles(directory=str(files("api.dashboard") / "static")),
+    app.mount(f"{PREFIX}/static", StaticFiles(directory=str(files("crowdqa.api.dashboard") / "static")),
               name="dashboard-static")
     app.add_middleware(DashboardMiddleware)
 

@@ -27,9 +27,9 @@ from typing import Annotated
 from fastapi import Depends, Request
 from sqlmodel import Session, select
 
-from api.deps import SessionDep
-from store import crud
-from store.models import ApiKey, Project
+from crowdqa.api.deps import SessionDep
+from crowdqa.store import crud
+from crowdqa.store.models import ApiKey, Project
 
 __all__ = ["SESSION_COOKIE", "LOGIN_COOKIE", "COOKIE_PATH", "SESSION_SECONDS", "DashboardSession",
            "SignInRequired", "CsrfError", "new_session_cookie", "read_session", "check_csrf", "DashSessionDep",

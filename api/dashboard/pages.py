@@ -1,6 +1,6 @@
 """Dashboard pages for signing in, datasets and jobs: parse the form, call the service layer, render.
 
-Every handler uses the same use cases as the API routes (``jobs.service``, ``store.crud``) with
+Every handler uses the same use cases as the API routes (``crowdqa.jobs.service``, ``crowdqa.store.crud``) with
 the project of the signed-in session, so a page can do nothing the project's key could not.
 """
 
@@ -14,7 +14,7 @@ from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import ValidationError
 
-from api.dashboard.auth import (
+from crowdqa.api.dashboard.auth import (
     COOKIE_PATH,
     LOGIN_COOKIE,
     SESSION_COOKIE,
@@ -27,16 +27,16 @@ from api.dashboard.auth import (
     new_session_cookie,
     read_session,
 )
-from api.dashboard.charts import line_curve
-from api.dashboard.web import PREFIX, PageError, redirect, render
-from api.deps import QueueDep, SessionDep, SettingsDep
-from api.errors import ProblemError
-from ingest.errors import IngestError
-from jobs import service
-from jobs.errors import JobNotRunnableError, QueueUnavailableError
-from store import crud
-from store.errors import UploadTooLargeError
-from store.models import Dataset, DatasetCreate, Job, JobCreate, JobStatus, Method, Role
+from crowdqa.api.dashboard.charts import line_curve
+from crowdqa.api.dashboard.web import PREFIX, PageError, redirect, render
+from crowdqa.api.deps import QueueDep, SessionDep, SettingsDep
+from crowdqa.api.errors import ProblemError
+from crowdqa.ingest.errors import IngestError
+from crowdqa.jobs import service
+from crowdqa.jobs.errors import JobNotRunnableError, QueueUnavailableError
+from crowdqa.store import crud
+from crowdqa.store.errors import UploadTooLargeError
+from crowdqa.store.models import Dataset, DatasetCreate, Job, JobCreate, JobStatus, Method, Role
 
 __all__ = ["router", "owned_dataset", "owned_job"]
 
@@ -70,7 +70,7 @@ def owned_dataset(session, dash: DashboardSession, dataset_id: str) -> Dataset:
 
 def owned_job(session, dash: DashboardSession, job_id: str, *, settings=None, queue=None) -> Job:
     """The session's project's job (a lost or abandoned one marked so first, as the API does); 404 otherwise."""
-    from api.deps import get_owned_job
+    from crowdqa.api.deps import get_owned_job
 
     if settings is not None and queue is not None:
         try:
@@ -162,7 +162,7 @@ def create_dataset(request: Request, session: SessionDep, dash: DashSessionDep,
 def _dataset_page(request: Request, session, dash: DashboardSession, dataset: Dataset, *,
                   error: str | None = None, status_code: int = 200, form: dict[str, Any] | None = None
                   ) -> HTMLResponse:
-    from ingest import FORMATS
+    from crowdqa.ingest import FORMATS
 
     uploads, _ = crud.list_uploads(session=session, dataset_id=dataset.id, limit=1000)
     jobs, _ = crud.list_jobs(session=session, project_id=dash.project.id, dataset_id=dataset.id, limit=1000)
@@ -175,7 +175,7 @@ def _dataset_page(request: Request, session, dash: DashboardSession, dataset: Da
 
 def _method_defaults() -> dict[str, str]:
     """Each method's parameters with their defaults, as JSON (the hint under the job form)."""
-    from aggregation import make_aggregator
+    from crowdqa.aggregation import make_aggregator
 
     return {m.value: json.dumps(make_aggregator(m.value).get_params(), default=str) for m in Method}
 
@@ -208,7 +208,7 @@ _FLAGS = frozenset({"keep_rejected"})
 @router.post("/datasets/{dataset_id}/uploads")
 async def upload(request: Request, dataset_id: str, session: SessionDep, settings: SettingsDep,
                  dash: DashSessionDep) -> Response:
-    """Upload a crowd or expert file with the API's format options (``jobs.service.UPLOAD_OPTIONS``); the
+    """Upload a crowd or expert file with the API's format options (``crowdqa.jobs.service.UPLOAD_OPTIONS``); the
     page then shows the parse summary."""
     from starlette.concurrency import run_in_threadpool
     from starlette.datastructures import UploadFile as Part

@@ -1,7 +1,7 @@
 """Dashboard pages of a job's results: the report, a worker's page, the document viewer, downloads.
 
-The numbers come from the job's stored report (``store.crud``) and its stored arrays through the
-use cases of ``jobs.results`` (measured confusion matrices, disagreement and entropy per document,
+The numbers come from the job's stored report (``crowdqa.store.crud``) and its stored arrays through the
+use cases of ``crowdqa.jobs.results`` (measured confusion matrices, disagreement and entropy per document,
 a document's layers); this module only shapes them for the templates. Downloads call the API's
 own route functions.
 """
@@ -14,14 +14,14 @@ import numpy as np
 from fastapi import Query, Request
 from fastapi.responses import HTMLResponse, Response
 
-from api.dashboard.auth import DashSessionDep
-from api.dashboard.charts import confusion_matrix, precision_recall_scatter, shade_class
-from api.dashboard.pages import job_page_response, owned_job, router
-from api.dashboard.web import PREFIX, SECURITY_HEADERS, PageError, render, templates
-from api.deps import QueueDep, SessionDep, SettingsDep
-from jobs.results import DocumentLayers, disputed_documents, document_layers, load_job_result, worker_details
-from store import crud
-from store.models import Job, JobStatus
+from crowdqa.api.dashboard.auth import DashSessionDep
+from crowdqa.api.dashboard.charts import confusion_matrix, precision_recall_scatter, shade_class
+from crowdqa.api.dashboard.pages import job_page_response, owned_job, router
+from crowdqa.api.dashboard.web import PREFIX, SECURITY_HEADERS, PageError, render, templates
+from crowdqa.api.deps import QueueDep, SessionDep, SettingsDep
+from crowdqa.jobs.results import DocumentLayers, disputed_documents, document_layers, load_job_result, worker_details
+from crowdqa.store import crud
+from crowdqa.store.models import Job, JobStatus
 
 __all__ = ["report_context", "viewer"]
 
@@ -70,7 +70,7 @@ def report_context(session, settings, job: Job, *, sort: str, order: str, offset
 
 
 def _label_formats(body: dict[str, Any]) -> list[str]:
-    from api.routes.jobs import LABEL_FORMATS
+    from crowdqa.api.routes.jobs import LABEL_FORMATS
 
     kinds = [f for f in LABEL_FORMATS if (f == "categorical-csv") == (body.get("kind") == "categorical")]
     return kinds or list(LABEL_FORMATS)
@@ -197,7 +197,7 @@ def download_labels(job_id: str, session: SessionDep, settings: SettingsDep, das
                     format: Annotated[Literal["spans-jsonl", "conll", "categorical-csv", "ebm-nlp"],
                                       Query()] = "spans-jsonl") -> Response:
     """The aggregate in an output format (the API's labels route)."""
-    from api.routes.jobs import get_labels
+    from crowdqa.api.routes.jobs import get_labels
 
     job = owned_job(session, dash, job_id)
     _finished_report(session, job)

@@ -10,7 +10,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from api.dashboard.auth import DashboardSession
+from crowdqa.api.dashboard.auth import DashboardSession
 
 __all__ = ["PREFIX", "CSP", "SECURITY_HEADERS", "PageError", "render", "redirect", "fmt", "pct"]
 
@@ -57,8 +57,8 @@ def _interval(block: Any, name: str) -> str:
     return f"{ci[0]:.3f}-{ci[1]:.3f}" if isinstance(ci, list | tuple) and len(ci) == 2 else "-"
 
 
-_env = Environment(loader=PackageLoader("api.dashboard", "templates"), autoescape=True, undefined=StrictUndefined,
-                   trim_blocks=True, lstrip_blocks=True)
+_env = Environment(loader=PackageLoader("crowdqa.api.dashboard", "templates"), autoescape=True,
+                   undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
 _env.filters.update(fmt=fmt, pct=pct, interval=_interval, q=lambda s: quote(str(s), safe=""))
 templates = Jinja2Templates(env=_env)
 

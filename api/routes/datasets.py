@@ -6,11 +6,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, File, Form, Path, Query, Request, Response, UploadFile, status
 
-from api.deps import CurrentProjectDep, OwnedDatasetDep, QueueDep, SessionDep, SettingsDep
-from api.errors import ProblemError, problem_responses
-from jobs import service
-from store import crud
-from store.models import (
+from crowdqa.api.deps import CurrentProjectDep, OwnedDatasetDep, QueueDep, SessionDep, SettingsDep
+from crowdqa.api.errors import ProblemError, problem_responses
+from crowdqa.jobs import service
+from crowdqa.store import crud
+from crowdqa.store.models import (
     DatasetCreate,
     DatasetPublic,
     DatasetsPublic,
@@ -99,7 +99,7 @@ def create_upload(
         description="A zip of <doc_id>.txt texts, for span formats without texts (pico-jsonl, brat, spans).")] = None,
 ) -> UploadPublic:
     """Upload one file (crowd or expert): it is stored, parsed and merged into the dataset's corpus."""
-    from ingest import FORMATS
+    from crowdqa.ingest import FORMATS
 
     if format not in FORMATS:
         raise ProblemError(422, f"format must be one of {list(FORMATS)}, found {format!r}")

@@ -6,8 +6,8 @@ from fastapi import APIRouter, Response
 from pydantic import BaseModel
 from sqlalchemy import text
 
-from api.deps import QueueDep, SessionDep, SettingsDep
-from jobs.queue import queue_available
+from crowdqa.api.deps import QueueDep, SessionDep, SettingsDep
+from crowdqa.jobs.queue import queue_available
 
 router = APIRouter(tags=["health"])
 

@@ -13,12 +13,12 @@ from fastapi import APIRouter, Query, Response, status
 from fastapi.responses import StreamingResponse
 from starlette.background import BackgroundTask
 
-from api.deps import CurrentProjectDep, OwnedJobDep, QueueDep, SessionDep, SettingsDep
-from api.errors import ProblemError, problem_responses
-from jobs import service
-from store import crud
-from store.artifacts import ArtifactStore
-from store.models import JobPublic, JobRerun, JobsPublic, JobStatus, WorkerScorePublic, WorkerScoresPublic
+from crowdqa.api.deps import CurrentProjectDep, OwnedJobDep, QueueDep, SessionDep, SettingsDep
+from crowdqa.api.errors import ProblemError, problem_responses
+from crowdqa.jobs import service
+from crowdqa.store import crud
+from crowdqa.store.artifacts import ArtifactStore
+from crowdqa.store.models import JobPublic, JobRerun, JobsPublic, JobStatus, WorkerScorePublic, WorkerScoresPublic
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 
@@ -74,7 +74,7 @@ def rerun_job(job: OwnedJobDep, session: SessionDep, settings: SettingsDep, queu
 
 @router.get("/{job_id}/report", responses=problem_responses(404, 409))
 def get_report(job: OwnedJobDep, session: SessionDep) -> dict[str, Any]:
-    """The quality report of a finished job (see quality.report.build_report for its keys)."""
+    """The quality report of a finished job (see crowdqa.quality.report.build_report for its keys)."""
     _finished(job)
     report = crud.get_report(session=session, job_id=job.id)
     if report is None:
@@ -113,7 +113,7 @@ def list_workers(job: OwnedJobDep, session: SessionDep,
     if format == "csv":
         import csv
 
-        from ingest.writers import csv_escape
+        from crowdqa.ingest.writers import csv_escape
 
         buf = io.StringIO()
         out = csv.writer(buf)
@@ -143,7 +143,7 @@ def get_labels(job: OwnedJobDep, settings: SettingsDep,
                                  Query(description="Output format (ebm-nlp comes as a zip).")] = "spans-jsonl"
                ) -> StreamingResponse:
     """The aggregated labels of a finished job, streamed in the chosen format."""
-    from ingest.writers import write_labels
+    from crowdqa.ingest.writers import write_labels
 
     _finished(job)
     store = ArtifactStore(settings.data_dir)

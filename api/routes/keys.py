@@ -8,10 +8,10 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Response, status
 from pydantic import BaseModel, Field
 
-from api.deps import CurrentProjectDep, SessionDep
-from api.errors import ProblemError, problem_responses
-from store import crud
-from store.models import aware
+from crowdqa.api.deps import CurrentProjectDep, SessionDep
+from crowdqa.api.errors import ProblemError, problem_responses
+from crowdqa.store import crud
+from crowdqa.store.models import aware
 
 router = APIRouter(prefix="/keys", tags=["keys"])
 

@@ -10,7 +10,7 @@ json() { python3 -c "import json, sys; print(json.load(sys.stdin)$1)"; }
 # A key for a project named "demo" (the key is the last line printed).
 KEY=$(crowdqa keys create --project demo | tail -n 1)
 AUTH="Authorization: Bearer $KEY"
-SAMPLE=$(python3 -c 'import api, pathlib; print(pathlib.Path(api.__file__).parent / "sample")')
+SAMPLE=$(python3 -c 'import crowdqa.api as api, pathlib; print(pathlib.Path(api.__file__).parent / "sample")')
 
 # A dataset, then the crowd file and the expert file (spans-jsonl: doc_id, annotator, start, end, label, text).
 DATASET=$(curl -sS --fail-with-body -H "$AUTH" -H 'Content-Type: application/json' \

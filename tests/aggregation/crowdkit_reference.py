@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aggregation.corpus import Corpus
+from crowdqa.aggregation.corpus import Corpus
 from tests.conftest import shared_path
 
 SETS = ("snow2008_rte", "snow2008_temp", "bluebirds")

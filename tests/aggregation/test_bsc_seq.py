@@ -17,9 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.special import digamma, gammaln
 
-from aggregation import make_aggregator
-from aggregation._base import ConvergenceWarning
-from aggregation.bsc_seq import (
+from benchmarks.ner_crowd import ner_crowd
+from crowdqa.aggregation import make_aggregator
+from crowdqa.aggregation._base import ConvergenceWarning
+from crowdqa.aggregation.bsc_seq import (
     BayesianSequenceCombination,
     _build_design,
     _e_step,
@@ -28,11 +29,10 @@ from aggregation.bsc_seq import (
     _sentence_starts,
     _token_text,
 )
-from aggregation.corpus import Corpus
-from aggregation.dawid_skene import DawidSkene
-from aggregation.hmm_crowd import HMMCrowd
-from aggregation.spans import decode_spans
-from benchmarks.ner_crowd import ner_crowd
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.aggregation.dawid_skene import DawidSkene
+from crowdqa.aggregation.hmm_crowd import HMMCrowd
+from crowdqa.aggregation.spans import decode_spans
 
 WORDS = ("Patients", "with", "12", "IL", "mg", "adults", "(", "Trial", ".")
 BIO = ("O", "B-A", "I-A", "B-B", "I-B")
@@ -429,9 +429,9 @@ def test_cli_aggregates_a_multi_column_conll_file(tmp_path):
     """The acceptance path: ``crowdqa aggregate`` on a CoNLL file with one column per annotator and a
     gold file, ``--method bsc-seq``; the written tags are the pipeline's labels (oracle: a direct
     ``run_pipeline``), and the report scores them against the gold column."""
-    from api.cli import main
-    from ingest import read_corpus
-    from jobs.pipeline import run_pipeline
+    from crowdqa.api.cli import main
+    from crowdqa.ingest import read_corpus
+    from crowdqa.jobs.pipeline import run_pipeline
 
     corpus, truth, _ = ner_crowd(n_sentences=150, n_workers=20, seed=5)
     dense = np.stack([corpus.labels_of(w) for w in range(corpus.n_workers)], axis=1)
@@ -454,7 +454,7 @@ def test_cli_aggregates_a_multi_column_conll_file(tmp_path):
 
 def test_previous_labels_equal_a_loop(seed):
     """Oracle: a dictionary lookup of the same annotator's label on the previous token of the document."""
-    from aggregation.bsc_seq import _previous_labels
+    from crowdqa.aggregation.bsc_seq import _previous_labels
 
     corpus = random_corpus(np.random.default_rng(seed), n_docs=6, max_len=5, n_workers=4, p_label=0.6)
     expected = _naive_prev(corpus)

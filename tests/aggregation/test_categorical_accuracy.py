@@ -14,9 +14,9 @@ import warnings
 import numpy as np
 import pytest
 
-from aggregation import ConvergenceWarning, DawidSkene, MajorityVote
-from aggregation.corpus import Corpus
-from ingest.categorical import read_categorical
+from crowdqa.aggregation import ConvergenceWarning, DawidSkene, MajorityVote
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.ingest.categorical import read_categorical
 from tests.conftest import shared_path
 
 pytestmark = pytest.mark.shared_data

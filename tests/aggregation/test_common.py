@@ -13,15 +13,15 @@ import warnings
 import numpy as np
 import pytest
 
-from aggregation import ConvergenceWarning, make_aggregator
-from aggregation.corpus import Corpus
+from crowdqa.aggregation import ConvergenceWarning, make_aggregator
+from crowdqa.aggregation.corpus import Corpus
 
 FITTED = ("labels_", "proba_", "worker_confusion_", "class_prior_", "n_iter_", "log_likelihood_", "converged_")
 
 
 def _hmm_available() -> bool:
     try:
-        importlib.import_module("aggregation.hmm_crowd")
+        importlib.import_module("crowdqa.aggregation.hmm_crowd")
     except ImportError:
         return False
     return True
@@ -33,7 +33,7 @@ ESTIMATORS = [
     pytest.param("ds", {"model": "one-coin"}, True, id="DawidSkene-one-coin"),
     pytest.param(
         "hmm-crowd", {}, True, id="HMMCrowd",
-        marks=pytest.mark.skipif(not _hmm_available(), reason="aggregation.hmm_crowd is not importable yet"),
+        marks=pytest.mark.skipif(not _hmm_available(), reason="crowdqa.aggregation.hmm_crowd is not importable yet"),
     ),
     pytest.param("bsc-seq", {}, True, id="BayesianSequenceCombination"),
     pytest.param("wawa", {}, False, id="Wawa"),
@@ -186,8 +186,7 @@ def test_registry_passes_parameters():
 
 
 def test_package_exports():
-    import aggregation
-
+    from crowdqa import aggregation
     for name in ("Corpus", "MISSING", "MajorityVote", "DawidSkene", "ConvergenceWarning", "make_aggregator"):
         assert hasattr(aggregation, name)
     if _hmm_available():
@@ -232,7 +231,7 @@ def test_unfitted_access_raises_not_fitted_error(method, params, is_em, seed):
 
 
 def test_every_parameter_has_one_constraint_and_the_defaults_pass():
-    from aggregation.registry import METHODS, _aggregator_class, validate_params
+    from crowdqa.aggregation.registry import METHODS, _aggregator_class, validate_params
 
     for method in METHODS:
         if method == "hmm-crowd" and not _hmm_available():
@@ -245,7 +244,7 @@ def test_every_parameter_has_one_constraint_and_the_defaults_pass():
 @pytest.mark.parametrize(("method", "params", "is_em"), ESTIMATORS)
 def test_validate_params_names_the_parameter(method, params, is_em):
     """Request-time validation: a value no constraint accepts is refused, naming the parameter and the value."""
-    from aggregation.registry import validate_params
+    from crowdqa.aggregation.registry import validate_params
 
     validate_params(method, params)
     for name in make_aggregator(method).get_params():
@@ -266,7 +265,7 @@ def test_validate_params_names_the_parameter(method, params, is_em):
 ])
 def test_validate_params_messages(params, message):
     """The house message: '<name> must be <what it may be>, found <value>' (JSON types: no bool for a number)."""
-    from aggregation.registry import validate_params
+    from crowdqa.aggregation.registry import validate_params
 
     with pytest.raises(ValueError) as info:
         validate_params("ds", params)
@@ -274,8 +273,8 @@ def test_validate_params_messages(params, message):
 
 
 def test_jobs_and_the_cli_offer_every_registered_method():
-    """store.models.Method (the API's enum) lists the registry's methods; the CLI takes its choices from it."""
-    from aggregation.registry import METHODS
-    from store.models import Method
+    """crowdqa.store.models.Method (the API's enum) lists the registry's methods; the CLI takes its choices from it."""
+    from crowdqa.aggregation.registry import METHODS
+    from crowdqa.store.models import Method
 
     assert [m.value for m in Method] == list(METHODS)

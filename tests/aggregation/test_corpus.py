@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aggregation.corpus import MISSING, Corpus, sort_rows
+from crowdqa.aggregation.corpus import MISSING, Corpus, sort_rows
 
 
 def tiny(**over) -> dict:
@@ -74,7 +74,7 @@ def test_invalid_corpus_names_expected_and_found(over, match):
 @settings(max_examples=200, deadline=None)
 def test_sort_rows_equals_lexsort_at_any_chunk_size(rows, chunk, tokens_first):
     """Both paths (chunks of whole tokens, and the global argsort) give lexsort's stable order."""
-    import aggregation.corpus as corpus_module
+    import crowdqa.aggregation.corpus as corpus_module
 
     if tokens_first:  # the chunked path: tokens non-decreasing, annotators shuffled within a token
         rows = sorted(rows, key=lambda r: r[0])

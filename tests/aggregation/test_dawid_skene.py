@@ -1,4 +1,4 @@
-"""Tests for aggregation.dawid_skene.
+"""Tests for crowdqa.aggregation.dawid_skene.
 
 Oracles: brute-force enumeration of the likelihood and naive loops for the M-step
 (kept below), crowd-kit 1.4.2's ``DawidSkene`` (a reference implementation), and the
@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aggregation import ConvergenceWarning, DawidSkene
-from aggregation.corpus import Corpus
-from aggregation.dawid_skene import _e_step, _log_param_prior, _m_step, _obs_key, _safe_log
+from crowdqa.aggregation import ConvergenceWarning, DawidSkene
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.aggregation.dawid_skene import _e_step, _log_param_prior, _m_step, _obs_key, _safe_log
 
 
 def random_corpus(

@@ -11,9 +11,9 @@ import pkgutil
 
 import pytest
 
-import aggregation
+from crowdqa import aggregation
 
-MODULES = sorted(m.name for m in pkgutil.iter_modules(aggregation.__path__, "aggregation."))
+MODULES = sorted(m.name for m in pkgutil.iter_modules(aggregation.__path__, "crowdqa.aggregation."))
 
 
 @pytest.mark.parametrize("name", MODULES)

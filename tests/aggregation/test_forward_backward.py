@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from aggregation._forward_backward import (
+from crowdqa.aggregation._forward_backward import (
     _backward,
     _bucket_index,
     _buckets,

@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import check_grad
 
-from aggregation import ConvergenceWarning
-from aggregation.glad import GLAD, _e_step, _m_objective
+from crowdqa.aggregation import ConvergenceWarning
+from crowdqa.aggregation.glad import GLAD, _e_step, _m_objective
 from tests.aggregation.crowdkit_reference import crowdkit, frame, load_set, quiet
 from tests.aggregation.test_dawid_skene import random_corpus
 

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aggregation._base import ConvergenceWarning
-from aggregation.corpus import Corpus
-from aggregation.hmm_crowd import (
+from crowdqa.aggregation._base import ConvergenceWarning
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.aggregation.hmm_crowd import (
     HMMCrowd,
     _build_design,
     _confusion,

@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import gammaln, logsumexp
 
-from aggregation import ConvergenceWarning, DawidSkene
-from aggregation.ibcc import IBCC, dirichlet_kl
+from crowdqa.aggregation import ConvergenceWarning, DawidSkene
+from crowdqa.aggregation.ibcc import IBCC, dirichlet_kl
 from tests.aggregation.crowdkit_reference import SETS, accuracy, load_set
 from tests.aggregation.test_dawid_skene import random_corpus
 

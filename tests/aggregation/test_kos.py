@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aggregation.kos import KOS, _iterate
+from crowdqa.aggregation.kos import KOS, _iterate
 from tests.aggregation.crowdkit_reference import SETS, accuracy, crowdkit, frame, load_set, quiet, to_labels
 from tests.aggregation.test_dawid_skene import random_corpus
 

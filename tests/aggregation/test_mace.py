@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aggregation import ConvergenceWarning
-from aggregation.mace import MACE, _e_step, _m_step
+from crowdqa.aggregation import ConvergenceWarning
+from crowdqa.aggregation.mace import MACE, _e_step, _m_step
 from tests.aggregation.crowdkit_reference import crowdkit, frame, load_set, quiet
 from tests.aggregation.test_dawid_skene import random_corpus
 

@@ -1,4 +1,4 @@
-"""Tests for aggregation.majority_vote.
+"""Tests for crowdqa.aggregation.majority_vote.
 
 Oracles: a naive per-token vote written with ``collections.Counter`` (below), hand-worked
 ties, and, on real data, the PICO expert labels (tie-rule measurement).
@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aggregation import MajorityVote
-from aggregation.corpus import Corpus
+from crowdqa.aggregation import MajorityVote
+from crowdqa.aggregation.corpus import Corpus
 from tests.aggregation.test_dawid_skene import random_corpus
 from tests.conftest import shared_path
 
@@ -189,7 +189,7 @@ def test_entity_tie_rule_beats_lowest_on_pico_expert_dev():
     placeholder ``"x x x ..."`` covering the largest offset: one token per even character,
     and F1 is per character position. Measured: entity 0.599, lowest 0.552 (tolerance 0.01).
     """
-    from ingest.build import Span, corpus_from_spans
+    from crowdqa.ingest.build import Span, corpus_from_spans
 
     root = shared_path("pico", "annotations", "expert-dev")
     lengths: dict[str, int] = {}

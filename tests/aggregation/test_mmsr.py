@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aggregation.corpus import Corpus
-from aggregation.majority_vote import MajorityVote
-from aggregation.mmsr import MMSR
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.aggregation.majority_vote import MajorityVote
+from crowdqa.aggregation.mmsr import MMSR
 from tests.aggregation.crowdkit_reference import accuracy, crowdkit, load_set, quiet
 from tests.aggregation.test_dawid_skene import random_corpus
 

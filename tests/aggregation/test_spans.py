@@ -1,4 +1,4 @@
-"""Tests for aggregation.spans.decode_spans."""
+"""Tests for crowdqa.aggregation.spans.decode_spans."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aggregation.corpus import MISSING, Corpus, entity_type
-from aggregation.spans import SpanArray, decode_spans
+from crowdqa.aggregation.corpus import MISSING, Corpus, entity_type
+from crowdqa.aggregation.spans import SpanArray, decode_spans
 
 
 def _corpus(doc_lengths: list[int], class_names: list[str]) -> Corpus:

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aggregation.corpus import Corpus
-from aggregation.weighted_vote import GoldMajorityVote, Wawa, ZeroBasedSkill, agreement_rate
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.aggregation.weighted_vote import GoldMajorityVote, Wawa, ZeroBasedSkill, agreement_rate
 from tests.aggregation.crowdkit_reference import accuracy, crowdkit, frame, load_set, quiet, to_labels
 from tests.aggregation.test_dawid_skene import random_corpus
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aggregation import make_aggregator
-from aggregation.corpus import Corpus
+from crowdqa.aggregation import make_aggregator
+from crowdqa.aggregation.corpus import Corpus
 
 N_GOOD, N_SPAM = 10, 3
 

@@ -9,8 +9,8 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session
 
-from store.db import get_engine
-from store.settings import get_settings
+from crowdqa.store.db import get_engine
+from crowdqa.store.settings import get_settings
 from tests.utils.factories import auth, project_with_key
 
 SAMPLE = Path(__file__).resolve().parents[2] / "api" / "sample"
@@ -31,7 +31,7 @@ def settings(tmp_path, monkeypatch):
 @pytest.fixture
 def client(settings):
     """A TestClient on the embedded service (its lifespan starts the in-process worker)."""
-    from api.main import app
+    from crowdqa.api.main import app
 
     with TestClient(app) as c:
         yield c
@@ -53,7 +53,7 @@ def pg_settings(settings, postgres_url, monkeypatch):
     get_settings.cache_clear()
     s = get_settings()
     yield s
-    from store.db import _engine_for
+    from crowdqa.store.db import _engine_for
 
     engine = get_engine(s)
     SQLModel.metadata.drop_all(engine)

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from sqlmodel import Session
 
-from api.cli import main
-from ingest import read_corpus
-from ingest.merge import merge_corpora
-from jobs.pipeline import run_pipeline
-from store import crud
-from store.db import get_engine
+from crowdqa.api.cli import main
+from crowdqa.ingest import read_corpus
+from crowdqa.ingest.merge import merge_corpora
+from crowdqa.jobs.pipeline import run_pipeline
+from crowdqa.store import crud
+from crowdqa.store.db import get_engine
 from tests.api.conftest import SAMPLE
 
 
@@ -31,7 +31,7 @@ def test_aggregate_writes_labels_report_and_progress(tmp_path, capsys):
                             read_corpus(SAMPLE / "expert.jsonl", format="spans-jsonl", role="expert").corpus])
     direct = run_pipeline(corpus, method="ds", params={"max_iter": 25, "tol": 0})
     expected = tmp_path / "expected.jsonl"
-    from ingest.writers import write_labels
+    from crowdqa.ingest.writers import write_labels
 
     write_labels(direct.labels, corpus, expected, format="spans-jsonl")
     assert out.read_text() == expected.read_text()
@@ -63,7 +63,7 @@ def test_aggregate_progress_bar_on_a_terminal(tmp_path):
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
     proc = subprocess.run(
-        [sys.executable, "-m", "api.cli", "aggregate", str(SAMPLE / "crowd.jsonl"), "--format", "spans-jsonl",
+        [sys.executable, "-m", "crowdqa.api.cli", "aggregate", str(SAMPLE / "crowd.jsonl"), "--format", "spans-jsonl",
          "--method", "ds", "--params", '{"max_iter": 7, "tol": 0}', "--output", str(tmp_path / "a.jsonl")],
         stdout=subprocess.DEVNULL, stderr=follower, timeout=120)
     os.close(follower)
@@ -85,7 +85,7 @@ def test_aggregate_progress_bar_on_a_terminal(tmp_path):
 def test_aggregate_conll_round_trip(tmp_path):
     """CoNLL output of the sample has one BIO tag per token, in input order, after each document's -DOCSTART-
     line (issue 13); read back, it gives the pipeline's labels."""
-    from quality.aggregate_input import read_aggregate
+    from crowdqa.quality.aggregate_input import read_aggregate
 
     out = tmp_path / "agg.conll"
     assert main(["aggregate", str(SAMPLE / "crowd.jsonl"), "--format", "spans-jsonl", "--method", "mv",
@@ -126,7 +126,7 @@ def test_keys_create_prints_the_key_last(settings, capsys):
 
 def test_default_output_format_follows_the_output_suffix():
     """An output named *.jsonl gets spans even for EBM-NLP input; no suffix falls back to the input's kind."""
-    from api.commands.aggregate import default_output_format
+    from crowdqa.api.commands.aggregate import default_output_format
 
     assert default_output_format("ebm-nlp", output="agg.jsonl") == "spans-jsonl"
     assert default_output_format("spans-jsonl", output="agg.conll") == "conll"

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session
 
-from store.db import get_engine
-from store.models import Job
+from crowdqa.store.db import get_engine
+from crowdqa.store.models import Job
 from tests.api.conftest import auth, sample_dataset, wait_job
 
 KINDS = ("uploads", "docs", "corpora", "results")
@@ -27,7 +27,7 @@ def _job(client, key: str, ds: str) -> str:
 
 @pytest.fixture
 def no_grace(monkeypatch, settings):
-    from store.settings import get_settings
+    from crowdqa.store.settings import get_settings
 
     monkeypatch.setenv("CROWDQA_GC_GRACE", "0")
     get_settings.cache_clear()

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aggregation.corpus import Corpus
-from ingest import read_corpus
-from ingest.merge import merge_corpora
-from jobs.pipeline import run_pipeline
-from jobs.service import jsonable
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.ingest import read_corpus
+from crowdqa.ingest.merge import merge_corpora
+from crowdqa.jobs.pipeline import run_pipeline
+from crowdqa.jobs.service import jsonable
 from tests.api.conftest import SAMPLE, auth, sample_dataset, upload, wait_job
 
 
@@ -153,7 +153,7 @@ def test_bad_requests_are_problems(client, keys, settings):
 
 def test_upload_size_limit(client, keys, settings, monkeypatch):
     """An upload over CROWDQA_MAX_UPLOAD_BYTES answers 413 problem+json and stores nothing."""
-    from store.settings import get_settings
+    from crowdqa.store.settings import get_settings
 
     monkeypatch.setenv("CROWDQA_MAX_UPLOAD_BYTES", "1000")
     get_settings.cache_clear()
@@ -183,17 +183,17 @@ def test_failed_job_reason_and_rerun(client, keys):
     _problem(r, 422)
     from sqlmodel import Session
 
-    from store import crud
-    from store.db import get_engine
-    from store.models import JobCreate
-    from store.settings import get_settings
+    from crowdqa.store import crud
+    from crowdqa.store.db import get_engine
+    from crowdqa.store.models import JobCreate
+    from crowdqa.store.settings import get_settings
 
     with Session(get_engine(get_settings())) as s:  # a job the request checks would refuse, as if stored earlier
         project = crud.authenticate(session=s, key=key)
         dataset = crud.get_dataset(session=s, project_id=project.id, dataset_id=ds)
         bad = crud.create_job(session=s, dataset=dataset, job_in=JobCreate(method="ds", params={"max_iter": "many"}))
         bad_id = bad.id
-    from jobs.queue import enqueue_job, get_queue
+    from crowdqa.jobs.queue import enqueue_job, get_queue
 
     enqueue_job(get_queue(get_settings()), bad_id, settings=get_settings())
     body = wait_job(client, bad_id, key)
@@ -217,9 +217,9 @@ def test_results_are_saved_as_artifacts(client, keys, settings):
     """Labels, posteriors and worker models are npz files under the data dir, checked by sha256."""
     from sqlmodel import Session
 
-    from store.artifacts import ArtifactStore
-    from store.db import get_engine
-    from store.models import Job
+    from crowdqa.store.artifacts import ArtifactStore
+    from crowdqa.store.db import get_engine
+    from crowdqa.store.models import Job
 
     key = keys["a"]
     ds = sample_dataset(client, key)
@@ -228,7 +228,7 @@ def test_results_are_saved_as_artifacts(client, keys, settings):
     with Session(get_engine(settings)) as s:
         job = s.get(Job, r.json()["id"])
     store = ArtifactStore(settings.data_dir)
-    from jobs.service import load_job_corpus
+    from crowdqa.jobs.service import load_job_corpus
 
     corpus: Corpus = load_job_corpus(store, job.corpus_sha256)
     labels = store.load_arrays(job.artifacts["labels"])["labels"]
@@ -245,8 +245,8 @@ def test_flow_on_postgres(pg_settings):
     from fastapi.testclient import TestClient
     from sqlmodel import Session
 
-    from api.main import app
-    from store.db import get_engine
+    from crowdqa.api.main import app
+    from crowdqa.store.db import get_engine
     from tests.utils.factories import project_with_key
 
     with Session(get_engine(pg_settings)) as s:
@@ -285,8 +285,8 @@ def test_job_timeout_in_the_embedded_worker(settings, keys, monkeypatch, tmp_pat
     """The embedded thread worker enforces CROWDQA_JOB_TIMEOUT (TimerDeathPenalty): the job fails with the reason."""
     from fastapi.testclient import TestClient
 
-    from api.main import app
-    from store.settings import get_settings
+    from crowdqa.api.main import app
+    from crowdqa.store.settings import get_settings
     from tests.utils.factories import synthetic_corpus
 
     monkeypatch.setenv("CROWDQA_JOB_TIMEOUT", "1")
@@ -344,8 +344,8 @@ def test_upload_with_a_docs_zip(client, keys, settings):
 
 def test_docs_zip_bomb_is_refused(tmp_path):
     """The decompressed bytes, not the zip headers, are counted against the bound."""
-    from ingest.errors import IngestError
-    from jobs.service import extract_docs
+    from crowdqa.ingest.errors import IngestError
+    from crowdqa.jobs.service import extract_docs
 
     path = tmp_path / "bomb.zip"
     path.write_bytes(_docs_zip({"a.txt": b"0" * 5_000_000}))

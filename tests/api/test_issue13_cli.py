@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from api.cli import main
-from quality.report import build_report
+from crowdqa.api.cli import main
+from crowdqa.quality.report import build_report
 from tests.api.conftest import SAMPLE, auth, upload, wait_job
 
 CROWD = str(SAMPLE / "crowd.jsonl")
@@ -38,7 +38,7 @@ def test_categorical_reports_carry_no_span_scores(tmp_path):
     """Defect 5: with no outside class there is no positive label, so a categorical report has accuracy and
     per-class scores named as such, and no precision/recall/F1 where class 0 played "outside" (before: W1
     had F1 1.0 with accuracy 0.4)."""
-    from ingest import read_corpus
+    from crowdqa.ingest import read_corpus
 
     c = read_corpus(_categorical(tmp_path / "c.csv"), format="categorical").corpus
     w1 = c.labels_of(c.worker_ids.index("W1"))
@@ -144,7 +144,7 @@ def test_messages_speak_the_cli_s_words(tmp_path, capsys):
         with pytest.raises(SystemExit):
             main([command, "--help"])
         text = capsys.readouterr().out
-        assert "``" not in text and "ingest.read_corpus" not in text and "jobs.pipeline" not in text, command
+        assert "``" not in text and "ingest.read_corpus" not in text and "crowdqa.jobs.pipeline" not in text, command
 
 
 def test_worker_table_sort_and_top(tmp_path, capsys):

@@ -17,8 +17,8 @@ import httpx
 import pytest
 from sqlmodel import Session
 
-from store.db import get_engine
-from store.settings import get_settings
+from crowdqa.store.db import get_engine
+from crowdqa.store.settings import get_settings
 from tests.api.conftest import auth, wait_job
 from tests.utils.factories import project_with_key, synthetic_corpus
 from tests.utils.services import free_port, wait_for_port
@@ -117,9 +117,9 @@ def test_second_serve_on_one_data_directory_refuses_before_touching_anything(set
 def test_recovery_at_start_only_fails_jobs_whose_worker_is_gone(settings):
     """Defect 1: at start-up an embedded server fails the running jobs of embedded workers (the data
     directory lock proves their process is gone) but not a job a live `crowdqa worker` heartbeats."""
-    from jobs.embedded import recover_jobs
-    from store import crud
-    from store.models import DatasetCreate, Job, JobCreate, JobStatus, utcnow
+    from crowdqa.jobs.embedded import recover_jobs
+    from crowdqa.store import crud
+    from crowdqa.store.models import DatasetCreate, Job, JobCreate, JobStatus, utcnow
 
     with Session(get_engine(settings)) as s:
         project_id, _ = project_with_key(s, "a")
@@ -159,7 +159,7 @@ def test_delete_running_job_on_a_worker_process_stops_it(settings, keys, redis_u
     work horse dies at once, the worker lives on and runs the next job promptly."""
     from fastapi.testclient import TestClient
 
-    from api.main import app
+    from crowdqa.api.main import app
 
     monkeypatch.setenv("CROWDQA_REDIS_URL", redis_url)
     get_settings.cache_clear()
@@ -202,7 +202,7 @@ def test_stopping_serve_during_a_job_is_prompt_and_requeues_it(settings, tmp_pat
     assert took < 6, f"serve took {took:.1f} s to stop\n{log}"
     assert "Traceback" not in log, log
     with Session(get_engine(settings)) as s:
-        from store.models import Job
+        from crowdqa.store.models import Job
 
         row = s.get(Job, job_id)
         assert row.status == "queued" and row.error.startswith("interrupted"), (row.status, row.error)

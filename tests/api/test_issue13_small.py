@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from api.cli import main
-from store.settings import get_settings
+from crowdqa.api.cli import main
+from crowdqa.store.settings import get_settings
 from tests.api.conftest import auth
 from tests.utils.services import free_port
 
@@ -31,7 +31,7 @@ def test_docs_are_served_from_the_package(client):
 
 def test_health_is_503_when_degraded(settings, monkeypatch):
     """/health answers 503 (not 200) while the queue does not answer."""
-    from api.main import app
+    from crowdqa.api.main import app
 
     monkeypatch.setenv("CROWDQA_REDIS_URL", f"redis://127.0.0.1:{free_port()}/0")
     get_settings.cache_clear()
@@ -72,7 +72,7 @@ def test_readme_names_every_parameter_of_every_method():
     import re
     from pathlib import Path
 
-    from aggregation.registry import METHODS, make_aggregator
+    from crowdqa.aggregation.registry import METHODS, make_aggregator
 
     text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     para = text[text.index("Parameters (`params` of a job"):]

@@ -10,10 +10,10 @@ import json
 
 import pytest
 
-from aggregation.corpus import Corpus
-from ingest import read_corpus, summarize
-from ingest.merge import merge_corpora
-from store.artifacts import ArtifactStore
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.ingest import read_corpus, summarize
+from crowdqa.ingest.merge import merge_corpora
+from crowdqa.store.artifacts import ArtifactStore
 from tests.api.conftest import SAMPLE, auth, sample_dataset, upload, wait_job
 from tests.utils.factories import synthetic_corpus
 
@@ -73,7 +73,7 @@ def test_the_dataset_is_the_merge_of_its_uploads(client, keys, settings):
     merged = merge_corpora([crowd, expert])
     info = client.get(f"/api/v1/datasets/{ds}", headers=auth(key)).json()
     assert info["summary"] == json.loads(json.dumps(summarize(merged)))
-    from jobs.service import load_job_corpus
+    from crowdqa.jobs.service import load_job_corpus
 
     assert load_job_corpus(ArtifactStore(settings.data_dir), info["corpus_sha256"]).equals(merged)
     rows = client.get(f"/api/v1/datasets/{ds}/uploads", headers=auth(key)).json()

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from aggregation.corpus import Corpus
-from store.settings import get_settings
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.store.settings import get_settings
 from tests.api.conftest import auth, sample_dataset, upload, wait_job
 from tests.utils.factories import synthetic_corpus
 from tests.utils.services import free_port
@@ -57,7 +57,7 @@ def start_worker(redis_settings):
 
 @pytest.fixture
 def redis_client(redis_settings):
-    from api.main import app
+    from crowdqa.api.main import app
 
     with TestClient(app) as c:
         yield c
@@ -103,7 +103,7 @@ def test_full_flow_with_a_worker_process(redis_client, keys, start_worker):
 def test_redis_down_answers_503_and_keeps_everything(redis_settings, keys, monkeypatch, start_worker):
     """While Redis is unreachable uploads still work, enqueueing answers 503 problem+json, and the job can be
     enqueued again (re-run) once Redis is back."""
-    from api.main import app
+    from crowdqa.api.main import app
 
     real = redis_settings.redis_url
     monkeypatch.setenv("CROWDQA_REDIS_URL", f"redis://127.0.0.1:{free_port()}/0")
@@ -158,7 +158,7 @@ def test_sigkill_worker_mid_job(redis_client, keys, start_worker, redis_settings
     assert body["error"].startswith("abandoned") and "re-run" in body["error"]
     after = redis_client.get(f"/api/v1/datasets/{ds}", headers=auth(key)).json()
     assert after == before
-    from store.artifacts import ArtifactStore
+    from crowdqa.store.artifacts import ArtifactStore
 
     assert ArtifactStore(redis_settings.data_dir).load_corpus(after["corpus_sha256"]).equals(Corpus.load(path))
 
@@ -192,8 +192,8 @@ def test_production_setup_postgres_redis_worker(pg_settings, redis_settings, sta
     """The production front end: rows in PostgreSQL, jobs on Redis, run by a separate worker process."""
     from sqlmodel import Session
 
-    from api.main import app
-    from store.db import get_engine
+    from crowdqa.api.main import app
+    from crowdqa.store.db import get_engine
     from tests.utils.factories import project_with_key
 
     settings = get_settings()

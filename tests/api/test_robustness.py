@@ -11,9 +11,9 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 from sqlmodel import Session
 
-from store import crud
-from store.db import get_engine
-from store.models import JobCreate, JobStatus
+from crowdqa.store import crud
+from crowdqa.store.db import get_engine
+from crowdqa.store.models import JobCreate, JobStatus
 from tests.api.conftest import auth, sample_dataset, wait_job
 
 FORMATS = ["spans-jsonl", "spans-csv", "conll", "categorical", "mturk-csv", "corpus", "doccano", "label-studio",
@@ -65,7 +65,7 @@ def test_any_job_body_is_202_or_a_4xx_problem(client, keys, sample_ds, body):
 def test_restart_recovers_jobs(settings, keys):
     """On start the embedded service fails jobs left running by a dead process (with the reason) and runs the
     queued ones it lost with its in-memory queue."""
-    from api.main import app
+    from crowdqa.api.main import app
 
     key = keys["a"]
     with TestClient(app) as client:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from benchmarks import categorical, sample_size_example, scaling
-from quality.sample_size import slice_sample_size
+from crowdqa.quality.sample_size import slice_sample_size
 from tests.conftest import shared_path
 
 
@@ -100,7 +100,7 @@ def test_sample_size_example_quick(tmp_path):
 def test_whole_path_data_and_table(tmp_path):
     """The issue-14 data: 3 distinct answers per item from 500 workers, string ids; the table renders a run."""
     from benchmarks import tables, whole_path
-    from ingest.categorical import read_categorical
+    from crowdqa.ingest.categorical import read_categorical
 
     path = tmp_path / "synth.csv"
     whole_path.write_data(3_000, path)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from api.dashboard.charts import Axis, line_curve, precision_recall_scatter, shade_class
+from crowdqa.api.dashboard.charts import Axis, line_curve, precision_recall_scatter, shade_class
 
 
 def _report():

@@ -8,8 +8,8 @@ import time
 import pytest
 from sqlmodel import Session
 
-from api.dashboard.auth import SESSION_COOKIE, SESSION_SECONDS, new_session_cookie, read_session
-from store.db import get_engine
+from crowdqa.api.dashboard.auth import SESSION_COOKIE, SESSION_SECONDS, new_session_cookie, read_session
+from crowdqa.store.db import get_engine
 from tests.api.conftest import SAMPLE, wait_job
 
 
@@ -133,8 +133,8 @@ def test_upload_errors_and_bad_job_settings_show_on_the_page(client, keys, tmp_p
 
 def test_failed_job_shows_its_reason_and_reruns(client, keys, settings):
     """A job whose input turns out bad fails with its reason; the page offers a re-run."""
-    from store import crud
-    from store.models import JobStatus
+    from crowdqa.store import crud
+    from crowdqa.store.models import JobStatus
 
     csrf = sign_in(client, keys["a"])
     url = client.post("/ui/datasets", data={"name": "d", "csrf": csrf}, follow_redirects=False).headers["location"]

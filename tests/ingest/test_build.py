@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingest.build import Span, corpus_from_spans, corpus_from_token_labels
-from ingest.errors import IngestError, ProblemLog
-from ingest.merge import merge_corpora
-from ingest.tokenize import tokenize
+from crowdqa.ingest.build import Span, corpus_from_spans, corpus_from_token_labels
+from crowdqa.ingest.errors import IngestError, ProblemLog
+from crowdqa.ingest.merge import merge_corpora
+from crowdqa.ingest.tokenize import tokenize
 
 WORDS = ["a", "bb", "ccc", "IL-2", "(n=4)", "x.y", "é"]
 
@@ -173,7 +173,7 @@ def test_merge_unions_schemas():
                         max_size=15), max_size=5))
 def test_tokenize_many_matches_the_regex_tokenizer(texts):
     """Oracle: the regex tokenizer ``tokenize`` applied text by text (same rule, written with re)."""
-    from ingest.tokenize import tokenize_many
+    from crowdqa.ingest.tokenize import tokenize_many
 
     lengths, start, end = tokenize_many(texts)
     want = [tokenize(t) for t in texts]

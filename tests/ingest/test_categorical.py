@@ -1,4 +1,4 @@
-"""Tests for ingest.categorical.read_categorical (oracle: hand-built expected corpora)."""
+"""Tests for crowdqa.ingest.categorical.read_categorical (oracle: hand-built expected corpora)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.categorical import read_categorical
-from ingest.errors import IngestError, ProblemLog
+from crowdqa.ingest.categorical import read_categorical
+from crowdqa.ingest.errors import IngestError, ProblemLog
 from tests.ingest.conftest import assert_same_corpus
 
 
@@ -136,7 +136,7 @@ def test_round_trip_against_dense_table(tmp_path, seed):
 
 def test_crowd_and_expert_files_merge_by_answer_name(tmp_path):
     """Oracle: hand-built; classes are the natural-order union and every label keeps its answer."""
-    from ingest.merge import merge_corpora
+    from crowdqa.ingest.merge import merge_corpora
 
     crowd = read_categorical(_write(tmp_path, "item,annotator,label\nq1,u,10\nq2,u,2\n", "c.csv"))
     expert = read_categorical(_write(tmp_path, "item,annotator,label\nq2,md,7\n", "e.csv"), role="expert")
@@ -198,7 +198,7 @@ def test_options_choose_columns_by_name_or_number(tmp_path):
 
 def test_reference_file_without_annotators_merges_with_the_crowd_file(tmp_path):
     """A gold file (``task,true_label``, as crowd-kit ships it) merged with the answers = the 4-column file."""
-    from ingest.merge import merge_corpora
+    from crowdqa.ingest.merge import merge_corpora
 
     answers = read_categorical(_write(tmp_path, "task,worker,label\n" + "".join(
         f"{i},{w},{lab}\n" for i, w, lab, _ in _ROWS), "answers.csv"))
@@ -213,7 +213,7 @@ def test_reference_file_without_annotators_merges_with_the_crowd_file(tmp_path):
 
 def _both_paths(path, monkeypatch, **options):
     """The corpus (or the error) read by Arrow's fast path and by the row loop alone."""
-    import ingest.categorical as cat
+    import crowdqa.ingest.categorical as cat
 
     def read():
         try:
@@ -254,7 +254,7 @@ def test_columnar_fast_path_equals_the_row_loop(tmp_path, monkeypatch, header, r
 
 def test_columnar_fast_path_on_a_clean_file(tmp_path, monkeypatch, seed):
     """A clean file with a gold column and numeric labels takes the fast path and equals the row loop."""
-    import ingest.categorical as cat
+    import crowdqa.ingest.categorical as cat
 
     rng = np.random.default_rng(seed)
     lines = ["task,worker,label,gold"]

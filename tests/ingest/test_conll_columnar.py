@@ -1,4 +1,4 @@
-"""ingest.conll's Arrow fast path against its line loop (the oracle), on clean and messy files."""
+"""crowdqa.ingest.conll's Arrow fast path against its line loop (the oracle), on clean and messy files."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import ingest.conll as conll
-from ingest.errors import IngestError
+import crowdqa.ingest.conll as conll
+from crowdqa.ingest.errors import IngestError
 from tests.ingest.conftest import assert_same_corpus
 
 

@@ -1,13 +1,13 @@
-"""ingest.ebm_nlp: the EBM-NLP 2.00 layout."""
+"""crowdqa.ingest.ebm_nlp: the EBM-NLP 2.00 layout."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from ingest import read_corpus
-from ingest.ebm_nlp import read_ebm_nlp
-from ingest.errors import IngestError
+from crowdqa.ingest import read_corpus
+from crowdqa.ingest.ebm_nlp import read_ebm_nlp
+from crowdqa.ingest.errors import IngestError
 from tests.conftest import shared_path
 
 

@@ -7,9 +7,9 @@ import zipfile
 
 import pytest
 
-from ingest import read_corpus
-from ingest._io import MAX_ZIP_BYTES
-from ingest.errors import IngestError
+from crowdqa.ingest import read_corpus
+from crowdqa.ingest._io import MAX_ZIP_BYTES
+from crowdqa.ingest.errors import IngestError
 
 CONLL = """# annotators: ann7 ann9 ann12
 EU B-ORG ? B-ORG
@@ -84,7 +84,7 @@ def test_zip_path_traversal_and_size_bound(tmp_path, monkeypatch):
     with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as z:
         z.writestr("u/d.txt", "a" * 5000)
         z.writestr("u/d.ann", "")
-    monkeypatch.setattr("ingest._io.MAX_ZIP_BYTES", 1000)
+    monkeypatch.setattr("crowdqa.ingest._io.MAX_ZIP_BYTES", 1000)
     with pytest.raises(IngestError, match="expands to more than 1000 bytes"):
         read_corpus(bomb, format="brat")
     assert MAX_ZIP_BYTES == 1 << 30
@@ -173,7 +173,7 @@ def test_unknown_format_missing_path_and_bad_corpus_file(tmp_path):
 def test_conll_crowd_answers_and_ground_truth_merge(tmp_path):
     """Rodrigues et al.'s release: answers.txt (a column per worker, '?' = not labelled) and
     ground_truth.txt (token and gold tag), space separated. Oracle: hand-written expectations."""
-    from ingest import read_merged
+    from crowdqa.ingest import read_merged
 
     (tmp_path / "answers.txt").write_text(
         "EU B-ORG ? O\nrejects O ? O\n\nPeter B-PER B-PER ?\nBlackburn I-PER O ?\n", encoding="utf-8")

@@ -16,7 +16,7 @@ def _loaded(code: str) -> set[str]:
 
 
 def test_help_imports_no_numpy():
-    loaded = _loaded("import sys\nfrom api.cli import main\nsys.argv = ['crowdqa', '--help']\n"
+    loaded = _loaded("import sys\nfrom crowdqa.api.cli import main\nsys.argv = ['crowdqa', '--help']\n"
                      "try:\n    main()\nexcept SystemExit:\n    pass")
     assert "numpy" not in loaded and "scipy" not in loaded
 
@@ -26,7 +26,7 @@ def test_columnar_readers_do_not_import_pandas(tmp_path):
     (tmp_path / "a.csv").write_text("task,worker,label,gold\nt1,w1,a,a\nt1,w2,b,\nt2,w1,b,\n", encoding="utf-8")
     (tmp_path / "b.conll").write_text("EU\tB-ORG\tO\nrejects\tO\tO\n\nA\tO\t?\n", encoding="utf-8")
     loaded = _loaded(
-        "from pathlib import Path\nimport ingest.categorical as c, ingest.conll as k\n"
+        "from pathlib import Path\nimport crowdqa.ingest.categorical as c, crowdqa.ingest.conll as k\n"
         f"assert c._read_columnar(Path({str(tmp_path / 'a.csv')!r}), "
         "{'item': None, 'annotator': None, 'label': None, 'gold': None}, role='crowd') is not None\n"
         f"assert k._read_columnar(Path({str(tmp_path / 'b.conll')!r}), role='crowd') is not None")

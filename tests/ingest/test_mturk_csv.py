@@ -1,4 +1,4 @@
-"""ingest.mturk_csv: Mechanical Turk batch results."""
+"""crowdqa.ingest.mturk_csv: Mechanical Turk batch results."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from ingest import read_corpus
-from ingest.errors import IngestError
+from crowdqa.ingest import read_corpus
+from crowdqa.ingest.errors import IngestError
 from tests.conftest import shared_path
 
 HEADER = ["HITId", "AssignmentId", "WorkerId", "AssignmentStatus", "Input.id", "Input.text", "Answer.taskAnswers"]

@@ -1,4 +1,4 @@
-"""ingest.pico_jsonl: PICO-data JSON Lines."""
+"""crowdqa.ingest.pico_jsonl: PICO-data JSON Lines."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from ingest import read_corpus
-from ingest.errors import IngestError
-from ingest.merge import merge_corpora
+from crowdqa.ingest import read_corpus
+from crowdqa.ingest.errors import IngestError
+from crowdqa.ingest.merge import merge_corpora
 from tests.conftest import shared_path
 
 

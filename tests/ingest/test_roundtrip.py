@@ -10,8 +10,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest import read_corpus
-from ingest.tokenize import tokenize
+from crowdqa.ingest import read_corpus
+from crowdqa.ingest.tokenize import tokenize
 from tests.ingest.conftest import (
     write_brat,
     write_doccano,

@@ -1,4 +1,4 @@
-"""ingest.spans_table's Arrow fast path against its row loop (the oracle), on clean and messy files."""
+"""crowdqa.ingest.spans_table's Arrow fast path against its row loop (the oracle), on clean and messy files."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import ingest.spans_table as spans_table
-from ingest.errors import IngestError
+import crowdqa.ingest.spans_table as spans_table
+from crowdqa.ingest.errors import IngestError
 from tests.ingest.conftest import assert_same_corpus
 
 TEXTS = {"d1": "EU rejects German call to boycott", "d2": "Peter  Blackburn", "d 3": "x"}
@@ -20,7 +20,7 @@ _LABELS = st.sampled_from(["PER", "ORG", "ORG", "O", "", " ", " PER", None])
 
 
 def _read(path, docs, monkeypatch, *, fast: bool, category=None, on_error="fail"):
-    from ingest import read_corpus
+    from crowdqa.ingest import read_corpus
 
     with monkeypatch.context() as m:
         if not fast:

@@ -7,9 +7,9 @@ import tarfile
 
 import pytest
 
-from ingest import read_corpus
-from ingest._io import Tree
-from ingest.errors import IngestError
+from crowdqa.ingest import read_corpus
+from crowdqa.ingest._io import Tree
+from crowdqa.ingest.errors import IngestError
 from tests.ingest.test_ebm_nlp import _layout
 
 
@@ -61,7 +61,7 @@ def test_unsafe_members_are_refused(tmp_path):
 
 def test_size_bound_and_truncated_archive(tmp_path, monkeypatch):
     bomb = _tar(tmp_path / "bomb.tgz", {"u/d.txt": b"a" * 5000, "u/d.ann": b""})
-    monkeypatch.setattr("ingest._io.MAX_ZIP_BYTES", 1000)
+    monkeypatch.setattr("crowdqa.ingest._io.MAX_ZIP_BYTES", 1000)
     with pytest.raises(IngestError, match=r"bomb\.tgz: tar archive expands to more than 1000 bytes"):
         read_corpus(bomb, format="brat")
     monkeypatch.undo()

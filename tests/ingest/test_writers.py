@@ -1,4 +1,4 @@
-"""ingest.writers and the parse summary / CLI."""
+"""crowdqa.ingest.writers and the parse summary / CLI."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from api.cli import main
-from ingest import read_corpus, summarize
-from ingest.writers import write_labels
+from crowdqa.api.cli import main
+from crowdqa.ingest import read_corpus, summarize
+from crowdqa.ingest.writers import write_labels
 from tests.ingest.conftest import write_spans_jsonl
 
 TEXTS = {"d0": "Ann met Bob in Rome", "d1": "Paris"}
@@ -106,8 +106,8 @@ def test_categorical_csv_equals_csv_writer(tmp_path, ids, names):
     import csv
     import io
 
-    from aggregation.corpus import Corpus
-    from ingest.writers import csv_escape
+    from crowdqa.aggregation.corpus import Corpus
+    from crowdqa.ingest.writers import csv_escape
 
     n = len(ids)
     corpus = Corpus.from_arrays(token=np.arange(n), worker=np.zeros(n), label=np.zeros(n), doc_lengths=np.ones(n),
@@ -146,7 +146,7 @@ def test_summary_coverage_brute_force(seed):
 def test_conll_output_of_an_inside_outside_corpus_is_bio_and_reads_back(tmp_path):
     """Issue 13: CoNLL output is BIO with -DOCSTART- and document ids, also for IO labels; `crowdqa report`
     reads it back to the same labels (oracle: the labels written)."""
-    from quality.aggregate_input import read_aggregate
+    from crowdqa.quality.aggregate_input import read_aggregate
 
     rows = [("a", "w", 0, 9, "P"), ("a", "w", 10, 14, "P"), ("b", "w", None, None, None)]
     texts = {"a": "two words here", "b": "none"}

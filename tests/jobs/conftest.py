@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from store.settings import get_settings
+from crowdqa.store.settings import get_settings
 
 
 @pytest.fixture

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aggregation import make_aggregator
-from jobs.pipeline import run_pipeline
-from quality.references import reference_labels
+from crowdqa.aggregation import make_aggregator
+from crowdqa.jobs.pipeline import run_pipeline
+from crowdqa.quality.references import reference_labels
 from tests.utils.factories import synthetic_corpus
 
 
@@ -59,7 +59,7 @@ def test_refuses_what_cannot_run():
 
 
 def _without_experts(corpus):
-    from aggregation.corpus import Corpus
+    from crowdqa.aggregation.corpus import Corpus
 
     crowd = corpus.workers_with_role("crowd")
     sub = corpus.select_workers(crowd)
@@ -76,7 +76,7 @@ def test_use_experts_scores_the_aggregate_by_cross_fitting(seed):
     Each expert document is predicted by a fit that was given only the other folds' expert
     labels; the report's aggregate block is scored on exactly those predictions.
     """
-    from quality.report import build_report
+    from crowdqa.quality.report import build_report
 
     corpus = synthetic_corpus(seed=seed, accuracy=0.6)
     result = run_pipeline(corpus, method="ds", params={"max_iter": 30}, use_experts=True, crossfit_folds=3, seed=7)

@@ -13,12 +13,12 @@ from rq.job import Job as RqJob
 from rq.serializers import JSONSerializer
 from sqlmodel import Session
 
-from jobs import service, tasks
-from jobs.queue import get_queue
-from store import crud
-from store.artifacts import ArtifactStore
-from store.db import get_engine
-from store.models import DatasetCreate, Job, JobCreate, JobStatus, utcnow
+from crowdqa.jobs import service, tasks
+from crowdqa.jobs.queue import get_queue
+from crowdqa.store import crud
+from crowdqa.store.artifacts import ArtifactStore
+from crowdqa.store.db import get_engine
+from crowdqa.store.models import DatasetCreate, Job, JobCreate, JobStatus, utcnow
 from tests.utils.factories import synthetic_corpus
 
 pytestmark = pytest.mark.redis
@@ -63,7 +63,7 @@ def test_redis_holds_only_json_with_the_database_id(settings):
     assert queue.job_ids == [job_id]
     raw = queue.connection.hget(f"rq:job:{job_id}", "data")
     payload = json.loads(zlib.decompress(raw))
-    assert payload[0] == "jobs.tasks.run_job" and payload[2] == [job_id]
+    assert payload[0] == "crowdqa.jobs.tasks.run_job" and payload[2] == [job_id]
     assert not raw.startswith(b"\x80")  # a pickle stream starts with the PROTO opcode
     rq_job = RqJob.fetch(job_id, connection=queue.connection, serializer=JSONSerializer)
     assert rq_job.timeout == settings.job_timeout
@@ -112,7 +112,7 @@ def test_input_errors_fail_at_once(settings, monkeypatch):
     def refuse(*a, **k):
         raise ValueError("the aggregator refused the corpus")
 
-    monkeypatch.setattr("aggregation.dawid_skene.DawidSkene.fit", refuse)
+    monkeypatch.setattr("crowdqa.aggregation.dawid_skene.DawidSkene.fit", refuse)
     _work(settings)
     row = _row(settings, job_id)
     assert row.status == JobStatus.failed and row.attempts == 1 and row.error.startswith("ValueError")

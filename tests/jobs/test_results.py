@@ -1,13 +1,13 @@
-"""jobs.results: what the dashboard reads from a finished job, against direct computations on the corpus."""
+"""crowdqa.jobs.results: what the dashboard reads from a finished job, against direct computations on the corpus."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from aggregation.corpus import Corpus
-from jobs.pipeline import run_pipeline
-from jobs.results import JobResult, disputed_documents, document_layers, worker_details
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.jobs.pipeline import run_pipeline
+from crowdqa.jobs.results import JobResult, disputed_documents, document_layers, worker_details
 from tests.utils.factories import synthetic_corpus
 
 

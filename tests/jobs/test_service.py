@@ -8,16 +8,16 @@ from pathlib import Path
 
 from sqlmodel import Session
 
-from store import crud
-from store.db import init_db, make_engine
-from store.models import Dataset, DatasetCreate
-from store.settings import Settings
+from crowdqa.store import crud
+from crowdqa.store.db import init_db, make_engine
+from crowdqa.store.models import Dataset, DatasetCreate
+from crowdqa.store.settings import Settings
 
 SAMPLE = Path(__file__).resolve().parents[2] / "api" / "sample"
 
 
 def _upload_in_process(data_dir: str, dataset_id: str, path: str, barrier) -> None:
-    from jobs import service
+    from crowdqa.jobs import service
 
     settings = Settings(data_dir=data_dir)
     engine = make_engine(settings)
@@ -62,7 +62,7 @@ def test_jsonable_makes_strict_json():
     """numpy scalars/arrays become Python values and NaN/inf become null, so PostgreSQL's json type accepts it."""
     import numpy as np
 
-    from jobs.service import jsonable
+    from crowdqa.jobs.service import jsonable
 
     value = {"a": np.float64("nan"), "b": [np.int64(3), float("inf"), (1, 2)], "c": np.arange(2), 4: True}
     assert json.dumps(jsonable(value), allow_nan=False) == '{"a": null, "b": [3, null, [1, 2]], "c": [0, 1], "4": true}'

@@ -1,4 +1,4 @@
-"""Tests for quality.agreement and quality.intervals."""
+"""Tests for crowdqa.quality.agreement and crowdqa.quality.intervals."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from scipy.stats import beta
 from sklearn.metrics import cohen_kappa_score
 
-from aggregation.corpus import Corpus
-from quality.agreement import (
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.quality.agreement import (
     cohen_kappa,
     fleiss_kappa,
     krippendorff_alpha_corpus,
@@ -20,7 +20,7 @@ from quality.agreement import (
     pairwise_f1,
     pairwise_kappa,
 )
-from quality.intervals import bootstrap_f1, bootstrap_f1_bounds, clopper_pearson, clopper_pearson_bounds
+from crowdqa.quality.intervals import bootstrap_f1, bootstrap_f1_bounds, clopper_pearson, clopper_pearson_bounds
 
 
 def test_cohen_matches_sklearn(seed):
@@ -185,7 +185,7 @@ def test_bootstrap_interval_in_unit_range(rows):
 
 def test_pair_confusions_brute_force(seed):
     """Oracle: for every annotator pair, dense labels_of + a loop count; pairs sharing nothing are absent."""
-    from quality.pair_agreement import kappa_from_confusions, pair_confusions
+    from crowdqa.quality.pair_agreement import kappa_from_confusions, pair_confusions
     from tests.quality.test_report import random_corpus
 
     c = random_corpus(seed, n_docs=25, n_crowd=7)

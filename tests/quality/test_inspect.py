@@ -1,4 +1,4 @@
-"""quality.inspect against brute-force loops over every annotation (the oracle), on random corpora."""
+"""crowdqa.quality.inspect against brute-force loops over every annotation (the oracle), on random corpora."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aggregation.corpus import MISSING
-from quality.inspect import (
+from crowdqa.aggregation.corpus import MISSING
+from crowdqa.quality.inspect import (
     document_disagreement,
     document_entropy,
     measured_confusion,

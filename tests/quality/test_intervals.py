@@ -1,4 +1,4 @@
-"""Tests for quality.intervals.grouped_bootstrap_f1_bounds (the one-pass bootstrap of every worker).
+"""Tests for crowdqa.quality.intervals.grouped_bootstrap_f1_bounds (the one-pass bootstrap of every worker).
 
 Oracles: the exact bootstrap distribution of the resampled sums by an n-fold convolution of
 the empirical distribution of one drawn document (a dynamic program, independent of both
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from quality.intervals import (
+from crowdqa.quality.intervals import (
     _index_sums,
     _multinomial_sums,
     _nan_percentiles,

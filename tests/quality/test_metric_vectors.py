@@ -17,14 +17,14 @@ from functools import cache
 import numpy as np
 import pytest
 
-from aggregation.corpus import Corpus
-from aggregation.spans import decode_spans
-from quality.agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha_nominal
-from quality.intervals import bootstrap_f1_bounds, clopper_pearson
-from quality.metrics import token_prf
-from quality.sample_size import slice_sample_size
-from quality.segmentation import b2_similarity, boundary_similarity, boundary_similarity_strings
-from quality.span_metrics import (
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.aggregation.spans import decode_spans
+from crowdqa.quality.agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha_nominal
+from crowdqa.quality.intervals import bootstrap_f1_bounds, clopper_pearson
+from crowdqa.quality.metrics import token_prf
+from crowdqa.quality.sample_size import slice_sample_size
+from crowdqa.quality.segmentation import b2_similarity, boundary_similarity, boundary_similarity_strings
+from crowdqa.quality.span_metrics import (
     CharSpans,
     annotation_tokens,
     confusion_from_pairs,

@@ -1,4 +1,4 @@
-"""Tests for quality.metrics and quality.references."""
+"""Tests for crowdqa.quality.metrics and crowdqa.quality.references."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import precision_recall_fscore_support
 
-from aggregation.corpus import Corpus
-from quality.metrics import grouped_counts, per_label_prf, prf_from_counts, token_prf
-from quality.references import reference_labels
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.quality.metrics import grouped_counts, per_label_prf, prf_from_counts, token_prf
+from crowdqa.quality.references import reference_labels
 
 labels_pair = st.integers(1, 40).flatmap(
     lambda n: st.tuples(

@@ -1,4 +1,4 @@
-"""Tests for quality.report, quality.aggregate_input and the report / sample-size commands."""
+"""Tests for crowdqa.quality.report, crowdqa.quality.aggregate_input and the report / sample-size commands."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import json
 import numpy as np
 import pytest
 
-from aggregation.corpus import MISSING, Corpus
-from api.cli import main
-from quality.aggregate_input import labels_from_corpus, labels_from_spans, read_aggregate
-from quality.references import reference_labels
-from quality.report import build_report, format_report
+from crowdqa.aggregation.corpus import MISSING, Corpus
+from crowdqa.api.cli import main
+from crowdqa.quality.aggregate_input import labels_from_corpus, labels_from_spans, read_aggregate
+from crowdqa.quality.references import reference_labels
+from crowdqa.quality.report import build_report, format_report
 
 SCORE_KEYS = {"precision", "recall", "f1", "tp", "fp", "fn", "precision_ci", "recall_ci", "f1_ci"}
 
@@ -160,8 +160,8 @@ def test_no_experts():
 # ----------------------------------------------------------------------------- aggregate input
 @pytest.mark.parametrize("bio", [False, True])
 def test_aggregate_roundtrip_through_writers(tmp_path, bio):
-    """Oracle: ingest.writers' own output read back gives the labels written (decoded-span equivalent for BIO)."""
-    writers = pytest.importorskip("ingest.writers")
+    """Oracle: crowdqa.ingest.writers' output read back gives the labels written (decoded spans for BIO)."""
+    writers = pytest.importorskip("crowdqa.ingest.writers")
     c = random_corpus(5, bio=bio)
     rng = np.random.default_rng(0)
     lab = rng.integers(0, c.n_classes, c.n_tokens)
@@ -179,7 +179,7 @@ def test_aggregate_roundtrip_through_writers(tmp_path, bio):
 
 
 def _span_kwargs(c: Corpus, lab: np.ndarray) -> dict:
-    from aggregation.spans import decode_spans
+    from crowdqa.aggregation.spans import decode_spans
 
     s = decode_spans(lab, c)
     return {"doc": s.doc, "start": s.start, "end": s.end, "type_index": s.type}
@@ -225,7 +225,7 @@ def test_sample_size_command_json(capsys):
 
 def test_report_command_end_to_end(tmp_path, capsys):
     """crowdqa report on a spans-jsonl crowd file, an expert file and an aggregate written by the writers."""
-    pytest.importorskip("ingest.writers")
+    pytest.importorskip("crowdqa.ingest.writers")
     text = "aa bb cc dd ee"
     crowd = [
         {"doc_id": "d1", "annotator": "w1", "start": 0, "end": 5, "label": "P", "text": text},
@@ -277,7 +277,7 @@ def test_categorical_corpus_scores_every_answer():
     import pathlib
     import tempfile
 
-    from ingest.categorical import read_categorical
+    from crowdqa.ingest.categorical import read_categorical
 
     with tempfile.TemporaryDirectory() as d:
         p = pathlib.Path(d) / "c.csv"
@@ -294,10 +294,10 @@ def test_categorical_corpus_scores_every_answer():
 def test_categorical_csv_written_with_formula_like_ids_reads_back(tmp_path):
     """Regression (issue 8): ids starting with = + - @ are escaped on write; the reader undoes it.
 
-    Oracle: the labels given to ingest.writers.write_labels."""
-    from ingest.categorical import read_categorical
-    from ingest.writers import write_labels
-    from quality.aggregate_input import read_aggregate
+    Oracle: the labels given to crowdqa.ingest.writers.write_labels."""
+    from crowdqa.ingest.categorical import read_categorical
+    from crowdqa.ingest.writers import write_labels
+    from crowdqa.quality.aggregate_input import read_aggregate
 
     p = tmp_path / "c.csv"
     p.write_text("item,annotator,label\n=cmd|x,u,@yes\n'q,u,-no\n+1,u,@yes\n")
@@ -335,7 +335,7 @@ def test_worker_accuracy_brute_force(seed):
 
 
 def test_categorical_report_is_printed_as_accuracy(tmp_path):
-    from ingest.categorical import read_categorical
+    from crowdqa.ingest.categorical import read_categorical
 
     p = tmp_path / "c.csv"
     p.write_text("task,worker,label,gold\na,u,no,no\nb,u,yes,no\nc,u,yes,yes\na,v,no,no\nc,v,no,yes\n")
@@ -355,7 +355,7 @@ def test_dump_report_is_the_report_as_json(tmp_path):
     import io
     import json
 
-    from quality.report import dump_report, plain_json
+    from crowdqa.quality.report import dump_report, plain_json
 
     corpus = random_corpus(3, n_docs=12, n_crowd=5)
     labels = np.zeros(corpus.n_tokens, dtype=np.int64)

@@ -1,4 +1,4 @@
-"""Tests for quality.span_metrics, quality.segmentation and quality.sample_size."""
+"""Tests for crowdqa.quality.span_metrics, crowdqa.quality.segmentation and crowdqa.quality.sample_size."""
 
 from __future__ import annotations
 
@@ -9,17 +9,17 @@ from hypothesis import strategies as st
 from scipy.stats import beta
 from sklearn.metrics import confusion_matrix
 
-from aggregation.corpus import Corpus
-from aggregation.spans import decode_spans
-from quality.metrics import token_prf
-from quality.sample_size import binomial_sample_size, slice_sample_size
-from quality.segmentation import (
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.aggregation.spans import decode_spans
+from crowdqa.quality.metrics import token_prf
+from crowdqa.quality.sample_size import binomial_sample_size, slice_sample_size
+from crowdqa.quality.segmentation import (
     b2_similarity,
     boundary_similarity,
     boundary_string_from_masses,
     boundary_string_from_sections,
 )
-from quality.span_metrics import (
+from crowdqa.quality.span_metrics import (
     CharSpans,
     dedupe_by_start,
     entity_level_scores,

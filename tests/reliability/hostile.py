@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from aggregation.corpus import Corpus
+from crowdqa.aggregation.corpus import Corpus
 
 #: The document text of every base file (non-ASCII on purpose: Latin-1 then differs from UTF-8).
 TEXT = "Patiënts with asthma were given drug X ."

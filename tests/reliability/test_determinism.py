@@ -13,13 +13,13 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session
 
-from ingest import read_corpus
-from ingest.merge import merge_corpora
-from ingest.writers import write_labels
-from jobs.pipeline import run_pipeline
-from store.db import get_engine
-from store.models import Job
-from store.settings import get_settings
+from crowdqa.ingest import read_corpus
+from crowdqa.ingest.merge import merge_corpora
+from crowdqa.ingest.writers import write_labels
+from crowdqa.jobs.pipeline import run_pipeline
+from crowdqa.store.db import get_engine
+from crowdqa.store.models import Job
+from crowdqa.store.settings import get_settings
 from tests.api.conftest import SAMPLE, auth, sample_dataset, wait_job
 from tests.utils.factories import project_with_key
 
@@ -38,7 +38,7 @@ def _results(tmp_path, monkeypatch, name: str, database_url: str | None = None) 
         monkeypatch.delenv("CROWDQA_DATABASE_URL", raising=False)
     get_settings.cache_clear()
     settings = get_settings()
-    from api.main import app
+    from crowdqa.api.main import app
 
     with Session(get_engine(settings)) as s:
         _, key = project_with_key(s, f"det-{name}")
@@ -60,7 +60,7 @@ def _results(tmp_path, monkeypatch, name: str, database_url: str | None = None) 
     if database_url:
         from sqlmodel import SQLModel
 
-        from store.db import _engine_for
+        from crowdqa.store.db import _engine_for
 
         SQLModel.metadata.drop_all(get_engine(settings))
         get_engine(settings).dispose()

@@ -23,8 +23,8 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session
 
-from store.db import get_engine
-from store.settings import get_settings
+from crowdqa.store.db import get_engine
+from crowdqa.store.settings import get_settings
 from tests.api.conftest import SAMPLE, auth, sample_dataset, upload, wait_job
 from tests.utils.factories import project_with_key, synthetic_corpus
 from tests.utils.services import free_port, wait_for_port
@@ -92,7 +92,7 @@ def test_redis_restart_during_a_job_and_while_enqueueing(settings, keys, monkeyp
     monkeypatch.setenv("CROWDQA_STALE_AFTER", "3")
     monkeypatch.setenv("CROWDQA_LOST_AFTER", "0.5")
     get_settings.cache_clear()
-    from api.main import app
+    from crowdqa.api.main import app
 
     key = keys["a"]
     big = tmp_path / "big.npz"

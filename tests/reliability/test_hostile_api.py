@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from store.settings import get_settings
+from crowdqa.store.settings import get_settings
 from tests.api.conftest import auth, sample_dataset, wait_job
 from tests.reliability.conftest import time_bound
 from tests.reliability.hostile import TEXT, cases, zip_bytes

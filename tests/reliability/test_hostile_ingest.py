@@ -21,9 +21,9 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from aggregation.corpus import Corpus
-from ingest import read_corpus
-from ingest.errors import IngestError
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.ingest import read_corpus
+from crowdqa.ingest.errors import IngestError
 from tests.reliability.conftest import time_bound
 from tests.reliability.hostile import BASES, TEXT, Case, cases, zip_bytes
 
@@ -275,7 +275,7 @@ def test_categorical_csv_never_writes_a_formula(tmp_path, tally):
     Python's csv reader on the written file; ``csv_unescape`` gives every id back exactly."""
     import csv
 
-    from ingest.writers import csv_unescape, write_labels
+    from crowdqa.ingest.writers import csv_unescape, write_labels
 
     ids = ["=cmd|' /C calc'!A0", "+1+1", "-2+3", "@SUM(A1)", "\t=1", "\r=1", "'=x", "-1", "+3.5", "plain", "1e5"]
     labels = ["=HYPERLINK(\"http://evil\")", "-1", "ok"]

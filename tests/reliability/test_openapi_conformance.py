@@ -19,7 +19,7 @@ from hypothesis import settings as hsettings
 from schemathesis.generation.modes import GenerationMode
 from schemathesis.specs.openapi.checks import ignored_auth, positive_data_acceptance
 
-from api.main import app
+from crowdqa.api.main import app
 from tests.api.conftest import sample_dataset, wait_job
 from tests.utils.factories import auth
 
@@ -31,7 +31,7 @@ def _load_schema():
     """The live document; loading it runs the app's start-up, so point that at a scratch data folder."""
     import tempfile
 
-    from store.settings import get_settings
+    from crowdqa.store.settings import get_settings
 
     mp = pytest.MonkeyPatch()
     try:
@@ -56,8 +56,8 @@ def live(tmp_path_factory):
     from fastapi.testclient import TestClient
     from sqlmodel import Session
 
-    from store.db import get_engine
-    from store.settings import get_settings
+    from crowdqa.store.db import get_engine
+    from crowdqa.store.settings import get_settings
     from tests.utils.factories import project_with_key
 
     mp = pytest.MonkeyPatch()

@@ -6,13 +6,13 @@ import multiprocessing as mp
 
 from sqlmodel import Session, select
 
-from store.db import make_engine
-from store.models import SchemaInfo
-from store.settings import Settings
+from crowdqa.store.db import make_engine
+from crowdqa.store.models import SchemaInfo
+from crowdqa.store.settings import Settings
 
 
 def _start(data_dir: str, barrier) -> None:
-    from store.db import init_db
+    from crowdqa.store.db import init_db
 
     engine = make_engine(Settings(data_dir=data_dir))
     barrier.wait()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from sqlmodel import Session, SQLModel
 
-from store.db import init_db, make_engine
-from store.settings import Settings
+from crowdqa.store.db import init_db, make_engine
+from crowdqa.store.settings import Settings
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

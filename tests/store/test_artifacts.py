@@ -8,8 +8,8 @@ import io
 import numpy as np
 import pytest
 
-from store.artifacts import ArtifactStore, safe_suffix
-from store.errors import ArtifactMissingError, UploadTooLargeError
+from crowdqa.store.artifacts import ArtifactStore, safe_suffix
+from crowdqa.store.errors import ArtifactMissingError, UploadTooLargeError
 from tests.utils.factories import synthetic_corpus
 
 
@@ -71,7 +71,7 @@ def test_stale_part_files_are_removed_and_fresh_ones_kept(tmp_path):
     import os
     import time
 
-    from store.artifacts import ArtifactStore
+    from crowdqa.store.artifacts import ArtifactStore
 
     store = ArtifactStore(tmp_path)
     folder = tmp_path / "uploads" / "tmp"

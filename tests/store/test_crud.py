@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 from sqlalchemy import update
 from sqlmodel import Session, select
 
-from store import crud
-from store.db import init_db
-from store.errors import SchemaVersionError
-from store.models import (
+from crowdqa.store import crud
+from crowdqa.store.db import init_db
+from crowdqa.store.errors import SchemaVersionError
+from crowdqa.store.models import (
     Annotator,
     ApiKey,
     DatasetCreate,
@@ -81,8 +81,8 @@ def test_datasets_are_per_project_and_paged(session):
 
 
 def test_annotators_and_uploads(session):
-    """The annotator rows count documents and tokens per annotator (from the corpus index, ingest.index)."""
-    from ingest.index import annotator_counts, index_corpus
+    """The annotator rows count documents and tokens per annotator (from the corpus index, crowdqa.ingest.index)."""
+    from crowdqa.ingest.index import annotator_counts, index_corpus
 
     p = crud.create_project(session=session, name="p")
     ds = _dataset(session, p.id)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from store.settings import Settings, get_settings
+from crowdqa.store.settings import Settings, get_settings
 
 
 def test_settings_defaults_and_placeholders(tmp_path):

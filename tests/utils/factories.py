@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from sqlmodel import Session
 
-from aggregation.corpus import Corpus
-from store import crud
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.store import crud
 
 
 def synthetic_corpus(*, n_docs: int = 20, doc_len: int = 12, n_crowd: int = 6, n_expert: int = 1,

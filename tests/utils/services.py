@@ -17,7 +17,19 @@ from pathlib import Path
 
 import pytest
 
-PG_BIN = Path(os.environ.get("CROWDQA_PG_BIN", "/usr/lib/postgresql/15/bin"))
+
+def _postgres_bin() -> Path:
+    """CROWDQA_PG_BIN, else the newest Debian cluster binaries, else the folder of an ``initdb`` on PATH."""
+    if "CROWDQA_PG_BIN" in os.environ:
+        return Path(os.environ["CROWDQA_PG_BIN"])
+    debian = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3]))
+    if debian:
+        return debian[-1].parent
+    on_path = shutil.which("initdb")
+    return Path(on_path).parent if on_path else Path("/usr/lib/postgresql/15/bin")
+
+
+PG_BIN = _postgres_bin()
 
 
 def free_port() -> int:
