@@ -6,7 +6,6 @@ import argparse
 import json
 
 from crowdqa.api.cli import COMMANDS
-from crowdqa.quality.sample_size import slice_sample_size
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -35,6 +34,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Compute the plan and print it as a table or JSON."""
+    # Imported here, not at the top: it loads scipy.special, and `crowdqa sample-size --help` needs none of it.
+    from crowdqa.quality.sample_size import slice_sample_size
+
     # A bad value raises ValueError, which the CLI prints as one line (exit status 2).
     plan = slice_sample_size(
         precision=args.precision, recall=args.recall, frequency=args.frequency,

@@ -8,6 +8,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 
 def _loaded(code: str) -> set[str]:
     out = subprocess.run([sys.executable, "-c", code + "\nimport sys\nprint(' '.join(sys.modules))"],
@@ -15,8 +17,9 @@ def _loaded(code: str) -> set[str]:
     return set(out.stdout.split())
 
 
-def test_help_imports_no_numpy():
-    loaded = _loaded("import sys\nfrom crowdqa.api.cli import main\nsys.argv = ['crowdqa', '--help']\n"
+@pytest.mark.parametrize("argv", [["--help"], ["sample-size", "--help"]])
+def test_help_imports_no_numpy(argv):
+    loaded = _loaded(f"import sys\nfrom crowdqa.api.cli import main\nsys.argv = ['crowdqa', *{argv!r}]\n"
                      "try:\n    main()\nexcept SystemExit:\n    pass")
     assert "numpy" not in loaded and "scipy" not in loaded
 
