@@ -34,15 +34,13 @@ from crowdqa.aggregation._forward_backward import (
 )
 from crowdqa.aggregation._params import Check, InstanceOf, Interval, Options
 from crowdqa.aggregation.corpus import Corpus
-from crowdqa.aggregation.hmm_crowd import SHAPE_FEATURES
+from crowdqa.aggregation.hmm_crowd import SHAPE_FEATURES, sentence_starts
 
 __all__ = ["BayesianSequenceCombination"]
 
 _ANNOTATOR_MODELS = ("seq", "cm", "acc")
 _SEQUENCES = ("document", "sentence")
 _DECODERS = ("viterbi", "marginal")
-#: Tokens that end a sentence when they stand alone (see :func:`_sentence_starts`).
-_SENTENCE_END = (".", "?", "!")
 #: Pseudo-count of an annotator label that breaks BIO after that annotator's previous
 #: label (``O`` then ``I-X``): the paper's value for disallowed transitions. Not zero,
 #: because crowd labels may break BIO (IOB1 data), and their counts must stay possible.
@@ -108,45 +106,13 @@ def _repair_bio(labels: NDArray[np.int64], *, design: _Design) -> NDArray[np.int
     return out
 
 
-def _token_text(corpus: Corpus) -> tuple[NDArray[np.str_], NDArray[np.int64], NDArray[np.int64]]:
-    """Every document's text as one array of characters, and each token's range in it.
-
-    Returns
-    -------
-    chars : ndarray of shape (n_chars,), dtype ``<U1``
-    first, end : ndarray of shape (n_tokens,)
-        Offsets of each token's first character and one past its last.
-    """
+def _token_text(corpus: Corpus) -> list[str]:
+    """Every token's text, documents concatenated: slices of the documents' texts joined once."""
     text = "".join(corpus.texts)
     doc_offset = np.cumsum([0] + [len(t) for t in corpus.texts[:-1]], dtype=np.int64)
-    first = doc_offset[corpus.token_doc] + corpus.token_start
-    chars = np.frombuffer(text.encode("utf-32-le"), dtype="<U1") if text else np.zeros(0, dtype="<U1")
-    return chars, first, doc_offset[corpus.token_doc] + corpus.token_end
-
-
-def _sentence_starts(chars: NDArray[np.str_], *, first: NDArray[np.int64], end: NDArray[np.int64],
-                     doc_first: NDArray[np.bool_]) -> NDArray[np.bool_]:
-    """First token of each sentence: a document start, or a token after a standalone ``.``, ``?`` or ``!``.
-
-    The token after the mark must start with an upper-case letter or a digit, so
-    ``e . g . the`` stays one sentence. Only a *standalone* mark ends a sentence: in
-    pre-tokenized text (CoNLL) an abbreviation keeps its period (``U.S.``, ``St.``) and is
-    often inside an entity, where a cut would force the entity apart (no sequence may
-    start with ``I-X``). Where every period is its own token (crowdqa's tokenizer) this is
-    :func:`crowdqa.aggregation.hmm_crowd.sentence_starts`. Vectorised over the tokens' first
-    characters (``chars``, ``first``, ``end`` from :func:`_token_text`).
-
-    Returns
-    -------
-    ndarray of shape (n_tokens,) of bool
-    """
-    lead = chars[np.minimum(first, max(chars.size - 1, 0))] if chars.size else np.full(first.size, "", "<U1")
-    lead = np.where(end > first, lead, "")
-    ends = (end - first == 1) & np.isin(lead, _SENTENCE_END)
-    opens = np.strings.isupper(lead) | np.strings.isdigit(lead)
-    out = doc_first.copy()
-    out[1:] |= ends[:-1] & opens[1:]
-    return out
+    first = (doc_offset[corpus.token_doc] + corpus.token_start).tolist()
+    end = (doc_offset[corpus.token_doc] + corpus.token_end).tolist()
+    return [text[a:b] for a, b in zip(first, end, strict=True)]
 
 
 def _previous_labels(corpus: Corpus, *, start: int) -> NDArray[np.int64]:
@@ -185,11 +151,7 @@ def _build_design(corpus: Corpus, *, known: NDArray[np.int64] | None, annotator_
     column = (corpus.worker.astype(np.int64) * n_prev + prev) * k + corpus.label
     crowd = sp.csr_array((np.ones(corpus.n_obs), (corpus.token, column)), shape=(n_tokens, n_workers * n_prev * k))
 
-    chars, first, end = _token_text(corpus)
-    tokens: list[str] = []
-    if features:
-        text = "".join(corpus.texts)
-        tokens = [text[a:b] for a, b in zip(first.tolist(), end.tolist(), strict=True)]
+    tokens = _token_text(corpus) if features or sequences == "sentence" else []
     vocab = None
     if "word" in features:
         index: dict[str, int] = {}
@@ -208,7 +170,7 @@ def _build_design(corpus: Corpus, *, known: NDArray[np.int64] | None, annotator_
     seq_first = np.zeros(n_tokens, dtype=bool)
     seq_first[corpus.doc_start[:-1][corpus.doc_lengths > 0]] = True
     if sequences == "sentence":
-        seq_first = _sentence_starts(chars, first=first, end=end, doc_first=seq_first)
+        seq_first = sentence_starts(tokens, doc_first=seq_first)
     start = np.flatnonzero(seq_first)
     lengths = np.where(active[start], np.diff(np.append(start, n_tokens)), 0)
     design = _Design(k, n_workers, n_prev, crowd, vocab, shape, None, active, start[active[start]], seq_first,
@@ -439,7 +401,7 @@ class BayesianSequenceCombination(BaseAggregator):
     lowercase : bool, default=False
         Lower-case words before indexing.
     sequences : {"sentence", "document"}, default="sentence"
-        The HMM's sequences: sentences (cut by :func:`_sentence_starts`), as HMMCrowd
+        The HMM's sequences: sentences (cut by :func:`~crowdqa.aggregation.hmm_crowd.sentence_starts`), as HMMCrowd
         cuts them, or whole documents. Each sentence is an independent chain with its own
         start; an annotator's previous label still runs across sentences of a document.
     decode : {"viterbi", "marginal"}, default="viterbi"

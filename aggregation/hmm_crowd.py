@@ -83,8 +83,8 @@ def sentence_starts(tokens: list[str], *, doc_first: NDArray[np.bool_]) -> NDArr
     its token (``U.S. Treasury``, ``Jan. 5``), often inside an entity, and a cut there
     would force the entity apart (no sequence may start with ``I-X``). Where every period
     is its own token (crowdqa's tokenizer, and the authors' PICO tokenizer, which splits
-    off every word-final period and cuts after it) the two rules agree. The same rule as
-    BSC-seq's (:mod:`crowdqa.aggregation.bsc_seq`).
+    off every word-final period and cuts after it) the two rules agree. BSC-seq
+    (:mod:`crowdqa.aggregation.bsc_seq`) cuts its sentences with this function too.
 
     Parameters
     ----------

@@ -26,12 +26,11 @@ from crowdqa.aggregation.bsc_seq import (
     _e_step,
     _elbo,
     _priors,
-    _sentence_starts,
     _token_text,
 )
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.aggregation.dawid_skene import DawidSkene
-from crowdqa.aggregation.hmm_crowd import HMMCrowd
+from crowdqa.aggregation.hmm_crowd import HMMCrowd, sentence_starts
 from crowdqa.aggregation.spans import decode_spans
 
 WORDS = ("Patients", "with", "12", "IL", "mg", "adults", "(", "Trial", ".")
@@ -370,11 +369,10 @@ def test_sentence_starts_need_a_standalone_mark():
     corpus = Corpus.from_arrays(token=[], worker=[], label=[], doc_lengths=[len(tokens)], token_start=start,
                                 token_end=start + np.array([len(t) for t in tokens]), doc_ids=["d"], texts=[text],
                                 worker_ids=[], worker_roles=[], class_names=["O", "P"])
-    chars, first, end = _token_text(corpus)
-    assert [text[a:b] for a, b in zip(first, end, strict=True)] == tokens
+    assert _token_text(corpus) == tokens
     doc_first = np.zeros(len(tokens), dtype=bool)
     doc_first[0] = True
-    got = _sentence_starts(chars, first=first, end=end, doc_first=doc_first)
+    got = sentence_starts(_token_text(corpus), doc_first=doc_first)
     assert np.flatnonzero(got).tolist() == [0, 4, 13, 16]
 
 
