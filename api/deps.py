@@ -11,11 +11,10 @@ from rq import Queue
 from sqlmodel import Session
 
 from crowdqa.api.errors import ProblemError
-from crowdqa.jobs import service
 from crowdqa.jobs.queue import get_queue
 from crowdqa.store import crud
-from crowdqa.store.db import get_engine
-from crowdqa.store.models import Dataset, Job, JobStatus, Project, aware, utcnow
+from crowdqa.store.db import open_session
+from crowdqa.store.models import Dataset, Job, Project
 from crowdqa.store.settings import Settings, get_settings
 
 __all__ = ["SettingsDep", "SessionDep", "QueueDep", "CurrentProjectDep", "OwnedDatasetDep", "OwnedJobDep"]
@@ -25,7 +24,7 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 def get_session(settings: SettingsDep) -> Iterator[Session]:
     """A database session for one request."""
-    with Session(get_engine(settings)) as session:
+    with open_session(settings) as session:
         yield session
 
 
@@ -71,19 +70,12 @@ def get_owned_dataset(
 OwnedDatasetDep = Annotated[Dataset, Depends(get_owned_dataset)]
 
 
-def get_owned_job(job_id: Annotated[str, Path(max_length=64)], session: SessionDep, project: CurrentProjectDep,
-                  settings: SettingsDep, queue: QueueDep) -> Job:
-    """The caller's job (a running job gone silent is marked abandoned, a queued job the queue lost is marked
-    lost, first); 404 otherwise."""
+def get_owned_job(job_id: Annotated[str, Path(max_length=64)], session: SessionDep,
+                  project: CurrentProjectDep) -> Job:
+    """The caller's job; 404 when it does not exist or belongs to another project."""
     job = crud.get_job(session=session, project_id=project.id, job_id=job_id)
     if job is None:
         raise ProblemError(404, f"no job {job_id!r} in this project")
-    beat = aware(job.heartbeat_at)
-    silent = beat is not None and (utcnow() - beat).total_seconds() > settings.stale_after
-    if job.status == JobStatus.running and silent:
-        if crud.mark_stale_jobs(session=session, stale_after=settings.stale_after, job_id=job.id):
-            session.refresh(job)
-    service.check_lost(session=session, queue=queue, job=job, grace=settings.lost_after)
     return job
 
 

@@ -1,7 +1,8 @@
 """What the app does at start and stop, and the request body limit.
 
 At start: create or check the schema; in embedded mode (no ``CROWDQA_REDIS_URL``) recover
-jobs a previous process left behind and start the in-process worker.
+jobs a previous process left behind and start the in-process worker; in every mode start the
+reconciler that fails abandoned and lost jobs (:mod:`crowdqa.jobs.reconcile`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,12 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from crowdqa.api.errors import problem_response
+from crowdqa.jobs.embedded import EmbeddedWorker, recover_jobs
+from crowdqa.jobs.reconcile import Reconciler
+from crowdqa.jobs.service import collect_garbage
+from crowdqa.store.artifacts import ArtifactStore
+from crowdqa.store.datadir_lock import acquire_data_dir, held_data_dirs, release_data_dir
+from crowdqa.store.db import get_engine, open_session
 from crowdqa.store.errors import UploadTooLargeError
 from crowdqa.store.settings import get_settings
 
@@ -26,27 +33,18 @@ _FORM_OVERHEAD = 64 * 1024
 
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-    from sqlmodel import Session
-
-    from crowdqa.jobs.embedded import EmbeddedWorker, recover_jobs
-    from crowdqa.jobs.service import collect_garbage
-    from crowdqa.store.artifacts import ArtifactStore
-    from crowdqa.store.db import get_engine
-
     settings = get_settings()
     took_lock = False
     if settings.embedded:
         # Before the database is touched: a second embedded server on this data would take the
         # first one's running jobs for abandoned ones (re-entrant: `crowdqa serve` took it already).
-        from crowdqa.store.datadir_lock import acquire_data_dir, held_data_dirs
-
         took_lock = str(settings.data_dir.resolve()) not in held_data_dirs()
         acquire_data_dir(settings.data_dir)
     get_engine(settings)
     removed = ArtifactStore(settings.data_dir).remove_stale_parts()
     if removed:
         logger.warning("removed %d temporary files left by an interrupted upload or job", removed)
-    with Session(get_engine(settings)) as session:  # files of rows deleted while files were young
+    with open_session(settings) as session:  # files of rows deleted while files were young
         collect_garbage(session=session, settings=settings)
     worker = None
     if settings.embedded:
@@ -55,14 +53,14 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             logger.warning("recovered jobs of a previous run: %d marked failed, %d queued again", failed, requeued)
         worker = EmbeddedWorker(settings).start()
     app.state.embedded_worker = worker
+    reconciler = Reconciler(settings).start()
     try:
         yield
     finally:
+        reconciler.stop()
         if worker is not None:
             worker.stop()
         if took_lock:
-            from crowdqa.store.datadir_lock import release_data_dir
-
             release_data_dir(settings.data_dir)
 
 

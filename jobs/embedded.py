@@ -15,17 +15,17 @@ import os
 import socket
 import threading
 import uuid
+from datetime import timedelta
 
 from rq import SimpleWorker
 from rq.serializers import JSONSerializer
 from rq.timeouts import TimerDeathPenalty
-from sqlmodel import Session, select
 
 from crowdqa.jobs import cancel
 from crowdqa.jobs.queue import enqueue_job, enqueued, get_queue
 from crowdqa.store import crud
-from crowdqa.store.db import get_engine
-from crowdqa.store.models import Job, JobStatus, utcnow
+from crowdqa.store.db import open_session
+from crowdqa.store.models import JobStatus, aware, utcnow
 from crowdqa.store.settings import Settings
 
 __all__ = ["ThreadWorker", "EmbeddedWorker", "recover_jobs", "EMBEDDED_PREFIX", "embedded_worker_name"]
@@ -92,7 +92,7 @@ class EmbeddedWorker:
         self._thread.join(timeout)
         left = cancel.running_here()
         if left:
-            with Session(get_engine(self.settings)) as s:
+            with open_session(self.settings) as s:
                 for job_id in left:
                     crud.update_job(session=s, job_id=job_id, only_if=JobStatus.running, status=JobStatus.queued,
                                     progress={"stage": "queued"}, started_at=None, heartbeat_at=None,
@@ -108,17 +108,11 @@ def recover_jobs(settings: Settings) -> tuple[int, int]:
     its worker. A job run by a ``crowdqa worker`` (an earlier Redis setup on the same database) is
     failed only once its heartbeats stopped for ``stale_after`` seconds. Returns (failed, requeued).
     """
-    from datetime import timedelta
-
-    from crowdqa.store.models import aware
-
-    engine = get_engine(settings)
     queue = get_queue(settings)
     cutoff = utcnow() - timedelta(seconds=settings.stale_after)
     gone = []
-    with Session(engine) as s:
-        for job_id, worker, beat in s.exec(select(Job.id, Job.worker_name, Job.heartbeat_at)
-                                           .where(Job.status == JobStatus.running)).all():
+    with open_session(settings) as s:
+        for job_id, worker, beat in crud.running_jobs(session=s):
             embedded = (worker or "").startswith(EMBEDDED_PREFIX)
             if embedded or (aware(beat) or cutoff) <= cutoff:
                 gone.append(job_id)
@@ -126,7 +120,7 @@ def recover_jobs(settings: Settings) -> tuple[int, int]:
             crud.update_job(session=s, job_id=job_id, only_if=JobStatus.running, status=JobStatus.failed,
                             finished_at=utcnow(),
                             error="abandoned: the service stopped while the job ran; the dataset is intact, re-run it")
-        queued = s.exec(select(Job.id).where(Job.status == JobStatus.queued).order_by(Job.created_at)).all()
+        queued = crud.queued_job_ids(session=s)
     for job_id in queued:
         enqueue_job(queue, job_id, settings=settings)
     return len(gone), len(queued)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from crowdqa.aggregation.registry import METHODS
+from crowdqa.aggregation.registry import validate_params as check
 from crowdqa.jobs.errors import JobParamsError
 
 __all__ = ["validate_params"]
@@ -47,9 +49,6 @@ def validate_params(method: str, params: dict[str, Any] | None) -> dict[str, Any
     ...
     crowdqa.jobs.errors.JobParamsError: params.max_iter: max_iter must be an integer >= 1, found 'ten'
     """
-    from crowdqa.aggregation.registry import METHODS
-    from crowdqa.aggregation.registry import validate_params as check
-
     params = dict(params or {})
     if method not in METHODS:
         raise JobParamsError(f"method must be one of {sorted(METHODS)}, found {method!r}", field="method")

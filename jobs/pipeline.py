@@ -15,7 +15,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from crowdqa.aggregation.corpus import Corpus
+from crowdqa.aggregation import make_aggregator
+from crowdqa.aggregation.corpus import MISSING, Corpus
+from crowdqa.quality.references import reference_labels
+from crowdqa.quality.report import build_report
 
 __all__ = ["PipelineResult", "ProgressFn", "run_pipeline"]
 
@@ -80,10 +83,6 @@ def run_pipeline(
     only, so no score is computed on labels the fit was shown.
     Raises ValueError for an unknown method or parameter, or a corpus without crowd labels.
     """
-    from crowdqa.aggregation import make_aggregator
-    from crowdqa.quality.references import reference_labels
-    from crowdqa.quality.report import build_report
-
     crowd = corpus.select_role("crowd")
     if crowd.n_obs == 0:
         raise ValueError(
@@ -143,8 +142,6 @@ def run_pipeline(
     labels = np.asarray(aggregator.labels_, dtype=np.int64)
     # A token no crowd worker labelled has no aggregate, only the model's prior (or a clamped expert
     # label): it is not scored, so documents only the experts labelled do not read as missed spans.
-    from crowdqa.aggregation.corpus import MISSING
-
     covered = np.bincount(crowd.token, minlength=corpus.n_tokens) > 0
     uncovered = int(np.count_nonzero(~covered))
     if uncovered:
@@ -179,9 +176,6 @@ def _cross_fit(
     fold ``f`` is predicted by a fit whose ``known`` holds only the other folds'
     labels. Tokens outside the expert documents stay ``MISSING`` (never scored).
     """
-    from crowdqa.aggregation import make_aggregator
-    from crowdqa.aggregation.corpus import MISSING
-
     if folds < 1:
         raise ValueError(f"crossfit_folds must be >= 1, found {folds}")
     expert_docs = np.unique(corpus.token_doc[known >= 0])

@@ -15,7 +15,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from crowdqa.aggregation.corpus import Corpus
+from crowdqa.aggregation.corpus import MISSING, Corpus
+from crowdqa.aggregation.spans import decode_spans
+from crowdqa.jobs.service import load_job_corpus
+from crowdqa.quality.inspect import (
+    document_disagreement,
+    document_entropy,
+    measured_confusion,
+    worker_document_disagreement,
+)
+from crowdqa.quality.references import reference_labels
 from crowdqa.store.artifacts import ArtifactStore
 from crowdqa.store.models import Job, JobStatus
 from crowdqa.store.settings import Settings
@@ -50,8 +59,6 @@ class JobResult:
 @lru_cache(maxsize=2)  # a large job's arrays take hundreds of MB
 def _load(data_dir: str, corpus_sha: str, labels: tuple[str, str], proba: tuple[str, str],
           confusion: tuple[str, str]) -> JobResult:
-    from crowdqa.jobs.service import load_job_corpus
-
     store = ArtifactStore(data_dir)
 
     def arrays(artifact: tuple[str, str]) -> dict[str, NDArray]:
@@ -82,8 +89,6 @@ def load_job_result(*, settings: Settings, job: Job) -> JobResult:
 def disputed_documents(result: JobResult, *, by: str = "entropy", limit: int = 15) -> list[dict[str, Any]]:
     """The documents ranked by the mean posterior entropy of their tokens (``by="entropy"``) or by the share of
     crowd labels differing from the aggregate (``by="disagreement"``); ties in document order."""
-    from crowdqa.quality.inspect import document_disagreement, document_entropy
-
     if by not in ("entropy", "disagreement"):
         raise ValueError(f"by must be 'entropy' or 'disagreement', found {by!r}")
     corpus = result.corpus
@@ -98,8 +103,6 @@ def disputed_documents(result: JobResult, *, by: str = "entropy", limit: int = 1
 
 def _reference_for(corpus: Corpus, w: int, rule: str) -> NDArray[np.int64] | None:
     """What annotator ``w`` is measured against: the expert reference (for an expert, the other experts')."""
-    from crowdqa.quality.references import reference_labels
-
     experts = corpus.workers_with_role("expert")
     if corpus.worker_roles[w] == "expert":
         others = experts[experts != w]
@@ -142,8 +145,6 @@ def worker_details(result: JobResult, *, annotator: str, reference: str = "union
     """The estimated and measured confusion matrices of one annotator and the documents where it disagrees
     most with the aggregate (highest share of differing tokens, then most tokens differing, then document
     order). KeyError for an annotator the job's corpus does not have."""
-    from crowdqa.quality.inspect import measured_confusion, worker_document_disagreement
-
     corpus = result.corpus
     if annotator not in corpus.worker_ids:
         raise KeyError(annotator)
@@ -188,9 +189,6 @@ class DocumentLayers:
 
 def document_layers(result: JobResult, doc: int) -> DocumentLayers:
     """Every annotator's spans, the aggregate's and the token posteriors of document ``doc`` (IndexError if absent)."""
-    from crowdqa.aggregation.corpus import MISSING
-    from crowdqa.aggregation.spans import decode_spans
-
     corpus = result.corpus
     if not 0 <= doc < corpus.n_docs:
         raise IndexError(f"document index must be in [0, {corpus.n_docs}), found {doc}")

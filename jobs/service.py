@@ -16,12 +16,13 @@ from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
 from rq import Queue
-from sqlmodel import Session, select
+from sqlmodel import Session
 
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.ingest.errors import IngestError
 from crowdqa.jobs.errors import JobNotRunnableError, QueueUnavailableError, UploadConflictError
 from crowdqa.jobs.queue import cancel_job, enqueue_job
+from crowdqa.jobs.reconcile import reconcile_job
 from crowdqa.store import crud
 from crowdqa.store.artifacts import ArtifactStore, safe_suffix
 from crowdqa.store.models import Dataset, Job, JobCreate, JobRerun, JobStatus, Upload, utcnow
@@ -29,7 +30,7 @@ from crowdqa.store.settings import Settings
 
 __all__ = ["UPLOAD_OPTIONS", "load_job_corpus", "stop_running_job",
            "extract_docs", "parse_upload", "add_upload", "start_job", "rerun_job", "delete_job",
-           "delete_dataset", "collect_garbage", "check_lost", "jsonable", "delete_upload"]
+           "delete_dataset", "collect_garbage", "jsonable", "delete_upload"]
 
 logger = logging.getLogger(__name__)
 
@@ -151,7 +152,7 @@ def add_upload(*, session: Session, settings: Settings, dataset: Dataset, stream
                                     format=format, role=role, options=options, docs=folder)
     except BaseException:
         # Keep no raw file that no upload row names (content-addressed: another upload may share it).
-        if not session.exec(select(Upload.id).where(Upload.sha256 == raw.sha256)).first():
+        if not crud.file_has_upload(session=session, sha256=raw.sha256):
             store.path(raw).unlink(missing_ok=True)
         raise
 
@@ -199,8 +200,7 @@ def _parse_and_merge(*, session: Session, store: ArtifactStore, dataset: Dataset
     with _dataset_locks[dataset.id]:
         # Serialise uploads to one dataset across threads (the lock) and processes (a row write lock
         # held until the commit in crud.add_upload), then check against the latest committed uploads.
-        crud.lock_dataset(session=session, dataset_id=dataset.id)
-        session.refresh(dataset)
+        crud.lock_dataset(session=session, dataset=dataset)
         _refuse_same_file(session=session, dataset=dataset, raw=raw, filename=filename)
         parts = crud.upload_corpora(session=session, dataset_id=dataset.id)
         indexes = [_index(store, p) for p in parts]
@@ -237,20 +237,15 @@ def delete_upload(*, session: Session, settings: Settings, dataset: Dataset, upl
     snapshots), and the upload's files go once nothing else uses them."""
     store = ArtifactStore(settings.data_dir)
     with _dataset_locks[dataset.id]:
-        crud.lock_dataset(session=session, dataset_id=dataset.id)
-        session.refresh(dataset)
-        session.delete(upload)
-        session.flush()
-        parts = crud.upload_corpora(session=session, dataset_id=dataset.id)
+        crud.lock_dataset(session=session, dataset=dataset)
+        parts = crud.upload_corpora(session=session, dataset_id=dataset.id, exclude=upload.id)
         state = _dataset_state(store, parts, [_index(store, p) for p in parts])
-        crud.set_dataset_corpus(session=session, dataset=dataset, n_uploads=len(parts), **state)
-        session.commit()
+        crud.remove_upload(session=session, dataset=dataset, upload=upload, **state)
     collect_garbage(session=session, settings=settings)
 
 
 def _check_job_input(session: Session, dataset: Dataset, job_in: JobCreate) -> None:
     from crowdqa.jobs.params import validate_params
-    from crowdqa.store.models import Annotator
 
     if not dataset.corpus_sha256:
         raise JobNotRunnableError(f"dataset {dataset.id} has no uploads yet: upload a crowd file first")
@@ -259,8 +254,7 @@ def _check_job_input(session: Session, dataset: Dataset, job_in: JobCreate) -> N
     if job_in.use_experts and isinstance(roles, dict) and roles.get("expert") in (0, None, {}, []):
         raise ValueError("use_experts needs expert labels: upload a file with role 'expert' first")
     if job_in.reference not in ("union", "majority"):
-        experts = session.exec(select(Annotator.external_id).where(
-            Annotator.dataset_id == dataset.id, Annotator.role == "expert")).all()
+        experts = crud.annotator_ids(session=session, dataset_id=dataset.id, role="expert")
         if job_in.reference not in experts:
             raise ValueError(f"reference must be 'union', 'majority' or an expert of the dataset {sorted(experts)}, "
                              f"found {job_in.reference!r}")
@@ -289,6 +283,7 @@ def rerun_job(*, session: Session, settings: Settings, queue: Queue, job: Job,
               changes: JobRerun | None = None) -> Job:
     """Run a finished or failed job again on the same dataset snapshot, with the settings in ``changes``
     (method, params, use_experts, reference; checked like a new job's) or the job's own."""
+    reconcile_job(session=session, settings=settings, queue=queue, job=job)  # an abandoned or lost job has failed
     if job.status in (JobStatus.queued, JobStatus.running):
         raise JobNotRunnableError(f"job {job.id} is {job.status.value}; only finished or failed jobs can be re-run")
     given = changes.model_dump(exclude_unset=True, exclude_none=True) if changes is not None else {}
@@ -296,7 +291,8 @@ def rerun_job(*, session: Session, settings: Settings, queue: Queue, job: Job,
         current = JobCreate(method=job.method, params=job.params, use_experts=job.use_experts,
                             reference=job.reference)
         job_in = JobCreate.model_validate({**current.model_dump(), **given})
-        _check_job_input(session, session.get(Dataset, job.dataset_id), job_in)
+        _check_job_input(session, crud.get_dataset(session=session, project_id=job.project_id,
+                                                   dataset_id=job.dataset_id), job_in)
         given = {k: getattr(job_in, k) for k in given}
     crud.clear_report(session=session, job_id=job.id)
     crud.update_job(session=session, job_id=job.id, status=JobStatus.queued, error=None, progress={},
@@ -304,34 +300,6 @@ def rerun_job(*, session: Session, settings: Settings, queue: Queue, job: Job,
                     enqueued_at=None, **given)
     session.refresh(job)
     return _enqueue_or_fail(session=session, settings=settings, queue=queue, job=job)
-
-
-def check_lost(*, session: Session, queue: Queue, job: Job, grace: float = 5.0) -> bool:
-    """Fail a queued job that the queue no longer holds (Redis restarted or flushed); True if it did.
-
-    Only jobs enqueued more than ``grace`` seconds ago are checked, and an unreachable Redis
-    skips the check (polling keeps working while Redis is down).
-    """
-    from datetime import timedelta
-
-    import redis
-    from rq.job import Job as RqJob
-
-    from crowdqa.store.models import aware
-
-    enqueued_at = aware(job.enqueued_at)
-    if job.status != JobStatus.queued or enqueued_at is None or utcnow() - enqueued_at < timedelta(seconds=grace):
-        return False
-    try:
-        if RqJob.exists(job.id, connection=queue.connection):
-            return False
-    except redis.exceptions.RedisError:
-        return False
-    changed = crud.update_job(session=session, job_id=job.id, only_if=JobStatus.queued, status=JobStatus.failed,
-                              finished_at=utcnow(),
-                              error="lost: the queue no longer holds this job (Redis restarted or flushed?); re-run it")
-    session.refresh(job)
-    return changed
 
 
 def delete_job(*, session: Session, settings: Settings, queue: Queue, job: Job) -> None:

@@ -17,6 +17,7 @@ import traceback
 from typing import Any
 
 from rq import get_current_job
+from rq.exceptions import AbandonedJobError
 from rq.timeouts import JobTimeoutException
 from sqlmodel import Session
 
@@ -117,23 +118,14 @@ def _save_results(settings: Settings, job: Job, result, timings: dict[str, float
     timings["save"] = round(time.perf_counter() - t0, 6)
     # The report's fit block keeps every stage's seconds (result.fit is that block).
     result.fit["stages"].update(reading=timings["load"], writing=timings["save"])
+    history = result.fit.get("log_likelihood") or [None]
+    progress = {"stage": "done", "iteration": result.fit.get("iterations"), "log_likelihood": history[-1],
+                "stages": dict(result.fit["stages"])}
+    artifacts = {"labels": labels.as_dict(), "proba": proba.as_dict(), "worker_confusion": confusion.as_dict()}
     with Session(get_engine(settings)) as s:
-        # The report and the final status go in one transaction: a finished job always has its report.
-        crud.save_report(session=s, job_id=job.id, report=jsonable(result.report))
-        row = s.get(Job, job.id)
-        if row is None or row.status != JobStatus.running:
-            s.rollback()
+        if not crud.finish_job(session=s, job_id=job.id, report=jsonable(result.report), timings=jsonable(timings),
+                               progress=progress, artifacts=artifacts):
             raise JobCancelled("the job row was deleted or left the running state")
-        row.status = JobStatus.finished
-        row.finished_at = utcnow()
-        row.error = None
-        row.timings = jsonable(timings)
-        row.progress = {"stage": "done", "iteration": result.fit.get("iterations"),
-                        "log_likelihood": (result.fit.get("log_likelihood") or [None])[-1],
-                        "stages": dict(result.fit["stages"])}
-        row.artifacts = {"labels": labels.as_dict(), "proba": proba.as_dict(), "worker_confusion": confusion.as_dict()}
-        s.add(row)
-        s.commit()
 
 
 def run_job(job_id: str) -> str:
@@ -195,13 +187,11 @@ def _run_claimed(settings: Settings, job: Job, rq_job) -> str:
 
 def on_job_failure(rq_job, connection, exc_type, exc_value, tb) -> None:
     """rq failure callback: a job abandoned by a dead worker (found by rq's registry cleanup) fails or re-queues."""
-    from rq.exceptions import AbandonedJobError
-
     if exc_type is None or not issubclass(exc_type, AbandonedJobError):
         return  # run_job recorded its own failure
     settings = get_settings()
     with Session(get_engine(settings)) as s:
-        row = s.get(Job, rq_job.id)
+        row = crud.load_job(session=s, job_id=rq_job.id)
     beat = aware(row.heartbeat_at) if row is not None else None
     if beat is not None and (utcnow() - beat).total_seconds() < 3 * settings.heartbeat_interval:
         # A live run of the same id (a re-run) is heartbeating: the stale registry entry was an older run's.

@@ -8,15 +8,19 @@ the job's missing heartbeats (the API marks it abandoned) and later by rq's regi
 
 from __future__ import annotations
 
+import importlib
 import signal
 
+import redis
 from rq import Worker
 from rq.serializers import JSONSerializer
 
+from crowdqa.aggregation.registry import METHODS
 from crowdqa.jobs.queue import get_queue, redis_connection
 from crowdqa.jobs.tasks import fail_or_requeue
 from crowdqa.store.db import get_engine
-from crowdqa.store.settings import Settings, get_settings
+from crowdqa.store.errors import ConfigurationError
+from crowdqa.store.settings import Settings, get_settings, masked_url
 
 __all__ = ["CrowdqaWorker", "run_worker"]
 
@@ -34,28 +38,14 @@ class CrowdqaWorker(Worker):
 
 
 def _preload() -> None:
-    """Import the pipeline's modules once in the parent, so each forked work horse starts warm."""
-    import importlib
-
-    import crowdqa.aggregation.registry
-    import crowdqa.jobs.pipeline  # noqa: F401
-    import crowdqa.quality.references  # noqa: F401
-    import crowdqa.quality.report  # noqa: F401
-
-    for module, _ in crowdqa.aggregation.registry.METHODS.values():
-        try:
-            importlib.import_module(module)
-        except ImportError:  # a method whose module is absent fails only when a job asks for it
-            pass
+    """Import every aggregator's module once in the parent (the task's modules come with
+    :mod:`crowdqa.jobs.tasks`), so each forked work horse starts warm."""
+    for module, _ in METHODS.values():
+        importlib.import_module(module)
 
 
 def run_worker(settings: Settings, *, burst: bool = False, name: str | None = None) -> bool:
     """Run a worker on the settings' Redis until stopped (or until the queue is empty with ``burst``)."""
-    import redis
-
-    from crowdqa.store.errors import ConfigurationError
-    from crowdqa.store.settings import masked_url
-
     get_engine(settings)  # create or check the schema before taking jobs
     connection = redis_connection(settings)
     try:

@@ -9,11 +9,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, nulls_last
-from sqlmodel import Session, col, delete, select
+from sqlmodel import Session, col, delete, select, update
 
 from crowdqa.store.artifacts import artifact_path
 from crowdqa.store.models import (
@@ -34,8 +34,11 @@ from crowdqa.store.models import (
 __all__ = [
     "referenced_artifacts",
     "create_project",
+    "get_project",
     "get_or_create_project",
     "create_api_key",
+    "get_api_key",
+    "any_api_key",
     "authenticate",
     "list_api_keys",
     "revoke_api_key",
@@ -48,6 +51,9 @@ __all__ = [
     "list_uploads",
     "find_upload",
     "upload_corpora",
+    "file_has_upload",
+    "remove_upload",
+    "annotator_ids",
     "set_dataset_corpus",
     "create_job",
     "get_job",
@@ -55,7 +61,12 @@ __all__ = [
     "delete_job",
     "claim_job",
     "update_job",
+    "load_job",
+    "finish_job",
     "mark_stale_jobs",
+    "abandoned_reason",
+    "queued_job_ids",
+    "running_jobs",
     "save_report",
     "get_report",
     "clear_report",
@@ -85,6 +96,11 @@ def create_project(*, session: Session, name: str) -> Project:
     return project
 
 
+def get_project(*, session: Session, project_id: str) -> Project | None:
+    """The project with this id, or None."""
+    return session.get(Project, project_id)
+
+
 def get_or_create_project(*, session: Session, name: str) -> Project:
     """The project named ``name``, created if absent."""
     project = session.exec(select(Project).where(Project.name == name)).first()
@@ -100,12 +116,22 @@ def create_api_key(*, session: Session, project_id: str) -> str:
     return key
 
 
+def get_api_key(*, session: Session, prefix: str) -> ApiKey | None:
+    """The key row with this prefix, or None."""
+    return session.exec(select(ApiKey).where(ApiKey.prefix == prefix)).first()
+
+
+def any_api_key(*, session: Session) -> bool:
+    """True if the database holds at least one key."""
+    return session.exec(select(ApiKey.id).limit(1)).first() is not None
+
+
 def authenticate(*, session: Session, key: str) -> Project | None:
     """The project of ``key``, or None; the hash comparison takes constant time."""
     parts = key.split("_", 2)
     if len(parts) != 3 or parts[0] != KEY_PREFIX:
         return None
-    row = session.exec(select(ApiKey).where(ApiKey.prefix == parts[1])).first()
+    row = get_api_key(session=session, prefix=parts[1])
     if row is None or not hmac.compare_digest(row.key_hash, _hash_key(key)):
         return None
     return session.get(Project, row.project_id)
@@ -153,13 +179,13 @@ def _page(session: Session, stmt, *, offset: int, limit: int, order) -> tuple[li
     return list(rows), int(count)
 
 
-def lock_dataset(*, session: Session, dataset_id: str) -> None:
+def lock_dataset(*, session: Session, dataset: Dataset) -> None:
     """Take the dataset's write lock until the session commits (a no-op write: a row lock on PostgreSQL,
-    the database write lock on SQLite), so concurrent uploads merge one after the other."""
-    from sqlmodel import update
-
-    session.exec(update(Dataset).where(Dataset.id == dataset_id).values(n_uploads=Dataset.n_uploads)
+    the database write lock on SQLite), so concurrent uploads merge one after the other; then re-read the
+    row, as the last writer committed it."""
+    session.exec(update(Dataset).where(Dataset.id == dataset.id).values(n_uploads=Dataset.n_uploads)
                  .execution_options(synchronize_session=False))
+    session.refresh(dataset)
 
 
 def list_datasets(*, session: Session, project_id: str, offset: int = 0, limit: int = 100) -> tuple[list[Dataset], int]:
@@ -246,9 +272,34 @@ def find_upload(*, session: Session, dataset_id: str, sha256: str | None = None,
     return session.exec(stmt.order_by(Upload.created_at)).first()
 
 
-def upload_corpora(*, session: Session, dataset_id: str) -> list[str]:
-    """The corpus sha256 of each of the dataset's uploads, in upload order (the order they merge in)."""
+def file_has_upload(*, session: Session, sha256: str) -> bool:
+    """True if some upload row (of any dataset) names the raw file with these bytes."""
+    return session.exec(select(Upload.id).where(Upload.sha256 == sha256).limit(1)).first() is not None
+
+
+def remove_upload(*, session: Session, dataset: Dataset, upload: Upload, corpus_sha256: str | None,
+                  summary: dict[str, Any] | None, annotators: list[tuple[str, str, int, int]]) -> None:
+    """Delete an upload row and set the dataset's new corpus (the merge of its other uploads) in one transaction."""
+    session.delete(upload)
+    set_dataset_corpus(session=session, dataset=dataset, corpus_sha256=corpus_sha256, summary=summary,
+                       annotators=annotators, n_uploads=dataset.n_uploads - 1)
+    session.commit()
+
+
+def annotator_ids(*, session: Session, dataset_id: str, role: str | None = None) -> list[str]:
+    """The external ids of a dataset's annotators (optionally of one role)."""
+    stmt = select(Annotator.external_id).where(Annotator.dataset_id == dataset_id)
+    if role is not None:
+        stmt = stmt.where(Annotator.role == role)
+    return list(session.exec(stmt).all())
+
+
+def upload_corpora(*, session: Session, dataset_id: str, exclude: str | None = None) -> list[str]:
+    """The corpus sha256 of each of the dataset's uploads (but upload ``exclude``), in upload order (the order
+    they merge in)."""
     stmt = select(Upload.corpus_sha256).where(Upload.dataset_id == dataset_id)
+    if exclude is not None:
+        stmt = stmt.where(Upload.id != exclude)
     return list(session.exec(stmt.order_by(Upload.created_at, Upload.id)).all())
 
 
@@ -297,8 +348,6 @@ def delete_job(*, session: Session, job: Job) -> None:
 
 def claim_job(*, session: Session, job_id: str, worker_name: str | None) -> Job | None:
     """Move a queued job to running, atomically; None if it is not queued (already run, failed or deleted)."""
-    from sqlmodel import update
-
     now = utcnow()
     result = session.exec(
         update(Job)
@@ -313,10 +362,29 @@ def claim_job(*, session: Session, job_id: str, worker_name: str | None) -> Job 
     return session.get(Job, job_id, populate_existing=True)
 
 
+def load_job(*, session: Session, job_id: str) -> Job | None:
+    """The job with this id whatever its project (for workers and the queue, never for a client), or None."""
+    return session.get(Job, job_id)
+
+
+def finish_job(*, session: Session, job_id: str, report: dict[str, Any], timings: dict[str, Any],
+               progress: dict[str, Any], artifacts: dict[str, Any]) -> bool:
+    """Store a running job's report and mark it finished, in one transaction (a finished job always has its
+    report); False, with nothing stored, when the job was deleted or left the running state meanwhile."""
+    done = session.exec(update(Job).where(Job.id == job_id, Job.status == JobStatus.running)
+                        .execution_options(synchronize_session=False)
+                        .values(status=JobStatus.finished, finished_at=utcnow(), error=None, timings=timings,
+                                progress=progress, artifacts=artifacts))
+    if done.rowcount != 1:
+        session.rollback()
+        return False
+    save_report(session=session, job_id=job_id, report=report)
+    session.commit()
+    return True
+
+
 def update_job(*, session: Session, job_id: str, only_if: JobStatus | None = None, **values: Any) -> bool:
     """Set columns of a job (optionally only while it has status ``only_if``); True if a row changed."""
-    from sqlmodel import update
-
     stmt = update(Job).where(Job.id == job_id)
     if only_if is not None:
         stmt = stmt.where(Job.status == only_if)
@@ -325,23 +393,37 @@ def update_job(*, session: Session, job_id: str, only_if: JobStatus | None = Non
     return result.rowcount == 1
 
 
+def abandoned_reason(stale_after: float) -> str:
+    """The error of a running job whose worker fell silent for ``stale_after`` seconds."""
+    return (f"abandoned: the worker sent no heartbeat for {stale_after:g} s (killed or lost); "
+            "the dataset is intact, re-run the job")
+
+
 def mark_stale_jobs(*, session: Session, stale_after: float, job_id: str | None = None) -> int:
     """Fail running jobs whose worker sent no heartbeat for ``stale_after`` seconds; return how many."""
-    from sqlmodel import update
-
     now = utcnow()
     cutoff = now - timedelta(seconds=stale_after)
     stmt = update(Job).where(Job.status == JobStatus.running, Job.heartbeat_at < cutoff)
     if job_id is not None:
         stmt = stmt.where(Job.id == job_id)
     result = session.exec(stmt.execution_options(synchronize_session=False).values(
-        status=JobStatus.failed,
-        finished_at=now,
-        error=(f"abandoned: the worker sent no heartbeat for {stale_after:g} s (killed or lost); "
-               "the dataset is intact, re-run the job"),
-    ))
+        status=JobStatus.failed, finished_at=now, error=abandoned_reason(stale_after)))
     session.commit()
     return int(result.rowcount or 0)
+
+
+def queued_job_ids(*, session: Session, enqueued_before: datetime | None = None) -> list[str]:
+    """Ids of the queued jobs (only those enqueued before ``enqueued_before``, if given), oldest first."""
+    stmt = select(Job.id).where(Job.status == JobStatus.queued)
+    if enqueued_before is not None:
+        stmt = stmt.where(Job.enqueued_at < enqueued_before)
+    return list(session.exec(stmt.order_by(Job.created_at, Job.id)).all())
+
+
+def running_jobs(*, session: Session) -> list[tuple[str, str | None, datetime | None]]:
+    """(id, worker name, last heartbeat) of every running job."""
+    stmt = select(Job.id, Job.worker_name, Job.heartbeat_at).where(Job.status == JobStatus.running)
+    return [tuple(row) for row in session.exec(stmt).all()]
 
 
 # ---------------------------------------------------------------- reports

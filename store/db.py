@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import time
 from functools import lru_cache
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError, OperationalError, ProgrammingError
 from sqlmodel import Session, SQLModel, create_engine, select
 
 from crowdqa.store import models  # noqa: F401  (registers the tables on SQLModel.metadata)
-from crowdqa.store.errors import SchemaVersionError
+from crowdqa.store.errors import ConfigurationError, SchemaVersionError
 from crowdqa.store.models import SCHEMA_VERSION, SchemaInfo
-from crowdqa.store.settings import Settings
+from crowdqa.store.settings import Settings, masked_url
 
-__all__ = ["make_engine", "init_db", "get_engine"]
+__all__ = ["make_engine", "init_db", "get_engine", "open_session"]
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
@@ -44,8 +46,6 @@ def init_db(engine: Engine) -> None:
     Several processes may start on a new database at once (``crowdqa serve`` and its workers):
     the loser of a race to create a table or the version row tries again and finds them made.
     """
-    from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
-
     for attempt in range(5):
         try:
             _init_db_once(engine)
@@ -53,8 +53,6 @@ def init_db(engine: Engine) -> None:
         except (IntegrityError, OperationalError, ProgrammingError):
             if attempt == 4:
                 raise
-            import time
-
             time.sleep(0.1 * (attempt + 1))
 
 
@@ -86,11 +84,6 @@ def get_engine(settings: Settings) -> Engine:
     A database URL that cannot be used (unsupported, unreachable, refused) raises
     :class:`~crowdqa.store.errors.ConfigurationError` with one line saying what to fix.
     """
-    from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
-
-    from crowdqa.store.errors import ConfigurationError
-    from crowdqa.store.settings import masked_url
-
     url = masked_url(settings.database_url)
     try:
         return _engine_for(settings.database_url, str(settings.data_dir))
@@ -102,3 +95,8 @@ def get_engine(settings: Settings) -> Engine:
         reason = str(exc.orig if exc.orig is not None else exc).strip().splitlines()[0]
         raise ConfigurationError(f"cannot use the database {url} (CROWDQA_DATABASE_URL): {reason}") from None
 
+
+
+def open_session(settings: Settings) -> Session:
+    """A new session on the initialised database of ``settings`` (use it in a ``with`` block)."""
+    return Session(get_engine(settings))

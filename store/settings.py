@@ -10,8 +10,10 @@ from functools import lru_cache
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from crowdqa.store.errors import ConfigurationError
 
 __all__ = ["Settings", "get_settings", "PLACEHOLDER_SECRETS", "masked_url", "describe"]
 
@@ -82,10 +84,6 @@ def describe(settings: Settings) -> str:
 @lru_cache
 def get_settings() -> Settings:
     """The settings of this process (cached); a bad ``CROWDQA_*`` value raises ConfigurationError naming it."""
-    from pydantic import ValidationError
-
-    from crowdqa.store.errors import ConfigurationError
-
     try:
         return Settings()
     except ValidationError as exc:

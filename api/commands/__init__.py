@@ -1,0 +1,43 @@
+"""The ``crowdqa`` subcommands, one module each, and what they share with the entry point.
+
+Each module exposes ``register(subparsers)``, which adds its parser and sets ``func(args) -> int``.
+The modules parse, call one use case of :mod:`crowdqa.jobs`, and print; they import nothing from
+:mod:`crowdqa.api.cli` (the entry point imports them, never the other way round).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["COMMANDS", "UserError", "cli_wording"]
+
+#: Subcommand -> (module, one-line help), in the order ``crowdqa --help`` lists them. Only the module
+#: of the command being run is imported (``crowdqa --help`` imports none), so start-up never pays for
+#: numpy, scipy or the service when it does not use them.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "ingest": ("crowdqa.api.commands.ingest", "parse a label dump and print what it holds"),
+    "aggregate": ("crowdqa.api.commands.aggregate", "aggregate a crowd dump and report against experts"),
+    "report": ("crowdqa.api.commands.report", "score an aggregate and every worker against the experts"),
+    "sample-size": ("crowdqa.api.commands.sample_size",
+                    "documents, positives and negatives to annotate for a gold standard (SLiCE)"),
+    "serve": ("crowdqa.api.commands.serve", "run the API (embedded: SQLite and an in-process queue)"),
+    "worker": ("crowdqa.api.commands.worker", "run queued jobs from CROWDQA_REDIS_URL"),
+    "keys": ("crowdqa.api.commands.keys", "create, list and revoke API keys"),
+}
+
+
+class UserError(Exception):
+    """An error the user can fix; printed as one line without a traceback."""
+
+
+#: Format options, as messages of the shared readers name them (``docs=DIR``, ``text_column``).
+_OPTIONS = ("docs", "category", "text_column", "answer_column", "id_column", "annotator_column", "gold_column",
+            "keep_rejected", "on_error", "scheme")
+_OPTION_VALUE = re.compile(r"\b(" + "|".join(_OPTIONS) + r")=([A-Z]+)\b")
+_OPTION_WORD = re.compile(r"(?<![-\w'\"])(" + "|".join(o for o in _OPTIONS if "_" in o) + r")\b(?!['\"])")
+
+
+def cli_wording(text: str) -> str:
+    """A reader's message in command-line words: docs=DIR becomes --docs DIR, text_column --text-column."""
+    text = _OPTION_VALUE.sub(lambda m: f"--{m[1].replace('_', '-')} {m[2]}", text)
+    return _OPTION_WORD.sub(lambda m: f"--{m[1].replace('_', '-')}", text)

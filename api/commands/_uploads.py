@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 
+from crowdqa.api.commands import UserError, cli_wording
 from crowdqa.ingest import FORMATS, ParseResult, read_merged
 
 __all__ = ["add_upload_arguments", "read_uploads", "upload_options", "check_output", "print_notes",
@@ -48,7 +49,6 @@ def add_table_arguments(p: argparse.ArgumentParser) -> None:
 
 def check_sort(args: argparse.Namespace) -> None:
     """Refuse an unknown --sort key before any work (the table's keys live in crowdqa.quality.report)."""
-    from crowdqa.api.cli import UserError
     from crowdqa.quality.report import TABLE_SORT_KEYS
 
     if args.sort is not None and args.sort not in TABLE_SORT_KEYS:
@@ -93,8 +93,6 @@ def check_output(path: str | None, *, option: str, folder: bool = False) -> None
     import os
     from pathlib import Path
 
-    from crowdqa.api.cli import UserError
-
     if path is None:
         return
     p = Path(path)
@@ -113,8 +111,6 @@ def check_output(path: str | None, *, option: str, folder: bool = False) -> None
 def print_notes(result: ParseResult) -> None:
     """Print on stderr what the readers assumed or left out by rule (the summary's notes)."""
     import sys
-
-    from crowdqa.api.cli import cli_wording
 
     for note in result.notes:
         print(f"crowdqa: note: {cli_wording(note)}", file=sys.stderr)

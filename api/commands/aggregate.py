@@ -13,7 +13,7 @@ import json
 import sys
 import time
 
-from crowdqa.api.cli import COMMANDS
+from crowdqa.api.commands import COMMANDS, UserError
 
 __all__ = ["register", "default_output_format"]
 
@@ -94,7 +94,6 @@ class _Progress:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from crowdqa.api.cli import UserError
     from crowdqa.api.commands._uploads import check_output, check_sort, print_notes, read_uploads
     from crowdqa.ingest import summarize
     from crowdqa.ingest.writers import write_labels

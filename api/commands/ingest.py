@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from crowdqa.api.cli import COMMANDS
+from crowdqa.api.commands import COMMANDS, cli_wording
 from crowdqa.api.commands._uploads import add_upload_arguments, check_output, read_uploads
 from crowdqa.ingest import summarize
 
@@ -68,8 +68,6 @@ def format_summary(summary: dict) -> str:
     for reason, n in (summary.get("dropped") or {}).items():
         lines.append(f"left out    {n} {reason} rows")
     if summary.get("notes"):
-        from crowdqa.api.cli import cli_wording
-
         lines.extend(f"note: {cli_wording(n)}" for n in summary["notes"])
     if summary.get("saved"):
         lines.append(f"saved        {summary['saved']}")

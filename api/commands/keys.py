@@ -9,20 +9,18 @@ from __future__ import annotations
 import argparse
 import sys
 
-from crowdqa.api.cli import COMMANDS
+from crowdqa.api.commands import COMMANDS, UserError
 
 __all__ = ["register"]
 
 
 def _session():
-    from sqlmodel import Session
-
-    from crowdqa.store.db import get_engine
+    from crowdqa.store.db import open_session
     from crowdqa.store.settings import describe, get_settings
 
     settings = get_settings()
     new = settings.database_url.startswith("sqlite") and not (settings.data_dir / "crowdqa.db").exists()
-    session = Session(get_engine(settings))
+    session = open_session(settings)
     print(f"crowdqa: {describe(settings)}", file=sys.stderr)
     if new:
         print(f"crowdqa: note: {settings.data_dir.resolve()} held no crowdqa data; a new database was created "
@@ -32,41 +30,37 @@ def _session():
 
 
 def _create(args: argparse.Namespace) -> int:
-    from crowdqa.api.cli import UserError
-    from crowdqa.store import crud
+    from crowdqa.jobs import keys
 
     name = args.project.strip()
     if not name or len(name) > 200:
         raise UserError("--project must be a name of 1 to 200 characters")
     with _session() as session:
-        project = crud.get_or_create_project(session=session, name=name)
-        project_id = project.id
-        key = crud.create_api_key(session=session, project_id=project_id)
-    print(f"created an API key for project {name!r} (id {project_id}); it is shown once:")
-    print(key)
+        made = keys.create_key(session=session, project_name=name)
+    print(f"created an API key for project {name!r} (id {made.project_id}); it is shown once:")
+    print(made.key)
     return 0
 
 
 def _list(args: argparse.Namespace) -> int:
-    from crowdqa.store import crud
+    from crowdqa.jobs import keys
 
     with _session() as session:
-        rows = crud.list_api_keys(session=session, project_name=args.project)
-        print(f"{'key prefix':<14} {'project':<24} created")
-        for key, project in rows:
-            print(f"{key.prefix:<14} {project.name:<24} {key.created_at:%Y-%m-%d %H:%M:%S}")
+        rows = keys.list_keys(session=session, project_name=args.project)
+    print(f"{'key prefix':<14} {'project':<24} created")
+    for key in rows:
+        print(f"{key.prefix:<14} {key.project:<24} {key.created_at:%Y-%m-%d %H:%M:%S}")
     if not rows:
         print("no keys" + (f" for project {args.project!r}" if args.project else ""), file=sys.stderr)
     return 0
 
 
 def _revoke(args: argparse.Namespace) -> int:
-    from crowdqa.api.cli import UserError
-    from crowdqa.store import crud
+    from crowdqa.jobs import keys
 
-    prefix = args.prefix.split("_")[1] if args.prefix.startswith(f"{crud.KEY_PREFIX}_") else args.prefix
+    prefix = keys.key_prefix(args.prefix)
     with _session() as session:
-        if not crud.revoke_api_key(session=session, prefix=prefix):
+        if not keys.revoke_key(session=session, prefix=prefix):
             raise UserError(f"no key with prefix {prefix!r} (see `crowdqa keys list`)")
     print(f"revoked the key {prefix}; requests with it now answer 401")
     return 0

@@ -7,7 +7,7 @@ import json
 import time
 from pathlib import Path
 
-from crowdqa.api.cli import COMMANDS
+from crowdqa.api.commands import COMMANDS, UserError
 from crowdqa.api.commands._uploads import (
     add_table_arguments,
     add_upload_arguments,
@@ -71,8 +71,6 @@ def aggregate_format(path: str, *, categorical: bool) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Read corpus and aggregate, build the report, print the table, write JSON."""
-    from crowdqa.api.cli import UserError
-
     check_output(args.json, option="--json")
     check_sort(args)
     if not Path(args.aggregate).exists():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from crowdqa.api.cli import COMMANDS
+from crowdqa.api.commands import COMMANDS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

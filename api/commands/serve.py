@@ -4,31 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from crowdqa.api.cli import COMMANDS
+from crowdqa.api.commands import COMMANDS, UserError
 
-__all__ = ["register", "ensure_first_key"]
-
-
-def ensure_first_key(settings) -> str | None:
-    """On first start (no key at all), create project ``default`` and a key for it; return the key."""
-    from sqlmodel import Session, select
-
-    from crowdqa.store import crud
-    from crowdqa.store.db import get_engine
-    from crowdqa.store.models import ApiKey
-
-    with Session(get_engine(settings)) as session:
-        if session.exec(select(ApiKey)).first() is not None:
-            return None
-        project = crud.get_or_create_project(session=session, name="default")
-        return crud.create_api_key(session=session, project_id=project.id)
+__all__ = ["register"]
 
 
 def _listen(host: str, port: int):
     """A socket bound to ``host:port`` (as uvicorn makes it); one line naming the address if it cannot."""
     import socket
-
-    from crowdqa.api.cli import UserError
 
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
@@ -51,12 +34,12 @@ def _listen(host: str, port: int):
 def _run(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from crowdqa.jobs import keys
+    from crowdqa.store.db import open_session
     from crowdqa.store.settings import describe, get_settings
 
     settings = get_settings()
     if args.workers > 1 and settings.embedded:
-        from crowdqa.api.cli import UserError
-
         raise UserError("--workers > 1 needs CROWDQA_REDIS_URL (the embedded queue lives in one process)")
     if settings.embedded:
         # First of all, before the database is touched: one embedded server per data directory.
@@ -64,7 +47,8 @@ def _run(args: argparse.Namespace) -> int:
 
         acquire_data_dir(settings.data_dir, port=args.port)
     sock = _listen(args.host, args.port)
-    key = ensure_first_key(settings)
+    with open_session(settings) as session:
+        key = keys.ensure_first_key(session=session)
     print(f"crowdqa: {describe(settings)}", flush=True)
     if key:
         print("crowdqa: first start: created project 'default' with this API key (shown once):", flush=True)

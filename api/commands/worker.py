@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from crowdqa.api.cli import COMMANDS
+from crowdqa.api.commands import COMMANDS, UserError
 
 __all__ = ["register"]
 
 
 def _run(args: argparse.Namespace) -> int:
-    from crowdqa.api.cli import UserError
     from crowdqa.jobs.worker import run_worker
     from crowdqa.store.settings import get_settings
 

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Request
-from sqlmodel import Session, select
+from sqlmodel import Session
 
 from crowdqa.api.deps import SessionDep
 from crowdqa.store import crud
-from crowdqa.store.models import ApiKey, Project
+from crowdqa.store.models import Project
 
 __all__ = ["SESSION_COOKIE", "LOGIN_COOKIE", "COOKIE_PATH", "SESSION_SECONDS", "DashboardSession",
            "SignInRequired", "CsrfError", "new_session_cookie", "read_session", "check_csrf", "DashSessionDep",
@@ -63,17 +63,13 @@ def _mac(secret: str, *parts: str) -> str:
     return hmac.new(secret.encode("ascii"), "|".join(parts).encode("utf-8"), hashlib.sha256).hexdigest()
 
 
-def _key_row(session: Session, prefix: str) -> ApiKey | None:
-    return session.exec(select(ApiKey).where(ApiKey.prefix == prefix)).first()
-
-
 def new_session_cookie(*, session: Session, key: str, now: float | None = None) -> tuple[str, Project] | None:
     """A session cookie value for a valid API key (and its project), or None for an unknown key."""
     project = crud.authenticate(session=session, key=key.strip())
     if project is None:
         return None
     prefix = key.strip().split("_", 2)[1]
-    row = _key_row(session, prefix)
+    row = crud.get_api_key(session=session, prefix=prefix)
     if row is None:
         return None
     expires = str(int((time.time() if now is None else now) + SESSION_SECONDS))
@@ -91,10 +87,10 @@ def read_session(*, session: Session, cookie: str | None, now: float | None = No
     _, prefix, expires, nonce, mac = parts
     if int(expires) < (time.time() if now is None else now):
         return None
-    row = _key_row(session, prefix)
+    row = crud.get_api_key(session=session, prefix=prefix)
     if row is None or not hmac.compare_digest(mac, _mac(row.key_hash, "session", prefix, expires, nonce)):
         return None
-    project = session.get(Project, row.project_id)
+    project = crud.get_project(session=session, project_id=row.project_id)
     if project is None:
         return None
     return DashboardSession(project=project, key_prefix=prefix, csrf=_mac(row.key_hash, "csrf", prefix, nonce))

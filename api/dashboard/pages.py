@@ -32,11 +32,11 @@ from crowdqa.api.dashboard.web import PREFIX, PageError, redirect, render
 from crowdqa.api.deps import QueueDep, SessionDep, SettingsDep
 from crowdqa.api.errors import ProblemError
 from crowdqa.ingest.errors import IngestError
-from crowdqa.jobs import service
+from crowdqa.jobs import reconcile, service
 from crowdqa.jobs.errors import JobNotRunnableError, QueueUnavailableError
 from crowdqa.store import crud
 from crowdqa.store.errors import UploadTooLargeError
-from crowdqa.store.models import Dataset, DatasetCreate, Job, JobCreate, JobStatus, Method, Role
+from crowdqa.store.models import Dataset, DatasetCreate, Job, JobCreate, JobPublic, JobStatus, Method, Role
 
 __all__ = ["router", "owned_dataset", "owned_job"]
 
@@ -68,15 +68,8 @@ def owned_dataset(session, dash: DashboardSession, dataset_id: str) -> Dataset:
     return dataset
 
 
-def owned_job(session, dash: DashboardSession, job_id: str, *, settings=None, queue=None) -> Job:
-    """The session's project's job (a lost or abandoned one marked so first, as the API does); 404 otherwise."""
-    from crowdqa.api.deps import get_owned_job
-
-    if settings is not None and queue is not None:
-        try:
-            return get_owned_job(job_id[:64], session, dash.project, settings, queue)
-        except ProblemError:
-            raise PageError(404, "no such job in this project") from None
+def owned_job(session, dash: DashboardSession, job_id: str) -> Job:
+    """The session's project's job; 404 for any other (as the API answers)."""
     job = crud.get_job(session=session, project_id=dash.project.id, job_id=job_id[:64])
     if job is None:
         raise PageError(404, "no such job in this project")
@@ -276,7 +269,7 @@ def start_job(request: Request, dataset_id: str, session: SessionDep, settings: 
 
 
 # ---------------------------------------------------------------- jobs
-def job_progress(job: Job) -> dict[str, Any]:
+def job_progress(job: Job | JobPublic) -> dict[str, Any]:
     """What the progress poll returns: status, stage, iteration, log-likelihood, error."""
     p = job.progress or {}
     return {"status": job.status.value, "stage": p.get("stage"), "iteration": p.get("iteration"),
@@ -305,7 +298,8 @@ def jobs_page(request: Request, session: SessionDep, dash: DashSessionDep,
 def job_progress_json(job_id: str, session: SessionDep, settings: SettingsDep, queue: QueueDep,
                       dash: DashSessionDep) -> JSONResponse:
     """The job's status and progress, polled by the job page's script."""
-    return JSONResponse(job_progress(owned_job(session, dash, job_id, settings=settings, queue=queue)),
+    view = reconcile.observe(owned_job(session, dash, job_id), settings=settings, queue=queue)
+    return JSONResponse(job_progress(view),
                         headers={"Cache-Control": "no-store"})
 
 
@@ -334,7 +328,7 @@ def delete_job(request: Request, job_id: str, session: SessionDep, settings: Set
     return redirect(f"/datasets/{dataset_id}")
 
 
-def job_page_response(request: Request, session, settings, dash: DashboardSession, job: Job, *,
+def job_page_response(request: Request, session, settings, dash: DashboardSession, job: Job | JobPublic, *,
                       error: str | None = None, status_code: int = 200, **report: Any) -> HTMLResponse:
     """The job page: progress while it runs, the reason when it failed, the report when finished."""
     dataset = crud.get_dataset(session=session, project_id=dash.project.id, dataset_id=job.dataset_id)

@@ -19,6 +19,7 @@ from crowdqa.api.dashboard.charts import confusion_matrix, precision_recall_scat
 from crowdqa.api.dashboard.pages import job_page_response, owned_job, router
 from crowdqa.api.dashboard.web import PREFIX, SECURITY_HEADERS, PageError, render, templates
 from crowdqa.api.deps import QueueDep, SessionDep, SettingsDep
+from crowdqa.jobs import reconcile
 from crowdqa.jobs.results import DocumentLayers, disputed_documents, document_layers, load_job_result, worker_details
 from crowdqa.store import crud
 from crowdqa.store.models import Job, JobStatus
@@ -85,12 +86,13 @@ def job_page(request: Request, job_id: str, session: SessionDep, settings: Setti
              against: Annotated[Literal["expert", "aggregate"] | None, Query()] = None,
              docs: Annotated[Literal["entropy", "disagreement"], Query()] = "entropy") -> HTMLResponse:
     """A job: live progress while it runs, the reason and a re-run button when it failed, the report when done."""
-    job = owned_job(session, dash, job_id, settings=settings, queue=queue)
+    job = owned_job(session, dash, job_id)
     extra = {}
     if job.status == JobStatus.finished:
         extra = report_context(session, settings, job, sort=sort, order=order, offset=offset, against=against,
                                docs_by=docs)
-    return job_page_response(request, session, settings, dash, job, **extra)
+    return job_page_response(request, session, settings, dash, reconcile.observe(job, settings=settings, queue=queue),
+                             **extra)
 
 
 @router.get("/jobs/{job_id}/worker")

@@ -15,7 +15,7 @@ from starlette.background import BackgroundTask
 
 from crowdqa.api.deps import CurrentProjectDep, OwnedJobDep, QueueDep, SessionDep, SettingsDep
 from crowdqa.api.errors import ProblemError, problem_responses
-from crowdqa.jobs import service
+from crowdqa.jobs import reconcile, service
 from crowdqa.store import crud
 from crowdqa.store.artifacts import ArtifactStore
 from crowdqa.store.models import JobPublic, JobRerun, JobsPublic, JobStatus, WorkerScorePublic, WorkerScoresPublic
@@ -50,9 +50,10 @@ def list_jobs(session: SessionDep, project: CurrentProjectDep, status_: Annotate
 
 
 @router.get("/{job_id}", responses=problem_responses(404))
-def get_job(job: OwnedJobDep) -> JobPublic:
-    """Poll a job: status (queued, running, finished, failed), progress, timings and error."""
-    return JobPublic.model_validate(job)
+def get_job(job: OwnedJobDep, settings: SettingsDep, queue: QueueDep) -> JobPublic:
+    """Poll a job: status (queued, running, finished, failed), progress, timings and error (a running job gone
+    silent reads as failed, abandoned; a queued job the queue lost as failed, lost)."""
+    return reconcile.observe(job, settings=settings, queue=queue)
 
 
 @router.delete("/{job_id}", status_code=status.HTTP_204_NO_CONTENT, responses=problem_responses(404, 503))

@@ -10,8 +10,7 @@ from pydantic import BaseModel, Field
 
 from crowdqa.api.deps import CurrentProjectDep, SessionDep
 from crowdqa.api.errors import ProblemError, problem_responses
-from crowdqa.store import crud
-from crowdqa.store.models import aware
+from crowdqa.jobs import keys
 
 router = APIRouter(prefix="/keys", tags=["keys"])
 
@@ -34,23 +33,22 @@ class KeyCreated(KeyPublic):
 @router.get("", responses=problem_responses())
 def list_keys(session: SessionDep, project: CurrentProjectDep) -> KeysPublic:
     """The project's keys, oldest first (prefixes only)."""
-    rows = crud.list_api_keys(session=session, project_id=project.id)
-    return KeysPublic(data=[KeyPublic(prefix=k.prefix, project=p.name, created_at=aware(k.created_at))
-                            for k, p in rows], count=len(rows))
+    rows = keys.list_keys(session=session, project_id=project.id)
+    return KeysPublic(data=[KeyPublic(prefix=k.prefix, project=k.project, created_at=k.created_at) for k in rows],
+                      count=len(rows))
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, responses=problem_responses())
 def create_key(session: SessionDep, project: CurrentProjectDep) -> KeyCreated:
     """Create another key for the project (to rotate: create, switch clients, revoke the old one)."""
-    key = crud.create_api_key(session=session, project_id=project.id)
-    row = next(k for k, _ in crud.list_api_keys(session=session, project_id=project.id) if k.prefix in key)
-    return KeyCreated(prefix=row.prefix, project=project.name, created_at=aware(row.created_at), key=key)
+    made = keys.create_key(session=session, project=project)
+    return KeyCreated(prefix=made.prefix, project=made.project, created_at=made.created_at, key=made.key)
 
 
 @router.delete("/{prefix}", status_code=status.HTTP_204_NO_CONTENT, responses=problem_responses(404))
 def revoke_key(prefix: Annotated[str, Path(max_length=64)], session: SessionDep,
                project: CurrentProjectDep) -> Response:
     """Revoke one of the project's keys (the one in use too: later requests with it answer 401)."""
-    if not crud.revoke_api_key(session=session, prefix=prefix, project_id=project.id):
+    if not keys.revoke_key(session=session, prefix=prefix, project_id=project.id):
         raise ProblemError(404, f"no key with prefix {prefix!r} in this project")
     return Response(status_code=status.HTTP_204_NO_CONTENT)
