@@ -1,18 +1,15 @@
-"""Aggregators (majority vote, Dawid-Skene, HMM-Crowd, BSC) on the canonical :class:`Corpus`.
+"""Aggregators (majority vote, Dawid-Skene, HMM-Crowd, BSC, ...) on the canonical :class:`Corpus`.
 
-``HMMCrowd`` and ``BayesianSequenceCombination`` are imported lazily (on first attribute
-access), so this package imports even where their modules are absent or being rewritten.
+Every name is imported on first attribute access (PEP 562), so importing a submodule that needs
+no numpy (the method table of :mod:`crowdqa.aggregation.registry`, which ``crowdqa aggregate
+--help`` lists) does not import numpy, and the package imports even where one method's module is
+absent or being rewritten.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
-
-from crowdqa.aggregation._base import BaseAggregator, ConvergenceWarning
-from crowdqa.aggregation.corpus import MISSING, Corpus
-from crowdqa.aggregation.dawid_skene import DawidSkene
-from crowdqa.aggregation.majority_vote import MajorityVote
-from crowdqa.aggregation.registry import METHODS, make_aggregator
 
 __all__ = [
     "BaseAggregator",
@@ -27,14 +24,19 @@ __all__ = [
     "make_aggregator",
 ]
 
+#: Public name -> the submodule that defines it.
+_HOME = {
+    "BaseAggregator": "_base", "ConvergenceWarning": "_base", "Corpus": "corpus", "MISSING": "corpus",
+    "DawidSkene": "dawid_skene", "MajorityVote": "majority_vote", "HMMCrowd": "hmm_crowd",
+    "BayesianSequenceCombination": "bsc_seq", "METHODS": "registry", "make_aggregator": "registry",
+}
+
 
 def __getattr__(name: str) -> Any:
-    if name == "HMMCrowd":
-        from crowdqa.aggregation.hmm_crowd import HMMCrowd
+    if name not in _HOME:
+        raise AttributeError(f"module 'crowdqa.aggregation' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"crowdqa.aggregation.{_HOME[name]}"), name)
 
-        return HMMCrowd
-    if name == "BayesianSequenceCombination":
-        from crowdqa.aggregation.bsc_seq import BayesianSequenceCombination
 
-        return BayesianSequenceCombination
-    raise AttributeError(f"module 'crowdqa.aggregation' has no attribute {name!r}")
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -213,9 +213,12 @@ class Corpus:
         return np.flatnonzero(np.asarray(self.worker_roles) == role) if self.n_workers else np.zeros(0, np.int64)
 
     def select_workers(self, workers: NDArray | list[int]) -> Corpus:
-        """Keep only the annotations of these annotator indices (the vocabulary is kept)."""
+        """Keep only the annotations of these annotator indices (the vocabulary is kept).
+
+        When every annotation is kept the corpus itself is returned (it is immutable), not a checked copy.
+        """
         keep = np.isin(self.worker, np.asarray(workers, dtype=np.int64))
-        return self._with_obs(keep)
+        return self if keep.all() else self._with_obs(keep)
 
     def select_role(self, role: str) -> Corpus:
         """Keep only the annotations of annotators with this role."""

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
-from crowdqa.aggregation._base import BaseAggregator
+if TYPE_CHECKING:  # the method table imports without numpy (crowdqa aggregate --help)
+    from crowdqa.aggregation._base import BaseAggregator
 
 __all__ = ["METHODS", "make_aggregator", "validate_params"]
 

@@ -31,6 +31,7 @@ import csv
 import json
 import os
 import re
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -174,6 +175,14 @@ def _write_ebm_nlp(lab: NDArray, corpus: Corpus, path: Path) -> None:
         (path / name).write_text("".join(f"{v}\n" for v in etype[a:b].tolist()), encoding="utf-8")
 
 
+def _plain_cells(cells) -> bool:
+    """True when csv_escape leaves every cell alone and csv.writer would not quote any (no ``,``, quote or line
+    break; no escaped first character): one substring scan per character over the joined cells, not a scan per
+    cell. A NUL inside a cell may give a false False, never a false True."""
+    joined = "\x00" + "\x00".join(cells)
+    return not any(ch in joined for ch in ',"\r\n') and not any("\x00" + ch in joined for ch in _ESCAPED_START)
+
+
 def _write_categorical(lab: NDArray, corpus: Corpus, path: Path) -> None:
     if corpus.n_docs and np.any(corpus.doc_lengths != 1):
         d = int(np.flatnonzero(corpus.doc_lengths != 1)[0])
@@ -182,18 +191,18 @@ def _write_categorical(lab: NDArray, corpus: Corpus, path: Path) -> None:
             f"document {corpus.doc_ids[d]!r}"
         )
     # Label cells: one escape per class, not per row. Item cells: the few that need an escape or CSV quoting go
-    # through csv.writer; the rest are joined as they are (what csv.writer writes for them), in chunks.
+    # through csv.writer; the rest are written as they are (what csv.writer writes for them), in chunks.
     names = [csv_escape(n) for n in corpus.class_names] + [""]  # index -1 (MISSING): an empty label
-    # One scan of a chunk's ids joined by NUL: a cell csv_escape changes, or one csv.writer would quote.
-    special = re.compile("(?:^|\x00)[" + re.escape("".join(sorted(_ESCAPED_START))) + ']|[,"\r\n]')
+    tails = [f",{n}\r\n" for n in names]  # a row is its item cell, then one of these
     with open(path, "w", encoding="utf-8", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["item", "label"])
-        plain_names = special.search("\x00".join(names)) is None
+        plain_names = _plain_cells(names)
         for a in range(0, corpus.n_docs, _CHUNK):
             ids = corpus.doc_ids[a:a + _CHUNK]
-            cells = [names[k] for k in lab[a:a + _CHUNK].tolist()]
-            if plain_names and special.search("\x00".join(ids)) is None:
-                fh.write("".join(f"{d},{c}\r\n" for d, c in zip(ids, cells, strict=True)))
+            codes = lab[a:a + _CHUNK].tolist()
+            if plain_names and _plain_cells(ids):
+                fh.write("".join(chain.from_iterable(zip(ids, [tails[k] for k in codes], strict=True))))
             else:
+                cells = [names[k] for k in codes]
                 w.writerows([csv_escape(d), c] for d, c in zip(ids, cells, strict=True))

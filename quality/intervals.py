@@ -26,7 +26,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import betainccinv, betaincinv
 
 __all__ = [
     "Interval", "clopper_pearson", "clopper_pearson_bounds", "bootstrap_f1", "bootstrap_f1_bounds",
@@ -93,6 +92,8 @@ def clopper_pearson_bounds(
     n = np.asarray(n, dtype=np.float64)
     if np.any(k < 0) or np.any(k > n):
         raise ValueError("counts must satisfy 0 <= k <= n, found k outside [0, n]")
+    from scipy.special import betainccinv, betaincinv  # half a second of import: only where an interval is made
+
     a = (1.0 - level) / 2.0
     with np.errstate(invalid="ignore", divide="ignore"):
         # Shape parameters of 0 give nan; those cases are set by the limits below.

@@ -7,9 +7,11 @@ present on a document labels all of its tokens, so each document's annotations f
 a (tokens x annotators) block. For every document with ``k`` annotators we take the
 ``k (k - 1) / 2`` column pairs of its block, number the worker pairs of all those
 (document, pair) rows with one ``unique``, and count the joint labels of their tokens
-straight into the worker-pair matrices with one ``bincount`` per chunk of documents
-with the same ``k``. Kappa is then a vectorised function of
-the stacked matrices.
+straight into the worker-pair matrices with one ``bincount`` per chunk of rows. When
+only pairs sharing ``min_documents`` documents are wanted (a report's kappas), one
+``bincount`` over hashed pair keys first drops the rows whose pair cannot be that
+frequent, so the many pairs of a large crowd that share one document cost one hash
+each. Kappa is then a vectorised function of the stacked matrices.
 
 Edge convention: as in :mod:`crowdqa.quality.agreement`, kappa is ``nan`` when the expected
 agreement is 1.
@@ -28,6 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from crowdqa.aggregation.corpus import Corpus
+from crowdqa.quality.intervals import _chunks
 
 __all__ = ["PairConfusions", "pair_confusions", "kappa_from_confusions"]
 
@@ -52,19 +55,28 @@ class PairConfusions:
     documents: NDArray[np.int64]
 
 
-def pair_confusions(corpus: Corpus, *, chunk: int = 4_000_000) -> PairConfusions:
-    """Confusion matrices of every annotator pair that labelled a common document.
+def pair_confusions(
+    corpus: Corpus, *, annotators: NDArray | None = None, min_documents: int = 1, chunk: int = 4_000_000
+) -> PairConfusions:
+    """Confusion matrices of every annotator pair that labelled at least ``min_documents`` common documents.
 
     Parameters
     ----------
     corpus : Corpus
-        Select the annotators first (``corpus.select_role("crowd")``) to restrict the pairs.
+    annotators : ndarray of int, optional
+        Only pairs of these annotator indices (e.g. ``corpus.workers_with_role("crowd")``);
+        default all.
+    min_documents : int, default=1
+        Pairs sharing fewer documents are left out before their tokens are counted, so a
+        report that only keeps pairs sharing a few documents does not count the (many) pairs
+        that share one.
     chunk : int, default=4_000_000
         Largest number of (token, pair) cells materialised at once.
 
     Returns
     -------
     PairConfusions
+        Pairs in order of ``(a, b)``.
     """
     k_cls = corpus.n_classes
     kk = k_cls * k_cls
@@ -74,42 +86,71 @@ def pair_confusions(corpus: Corpus, *, chunk: int = 4_000_000) -> PairConfusions
     doc_workers_base = np.concatenate([[0], np.cumsum(n_in_doc)[:-1]])
     first_workers = corpus.worker[at_first].astype(np.int64)  # grouped by document, sorted by worker
     obs_base = np.searchsorted(corpus.token, corpus.doc_start[:-1])
-    label = corpus.label.astype(np.int64)
     groups = [(k, np.flatnonzero(n_in_doc == k)) for k in np.unique(n_in_doc[n_in_doc >= 2]).tolist()]
+    z = np.zeros(0, dtype=np.int64)
     if not groups:
-        z = np.zeros(0, dtype=np.int64)
         return PairConfusions(z, z, np.zeros((0, k_cls, k_cls), dtype=np.int64), z)
 
-    # Pass 1: the worker pair of every (document, pair) row, numbered by one unique over all of them.
+    # Pass 1: the worker pair of every (document, pair) row; the pairs sharing enough documents, numbered in
+    # (a, b) order, and each row's pair number (-1: a pair left out).
     keys = []
     for k, docs_k in groups:
         pi, pj = np.triu_indices(k, 1)
         wbase = doc_workers_base[docs_k][:, None]
         wa, wb = first_workers[wbase + pi[None, :]], first_workers[wbase + pj[None, :]]
         keys.append((wa * corpus.n_workers + wb).ravel())
-    uniq, inv = np.unique(np.concatenate(keys), return_inverse=True)
-    n_docs = np.bincount(inv, minlength=uniq.shape[0]).astype(np.int64)
-    # Pass 2: joint labels of every token of those rows, counted straight into the worker-pair matrices.
+    key = np.concatenate(keys)
+    del keys
+    candidate = _maybe_frequent(key, min_documents)
+    if annotators is not None:
+        chosen = np.zeros(corpus.n_workers, dtype=bool)
+        chosen[np.asarray(annotators, dtype=np.int64)] = True
+        candidate &= chosen[key // corpus.n_workers] & chosen[key % corpus.n_workers]
+    uniq, inv, n_docs = np.unique(key[candidate], return_inverse=True, return_counts=True)
+    kept = n_docs >= min_documents
+    number = np.where(kept, np.cumsum(kept) - 1, -1)
+    pair_id = np.full(key.shape[0], -1, dtype=np.int64)
+    pair_id[candidate] = number[inv.ravel()]
+    del key, candidate, inv
+    uniq, n_docs = uniq[kept], n_docs[kept].astype(np.int64)
+
+    # Pass 2: joint labels of every token of the kept rows, counted straight into the worker-pair matrices.
     total = np.zeros(uniq.shape[0] * kk, dtype=np.int64)
     row0 = 0
     for k, docs_k in groups:
         pi, pj = np.triu_indices(k, 1)
-        n_pairs = pi.shape[0]
-        pair_of = inv[row0:row0 + docs_k.shape[0] * n_pairs].reshape(-1, n_pairs)  # (docs of group, pairs)
-        row0 += docs_k.shape[0] * n_pairs
-        lengths = corpus.doc_lengths[docs_k]
-        max_docs = max(1, chunk // max(1, int(lengths.max()) * n_pairs))
-        for s in range(0, docs_k.shape[0], max_docs):
-            sel = np.arange(s, min(s + max_docs, docs_k.shape[0]))
-            lens = lengths[sel]
-            row_doc = np.repeat(sel, lens)  # index into docs_k
-            t_local = np.arange(lens.sum()) - np.repeat(np.cumsum(lens) - lens, lens)
-            base = obs_base[docs_k[row_doc]] + t_local * k  # (n_rows,)
-            la = label[base[:, None] + pi[None, :]]
-            lb = label[base[:, None] + pj[None, :]]
-            cell = (pair_of[row_doc] * kk + la * k_cls + lb).ravel()
+        n_rows = docs_k.shape[0] * pi.shape[0]
+        ids = pair_id[row0:row0 + n_rows]
+        row0 += n_rows
+        rows = np.flatnonzero(ids >= 0)  # row = local document * n_pairs + pair column
+        doc = docs_k[rows // pi.shape[0]]
+        col = rows % pi.shape[0]
+        lens = corpus.doc_lengths[doc]
+        for a, b in _chunks(lens, chunk):
+            ln = lens[a:b]
+            at = np.repeat(np.arange(a, b), ln)
+            t_local = np.arange(at.shape[0]) - np.repeat(np.cumsum(ln) - ln, ln)
+            base = obs_base[doc[at]] + t_local * k
+            cell = ids[rows[at]] * kk + corpus.label[base + pi[col[at]]] * k_cls + corpus.label[base + pj[col[at]]]
             total += np.bincount(cell, minlength=total.shape[0])
     return PairConfusions(uniq // corpus.n_workers, uniq % corpus.n_workers, total.reshape(-1, k_cls, k_cls), n_docs)
+
+
+def _maybe_frequent(key: NDArray[np.int64], min_count: int) -> NDArray[np.bool_]:
+    """Entries whose key may occur ``min_count`` times or more: a superset, by one count per hashed bucket.
+
+    Every occurrence of a key falls into one bucket of at least as many entries, so no frequent
+    key is missed; the exact count over the candidates (a ``unique``) then sorts them out. Keys
+    occurring once, most pairs of a big crowd, rarely share a bucket with two others.
+    """
+    if min_count <= 1:
+        return np.ones(key.shape[0], dtype=bool)
+    bits = max(1, int(key.shape[0]).bit_length() + 1)  # about two buckets per entry
+    with np.errstate(over="ignore"):  # Fibonacci hashing: the top bits of key * 2**64 / golden ratio
+        bucket = (key.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits)
+    bucket = bucket.astype(np.int64)
+    return np.bincount(bucket, minlength=1 << bits)[bucket] >= min_count
+
 
 
 def kappa_from_confusions(confusion: NDArray) -> NDArray[np.float64]:

@@ -156,13 +156,19 @@ def _add_worker_accuracy(blocks: list[dict | None], corpus: Corpus, valid_obs: N
 
 
 def _worker_blocks(
-    counts: NDArray, pair_worker: NDArray, n_tokens: NDArray, *, n_workers: int, n_boot: int, seed: int,
+    counts: NDArray | None, pair_worker: NDArray, n_tokens: NDArray, *, n_workers: int, n_boot: int, seed: int,
     stream: int, min_boot_docs: int,
 ) -> list[dict | None]:
-    """Score blocks for all workers from per-(worker, document) counts (rows in any order)."""
+    """Score blocks for all workers from per-(worker, document) counts (rows in any order).
+
+    ``counts`` None (categorical answers, scored by accuracy only): blocks of ``documents`` and ``tokens``.
+    """
+    n_docs = np.bincount(pair_worker, minlength=n_workers)
+    if counts is None:
+        return [None if n_docs[w] == 0 else {"documents": int(n_docs[w]), "tokens": int(n_tokens[w])}
+                for w in range(n_workers)]
     totals = np.stack([np.bincount(pair_worker, weights=counts[:, j], minlength=n_workers) for j in range(3)],
                       axis=1).astype(np.int64)
-    n_docs = np.bincount(pair_worker, minlength=n_workers)
     tp, fp, fn = totals.T
     p, r, f = prf_from_counts(tp, fp, fn)
     p_lo, p_hi = clopper_pearson_bounds(tp, tp + fp, level=LEVEL)
@@ -202,8 +208,11 @@ def _obs_pairs(corpus: Corpus) -> tuple[NDArray, NDArray]:
     Triplets are sorted by (token, worker) and an annotator present on a document
     labels all of its tokens (both checked by ``Corpus``), so a document's annotations
     form a (tokens x its annotators) block in row-major order: the pair of annotation
-    ``i`` is ``pair_base[d] + (i - obs_base[d]) % n_annotators[d]``.
+    ``i`` is ``pair_base[d] + (i - obs_base[d]) % n_annotators[d]``; with one-token documents
+    (categorical items) every annotation is its own pair.
     """
+    if corpus.n_tokens == corpus.n_docs:
+        return np.arange(corpus.n_obs, dtype=np.int64), corpus.worker.astype(np.int64)
     obs_doc = corpus.obs_doc
     at_first = corpus.token == corpus.doc_start[obs_doc]
     pair_worker = corpus.worker[at_first].astype(np.int64)
@@ -216,15 +225,20 @@ def _obs_pairs(corpus: Corpus) -> tuple[NDArray, NDArray]:
 
 
 def _pair_counts(
-    corpus: Corpus, pairs: tuple[NDArray, NDArray], valid: NDArray, ref_pos: NDArray
-) -> tuple[NDArray, NDArray, NDArray]:
-    """Counts per (worker, document) pair over the valid annotations, and their workers; tokens per worker."""
+    corpus: Corpus, pairs: tuple[NDArray, NDArray], valid: NDArray, ref_pos: NDArray | None
+) -> tuple[NDArray | None, NDArray, NDArray]:
+    """Counts per (worker, document) pair over the valid annotations, and their workers; tokens per worker.
+
+    ``ref_pos`` None: no counts (None), only which pairs are compared.
+    """
     pair, pair_worker = pairs
     n_pairs = pair_worker.shape[0]
-    counts = grouped_counts(corpus.label[valid] > 0, ref_pos[valid], pair[valid], n_groups=n_pairs)
     used = np.bincount(pair[valid], minlength=n_pairs) > 0
+    counts = None
+    if ref_pos is not None:
+        counts = grouped_counts(corpus.label[valid] > 0, ref_pos[valid], pair[valid], n_groups=n_pairs)[used]
     n_tokens = np.bincount(corpus.worker[valid], minlength=corpus.n_workers)
-    return counts[used], pair_worker[used], n_tokens
+    return counts, pair_worker[used], n_tokens
 
 
 def _check_labels(labels: NDArray, corpus: Corpus, name: str) -> NDArray[np.int64]:
@@ -308,15 +322,22 @@ def build_report(
     expert_ok = (ref != MISSING) & ~excluded & ev_ok  # tokens the aggregate is compared with the experts on
 
     # ---- aggregate vs expert
+    # Categorical answers (no outside class) are scored by accuracy, the confusion matrix and per-class
+    # scores only (:func:`_categorical_view`): no P/R/F1 of a "positive" class, so no F1 bootstrap either.
+    categorical = not corpus.has_outside
     agg_block = None
     if np.any(expert_ok):
-        c, n_tok = _token_doc_counts(ev, ref, expert_ok, corpus)
-        token = score_block(c, n_boot=n_boot, rng=np.random.default_rng([seed, 0]), min_boot_docs=min_boot_docs,
-                            tokens=n_tok)
-        doc_has_ref = np.bincount(corpus.token_doc[ref != MISSING], minlength=corpus.n_docs) > 0
-        doc_out = np.bincount(corpus.token_doc[excluded | ~ev_ok], minlength=corpus.n_docs) > 0
-        spans = _span_blocks(corpus, np.maximum(ev, 0), np.maximum(ref, 0), doc_has_ref & ~doc_out,
-                             n_boot=n_boot, seed=seed, min_boot_docs=min_boot_docs)
+        if categorical:
+            n_tok = int(np.count_nonzero(expert_ok))
+            token, spans = {"tokens": n_tok}, {}
+        else:
+            c, n_tok = _token_doc_counts(ev, ref, expert_ok, corpus)
+            token = score_block(c, n_boot=n_boot, rng=np.random.default_rng([seed, 0]),
+                                min_boot_docs=min_boot_docs, tokens=n_tok)
+            doc_has_ref = np.bincount(corpus.token_doc[ref != MISSING], minlength=corpus.n_docs) > 0
+            doc_out = np.bincount(corpus.token_doc[excluded | ~ev_ok], minlength=corpus.n_docs) > 0
+            spans = _span_blocks(corpus, np.maximum(ev, 0), np.maximum(ref, 0), doc_has_ref & ~doc_out,
+                                 n_boot=n_boot, seed=seed, min_boot_docs=min_boot_docs)
         per_label = per_label_prf(ev, ref, n_classes=corpus.n_classes, mask=expert_ok, outside=corpus.has_outside)
         correct = int(np.count_nonzero(ev[expert_ok] == ref[expert_ok]))
         # Categorical answers have no outside class: every class is scored, class 0 included.
@@ -348,17 +369,21 @@ def build_report(
     # Workers and experts are scored on every expert token, clamped or not: their labels
     # never came from the fit, so giving experts to the aggregator does not bias them.
     valid_e = (ref != MISSING)[tok]
-    ce, we, _ = _pair_counts(corpus, pairs, valid_e, ref[tok] > 0)
+    ce, we, _ = _pair_counts(corpus, pairs, valid_e, None if categorical else ref[tok] > 0)
     vs_expert = _worker_blocks(ce, we, np.bincount(corpus.worker[valid_e], minlength=corpus.n_workers),
                                n_workers=corpus.n_workers, n_boot=n_boot, seed=seed, stream=2,
                                min_boot_docs=min_boot_docs)
     _add_worker_accuracy(vs_expert, corpus, valid_e, ref[tok])
     # An expert is scored against the *other* experts (leave-one-out), never against a
     # reference that contains their own labels.
-    for w in corpus.workers_with_role("expert").tolist():
+    experts = corpus.workers_with_role("expert")
+    for w in experts.tolist():
         if reference not in RULES:
             if corpus.worker_ids[w] == reference:
                 vs_expert[w] = None
+            continue
+        if experts.shape[0] == 1:  # no other expert to compare with
+            vs_expert[w] = None
             continue
         others = np.setdiff1d(np.arange(corpus.n_workers), [w])
         ref_w = reference_labels(corpus.select_workers(others), rule=reference)
@@ -368,11 +393,12 @@ def build_report(
             vs_expert[w] = None
             continue
         c_w, n_tok = _token_doc_counts(lab_w, ref_w, ok, corpus)
-        vs_expert[w] = score_block(c_w, n_boot=n_boot, rng=np.random.default_rng([seed, 4, w]),
-                                   min_boot_docs=min_boot_docs, tokens=n_tok)
+        vs_expert[w] = ({"documents": int(c_w.shape[0]), "tokens": n_tok} if categorical else
+                        score_block(c_w, n_boot=n_boot, rng=np.random.default_rng([seed, 4, w]),
+                                    min_boot_docs=min_boot_docs, tokens=n_tok))
         vs_expert[w]["accuracy"] = _accuracy_block(int(np.count_nonzero(lab_w[ok] == ref_w[ok])), n_tok)
     valid_a = agg_ok[tok]
-    ca, wa, n_tok_a = _pair_counts(corpus, pairs, valid_a, agg[tok] > 0)
+    ca, wa, n_tok_a = _pair_counts(corpus, pairs, valid_a, None if categorical else agg[tok] > 0)
     vs_agg = _worker_blocks(ca, wa, n_tok_a, n_workers=corpus.n_workers, n_boot=n_boot, seed=seed, stream=3,
                             min_boot_docs=min_boot_docs)
     _add_worker_accuracy(vs_agg, corpus, valid_a, agg[tok])
@@ -386,7 +412,6 @@ def build_report(
     ]
 
     # ---- agreement
-    experts = corpus.workers_with_role("expert")
     dense = {int(w): corpus.labels_of(int(w)) for w in experts}
     pairs = []
     for i, a in enumerate(experts):
@@ -400,14 +425,13 @@ def build_report(
                           "kappa": _num(cohen_kappa(la, lb, n_classes=corpus.n_classes)), "f1": _num(f1.f1)})
     alpha = krippendorff_alpha_corpus(corpus)
     crowd = corpus.workers_with_role("crowd")
-    pc = pair_confusions(corpus.select_workers(crowd))
-    enough = pc.documents >= min_pair_docs
-    crowd_k = kappa_from_confusions(pc.confusion[enough])
+    pc = pair_confusions(corpus, annotators=crowd, min_documents=min_pair_docs)
+    crowd_k = kappa_from_confusions(pc.confusion)
     ids = corpus.worker_ids
     crowd_pairs = [
         {"a": ids[a], "b": ids[b], "documents": d, "tokens": t, "kappa": k if k == k else None}  # nan -> null
-        for a, b, d, t, k in zip(pc.a[enough].tolist(), pc.b[enough].tolist(), pc.documents[enough].tolist(),
-                                 pc.confusion[enough].sum(axis=(1, 2)).tolist(), crowd_k.tolist(), strict=True)
+        for a, b, d, t, k in zip(pc.a.tolist(), pc.b.tolist(), pc.documents.tolist(),
+                                 pc.confusion.sum(axis=(1, 2)).tolist(), crowd_k.tolist(), strict=True)
     ]
     finite = crowd_k[np.isfinite(crowd_k)]
     report = {

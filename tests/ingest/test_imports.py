@@ -17,7 +17,7 @@ def _loaded(code: str) -> set[str]:
     return set(out.stdout.split())
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["sample-size", "--help"]])
+@pytest.mark.parametrize("argv", [["--help"], ["sample-size", "--help"], ["aggregate", "--help"]])
 def test_help_imports_no_numpy(argv):
     loaded = _loaded(f"import sys\nfrom crowdqa.api.cli import main\nsys.argv = ['crowdqa', *{argv!r}]\n"
                      "try:\n    main()\nexcept SystemExit:\n    pass")

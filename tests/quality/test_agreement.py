@@ -206,3 +206,18 @@ def test_pair_confusions_brute_force(seed):
             assert got[(a, b)][1] == len(set(c.token_doc[both].tolist()))
             k = cohen_kappa(la, lb, n_classes=c.n_classes)
             assert kap[(a, b)] == pytest.approx(k, nan_ok=True)
+
+
+@pytest.mark.parametrize("min_documents", [1, 2, 3, 5])
+def test_pair_confusions_min_documents_and_annotators(seed, min_documents):
+    """Oracle: the pairs sharing >= min_documents documents of the annotators' own corpus, unfiltered."""
+    from crowdqa.quality.pair_agreement import pair_confusions
+    from tests.quality.test_report import random_corpus
+
+    c = random_corpus(seed, n_docs=80, n_crowd=9, n_experts=2)
+    chosen = np.sort(np.random.default_rng(seed).choice(c.n_workers, 8, replace=False))
+    full = pair_confusions(c.select_workers(chosen))
+    keep = full.documents >= min_documents
+    got = pair_confusions(c, annotators=chosen, min_documents=min_documents, chunk=40)
+    for name in ("a", "b", "confusion", "documents"):
+        assert np.array_equal(getattr(got, name), getattr(full, name)[keep])

@@ -308,12 +308,22 @@ def test_categorical_csv_written_with_formula_like_ids_reads_back(tmp_path):
     assert read_aggregate(tmp_path / "out.csv", c, format="categorical-csv").tolist() == labels.tolist()
 
 
-def test_worker_accuracy_brute_force(seed):
-    """Oracle: plain loops over the dense labels; experts are scored leave-one-out, as for F1."""
-    c = random_corpus(seed, bio=True)
+@pytest.mark.parametrize("kind", ["spans", "categorical-1", "categorical-2", "categorical-3"])
+def test_worker_accuracy_brute_force(seed, kind):
+    """Oracle: plain loops over the dense labels; experts are scored leave-one-out, as for F1.
+
+    Categorical answers (1, 2 or 3 experts) get blocks of items and accuracy only, no P/R/F1.
+    """
+    c = (random_corpus(seed, bio=True) if kind == "spans" else
+         categorical_corpus(seed, n_experts=int(kind.split("-")[1])))
     agg = np.random.default_rng(seed).integers(0, c.n_classes, c.n_tokens)
-    rep = build_report(c, agg, method="mv", experts_used_in_fit=False, n_boot=0)
-    assert rep["kind"] == "spans"
+    rep = build_report(c, agg, method="mv", experts_used_in_fit=False, n_boot=0 if kind == "spans" else 50)
+    assert rep["kind"] == kind.split("-")[0]
+    for entry in rep["workers"] if kind != "spans" else []:
+        for block in (entry["vs_expert"], entry["vs_aggregate"]):
+            if block is not None:
+                assert set(block) == {"accuracy", "documents", "tokens"}
+                assert block["documents"] == block["tokens"] == block["accuracy"]["compared"]  # one token per item
     experts = [w for w in range(c.n_workers) if c.worker_roles[w] == "expert"]
     for w, entry in enumerate(rep["workers"]):
         mine = c.labels_of(w)
@@ -369,3 +379,24 @@ def test_dump_report_is_the_report_as_json(tmp_path):
     assert "NaN" not in text and "Infinity" not in text
     workers = text.split('"workers": [\n', 1)[1].split("\n  ]", 1)[0].splitlines()
     assert len(workers) == corpus.n_workers  # one worker per line
+
+
+def categorical_corpus(seed: int, *, n_items: int = 60, n_crowd: int = 12, n_experts: int = 2) -> Corpus:
+    """One-token items of 3 classes, 2-4 crowd answers each; each expert answers about half the items."""
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, 3, n_items)
+    tok, wor, lab = [], [], []
+    for i in range(n_items):
+        ws = np.sort(rng.choice(n_crowd, rng.integers(2, 5), replace=False)).tolist()
+        ws += [n_crowd + e for e in range(n_experts) if rng.random() < 0.5]
+        for w in ws:
+            tok.append(i)
+            wor.append(w)
+            lab.append(truth[i] if rng.random() < 0.7 else rng.integers(0, 3))
+    return Corpus.from_arrays(
+        token=np.array(tok), worker=np.array(wor), label=np.array(lab), doc_lengths=np.ones(n_items, dtype=int),
+        token_start=np.zeros(n_items, dtype=int), token_end=np.ones(n_items, dtype=int),
+        doc_ids=[f"i{i}" for i in range(n_items)], texts=["x"] * n_items,
+        worker_ids=[f"c{i}" for i in range(n_crowd)] + [f"e{i}" for i in range(n_experts)],
+        worker_roles=["crowd"] * n_crowd + ["expert"] * n_experts, class_names=["a", "b", "c"],
+    )
