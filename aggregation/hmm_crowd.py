@@ -503,12 +503,20 @@ class HMMCrowd(BaseAggregator):
     worker_model : {"two-param", "full"}, default="two-param"
         The paper's two accuracies per annotator (true ``O`` / any other class), or a
         full confusion matrix. Identical for two classes.
-    max_iter : int, default=5
-        EM iterations. Five, as the authors' PICO aggregation (``niter = 5`` in
-        ``src/seqcrowd/run.py`` of github.com/yinfeiy/PICO-data, the run that produced the
-        published PICO ``HMMCrowd`` aggregates and worker confusion matrices); their NER
-        command line (``hmm.py -e``) defaults to one. EM is stopped early on purpose: run
-        to convergence on PICO it trades precision for recall (see Notes).
+    max_iter : int or "auto", default="auto"
+        EM iterations. ``"auto"`` follows the authors' two schedules: five iterations
+        (``niter = 5`` in ``src/seqcrowd/run.py`` of github.com/yinfeiy/PICO-data, the run
+        that produced the published PICO ``HMMCrowd`` aggregates and worker confusion
+        matrices), except for the one model they ran for a single step: the two-parameter
+        worker model with unnormalised wrong answers (``wrong_mass="each"``) on more than
+        two classes, their multi-class NER setting (``hmm.py``, ``--emsteps`` defaults to
+        1). There the crowd factor of a token is not a distribution over answers (the
+        ``K - 1`` wrong classes each weigh ``1 - a``), so the bound EM climbs is not a
+        likelihood of the answers, and each further step moves the estimates towards
+        what the inflated wrong answers favour; with two classes, ``"split"`` or the
+        full confusion model the model is proper and five steps are the PICO schedule.
+        :meth:`resolved_max_iter` gives the number for a corpus. EM is stopped early on purpose: run to convergence on PICO
+        it trades precision for recall (see Notes).
     tol : float or None, default=None
         ``None`` runs exactly ``max_iter`` iterations, the authors' fixed schedule, with
         no convergence test and no warning (``converged_`` stays False). A float stops
@@ -592,7 +600,8 @@ class HMMCrowd(BaseAggregator):
     initialisation with 5 rounds (``dw_em=5``) and get-another-label's 0.9 diagonal;
     initial start, transition and emission rows the smoothed frequencies (0.001) of its
     labels; confusion matrices from its posteriors; variational M-step (prior 0.1) for
-    transitions and emissions, smoothed frequencies for the start; 5 EM iterations;
+    transitions and emissions, smoothed frequencies for the start; 5 EM iterations (1 in
+    their multi-class NER runs, see ``max_iter``);
     Viterbi with the crowd terms; unnormalised wrong answers (``wrong_mass="each"``).
     Departures, each a principle: scaled forward-backward over whole documents (theirs
     is unscaled, per sentence, with a ``1e-300`` floor); the crowd terms enter Viterbi at
@@ -633,7 +642,7 @@ class HMMCrowd(BaseAggregator):
         "wrong_mass": [Options(_WRONG_MASS)],
         "start_smoothing": [Interval(float, 0, None, closed="neither"), None],
         "init_smoothing": [Interval(float, 0, None, closed="neither"), None],
-        "max_iter": [Interval(int, 1, None)], "init_rounds": [Interval(int, 0, None)],
+        "max_iter": [Interval(int, 1, None), Options(("auto",))], "init_rounds": [Interval(int, 0, None)],
         "tol": [Interval(float, 0, None), None], "worker_smoothing": [Interval(float, 0, None)],
         "pseudo_count": [Interval(float, 0, None, closed="neither")],
         "init_diagonal": [Interval(float, 0, 1, closed="neither")],
@@ -644,7 +653,8 @@ class HMMCrowd(BaseAggregator):
         "lowercase": [InstanceOf((bool,), "True or False")],
     }
 
-    def __init__(self, *, decode: str = "viterbi", worker_model: str = "two-param", max_iter: int = 5,
+    def __init__(self, *, decode: str = "viterbi", worker_model: str = "two-param",
+                 max_iter: int | str = "auto",
                  tol: float | None = None, pseudo_count: float = 0.1, worker_smoothing: float = 0.001,
                  init_rounds: int = 5, init_diagonal: float = 0.9,
                  features: tuple[str, ...] = ("word", "capitalised", "digit"), lowercase: bool = False,
@@ -665,6 +675,13 @@ class HMMCrowd(BaseAggregator):
         self.wrong_mass = wrong_mass
         self.start_smoothing = start_smoothing
         self.init_smoothing = init_smoothing
+
+    def resolved_max_iter(self, n_classes: int) -> int:
+        """The number of EM iterations ``fit`` runs on ``n_classes`` classes (``max_iter="auto"`` resolved)."""
+        if self.max_iter != "auto":
+            return int(self.max_iter)
+        improper = self.worker_model == "two-param" and self.wrong_mass == "each" and n_classes > 2
+        return 1 if improper else 5
 
     def fit(self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None
             ) -> HMMCrowd:
@@ -693,9 +710,10 @@ class HMMCrowd(BaseAggregator):
                                  diagonal=self.init_diagonal, smoothing=self.worker_smoothing)
         params = _initial_params(_hard_stats(design, init, n_workers=n_workers), smoothing=self.init_smoothing,
                                  **opts)
-        monitor = ConvergenceMonitor(tol=self.tol, max_iter=self.max_iter, callback=callback)
+        max_iter = self.resolved_max_iter(corpus.n_classes)
+        monitor = ConvergenceMonitor(tol=self.tol, max_iter=max_iter, callback=callback)
         converged = False
-        for _ in range(self.max_iter):
+        for _ in range(max_iter):
             stats, _, log_evidence = _e_step(params, design)
             new = _m_step(stats, **opts)
             # The objective of this iteration is F(q, new): E-step under the old parameters,

@@ -63,7 +63,7 @@ class _Progress:
             if self.tty:
                 from tqdm import tqdm
 
-                em = stage == "fitting" and self.max_iter is not None
+                em = stage == "fitting" and isinstance(self.max_iter, int)  # "auto": unknown until fit
                 self.bar = tqdm(desc=f"crowdqa: {self.method}: {stage}", total=self.max_iter if em else None,
                                 unit=" it", file=self.stream, leave=True,
                                 bar_format=None if em else "{desc} {elapsed}")

@@ -550,8 +550,8 @@ def test_bad_parameters_raise(param, value, match):
 
 
 def test_default_fixed_schedule_runs_max_iter_steps_without_warning(seed):
-    """tol=None (the default): exactly max_iter EM steps, five by default as the authors' PICO run
-    (yinfeiy/PICO-data src/seqcrowd/run.py, niter = 5), and no ConvergenceWarning."""
+    """tol=None (the default): exactly max_iter EM steps, five by default on two classes as the
+    authors' PICO run (yinfeiy/PICO-data src/seqcrowd/run.py, niter = 5), and no ConvergenceWarning."""
     corpus = random_corpus(np.random.default_rng(seed), n_docs=4)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
@@ -579,3 +579,18 @@ def test_default_wrong_answer_weighs_one_minus_accuracy_as_the_authors_get_prob(
         for w, lab in zip(corpus.worker[rows], corpus.label[rows], strict=True):
             f += np.where(np.arange(3) == lab, np.log(acc[w]), np.log1p(-acc[w]))
         np.testing.assert_allclose(model.proba_[t], np.exp(f - f.max()) / np.exp(f - f.max()).sum(), rtol=1e-9)
+
+
+@pytest.mark.parametrize(("options", "class_names", "steps"), [
+    ({}, ("O", "P"), 5),                                          # the authors' PICO run
+    ({}, ("O", "B-P", "I-P"), 1),                                 # their NER command line (cv2, -e 1)
+    ({"wrong_mass": "split"}, ("O", "B-P", "I-P"), 5),            # a proper model: the PICO schedule
+    ({"worker_model": "full"}, ("O", "B-P", "I-P"), 5),
+    ({"max_iter": 3}, ("O", "B-P", "I-P"), 3),                    # an explicit number is kept
+])
+def test_auto_max_iter_follows_the_authors_schedules(options, class_names, steps):
+    """max_iter="auto": one EM step only for the improper model the authors ran for one step
+    (two-parameter workers, unnormalised wrong answers, more than two classes), five otherwise."""
+    corpus = random_corpus(np.random.default_rng(0), n_docs=4, class_names=class_names)
+    model = HMMCrowd(**options).fit(corpus)
+    assert model.n_iter_ == len(model.log_likelihood_) == steps == model.resolved_max_iter(corpus.n_classes)
