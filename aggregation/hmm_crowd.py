@@ -515,8 +515,8 @@ class HMMCrowd(BaseAggregator):
         likelihood of the answers, and each further step moves the estimates towards
         what the inflated wrong answers favour; with two classes, ``"split"`` or the
         full confusion model the model is proper and five steps are the PICO schedule.
-        :meth:`resolved_max_iter` gives the number for a corpus. EM is stopped early on purpose: run to convergence on PICO
-        it trades precision for recall (see Notes).
+        :meth:`resolved_max_iter` gives the number for a corpus. EM is stopped early on
+        purpose: run to convergence on PICO it trades precision for recall (see Notes).
     tol : float or None, default=None
         ``None`` runs exactly ``max_iter`` iterations, the authors' fixed schedule, with
         no convergence test and no warning (``converged_`` stays False). A float stops
