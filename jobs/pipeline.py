@@ -72,6 +72,7 @@ def run_pipeline(
     progress: ProgressFn | None = None,
     crossfit_folds: int = 4,
     seed: int = 0,
+    blocked: frozenset[str] = frozenset(),
 ) -> PipelineResult:
     """Fit ``method`` on the crowd annotators of ``corpus`` and report against its experts.
 
@@ -81,13 +82,18 @@ def run_pipeline(
     cross-fitting: the expert documents are split into ``crossfit_folds`` folds (seeded),
     and each fold is predicted by a fit that was given the other folds' expert labels
     only, so no score is computed on labels the fit was shown.
+    Annotators in ``blocked`` (the project's block list) are left out of the fit and still scored; the
+    report marks them (``blocked`` of each worker, ``blocked_workers``).
     Raises ValueError for an unknown method or parameter, or a corpus without crowd labels.
     """
-    crowd = corpus.select_role("crowd")
+    crowd_ids = corpus.workers_with_role("crowd")
+    excluded = np.array([corpus.worker_ids[w] in blocked for w in range(corpus.n_workers)], dtype=bool)
+    crowd = corpus.select_workers(crowd_ids[~excluded[crowd_ids]])
     if crowd.n_obs == 0:
         raise ValueError(
             f"the corpus has no crowd labels to aggregate (expected at least one crowd upload, found "
-            f"{len(corpus.workers_with_role('crowd'))} crowd annotators with labels on {corpus.n_tokens} tokens)"
+            f"{len(crowd_ids)} crowd annotators, {int(excluded[crowd_ids].sum())} of them blocked, with labels on "
+            f"{corpus.n_tokens} tokens)"
         )
     aggregator = make_aggregator(method, dict(params or {}))
     known = None
@@ -147,12 +153,18 @@ def run_pipeline(
     if uncovered:
         fit["uncovered_tokens"] = uncovered
     scored = np.where(covered | clamped, labels, MISSING)
+    skills = getattr(aggregator, "skills_", None)
+    if skills is not None and excluded.any():  # a blocked worker's skill is the model's prior, not a measure
+        skills = np.where(excluded, np.nan, np.asarray(skills, dtype=np.float64))
     report = build_report(
         corpus, scored, method=method, experts_used_in_fit=bool(use_experts),
         clamped=clamped if use_experts else None,
         heldout=None if heldout is None else np.where(covered, heldout, MISSING), fit=fit, reference=reference,
-        skills=getattr(aggregator, "skills_", None),
+        skills=skills,
     )
+    for w, entry in enumerate(report["workers"]):  # blocked: left out of the fit, scored like the others
+        entry["blocked"] = bool(excluded[w])
+    report["blocked_workers"] = [corpus.worker_ids[w] for w in np.flatnonzero(excluded)]
     report_seconds = time.perf_counter() - t1
     fit["stages"]["scoring"] = round(report_seconds, 6)
     return PipelineResult(

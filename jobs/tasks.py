@@ -154,10 +154,12 @@ def _run_claimed(settings: Settings, job: Job, rq_job) -> str:
         progress = _Progress(settings, job_id)
         progress("reading", None, None)
         corpus = load_job_corpus(ArtifactStore(settings.data_dir), job.corpus_sha256)
+        with Session(get_engine(settings)) as s:
+            blocked = crud.blocked_annotators(session=s, project_id=job.project_id)  # the list as the job starts
         timings = {"load": round(time.perf_counter() - t0, 6)}
         result = run_pipeline(corpus, method=str(job.method),
                               params=job.params, use_experts=job.use_experts, reference=job.reference,
-                              progress=progress)
+                              progress=progress, blocked=blocked)
         timings.update(result.timings)
         progress("writing", None, None)
         _save_results(settings, job, result, timings)

@@ -19,6 +19,8 @@ from crowdqa.store.artifacts import artifact_path
 from crowdqa.store.models import (
     Annotator,
     ApiKey,
+    BlockedWorker,
+    BlockedWorkerCreate,
     Dataset,
     DatasetCreate,
     Job,
@@ -36,6 +38,7 @@ __all__ = [
     "create_project",
     "get_project",
     "get_or_create_project",
+    "find_project",
     "create_api_key",
     "get_api_key",
     "any_api_key",
@@ -72,6 +75,10 @@ __all__ = [
     "clear_report",
     "list_worker_scores",
     "WORKER_SORT_KEYS",
+    "block_worker",
+    "unblock_worker",
+    "list_blocked_workers",
+    "blocked_annotators",
 ]
 
 KEY_PREFIX = "cqa"
@@ -101,10 +108,14 @@ def get_project(*, session: Session, project_id: str) -> Project | None:
     return session.get(Project, project_id)
 
 
+def find_project(*, session: Session, name: str) -> Project | None:
+    """The project named ``name``, or None."""
+    return session.exec(select(Project).where(Project.name == name)).first()
+
+
 def get_or_create_project(*, session: Session, name: str) -> Project:
     """The project named ``name``, created if absent."""
-    project = session.exec(select(Project).where(Project.name == name)).first()
-    return project or create_project(session=session, name=name)
+    return find_project(session=session, name=name) or create_project(session=session, name=name)
 
 
 def create_api_key(*, session: Session, project_id: str) -> str:
@@ -486,3 +497,40 @@ def list_worker_scores(*, session: Session, job_id: str, sort: str = "annotator"
     key = nulls_last(column.desc() if order == "desc" else column.asc())
     stmt = select(WorkerScore).where(WorkerScore.job_id == job_id)
     return _page(session, stmt, offset=offset, limit=limit, order=(key, WorkerScore.annotator))
+
+
+# ---------------------------------------------------------------- blocked workers
+def block_worker(*, session: Session, project_id: str, worker_in: BlockedWorkerCreate) -> tuple[BlockedWorker, bool]:
+    """Put an annotator on the project's block list (a second time updates the reason); the row and whether it
+    is new."""
+    row = session.exec(select(BlockedWorker).where(BlockedWorker.project_id == project_id,
+                                                   BlockedWorker.annotator == worker_in.annotator)).first()
+    created = row is None
+    if row is None:
+        row = BlockedWorker(project_id=project_id, annotator=worker_in.annotator, reason=worker_in.reason)
+    else:
+        row.reason = worker_in.reason
+    session.add(row)
+    session.commit()
+    session.refresh(row)
+    return row, created
+
+
+def unblock_worker(*, session: Session, project_id: str, annotator: str) -> bool:
+    """Take an annotator off the project's block list; False when it was not on it."""
+    result = session.exec(delete(BlockedWorker).where(BlockedWorker.project_id == project_id,
+                                                      BlockedWorker.annotator == annotator))
+    session.commit()
+    return bool(result.rowcount)
+
+
+def list_blocked_workers(*, session: Session, project_id: str, offset: int = 0,
+                         limit: int = 100) -> tuple[list[BlockedWorker], int]:
+    """One page of the project's block list, by annotator id, and its length."""
+    stmt = select(BlockedWorker).where(BlockedWorker.project_id == project_id)
+    return _page(session, stmt, offset=offset, limit=limit, order=(BlockedWorker.annotator,))
+
+
+def blocked_annotators(*, session: Session, project_id: str) -> frozenset[str]:
+    """Every annotator id on the project's block list."""
+    return frozenset(session.exec(select(BlockedWorker.annotator).where(BlockedWorker.project_id == project_id)))

@@ -14,7 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from pydantic import ConfigDict, field_validator
-from sqlalchemy import JSON, DateTime
+from sqlalchemy import JSON, DateTime, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 __all__ = [
@@ -44,6 +44,10 @@ __all__ = [
     "WorkerScore",
     "WorkerScorePublic",
     "WorkerScoresPublic",
+    "BlockedWorkerCreate",
+    "BlockedWorker",
+    "BlockedWorkerPublic",
+    "BlockedWorkersPublic",
     "new_id",
     "utcnow",
     "aware",
@@ -341,4 +345,44 @@ class WorkerScorePublic(SQLModel):
 
 class WorkerScoresPublic(SQLModel):
     data: list[WorkerScorePublic]
+    count: int
+
+
+# ---------------------------------------------------------------- blocked workers
+class BlockedWorkerCreate(SQLModel):
+    """Body of ``POST /blocked-workers``."""
+
+    model_config = ConfigDict(extra="forbid")
+    annotator: str = Field(min_length=1, max_length=300,
+                           description="The annotator id as reports name it, e.g. mturk:A1B2C3D4E5F6G7.")
+    reason: str = Field(default="", max_length=1000, description="Why, for the project's records.")
+
+    @field_validator("annotator", "reason")
+    @classmethod
+    def _printable(cls, value: str) -> str:
+        if any(ord(c) < 32 or ord(c) == 127 for c in value):
+            raise ValueError("must not contain control characters")
+        return value
+
+
+class BlockedWorker(SQLModel, table=True):
+    """An annotator the project no longer trusts: left out of the fit of its later jobs, still scored."""
+
+    __tablename__ = "blocked_worker"
+    __table_args__ = (UniqueConstraint("project_id", "annotator"),)
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: str = Field(foreign_key="project.id", index=True, ondelete="CASCADE")
+    annotator: str = Field(max_length=300)
+    reason: str = Field(default="", max_length=1000)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=DateTime(timezone=True))
+
+
+class BlockedWorkerPublic(_UtcTimes):
+    annotator: str
+    reason: str
+    created_at: datetime
+
+
+class BlockedWorkersPublic(SQLModel):
+    data: list[BlockedWorkerPublic]
     count: int

@@ -23,6 +23,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("crowdqa.api.commands.serve", "run the API (embedded: SQLite and an in-process queue)"),
     "worker": ("crowdqa.api.commands.worker", "run queued jobs from CROWDQA_REDIS_URL"),
     "keys": ("crowdqa.api.commands.keys", "create, list and revoke API keys"),
+    "review": ("crowdqa.api.commands.review",
+               "approve or reject a Mechanical Turk batch's assignments by rules on worker scores"),
+    "blocked": ("crowdqa.api.commands.blocked", "list, add and remove a project's blocked workers"),
 }
 
 

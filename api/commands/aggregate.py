@@ -15,7 +15,7 @@ import time
 
 from crowdqa.api.commands import COMMANDS, UserError
 
-__all__ = ["register", "default_output_format"]
+__all__ = ["register", "default_output_format", "method_params"]
 
 OUTPUT_FORMATS = ("spans-jsonl", "conll", "ebm-nlp", "categorical-csv")
 
@@ -93,18 +93,10 @@ class _Progress:
         self.stage = None
 
 
-def _run(args: argparse.Namespace) -> int:
-    from crowdqa.api.commands._uploads import check_output, check_sort, print_notes, read_uploads
-    from crowdqa.ingest import summarize
-    from crowdqa.ingest.writers import write_labels
+def method_params(args: argparse.Namespace) -> dict:
+    """``--params`` as a dict, checked against ``--method``'s parameters (before any file is read)."""
     from crowdqa.jobs.params import validate_params
-    from crowdqa.jobs.pipeline import run_pipeline
-    from crowdqa.quality.references import RULES
-    from crowdqa.quality.report import dump_report
 
-    # Everything that can be checked without the data, before any file is read.
-    if args.use_experts and not args.expert:
-        raise UserError("--use-experts needs --expert PATH")
     params = {}
     if args.params:
         try:
@@ -113,7 +105,21 @@ def _run(args: argparse.Namespace) -> int:
             raise UserError(f"--params must be a JSON object: {exc}") from None
         if not isinstance(params, dict):
             raise UserError(f"--params must be a JSON object, found {type(params).__name__}")
-    validate_params(args.method, params)
+    return validate_params(args.method, params)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from crowdqa.api.commands._uploads import check_output, check_sort, print_notes, read_uploads
+    from crowdqa.ingest import summarize
+    from crowdqa.ingest.writers import write_labels
+    from crowdqa.jobs.pipeline import run_pipeline
+    from crowdqa.quality.references import RULES
+    from crowdqa.quality.report import dump_report
+
+    # Everything that can be checked without the data, before any file is read.
+    if args.use_experts and not args.expert:
+        raise UserError("--use-experts needs --expert PATH")
+    params = method_params(args)
     check_sort(args)
     folder_out = (args.output_format or default_output_format(args.format, output=args.output)) == "ebm-nlp"
     check_output(args.output, option="--output", folder=folder_out)

@@ -1,0 +1,141 @@
+"""crowdqa review: approve or reject every assignment of a Mechanical Turk batch by rules on worker scores.
+
+Reads the batch-results CSV the requester site gave out, aggregates it (with expert files if
+given), scores every worker against the aggregate (or the experts) with 95% intervals, and
+writes the same CSV back with Approve ("x") or Reject (the reason) and RequesterFeedback filled
+for every assignment still waiting for a decision, ready to upload on the requester site (Manage >
+Results > Upload CSV). Every other byte of the file is kept. A worker is rejected only when it has
+at least --min-tokens compared tokens and the whole 95% interval of its score is below
+--reject-below (--decide-by estimate: the estimate alone); everyone else is approved. --dry-run
+prints the summary (how many approved and rejected, and why) and writes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+
+from crowdqa.api.commands import COMMANDS, UserError
+
+__all__ = ["register"]
+
+
+def _fraction(text: str) -> float:
+    """An argparse type: a number (its range is the rules' to check, with their message)."""
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], found {text!r}") from None
+
+
+def _rules(args: argparse.Namespace):
+    from crowdqa.jobs.review import ReviewRules
+
+    try:
+        return ReviewRules(reject_below=args.reject_below, min_tokens=args.min_tokens, metric=args.metric,
+                           against=args.against, decide_by=args.decide_by, bonus=args.bonus,
+                           bonus_above=args.bonus_above)
+    except ValueError as exc:
+        flags = re.sub(r"\b(reject_below|min_tokens|bonus_above|bonus|decide_by)\b",
+                       lambda m: "--" + m[1].replace("_", "-"), str(exc))
+        raise UserError(flags) from None
+
+
+def _run(args: argparse.Namespace) -> int:
+    from crowdqa.api.commands._uploads import check_output
+    from crowdqa.api.commands.aggregate import _Progress, method_params
+    from crowdqa.jobs.review import format_review, review_file
+
+    # Everything that can be checked without the data, before any file is read.
+    rules = _rules(args)
+    params = method_params(args)
+    if not args.dry_run and not args.output:
+        raise UserError("--output PATH is needed (or --dry-run for the summary alone)")
+    if args.bonus_output and rules.bonus is None:
+        raise UserError("--bonus-output needs --bonus and --bonus-above")
+    if rules.against == "expert" and not args.expert:
+        raise UserError("--against expert needs --expert PATH")
+    if args.use_experts and not args.expert:
+        raise UserError("--use-experts needs --expert PATH")
+    for option, path in (("--output", args.output), ("--bonus-output", args.bonus_output),
+                         ("--summary", args.summary)):
+        check_output(None if args.dry_run and option != "--summary" else path, option=option)
+    options = {k: v for k, v in dict(text_column=args.text_column, answer_column=args.answer_column,
+                                     id_column=args.id_column, category=args.category, scheme=args.scheme,
+                                     on_error=args.on_error).items() if v is not None}
+    experts = [dict(path=p, format=args.expert_format or "mturk-csv", role="expert",
+                    **({"category": args.category} if args.category else {})) for p in args.expert]
+    say = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr))
+    outcome, parsed = review_file(args.path, rules, method=args.method, params=params, options=options,
+                                  experts=experts, use_experts=args.use_experts,
+                                  progress=_Progress(args.method, quiet=args.quiet))
+    for note in parsed.notes:
+        say(f"crowdqa: note: {note}")
+    if parsed.problems:
+        say(f"crowdqa: skipped {len(parsed.problems)} bad rows (--on-error skip); their assignments are left as "
+            "they were unless the worker was scored on other rows")
+    print(format_review(outcome.summary, source=args.path, max_rows=args.top))
+    if args.summary:
+        with open(args.summary, "w", encoding="utf-8") as fh:
+            json.dump(outcome.summary, fh, indent=2)
+            fh.write("\n")
+        say(f"crowdqa: wrote the summary to {args.summary}")
+    if args.dry_run:
+        say("crowdqa: dry run: nothing written")
+        return 0
+    with open(args.output, "wb") as fh:
+        fh.write(outcome.reviewed_csv())
+    say(f"crowdqa: wrote the reviewed batch to {args.output}; upload it on the requester site "
+        "(Manage > Results > Upload CSV)")
+    if args.bonus_output:
+        with open(args.bonus_output, "wb") as fh:
+            fh.write(outcome.bonus_csv())
+        say(f"crowdqa: wrote {len(outcome.bonuses)} bonuses to {args.bonus_output}")
+    return 0
+
+
+def register(subparsers) -> None:
+    from crowdqa.aggregation.registry import METHODS
+    from crowdqa.ingest import FORMATS
+    from crowdqa.jobs.review import AGAINST, DECIDE_BY, METRICS
+
+    p = subparsers.add_parser("review", help=COMMANDS["review"][1], description=__doc__.split("\n", 1)[1].strip(),
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("path", metavar="BATCH.csv", help="the Mechanical Turk batch-results CSV")
+    p.add_argument("--method", required=True, choices=list(METHODS), help="aggregation method")
+    p.add_argument("--params", help='method parameters as JSON, e.g. \'{"max_iter": 50}\'')
+    p.add_argument("--reject-below", required=True, type=_fraction, metavar="SCORE",
+                   help="reject workers whose score (F1, or accuracy for categorical answers) is below this")
+    p.add_argument("--min-tokens", type=int, default=50, metavar="N",
+                   help="judge only workers with at least N compared tokens (items); default 50")
+    p.add_argument("--decide-by", choices=DECIDE_BY, default="interval",
+                   help="interval (default): reject only when the 95%% interval's upper bound is below "
+                        "--reject-below (and pay a bonus only when its lower bound reaches --bonus-above); "
+                        "estimate: compare the estimate")
+    p.add_argument("--metric", choices=METRICS, default="auto",
+                   help="auto (default): F1 for span labels, accuracy for categorical answers")
+    p.add_argument("--against", choices=AGAINST, default="aggregate",
+                   help="score workers against the aggregate (default) or the experts (needs --expert)")
+    p.add_argument("--bonus", metavar="DOLLARS", help="pay this bonus (e.g. 0.50) to workers above --bonus-above")
+    p.add_argument("--bonus-above", type=_fraction, metavar="SCORE", help="the bonus threshold")
+    p.add_argument("--output", metavar="REVIEWED.csv", help="where to write the reviewed batch")
+    p.add_argument("--bonus-output", metavar="BONUSES.csv",
+                   help="write the bonus list here (WorkerId, AssignmentId, BonusAmount, Reason)")
+    p.add_argument("--summary", metavar="SUMMARY.json", help="write the summary as JSON here")
+    p.add_argument("--dry-run", action="store_true", help="print the summary only; write no CSV")
+    p.add_argument("--expert", metavar="PATH", action="append", default=[],
+                   help="an expert upload of (some of) the same documents (repeatable)")
+    p.add_argument("--expert-format", metavar="F", choices=FORMATS, help="format of --expert (default: mturk-csv)")
+    p.add_argument("--use-experts", action="store_true", help="clamp the expert labels while fitting")
+    p.add_argument("--text-column", metavar="NAME", help="column holding the document text")
+    p.add_argument("--answer-column", metavar="NAME", help="answer column (default Answer.taskAnswers)")
+    p.add_argument("--id-column", metavar="NAME", help="column holding the document id")
+    p.add_argument("--category", metavar="NAME", help="the one label to keep")
+    p.add_argument("--scheme", choices=("auto", "io", "bio"), default=None, help="label scheme")
+    p.add_argument("--on-error", choices=("fail", "skip"), default=None,
+                   help="fail on the first bad row (default) or skip bad rows")
+    p.add_argument("--top", type=int, default=40, metavar="N", help="rejected workers listed (default 40)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    p.set_defaults(func=_run)

@@ -1,0 +1,181 @@
+"""Paying and blocking: review a finished job's Mechanical Turk batch, and the project's block list."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Path, Query, Response, status
+from pydantic import BaseModel, ConfigDict, Field
+
+from crowdqa.api.deps import CurrentProjectDep, OwnedJobDep, SessionDep, SettingsDep
+from crowdqa.api.errors import ProblemError, problem_responses
+from crowdqa.jobs import review
+from crowdqa.store.models import BlockedWorkerCreate, BlockedWorkerPublic, BlockedWorkersPublic
+
+__all__ = ["router", "ReviewRequest", "ReviewSummary"]
+
+router = APIRouter(tags=["review"])
+
+
+class ReviewRequest(BaseModel):
+    """Body of ``POST /jobs/{id}/review``: the rules, which upload, and what to answer with."""
+
+    model_config = ConfigDict(extra="forbid")
+    reject_below: float = Field(ge=0, le=1, description="Reject workers whose score is below this.")
+    min_tokens: int = Field(default=50, ge=0, description="Judge only workers with this many compared tokens "
+                                                          "(items for categorical answers).")
+    metric: Literal["auto", "f1", "accuracy"] = Field(
+        default="auto", description="auto: F1 for span labels, accuracy for categorical answers.")
+    against: Literal["aggregate", "expert"] = Field(default="aggregate", description="What workers are scored "
+                                                    "against: the job's aggregate, or the experts.")
+    decide_by: Literal["interval", "estimate"] = Field(
+        default="interval", description="interval: reject only when the 95% interval's upper bound is below "
+                                        "reject_below (bonus only when its lower bound reaches bonus_above); "
+                                        "estimate: compare the estimate.")
+    bonus: Decimal | None = Field(default=None, gt=0, max_digits=9, decimal_places=2,
+                                  description="Dollars paid to each worker at or above bonus_above.")
+    bonus_above: float | None = Field(default=None, ge=0, le=1, description="The bonus threshold.")
+    upload_id: str | None = Field(default=None, max_length=64, description="The mturk-csv crowd upload to review "
+                                  "(default: the dataset's only one).")
+    dry_run: bool = Field(default=False, description="Answer with the summary (JSON) and write nothing.")
+    output: Literal["batch", "bonuses"] = Field(
+        default="batch", description="batch: the reviewed batch-results CSV; bonuses: the bonus list CSV.")
+
+    def rules(self) -> review.ReviewRules:
+        """The rules (ValueError naming one that does not hold with the others)."""
+        return review.ReviewRules(reject_below=self.reject_below, min_tokens=self.min_tokens, metric=self.metric,
+                           against=self.against, decide_by=self.decide_by, bonus=self.bonus,
+                           bonus_above=self.bonus_above)
+
+
+class AppliedRules(BaseModel):
+    """The rules as the review applied them (metric resolved)."""
+
+    reject_below: float
+    min_tokens: int
+    metric: Literal["f1", "accuracy"]
+    against: Literal["aggregate", "expert"]
+    decide_by: Literal["interval", "estimate"]
+    bonus: str | None
+    bonus_above: float | None
+
+
+class AssignmentCounts(BaseModel):
+    approved: int = Field(description="Open assignments approved (an x in Approve).")
+    rejected: int = Field(description="Open assignments rejected (the reason in Reject).")
+    left: dict[str, int] = Field(description="Assignments left as they were, by why: already approved, already "
+                                             "rejected, decided in the file, worker not scored.")
+    malformed_lines: list[int] = Field(description="Lines that are not assignment rows (a field count unlike the "
+                                                   "header's), left as they were.")
+
+
+class WorkerCounts(BaseModel):
+    approved: int
+    rejected: int
+    reasons: dict[str, int] = Field(description="Workers by reason: below, too_few_tokens, no_score, no_interval, "
+                                                "interval_reaches, at_or_above.")
+
+
+class WorkerDecision(BaseModel):
+    worker: str = Field(description="The WorkerId.")
+    annotator: str = Field(description="The annotator id in the report (mturk:<WorkerId>).")
+    verdict: Literal["approve", "reject"]
+    reason: str
+    score: float | None
+    interval: list[float] | None = Field(description="95% interval of the score.")
+    tokens: int = Field(description="Compared tokens (items).")
+    open_assignments: int
+    feedback: str = Field(description="The text written to Reject (or RequesterFeedback when approved).")
+    bonus: str | None
+    blocked: bool = Field(description="On the project's block list.")
+
+
+class Bonus(BaseModel):
+    WorkerId: str  # noqa: N815 - the requester site's column names
+    AssignmentId: str  # noqa: N815
+    BonusAmount: str  # noqa: N815
+    Reason: str  # noqa: N815
+
+
+class ReviewSummary(BaseModel):
+    """What a review decides: counts, every worker's decision and the bonus list."""
+
+    rules: AppliedRules
+    assignments: AssignmentCounts
+    workers: WorkerCounts
+    bonuses: list[Bonus]
+    bonus_total: str
+    decisions: list[WorkerDecision]
+
+
+_CSV = {"text/csv": {"schema": {"type": "string"}}}
+
+
+@router.post("/jobs/{job_id}/review", responses={
+    **problem_responses(404, 409),
+    200: {"description": "The summary (dry_run), else the reviewed batch-results CSV (output=batch, encoded as "
+                         "uploaded) or the bonus list (output=bonuses).",
+          "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ReviewSummary"}}, **_CSV}}})
+def review_job(job: OwnedJobDep, body: ReviewRequest, session: SessionDep, settings: SettingsDep) -> ReviewSummary:
+    """Approve or reject every open assignment of the job's Mechanical Turk batch by rules on the workers' scores
+    in the job's report, and list the bonuses; the batch file comes back with Approve, Reject and
+    RequesterFeedback filled and every other byte as uploaded."""
+    try:
+        rules = body.rules()
+    except ValueError as exc:
+        raise ProblemError(422, str(exc)) from None
+    try:
+        outcome = review.review_job(session=session, settings=settings, job=job, rules=rules,
+                                    upload_id=body.upload_id)
+    except LookupError as exc:
+        raise ProblemError(404, str(exc)) from None
+    if body.dry_run:
+        return ReviewSummary.model_validate(outcome.summary)
+    a = outcome.summary["assignments"]
+    headers = {"X-Review-Approved": str(a["approved"]), "X-Review-Rejected": str(a["rejected"])}
+    if body.output == "bonuses":
+        headers["Content-Disposition"] = f'attachment; filename="{job.id}-bonuses.csv"'
+        return Response(outcome.bonus_csv(), media_type="text/csv; charset=utf-8",  # type: ignore[return-value]
+                        headers=headers)
+    headers["Content-Disposition"] = f'attachment; filename="{job.id}-reviewed.csv"'
+    charset = "utf-8" if outcome.batch.codec == "utf-8" else "utf-16"  # as uploaded, byte-order mark included
+    return Response(outcome.reviewed_csv(), media_type=f"text/csv; charset={charset}",  # type: ignore[return-value]
+                    headers=headers)
+
+
+Offset = Annotated[int, Query(ge=0, le=10**9, description="Rows to skip.")]
+Limit = Annotated[int, Query(ge=1, le=1000, description="Rows to return (at most 1000).")]
+
+
+@router.get("/blocked-workers", responses=problem_responses())
+def list_blocked(session: SessionDep, project: CurrentProjectDep, offset: Offset = 0,
+                 limit: Limit = 100) -> BlockedWorkersPublic:
+    """The project's block list: annotators left out of the fit of its later jobs (still scored in their reports)."""
+    rows, count = review.list_blocked(session=session, project_id=project.id, offset=offset, limit=limit)
+    return BlockedWorkersPublic(data=[BlockedWorkerPublic.model_validate(r) for r in rows], count=count)
+
+
+@router.post("/blocked-workers", status_code=status.HTTP_201_CREATED, responses={
+    **problem_responses(), 200: {"model": BlockedWorkerPublic, "description": "Already blocked; reason updated."}})
+def block_worker(body: BlockedWorkerCreate, session: SessionDep, project: CurrentProjectDep,
+                 response: Response) -> BlockedWorkerPublic:
+    """Block an annotator (e.g. mturk:A1B2C3): later jobs of the project fit without its labels and mark it in
+    their reports; 201 when new, 200 when it was blocked already (its reason is updated)."""
+    [(row, created)] = review.block_workers(session=session, project_id=project.id, annotators=[body.annotator],
+                                            reason=body.reason)
+    if not created:
+        response.status_code = status.HTTP_200_OK
+    return BlockedWorkerPublic.model_validate(row)
+
+
+@router.delete("/blocked-workers/{annotator:path}", status_code=status.HTTP_204_NO_CONTENT,
+               responses=problem_responses(404))
+def unblock_worker(annotator: Annotated[str, Path(max_length=300)], session: SessionDep,
+                   project: CurrentProjectDep) -> Response:
+    """Unblock an annotator: jobs started from now on fit with its labels again."""
+    try:
+        review.unblock_worker(session=session, project_id=project.id, annotator=annotator)
+    except LookupError as exc:
+        raise ProblemError(404, str(exc)) from None
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,316 @@
+"""Review a Mechanical Turk batch: approve or reject every open assignment, and list the bonuses.
+
+The use case behind ``crowdqa review`` and ``POST /jobs/{id}/review``. Both doors come here with a
+batch-results file and the rules (:class:`crowdqa.quality.review_rules.ReviewRules`); the command
+line aggregates the batch itself (:func:`review_file`), the service reads the report of a finished
+job and the batch file stored with its dataset (:func:`review_job`). :func:`review_batch` does the
+rest for both: the rules decide per worker, every open assignment of the worker gets that decision
+and its reason, and :class:`ReviewOutcome` holds the reviewed file's bytes, the summary and the
+bonus list.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections import Counter
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from sqlmodel import Session
+
+from crowdqa.ingest.errors import IngestError
+from crowdqa.ingest.mturk_review import BatchFile, RowDecision, assignments, read_batch, write_reviewed
+from crowdqa.ingest.writers import csv_escape
+from crowdqa.jobs.errors import JobNotRunnableError
+from crowdqa.quality.review_rules import (
+    AGAINST,
+    DECIDE_BY,
+    METRICS,
+    Decisions,
+    ReviewRules,
+    Verdict,
+    bonus_reason,
+    decide,
+    feedback,
+    worker_evidence,
+)
+from crowdqa.store import crud
+from crowdqa.store.artifacts import ArtifactStore
+from crowdqa.store.models import BlockedWorker, BlockedWorkerCreate, Job, JobStatus, Project, Upload
+from crowdqa.store.settings import Settings
+
+__all__ = ["ReviewRules", "AGAINST", "DECIDE_BY", "METRICS",
+           "ReviewOutcome", "review_batch", "review_file", "review_job", "format_review", "BONUS_COLUMNS",
+           "MTURK_PREFIX", "block_workers", "unblock_worker", "list_blocked", "project_named"]
+
+#: Annotator ids of Mechanical Turk workers are ``mturk:<WorkerId>`` (:mod:`crowdqa.ingest.mturk_csv`).
+MTURK_PREFIX = "mturk:"
+#: Columns of the bonus list (the requester site's "Bonus workers" needs the worker and one assignment).
+BONUS_COLUMNS = ("WorkerId", "AssignmentId", "BonusAmount", "Reason")
+
+#: Why an assignment was left as it was, by its status.
+_LEFT = {"Approved": "already approved", "Rejected": "already rejected",
+         "decided in the file": "decided in the file"}
+
+
+@dataclass(frozen=True)
+class ReviewOutcome:
+    """A finished review.
+
+    Attributes
+    ----------
+    summary : dict
+        JSON-ready: the rules, assignment and worker counts with reasons, every decided worker
+        (score, interval, tokens, verdict, reason, feedback, bonus) and the bonus list.
+    batch : BatchFile
+    rows : dict of int to RowDecision
+        The decision written to each record.
+    bonuses : list of dict
+        ``WorkerId, AssignmentId, BonusAmount, Reason`` per paid worker.
+    """
+
+    summary: dict[str, Any]
+    batch: BatchFile
+    rows: dict[int, RowDecision]
+    bonuses: list[dict[str, str]]
+
+    def reviewed_csv(self) -> bytes:
+        """The batch file with the decisions filled in (every other byte as it came)."""
+        return write_reviewed(self.batch, self.rows)
+
+    def bonus_csv(self) -> bytes:
+        """The bonus list as UTF-8 CSV, every cell made safe for spreadsheets."""
+        buf = io.StringIO()
+        out = csv.writer(buf, lineterminator="\r\n")
+        out.writerow(BONUS_COLUMNS)
+        for b in self.bonuses:
+            out.writerow([csv_escape(b[c]) for c in BONUS_COLUMNS])
+        return buf.getvalue().encode("utf-8")
+
+
+def _interval(d: Decisions, i: int) -> list[float] | None:
+    e = d.evidence
+    return None if e.high[i] != e.high[i] else [round(float(e.low[i]), 6), round(float(e.high[i]), 6)]
+
+
+def review_batch(batch: BatchFile, report: dict[str, Any], rules: ReviewRules, *,
+                 blocked: frozenset[str] = frozenset()) -> ReviewOutcome:
+    """Decide every open assignment of ``batch`` from the workers' scores in ``report``.
+
+    Parameters
+    ----------
+    batch : BatchFile
+    report : dict
+        The quality report of an aggregation of (at least) this batch.
+    rules : ReviewRules
+    blocked : frozenset of str
+        Annotator ids on the project's block list; marked as such in the summary.
+
+    Returns
+    -------
+    ReviewOutcome
+    """
+    decisions = decide(worker_evidence(report, metric=rules.metric, against=rules.against), rules)
+    rows, malformed = assignments(batch)
+    per_worker: dict[int, list[int]] = {}  # decision index -> its open rows
+    left: Counter[str] = Counter()
+    last_assignment: dict[int, str] = {}
+    decided: dict[int, RowDecision] = {}
+    for a in rows:
+        i = decisions.of(MTURK_PREFIX + a.worker) if a.worker else None
+        if i is not None and decisions.evidence.roles[i] != "crowd":
+            i = None
+        if i is not None and a.assignment_id:
+            last_assignment[i] = a.assignment_id
+        if not a.open:
+            left[_LEFT.get(a.status, f"status {a.status}")] += 1
+            continue
+        if i is None:
+            left["worker not scored"] += 1
+            continue
+        per_worker.setdefault(i, []).append(a.row)
+    texts = {i: feedback(decisions, i) for i in per_worker}
+    for i, recs in per_worker.items():
+        approve = decisions.verdict[i] is Verdict.approve
+        for r in recs:
+            decided[r] = RowDecision(approve=approve, feedback=texts[i])
+    workers = []
+    bonuses = []
+    for i in sorted(set(per_worker) | set(last_assignment), key=lambda i: decisions.evidence.ids[i]):
+        e = decisions.evidence
+        worker = e.ids[i][len(MTURK_PREFIX):]
+        amount = decisions.bonus[i]
+        entry = {
+            "worker": worker, "annotator": e.ids[i], "verdict": decisions.verdict[i].value,
+            "reason": decisions.reason[i].value, "score": None if e.score[i] != e.score[i] else float(e.score[i]),
+            "interval": _interval(decisions, i), "tokens": int(e.tokens[i]),
+            "open_assignments": len(per_worker.get(i, [])), "feedback": feedback(decisions, i),
+            "bonus": None if amount is None else str(amount), "blocked": e.ids[i] in blocked,
+        }
+        workers.append(entry)
+        if amount is not None and i in last_assignment:
+            bonuses.append({"WorkerId": worker, "AssignmentId": last_assignment[i], "BonusAmount": str(amount),
+                            "Reason": bonus_reason(decisions, i)})
+    approved = [w for w in workers if w["open_assignments"] and w["verdict"] == "approve"]
+    rejected = [w for w in workers if w["open_assignments"] and w["verdict"] == "reject"]
+    summary = {
+        "rules": {"reject_below": rules.reject_below, "min_tokens": rules.min_tokens,
+                  "metric": decisions.evidence.metric, "against": rules.against, "decide_by": rules.decide_by,
+                  "bonus": None if rules.bonus is None else str(rules.bonus), "bonus_above": rules.bonus_above},
+        "assignments": {
+            "approved": sum(w["open_assignments"] for w in approved),
+            "rejected": sum(w["open_assignments"] for w in rejected),
+            "left": dict(sorted(left.items())),
+            "malformed_lines": malformed,
+        },
+        "workers": {
+            "approved": len(approved), "rejected": len(rejected),
+            "reasons": dict(sorted(Counter(w["reason"] for w in approved + rejected).items())),
+        },
+        "bonuses": bonuses,
+        "bonus_total": str(sum((Decimal(b["BonusAmount"]) for b in bonuses), Decimal("0.00"))),
+        "decisions": workers,
+    }
+    return ReviewOutcome(summary=summary, batch=batch, rows=decided, bonuses=bonuses)
+
+
+def review_file(path: str | Path, rules: ReviewRules, *, method: str, params: dict[str, Any] | None = None,
+                options: dict[str, Any] | None = None, experts: list[dict[str, Any]] | None = None,
+                use_experts: bool = False, progress=None) -> tuple[ReviewOutcome, Any]:
+    """Read a batch-results file, aggregate it (with expert uploads if given) and review it.
+
+    ``options`` are the mturk-csv reader's (``text_column``, ``answer_column``, ``id_column``,
+    ``category``, ``scheme``, ``on_error``); ``experts`` are :func:`crowdqa.ingest.read_corpus` keyword
+    dicts with ``path``. Returns the outcome and the parse result (its notes and problems).
+    """
+    from crowdqa.ingest import read_merged
+    from crowdqa.jobs.pipeline import run_pipeline
+
+    path = Path(path)
+    batch = read_batch(path.read_bytes(), source=str(path))
+    if rules.against == "expert" and not experts:
+        raise ValueError("against expert needs expert labels: give an expert file")
+    if progress is not None:
+        progress("reading", None, None)
+    parsed = read_merged([dict(path=path, format="mturk-csv", role="crowd", **(options or {})),
+                          *(experts or [])])
+    if parsed.corpus.n_obs == 0:
+        raise IngestError("the file holds no labels (read as 'mturk-csv')", source=str(path))
+    result = run_pipeline(parsed.corpus, method=method, params=params, use_experts=use_experts, progress=progress)
+    return review_batch(batch, result.report, rules), parsed
+
+
+def _batch_upload(session: Session, job: Job, upload_id: str | None) -> Upload:
+    """The mturk-csv crowd upload of the job's dataset to review: ``upload_id``, or the only one."""
+    uploads, _ = crud.list_uploads(session=session, dataset_id=job.dataset_id, limit=10_000)
+    if upload_id is not None:
+        found = next((u for u in uploads if u.id == upload_id), None)
+        if found is None:
+            raise LookupError(f"no upload {upload_id!r} in the job's dataset")
+        if found.format != "mturk-csv":
+            raise ValueError(f"upload {upload_id} is {found.format}, not an mturk-csv batch-results file")
+        return found
+    batches = [u for u in uploads if u.format == "mturk-csv" and u.role == "crowd"]
+    if not batches:
+        raise JobNotRunnableError(f"the dataset of job {job.id} has no mturk-csv crowd upload to review")
+    if len(batches) > 1:
+        raise ValueError(f"the dataset holds {len(batches)} mturk-csv uploads; name one with upload_id "
+                         f"({', '.join(u.id for u in batches)})")
+    return batches[0]
+
+
+def review_job(*, session: Session, settings: Settings, job: Job, rules: ReviewRules,
+               upload_id: str | None = None) -> ReviewOutcome:
+    """Review the batch-results upload of a finished job's dataset by the job's report.
+
+    Raises JobNotRunnableError (the job is not finished, its dataset has no batch file, or the
+    upload is not part of the job's snapshot), LookupError (no such upload) and ValueError (rules).
+    """
+    if job.status != JobStatus.finished:
+        raise JobNotRunnableError(f"job {job.id} is {job.status.value}, not finished: review a finished job")
+    report = crud.get_report(session=session, job_id=job.id)
+    if report is None:
+        raise JobNotRunnableError(f"job {job.id} has no report")
+    upload = _batch_upload(session, job, upload_id)
+    store = ArtifactStore(settings.data_dir)
+    parts = store.snapshot_parts(job.corpus_sha256) or [job.corpus_sha256]
+    if upload.corpus_sha256 not in parts:
+        raise JobNotRunnableError(f"upload {upload.id} was added after job {job.id} ran: re-run the job to "
+                                  "review it")
+    batch = read_batch(store.path(upload.raw_path).read_bytes(), source=upload.filename)
+    blocked = crud.blocked_annotators(session=session, project_id=job.project_id)
+    return review_batch(batch, report.body, rules, blocked=blocked)
+
+
+def block_workers(*, session: Session, project_id: str, annotators: list[str], reason: str = ""
+                  ) -> list[tuple[BlockedWorker, bool]]:
+    """Put annotators on the project's block list (their later jobs fit without them; they are still scored);
+    each row and whether it is new. A worker blocked again keeps one row, with the new reason."""
+    rows = [BlockedWorkerCreate(annotator=a, reason=reason) for a in annotators]  # all checked before any write
+    return [crud.block_worker(session=session, project_id=project_id, worker_in=r) for r in rows]
+
+
+def project_named(*, session: Session, name: str) -> Project:
+    """The project named ``name``; LookupError when there is none (the command line names projects)."""
+    project = crud.find_project(session=session, name=name)
+    if project is None:
+        raise LookupError(f"no project named {name!r} here")
+    return project
+
+
+def unblock_worker(*, session: Session, project_id: str, annotator: str) -> None:
+    """Take an annotator off the project's block list; LookupError when it is not on it."""
+    if not crud.unblock_worker(session=session, project_id=project_id, annotator=annotator):
+        raise LookupError(f"{annotator!r} is not on this project's block list")
+
+
+def list_blocked(*, session: Session, project_id: str, offset: int = 0, limit: int = 100
+                 ) -> tuple[list[BlockedWorker], int]:
+    """One page of the project's block list (by annotator id) and its length."""
+    return crud.list_blocked_workers(session=session, project_id=project_id, offset=offset, limit=limit)
+
+
+#: How the terminal summary words each reason (crowdqa.quality.review_rules.Reason).
+_REASONS = {"below": "below the threshold", "too_few_tokens": "too few tokens to judge",
+            "no_score": "without a score", "no_interval": "below but without an interval",
+            "interval_reaches": "below but the interval reaches the threshold",
+            "at_or_above": "at or above the threshold"}
+
+
+def format_review(summary: dict[str, Any], *, source: str, max_rows: int = 40) -> str:
+    """The summary as terminal text: the rule, how many assignments and workers were approved and rejected
+    and why, the bonuses, and the rejected workers."""
+    r = summary["rules"]
+    name = "F1" if r["metric"] == "f1" else "accuracy"
+    how = ("the 95% interval's upper bound is below it" if r["decide_by"] == "interval"
+           else "the estimate is below it")
+    lines = [f"review of {source}: {name} against the {r['against']}; reject below {r['reject_below']:.2f} when "
+             f"{how}, with at least {r['min_tokens']} {'tokens' if name == 'F1' else 'items'}"]
+    a, w = summary["assignments"], summary["workers"]
+    left = sum(a["left"].values())
+    detail = ", ".join(f"{n} {k}" for k, n in a["left"].items())
+    lines.append(f"assignments: {a['approved']} approved, {a['rejected']} rejected, {left} left as they were"
+                 + (f" ({detail})" if detail else ""))
+    if a["malformed_lines"]:
+        lines.append(f"  {len(a['malformed_lines'])} lines are not assignment rows (field count unlike the header), "
+                     f"left as they were: {', '.join(map(str, a['malformed_lines'][:10]))}")
+    reasons = ", ".join(f"{n} {_REASONS[k]}" for k, n in w["reasons"].items())
+    lines.append(f"workers: {w['approved']} approved, {w['rejected']} rejected" + (f" ({reasons})" if reasons else ""))
+    if r["bonus"] is not None:
+        lines.append(f"bonuses: {len(summary['bonuses'])} workers x ${r['bonus']} = ${summary['bonus_total']} "
+                     f"({name} at least {r['bonus_above']:.2f})")
+    rejected = [d for d in summary["decisions"] if d["verdict"] == "reject" and d["open_assignments"]]
+    if rejected:
+        lines.append("rejected workers:")
+        width = max(len(d["worker"]) for d in rejected)
+        for d in rejected[:max_rows]:
+            ci = f"[{d['interval'][0]:.2f}, {d['interval'][1]:.2f}]" if d["interval"] else ""
+            lines.append(f"  {d['worker']:<{width}}  {name} {d['score']:.3f} {ci:<14} {d['tokens']:>7} "
+                         f"{'tokens' if name == 'F1' else 'items'}  {d['open_assignments']} assignments"
+                         + ("  (blocked)" if d["blocked"] else ""))
+        if len(rejected) > max_rows:
+            lines.append(f"  ... {len(rejected) - max_rows} more in the JSON summary")
+    return "\n".join(lines)

@@ -1,0 +1,155 @@
+"""POST /jobs/{id}/review and the block list, on the embedded service and on real Redis with a worker process.
+
+Oracle: the command line's review of the same file with the same rules (:func:`crowdqa.jobs.review.review_file`)
+gives the same bytes as the service's review of the uploaded batch (same pipeline, same report), and the
+batch of :mod:`tests.jobs.review_data` whose workers are known by construction.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from crowdqa.jobs.review import review_file
+from crowdqa.quality.review_rules import ReviewRules
+from tests.api.conftest import auth, upload, wait_job
+from tests.api.test_redis_flow import redis_client, redis_settings, start_worker  # noqa: F401 - fixtures
+from tests.jobs.review_data import batch_bytes, batch_rows
+
+API = "/api/v1"
+
+
+def _batch_job(client, key, tmp_path, *, method="mv") -> tuple[str, str, object]:
+    path = tmp_path / "Batch_7_batch_results.csv"
+    path.write_bytes(batch_bytes(batch_rows(spammer_status="Approved")))
+    ds = client.post(f"{API}/datasets", headers=auth(key), json={"name": "batch 7"}).json()["id"]
+    r = upload(client, key, ds, path, format="mturk-csv")
+    assert r.status_code == 201, r.text
+    r = client.post(f"{API}/datasets/{ds}/jobs", headers=auth(key), json={"method": method})
+    assert r.status_code == 202, r.text
+    body = wait_job(client, r.json()["id"], key, timeout=120)
+    assert body["status"] == "finished", body
+    return ds, body["id"], path
+
+
+def test_review_job_summary_batch_and_bonuses(client, keys, tmp_path):
+    key = keys["a"]
+    _, job, path = _batch_job(client, key, tmp_path)
+    rules = {"reject_below": 0.5, "min_tokens": 50, "bonus": "0.50", "bonus_above": 0.9}
+    r = client.post(f"{API}/jobs/{job}/review", headers=auth(key), json={**rules, "dry_run": True})
+    assert r.status_code == 200 and r.headers["content-type"] == "application/json", r.text
+    summary = r.json()
+    assert summary["assignments"] == {"approved": 36, "rejected": 23, "left": {"already approved": 1},
+                                      "malformed_lines": []}
+    assert {d["worker"]: d["verdict"] for d in summary["decisions"]} == {
+        "AGOOD1": "approve", "AGOOD2": "approve", "AMISS3": "approve", "AWHOLE4": "reject", "ASPAM5": "reject"}
+    assert summary["bonus_total"] == "1.00" and summary["rules"]["metric"] == "f1"
+    expected, _ = review_file(path, ReviewRules(**rules), method="mv")
+    r = client.post(f"{API}/jobs/{job}/review", headers=auth(key), json=rules)
+    assert r.status_code == 200 and r.headers["content-type"] == "text/csv; charset=utf-8"
+    assert r.headers["x-review-rejected"] == "23" and "attachment" in r.headers["content-disposition"]
+    assert r.content == expected.reviewed_csv()
+    assert r.content.startswith(b"\xef\xbb\xbf")  # the upload's byte-order mark is kept
+    r = client.post(f"{API}/jobs/{job}/review", headers=auth(key), json={**rules, "output": "bonuses"})
+    rows = list(csv.DictReader(io.StringIO(r.text)))
+    assert [(b["WorkerId"], b["BonusAmount"]) for b in rows] == [("AGOOD1", "0.50"), ("AGOOD2", "0.50")]
+
+
+@pytest.mark.parametrize("body, where", [
+    ({"reject_below": 1.5}, "body.reject_below"),
+    ({"reject_below": 0.2, "min_tokens": -1}, "body.min_tokens"),
+    ({"reject_below": 0.2, "bonus": "-0.5", "bonus_above": 0.8}, "body.bonus"),
+    ({"reject_below": 0.2, "bonus": "0.505", "bonus_above": 0.8}, "body.bonus"),
+    ({"reject_below": 0.2, "bonus": "0.5"}, "bonus and bonus_above go together"),
+    ({"reject_below": 0.2, "metric": "kappa"}, "body.metric"),
+    ({"reject_below": 0.2, "surprise": 1}, "body.surprise"),
+    ({}, "body.reject_below"),
+])
+def test_bad_rules_are_422_problems(client, keys, tmp_path, body, where):
+    key = keys["a"]
+    _, job, _ = _batch_job(client, key, tmp_path)
+    r = client.post(f"{API}/jobs/{job}/review", headers=auth(key), json=body)
+    assert r.status_code == 422 and r.headers["content-type"] == "application/problem+json", r.text
+    assert where in r.json()["detail"]
+
+
+def test_review_errors_name_what_is_wrong(client, keys, tmp_path):
+    key = keys["a"]
+    ds, job, _ = _batch_job(client, key, tmp_path)
+    rules = {"reject_below": 0.2}
+    r = client.post(f"{API}/jobs/{job}/review", headers=auth(keys["b"]), json=rules)
+    assert r.status_code == 404  # another project's job
+    r = client.post(f"{API}/jobs/{job}/review", headers=auth(key), json={**rules, "upload_id": "nope"})
+    assert r.status_code == 404 and "no upload 'nope'" in r.json()["detail"]
+    r = client.post(f"{API}/jobs/{job}/review", headers=auth(key), json={**rules, "against": "expert",
+                                                                         "dry_run": True})
+    assert r.status_code == 200 and r.json()["workers"]["rejected"] == 0  # no expert overlap: nobody judged
+    # A dataset without a batch file: 409.
+    from tests.api.conftest import sample_dataset
+
+    other = sample_dataset(client, key, experts=False)
+    j = client.post(f"{API}/datasets/{other}/jobs", headers=auth(key), json={"method": "mv"}).json()["id"]
+    assert wait_job(client, j, key)["status"] == "finished"
+    r = client.post(f"{API}/jobs/{j}/review", headers=auth(key), json=rules)
+    assert r.status_code == 409 and "no mturk-csv crowd upload" in r.json()["detail"]
+    # An upload added after the job ran is not in its snapshot: 409.
+    extra = tmp_path / "Batch_8.csv"
+    others = [(*r[:2], "Z" + r[2], "Z" + r[3], *r[4:]) for r in batch_rows()]  # new workers, same documents
+    extra.write_bytes(batch_bytes(others))
+    up = upload(client, key, ds, extra, format="mturk-csv").json()
+    r = client.post(f"{API}/jobs/{job}/review", headers=auth(key), json={**rules, "upload_id": up["id"]})
+    assert r.status_code == 409 and "added after job" in r.json()["detail"]
+    r = client.post(f"{API}/jobs/{job}/review", headers=auth(key), json=rules)
+    assert r.status_code == 422 and "name one with upload_id" in r.json()["detail"]
+
+
+def test_block_list_endpoints_and_later_jobs_fit_without_the_blocked(client, keys, tmp_path):
+    key = keys["a"]
+    ds, first, _ = _batch_job(client, key, tmp_path)
+    r = client.post(f"{API}/blocked-workers", headers=auth(key), json={"annotator": "mturk:ASPAM5",
+                                                                        "reason": "spam"})
+    assert r.status_code == 201 and r.json()["annotator"] == "mturk:ASPAM5"
+    r = client.post(f"{API}/blocked-workers", headers=auth(key), json={"annotator": "mturk:ASPAM5",
+                                                                        "reason": "spam again"})
+    assert r.status_code == 200 and r.json()["reason"] == "spam again"
+    assert client.get(f"{API}/blocked-workers", headers=auth(keys["b"])).json() == {"data": [], "count": 0}
+    listed = client.get(f"{API}/blocked-workers", headers=auth(key)).json()
+    assert listed["count"] == 1 and listed["data"][0]["annotator"] == "mturk:ASPAM5"
+    # The earlier job is as it was; a re-run (a later fit) leaves the worker out and marks it.
+    before = client.get(f"{API}/jobs/{first}/report", headers=auth(key)).json()
+    assert before["blocked_workers"] == []
+    r = client.post(f"{API}/datasets/{ds}/jobs", headers=auth(key), json={"method": "mv"})
+    later = wait_job(client, r.json()["id"], key)["id"]
+    report = client.get(f"{API}/jobs/{later}/report", headers=auth(key)).json()
+    assert report["blocked_workers"] == ["mturk:ASPAM5"]
+    spam = next(w for w in report["workers"] if w["annotator"] == "mturk:ASPAM5")
+    assert spam["blocked"] is True and spam["vs_aggregate"]["f1"] == 0.0  # still scored
+    summary = client.post(f"{API}/jobs/{later}/review", headers=auth(key),
+                          json={"reject_below": 0.2, "dry_run": True}).json()
+    assert next(d for d in summary["decisions"] if d["worker"] == "ASPAM5")["blocked"] is True
+    # Unblock; again is a 404 problem.
+    assert client.delete(f"{API}/blocked-workers/mturk:ASPAM5", headers=auth(keys["b"])).status_code == 404
+    assert client.delete(f"{API}/blocked-workers/mturk:ASPAM5", headers=auth(key)).status_code == 204
+    r = client.delete(f"{API}/blocked-workers/mturk:ASPAM5", headers=auth(key))
+    assert r.status_code == 404 and r.headers["content-type"] == "application/problem+json"
+    r = client.post(f"{API}/blocked-workers", headers=auth(key), json={"annotator": ""})
+    assert r.status_code == 422
+
+
+@pytest.mark.redis
+def test_review_on_redis_with_a_worker_process(redis_client, keys, start_worker, tmp_path):  # noqa: F811
+    """The same action when a separate `crowdqa worker` ran the job through a real redis-server."""
+    start_worker()
+    key = keys["a"]
+    r = redis_client.post(f"{API}/blocked-workers", headers=auth(key), json={"annotator": "mturk:AWHOLE4"})
+    assert r.status_code == 201
+    _, job, path = _batch_job(redis_client, key, tmp_path, method="ds")
+    report = redis_client.get(f"{API}/jobs/{job}/report", headers=auth(key)).json()
+    assert report["blocked_workers"] == ["mturk:AWHOLE4"]
+    r = redis_client.post(f"{API}/jobs/{job}/review", headers=auth(key), json={"reject_below": 0.2})
+    assert r.status_code == 200, r.text
+    rows = list(csv.DictReader(io.StringIO(r.content.decode("utf-8-sig"), newline="")))
+    rejected = {row["WorkerId"] for row in rows if row["Reject"]}
+    assert rejected == {"ASPAM5"} and sum(row["Approve"] == "x" for row in rows) == 48
