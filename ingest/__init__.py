@@ -1,18 +1,12 @@
 """Parsers: every upload format becomes one canonical :class:`~crowdqa.aggregation.corpus.Corpus`.
 
-Use :func:`read_corpus` with a format name from :data:`FORMATS`; it returns a
-:class:`ParseResult` (the corpus, the rows skipped under ``on_error="skip"``, the
+Use :func:`read_corpus` with a format name from :data:`~crowdqa.ingest.formats.READ_FORMATS`; it
+returns a :class:`ParseResult` (the corpus, the rows skipped under ``on_error="skip"``, the
 format). :func:`summarize` gives the parse summary the CLI prints and the API returns.
 
-Format options have the same names everywhere (CLI flags, API form fields, here):
-``docs`` (a folder of ``<doc_id>.txt`` texts for span formats that do not carry them),
-``category`` (the PICO / EBM-NLP element, or the one label to keep), ``text_column``,
-``answer_column``, ``id_column`` (MTurk, Label Studio, doccano; for categorical files the
-label and item columns), ``annotator_column``, ``gold_column`` (categorical), ``keep_rejected``
-(MTurk), ``on_error`` (``"fail"``: the first bad row raises :class:`IngestError`;
-``"skip"``: bad rows are left out and listed in :attr:`ParseResult.problems`), ``role``
-(``"crowd"`` or ``"expert"``: the role of the upload's annotators where the format does
-not say) and ``scheme`` (``"auto"``, ``"io"``, ``"bio"``; see :mod:`crowdqa.ingest.build`).
+The formats and the options an upload takes are tables in :mod:`crowdqa.ingest.formats`
+(name, type, choices, default and help of each option; the options each format's reader takes);
+the command line's flags and the API's form fields are made from them.
 
 Annotator ids: formats tied to one source are namespaced by it (``mturk:<WorkerId>``,
 ``ebmnlp:<WID>``, ``pico:<id>``); generic formats (CoNLL, brat, Label Studio, doccano,
@@ -23,47 +17,22 @@ exported from different tools gives the same corpus.
 from __future__ import annotations
 
 import csv
+import difflib
 import importlib
 import os
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from crowdqa.ingest.errors import IngestError, Problem, ProblemLog
+from crowdqa.ingest.formats import FORMATS, READ_FORMATS, ROLES, UPLOAD_OPTIONS, choice_message, option
 
 if TYPE_CHECKING:  # numpy and the corpus load on first use, so `crowdqa --help` starts without them
     from crowdqa.aggregation.corpus import Corpus
 
-__all__ = ["FORMATS", "ParseResult", "read_corpus", "read_merged", "summarize", "IngestError", "Problem"]
-
-#: Format name -> (module, reader function, the options it takes besides ``role`` and ``problems``).
-_READERS: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "mturk-csv": (
-        "crowdqa.ingest.mturk_csv",
-        "read_mturk_csv",
-        ("text_column", "answer_column", "id_column", "category", "keep_rejected", "scheme"),
-    ),
-    "ebm-nlp": ("crowdqa.ingest.ebm_nlp", "read_ebm_nlp", ("category",)),
-    "pico-jsonl": ("crowdqa.ingest.pico_jsonl", "read_pico_jsonl", ("docs", "category")),
-    "conll": ("crowdqa.ingest.conll", "read_conll", ()),
-    "brat": ("crowdqa.ingest.brat", "read_brat", ("docs", "category", "scheme")),
-    "label-studio": ("crowdqa.ingest.label_studio", "read_label_studio",
-                     ("text_column", "id_column", "category", "scheme")),
-    "doccano": ("crowdqa.ingest.doccano", "read_doccano", ("text_column", "id_column", "category", "scheme")),
-    "spans-csv": ("crowdqa.ingest.spans_table", "read_spans_csv", ("docs", "category", "scheme")),
-    "spans-jsonl": ("crowdqa.ingest.spans_table", "read_spans_jsonl", ("docs", "category", "scheme")),
-    "categorical": (
-        "crowdqa.ingest.categorical",
-        "read_categorical",
-        ("id_column", "annotator_column", "answer_column", "gold_column"),
-    ),
-    "corpus": ("", "", ()),
-}
-
-#: The format names :func:`read_corpus` accepts.
-FORMATS: tuple[str, ...] = tuple(_READERS)
+__all__ = ["ParseResult", "check_options", "read_corpus", "read_merged", "summarize", "IngestError", "Problem"]
 
 
 @dataclass(frozen=True)
@@ -87,33 +56,43 @@ class ParseResult:
     dropped: dict[str, int] = field(default_factory=dict)
 
 
-def read_corpus(
-    path: str | os.PathLike,
-    *,
-    format: str,
-    role: str = "crowd",
-    docs: str | os.PathLike | None = None,
-    category: str | None = None,
-    text_column: str | None = None,
-    answer_column: str | None = None,
-    id_column: str | None = None,
-    annotator_column: str | None = None,
-    gold_column: str | None = None,
-    keep_rejected: bool = False,
-    on_error: str = "fail",
-    scheme: str = "auto",
-) -> ParseResult:
+def check_options(options: dict[str, Any], *, client: bool = False, source: str = "") -> None:
+    """Refuse an option that is not in :data:`~crowdqa.ingest.formats.UPLOAD_OPTIONS` (or that an API client
+    may not send), or a value outside its choices, with an :class:`IngestError` naming it.
+
+    Parameters
+    ----------
+    options : dict
+        Option name -> value; ``None`` stands for "not given".
+    client : bool, default=False
+        Check what an API client sent: options a client may not send (``docs``) are unknown too.
+    source : str, default=""
+        The file the options are for, named in the message.
+    """
+    known = [o.name for o in UPLOAD_OPTIONS if o.client or not client]
+    for name, value in options.items():
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise IngestError(f"unknown upload option {name!r}{hint} (options: {', '.join(known)})", source=source)
+        if option(name).choices and value is not None and value not in option(name).choices:
+            raise IngestError(choice_message(name, value), source=source)
+
+
+def read_corpus(path: str | os.PathLike, *, format: str, role: str = ROLES[0], **options: Any) -> ParseResult:
     """Parse one upload (file, folder or zip) into a corpus.
 
     Parameters
     ----------
     path : str or PathLike
     format : str
-        One of :data:`FORMATS`.
+        One of :data:`~crowdqa.ingest.formats.READ_FORMATS`.
     role : {"crowd", "expert"}, default="crowd"
-    docs, category, text_column, answer_column, id_column, annotator_column, gold_column, keep_rejected, on_error,
-    scheme
-        Format options (see the module docstring); an option a format does not use is ignored.
+        The role of the upload's annotators where the format does not say.
+    **options
+        Upload options (:data:`~crowdqa.ingest.formats.UPLOAD_OPTIONS`); ``None`` or absent means the
+        option's default. An option the format does not take is ignored (one set of options serves a
+        crowd file and its expert files of another format).
 
     Returns
     -------
@@ -122,42 +101,24 @@ def read_corpus(
     Raises
     ------
     IngestError
-        Unknown format or option value, unreadable file, or (``on_error="fail"``) the
+        Unknown format, option or option value, unreadable file, or (``on_error="fail"``) the
         first bad row; the message is one line naming the file and line or row.
     """
-    from crowdqa.aggregation.corpus import ROLES
-
-    if format not in _READERS:
-        raise IngestError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}", source=str(path))
+    if format not in READ_FORMATS:
+        raise IngestError(f"unknown format {format!r}; expected one of {', '.join(READ_FORMATS)}", source=str(path))
     if role not in ROLES:
-        raise IngestError(f"role must be 'crowd' or 'expert', found {role!r}")
-    problems = ProblemLog(on_error)
+        raise IngestError(choice_message("role", role, ROLES))
+    check_options(options, source=str(path))
+    given = {o.name: o.default for o in UPLOAD_OPTIONS} | {k: v for k, v in options.items() if v is not None}
+    problems = ProblemLog(given["on_error"])
     path = Path(path)
     if not path.exists():
         raise IngestError("no such file or folder", source=str(path))
-    if format == "corpus":
-        return ParseResult(corpus=_load_corpus(path), problems=[], format=format)
-    module, func, takes = _READERS[format]
+    spec = FORMATS[format]
+    module, _, func = spec.reader.partition(":")
+    reader = getattr(importlib.import_module(module), func)
     try:
-        reader = getattr(importlib.import_module(module), func)
-    except ModuleNotFoundError as exc:
-        if exc.name != module:
-            raise
-        raise IngestError(f"format {format!r} is not available in this installation") from None
-    given = {
-        "docs": docs,
-        "category": category,
-        "text_column": text_column,
-        "answer_column": answer_column,
-        "id_column": id_column,
-        "annotator_column": annotator_column,
-        "gold_column": gold_column,
-        "keep_rejected": keep_rejected,
-        "scheme": scheme,
-    }
-    options = {k: given[k] for k in takes}
-    try:
-        corpus = reader(path, role=role, problems=problems, **options)
+        corpus = reader(path, role=role, problems=problems, **{k: given[k] for k in spec.options})
     except IngestError:
         raise
     except RecursionError:
@@ -202,8 +163,8 @@ def read_merged(uploads: Sequence[dict]) -> ParseResult:
     schemes = [r.corpus.scheme if r.corpus.n_classes > 1 else None for r in results]
     if "bio" in schemes:
         for i, (u, sch) in enumerate(zip(uploads, schemes, strict=True)):
-            takes = _READERS[u["format"]][2]
-            if sch == "io" and "scheme" in takes and u.get("scheme", "auto") == "auto":
+            takes = FORMATS[u["format"]].options
+            if sch == "io" and "scheme" in takes and u.get("scheme") in (None, "auto"):
                 results[i] = read_corpus(**{**u, "scheme": "bio"})
     corpus = merge_corpora([r.corpus for r in results])
     dropped: dict[str, int] = {}
@@ -212,17 +173,6 @@ def read_merged(uploads: Sequence[dict]) -> ParseResult:
             dropped[k] = dropped.get(k, 0) + v
     return ParseResult(corpus=corpus, problems=[p for r in results for p in r.problems], format=results[0].format,
                        notes=[n for r in results for n in r.notes], dropped=dropped)
-
-
-def _load_corpus(path: Path) -> Corpus:
-    from crowdqa.aggregation.corpus import Corpus
-
-    try:
-        return Corpus.load(path)
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
-        # numpy's own message would suggest loading the file "unsafely" with allow_pickle: never do that.
-        raise IngestError("not a corpus file written by crowdqa (crowdqa ingest --save writes one: an .npz)",
-                          source=str(path)) from None
 
 
 def summarize(corpus: Corpus, *, problems: list[Problem] | None = None, notes: list[str] | None = None,
@@ -249,8 +199,6 @@ def summarize(corpus: Corpus, *, problems: list[Problem] | None = None, notes: l
         ``documents_with_expert``), and ``skipped`` / ``problems`` when given.
     """
     import numpy as np
-
-    from crowdqa.aggregation.corpus import ROLES
 
     n_docs, n_workers = corpus.n_docs, corpus.n_workers
     roles = np.asarray(corpus.worker_roles) if n_workers else np.zeros(0, dtype="<U6")

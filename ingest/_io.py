@@ -36,11 +36,11 @@ import zipfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
 
-from crowdqa.ingest.errors import IngestError
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.ingest.errors import IngestError, ProblemLog
 
-__all__ = ["decode_text", "read_text", "Tree", "open_tree", "is_archive", "MAX_ZIP_BYTES", "MAX_ZIP_MEMBERS",
-           "MAX_ZIP_RATIO",
-           "ZIP_RATIO_FLOOR"]
+__all__ = ["decode_text", "read_text", "read_corpus_npz", "Tree", "open_tree", "is_archive", "MAX_ZIP_BYTES",
+           "MAX_ZIP_MEMBERS", "MAX_ZIP_RATIO", "ZIP_RATIO_FLOOR"]
 
 #: Upper bound on the bytes read out of one zip archive (uncompressed).
 MAX_ZIP_BYTES = 1 << 30
@@ -76,6 +76,17 @@ def read_text(path: str | os.PathLike) -> str:
     """Read one text file by the decoding rule."""
     path = Path(path)
     return decode_text(path.read_bytes(), source=str(path))
+
+
+def read_corpus_npz(path: Path, *, role: str, problems: ProblemLog) -> Corpus:
+    """The ``corpus`` format: a corpus ``.npz`` written by crowdqa, with the roles it stores (``role`` and
+    ``problems`` are the readers' common keywords; the file has no rows to skip)."""
+    try:
+        return Corpus.load(path)
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+        # numpy's own message would suggest loading the file "unsafely" with allow_pickle: never do that.
+        raise IngestError("not a corpus file written by crowdqa (crowdqa ingest --save writes one: an .npz)",
+                          source=str(path)) from None
 
 
 class Tree:

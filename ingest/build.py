@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 
 from crowdqa.aggregation.corpus import ROLES, Corpus, entity_type
 from crowdqa.ingest.errors import IngestError, ProblemLog
+from crowdqa.ingest.formats import choice_message
 from crowdqa.ingest.tokenize import offsets_from_tokens, tokenize_many
 
 __all__ = ["Span", "UnusualSpans", "corpus_from_spans", "corpus_from_span_arrays", "corpus_from_token_labels",
@@ -56,14 +57,14 @@ def class_names_for(types: Sequence[str], scheme: str) -> tuple[str, ...]:
         return ("O", *types)
     if scheme == "bio":
         return ("O", *[f"{p}-{t}" for t in types for p in ("B", "I")])
-    raise IngestError(f"scheme must be 'io', 'bio' or 'auto', found {scheme!r}")
+    raise IngestError(choice_message("scheme", scheme))
 
 
 def _resolve_scheme(scheme: str, n_types: int) -> str:
     if scheme == "auto":
         return "io" if n_types <= 1 else "bio"
     if scheme not in ("io", "bio"):
-        raise IngestError(f"scheme must be 'io', 'bio' or 'auto', found {scheme!r}")
+        raise IngestError(choice_message("scheme", scheme))
     return scheme
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from crowdqa.ingest.formats import choice_message, option
+
 __all__ = ["IngestError", "Problem", "ProblemLog"]
 
 
@@ -47,8 +49,8 @@ class ProblemLog:
     dropped: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.on_error not in ("fail", "skip"):
-            raise IngestError(f"on_error must be 'skip' or 'fail', found {self.on_error!r}")
+        if self.on_error not in option("on_error").choices:
+            raise IngestError(choice_message("on_error", self.on_error))
 
     def note(self, message: str) -> None:
         """Record an assumption or a rule the reader applied (shown in the summary, in both modes)."""

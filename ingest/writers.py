@@ -39,11 +39,9 @@ from numpy.typing import NDArray
 
 from crowdqa.aggregation.corpus import MISSING, Corpus
 from crowdqa.aggregation.spans import decode_spans
+from crowdqa.ingest.formats import WRITE_FORMATS
 
-__all__ = ["WRITE_FORMATS", "write_labels", "csv_escape", "csv_unescape"]
-
-#: Formats :func:`write_labels` can write.
-WRITE_FORMATS = ("spans-jsonl", "conll", "ebm-nlp", "categorical-csv")
+__all__ = ["write_labels", "csv_escape", "csv_unescape"]
 
 
 #: First characters that make a spreadsheet run a cell as a formula (OWASP, "CSV Injection").

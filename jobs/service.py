@@ -28,15 +28,11 @@ from crowdqa.store.artifacts import ArtifactStore, safe_suffix
 from crowdqa.store.models import Dataset, Job, JobCreate, JobRerun, JobStatus, Upload, utcnow
 from crowdqa.store.settings import Settings
 
-__all__ = ["UPLOAD_OPTIONS", "load_job_corpus", "stop_running_job",
+__all__ = ["load_job_corpus", "stop_running_job",
            "extract_docs", "parse_upload", "add_upload", "start_job", "rerun_job", "delete_job",
            "delete_dataset", "collect_garbage", "jsonable", "delete_upload"]
 
 logger = logging.getLogger(__name__)
-
-#: Format options an upload may set (``docs`` is not one: no client string becomes a server path).
-UPLOAD_OPTIONS = ("category", "text_column", "answer_column", "id_column", "annotator_column", "gold_column",
-                  "keep_rejected", "on_error", "scheme")
 
 _dataset_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
 
@@ -96,7 +92,7 @@ def parse_upload(path, *, format: str, role: str, options: dict[str, Any], docs:
     Messages and skipped-row records name the file as the client sent it (``filename``) and
     the docs zip as ``docs``, never the server's storage paths.
     """
-    from crowdqa.ingest import ParseResult, read_corpus
+    from crowdqa.ingest import ParseResult, check_options, read_corpus
     from crowdqa.ingest.errors import Problem
 
     name = _shown_name(filename)  # the client's file name, as one printable line without folders
@@ -107,9 +103,7 @@ def parse_upload(path, *, format: str, role: str, options: dict[str, Any], docs:
             text = text.replace(stored, name)
         return text
 
-    unknown = sorted(set(options) - set(UPLOAD_OPTIONS))
-    if unknown:
-        raise IngestError(f"unknown upload option {unknown[0]!r}; expected one of {list(UPLOAD_OPTIONS)}")
+    check_options(options, client=True)  # a client's options: no string of theirs becomes a server path (docs)
     try:
         parsed = read_corpus(path, format=format, role=role, docs=docs, **options)
     except IngestError as exc:

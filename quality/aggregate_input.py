@@ -31,11 +31,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from crowdqa.aggregation.corpus import MISSING, Corpus
+from crowdqa.ingest.formats import AGGREGATE_FORMATS
 from crowdqa.ingest.writers import csv_unescape
 
-__all__ = ["AGGREGATE_FORMATS", "read_aggregate", "labels_from_spans", "labels_from_corpus"]
-
-AGGREGATE_FORMATS = ("spans-jsonl", "spans-csv", "conll", "ebm-nlp", "categorical-csv", "corpus")
+__all__ = ["read_aggregate", "labels_from_spans", "labels_from_corpus"]
 
 
 def labels_from_spans(

@@ -21,7 +21,6 @@ __all__ = [
     "SCHEMA_VERSION",
     "JobStatus",
     "Method",
-    "Role",
     "SchemaInfo",
     "Project",
     "ApiKey",
@@ -98,13 +97,6 @@ class Method(StrEnum):
     kos = "kos"
     mmsr = "mmsr"
     ibcc = "ibcc"
-
-
-class Role(StrEnum):
-    """What an upload's annotators are: crowd workers or experts."""
-
-    crowd = "crowd"
-    expert = "expert"
 
 
 class SchemaInfo(SQLModel, table=True):

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from crowdqa.ingest.formats import UPLOAD_OPTIONS
+
 __all__ = ["COMMANDS", "UserError", "cli_wording"]
 
 #: Subcommand -> (module, one-line help), in the order ``crowdqa --help`` lists them. Only the module
@@ -33,9 +35,8 @@ class UserError(Exception):
     """An error the user can fix; printed as one line without a traceback."""
 
 
-#: Format options, as messages of the shared readers name them (``docs=DIR``, ``text_column``).
-_OPTIONS = ("docs", "category", "text_column", "answer_column", "id_column", "annotator_column", "gold_column",
-            "keep_rejected", "on_error", "scheme")
+#: Upload options, as messages of the shared readers name them (``docs=DIR``, ``text_column``).
+_OPTIONS = tuple(o.name for o in UPLOAD_OPTIONS)
 _OPTION_VALUE = re.compile(r"\b(" + "|".join(_OPTIONS) + r")=([A-Z]+)\b")
 _OPTION_WORD = re.compile(r"(?<![-\w'\"])(" + "|".join(o for o in _OPTIONS if "_" in o) + r")\b(?!['\"])")
 

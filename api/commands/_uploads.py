@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 
 from crowdqa.api.commands import UserError, cli_wording
-from crowdqa.ingest import FORMATS, ParseResult, read_merged
+from crowdqa.ingest import ParseResult, read_merged
+from crowdqa.ingest.formats import READ_FORMATS, ROLES, UPLOAD_OPTIONS
 
 __all__ = ["add_upload_arguments", "read_uploads", "upload_options", "check_output", "print_notes",
            "add_table_arguments", "check_sort"]
@@ -19,23 +20,18 @@ __all__ = ["add_upload_arguments", "read_uploads", "upload_options", "check_outp
 def add_upload_arguments(p: argparse.ArgumentParser, *, path_help: str, metavar: str = "PATH") -> None:
     """Add the positional dump path, ``--format``, ``--role``, the format options and ``--expert``."""
     p.add_argument("path", metavar=metavar, help=path_help)
-    p.add_argument("--format", "-f", required=True, choices=FORMATS, help=f"format of {metavar}")
-    p.add_argument("--role", choices=("crowd", "expert"), default="crowd", help=f"role of {metavar}'s annotators")
-    p.add_argument("--docs", metavar="DIR", help="folder of <doc_id>.txt texts for span formats without texts")
-    p.add_argument("--category", metavar="NAME", help="the PICO / EBM-NLP element, or the one label to keep")
-    p.add_argument("--text-column", metavar="NAME", help="column or key holding the document text")
-    p.add_argument("--answer-column", metavar="NAME",
-                   help="MTurk answer column (default Answer.taskAnswers); categorical: the label column")
-    p.add_argument("--id-column", metavar="NAME", help="column or key holding the document (categorical: item) id")
-    p.add_argument("--annotator-column", metavar="NAME", help="categorical: the annotator column (name or number)")
-    p.add_argument("--gold-column", metavar="NAME", help="categorical: the gold label column (name or number)")
-    p.add_argument("--keep-rejected", action="store_true", help="keep rejected MTurk assignments")
-    p.add_argument("--on-error", choices=("fail", "skip"), default="fail",
-                   help="fail on the first bad row (default) or skip bad rows and count them")
-    p.add_argument("--scheme", choices=("auto", "io", "bio"), default="auto", help="label scheme for span formats")
+    p.add_argument("--format", "-f", required=True, choices=READ_FORMATS, help=f"format of {metavar}")
+    p.add_argument("--role", choices=ROLES, default=ROLES[0], help=f"role of {metavar}'s annotators")
+    for o in UPLOAD_OPTIONS:  # the table's options, as flags: --text-column for text_column
+        flag, default = "--" + o.name.replace("_", "-"), f" (default {o.default})" if o.default else ""
+        if o.type is bool:
+            p.add_argument(flag, action="store_true", help=o.help)
+        else:
+            p.add_argument(flag, choices=o.choices or None, default=o.default, metavar=None if o.choices else o.metavar,
+                           help=o.help + default)
     p.add_argument("--expert", metavar="PATH", action="append", default=[],
                    help="an expert upload of (some of) the same documents (repeatable)")
-    p.add_argument("--expert-format", metavar="F", choices=FORMATS, help="format of --expert (default: --format)")
+    p.add_argument("--expert-format", metavar="F", choices=READ_FORMATS, help="format of --expert (default: --format)")
 
 
 def add_table_arguments(p: argparse.ArgumentParser) -> None:
@@ -57,18 +53,7 @@ def check_sort(args: argparse.Namespace) -> None:
 
 def upload_options(args: argparse.Namespace) -> dict:
     """The format options given on the command line, as :func:`ingest.read_corpus` keywords."""
-    return dict(
-        docs=args.docs,
-        category=args.category,
-        text_column=args.text_column,
-        answer_column=args.answer_column,
-        id_column=args.id_column,
-        annotator_column=args.annotator_column,
-        gold_column=args.gold_column,
-        keep_rejected=args.keep_rejected,
-        on_error=args.on_error,
-        scheme=args.scheme,
-    )
+    return {o.name: getattr(args, o.name) for o in UPLOAD_OPTIONS}
 
 
 def read_uploads(args: argparse.Namespace) -> ParseResult:

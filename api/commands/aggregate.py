@@ -14,10 +14,9 @@ import sys
 import time
 
 from crowdqa.api.commands import COMMANDS, UserError
+from crowdqa.ingest.formats import WRITE_FORMATS
 
 __all__ = ["register", "default_output_format", "method_params"]
-
-OUTPUT_FORMATS = ("spans-jsonl", "conll", "ebm-nlp", "categorical-csv")
 
 
 def default_output_format(input_format: str, *, output: str | None = None, categorical: bool = False) -> str:
@@ -194,7 +193,7 @@ def register(subparsers) -> None:
                         "4-fold cross-fitting over the expert documents")
     p.add_argument("--reference", default="union", help="expert reference rule: union, majority or an expert id")
     p.add_argument("--output", required=True, help="where to write the aggregate (a folder for ebm-nlp)")
-    p.add_argument("--output-format", choices=OUTPUT_FORMATS,
+    p.add_argument("--output-format", choices=WRITE_FORMATS,
                    help="default: categorical-csv for categorical answers (whatever the input format), else by "
                         "--output's suffix (.jsonl, .conll), else conll for CoNLL input, ebm-nlp for EBM-NLP, "
                         "else spans-jsonl")

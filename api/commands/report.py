@@ -17,8 +17,9 @@ from crowdqa.api.commands._uploads import (
     read_uploads,
     upload_options,
 )
-from crowdqa.ingest import FORMATS, read_corpus
-from crowdqa.quality.aggregate_input import AGGREGATE_FORMATS, labels_from_corpus, read_aggregate
+from crowdqa.ingest import read_corpus
+from crowdqa.ingest.formats import AGGREGATE_FORMATS, READ_FORMATS
+from crowdqa.quality.aggregate_input import labels_from_corpus, read_aggregate
 from crowdqa.quality.references import RULES
 from crowdqa.quality.report import build_report, format_report
 
@@ -38,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_upload_arguments(p, path_help="the crowd dump the aggregate was computed from", metavar="CROWD_PATH")
     p.add_argument("--aggregate", metavar="AGG_PATH", required=True, help="the aggregate to score")
-    p.add_argument("--aggregate-format", choices=sorted(set(AGGREGATE_FORMATS) | set(FORMATS)), default=None,
+    p.add_argument("--aggregate-format", choices=sorted(set(AGGREGATE_FORMATS) | set(READ_FORMATS)), default=None,
                    help="format of AGG_PATH: an output of crowdqa aggregate, or any upload format, read as an upload "
                         "and aligned by document id; default by AGG_PATH: a folder is ebm-nlp, .conll conll, .csv "
                         "categorical-csv (spans-csv for span labels), .npz corpus, else spans-jsonl")
@@ -83,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     if args.reference not in RULES and args.reference not in corpus.worker_ids:
         raise UserError(f"--reference must be {' or '.join(RULES)} or an expert's id, found {args.reference!r}")
     fmt = args.aggregate_format or aggregate_format(args.aggregate, categorical=not corpus.has_outside)
-    if Path(args.aggregate).is_dir() and fmt != "ebm-nlp" and fmt not in FORMATS:
+    if Path(args.aggregate).is_dir() and fmt != "ebm-nlp" and fmt not in READ_FORMATS:
         raise UserError(f"--aggregate {args.aggregate} is a folder: give --aggregate-format ebm-nlp (or a file)")
     if fmt in AGGREGATE_FORMATS:
         labels = read_aggregate(args.aggregate, corpus, format=fmt)

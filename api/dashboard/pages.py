@@ -32,11 +32,12 @@ from crowdqa.api.dashboard.web import PREFIX, PageError, redirect, render
 from crowdqa.api.deps import QueueDep, SessionDep, SettingsDep
 from crowdqa.api.errors import ProblemError
 from crowdqa.ingest.errors import IngestError
+from crowdqa.ingest.formats import READ_FORMATS, ROLES, UPLOAD_OPTIONS, choice_message
 from crowdqa.jobs import reconcile, service
 from crowdqa.jobs.errors import JobNotRunnableError, QueueUnavailableError
 from crowdqa.store import crud
 from crowdqa.store.errors import UploadTooLargeError
-from crowdqa.store.models import Dataset, DatasetCreate, Job, JobCreate, JobPublic, JobStatus, Method, Role
+from crowdqa.store.models import Dataset, DatasetCreate, Job, JobCreate, JobPublic, JobStatus, Method
 
 __all__ = ["router", "owned_dataset", "owned_job"]
 
@@ -155,14 +156,12 @@ def create_dataset(request: Request, session: SessionDep, dash: DashSessionDep,
 def _dataset_page(request: Request, session, dash: DashboardSession, dataset: Dataset, *,
                   error: str | None = None, status_code: int = 200, form: dict[str, Any] | None = None
                   ) -> HTMLResponse:
-    from crowdqa.ingest import FORMATS
-
     uploads, _ = crud.list_uploads(session=session, dataset_id=dataset.id, limit=1000)
     jobs, _ = crud.list_jobs(session=session, project_id=dash.project.id, dataset_id=dataset.id, limit=1000)
     return render(request, "dataset.html", {
-        "dataset": dataset, "uploads": uploads, "jobs": jobs[::-1], "formats": FORMATS,
-        "roles": [r.value for r in Role], "methods": [m.value for m in Method], "error": error,
-        "upload_options": service.UPLOAD_OPTIONS, "form": form or {}, "defaults": _method_defaults(),
+        "dataset": dataset, "uploads": uploads, "jobs": jobs[::-1], "formats": READ_FORMATS,
+        "roles": ROLES, "methods": [m.value for m in Method], "error": error,
+        "upload_options": [o for o in UPLOAD_OPTIONS if o.client], "form": form or {}, "defaults": _method_defaults(),
     }, dash=dash, status_code=status_code)
 
 
@@ -194,15 +193,11 @@ def delete_dataset(request: Request, dataset_id: str, session: SessionDep, setti
     return redirect("/")
 
 
-#: Upload options that are switches (a checkbox) rather than text.
-_FLAGS = frozenset({"keep_rejected"})
-
-
 @router.post("/datasets/{dataset_id}/uploads")
 async def upload(request: Request, dataset_id: str, session: SessionDep, settings: SettingsDep,
                  dash: DashSessionDep) -> Response:
-    """Upload a crowd or expert file with the API's format options (``crowdqa.jobs.service.UPLOAD_OPTIONS``); the
-    page then shows the parse summary."""
+    """Upload a crowd or expert file with the API's upload options (``crowdqa.ingest.formats.UPLOAD_OPTIONS``);
+    the page then shows the parse summary."""
     from starlette.concurrency import run_in_threadpool
     from starlette.datastructures import UploadFile as Part
 
@@ -211,16 +206,16 @@ async def upload(request: Request, dataset_id: str, session: SessionDep, setting
     dataset = owned_dataset(session, dash, dataset_id)
     file, docs = form.get("file"), form.get("docs")
     options: dict[str, Any] = {}
-    for name in service.UPLOAD_OPTIONS:
-        value = _text(form.get(name))
+    for o in UPLOAD_OPTIONS:
+        value = _text(form.get(o.name)) if o.client else ""
         if value:
-            options[name] = True if name in _FLAGS else value
+            options[o.name] = True if o.type is bool else value
     try:
         if not isinstance(file, Part) or not file.filename:
             raise ValueError("choose a file to upload")
         role, format = _text(form.get("role")) or "crowd", _text(form.get("format"))
-        if role not in {r.value for r in Role}:
-            raise ValueError(f"role must be crowd or expert, found {role!r}")
+        if role not in ROLES:
+            raise ValueError(choice_message("role", role, ROLES))
         await run_in_threadpool(
             service.add_upload, session=session, settings=settings, dataset=dataset, stream=file.file,
             filename=file.filename, format=format, role=role, options=options,

@@ -19,6 +19,7 @@ from crowdqa.api.dashboard.charts import confusion_matrix, precision_recall_scat
 from crowdqa.api.dashboard.pages import job_page_response, owned_job, router
 from crowdqa.api.dashboard.web import PREFIX, SECURITY_HEADERS, PageError, render, templates
 from crowdqa.api.deps import QueueDep, SessionDep, SettingsDep
+from crowdqa.ingest.formats import WRITE_FORMATS
 from crowdqa.jobs import reconcile
 from crowdqa.jobs.results import DocumentLayers, disputed_documents, document_layers, load_job_result, worker_details
 from crowdqa.store import crud
@@ -71,10 +72,8 @@ def report_context(session, settings, job: Job, *, sort: str, order: str, offset
 
 
 def _label_formats(body: dict[str, Any]) -> list[str]:
-    from crowdqa.api.routes.jobs import LABEL_FORMATS
-
-    kinds = [f for f in LABEL_FORMATS if (f == "categorical-csv") == (body.get("kind") == "categorical")]
-    return kinds or list(LABEL_FORMATS)
+    kinds = [f for f in WRITE_FORMATS if (f == "categorical-csv") == (body.get("kind") == "categorical")]
+    return kinds or list(WRITE_FORMATS)
 
 
 @router.get("/jobs/{job_id}")

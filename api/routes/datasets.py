@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, File, Form, Path, Query, Request, Response, UploadFile, status
+from fastapi import APIRouter, Depends, Form, Path, Query, Response, status
 
 from crowdqa.api.deps import CurrentProjectDep, OwnedDatasetDep, QueueDep, SessionDep, SettingsDep
 from crowdqa.api.errors import ProblemError, problem_responses
+from crowdqa.api.forms import UploadForm, refuse_unknown_fields, upload_options
 from crowdqa.jobs import service
 from crowdqa.store import crud
 from crowdqa.store.models import (
@@ -18,27 +19,11 @@ from crowdqa.store.models import (
     JobPublic,
     JobsPublic,
     JobStatus,
-    Role,
     UploadPublic,
     UploadsPublic,
 )
 
 router = APIRouter(prefix="/datasets", tags=["datasets"])
-
-#: The multipart fields an upload takes: the file, its format and role, the docs zip and the format options.
-UPLOAD_FIELDS = ("file", "format", "role", "docs", *service.UPLOAD_OPTIONS)
-
-
-async def refuse_unknown_fields(request: Request) -> None:
-    """422 for a form field the upload does not take (a typo such as ``text_colum`` would be ignored)."""
-    import difflib
-
-    form = await request.form()  # parsed once: FastAPI has read it for the route's own fields
-    unknown = sorted(set(form.keys()) - set(UPLOAD_FIELDS))
-    if unknown:
-        close = difflib.get_close_matches(unknown[0], UPLOAD_FIELDS, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise ProblemError(422, f"unknown form field {unknown[0]!r}{hint} (an upload takes {', '.join(UPLOAD_FIELDS)})")
 
 Offset = Annotated[int, Query(ge=0, le=10**9, description="Rows to skip.")]
 Limit = Annotated[int, Query(ge=1, le=1000, description="Rows to return (at most 1000).")]
@@ -79,37 +64,13 @@ def delete_dataset(dataset: OwnedDatasetDep, session: SessionDep, settings: Sett
 
 @router.post("/{dataset_id}/uploads", status_code=status.HTTP_201_CREATED,
              responses=problem_responses(404, 409, 413), dependencies=[Depends(refuse_unknown_fields)])
-def create_upload(
-    dataset: OwnedDatasetDep,
-    session: SessionDep,
-    settings: SettingsDep,
-    file: Annotated[UploadFile, File(description="The label dump.")],
-    format: Annotated[str, Form(description="Upload format, one of ingest.FORMATS (e.g. spans-jsonl).")],
-    role: Annotated[Role, Form(description="Whether the file's annotators are crowd workers or experts.")] = Role.crowd,
-    category: Annotated[str | None, Form(description="Element / label to keep (PICO, EBM-NLP, spans).")] = None,
-    text_column: Annotated[str | None, Form(description="Column with the document text.")] = None,
-    answer_column: Annotated[str | None, Form(description="MTurk answer column; categorical: label column.")] = None,
-    id_column: Annotated[str | None, Form(description="Column with the document (categorical: item) id.")] = None,
-    annotator_column: Annotated[str | None, Form(description="Categorical: annotator column (name or number).")] = None,
-    gold_column: Annotated[str | None, Form(description="Categorical: gold label column (name or number).")] = None,
-    keep_rejected: Annotated[bool | None, Form(description="MTurk: keep rejected assignments.")] = None,
-    on_error: Annotated[str | None, Form(pattern="^(fail|skip)$", description="fail or skip bad rows.")] = None,
-    scheme: Annotated[str | None, Form(pattern="^(auto|io|bio)$", description="Label scheme.")] = None,
-    docs: Annotated[UploadFile | None, File(
-        description="A zip of <doc_id>.txt texts, for span formats without texts (pico-jsonl, brat, spans).")] = None,
-) -> UploadPublic:
+def create_upload(dataset: OwnedDatasetDep, session: SessionDep, settings: SettingsDep,
+                  form: Annotated[UploadForm, Form(media_type="multipart/form-data")]) -> UploadPublic:
     """Upload one file (crowd or expert): it is stored, parsed and merged into the dataset's corpus."""
-    from crowdqa.ingest import FORMATS
-
-    if format not in FORMATS:
-        raise ProblemError(422, f"format must be one of {list(FORMATS)}, found {format!r}")
-    given = {"category": category, "text_column": text_column, "answer_column": answer_column,
-             "id_column": id_column, "annotator_column": annotator_column, "gold_column": gold_column,
-             "keep_rejected": keep_rejected, "on_error": on_error, "scheme": scheme}
-    options = {k: v for k, v in given.items() if v is not None}
-    upload = service.add_upload(session=session, settings=settings, dataset=dataset, stream=file.file,
-                                filename=file.filename or "upload", format=format, role=role.value, options=options,
-                                docs_stream=docs.file if docs is not None else None)
+    upload = service.add_upload(session=session, settings=settings, dataset=dataset, stream=form.file.file,
+                                filename=form.file.filename or "upload", format=form.format, role=form.role,
+                                options=upload_options(form),
+                                docs_stream=form.docs.file if form.docs is not None else None)
     return UploadPublic.model_validate(upload)
 
 

@@ -15,6 +15,7 @@ from starlette.background import BackgroundTask
 
 from crowdqa.api.deps import CurrentProjectDep, OwnedJobDep, QueueDep, SessionDep, SettingsDep
 from crowdqa.api.errors import ProblemError, problem_responses
+from crowdqa.ingest.formats import FORMATS, WRITE_FORMATS, Writer
 from crowdqa.jobs import reconcile, service
 from crowdqa.store import crud
 from crowdqa.store.artifacts import ArtifactStore
@@ -26,12 +27,8 @@ Offset = Annotated[int, Query(ge=0, le=10**9, description="Rows to skip.")]
 Limit = Annotated[int, Query(ge=1, le=1000, description="Rows to return (at most 1000).")]
 SortKey = Literal[crud.WORKER_SORT_KEYS]  # the store's sortable columns, one list for both
 
-LABEL_FORMATS: dict[str, tuple[str, str]] = {
-    "spans-jsonl": ("application/x-ndjson", ".jsonl"),
-    "conll": ("text/plain; charset=utf-8", ".conll"),
-    "categorical-csv": ("text/csv; charset=utf-8", ".csv"),
-    "ebm-nlp": ("application/zip", ".zip"),
-}
+#: Output format -> how it is downloaded (media type, suffix), from the formats table.
+LABEL_FORMATS: dict[str, Writer] = {name: FORMATS[name].writer for name in WRITE_FORMATS}
 
 
 def _finished(job) -> None:
@@ -137,10 +134,10 @@ def _stream_file(path: Path):
     response_class=StreamingResponse,
     responses={**problem_responses(404, 409),
                200: {"description": "The aggregate in the chosen format, streamed.",
-                     "content": {m: {} for m, _ in LABEL_FORMATS.values()}}},
+                     "content": {w.media_type: {} for w in LABEL_FORMATS.values()}}},
 )
 def get_labels(job: OwnedJobDep, settings: SettingsDep,
-               format: Annotated[Literal["spans-jsonl", "conll", "categorical-csv", "ebm-nlp"],
+               format: Annotated[Literal[WRITE_FORMATS],
                                  Query(description="Output format (ebm-nlp comes as a zip).")] = "spans-jsonl"
                ) -> StreamingResponse:
     """The aggregated labels of a finished job, streamed in the chosen format."""
@@ -150,12 +147,13 @@ def get_labels(job: OwnedJobDep, settings: SettingsDep,
     store = ArtifactStore(settings.data_dir)
     labels = store.load_arrays(job.artifacts["labels"])["labels"]
     corpus = service.load_job_corpus(store, job.corpus_sha256)
-    media, suffix = LABEL_FORMATS[format]
+    writer = LABEL_FORMATS[format]
+    media, suffix = writer.media_type, writer.suffix
     folder = Path(tempfile.mkdtemp(prefix="crowdqa-labels-"))
     try:
         target = folder / f"labels{suffix}"
-        if format == "ebm-nlp":
-            out = folder / "ebm-nlp"
+        if writer.folder:  # sent as a zip of the folder
+            out = folder / format
             write_labels(labels, corpus, out, format=format)
             buf = io.BytesIO()
             with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:

@@ -166,7 +166,7 @@ def test_unknown_format_missing_path_and_bad_corpus_file(tmp_path):
         read_corpus(tmp_path / "nope", format="conll")
     with pytest.raises(IngestError, match="not a corpus file written by crowdqa"):
         read_corpus(p, format="corpus")
-    with pytest.raises(IngestError, match="on_error must be 'skip' or 'fail'"):
+    with pytest.raises(IngestError, match="on_error must be 'fail' or 'skip'"):
         read_corpus(p, format="conll", on_error="ignore")
 
 

@@ -1,0 +1,180 @@
+"""Every file format crowdqa reads and writes, and every option an upload takes: one table each.
+
+The doors are made from these tables, never spelled again: :func:`crowdqa.ingest.read_corpus`
+dispatches on :data:`FORMATS` and checks its keywords against :data:`UPLOAD_OPTIONS`; the API's
+upload form model (``crowdqa.api.forms``) and the command line's upload flags
+(``crowdqa.api.commands._uploads``) are generated from :data:`UPLOAD_OPTIONS`; the label writers,
+the aggregate reader and the API's label download take their names, media types and suffixes from
+:data:`FORMATS`. A new upload option is one row of :data:`UPLOAD_OPTIONS` (and its name in the rows of
+the formats whose reader takes it as a keyword).
+
+This module imports nothing (no numpy, not even the rest of crowdqa), so the command line's ``--help``
+and :mod:`crowdqa.ingest.errors` can read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["AGGREGATE_FORMATS", "FORMATS", "Format", "READ_FORMATS", "ROLES", "UPLOAD_OPTIONS", "UploadOption",
+           "WRITE_FORMATS", "Writer", "choice_message", "option"]
+
+#: What an upload's annotators are (the first is the default). The corpus data model
+#: (``crowdqa.aggregation.corpus.ROLES``, below ingest and without it) holds the same pair; a test pins them.
+ROLES: tuple[str, ...] = ("crowd", "expert")
+
+
+@dataclass(frozen=True)
+class UploadOption:
+    """One option an upload takes, as every door shows it.
+
+    Attributes
+    ----------
+    name : str
+        The keyword of :func:`crowdqa.ingest.read_corpus` and of the readers, the API's form field;
+        the command line's flag is ``--`` + the name with ``-`` for ``_``.
+    help : str
+        One line, shown by ``--help``, the OpenAPI document and the dashboard.
+    type : {str, bool}, default=str
+        ``bool`` options are switches (a flag on the command line, a checkbox on the dashboard).
+    choices : tuple of str, default=()
+        The values allowed, if they are few; empty for free text.
+    default : str, bool or None, default=None
+        The value when the option is not given (``None``: the reader decides, e.g. by the header).
+    client : bool, default=True
+        Whether an API client may send it; ``docs`` names a server folder, so a client sends a zip instead.
+    metavar : str, default="NAME"
+        The placeholder ``--help`` shows for a free-text value.
+    """
+
+    name: str
+    help: str
+    type: type = str
+    choices: tuple[str, ...] = ()
+    default: str | bool | None = None
+    client: bool = True
+    metavar: str = "NAME"
+
+
+#: The options an upload takes besides its file, format and role, in the order the doors list them.
+UPLOAD_OPTIONS: tuple[UploadOption, ...] = (
+    UploadOption("docs", "folder of <doc_id>.txt texts for span formats without texts", client=False, metavar="DIR"),
+    UploadOption("category", "the PICO / EBM-NLP element, or the one label to keep"),
+    UploadOption("text_column", "column or key holding the document text"),
+    UploadOption("answer_column", "MTurk answer column (default Answer.taskAnswers); categorical: the label column"),
+    UploadOption("id_column", "column or key holding the document (categorical: item) id"),
+    UploadOption("annotator_column", "categorical: the annotator column (name or number)"),
+    UploadOption("gold_column", "categorical: the gold label column (name or number)"),
+    UploadOption("keep_rejected", "keep rejected MTurk assignments", type=bool, default=False),
+    UploadOption("on_error", "fail on the first bad row, or skip bad rows and count them", choices=("fail", "skip"),
+                 default="fail"),
+    UploadOption("scheme", "label scheme for span formats: inside/outside, BIO, or auto (IO for one entity type, "
+                 "BIO for several)", choices=("auto", "io", "bio"), default="auto"),
+)
+
+_OPTION = {o.name: o for o in UPLOAD_OPTIONS}
+
+
+def option(name: str) -> UploadOption:
+    """The row of :data:`UPLOAD_OPTIONS` named ``name``."""
+    return _OPTION[name]
+
+
+@dataclass(frozen=True)
+class Writer:
+    """How aggregated labels are written in one format (:func:`crowdqa.ingest.writers.write_labels`).
+
+    Attributes
+    ----------
+    media_type : str
+        The HTTP content type of the download.
+    suffix : str
+        The file name suffix (a folder format is downloaded as a zip).
+    folder : bool, default=False
+        Whether the writer makes a folder rather than one file.
+    """
+
+    media_type: str
+    suffix: str
+    folder: bool = False
+
+
+@dataclass(frozen=True)
+class Format:
+    """One file format and what crowdqa does with it.
+
+    Attributes
+    ----------
+    name : str
+    description : str
+    reader : str or None
+        ``"module:function"`` of the upload reader, ``reader(path, *, role, problems, **options)``
+        returning a Corpus (imported on first use); None if the format is not an upload format.
+    options : tuple of str
+        The :data:`UPLOAD_OPTIONS` the reader takes as keywords. ``role`` and ``on_error`` apply to
+        every format and are not listed.
+    writer : Writer or None
+        How aggregated labels are written in this format, if they can be.
+    aggregate : bool
+        Whether :func:`crowdqa.ingest.aggregate_input.read_aggregate` reads an aggregate in this
+        format back onto a corpus' tokens.
+    """
+
+    name: str
+    description: str
+    reader: str | None = None
+    options: tuple[str, ...] = ()
+    writer: Writer | None = None
+    aggregate: bool = False
+
+
+_SPANS = ("docs", "category", "scheme")
+
+#: Every format, by name.
+FORMATS: dict[str, Format] = {f.name: f for f in (
+    Format("mturk-csv", "Mechanical Turk batch results: one assignment per row, spans in the answer JSON",
+           "crowdqa.ingest.mturk_csv:read_mturk_csv",
+           ("text_column", "answer_column", "id_column", "category", "keep_rejected", "scheme")),
+    Format("spans-jsonl", "one character span per JSON line, with the spans-csv keys",
+           "crowdqa.ingest.spans_table:read_spans_jsonl", _SPANS,
+           writer=Writer("application/x-ndjson", ".jsonl"), aggregate=True),
+    Format("spans-csv", "one character span per row: doc_id, annotator, start, end, label (role, text optional)",
+           "crowdqa.ingest.spans_table:read_spans_csv", _SPANS, aggregate=True),
+    Format("conll", "CoNLL columns: a token and one tag per annotator on each line, blank lines between sentences",
+           "crowdqa.ingest.conll:read_conll",
+           writer=Writer("text/plain; charset=utf-8", ".conll"), aggregate=True),
+    Format("ebm-nlp", "EBM-NLP corpus folder (or archive): tokens and per-worker token label files",
+           "crowdqa.ingest.ebm_nlp:read_ebm_nlp", ("category",),
+           writer=Writer("application/zip", ".zip", folder=True), aggregate=True),
+    Format("pico-jsonl", "PICO crowd annotations (Nguyen et al. 2017): one JSON document per line",
+           "crowdqa.ingest.pico_jsonl:read_pico_jsonl", ("docs", "category")),
+    Format("brat", "brat standoff: one folder per annotator of <doc>.txt and <doc>.ann",
+           "crowdqa.ingest.brat:read_brat", _SPANS),
+    Format("label-studio", "Label Studio JSON export (tasks with annotations)",
+           "crowdqa.ingest.label_studio:read_label_studio", ("text_column", "id_column", "category", "scheme")),
+    Format("doccano", "doccano JSONL export",
+           "crowdqa.ingest.doccano:read_doccano", ("text_column", "id_column", "category", "scheme")),
+    Format("categorical", "one answer per row: item, annotator, label (and an optional gold column)",
+           "crowdqa.ingest.categorical:read_categorical",
+           ("id_column", "annotator_column", "answer_column", "gold_column")),
+    Format("categorical-csv", "item,label rows: an aggregate of categorical answers",
+           writer=Writer("text/csv; charset=utf-8", ".csv"), aggregate=True),
+    Format("corpus", "a corpus .npz written by crowdqa (crowdqa ingest --save); roles as stored",
+           "crowdqa.ingest._io:read_corpus_npz", aggregate=True),
+)}
+
+#: Upload formats (:func:`crowdqa.ingest.read_corpus` reads them).
+READ_FORMATS: tuple[str, ...] = tuple(n for n, f in FORMATS.items() if f.reader)
+#: Formats aggregated labels are written in.
+WRITE_FORMATS: tuple[str, ...] = tuple(n for n, f in FORMATS.items() if f.writer)
+#: Formats an aggregate is read back from.
+AGGREGATE_FORMATS: tuple[str, ...] = tuple(n for n, f in FORMATS.items() if f.aggregate)
+
+
+
+def choice_message(name: str, value: object, choices: tuple[str, ...] | None = None) -> str:
+    """``"<name> must be 'a', 'b' or 'c', found <value>"``, the choices of option ``name`` by default."""
+    choices = option(name).choices if choices is None else choices
+    listed = " or ".join([", ".join(map(repr, choices[:-1])), repr(choices[-1])] if len(choices) > 1
+                         else map(repr, choices))
+    return f"{name} must be {listed}, found {value!r}"
