@@ -98,7 +98,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:
     from crowdqa.aggregation.registry import METHODS
-    from crowdqa.ingest import FORMATS
+    from crowdqa.ingest.formats import READ_FORMATS
     from crowdqa.jobs.review import AGAINST, DECIDE_BY, METRICS
 
     p = subparsers.add_parser("review", help=COMMANDS["review"][1], description=__doc__.split("\n", 1)[1].strip(),
@@ -127,7 +127,7 @@ def register(subparsers) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the summary only; write no CSV")
     p.add_argument("--expert", metavar="PATH", action="append", default=[],
                    help="an expert upload of (some of) the same documents (repeatable)")
-    p.add_argument("--expert-format", metavar="F", choices=FORMATS, help="format of --expert (default: mturk-csv)")
+    p.add_argument("--expert-format", metavar="F", choices=READ_FORMATS, help="format of --expert (default: mturk-csv)")
     p.add_argument("--use-experts", action="store_true", help="clamp the expert labels while fitting")
     p.add_argument("--text-column", metavar="NAME", help="column holding the document text")
     p.add_argument("--answer-column", metavar="NAME", help="answer column (default Answer.taskAnswers)")
