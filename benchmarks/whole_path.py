@@ -160,10 +160,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cap", type=float, default=1800.0, help="stop a crowd-kit run after this many seconds")
     ap.add_argument("--no-api", action="store_true", help="skip the API job")
     ap.add_argument("--api-max", type=float, default=3e6, help="largest size run through the API")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the points of other sizes already in the results file (a long size run on its own)")
     args = ap.parse_args(argv)
     sizes = [int(float(s)) for s in (args.sizes or ("3e4,3e5" if args.quick else "3e5,3e6,3e7")).split(",")]
     t_start = time.perf_counter()
     points = []
+    if args.merge and _results_path(args).exists():
+        earlier = json.loads(_results_path(args).read_text())
+        points = [p for p in earlier["points"] if p["labels"] not in sizes]
+        args.earlier_meta = earlier["meta"]
     with tempfile.TemporaryDirectory(prefix="crowdqa-whole-path-") as tmp:
         work = Path(tmp)
         for n in sizes:
@@ -176,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
                 point["crowd_kit"] = crowdkit_point(path, method, work, args.cap)
                 if not args.no_api and n <= args.api_max:
                     point["api"] = api_point(path, method, work)
+                point["load_average"] = [round(x, 2) for x in os.getloadavg()]  # after the point: how shared
                 print(json.dumps(point), flush=True)
                 points.append(point)
                 _save(points, args, t_start)  # after every point: a long run keeps what it measured
@@ -184,14 +191,21 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _results_path(args: argparse.Namespace) -> Path:
+    return RESULTS / ("whole_path_quick.json" if args.quick else "whole_path.json")
+
+
 def _save(points: list[dict], args: argparse.Namespace, t_start: float) -> Path:
     command = "python -m benchmarks.whole_path" + (" --quick" if args.quick else "")
     if args.sizes:
         command += f" --sizes {args.sizes}"
     meta = make_meta(command + f" --cap {args.cap:g}", seconds=time.perf_counter() - t_start)
     meta["note"] = "One run per point; the machine (2 cores) was shared with other engineers' work"
+    if getattr(args, "earlier_meta", None):
+        meta["merged_with"] = args.earlier_meta  # the run that measured the other sizes
     RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / ("whole_path_quick.json" if args.quick else "whole_path.json")
+    out = _results_path(args)
+    points = sorted(points, key=lambda p: (p["labels"], p["method"]))
     out.write_text(json.dumps({"meta": meta, "cap_seconds": args.cap, "points": points}, indent=2) + "\n")
     return out
 

@@ -86,6 +86,15 @@ def _fakes() -> dict[str, dict]:
              "api": {"upload_seconds": 1.0, "job_seconds": 2.5, "report_seconds": 0.25, "total_seconds": 3.75,
                      "status": "finished",
                      "stages": {"reading": 0.1, "fitting": 0.25, "scoring": 0.75, "writing": 0.2}}}]},
+        "real_path": {"meta": {**meta, "note": "Least-CPU of 3 runs per process"}, "points": [
+            {"data": "snow2008_rte", "method": "ds", "labels": 8800, "workers": 164, "documents": 800, "tokens": 800,
+             "crowdqa": {"seconds": 0.5, "cpu_seconds": 0.4, "peak_rss_mib": 90.0, "exit": 0, "capped": False,
+                         "stages": {"reading": 0.1, "fitting": 0.05, "scoring": 0.02, "writing": 0.01}},
+             "crowd_kit": {"seconds": 4.0, "cpu_seconds": 3.6, "peak_rss_mib": 300.0, "exit": 0, "capped": False},
+             "ratio_seconds": 8.0, "ratio_cpu_seconds": 9.0},
+            {"data": "pico_participants", "method": "hmm-crowd", "labels": 9_000_000,
+             "crowdqa": {"seconds": 60.0, "cpu_seconds": 50.0, "peak_rss_mib": 2000.0, "exit": 0, "capped": False,
+                         "stages": {"reading": 5.0, "fitting": 40.0, "scoring": 3.0, "writing": 1.0}}}]},
         "readers": {"meta": meta, "target_rows_per_second": 1_000_000, "formats": {
             "categorical": {"row": "CSV row (one label)", "rows": 3_000_000, "labels": 3_000_000, "tokens": 1_000_000,
                             "documents": 1_000_000, "annotators": 500, "wall_seconds": 4.0, "cpu_seconds": 2.0,
@@ -138,6 +147,9 @@ def test_every_section_renders_with_its_command_and_machine(results):
     assert "| 44.0 ms | ≈ 44 s | 1,000× faster | 200.0 ms |" in md
     assert "`python -m benchmarks.scaling --quick`" in md and "**quick run**" in md
     assert "| 1,000 | 250 | 500.0 ms / 40 MB (+2) | 500.0 ms (7 it.) / 40 MB (+2) |" in md
+    assert ("| snow2008_rte | ds | 8,800 | 0.50 s (0.40 s CPU) | 4.00 s (3.60 s CPU) | 8.0× (9.0× CPU) | "
+            "0.10 / 0.05 / 0.02 / 0.01 | 90 / 300 MiB |") in md
+    assert "| pico_participants | hmm-crowd | 9,000,000 | 60.00 s (50.00 s CPU) | – | – |" in md
     assert "2 cores, Python 3.11.7" in md  # ds_speed has no meta block: machine from its setup
     assert "| GLAD | 3 | 2.00 s | > 300 s (stopped) | > 150× | 0.8600 |" in md
     assert "| KOS | 2 | 500.0 ms | 20.00 s | 40× | 0.5100 / 0.5000 |" in md

@@ -221,3 +221,31 @@ def test_pair_confusions_min_documents_and_annotators(seed, min_documents):
     got = pair_confusions(c, annotators=chosen, min_documents=min_documents, chunk=40)
     for name in ("a", "b", "confusion", "documents"):
         assert np.array_equal(getattr(got, name), getattr(full, name)[keep])
+
+
+@pytest.mark.parametrize("level", [0.5, 0.9, 0.95, 0.99])
+def test_clopper_pearson_bounds_against_scipy(level):
+    """Oracle: scipy.special's incomplete beta inverses (what the bounds used before, and what
+    statsmodels' proportion_confint(method="beta") calls), from n = 1 to 1e8."""
+    from scipy.special import betainccinv, betaincinv
+
+    rng = np.random.default_rng(7)
+    k, n = [], []
+    for size in [1, 2, 3, 5, 10, 30, 31, 100, 1000, 10**4, 10**5, 10**6, 10**7, 10**8]:
+        ks = np.concatenate([np.arange(min(size, 4) + 1), [size - 2, size - 1, size, size // 2, size - 40],
+                             rng.integers(0, size + 1, 20)])
+        ks = np.unique(ks[(ks >= 0) & (ks <= size)])
+        k += ks.tolist()
+        n += [size] * ks.size
+    k, n = np.array(k, dtype=float), np.array(n, dtype=float)
+    low, high = clopper_pearson_bounds(k, n, level=level)
+    a = (1 - level) / 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ref_low = np.where(k == 0, 0.0, betaincinv(k, n - k + 1, a))
+        ref_high = np.where(k == n, 1.0, betainccinv(k + 1, n - k, a))
+    assert np.allclose(low, ref_low, rtol=1e-10, atol=0)
+    assert np.allclose(1 - high, 1 - ref_high, rtol=1e-10, atol=1e-15)
+    # Counts that are not whole numbers go to scipy itself.
+    low, high = clopper_pearson_bounds([0.5, 2.5], [1.0, 4.0], level=level)
+    assert low.tolist() == betaincinv([0.5, 2.5], [1.5, 2.5], a).tolist()
+    assert high.tolist() == betainccinv([1.5, 3.5], [0.5, 1.5], a).tolist()
