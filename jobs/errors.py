@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 __all__ = ["JobError", "QueueUnavailableError", "JobNotRunnableError", "JobCancelled", "UploadConflictError",
-           "JobParamsError"]
+           "JobParamsError", "JobNotFinishedError"]
 
 
 class JobError(Exception):
@@ -16,6 +16,10 @@ class QueueUnavailableError(JobError):
 
 class JobNotRunnableError(JobError):
     """A job cannot be (re-)run in its current state, e.g. it is still queued or running."""
+
+
+class JobNotFinishedError(JobNotRunnableError):
+    """An action that needs a finished job's results (routing, a model to start from) on a job that is not."""
 
 
 class UploadConflictError(JobError):

@@ -47,6 +47,8 @@ __all__ = [
     "BlockedWorker",
     "BlockedWorkerPublic",
     "BlockedWorkersPublic",
+    "RoutedDocumentPublic",
+    "RoutingPublic",
     "new_id",
     "utcnow",
     "aware",
@@ -378,3 +380,29 @@ class BlockedWorkerPublic(_UtcTimes):
 class BlockedWorkersPublic(SQLModel):
     data: list[BlockedWorkerPublic]
     count: int
+
+
+# ---------------------------------------------------------------- routing to the experts
+class RoutedDocumentPublic(SQLModel):
+    rank: int = Field(description="1 = label this one first.")
+    doc_id: str
+    index: int = Field(description="The document's index in the job's corpus (the dashboard's document page).")
+    text: str
+    link: str | None = Field(description="The link template with the document id, when one was given.")
+    tokens: int
+    score: float = Field(description="Expected narrowing of the intervals (plus corrections) when it was ranked.")
+    reason: str = Field(description="What the document measures most.")
+    parts: dict[str, float] = Field(description="The score split into aggregate_precision, aggregate_recall, "
+                                                "workers and corrections.")
+    expected_errors: float = Field(description="The aggregate's expected token errors on the document.")
+
+
+class RoutingPublic(SQLModel):
+    budget: int
+    half_width: float = Field(description="SLiCE's target half-width of every interval.")
+    worker_weight: float
+    correction_weight: float
+    candidates: int = Field(description="Documents without expert labels that could be routed.")
+    widths: dict[str, float] = Field(description="The aggregate's interval widths now (1 when unmeasured).")
+    count: int
+    data: list[RoutedDocumentPublic]

@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("crowdqa.api.commands.report", "score an aggregate and every worker against the experts"),
     "sample-size": ("crowdqa.api.commands.sample_size",
                     "documents, positives and negatives to annotate for a gold standard (SLiCE)"),
+    "route": ("crowdqa.api.commands.route", "rank the documents without expert labels for the experts to label next"),
     "serve": ("crowdqa.api.commands.serve", "run the API (embedded: SQLite and an in-process queue)"),
     "worker": ("crowdqa.api.commands.worker", "run queued jobs from CROWDQA_REDIS_URL"),
     "keys": ("crowdqa.api.commands.keys", "create, list and revoke API keys"),
