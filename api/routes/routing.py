@@ -22,36 +22,48 @@ DOWNLOADS: dict[str, tuple[str, str]] = {
 }
 
 
-@router.get(
-    "/{job_id}/routing",
-    response_model=RoutingPublic,
-    responses={**problem_responses(404, 409),
-               200: {"description": "The ranked documents: JSON, or a download in the chosen format.",
-                     "content": {"application/json": {}, **{m: {} for m, _ in DOWNLOADS.values()}}}},
-)
-def get_routing(
-    job: OwnedJobDep, settings: SettingsDep,
-    budget: Annotated[int, Query(ge=1, le=1_000_000, description="Documents to rank (a whole number >= 1).")],
-    half_width: Annotated[float, Query(gt=0, le=0.5, description="SLiCE's target half-width of every "
-                                                                 "interval; narrower intervals gain nothing.")] = 0.05,
-    worker_weight: Annotated[float, Query(ge=0, le=1e6, description="Weight of the crowd workers' intervals "
-                                                                     "together, against the aggregate's.")] = 1.0,
-    correction_weight: Annotated[float, Query(ge=0, le=1e6, description="Weight of the aggregate's expected "
-                                                                         "errors the experts would correct.")] = 1.0,
-    link_template: Annotated[str | None, Query(max_length=2000, description="Adds a link per document: the "
-                                               "template with {doc_id} replaced.")] = None,
-    format: Annotated[Literal["json", "csv", "label-studio", "doccano", "spans-jsonl"], Query(
-        description="json: the list; csv: the task CSV for Mechanical Turk / Upwork (doc_id, text, link, rank, "
-                    "reason, score, tokens); label-studio / doccano: import tasks whose export reads back as an "
-                    "expert upload (id column doc_id; Label Studio gets the aggregate as a prediction); "
-                    "spans-jsonl: the aggregate's spans of the routed documents.")] = "json",
-) -> RoutingPublic | Response:
+Budget = Annotated[int, Query(ge=1, le=1_000_000, description="Documents to rank (a whole number >= 1).")]
+HalfWidth = Annotated[float, Query(gt=0, le=0.5, description="SLiCE's target half-width of every interval; "
+                                                             "narrower intervals gain nothing.")]
+WorkerWeight = Annotated[float, Query(ge=0, le=1e6, description="Weight of the crowd workers' intervals together, "
+                                                                "against the aggregate's.")]
+CorrectionWeight = Annotated[float, Query(ge=0, le=1e6, description="Weight of the aggregate's expected errors the "
+                                                                    "experts would correct.")]
+LinkTemplate = Annotated[str | None, Query(max_length=2000, description="Adds a link per document: the template "
+                                                                        "with {doc_id} replaced.")]
+
+
+@router.get("/{job_id}/routing", responses=problem_responses(404, 409))
+def get_routing(job: OwnedJobDep, settings: SettingsDep, budget: Budget, half_width: HalfWidth = 0.05,
+                worker_weight: WorkerWeight = 1.0, correction_weight: CorrectionWeight = 1.0,
+                link_template: LinkTemplate = None) -> RoutingPublic:
     """Rank the finished job's documents without expert labels for the experts (see crowdqa.quality.routing)."""
     options = RoutingOptions(budget=budget, half_width=half_width, worker_weight=worker_weight,
                              correction_weight=correction_weight, link_template=link_template)
+    routed, _, _ = route_job(settings=settings, job=job, options=options)
+    return RoutingPublic.model_validate(routed.summary())
+
+
+@router.get(
+    "/{job_id}/routing/export",
+    response_class=Response,
+    responses={**problem_responses(404, 409),
+               200: {"description": "The routing list as a file.",
+                     "content": {m: {} for m, _ in DOWNLOADS.values()}}},
+)
+def export_routing(
+    job: OwnedJobDep, settings: SettingsDep, budget: Budget, half_width: HalfWidth = 0.05,
+    worker_weight: WorkerWeight = 1.0, correction_weight: CorrectionWeight = 1.0, link_template: LinkTemplate = None,
+    format: Annotated[Literal["csv", "label-studio", "doccano", "spans-jsonl"], Query(
+        description="csv: the task CSV for Mechanical Turk / Upwork (doc_id, text, link, rank, reason, score, "
+                    "tokens); label-studio / doccano: import tasks whose export reads back as the expert upload "
+                    "(id column doc_id; Label Studio gets the aggregate as a prediction); spans-jsonl: the "
+                    "aggregate's spans of the routed documents.")] = "csv",
+) -> Response:
+    """The routing list of a finished job as a file: the task CSV or annotation tasks for the experts."""
+    options = RoutingOptions(budget=budget, half_width=half_width, worker_weight=worker_weight,
+                             correction_weight=correction_weight, link_template=link_template)
     routed, corpus, labels = route_job(settings=settings, job=job, options=options)
-    if format == "json":
-        return RoutingPublic.model_validate(routed.summary())
     media, suffix = DOWNLOADS[format]
     return Response(routing_bytes(routed, corpus, labels, format=format), media_type=media,
                     headers={"Content-Disposition": f'attachment; filename="{job.id}{suffix}"'})

@@ -61,17 +61,17 @@ def test_routing_a_finished_job_equals_the_command_line(client, keys, tmp_path, 
 def test_routing_downloads(client, keys):
     key = keys["a"]
     job = _finished_job(client, key)
-    r = client.get(f"/api/v1/jobs/{job}/routing?budget=3&format=csv&link_template=https://x.org/d/{{doc_id}}",
+    r = client.get(f"/api/v1/jobs/{job}/routing/export?budget=3&format=csv&link_template=https://x.org/d/{{doc_id}}",
                    headers=auth(key))
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/csv")
     assert "attachment" in r.headers["content-disposition"]
     rows = list(csv.DictReader(io.StringIO(r.text)))
     assert [row["rank"] for row in rows] == ["1", "2", "3"]
     assert rows[0]["link"] == f"https://x.org/d/{rows[0]['doc_id']}"
-    ls = client.get(f"/api/v1/jobs/{job}/routing?budget=3&format=label-studio", headers=auth(key))
+    ls = client.get(f"/api/v1/jobs/{job}/routing/export?budget=3&format=label-studio", headers=auth(key))
     assert ls.status_code == 200 and ls.headers["content-type"].startswith("application/json")
     assert [t["data"]["doc_id"] for t in ls.json()] == [row["doc_id"] for row in rows]
-    dc = client.get(f"/api/v1/jobs/{job}/routing?budget=3&format=doccano", headers=auth(key))
+    dc = client.get(f"/api/v1/jobs/{job}/routing/export?budget=3&format=doccano", headers=auth(key))
     assert [json.loads(line)["doc_id"] for line in dc.text.splitlines()] == [row["doc_id"] for row in rows]
 
 
@@ -80,11 +80,12 @@ def test_routing_errors_are_problems(client, keys, settings):
     job = _finished_job(client, key, method="mv")
     url = f"/api/v1/jobs/{job}/routing"
     for query in ("budget=0", "budget=-2", "budget=2.5", "budget=x", "", "budget=2&half_width=0.9",
-                  "budget=2&worker_weight=-1", "budget=2&format=xml"):
+                  "budget=2&worker_weight=-1"):
         _problem(client.get(f"{url}?{query}", headers=auth(key)), 422)
+        _problem(client.get(f"{url}/export?{query}", headers=auth(key)), 422)
     body = _problem(client.get(f"{url}?budget=2&link_template=https://x.org", headers=auth(key)), 422)
     assert "link_template must contain {doc_id}" in body["detail"]
-    _problem(client.get(f"{url}?budget=2&format=conll", headers=auth(key)), 422)
+    _problem(client.get(f"{url}/export?budget=2&format=conll", headers=auth(key)), 422)
     _problem(client.get(f"{url}?budget=2", headers=auth(keys["b"])), 404)
     from crowdqa.store import crud
     from crowdqa.store.db import get_engine
@@ -99,9 +100,12 @@ def test_routing_errors_are_problems(client, keys, settings):
 
 
 def test_openapi_documents_routing(client):
-    op = client.get("/openapi.json").json()["paths"]["/api/v1/jobs/{job_id}/routing"]["get"]
-    assert {"200", "401", "404", "409", "422"} <= set(op["responses"])
-    assert {p["name"] for p in op["parameters"]} >= {"budget", "half_width", "format", "link_template"}
+    paths = client.get("/openapi.json").json()["paths"]
+    for path in ("/api/v1/jobs/{job_id}/routing", "/api/v1/jobs/{job_id}/routing/export"):
+        op = paths[path]["get"]
+        assert {"200", "401", "404", "409", "422"} <= set(op["responses"])
+        assert {p["name"] for p in op["parameters"]} >= {"budget", "half_width", "link_template"}
+    assert "format" in {p["name"] for p in paths["/api/v1/jobs/{job_id}/routing/export"]["get"]["parameters"]}
 
 
 @pytest.mark.parametrize("budget", ["0", "-1", "2.5", "ten"])
