@@ -67,7 +67,6 @@ class ConvergenceMonitor:
     """
 
     tol: float | None
-    max_iter: int
     callback: ProgressCallback | None = None
 
     def __post_init__(self) -> None:
@@ -86,24 +85,16 @@ class ConvergenceMonitor:
             logger.warning("EM objective decreased from %.10g to %.10g (a bug)", prev, log_likelihood)
         return self.tol is not None and abs(log_likelihood - prev) / scale < self.tol
 
-    def warn_if_not_converged(self, converged: bool, name: str) -> None:
-        if not converged and self.tol is not None:
-            warnings.warn(
-                f"{name} stopped after max_iter={self.max_iter} iterations without converging "
-                f"(tol={self.tol}); raise max_iter or tol.",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
-
 
 class BaseAggregator:
     """Base class: scikit-learn's estimator contract for aggregators.
 
     Subclasses store their keyword-only ``__init__`` parameters as given, declare what
     each may be in ``_parameter_constraints`` (see :mod:`crowdqa.aggregation._params`), call
-    :meth:`_validate_params` first thing in ``fit(corpus, *, known=None, callback=None)``
-    and set at least ``labels_`` (ndarray of shape (n_tokens,)) and ``proba_`` (ndarray
-    of shape (n_tokens, n_classes)).
+    :meth:`_start_fit` first thing in ``fit(corpus, *, known=None, callback=None)``
+    (iterative ones then run a :meth:`_monitor` and end with :meth:`_record_run`) and
+    set at least ``labels_`` (ndarray of shape (n_tokens,)) and ``proba_`` (ndarray of
+    shape (n_tokens, n_classes)).
 
     ``get_params``/``set_params`` follow scikit-learn's semantics, so
     :func:`sklearn.base.clone` works; reading results before ``fit`` raises
@@ -115,6 +106,8 @@ class BaseAggregator:
 
     #: parameter name -> list of accepted kinds of value (see :func:`crowdqa.aggregation._params.check_params`).
     _parameter_constraints: ClassVar[dict[str, list]] = {}
+    #: The fewest and the most classes the model is defined for (None: no upper bound).
+    _n_classes_range: ClassVar[tuple[int, int | None]] = (1, None)
     #: What ``skills_`` (one score per annotator, reported as each worker's ``skill``) measures;
     #: None for models without one.
     skill_description: ClassVar[str | None] = None
@@ -225,6 +218,47 @@ class BaseAggregator:
         for name, sub_params in nested.items():
             valid[name].set_params(**sub_params)
         return self
+
+    def _start_fit(self, corpus: Corpus, known: NDArray | None) -> NDArray[np.int64] | None:
+        """What every ``fit`` does first: check the parameters, the number of classes and ``known``.
+
+        Returns
+        -------
+        known : ndarray of shape (n_tokens,) or None
+            ``known`` as int64 (see :func:`check_known`).
+
+        Raises
+        ------
+        ValueError
+            Naming the first bad parameter, a class count the model is not defined for, or a bad ``known``.
+        """
+        self._validate_params()
+        low, high = self._n_classes_range
+        if not low <= corpus.n_classes <= (corpus.n_classes if high is None else high):
+            allowed = f"{low}" if low == high else f"at least {low}" if high is None else f"{low} to {high}"
+            raise ValueError(f"{type(self).__name__} needs {allowed} classes, found {corpus.n_classes}")
+        return check_known(known, corpus)
+
+    def _monitor(self, callback: ProgressCallback | None = None) -> ConvergenceMonitor:
+        """A convergence record for one run of the fit's loop, with the ``tol`` parameter."""
+        return ConvergenceMonitor(tol=self.tol, callback=callback)
+
+    def _record_run(self, history: list[float], converged: bool, *, max_iter: int | None = None) -> None:
+        """Set ``log_likelihood_``, ``n_iter_`` and ``converged_``; warn if a loop with a ``tol`` did not converge.
+
+        ``max_iter``: the cap the loop ran with, where it is resolved from the parameter (default: the parameter).
+        """
+        if not converged and self.tol is not None:
+            warnings.warn(
+                f"{type(self).__name__} stopped after max_iter={self.max_iter if max_iter is None else max_iter} "
+                "iterations without converging "
+                f"(tol={self.tol}); raise max_iter or tol.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        self.log_likelihood_ = history
+        self.n_iter_ = len(history)
+        self.converged_ = bool(converged)
 
     def _validate_params(self) -> None:
         """Check the parameters against ``_parameter_constraints``; ValueError naming the first bad one."""

@@ -25,16 +25,16 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 from scipy.special import digamma, gammaln
 
-from crowdqa.aggregation._base import BaseAggregator, ConvergenceMonitor, ProgressCallback, check_known
+from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
 from crowdqa.aggregation._forward_backward import (
     _bucket_index,
     _forward_backward_corpus,
     _log_emissions,
     _viterbi_corpus,
 )
-from crowdqa.aggregation._params import Check, InstanceOf, Interval, Options
+from crowdqa.aggregation._params import InstanceOf, Interval, Options
+from crowdqa.aggregation._sequences import FEATURES, doc_first, layout, text_features, token_text
 from crowdqa.aggregation.corpus import Corpus
-from crowdqa.aggregation.hmm_crowd import SHAPE_FEATURES, sentence_starts
 
 __all__ = ["BayesianSequenceCombination"]
 
@@ -106,15 +106,6 @@ def _repair_bio(labels: NDArray[np.int64], *, design: _Design) -> NDArray[np.int
     return out
 
 
-def _token_text(corpus: Corpus) -> list[str]:
-    """Every token's text, documents concatenated: slices of the documents' texts joined once."""
-    text = "".join(corpus.texts)
-    doc_offset = np.cumsum([0] + [len(t) for t in corpus.texts[:-1]], dtype=np.int64)
-    first = (doc_offset[corpus.token_doc] + corpus.token_start).tolist()
-    end = (doc_offset[corpus.token_doc] + corpus.token_end).tolist()
-    return [text[a:b] for a, b in zip(first, end, strict=True)]
-
-
 def _previous_labels(corpus: Corpus, *, start: int) -> NDArray[np.int64]:
     """Each annotation's annotator's label on the previous token of the same document.
 
@@ -129,9 +120,7 @@ def _previous_labels(corpus: Corpus, *, start: int) -> NDArray[np.int64]:
     ndarray of shape (n_obs,)
     """
     per_token = np.bincount(corpus.token, minlength=corpus.n_tokens)
-    doc_first = np.zeros(corpus.n_tokens, dtype=bool)
-    doc_first[corpus.doc_start[:-1][corpus.doc_lengths > 0]] = True
-    has_prev = ~doc_first[corpus.token]
+    has_prev = ~doc_first(corpus)[corpus.token]
     pos = np.where(has_prev, np.arange(corpus.n_obs) - per_token[corpus.token], 0)
     return np.where(has_prev, corpus.label[pos].astype(np.int64), start)
 
@@ -151,30 +140,12 @@ def _build_design(corpus: Corpus, *, known: NDArray[np.int64] | None, annotator_
     column = (corpus.worker.astype(np.int64) * n_prev + prev) * k + corpus.label
     crowd = sp.csr_array((np.ones(corpus.n_obs), (corpus.token, column)), shape=(n_tokens, n_workers * n_prev * k))
 
-    tokens = _token_text(corpus) if features or sequences == "sentence" else []
-    vocab = None
-    if "word" in features:
-        index: dict[str, int] = {}
-        word = np.fromiter((index.setdefault(t.lower() if lowercase else t, len(index)) for t in tokens),
-                           dtype=np.int64, count=n_tokens)
-        vocab = sp.csr_array((np.ones(n_tokens), (np.arange(n_tokens), word)), shape=(n_tokens, max(len(index), 1)))
-    names = [f for f in features if f != "word"]
-    shape = np.zeros((n_tokens, len(names)), dtype=bool)
-    for j, name in enumerate(names):  # one pass per feature over the token strings
-        shape[:, j] = np.fromiter(map(SHAPE_FEATURES[name], tokens), dtype=bool, count=n_tokens)
-
-    evidence = np.bincount(corpus.obs_doc, minlength=corpus.n_docs) > 0
-    if known is not None:
-        evidence |= np.bincount(corpus.token_doc[known >= 0], minlength=corpus.n_docs) > 0
-    active = evidence[corpus.token_doc]
-    seq_first = np.zeros(n_tokens, dtype=bool)
-    seq_first[corpus.doc_start[:-1][corpus.doc_lengths > 0]] = True
-    if sequences == "sentence":
-        seq_first = sentence_starts(tokens, doc_first=seq_first)
-    start = np.flatnonzero(seq_first)
-    lengths = np.where(active[start], np.diff(np.append(start, n_tokens)), 0)
-    design = _Design(k, n_workers, n_prev, crowd, vocab, shape, None, active, start[active[start]], seq_first,
-                     _bucket_index(start, lengths=lengths, n_tokens=n_tokens), ok_start, ok_trans, begin)
+    tokens = token_text(corpus) if features or sequences == "sentence" else []
+    _, vocab, shape = text_features(tokens, n_tokens=n_tokens, features=features, lowercase=lowercase)
+    seqs = layout(corpus, known=known, sequences=sequences, tokens=tokens)
+    active, start = seqs.active, seqs.start
+    design = _Design(k, n_workers, n_prev, crowd, vocab, shape, None, active, start[active[start]], seqs.seq_first,
+                     _bucket_index(start, lengths=seqs.lengths, n_tokens=n_tokens), ok_start, ok_trans, begin)
     if known is None:
         return design
     return dataclasses.replace(design, known=_repair_bio(known, design=design))
@@ -396,13 +367,14 @@ class BayesianSequenceCombination(BaseAggregator):
         Dirichlet pseudo-count of the text emissions (the authors' ``nu0``).
     features : tuple of str, default=("word",)
         Token emissions of each state: ``"word"`` (the token text, the authors' text
-        model) and any word shape of :data:`crowdqa.aggregation.hmm_crowd.SHAPE_FEATURES`;
+        model) and any word shape of :data:`crowdqa.aggregation._sequences.SHAPE_FEATURES`;
         ``()`` uses the crowd labels alone (the paper's *notext*).
     lowercase : bool, default=False
         Lower-case words before indexing.
     sequences : {"sentence", "document"}, default="sentence"
-        The HMM's sequences: sentences (cut by :func:`~crowdqa.aggregation.hmm_crowd.sentence_starts`), as HMMCrowd
-        cuts them, or whole documents. Each sentence is an independent chain with its own
+        The HMM's sequences: sentences (cut by
+        :func:`~crowdqa.aggregation._sequences.sentence_starts`), as HMMCrowd cuts them, or
+        whole documents. Each sentence is an independent chain with its own
         start; an annotator's previous label still runs across sentences of a document.
     decode : {"viterbi", "marginal"}, default="viterbi"
         ``labels_`` from the most probable sequence of ``q(t)`` (valid BIO by
@@ -478,10 +450,7 @@ class BayesianSequenceCombination(BaseAggregator):
         "decode": [Options(_DECODERS)], "max_iter": [Interval(int, 1, None)], "tol": [Interval(float, 0, None), None],
         "alpha0": [Interval(float, 0, None, closed="neither")], "epsilon0": [Interval(float, 0, None)],
         "gamma0": [Interval(float, 0, None, closed="neither")], "nu0": [Interval(float, 0, None, closed="neither")],
-        "features": [Check(lambda f: not isinstance(f, str) and all(x == "word" or x in SHAPE_FEATURES for x in f),
-                           f"a tuple of 'word' and names in {sorted(SHAPE_FEATURES)}",
-                           offending=lambda f: f if isinstance(f, str) else next(
-                               (x for x in f if x != "word" and x not in SHAPE_FEATURES), f))],
+        "features": [FEATURES],
         "lowercase": [InstanceOf((bool,), "True or False")],
     }
 
@@ -517,15 +486,14 @@ class BayesianSequenceCombination(BaseAggregator):
         -------
         self
         """
-        self._validate_params()
-        known = check_known(known, corpus)
+        known = self._start_fit(corpus, known)
         design = _build_design(corpus, known=known, annotator_model=self.annotator_model,
                                features=tuple(self.features), lowercase=self.lowercase, sequences=self.sequences)
         priors = _priors(design, annotator_model=self.annotator_model, alpha0=self.alpha0, epsilon0=self.epsilon0,
                          gamma0=self.gamma0, nu0=self.nu0)
         acc = self.annotator_model == "acc"
         params = _m_step(_vote_counts(corpus, design, acc=acc), priors)
-        monitor = ConvergenceMonitor(tol=self.tol, max_iter=self.max_iter, callback=callback)
+        monitor = self._monitor(callback)
         converged = False
         for _ in range(self.max_iter):
             stats, _, log_z = _e_step(params, design)
@@ -535,10 +503,7 @@ class BayesianSequenceCombination(BaseAggregator):
                 break
         # Final E-step so that proba_ matches the final parameter posteriors.
         stats, post, _ = _e_step(params, design)
-        self.n_iter_ = len(monitor.history)
-        self.log_likelihood_ = monitor.history
-        self.converged_ = converged
-        monitor.warn_if_not_converged(converged, type(self).__name__)
+        self._record_run(monitor.history, converged)
 
         active = design.active
         prior = post[active].sum(axis=0) + (0.0 if active.any() else 1.0)

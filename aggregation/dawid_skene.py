@@ -19,7 +19,7 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from crowdqa.aggregation._base import BaseAggregator, ConvergenceMonitor, ProgressCallback, check_known
+from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
 from crowdqa.aggregation._params import RANDOM_STATE, Interval, Options
 from crowdqa.aggregation.corpus import Corpus
 
@@ -382,8 +382,7 @@ class DawidSkene(BaseAggregator):
         -------
         self : DawidSkene
         """
-        self._validate_params()
-        known = check_known(known, corpus)
+        known = self._start_fit(corpus, known)
         rng = np.random.default_rng(self.random_state)
 
         token = corpus.token
@@ -402,8 +401,7 @@ class DawidSkene(BaseAggregator):
         if known is not None and np.any(known >= 0):
             conf = _supervised_start(conf, known, token=token, key=key, n_workers=corpus.n_workers,
                                      alpha=float(self.alpha), model=self.model)
-        tol = None if self.tol is None else float(self.tol)
-        monitor = ConvergenceMonitor(tol=tol, max_iter=int(self.max_iter), callback=callback)
+        monitor = self._monitor(callback)
         converged = False
         for _ in range(int(self.max_iter)):
             posterior, ll = _e_step(_safe_log(prior), _safe_log(conf), **e_args)
@@ -412,7 +410,6 @@ class DawidSkene(BaseAggregator):
             if monitor.report(objective):
                 converged = True
                 break
-        monitor.warn_if_not_converged(converged, type(self).__name__)
         # Final E-step so that proba_ matches the final parameters.
         posterior, _ = _e_step(_safe_log(prior), _safe_log(conf), **e_args)
 
@@ -420,7 +417,5 @@ class DawidSkene(BaseAggregator):
         self.labels_ = self.proba_.argmax(axis=1).astype(np.int64)
         self.worker_confusion_ = conf
         self.class_prior_ = prior
-        self.log_likelihood_ = monitor.history
-        self.n_iter_ = len(monitor.history)
-        self.converged_ = converged
+        self._record_run(monitor.history, converged)
         return self

@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 from scipy.optimize import minimize
 from scipy.special import log_expit, logsumexp
 
-from crowdqa.aggregation._base import BaseAggregator, ConvergenceMonitor, ProgressCallback, check_known
+from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
 from crowdqa.aggregation._params import Check, Interval
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.aggregation.dawid_skene import _expected_counts, _obs_key
@@ -239,6 +239,7 @@ class GLAD(BaseAggregator):
     2
     """
 
+    _n_classes_range: ClassVar[tuple[int, int | None]] = (2, None)
     skill_description: ClassVar[str | None] = "ability alpha (0: guessing, negative: adversarial)"
 
     _parameter_constraints: ClassVar[dict[str, list]] = {
@@ -269,11 +270,8 @@ class GLAD(BaseAggregator):
         every EM iteration. Parameters and return value: :meth:`BaseAggregator.fit
         <crowdqa.aggregation._base.BaseAggregator.fit>`.
         """
-        self._validate_params()
+        known = self._start_fit(corpus, known)
         n_workers, n_items, n_classes = corpus.n_workers, corpus.n_tokens, corpus.n_classes
-        if n_classes < 2:
-            raise ValueError(f"GLAD needs at least 2 classes, found {n_classes}")
-        known = check_known(known, corpus)
         prior = np.full(n_classes, 1.0 / n_classes) if self.class_prior is None else np.asarray(
             self.class_prior, dtype=np.float64)
         if prior.shape != (n_classes,):
@@ -285,8 +283,7 @@ class GLAD(BaseAggregator):
         m_args = {"token": token, "worker": worker, "n_workers": n_workers, "n_classes": n_classes,
                   "alpha_mean": a_mean, "log_beta_mean": b_mean}
         params = np.concatenate([np.full(n_workers, a_mean), np.full(n_items, b_mean)])
-        monitor = ConvergenceMonitor(tol=None if self.tol is None else float(self.tol), max_iter=int(self.max_iter),
-                                     callback=callback)
+        monitor = self._monitor(callback)
         converged = False
         for _ in range(int(self.max_iter)):
             post, ll = _e_step(params[:n_workers], params[n_workers:], log_prior, **e_args)
@@ -299,7 +296,6 @@ class GLAD(BaseAggregator):
             if monitor.report(objective):
                 converged = True
                 break
-        monitor.warn_if_not_converged(converged, type(self).__name__)
         # Final E-step so that proba_ matches the final parameters.
         post, _ = _e_step(params[:n_workers], params[n_workers:], log_prior, **e_args)
 
@@ -316,7 +312,5 @@ class GLAD(BaseAggregator):
         self.skills_ = np.where(present, alpha, np.nan)
         self.worker_confusion_ = confusion
         self.class_prior_ = prior
-        self.log_likelihood_ = monitor.history
-        self.n_iter_ = len(monitor.history)
-        self.converged_ = converged
+        self._record_run(monitor.history, converged)
         return self

@@ -10,37 +10,27 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 from scipy.special import digamma, gammaln, logsumexp, xlogy
 
-from crowdqa.aggregation._base import BaseAggregator, ConvergenceMonitor, ProgressCallback, check_known
+from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
 from crowdqa.aggregation._forward_backward import (
     _backward,
-    _buckets,
+    _bucket_index,
     _forward,
     _log_emissions,
     _posteriors,
     _viterbi,
     _xi_sum,
 )
-from crowdqa.aggregation._params import Check, InstanceOf, Interval, Options
+from crowdqa.aggregation._params import InstanceOf, Interval, Options
+from crowdqa.aggregation._sequences import FEATURES, layout, text_features, token_text
 from crowdqa.aggregation.corpus import Corpus
 
-__all__ = ["HMMCrowd", "SHAPE_FEATURES", "sentence_starts"]
+__all__ = ["HMMCrowd"]
 
-#: Word-shape features a token can emit. The authors' code uses the first two
-#: (``*U``: first character upper case, ``*D``: first character a digit).
-SHAPE_FEATURES = {
-    "capitalised": lambda w: w[:1].isupper(),
-    "digit": lambda w: w[:1].isdigit(),
-    "all_caps": lambda w: w.isupper(),
-    "punctuation": lambda w: not w.isalnum(),
-}
 _DECODERS = ("viterbi", "marginal")
 _WORKER_MODELS = ("two-param", "full")
 _SEQUENCES = ("sentence", "document")
 _SHAPE_EMISSIONS = ("shared", "bernoulli")
 _WRONG_MASS = ("each", "split")
-#: A token that is exactly one of these closes a sentence when the next token starts with
-#: an upper-case letter or a digit (see :func:`sentence_starts`).
-SENTENCE_END = (".", "?", "!")
 
 
 @dataclass(frozen=True)
@@ -73,44 +63,13 @@ class _Params:
     wrong_boost: float = 0.0  # log of the factor by which the E-step weighs every wrong answer (see _log_crowd)
 
 
-def sentence_starts(tokens: list[str], *, doc_first: NDArray[np.bool_]) -> NDArray[np.bool_]:
-    """First token of each sentence: a document start, or a token after a standalone sentence mark.
-
-    Rule: token ``t`` starts a sentence when the token before it (in the same document)
-    is exactly ``.``, ``?`` or ``!`` and token ``t`` starts with an upper-case letter or a
-    digit. The case test keeps ``e . g . the`` inside one sentence. Only a *standalone*
-    mark ends a sentence: pre-tokenized text (CoNLL) keeps an abbreviation's period on
-    its token (``U.S. Treasury``, ``Jan. 5``), often inside an entity, and a cut there
-    would force the entity apart (no sequence may start with ``I-X``). Where every period
-    is its own token (crowdqa's tokenizer, and the authors' PICO tokenizer, which splits
-    off every word-final period and cuts after it) the two rules agree. BSC-seq
-    (:mod:`crowdqa.aggregation.bsc_seq`) cuts its sentences with this function too.
-
-    Parameters
-    ----------
-    tokens : list of str, length n_tokens
-        Token texts, documents concatenated.
-    doc_first : ndarray of shape (n_tokens,) of bool
-        True at the first token of each document.
-
-    Returns
-    -------
-    ndarray of shape (n_tokens,) of bool
-    """
-    n = len(tokens)
-    ends = np.fromiter((t in SENTENCE_END for t in tokens), dtype=bool, count=n)
-    opens = np.fromiter((t[:1].isupper() or t[:1].isdigit() for t in tokens), dtype=bool, count=n)
-    out = doc_first.copy()
-    out[1:] |= ends[:-1] & opens[1:]
-    return out
-
-
 def _build_design(corpus: Corpus, *, known: NDArray[np.int64] | None, features: tuple[str, ...],
                   lowercase: bool, sequences: str = "document", shape_emission: str = "bernoulli") -> _Design:
     """Word ids, shape indicators, the crowd design matrix and the padded batches of sequences.
 
-    ``sequences="sentence"`` cuts documents at :func:`sentence_starts`; each piece is an
-    independent sequence with its own start probability, exactly like a document.
+    ``sequences="sentence"`` cuts documents at
+    :func:`~crowdqa.aggregation._sequences.sentence_starts`; each piece is an independent
+    sequence with its own start probability, exactly like a document.
     ``shape_emission="shared"`` puts each token's word and shape features into one bag of
     draws from a single per-state multinomial (``vocab`` holds the counts, ``word`` is None).
     """
@@ -119,45 +78,19 @@ def _build_design(corpus: Corpus, *, known: NDArray[np.int64] | None, features: 
         (np.ones(corpus.n_obs), (corpus.token, corpus.worker.astype(np.int64) * n_classes + corpus.label)),
         shape=(n_tokens, corpus.n_workers * n_classes),
     )
-    tokens = [t for d in range(corpus.n_docs) for t in corpus.doc_tokens(d)]
-    word = vocab = None
-    if "word" in features:
-        index: dict[str, int] = {}
-        # The authors keep the word as written (their ``process_word`` does not lower-case).
-        word = np.fromiter((index.setdefault(t.lower() if lowercase else t, len(index)) for t in tokens),
-                           dtype=np.int64, count=n_tokens)
-        vocab = sp.csr_array((np.ones(n_tokens), (np.arange(n_tokens), word)), shape=(n_tokens, max(len(index), 1)))
-    names = [f for f in features if f != "word"]
-    shape = np.zeros((n_tokens, len(names)), dtype=bool)
-    for j, name in enumerate(names):  # one pass per feature over the token strings
-        shape[:, j] = np.fromiter(map(SHAPE_FEATURES[name], tokens), dtype=bool, count=n_tokens)
-    if shape_emission == "shared" and names:
+    tokens = token_text(corpus) if features or sequences == "sentence" else []
+    word, vocab, shape = text_features(tokens, n_tokens=n_tokens, features=features, lowercase=lowercase)
+    if shape_emission == "shared" and shape.shape[1]:
         # The authors' emission: the shape features are extra "words" of the same
         # multinomial, emitted only when present (util.get_features, HMM.pr_obs).
         extra = sp.csr_array(shape.astype(np.float64))
         vocab = extra if vocab is None else sp.csr_array(sp.hstack([vocab, extra], format="csr"))
         word, shape = None, np.zeros((n_tokens, 0), dtype=bool)
-
-    evidence = np.bincount(corpus.obs_doc, minlength=corpus.n_docs) > 0
-    if known is not None:
-        evidence |= np.bincount(corpus.token_doc[known >= 0], minlength=corpus.n_docs) > 0
-    active = evidence[corpus.token_doc]
-    seq_first = np.zeros(n_tokens, dtype=bool)
-    seq_first[corpus.doc_start[:-1][corpus.doc_lengths > 0]] = True
-    if sequences == "sentence":
-        seq_first = sentence_starts(tokens, doc_first=seq_first)
-    start = np.flatnonzero(seq_first)
-    lengths = np.diff(np.append(start, n_tokens))
-    lengths = np.where(active[start], lengths, 0)
-    buckets = []
-    for seqs in _buckets(lengths):
-        lens = lengths[seqs]
-        steps = np.arange(lens.max())
-        idx = np.where(steps < lens[:, None], start[seqs, None] + steps, n_tokens)
-        buckets.append((idx, lens))
+    seqs = layout(corpus, known=known, sequences=sequences, tokens=tokens)
+    active, seq_first, start = seqs.active, seqs.seq_first, seqs.start
     pairs = np.flatnonzero(active[:-1] & ~seq_first[1:])
-    return _Design(n_classes, crowd, word, vocab, shape, known, active, seq_first,
-                   start[active[start]], pairs, buckets)
+    return _Design(n_classes, crowd, word, vocab, shape, known, active, seq_first, start[active[start]], pairs,
+                   _bucket_index(start, lengths=seqs.lengths, n_tokens=n_tokens))
 
 
 def _dawid_skene_init(design: _Design, *, n_workers: int, n_rounds: int, diagonal: float,
@@ -532,11 +465,12 @@ class HMMCrowd(BaseAggregator):
         Diagonal of the confusion prior counts of that Dawid-Skene.
     features : tuple of str, default=("word", "capitalised", "digit")
         Token emissions: ``"word"`` (the token text as vocabulary id) and any of
-        :data:`SHAPE_FEATURES`; ``()`` leaves only the crowd labels.
+        :data:`~crowdqa.aggregation._sequences.SHAPE_FEATURES`; ``()`` leaves only the crowd labels.
     lowercase : bool, default=False
         Lower-case words before indexing (the authors do not).
     sequences : {"document", "sentence"}, default="document"
-        The HMM's sequences: whole documents, or sentences cut by :func:`sentence_starts`
+        The HMM's sequences: whole documents, or sentences cut by
+        :func:`~crowdqa.aggregation._sequences.sentence_starts`
         (each sentence start is then treated exactly like a document start: start
         probabilities, no transition into it, and an ``I-X`` may not begin it). Documents
         by default, on two principles: a corpus whose documents are sentences (CoNLL)
@@ -646,10 +580,7 @@ class HMMCrowd(BaseAggregator):
         "tol": [Interval(float, 0, None), None], "worker_smoothing": [Interval(float, 0, None)],
         "pseudo_count": [Interval(float, 0, None, closed="neither")],
         "init_diagonal": [Interval(float, 0, 1, closed="neither")],
-        "features": [Check(lambda f: not isinstance(f, str) and all(x == "word" or x in SHAPE_FEATURES for x in f),
-                           f"'word' or one of {sorted(SHAPE_FEATURES)}",
-                           offending=lambda f: f if isinstance(f, str) else next(
-                               (x for x in f if x != "word" and x not in SHAPE_FEATURES), f))],
+        "features": [FEATURES],
         "lowercase": [InstanceOf((bool,), "True or False")],
     }
 
@@ -699,8 +630,7 @@ class HMMCrowd(BaseAggregator):
         -------
         self
         """
-        self._validate_params()
-        known = check_known(known, corpus)
+        known = self._start_fit(corpus, known)
         n_workers = corpus.n_workers
         opts = dict(pseudo_count=self.pseudo_count, worker_smoothing=self.worker_smoothing,
                     worker_model=self.worker_model, wrong_mass=self.wrong_mass, start_smoothing=self.start_smoothing)
@@ -711,7 +641,7 @@ class HMMCrowd(BaseAggregator):
         params = _initial_params(_hard_stats(design, init, n_workers=n_workers), smoothing=self.init_smoothing,
                                  **opts)
         max_iter = self.resolved_max_iter(corpus.n_classes)
-        monitor = ConvergenceMonitor(tol=self.tol, max_iter=max_iter, callback=callback)
+        monitor = self._monitor(callback)
         converged = False
         for _ in range(max_iter):
             stats, _, log_evidence = _e_step(params, design)
@@ -725,10 +655,7 @@ class HMMCrowd(BaseAggregator):
                 break
         # Final E-step so that proba_ matches the final parameters.
         _, post, _ = _e_step(params, design)
-        self.n_iter_ = len(monitor.history)
-        self.log_likelihood_ = monitor.history
-        self.converged_ = converged
-        monitor.warn_if_not_converged(converged, type(self).__name__)
+        self._record_run(monitor.history, converged, max_iter=max_iter)
 
         active = design.active
         prior = post[active].sum(axis=0) + (0.0 if active.any() else 1.0)

@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import digamma, gammaln, logsumexp
 
-from crowdqa.aggregation._base import BaseAggregator, ConvergenceMonitor, ProgressCallback, check_known
+from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
 from crowdqa.aggregation._params import Interval
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.aggregation.dawid_skene import _e_step, _expected_counts, _obs_key
@@ -157,8 +157,7 @@ class IBCC(BaseAggregator):
         iteration. Parameters and return value: :meth:`BaseAggregator.fit
         <crowdqa.aggregation._base.BaseAggregator.fit>`.
         """
-        self._validate_params()
-        known = check_known(known, corpus)
+        known = self._start_fit(corpus, known)
         n_workers, n_classes, n_items = corpus.n_workers, corpus.n_classes, corpus.n_tokens
         alpha0 = np.full((n_classes, n_classes), float(self.off_diagonal_prior))
         np.fill_diagonal(alpha0, float(self.diagonal_prior))
@@ -174,8 +173,7 @@ class IBCC(BaseAggregator):
 
         alpha = np.broadcast_to(alpha0, (n_workers, n_classes, n_classes)).copy()
         nu = nu0.copy()
-        monitor = ConvergenceMonitor(tol=None if self.tol is None else float(self.tol), max_iter=int(self.max_iter),
-                                     callback=callback)
+        monitor = self._monitor(callback)
         converged = False
         for _ in range(int(self.max_iter)):
             log_kappa = _expected_log(nu)
@@ -187,7 +185,6 @@ class IBCC(BaseAggregator):
             if monitor.report(bound):
                 converged = True
                 break
-        monitor.warn_if_not_converged(converged, type(self).__name__)
         # Final E-step so that proba_ matches the final posteriors of the parameters.
         post, _ = _e_step(_expected_log(nu), _expected_log(alpha), **e_args)
         post = np.ascontiguousarray(post)
@@ -203,7 +200,5 @@ class IBCC(BaseAggregator):
         self.worker_confusion_ = confusion
         self.class_prior_ = kappa
         self.skills_ = np.where(present, accuracy, np.nan)
-        self.log_likelihood_ = monitor.history
-        self.n_iter_ = len(monitor.history)
-        self.converged_ = converged
+        self._record_run(monitor.history, converged)
         return self

@@ -11,7 +11,7 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from crowdqa.aggregation._base import BaseAggregator, ProgressCallback, check_known
+from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
 from crowdqa.aggregation._params import RANDOM_STATE, Interval
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.aggregation.majority_vote import _empirical_confusion
@@ -137,6 +137,7 @@ class KOS(BaseAggregator):
     array([1, 0, 1])
     """
 
+    _n_classes_range: ClassVar[tuple[int, int | None]] = (2, 2)
     skill_description: ClassVar[str | None] = "reliability in [-1, 1]: agreement with the messages of the items"
 
     _parameter_constraints: ClassVar[dict[str, list]] = {
@@ -162,10 +163,7 @@ class KOS(BaseAggregator):
         ValueError
             If the corpus does not have exactly two classes.
         """
-        self._validate_params()
-        if corpus.n_classes != 2:
-            raise ValueError(f"KOS is for binary tasks: the corpus must have 2 classes, found {corpus.n_classes}")
-        known = check_known(known, corpus)
+        known = self._start_fit(corpus, known)
         rng = np.random.default_rng(self.random_state)
         n_items, n_workers = corpus.n_tokens, corpus.n_workers
         token, worker = corpus.token, corpus.worker

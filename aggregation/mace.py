@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import digamma
 
-from crowdqa.aggregation._base import BaseAggregator, ConvergenceMonitor, ProgressCallback, check_known
+from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
 from crowdqa.aggregation._params import RANDOM_STATE, Interval, Options
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.aggregation.ibcc import dirichlet_kl
@@ -272,8 +272,7 @@ class MACE(BaseAggregator):
         every iteration of every restart (iterations counted across restarts). Parameters and return value:
         :meth:`BaseAggregator.fit <crowdqa.aggregation._base.BaseAggregator.fit>`.
         """
-        self._validate_params()
-        known = check_known(known, corpus)
+        known = self._start_fit(corpus, known)
         rng = np.random.default_rng(self.random_state)
         n_workers, n_classes = corpus.n_workers, corpus.n_classes
         variational = self.method == "vb"
@@ -297,8 +296,7 @@ class MACE(BaseAggregator):
             strategy = rng.uniform(1.0, 1.0 + noise, size=(n_workers, n_classes))
             spamming /= spamming.sum(axis=1, keepdims=True)
             strategy /= strategy.sum(axis=1, keepdims=True)
-            monitor = ConvergenceMonitor(tol=None if self.tol is None else float(self.tol),
-                                         max_iter=int(self.max_iter), callback=progress)
+            monitor = self._monitor(progress)
             _, ll, knowing, counts = _e_step(spamming[:, 0], spamming[:, 1], strategy, **e_args)
             converged = False
             for _ in range(int(self.max_iter)):
@@ -315,8 +313,6 @@ class MACE(BaseAggregator):
             if best is None or objective > best[0]:
                 best = (objective, spamming, strategy, monitor.history, converged, restart)
         _, spamming, strategy, history, converged, restart = best
-        ConvergenceMonitor(tol=None if self.tol is None else float(self.tol), max_iter=int(self.max_iter)
-                           ).warn_if_not_converged(converged, type(self).__name__)
         # Final E-step of the best restart's parameters (its last one already; recomputed for proba_).
         post, _, _, _ = _e_step(spamming[:, 0], spamming[:, 1], strategy, **e_args)
 
@@ -331,8 +327,6 @@ class MACE(BaseAggregator):
         self.skills_ = np.where(present, self.competence_, np.nan)
         self.worker_confusion_ = confusion
         self.class_prior_ = np.full(n_classes, 1.0 / n_classes)
-        self.log_likelihood_ = history
-        self.n_iter_ = len(history)
-        self.converged_ = converged
+        self._record_run(history, converged)
         self.best_restart_ = restart
         return self

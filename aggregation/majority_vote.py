@@ -13,7 +13,7 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from crowdqa.aggregation._base import BaseAggregator, ProgressCallback, check_known
+from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
 from crowdqa.aggregation._params import Check, InstanceOf, Options
 from crowdqa.aggregation.corpus import Corpus
 
@@ -178,8 +178,7 @@ class MajorityVote(BaseAggregator):
         -------
         self : MajorityVote
         """
-        self._validate_params()
-        known = check_known(known, corpus)
+        known = self._start_fit(corpus, known)
         votes = corpus.vote_counts(_worker_weights(self.weights, corpus))
         # Categorical answers have no outside class to avoid: every tie goes to the lowest index.
         rule = self.tie_break if corpus.has_outside or self.tie_break not in TIE_RULES else "lowest"

@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import eigsh
 
-from crowdqa.aggregation._base import BaseAggregator, ConvergenceMonitor, ProgressCallback, check_known
+from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
 from crowdqa.aggregation._params import RANDOM_STATE, Interval
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.aggregation.majority_vote import _empirical_confusion
@@ -236,6 +236,7 @@ class MMSR(BaseAggregator):
     array([1, 0, 1, 0])
     """
 
+    _n_classes_range: ClassVar[tuple[int, int | None]] = (2, None)
     skill_description: ClassVar[str | None] = "estimated probability of a right answer (one-coin)"
 
     _parameter_constraints: ClassVar[dict[str, list]] = {
@@ -257,11 +258,8 @@ class MMSR(BaseAggregator):
         every completion iteration. Parameters and return value: :meth:`BaseAggregator.fit
         <crowdqa.aggregation._base.BaseAggregator.fit>`.
         """
-        self._validate_params()
+        known = self._start_fit(corpus, known)
         k, n_workers, n_items = corpus.n_classes, corpus.n_workers, corpus.n_tokens
-        if k < 2:
-            raise ValueError(f"MMSR needs at least 2 classes, found {k}")
-        known = check_known(known, corpus)
         rng = np.random.default_rng(self.random_state)
         row, col, value, degree = _agreement_matrix(corpus)
         x = np.abs(value)
@@ -270,7 +268,7 @@ class MMSR(BaseAggregator):
         trim = max(int(degree[present].min()) // 2 - 1, 0) if present.any() else 0
         u, v = rng.uniform(size=n_workers), rng.uniform(size=n_workers)
         history: list[float] = []
-        converged = False
+        converged = not row.size  # no two workers share an item: nothing to complete
         for _ in range(int(self.max_iter) if row.size else 0):
             u_old, v_old = u, v
             v = _trimmed_means(x / u[row], col, v, trim=trim, n_tasks=n_items)
@@ -285,9 +283,6 @@ class MMSR(BaseAggregator):
             if change < self.tol:
                 converged = True
                 break
-        if row.size:
-            ConvergenceMonitor(tol=float(self.tol), max_iter=int(self.max_iter)).warn_if_not_converged(
-                converged, type(self).__name__)
         scale = np.sqrt(np.linalg.norm(u) / np.linalg.norm(v)) if row.size else 1.0
         s = _signs(row, col, value, n_workers, rng) * u / scale
         floor = 1.0 / np.sqrt(n_items)
@@ -315,7 +310,5 @@ class MMSR(BaseAggregator):
         self.weights_ = weights
         self.worker_confusion_ = _empirical_confusion(corpus, labels)
         self.class_prior_ = prior
-        self.log_likelihood_ = history
-        self.n_iter_ = len(history)
-        self.converged_ = converged
+        self._record_run(history, converged)
         return self

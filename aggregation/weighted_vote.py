@@ -22,7 +22,7 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from crowdqa.aggregation._base import BaseAggregator, ProgressCallback, check_known
+from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
 from crowdqa.aggregation._params import Interval, Options
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.aggregation.majority_vote import TIE_RULES, MajorityVote, _break_ties
@@ -150,8 +150,7 @@ class Wawa(_SkillVote):
         ``callback`` is never called (no iterations). Parameters and return value:
         :meth:`BaseAggregator.fit <crowdqa.aggregation._base.BaseAggregator.fit>`.
         """
-        self._validate_params()
-        known = check_known(known, corpus)
+        known = self._start_fit(corpus, known)
         majority = _vote(corpus, np.ones(corpus.n_workers), tie_break=self.tie_break, known=known)
         self._finish(corpus, agreement_rate(corpus, majority), known, n_iter=1, converged=True)
         return self
@@ -254,8 +253,7 @@ class ZeroBasedSkill(_SkillVote):
         after every iteration. Parameters and return value: :meth:`BaseAggregator.fit
         <crowdqa.aggregation._base.BaseAggregator.fit>`.
         """
-        self._validate_params()
-        known = check_known(known, corpus)
+        known = self._start_fit(corpus, known)
         present = np.bincount(corpus.worker, minlength=corpus.n_workers) > 0
         skills = np.where(present, 1.0 / corpus.n_classes, np.nan)
         lr = float(self.lr_init)
@@ -354,8 +352,7 @@ class GoldMajorityVote(_SkillVote):
         ValueError
             If no voting annotator labelled a token with a known class.
         """
-        self._validate_params()
-        known = check_known(known, corpus)
+        known = self._start_fit(corpus, known)
         voters = corpus
         if known is None:
             experts = corpus.workers_with_role("expert")

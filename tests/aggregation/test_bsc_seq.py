@@ -20,17 +20,18 @@ from scipy.special import digamma, gammaln
 from benchmarks.ner_crowd import ner_crowd
 from crowdqa.aggregation import make_aggregator
 from crowdqa.aggregation._base import ConvergenceWarning
+from crowdqa.aggregation._sequences import sentence_starts
+from crowdqa.aggregation._sequences import token_text as _token_text
 from crowdqa.aggregation.bsc_seq import (
     BayesianSequenceCombination,
     _build_design,
     _e_step,
     _elbo,
     _priors,
-    _token_text,
 )
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.aggregation.dawid_skene import DawidSkene
-from crowdqa.aggregation.hmm_crowd import HMMCrowd, sentence_starts
+from crowdqa.aggregation.hmm_crowd import HMMCrowd
 from crowdqa.aggregation.spans import decode_spans
 
 WORDS = ("Patients", "with", "12", "IL", "mg", "adults", "(", "Trial", ".")

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from crowdqa.aggregation._base import ConvergenceWarning
+from crowdqa.aggregation._sequences import sentence_starts
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.aggregation.hmm_crowd import (
     HMMCrowd,
@@ -26,7 +27,6 @@ from crowdqa.aggregation.hmm_crowd import (
     _Params,
     _repair_bio,
     _token_log_lik,
-    sentence_starts,
 )
 
 WORDS = ("Patients", "with", "12", "IL", "mg", "adults", "(", "Trial", ".")
@@ -536,7 +536,7 @@ def test_callback_gets_each_iteration_and_max_iter_warns(seed):
     ("worker_model", "one-coin", "worker_model must be one of"),
     ("max_iter", 0, "max_iter must be an integer >= 1"),
     ("pseudo_count", 0.0, "pseudo_count must be > 0"),
-    ("features", ("word", "suffix"), "features must be 'word' or one of"),
+    ("features", ("word", "suffix"), "features must be a tuple of 'word' and names in"),
     ("sequences", "paragraph", "sequences must be one of"),
     ("shape_emission", "gaussian", "shape_emission must be one of"),
     ("wrong_mass", "half", "wrong_mass must be one of"),
