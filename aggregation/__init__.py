@@ -1,9 +1,11 @@
-"""Aggregators (majority vote, Dawid-Skene, HMM-Crowd, BSC, ...) on the canonical :class:`Corpus`.
+"""Aggregators of crowd labels on the canonical :class:`Corpus`, by method id (:data:`METHODS`).
 
-Every name is imported on first attribute access (PEP 562), so importing a submodule that needs
-no numpy (the method table of :mod:`crowdqa.aggregation.registry`, which ``crowdqa aggregate
---help`` lists) does not import numpy, and the package imports even where one method's module is
-absent or being rewritten.
+Every estimator class of the registry is exported by its class name (``DawidSkene``,
+``HMMCrowd``, ...). Every name is imported on first attribute access (PEP 562), as
+:func:`make_aggregator` imports a method's module: importing a submodule that needs no
+numpy (the method table of :mod:`crowdqa.aggregation.registry`, which ``crowdqa aggregate
+--help`` lists) does not import numpy, and a command that fits one method does not import
+the others' scipy optimisers.
 """
 
 from __future__ import annotations
@@ -11,31 +13,23 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = [
-    "BaseAggregator",
-    "BayesianSequenceCombination",
-    "ConvergenceWarning",
-    "Corpus",
-    "DawidSkene",
-    "HMMCrowd",
-    "MISSING",
-    "METHODS",
-    "MajorityVote",
-    "make_aggregator",
-]
+from crowdqa.aggregation.registry import METHODS
 
-#: Public name -> the submodule that defines it.
+#: Public name -> the module that defines it: the shared names, then every method of the registry.
 _HOME = {
-    "BaseAggregator": "_base", "ConvergenceWarning": "_base", "Corpus": "corpus", "MISSING": "corpus",
-    "DawidSkene": "dawid_skene", "MajorityVote": "majority_vote", "HMMCrowd": "hmm_crowd",
-    "BayesianSequenceCombination": "bsc_seq", "METHODS": "registry", "make_aggregator": "registry",
+    "BaseAggregator": "crowdqa.aggregation._base", "ConvergenceWarning": "crowdqa.aggregation._base",
+    "Corpus": "crowdqa.aggregation.corpus", "MISSING": "crowdqa.aggregation.corpus",
+    "make_aggregator": "crowdqa.aggregation.registry",
+    **{name: module for module, name in METHODS.values()},
 }
+
+__all__ = ["METHODS", *_HOME]
 
 
 def __getattr__(name: str) -> Any:
     if name not in _HOME:
         raise AttributeError(f"module 'crowdqa.aggregation' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"crowdqa.aggregation.{_HOME[name]}"), name)
+    return getattr(importlib.import_module(_HOME[name]), name)
 
 
 def __dir__() -> list[str]:

@@ -1,4 +1,9 @@
-"""Build an aggregator from a method name and a parameter dict (the CLI's and the API's entry point)."""
+"""The aggregation methods by id, and an aggregator built from an id and a parameter dict.
+
+:data:`METHODS` is the one list of method ids: the job model's ``Method`` enum, the CLI's
+``--method`` choices, the dashboard and the package's exports are made from it. It is the
+CLI's and the API's entry point to the estimators.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +13,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # the method table imports without numpy (crowdqa aggregate --help)
     from crowdqa.aggregation._base import BaseAggregator
 
-__all__ = ["METHODS", "make_aggregator", "validate_params"]
+__all__ = ["METHODS", "aggregator_class", "make_aggregator", "validate_params"]
 
-#: method name -> (module, class). Modules are imported on first use, so a method whose
-#: module is missing or broken fails only when it is asked for.
+#: method id -> (module, class). A module is imported when its method is first asked for:
+#: the estimators bring scipy's optimisers, sparse and special functions, which a
+#: command that fits one method (or none, like ``--help``) should not pay for.
 METHODS: dict[str, tuple[str, str]] = {
     "mv": ("crowdqa.aggregation.majority_vote", "MajorityVote"),
     "ds": ("crowdqa.aggregation.dawid_skene", "DawidSkene"),
@@ -28,7 +34,8 @@ METHODS: dict[str, tuple[str, str]] = {
 }
 
 
-def _aggregator_class(method: str) -> type[BaseAggregator]:
+def aggregator_class(method: str) -> type[BaseAggregator]:
+    """The estimator class of ``method`` (a key of :data:`METHODS`); ValueError for an unknown id."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {sorted(METHODS)}, found {method!r}")
     module, name = METHODS[method]
@@ -92,7 +99,7 @@ def make_aggregator(method: str, params: dict | None = None) -> BaseAggregator:
     >>> make_aggregator("ds", {"max_iter": 50})
     DawidSkene(max_iter=50, tol=1e-06, alpha=0.01, model='full', init='vote', random_state=None)
     """
-    cls = _aggregator_class(method)
+    cls = aggregator_class(method)
     params = dict(params or {})
     accepted = cls._get_param_names()
     unknown = sorted(set(params) - set(accepted))

@@ -17,6 +17,8 @@ from pydantic import ConfigDict, field_validator
 from sqlalchemy import JSON, DateTime, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
+from crowdqa.aggregation.registry import METHODS
+
 __all__ = [
     "SCHEMA_VERSION",
     "JobStatus",
@@ -84,21 +86,8 @@ class JobStatus(StrEnum):
     failed = "failed"
 
 
-class Method(StrEnum):
-    """Aggregation methods a job can run (keys of ``crowdqa.aggregation.registry.METHODS``; a test keeps them equal)."""
-
-    mv = "mv"
-    ds = "ds"
-    hmm_crowd = "hmm-crowd"
-    bsc_seq = "bsc-seq"
-    wawa = "wawa"
-    zbs = "zbs"
-    gold_mv = "gold-mv"
-    glad = "glad"
-    mace = "mace"
-    kos = "kos"
-    mmsr = "mmsr"
-    ibcc = "ibcc"
+Method = StrEnum("Method", {m.replace("-", "_"): m for m in METHODS}, module=__name__)
+Method.__doc__ = "Aggregation methods a job can run: the ids of ``crowdqa.aggregation.registry.METHODS``."
 
 
 class SchemaInfo(SQLModel, table=True):

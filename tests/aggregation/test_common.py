@@ -7,7 +7,6 @@ attributes exist only after fit and have the documented shapes, EM estimators wa
 
 from __future__ import annotations
 
-import importlib
 import warnings
 
 import numpy as np
@@ -19,22 +18,11 @@ from crowdqa.aggregation.corpus import Corpus
 FITTED = ("labels_", "proba_", "worker_confusion_", "class_prior_", "n_iter_", "log_likelihood_", "converged_")
 
 
-def _hmm_available() -> bool:
-    try:
-        importlib.import_module("crowdqa.aggregation.hmm_crowd")
-    except ImportError:
-        return False
-    return True
-
-
 ESTIMATORS = [
     pytest.param("mv", {}, False, id="MajorityVote"),
     pytest.param("ds", {}, True, id="DawidSkene"),
     pytest.param("ds", {"model": "one-coin"}, True, id="DawidSkene-one-coin"),
-    pytest.param(
-        "hmm-crowd", {}, True, id="HMMCrowd",
-        marks=pytest.mark.skipif(not _hmm_available(), reason="crowdqa.aggregation.hmm_crowd is not importable yet"),
-    ),
+    pytest.param("hmm-crowd", {}, True, id="HMMCrowd"),
     pytest.param("bsc-seq", {}, True, id="BayesianSequenceCombination"),
     pytest.param("wawa", {}, False, id="Wawa"),
     pytest.param("zbs", {}, False, id="ZeroBasedSkill"),
@@ -186,11 +174,17 @@ def test_registry_passes_parameters():
 
 
 def test_package_exports():
+    """The package exports every registered estimator by its class name, and the shared names."""
     from crowdqa import aggregation
-    for name in ("Corpus", "MISSING", "MajorityVote", "DawidSkene", "ConvergenceWarning", "make_aggregator"):
+    from crowdqa.aggregation.registry import METHODS, aggregator_class
+
+    for name in ("Corpus", "MISSING", "ConvergenceWarning", "make_aggregator", "METHODS"):
         assert hasattr(aggregation, name)
-    if _hmm_available():
-        assert aggregation.HMMCrowd.__name__ == "HMMCrowd"
+    for method in METHODS:
+        cls = aggregator_class(method)
+        assert getattr(aggregation, cls.__name__) is cls and cls.__name__ in aggregation.__all__
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchAggregator'"):
+        aggregation.NoSuchAggregator  # noqa: B018
 
 
 # ----------------------------------------------------------------------------- scikit-learn conventions
@@ -231,12 +225,10 @@ def test_unfitted_access_raises_not_fitted_error(method, params, is_em, seed):
 
 
 def test_every_parameter_has_one_constraint_and_the_defaults_pass():
-    from crowdqa.aggregation.registry import METHODS, _aggregator_class, validate_params
+    from crowdqa.aggregation.registry import METHODS, aggregator_class, validate_params
 
     for method in METHODS:
-        if method == "hmm-crowd" and not _hmm_available():
-            continue
-        cls = _aggregator_class(method)
+        cls = aggregator_class(method)
         assert set(cls._parameter_constraints) == set(cls._get_param_names()), method
         validate_params(method, {})
 
