@@ -23,6 +23,7 @@ from crowdqa.aggregation._forward_backward import (
 from crowdqa.aggregation._params import InstanceOf, Interval, Options
 from crowdqa.aggregation._sequences import FEATURES, layout, text_features, token_text
 from crowdqa.aggregation.corpus import Corpus
+from crowdqa.aggregation.majority_vote import _break_ties
 
 __all__ = ["HMMCrowd"]
 
@@ -138,10 +139,12 @@ def _worker_counts(crowd: sp.csr_array, post: NDArray[np.float64], *, n_workers:
 def _hard_stats(design: _Design, post: NDArray[np.float64], *, n_workers: int) -> dict[str, NDArray[np.float64]]:
     """Counts of the HMM from the argmax labels of ``post`` (worker counts stay soft), as the authors' init."""
     k = design.n_classes
+    # Ties to the lowest class index, also where rounding (which depends on the order of
+    # documents and annotators) left the tied classes a few ulps apart.
+    h = _break_ties(post, tie_break="lowest")
     hard = np.zeros_like(post)
-    hard[np.arange(post.shape[0]), post.argmax(axis=1)] = 1.0  # ties: lowest class index
+    hard[np.arange(post.shape[0]), h] = 1.0
     hard *= design.active[:, None]
-    h = post.argmax(axis=1)
     trans = np.bincount(h[design.pairs] * k + h[design.pairs + 1], minlength=k * k).reshape(k, k)
     stats = _emission_stats(design, hard)
     stats.update(start=hard[design.first].sum(axis=0), trans=trans.astype(np.float64),
