@@ -170,7 +170,7 @@ def _m_step(
         rows = conf.sum(axis=2, keepdims=True)
         with np.errstate(invalid="ignore", divide="ignore"):  # empty rows (alpha=0) fixed on the next line
             conf = np.where(rows > 0, conf / rows, 1.0 / n_classes)
-    elif model == "one-coin":
+    else:  # "one-coin" (the estimator checked its parameters)
         agree = np.trace(counts, axis1=1, axis2=2)
         seen = counts.sum(axis=(1, 2))
         with np.errstate(invalid="ignore", divide="ignore"):  # workers with no annotations (alpha=0)
@@ -179,8 +179,6 @@ def _m_step(
         conf = np.broadcast_to(off[:, None, None], (n_workers, n_classes, n_classes)).copy()
         diag = np.arange(n_classes)
         conf[:, diag, diag] = acc[:, None]
-    else:
-        raise ValueError(f"model must be one of {_MODELS}, found {model!r}")
 
     mass = posterior.sum(axis=0) + alpha
     if unlabelled is not None and unlabelled.size:
@@ -214,10 +212,8 @@ def _init_posterior(
         total = buf.sum(axis=0)
         buf[:, total == 0] = 1.0  # tokens nobody labelled: uniform (they do not inform the M-step)
         buf /= buf.sum(axis=0)
-    elif init == "random":
+    else:  # "random" (the estimator checked its parameters)
         buf = rng.dirichlet(np.ones(n_classes), size=n_tokens).T.copy()
-    else:
-        raise ValueError(f"init must be one of {_INITS}, found {init!r}")
     if known is not None:
         idx = np.flatnonzero(known >= 0)
         buf[:, idx] = 0.0

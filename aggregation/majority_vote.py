@@ -48,13 +48,11 @@ def _break_ties(votes: NDArray[np.float64], *, tie_break: str) -> NDArray[np.int
     # Weighted votes are float sums; classes within a few ulps of the top count are tied.
     scale = np.maximum(np.abs(top), 1.0)
     tied = votes >= top - 16 * np.finfo(np.float64).eps * scale
-    if tie_break == "lowest":
-        return tied.argmax(axis=1).astype(np.int64)
     if tie_break == "entity":
         rest = tied[:, 1:]
         has_entity = rest.any(axis=1)
         return np.where(has_entity, rest.argmax(axis=1) + 1, 0).astype(np.int64)
-    raise ValueError(f"tie_break must be one of {TIE_RULES}, found {tie_break!r}")
+    return tied.argmax(axis=1).astype(np.int64)  # "lowest" (the estimator checked its parameters)
 
 
 def _worker_weights(weights: NDArray | Mapping[str, float] | None, corpus: Corpus) -> NDArray[np.float64] | None:
@@ -181,7 +179,7 @@ class MajorityVote(BaseAggregator):
         known = self._start_fit(corpus, known)
         votes = corpus.vote_counts(_worker_weights(self.weights, corpus))
         # Categorical answers have no outside class to avoid: every tie goes to the lowest index.
-        rule = self.tie_break if corpus.has_outside or self.tie_break not in TIE_RULES else "lowest"
+        rule = self.tie_break if corpus.has_outside else "lowest"
         labels = _break_ties(votes, tie_break=rule)
         total = votes.sum(axis=1)
         voted = total > 0
