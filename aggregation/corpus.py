@@ -178,6 +178,29 @@ class Corpus:
         return self._cache["token_doc"]
 
     @property
+    def worker_answers(self) -> NDArray[np.int64]:
+        """ndarray of shape (n_workers,): number of annotations of each annotator (0: listed, never answered)."""
+        if "worker_answers" not in self._cache:
+            counts = np.bincount(self.worker, minlength=self.n_workers)
+            counts.flags.writeable = False
+            self._cache["worker_answers"] = counts
+        return self._cache["worker_answers"]
+
+    @property
+    def obs_cell(self) -> NDArray[np.intp]:
+        """ndarray of shape (n_obs,): ``label * n_tokens + token``, each annotation's cell of a class-major table.
+
+        The votes, posteriors and vote-derived tables of the aggregators are (n_classes,
+        n_tokens) arrays (their per-class rows are contiguous); this key scatters into and
+        gathers from them. Computed once per corpus.
+        """
+        if "obs_cell" not in self._cache:
+            cell = self.label.astype(np.intp) * self.n_tokens + self.token
+            cell.flags.writeable = False
+            self._cache["obs_cell"] = cell
+        return self._cache["obs_cell"]
+
+    @property
     def obs_doc(self) -> NDArray[np.int64]:
         """ndarray of shape (n_obs,): document index of each annotation."""
         return self.token_doc[self.token]

@@ -22,6 +22,7 @@ from numpy.typing import NDArray
 from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
 from crowdqa.aggregation._params import RANDOM_STATE, Interval, Options
 from crowdqa.aggregation.corpus import Corpus
+from crowdqa.aggregation.majority_vote import _votes
 
 __all__ = ["DawidSkene"]
 
@@ -88,11 +89,36 @@ def _e_step(
     for t in range(n_classes):  # loop over classes only; each line is vectorised over all annotations
         joint[t] = np.bincount(token, weights=table[t][key], minlength=n_tokens)
     joint += log_prior[:, None]
+    post, ll = _normalise(joint, known)
+    return post.T, ll
+
+
+def _normalise(joint: NDArray[np.float64], known: NDArray[np.int64] | None = None
+               ) -> tuple[NDArray[np.float64], float]:
+    r"""Posteriors from log joint probabilities, in place, and the log-likelihood.
+
+    Class-major, so that every step runs along contiguous rows: reductions over the few
+    classes are elementwise operations between rows, where a reduction along a short last
+    axis of an (n_items, n_classes) array is many times slower.
+
+    Parameters
+    ----------
+    joint : ndarray of shape (n_classes, n_items)
+        :math:`\log p(y_i, z_i = k)`; overwritten with the posteriors.
+    known : ndarray of shape (n_items,), optional
+        Known class of an item or -1. Known items get a one-hot posterior, and add
+        their joint log-probability :math:`\log p(y_i, z_i = k)` to the log-likelihood.
+
+    Returns
+    -------
+    posterior : ndarray of shape (n_classes, n_items)
+        ``joint``, normalised: columns sum to 1.
+    log_likelihood : float
+        :math:`\sum_i \log Z_i` over the unknown items plus the joint log-probability of the known ones.
+    """
     if known is not None:
         idx = np.flatnonzero(known >= 0)
-        # Known tokens add their joint log-probability log p(y_i, z_i = k) to the objective.
         ll_known = float(joint[known[idx], idx].sum())
-
     top = joint.max(axis=0)
     np.subtract(joint, top, out=joint)
     with np.errstate(under="ignore"):  # exp of very negative log-odds underflows to 0 by design
@@ -100,12 +126,11 @@ def _e_step(
     total = joint.sum(axis=0)
     joint /= total
     log_z = top + np.log(total)
-
     if known is None:
-        return joint.T, float(log_z.sum())
+        return joint, float(log_z.sum())
     joint[:, idx] = 0.0
     joint[known[idx], idx] = 1.0
-    return joint.T, float(log_z[known < 0].sum()) + ll_known
+    return joint, float(log_z[known < 0].sum()) + ll_known
 
 
 def _expected_counts(
@@ -208,7 +233,7 @@ def _init_posterior(
     """Initial posteriors, ndarray of shape (n_tokens, n_classes): vote fractions or random rows."""
     n_tokens, n_classes = corpus.n_tokens, corpus.n_classes
     if init == "vote":
-        buf = np.ascontiguousarray(corpus.vote_counts().T)  # (n_classes, n_tokens)
+        buf = _votes(corpus)  # (n_classes, n_tokens)
         total = buf.sum(axis=0)
         buf[:, total == 0] = 1.0  # tokens nobody labelled: uniform (they do not inform the M-step)
         buf /= buf.sum(axis=0)

@@ -141,7 +141,7 @@ def _hard_stats(design: _Design, post: NDArray[np.float64], *, n_workers: int) -
     k = design.n_classes
     # Ties to the lowest class index, also where rounding (which depends on the order of
     # documents and annotators) left the tied classes a few ulps apart.
-    h = _break_ties(post, tie_break="lowest")
+    h = _break_ties(post.T, tie_break="lowest")
     hard = np.zeros_like(post)
     hard[np.arange(post.shape[0]), h] = 1.0
     hard *= design.active[:, None]

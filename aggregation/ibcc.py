@@ -191,7 +191,7 @@ class IBCC(BaseAggregator):
         kappa = nu / nu.sum()
         post[~labelled] = kappa
         confusion = alpha / alpha.sum(axis=2, keepdims=True)
-        present = np.bincount(corpus.worker, minlength=n_workers) > 0
+        present = corpus.worker_answers > 0
         accuracy = np.einsum("t,wtt->w", kappa, confusion)
         self.proba_ = post
         self.labels_ = post.argmax(axis=1).astype(np.int64)

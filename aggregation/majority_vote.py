@@ -1,7 +1,7 @@
 """Majority vote per token, with optional annotator weights and an explicit tie rule.
 
-The vote is one ``np.bincount`` over ``token * n_classes + label`` (see
-:meth:`Corpus.vote_counts`); ties are resolved by a documented, deterministic rule
+The vote is one ``np.bincount`` over ``label * n_tokens + token`` (see :func:`_votes`);
+ties are resolved by a documented, deterministic rule
 (:func:`_break_ties`) rather than by whichever label happens to be seen first.
 """
 
@@ -29,30 +29,46 @@ WEIGHT_ARRAY = Check(lambda v: not isinstance(v, str | bytes | Mapping) and np.a
                      "an array of shape (n_workers,)")
 
 
+def _votes(corpus: Corpus, weights: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+    """Per-token (weighted) label counts, class-major: ndarray of shape (n_classes, n_tokens).
+
+    :meth:`Corpus.vote_counts` transposed, built as such: the vote and its tie rule then
+    run along contiguous rows (one elementwise operation per class), where reductions over
+    the short last axis of an (n_tokens, n_classes) array are many times slower.
+    """
+    n_tokens, n_classes = corpus.n_tokens, corpus.n_classes
+    w = None if weights is None else np.asarray(weights, dtype=np.float64)[corpus.worker]
+    flat = np.bincount(corpus.obs_cell, weights=w, minlength=n_classes * n_tokens)
+    return flat.reshape(n_classes, n_tokens).astype(np.float64, copy=False)
+
+
 def _break_ties(votes: NDArray[np.float64], *, tie_break: str) -> NDArray[np.int64]:
-    """The winning class of each row of ``votes`` under the tie rule.
+    """The winning class of each column of class-major ``votes`` under the tie rule.
 
     Parameters
     ----------
-    votes : ndarray of shape (n_tokens, n_classes)
-        (Weighted) vote counts.
+    votes : ndarray of shape (n_classes, n_tokens)
+        (Weighted) vote counts (see :func:`_votes`).
     tie_break : {"entity", "lowest"}
         See :data:`TIE_RULES`.
 
     Returns
     -------
     labels : ndarray of shape (n_tokens,)
-        Rows with no votes get class 0.
+        Columns with no votes get class 0.
     """
-    top = votes.max(axis=1, keepdims=True) if votes.shape[1] else np.zeros((votes.shape[0], 1))
+    n_classes, n_tokens = votes.shape
+    if n_classes == 0:
+        return np.zeros(n_tokens, dtype=np.int64)
+    top = votes.max(axis=0)
     # Weighted votes are float sums; classes within a few ulps of the top count are tied.
-    scale = np.maximum(np.abs(top), 1.0)
-    tied = votes >= top - 16 * np.finfo(np.float64).eps * scale
-    if tie_break == "entity":
-        rest = tied[:, 1:]
-        has_entity = rest.any(axis=1)
-        return np.where(has_entity, rest.argmax(axis=1) + 1, 0).astype(np.int64)
-    return tied.argmax(axis=1).astype(np.int64)  # "lowest" (the estimator checked its parameters)
+    floor = top - 16 * np.finfo(np.float64).eps * np.maximum(np.abs(top), 1.0)
+    # The lowest tied class wins ("entity": the lowest tied class after class 0, if any).
+    last = 1 if tie_break == "entity" and n_classes > 1 else 0
+    labels = np.zeros(n_tokens, dtype=np.int64)
+    for k in range(n_classes - 1, last - 1, -1):  # one pass per class, each over all tokens
+        labels[votes[k] >= floor] = k
+    return labels
 
 
 def _worker_weights(weights: NDArray | Mapping[str, float] | None, corpus: Corpus) -> NDArray[np.float64] | None:
@@ -177,26 +193,28 @@ class MajorityVote(BaseAggregator):
         self : MajorityVote
         """
         known = self._start_fit(corpus, known)
-        votes = corpus.vote_counts(_worker_weights(self.weights, corpus))
+        votes = _votes(corpus, _worker_weights(self.weights, corpus))  # (n_classes, n_tokens)
         # Categorical answers have no outside class to avoid: every tie goes to the lowest index.
-        rule = self.tie_break if corpus.has_outside else "lowest"
-        labels = _break_ties(votes, tie_break=rule)
-        total = votes.sum(axis=1)
-        voted = total > 0
-        proba = np.zeros_like(votes)
-        proba[voted] = votes[voted] / total[voted, None]
-        informed = voted.copy()
+        labels = _break_ties(votes, tie_break=self.tie_break if corpus.has_outside else "lowest")
+        total = votes.sum(axis=0)
+        informed = total > 0
+        with np.errstate(invalid="ignore"):  # 0/0 in tokens nobody voted on, replaced below
+            proba = np.divide(votes, total, out=votes)
         if known is not None:
             idx = np.flatnonzero(known >= 0)
-            proba[idx] = 0.0
-            proba[idx, known[idx]] = 1.0
+            proba[:, idx] = 0.0
+            proba[known[idx], idx] = 1.0
             labels[idx] = known[idx]
             informed[idx] = True
         n_classes = corpus.n_classes
-        prior = proba[informed].mean(axis=0) if informed.any() else np.full(n_classes, 1.0 / n_classes)
-        blank = ~informed
-        proba[blank] = prior
+        n_informed = int(np.count_nonzero(informed))
+        blank = np.flatnonzero(~informed)
+        if blank.size:
+            proba[:, blank] = 0.0
+        prior = proba.sum(axis=1) / n_informed if n_informed else np.full(n_classes, 1.0 / n_classes)
+        proba[:, blank] = prior[:, None]
         labels[blank] = int(np.argmax(prior))  # lowest index on ties
+        proba = proba.T  # (n_tokens, n_classes), a view of the class-major buffer
 
         self.labels_ = labels
         self.proba_ = proba

@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
 from crowdqa.aggregation._params import Interval, Options
 from crowdqa.aggregation.corpus import Corpus
-from crowdqa.aggregation.majority_vote import TIE_RULES, MajorityVote, _break_ties
+from crowdqa.aggregation.majority_vote import TIE_RULES, MajorityVote, _break_ties, _votes
 
 __all__ = ["GoldMajorityVote", "Wawa", "ZeroBasedSkill", "agreement_rate"]
 
@@ -45,9 +45,9 @@ def agreement_rate(corpus: Corpus, reference: NDArray[np.int64]) -> NDArray[np.f
         NaN for an annotator with no answer on a referenced token.
     """
     ref = reference[corpus.token]
-    # Weights instead of boolean selections (no copies of the COO arrays); a -1 never equals a label.
-    right = np.bincount(corpus.worker, weights=corpus.label == ref, minlength=corpus.n_workers)
-    seen = np.bincount(corpus.worker, weights=ref >= 0, minlength=corpus.n_workers)
+    right = np.bincount(corpus.worker[corpus.label == ref], minlength=corpus.n_workers)  # a -1 never equals a label
+    has_ref = ref >= 0
+    seen = corpus.worker_answers if has_ref.all() else np.bincount(corpus.worker[has_ref], minlength=corpus.n_workers)
     with np.errstate(invalid="ignore"):  # 0/0 for annotators without referenced answers -> NaN, as documented
         return right / seen
 
@@ -55,7 +55,7 @@ def agreement_rate(corpus: Corpus, reference: NDArray[np.int64]) -> NDArray[np.f
 def _vote(corpus: Corpus, weights: NDArray[np.float64], *, tie_break: str, known: NDArray | None) -> NDArray[np.int64]:
     """Weighted vote of every token with the tie rule of :class:`MajorityVote`; known tokens keep their class."""
     rule = tie_break if corpus.has_outside else "lowest"  # as MajorityVote: categorical ties go to the lowest index
-    labels = _break_ties(corpus.vote_counts(np.nan_to_num(weights)), tie_break=rule)
+    labels = _break_ties(_votes(corpus, np.nan_to_num(weights)), tie_break=rule)
     if known is not None:
         labels = np.where(known >= 0, known, labels)
     return labels
@@ -254,7 +254,7 @@ class ZeroBasedSkill(_SkillVote):
         <crowdqa.aggregation._base.BaseAggregator.fit>`.
         """
         known = self._start_fit(corpus, known)
-        present = np.bincount(corpus.worker, minlength=corpus.n_workers) > 0
+        present = corpus.worker_answers > 0
         skills = np.where(present, 1.0 / corpus.n_classes, np.nan)
         lr = float(self.lr_init)
         converged = False
