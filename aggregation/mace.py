@@ -8,15 +8,18 @@ variational Bayes) and keeps the one with the highest marginal likelihood.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 from scipy.special import digamma
 
 from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
 from crowdqa.aggregation._params import RANDOM_STATE, Interval, Options
 from crowdqa.aggregation.corpus import Corpus
+from crowdqa.aggregation.dawid_skene import _normalise
 from crowdqa.aggregation.ibcc import dirichlet_kl
 
 __all__ = ["MACE"]
@@ -34,6 +37,7 @@ def _e_step(
     label: NDArray[np.int16],
     n_items: int,
     known: NDArray[np.int64] | None = None,
+    design: _Design | None = None,
 ) -> tuple[NDArray[np.float64], float, NDArray[np.float64], NDArray[np.float64]]:
     r"""Posteriors of the true labels, the log marginal likelihood and the expected counts.
 
@@ -55,6 +59,8 @@ def _e_step(
     n_items : int
     known : ndarray of shape (n_items,), optional
         Known class or -1 (clamped: the answers that differ from it are spam for sure).
+    design : _Design, optional
+        :func:`_design` of the annotations (built here when not given).
 
     Returns
     -------
@@ -66,32 +72,45 @@ def _e_step(
         Expected spam answers per worker and class.
     """
     n_workers, n_classes = strategy.shape
-    # Every term depends on an answer only through its (worker, label) pair: evaluate the logs on the
-    # (n_workers, n_classes) tables and gather, so the per-annotation work is gathers and bincounts.
-    pair = worker.astype(np.intp) * n_classes + label
-    item_class = token * n_classes + label
+    if design is None:
+        design = _design(token, worker, label, n_items=n_items, n_workers=n_workers, n_classes=n_classes)
     guess = spam[:, None] * strategy
     boost = np.log1p(know[:, None] / guess)  # the answered class also gets the "knowing" mass
-    joint = np.bincount(item_class, weights=boost.ravel()[pair], minlength=n_items * n_classes)
-    joint = joint.reshape(n_items, n_classes)
-    joint += np.bincount(token, weights=np.log(guess).ravel()[pair], minlength=n_items)[:, None] - np.log(n_classes)
-    if known is not None:
-        idx = np.flatnonzero(known >= 0)
-        keep = joint[idx, known[idx]]
-        joint[idx] = -np.inf
-        joint[idx, known[idx]] = keep
-    top = joint.max(axis=1, keepdims=True)
-    with np.errstate(under="ignore"):  # exp of very negative log-odds underflows to 0 by design
-        post = np.exp(joint - top)
-    total = post.sum(axis=1, keepdims=True)
-    post /= total
-    log_z = top[:, 0] + np.log(total[:, 0])
-    kappa = post.ravel()[item_class] * (know[:, None] / (guess + know[:, None])).ravel()[pair]
-    strategy_counts = np.bincount(pair, weights=1.0 - kappa, minlength=n_workers * n_classes)
-    strategy_counts = strategy_counts.reshape(n_workers, n_classes)
+    # log p(answers of i, T_i = k) = sum_w log guess[w, o] + sum_{w answered k} boost[w, k] - log K. The first
+    # sum does not depend on k: it cancels from the posteriors, and enters the likelihood as one total.
+    joint = np.empty((n_classes, n_items))  # class-major (see _normalise)
+    for k in range(n_classes):  # loop over classes only; each product runs over all annotations
+        joint[k] = design.answered[k] @ boost[:, k]
+    post, log_lik = _normalise(joint, known)
+    log_lik += float(np.sum(design.counts * np.log(guess))) - n_items * float(np.log(n_classes))
+    # P(answer known) = q_i(o) know_w / (guess[w, o] + know_w): summed per (worker, answer) by products.
+    right = np.stack([design.answered_by[k] @ post[k] for k in range(n_classes)], axis=1)
+    strategy_counts = design.counts - right * (know[:, None] / (guess + know[:, None]))
     spammed = strategy_counts.sum(axis=1)
-    knowing = np.stack([spammed, np.bincount(worker, minlength=n_workers) - spammed], axis=1)
-    return post, float(log_z.sum()), knowing, strategy_counts
+    knowing = np.stack([spammed, design.counts.sum(axis=1) - spammed], axis=1)
+    return post.T, log_lik, knowing, strategy_counts
+
+
+@dataclass(frozen=True)
+class _Design:
+    """What the E-step reads of the annotations, built once per fit."""
+
+    answered: list[sp.csr_array]  # per class k: (n_items, n_workers), 1 where w answered k on item i
+    answered_by: list[sp.csr_array]  # per class k: the transpose, (n_workers, n_items)
+    counts: NDArray[np.float64]  # (n_workers, n_classes) answers of each worker per class
+
+
+def _design(token: NDArray[np.int64], worker: NDArray[np.int32], label: NDArray[np.int16], *, n_items: int,
+            n_workers: int, n_classes: int) -> _Design:
+    """The one-hot answers of each class as sparse matrices both ways, and the answer counts."""
+    answered, answered_by = [], []
+    for k in range(n_classes):
+        rows = label == k
+        ones = np.ones(int(rows.sum()))
+        answered.append(sp.csr_array((ones, (token[rows], worker[rows])), shape=(n_items, n_workers)))
+        answered_by.append(sp.csr_array((ones, (worker[rows], token[rows])), shape=(n_workers, n_items)))
+    counts = np.bincount(worker.astype(np.intp) * n_classes + label, minlength=n_workers * n_classes)
+    return _Design(answered, answered_by, counts.reshape(n_workers, n_classes).astype(np.float64))
 
 
 def _m_step(counts: NDArray[np.float64], prior: float | NDArray[np.float64], *, variational: bool
@@ -283,6 +302,8 @@ class MACE(BaseAggregator):
             knowing_prior = strategy_prior = (0.01 / n_classes if self.smoothing is None else float(self.smoothing))
         e_args = {"token": corpus.token, "worker": corpus.worker, "label": corpus.label,
                   "n_items": corpus.n_tokens, "known": known}
+        e_args["design"] = _design(corpus.token, corpus.worker, corpus.label, n_items=corpus.n_tokens,
+                                   n_workers=n_workers, n_classes=n_classes)
         noise = float(self.default_noise)
         done = 0
 
@@ -316,7 +337,7 @@ class MACE(BaseAggregator):
         # Final E-step of the best restart's parameters (its last one already; recomputed for proba_).
         post, _, _, _ = _e_step(spamming[:, 0], spamming[:, 1], strategy, **e_args)
 
-        present = np.bincount(corpus.worker, minlength=n_workers) > 0
+        present = corpus.worker_answers > 0
         confusion = spamming[:, 0, None, None] * strategy[:, None, :] + spamming[:, 1, None, None] * np.eye(n_classes)
         confusion /= confusion.sum(axis=2, keepdims=True)
         self.proba_ = post
