@@ -2,12 +2,13 @@ r"""M-MSR: worker skills by robust rank-one completion of the worker agreement m
 
 Pair statistics come from two sparse products over the COO arrays (co-labelled items,
 and co-labelled items with the same answer); the completion iterates over the observed
-worker pairs only, every update a sort and a few ``np.bincount`` calls over all pairs
-at once; the signs come from one sparse eigenvector.
+worker pairs only, every update one row-wise sort of each bucket of padded rows (one row
+per worker, laid out once); the signs come from one sparse eigenvector.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -17,6 +18,7 @@ from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import eigsh
 
 from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
+from crowdqa.aggregation._forward_backward import _buckets
 from crowdqa.aggregation._params import RANDOM_STATE, Interval
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.aggregation.majority_vote import _empirical_confusion
@@ -61,7 +63,34 @@ def _agreement_matrix(corpus: Corpus) -> tuple[NDArray[np.int64], NDArray[np.int
     return row, col, value, np.bincount(row, minlength=n_workers)
 
 
-def _trimmed_means(values: NDArray[np.float64], group: NDArray[np.int64], own: NDArray[np.float64], *, trim: int,
+@dataclass(frozen=True)
+class _Groups:
+    """The entries of each group laid out as padded rows, in buckets of groups of similar size.
+
+    ``buckets`` holds ``(groups, index, size)``: the groups of a bucket (n_b,), the entry
+    of each cell (n_b, max_size), ``n_entries`` in padding cells, and each group's size (n_b,).
+    """
+
+    n_groups: int
+    n_entries: int
+    buckets: list[tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]]
+
+
+def _groups(group: NDArray[np.int64], n_groups: int) -> _Groups:
+    """Lay out the entries of every group (worker) once; the completion loop sorts their values many times."""
+    order = np.argsort(group, kind="stable")
+    size = np.bincount(group, minlength=n_groups)
+    start = np.concatenate([[0], np.cumsum(size)[:-1]])
+    order = np.append(order, group.size)  # padding cells point one past the last entry
+    buckets = []
+    for groups in _buckets(size):
+        steps = np.arange(size[groups].max())
+        cell = np.where(steps < size[groups, None], start[groups, None] + steps, group.size)
+        buckets.append((groups, order[cell], size[groups]))
+    return _Groups(n_groups, group.size, buckets)
+
+
+def _trimmed_means(values: NDArray[np.float64], groups: _Groups, own: NDArray[np.float64], *, trim: int,
                    n_tasks: int) -> NDArray[np.float64]:
     r"""The MSR update of every group: the mean of its values after dropping extremes around its own value.
 
@@ -70,11 +99,15 @@ def _trimmed_means(values: NDArray[np.float64], group: NDArray[np.int64], own: N
     group with nothing left keeps :math:`a`; one whose remaining values are all 0 gets
     :math:`1/\sqrt{n}` (``n_tasks``), so no factor of the completion becomes 0.
 
+    Each bucket of groups is one padded matrix sorted along its rows (padding sorts last
+    as ``inf``), so the ranks are column indices and no per-iteration sort of all entries
+    by (group, value) is needed.
+
     Parameters
     ----------
     values : ndarray of shape (n_entries,)
-    group : ndarray of shape (n_entries,)
-        Group (worker) of each value.
+    groups : _Groups
+        The group (worker) of each value, laid out by :func:`_groups`.
     own : ndarray of shape (n_groups,)
         :math:`a` of each group.
     trim : int
@@ -85,23 +118,23 @@ def _trimmed_means(values: NDArray[np.float64], group: NDArray[np.int64], own: N
     -------
     means : ndarray of shape (n_groups,)
     """
-    n_groups = own.shape[0]
-    order = np.lexsort((values, group))
-    v, g = values[order], group[order]
-    size = np.bincount(g, minlength=n_groups)
-    start = np.concatenate([[0], np.cumsum(size)[:-1]])
-    rank = np.arange(v.size) - start[g]
-    below = np.bincount(g, weights=v < own[g], minlength=n_groups).astype(np.int64)
-    above = np.bincount(g, weights=v > own[g], minlength=n_groups).astype(np.int64)
-    lo, hi = np.minimum(below, trim), size - np.minimum(above, trim)
-    keep = (rank >= lo[g]) & (rank < hi[g])
-    total = np.bincount(g[keep], weights=v[keep], minlength=n_groups)
-    nonzero = np.bincount(g[keep], weights=v[keep] != 0, minlength=n_groups)
-    count = hi - lo
-    with np.errstate(invalid="ignore", divide="ignore"):  # empty groups are replaced on the next lines
-        means = total / count
-    means = np.where(count > 0, means, own)
-    return np.where((count > 0) & (nonzero == 0), 1.0 / np.sqrt(n_tasks), means)
+    means = own.copy()  # groups without entries keep their own value
+    padded = np.append(values, np.inf)
+    for group, index, size in groups.buckets:
+        v = np.sort(padded[index], axis=1)
+        a = own[group, None]
+        below = np.count_nonzero(v < a, axis=1)
+        above = np.count_nonzero(v > a, axis=1) - (v.shape[1] - size)  # padding is above every value
+        lo, hi = np.minimum(below, trim), size - np.minimum(above, trim)
+        step = np.arange(v.shape[1])
+        keep = (step >= lo[:, None]) & (step < hi[:, None])
+        total = np.where(keep, v, 0.0).sum(axis=1)
+        nonzero = np.count_nonzero(keep & (v != 0), axis=1)
+        count = hi - lo
+        with np.errstate(invalid="ignore", divide="ignore"):  # empty groups are replaced on the next line
+            mean = np.where(count > 0, total / count, a[:, 0])
+        means[group] = np.where((count > 0) & (nonzero == 0), 1.0 / np.sqrt(n_tasks), mean)
+    return means
 
 
 def _signs(row: NDArray[np.int64], col: NDArray[np.int64], value: NDArray[np.float64], n_workers: int,
@@ -264,15 +297,16 @@ class MMSR(BaseAggregator):
         row, col, value, degree = _agreement_matrix(corpus)
         x = np.abs(value)
         # F from the fewest co-workers among the annotators with labels (the vocabulary may list others).
-        present = np.bincount(corpus.worker, minlength=n_workers) > 0
+        present = corpus.worker_answers > 0
         trim = max(int(degree[present].min()) // 2 - 1, 0) if present.any() else 0
         u, v = rng.uniform(size=n_workers), rng.uniform(size=n_workers)
+        by_col, by_row = _groups(col, n_workers), _groups(row, n_workers)
         history: list[float] = []
         converged = not row.size  # no two workers share an item: nothing to complete
         for _ in range(int(self.max_iter) if row.size else 0):
             u_old, v_old = u, v
-            v = _trimmed_means(x / u[row], col, v, trim=trim, n_tasks=n_items)
-            u = _trimmed_means(x / v[col], row, u, trim=trim, n_tasks=n_items)
+            v = _trimmed_means(x / u[row], by_col, v, trim=trim, n_tasks=n_items)
+            u = _trimmed_means(x / v[col], by_row, u, trim=trim, n_tasks=n_items)
             # ||u v' - a b'||_F from the differences, which keeps its precision near convergence
             du, dv = u - u_old, v - v_old
             change = float(np.sqrt(max(du @ du * (v @ v) + (u_old @ u_old) * (dv @ dv)
