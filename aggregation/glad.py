@@ -12,14 +12,15 @@ from functools import partial
 from typing import ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 from scipy.optimize import minimize
-from scipy.special import log_expit, logsumexp
+from scipy.special import log_expit
 
 from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
 from crowdqa.aggregation._params import Check, Interval
 from crowdqa.aggregation.corpus import Corpus
-from crowdqa.aggregation.dawid_skene import _expected_counts, _obs_key
+from crowdqa.aggregation.dawid_skene import _expected_counts, _normalise, _obs_key
 
 __all__ = ["GLAD"]
 
@@ -33,6 +34,19 @@ def _log_answer(x: NDArray[np.float64], n_classes: int) -> tuple[NDArray[np.floa
     """
     right = log_expit(x)
     return right, right - x - np.log(n_classes - 1)  # log(1 - sigma(x)) = log sigma(x) - x
+
+
+def _log_sigmoid(x: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    r""":math:`\log\sigma(x)` and :math:`\sigma(x)` from one ``exp`` and one ``log1p`` (stable for any :math:`x`).
+
+    With :math:`e = \exp(-|x|)`: :math:`\log\sigma(x) = \min(x, 0) - \log(1 + e)` and
+    :math:`\sigma(x) = 1 / (1 + e)` for :math:`x \ge 0`, :math:`e / (1 + e)` otherwise.
+    """
+    e = np.exp(-np.abs(x))
+    one_plus = 1.0 + e
+    log_sigma = np.minimum(x, 0.0)
+    log_sigma -= np.log1p(e)
+    return log_sigma, np.where(x >= 0, 1.0, e) / one_plus
 
 
 def _e_step(
@@ -69,21 +83,14 @@ def _e_step(
     log_likelihood : float
     """
     n_items, n_classes = log_beta.shape[0], log_prior.shape[0]
-    right, wrong = _log_answer(alpha[worker] * np.exp(log_beta[token]), n_classes)
+    right, wrong = _log_answer(alpha[worker] * np.exp(log_beta)[token], n_classes)
     # Every answer counts as wrong for every class; the answered class gets right - wrong on top.
-    joint = np.bincount(token * n_classes + label, weights=right - wrong, minlength=n_items * n_classes)
-    joint = joint.reshape(n_items, n_classes)
-    joint += np.bincount(token, weights=wrong, minlength=n_items)[:, None] + log_prior
-    log_z = logsumexp(joint, axis=1)
-    with np.errstate(under="ignore"):  # exp of very negative log-odds underflows to 0 by design
-        post = np.exp(joint - log_z[:, None])
-    if known is None:
-        return post, float(log_z.sum())
-    idx = np.flatnonzero(known >= 0)
-    ll = float(log_z[known < 0].sum() + joint[idx, known[idx]].sum())
-    post[idx] = 0.0
-    post[idx, known[idx]] = 1.0
-    return post, ll
+    cell = label.astype(np.intp) * n_items + token  # the answered cell of the class-major joint
+    joint = np.bincount(cell, weights=right - wrong, minlength=n_classes * n_items)
+    joint = joint.reshape(n_classes, n_items)  # class-major (see _normalise)
+    joint += np.bincount(token, weights=wrong, minlength=n_items) + log_prior[:, None]
+    post, ll = _normalise(joint, known)
+    return post.T, ll
 
 
 def _log_param_prior(alpha: NDArray, log_beta: NDArray, *, alpha_mean: float, log_beta_mean: float) -> float:
@@ -102,6 +109,7 @@ def _m_objective(
     n_classes: int,
     alpha_mean: float,
     log_beta_mean: float,
+    indptr: NDArray[np.int64] | None = None,
 ) -> tuple[float, NDArray[np.float64]]:
     r"""Minus the EM auxiliary function :math:`Q(\alpha, \log\beta)` and its gradient.
 
@@ -119,6 +127,10 @@ def _m_objective(
         :math:`\alpha` then :math:`\log\beta`.
     right_prob : ndarray of shape (n_obs,)
         :math:`r_{iw}`.
+    token, worker : ndarray of shape (n_obs,)
+        The annotations, sorted by ``token`` (as a :class:`Corpus` keeps them).
+    indptr : ndarray of shape (n_items + 1,), optional
+        Where each item's annotations start (computed when not given).
 
     Returns
     -------
@@ -126,15 +138,23 @@ def _m_objective(
     gradient : ndarray of shape (n_workers + n_items,)
     """
     alpha, log_beta = params[:n_workers], params[n_workers:]
-    beta = np.exp(log_beta)[token]
+    beta_item = np.exp(log_beta)
+    beta = beta_item[token]
     x = alpha[worker] * beta
-    right, wrong = _log_answer(x, n_classes)
-    q = float(np.dot(right_prob, right) + np.dot(1.0 - right_prob, wrong))
+    right, sigma = _log_sigmoid(x)
+    # r log s(x) + (1 - r)(log(1 - s(x)) - log(K - 1)), with log(1 - s(x)) = log s(x) - x, summed:
+    wrong_prob = 1.0 - right_prob
+    q = float(right.sum() - np.dot(wrong_prob, x) - np.log(n_classes - 1) * wrong_prob.sum())
     q += _log_param_prior(alpha, log_beta, alpha_mean=alpha_mean, log_beta_mean=log_beta_mean)
-    dx = right_prob - np.exp(right)  # sigma(x), from the log already taken
+    dx = right_prob - sigma
+    # The annotations are sorted by item: dx as the data of an (n_items, n_workers) CSR matrix without
+    # copying, whose products give both gradient sums in one sequential pass each.
+    if indptr is None:
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(token, minlength=log_beta.size))])
+    d = sp.csr_array((dx, worker, indptr), shape=(log_beta.size, n_workers))
     grad = np.concatenate([
-        np.bincount(worker, weights=dx * beta, minlength=n_workers) - (alpha - alpha_mean),
-        np.bincount(token, weights=dx * x, minlength=log_beta.size) - (log_beta - log_beta_mean),
+        d.T @ beta_item - (alpha - alpha_mean),
+        (d @ alpha) * beta_item - (log_beta - log_beta_mean),
     ])
     return -q, -grad
 
@@ -279,9 +299,12 @@ class GLAD(BaseAggregator):
         log_prior = np.log(prior)
         a_mean, b_mean = float(self.alpha_prior_mean), float(self.beta_prior_mean)
         token, worker, label = corpus.token, corpus.worker, corpus.label
+        cell = corpus.obs_cell
         e_args = {"token": token, "worker": worker, "label": label, "known": known}
-        m_args = {"token": token, "worker": worker, "n_workers": n_workers, "n_classes": n_classes,
-                  "alpha_mean": a_mean, "log_beta_mean": b_mean}
+        # int64 worker ids and item pointers: the M-step's CSR views then need no index conversion per call.
+        m_args = {"token": token, "worker": worker.astype(np.int64), "n_workers": n_workers, "n_classes": n_classes,
+                  "alpha_mean": a_mean, "log_beta_mean": b_mean,
+                  "indptr": np.concatenate([[0], np.cumsum(np.bincount(token, minlength=n_items))])}
         params = np.concatenate([np.full(n_workers, a_mean), np.full(n_items, b_mean)])
         monitor = self._monitor(callback)
         converged = False
@@ -289,7 +312,7 @@ class GLAD(BaseAggregator):
             post, ll = _e_step(params[:n_workers], params[n_workers:], log_prior, **e_args)
             objective = ll + _log_param_prior(params[:n_workers], params[n_workers:], alpha_mean=a_mean,
                                               log_beta_mean=b_mean)
-            right_prob = post[token, label]
+            right_prob = post.T.ravel()[cell]  # q_i(o) of every answer (post.T is C-ordered)
             res = minimize(partial(_m_objective, right_prob=right_prob, **m_args), params, jac=True, method="CG",
                            tol=float(self.m_step_tol), options={"maxiter": int(self.m_step_max_iter)})
             params = res.x
@@ -300,7 +323,7 @@ class GLAD(BaseAggregator):
         post, _ = _e_step(params[:n_workers], params[n_workers:], log_prior, **e_args)
 
         alpha = params[:n_workers]
-        present = np.bincount(worker, minlength=n_workers) > 0
+        present = corpus.worker_answers > 0
         counts = _expected_counts(post, token=token, key=_obs_key(corpus), n_workers=n_workers)
         rows = counts.sum(axis=2, keepdims=True)
         with np.errstate(invalid="ignore", divide="ignore"):  # empty rows are replaced on the same line
