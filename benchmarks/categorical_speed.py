@@ -19,9 +19,11 @@ crowd-kit's ``Wawa``, ``ZeroBasedSkill`` and ``GoldMajorityVote`` cannot ``predi
 scikit-learn >= 1.6, so their time is ``fit`` plus the ``MajorityVote(skills=...)`` that
 their ``predict`` runs. A crowd-kit run longer than ``--cap`` seconds is stopped; its ratio
 is then a lower bound (crowdqa's fit against the cap). Every child runs with one BLAS thread
-(``OPENBLAS_NUM_THREADS=1`` and the like, for both libraries): on a shared 2-core machine
-OpenBLAS's threads made one ``np.dot`` of 300k numbers 330x slower than one thread (measured),
-and scipy's conjugate-gradient M-step (GLAD in both libraries) is made of such calls.
+(``OPENBLAS_NUM_THREADS=1`` and the like): crowdqa's fits limit themselves to one (threadpoolctl,
+see ``crowdqa.aggregation._base``), and the variables give crowd-kit the same, which only helps it:
+on a shared 2-core machine OpenBLAS's threads made one ``np.dot`` of 300k numbers 16-330x slower
+than one thread (measured), and scipy's conjugate-gradient M-step (GLAD in both libraries) is made
+of such calls.
 """
 
 from __future__ import annotations
