@@ -95,7 +95,9 @@ def _one_blas_thread(fit: Callable) -> Callable:
     matrices: memory-bound, so extra threads cannot speed it up, while OpenBLAS's threads
     wait for cores by spinning. On a shared 2-core machine one ``np.dot`` of 300k numbers
     took 16x longer with OpenBLAS's two threads than with one (measured), so every fit
-    runs with one, whatever the process's default (which other code keeps).
+    runs with one, whatever the process's default (which other code keeps). The limit is
+    process-wide, as every BLAS setting is: code in other threads runs with one BLAS thread
+    while a fit runs.
     """
 
     @functools.wraps(fit)
