@@ -212,8 +212,9 @@ def render_categorical_speed(d: dict, results: Path, quick: bool) -> str:
         rows.append([NAMES.get(m, m), r["classes"], _ms(us["fit_seconds"]), ck_cell(ck), ratio, acc])
     return (
         f"One synthetic crowd, {s['labels']:,} labels: {s['items']:,} items, {s['per_item']} answers each from "
-        f"{s['workers']} one-coin workers (3 classes; 2 for KOS); every method with its defaults, in a process of its "
-        "own with one BLAS thread, the fastest of up to 3 fits (fewer past 20 s); crowd-kit fits are stopped after "
+        f"{s['workers']} one-coin workers (3 classes; 2 for KOS); every method with its defaults (a row named with "
+        "parameters: both libraries with those), in a process of its own with one BLAS thread, the fastest of up "
+        "to 3 fits (fewer past 20 s); crowd-kit fits are stopped after "
         f"{s['cap_seconds']:.0f} s, and the ratio is then a lower bound. Accuracy against the planted truth "
         "(GoldMajorityVote: given 10% of it, scored on the rest).\n\n"
         + _table(["method", "classes", "crowdqa fit", "crowd-kit 1.4.2 fit", "crowd-kit / crowdqa",
