@@ -33,8 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
-from crowdqa.ingest import read_corpus, summarize
+from crowdqa.ingest import read_corpus
 from crowdqa.ingest.merge import merge_corpora
+from crowdqa.ingest.summary import summarize
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("CROWDQA_SHARED_DATA", REPO.parent / "shared" / "data"))

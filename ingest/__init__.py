@@ -2,7 +2,8 @@
 
 Use :func:`read_corpus` with a format name from :data:`~crowdqa.ingest.formats.READ_FORMATS`; it
 returns a :class:`ParseResult` (the corpus, the rows skipped under ``on_error="skip"``, the
-format). :func:`summarize` gives the parse summary the CLI prints and the API returns.
+format). :func:`crowdqa.ingest.summary.summarize` gives the parse summary the API returns and
+:func:`crowdqa.ingest.summary.format_summary` the lines the CLI prints.
 
 The formats and the options an upload takes are tables in :mod:`crowdqa.ingest.formats`
 (name, type, choices, default and help of each option; the options each format's reader takes);
@@ -32,7 +33,7 @@ from crowdqa.ingest.formats import FORMATS, READ_FORMATS, ROLES, UPLOAD_OPTIONS,
 if TYPE_CHECKING:  # numpy and the corpus load on first use, so `crowdqa --help` starts without them
     from crowdqa.aggregation.corpus import Corpus
 
-__all__ = ["ParseResult", "check_options", "read_corpus", "read_merged", "summarize", "IngestError", "Problem"]
+__all__ = ["ParseResult", "check_options", "read_corpus", "read_merged", "IngestError", "Problem"]
 
 
 @dataclass(frozen=True)
@@ -155,7 +156,7 @@ def read_merged(uploads: Sequence[dict]) -> ParseResult:
     IO uploads whose format takes a scheme are read again as BIO, so the merge keeps
     every entity boundary instead of failing.
     """
-    from crowdqa.ingest.merge import merge_corpora
+    from crowdqa.ingest.merge import merge_corpora  # numpy loads here, not when the CLI builds its parser
 
     if not uploads:
         raise IngestError("nothing to read: no upload given")
@@ -173,70 +174,3 @@ def read_merged(uploads: Sequence[dict]) -> ParseResult:
             dropped[k] = dropped.get(k, 0) + v
     return ParseResult(corpus=corpus, problems=[p for r in results for p in r.problems], format=results[0].format,
                        notes=[n for r in results for n in r.notes], dropped=dropped)
-
-
-def summarize(corpus: Corpus, *, problems: list[Problem] | None = None, notes: list[str] | None = None,
-              dropped: dict[str, int] | None = None) -> dict:
-    """The parse summary: sizes, annotators by role, labels, coverage per document.
-
-    Parameters
-    ----------
-    corpus : Corpus
-    problems : list of Problem, optional
-        Skipped rows to count (and list, up to 20) in the summary.
-    notes : list of str, optional
-        What the reader assumed or left out by rule, listed as ``notes``.
-    dropped : dict of str to int, optional
-        Rows left out by rule, by reason (``{"rejected": 17}``), listed as ``dropped``.
-
-    Returns
-    -------
-    dict
-        JSON-serialisable: ``documents``, ``tokens``, ``annotations`` (labels in the
-        COO arrays), ``annotators`` (``{"crowd": n, "expert": m}``), ``labels`` (class
-        names), ``label_counts`` (annotations per class), ``coverage`` (annotators per
-        document: ``min``, ``median``, ``max``, overall and per role, and
-        ``documents_with_expert``), and ``skipped`` / ``problems`` when given.
-    """
-    import numpy as np
-
-    n_docs, n_workers = corpus.n_docs, corpus.n_workers
-    roles = np.asarray(corpus.worker_roles) if n_workers else np.zeros(0, dtype="<U6")
-    # Unique (document, annotator) pairs, sorted: the rows on each document's first token (the corpus is
-    # sorted by (token, annotator) and an annotator of a document labels all of its tokens).
-    obs_doc = corpus.obs_doc
-    at_first = corpus.token == corpus.doc_start[obs_doc]
-    pair_doc, pair_worker = obs_doc[at_first], corpus.worker[at_first].astype(np.int64)
-    pairs = pair_doc
-    role_of = np.array([ROLES.index(r) for r in corpus.worker_roles], dtype=np.int64)  # compared as integers
-
-    def stats(mask: np.ndarray) -> dict:
-        per_doc = np.bincount(pair_doc[mask], minlength=n_docs)
-        if n_docs == 0:
-            return {"min": 0, "median": 0.0, "max": 0}
-        return {"min": int(per_doc.min()), "median": float(np.median(per_doc)), "max": int(per_doc.max())}
-
-    all_mask = np.ones(pairs.shape[0], dtype=bool)
-    coverage = {"annotators_per_document": stats(all_mask)}
-    for r in ROLES:
-        coverage[r] = stats(role_of[pair_worker] == ROLES.index(r)) if pairs.size else stats(all_mask)
-    expert_docs = np.unique(pair_doc[role_of[pair_worker] == ROLES.index("expert")]) if pairs.size else np.zeros(0)
-    coverage["documents_with_expert"] = int(expert_docs.size)
-    label_counts = np.bincount(corpus.label, minlength=corpus.n_classes)
-    out = {
-        "documents": n_docs,
-        "tokens": corpus.n_tokens,
-        "annotations": corpus.n_obs,
-        "annotators": {r: int(np.sum(roles == r)) for r in ROLES},
-        "labels": list(corpus.class_names),
-        "label_counts": {name: int(k) for name, k in zip(corpus.class_names, label_counts.tolist(), strict=True)},
-        "coverage": coverage,
-    }
-    if problems is not None:
-        out["skipped"] = len(problems)
-        out["problems"] = [str(p) for p in problems[:20]]
-    if dropped:
-        out["dropped"] = dict(dropped)
-    if notes:
-        out["notes"] = list(notes)
-    return out

@@ -1,22 +1,120 @@
-"""Small helpers the readers share: offsets from loose input, JSON span lists, document texts."""
+"""What the readers share: the first step of every reader, the tolerant CSV row loop, the span collector,
+offsets from loose input, JSON span lists, document texts."""
 
 from __future__ import annotations
 
+import csv
+import json
 import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from crowdqa.aggregation.corpus import Corpus
 from crowdqa.ingest._io import read_text
-from crowdqa.ingest.errors import IngestError
+from crowdqa.ingest.build import Span, corpus_from_spans
+from crowdqa.ingest.errors import IngestError, ProblemLog
+from crowdqa.ingest.formats import ROLES, choice_message
 
-__all__ = ["as_offset", "parse_span_list", "DocsFolder", "check_role"]
+__all__ = ["as_offset", "parse_span_list", "DocsFolder", "reader_log", "csv_rows", "json_lines", "SpanCollector",
+           "spans_at"]
 
 
-def check_role(role: str) -> str:
-    """Return ``role`` if it is ``"crowd"`` or ``"expert"``; raise IngestError otherwise."""
-    if role not in ("crowd", "expert"):
-        raise IngestError(f"role must be 'crowd' or 'expert', found {role!r}")
-    return role
+def reader_log(role: str, problems: ProblemLog | None) -> ProblemLog:
+    """Every reader's first step: refuse a ``role`` outside :data:`~crowdqa.ingest.formats.ROLES`, and return
+    where bad rows go (``problems``, by default a log that raises at the first)."""
+    if role not in ROLES:
+        raise IngestError(choice_message("role", role, ROLES))
+    return problems if problems is not None else ProblemLog("fail")
+
+
+def csv_rows(reader: Any, *, width: int, source: str, problems: ProblemLog) -> Iterator[tuple[int, list[str]]]:
+    """The rows of a ``csv.reader`` after its header, each with the line it starts on (quoted fields may
+    span lines). Blank rows are passed over; a malformed row or one of another ``width`` is reported to
+    ``problems`` (raised or skipped by its mode) and passed over, and reading goes on after it."""
+    start = 2
+    while True:
+        try:
+            values = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            problems.report(f"malformed CSV row: {exc}", source=source, line=start)
+            start = reader.line_num + 1
+            continue
+        line, start = start, reader.line_num + 1
+        if not any(v.strip() for v in values):
+            continue
+        if len(values) != width:
+            problems.report(f"row has {len(values)} fields, the header has {width}", source=source, line=line)
+            continue
+        yield line, values
+
+
+def json_lines(content: str, *, source: str, problems: ProblemLog) -> Iterator[tuple[int, Any]]:
+    """The values of JSON Lines text, each with its line number. Blank lines are passed over; a line that
+    is not JSON is reported to ``problems`` and passed over."""
+    for lineno, raw in enumerate(content.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            yield lineno, json.loads(raw)
+        except ValueError as exc:
+            problems.report(f"not a JSON object: {exc}", source=source, line=lineno)
+
+
+class SpanCollector:
+    """What a span reader gathers, document by document, and the corpus it makes.
+
+    A reader checks its rows, then hands each document (its text, the annotators who labelled it, the
+    spans they marked) to :meth:`add`; :meth:`corpus` aligns them all at once
+    (:func:`crowdqa.ingest.build.corpus_from_spans`).
+
+    Parameters
+    ----------
+    role : str
+        The role of annotators whose role the file does not give.
+    problems : ProblemLog
+    category : str, optional
+        Keep only spans of this label.
+    """
+
+    def __init__(self, *, role: str, problems: ProblemLog, category: str | None = None) -> None:
+        self.role, self.problems, self.category = role, problems, category
+        self.documents: dict[str, str] = {}
+        self.text_source: dict[str, str] = {}
+        self.assignments: list[tuple[str, str]] = []
+        self.spans: list[Span] = []
+        self.roles: dict[str, str] = {}
+
+    def other_text(self, doc_id: str, text: str) -> str | None:
+        """Where the document's earlier, different text came from ("" if not recorded); None if it agrees or is new."""
+        if doc_id in self.documents and self.documents[doc_id] != text:
+            return self.text_source.get(doc_id, "")
+        return None
+
+    def add(self, doc_id: str, text: str, annotators: Iterable[str], spans: Iterable[Span] = (), *,
+            text_source: str = "", role: str | None = None) -> None:
+        """Record one document's text (the first one given, from ``text_source``), its assignments (one per
+        annotator, also one who marked nothing) and their spans (those of ``category``)."""
+        if doc_id not in self.documents:
+            self.documents[doc_id] = text
+            self.text_source[doc_id] = text_source
+        for a in annotators:
+            self.assignments.append((doc_id, a))
+            self.roles.setdefault(a, role or self.role)
+        self.spans.extend(spans if self.category is None else (s for s in spans if s.label == self.category))
+
+    def corpus(self, *, scheme: str = "auto", types: list[str] | None = None) -> Corpus:
+        """The corpus of everything added (spans aligned to tokens by the overlap rule)."""
+        return corpus_from_spans(documents=self.documents, assignments=self.assignments, spans=self.spans,
+                                 roles=self.roles, scheme=scheme, types=types, problems=self.problems)
+
+
+def spans_at(found: Iterable[tuple[int, int, str]], doc_id: str, annotator: str, *, source: str,
+             line: int | None) -> list[Span]:
+    """``(start, end, label)`` triples (:func:`parse_span_list`) as spans of one annotator on one document."""
+    return [Span(doc_id, annotator, s, e, label, source=source, line=line) for s, e, label in found]
 
 
 def as_offset(value: Any) -> int:

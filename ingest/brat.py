@@ -22,9 +22,9 @@ import re
 from pathlib import Path
 
 from crowdqa.aggregation.corpus import Corpus
-from crowdqa.ingest._common import DocsFolder, check_role
+from crowdqa.ingest._common import DocsFolder, SpanCollector, reader_log
 from crowdqa.ingest._io import Tree
-from crowdqa.ingest.build import Span, corpus_from_spans
+from crowdqa.ingest.build import Span
 from crowdqa.ingest.errors import IngestError, ProblemLog
 
 __all__ = ["read_brat"]
@@ -32,36 +32,27 @@ __all__ = ["read_brat"]
 _FRAGMENT = re.compile(r"^(\d+) (\d+)$")
 
 
-def read_brat(
-    path: str | os.PathLike,
-    *,
-    role: str = "crowd",
-    problems: ProblemLog | None = None,
-    docs: str | os.PathLike | None = None,
-    category: str | None = None,
-    scheme: str = "auto",
-) -> Corpus:
+def read_brat(path: str | os.PathLike, *, role: str = "crowd", problems: ProblemLog | None = None,
+              docs: str | os.PathLike | None = None, category: str | None = None, scheme: str = "auto") -> Corpus:
     """Read brat standoff files, one folder per annotator.
 
     Parameters
     ----------
     path : str or PathLike
         A folder or a ``.zip`` archive.
-    role : {"crowd", "expert"}, default="crowd"
-    problems : ProblemLog, optional
-    docs : str or PathLike, optional
-        Folder of ``<doc_id>.txt`` for documents without a ``.txt`` in the upload.
-    category : str, optional
-        Keep only this label.
-    scheme : {"auto", "io", "bio"}
+    role, problems
+        The keywords every reader takes (:func:`crowdqa.ingest._common.reader_log`).
+    docs, category, scheme
+        Upload options (:data:`crowdqa.ingest.formats.UPLOAD_OPTIONS`); ``docs`` holds the texts of
+        documents without a ``.txt`` in the upload.
 
     Returns
     -------
     Corpus
     """
-    check_role(role)
-    problems = problems or ProblemLog("fail")
+    problems = reader_log(role, problems)
     extra = DocsFolder(docs) if docs is not None else None
+    found = SpanCollector(role=role, problems=problems, category=category)
     with Tree(path) as tree:
         ann_files = list(tree.iter_files(".ann"))
         if not ann_files:
@@ -76,10 +67,6 @@ def read_brat(
         for n in tree.iter_files(".txt"):
             txt_by_doc.setdefault(Path(n).stem, []).append(n)
 
-        documents: dict[str, str] = {}
-        text_source: dict[str, str] = {}
-        assignments: list[tuple[str, str]] = []
-        spans: list[Span] = []
         seen: dict[tuple[str, str], str] = {}
         for name in ann_files:
             folder, _, fname = name.rpartition("/")
@@ -96,24 +83,17 @@ def read_brat(
                 problems.report(f"no text for document {doc_id!r}: add {doc_id}.txt or give docs=DIR", source=src)
                 continue
             own, content = text
-            if doc_id in documents and documents[doc_id] != content:
-                problems.report(
-                    f"text of {doc_id!r} differs from {text_source[doc_id]}", source=tree.source(own) if own else src
-                )
+            earlier = found.other_text(doc_id, content)
+            if earlier is not None:
+                problems.report(f"text of {doc_id!r} differs from {earlier}", source=tree.source(own) if own else src)
                 continue
-            found = _parse_ann(tree.read_text(name), annotator, doc_id, src, category, problems)
-            if found is None:
+            spans = _parse_ann(tree.read_text(name), annotator, doc_id, src, problems)
+            if spans is None:
                 continue
             seen[doc_id, annotator] = src
-            if doc_id not in documents:
-                documents[doc_id] = content
-                text_source[doc_id] = tree.source(own) if own else f"docs/{doc_id}.txt"
-            assignments.append((doc_id, annotator))
-            spans.extend(found)
-    roles = {a: role for _, a in assignments}
-    return corpus_from_spans(
-        documents=documents, assignments=assignments, spans=spans, roles=roles, scheme=scheme, problems=problems
-    )
+            found.add(doc_id, content, [annotator], spans,
+                      text_source=tree.source(own) if own else f"docs/{doc_id}.txt")
+    return found.corpus(scheme=scheme)
 
 
 def _text_for(
@@ -131,9 +111,7 @@ def _text_for(
     return None
 
 
-def _parse_ann(
-    content: str, annotator: str, doc_id: str, src: str, category: str | None, problems: ProblemLog
-) -> list[Span] | None:
+def _parse_ann(content: str, annotator: str, doc_id: str, src: str, problems: ProblemLog) -> list[Span] | None:
     """Spans of the ``T`` lines; None if a line is malformed and was reported."""
     out: list[Span] = []
     for lineno, line in enumerate(content.splitlines(), start=1):
@@ -154,7 +132,5 @@ def _parse_ann(
                                 source=src, line=lineno)
                 return None
             frags.append((int(m.group(1)), int(m.group(2))))
-        if category is not None and label != category:
-            continue
         out.extend(Span(doc_id, annotator, s, e, label, source=src, line=lineno) for s, e in frags)
     return out

@@ -35,7 +35,7 @@ from crowdqa.ingest.formats import choice_message
 from crowdqa.ingest.tokenize import offsets_from_tokens, tokenize_many
 
 __all__ = ["Span", "UnusualSpans", "corpus_from_spans", "corpus_from_span_arrays", "corpus_from_token_labels",
-           "class_names_for"]
+           "class_names_for", "span_token_ranges"]
 
 
 @dataclass(frozen=True)
@@ -78,16 +78,9 @@ def _check_roles(annotators: Sequence[str], roles: dict[str, str]) -> tuple[str,
     return tuple(out)
 
 
-def corpus_from_spans(
-    *,
-    documents: dict[str, str],
-    assignments: Sequence[tuple[str, str]],
-    spans: Sequence[Span],
-    roles: dict[str, str],
-    scheme: str = "auto",
-    types: Sequence[str] | None = None,
-    problems: ProblemLog | None = None,
-) -> Corpus:
+def corpus_from_spans(*, documents: dict[str, str], assignments: Sequence[tuple[str, str]], spans: Sequence[Span],
+                      roles: dict[str, str], scheme: str = "auto", types: Sequence[str] | None = None,
+                      problems: ProblemLog | None = None) -> Corpus:
     """Tokenize documents and turn character spans into token labels.
 
     Parameters
@@ -113,40 +106,11 @@ def corpus_from_spans(
     problems = problems or ProblemLog("fail")
     doc_index = {d: i for i, d in enumerate(documents)}
     texts = list(documents.values())
-
-    # Validate spans one by one only for the cheap scalar checks; alignment is vectorised.
-    kept: list[Span] = []
-    for s in spans:
-        msg = None
-        if s.doc_id not in doc_index:
-            msg = f"span on unknown document {s.doc_id!r}"
-        elif not (isinstance(s.start, int) and isinstance(s.end, int)):
-            msg = f"span offsets must be integers, found {s.start!r}, {s.end!r}"
-        elif s.start < 0 or s.end > len(texts[doc_index[s.doc_id]]) or s.start >= s.end:
-            n = len(texts[doc_index[s.doc_id]])
-            msg = f"span [{s.start}, {s.end}) is not inside document {s.doc_id!r} of length {n}"
-        elif types is not None and s.label not in types:
-            msg = f"unknown label {s.label!r}; expected one of {list(types)}"
-        elif not s.label or s.label == "O":
-            msg = f"span label must be a non-empty entity type other than 'O', found {s.label!r}"
-        if msg:
-            problems.report(msg, source=s.source, line=s.line)
-        else:
-            kept.append(s)
-    spans = kept
-
+    spans = [s for s in spans if _span_ok(s, doc_index, texts, types, problems)]
     type_list = list(types) if types is not None else sorted({s.label for s in spans})
     type_id = {t: i + 1 for i, t in enumerate(type_list)}
-
-    # Assignments: unique (doc, annotator) pairs, in first-seen order.
-    annotators: dict[str, int] = {}
-    pair_index: dict[tuple[int, int], int] = {}
-    for d, a in list(assignments) + [(s.doc_id, s.annotator) for s in spans]:
-        if d not in doc_index:
-            problems.report(f"assignment on unknown document {d!r}")
-            continue
-        w = annotators.setdefault(a, len(annotators))
-        pair_index.setdefault((doc_index[d], w), len(pair_index))
+    annotators, pair_index = _assignment_index(doc_index, [*assignments, *((s.doc_id, s.annotator) for s in spans)],
+                                               problems)
     worker_ids = tuple(annotators)
     worker_roles = _check_roles(worker_ids, roles)
     n_pairs = len(pair_index)
@@ -161,6 +125,79 @@ def corpus_from_spans(
         span_type=np.fromiter((type_id[s.label] for s in spans), np.int64, len(spans)),
         types=type_list, scheme=scheme, spans=spans, problems=problems,
     )
+
+
+def span_token_ranges(*, texts: Sequence[str], doc_lengths: NDArray[np.int64], token_start: NDArray[np.int64],
+                      token_end: NDArray[np.int64], span_doc: NDArray[np.int64], span_start: NDArray[np.int64],
+                      span_end: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """The tokens each character span covers, by the one alignment rule of every upload and aggregate.
+
+    A token is inside a span if their character ranges overlap (ends exclusive): token ``[a, b)`` and
+    span ``[s, e)`` overlap iff ``a < e`` and ``s < b``. Crowd, expert and aggregate spans are all aligned
+    by this function, vectorised over every span of every document: the documents are laid on one
+    character axis (each text followed by one separator), where the tokens' ends are sorted, so one
+    ``searchsorted`` finds every span's first and last token.
+
+    Parameters
+    ----------
+    texts : sequence of str
+        The documents' texts, of shape (n_docs,).
+    doc_lengths : ndarray of shape (n_docs,)
+        Tokens per document.
+    token_start, token_end : ndarray of shape (n_tokens,)
+        Token character offsets within their document (end exclusive), documents concatenated.
+    span_doc, span_start, span_end : ndarray of shape (n_spans,)
+        Each span's document index and character offsets within it (end exclusive).
+
+    Returns
+    -------
+    first, last : ndarray of shape (n_spans,)
+        The span covers the tokens ``first <= t < last`` (none when ``first >= last``: a span over
+        whitespace alone).
+    """
+    doc_lengths = np.asarray(doc_lengths, dtype=np.int64)
+    doc_start = np.concatenate([[0], np.cumsum(doc_lengths)])
+    text_base = np.concatenate([[0], np.cumsum(np.fromiter((len(t) + 1 for t in texts), np.int64, len(texts)))])
+    token_base = np.repeat(text_base[:-1], doc_lengths)
+    span_doc = np.asarray(span_doc, dtype=np.int64)
+    span_base = text_base[span_doc]
+    first = np.searchsorted(token_end + token_base, np.asarray(span_start, dtype=np.int64) + span_base, side="right")
+    last = np.searchsorted(token_start + token_base, np.asarray(span_end, dtype=np.int64) + span_base, side="left")
+    return np.maximum(first, doc_start[span_doc]), np.minimum(last, doc_start[span_doc + 1])
+
+
+def _span_ok(s: Span, doc_index: dict[str, int], texts: list[str], types: Sequence[str] | None,
+             problems: ProblemLog) -> bool:
+    """The cheap scalar checks of one span (alignment is vectorised later); a bad span is reported."""
+    msg = None
+    if s.doc_id not in doc_index:
+        msg = f"span on unknown document {s.doc_id!r}"
+    elif not (isinstance(s.start, int) and isinstance(s.end, int)):
+        msg = f"span offsets must be integers, found {s.start!r}, {s.end!r}"
+    elif s.start < 0 or s.end > len(texts[doc_index[s.doc_id]]) or s.start >= s.end:
+        n = len(texts[doc_index[s.doc_id]])
+        msg = f"span [{s.start}, {s.end}) is not inside document {s.doc_id!r} of length {n}"
+    elif types is not None and s.label not in types:
+        msg = f"unknown label {s.label!r}; expected one of {list(types)}"
+    elif not s.label or s.label == "O":
+        msg = f"span label must be a non-empty entity type other than 'O', found {s.label!r}"
+    if msg:
+        problems.report(msg, source=s.source, line=s.line)
+    return msg is None
+
+
+def _assignment_index(doc_index: dict[str, int], assignments: Sequence[tuple[str, str]], problems: ProblemLog
+                      ) -> tuple[dict[str, int], dict[tuple[int, int], int]]:
+    """Annotator -> index and unique (document index, annotator index) -> assignment index, in first-seen order."""
+    annotators: dict[str, int] = {}
+    pair_index: dict[tuple[int, int], int] = {}
+    for d, a in assignments:
+        if d not in doc_index:
+            problems.report(f"assignment on unknown document {d!r}")
+            continue
+        w = annotators.setdefault(a, len(annotators))
+        pair_index.setdefault((doc_index[d], w), len(pair_index))
+    return annotators, pair_index
 
 
 class UnusualSpans(Exception):
@@ -211,21 +248,14 @@ def corpus_from_span_arrays(
     Corpus
     """
     problems = problems or ProblemLog("fail")
-    n_docs = len(texts)
     type_list = list(types)
     scheme = _resolve_scheme(scheme, len(type_list))
     class_names = class_names_for(type_list, scheme)
     pair_doc, pair_worker = np.asarray(pair_doc, dtype=np.int64), np.asarray(pair_worker, dtype=np.int64)
     sp_pair, sp_type = np.asarray(span_pair, dtype=np.int64), np.asarray(span_type, dtype=np.int64)
 
-    # Tokenize every document; lay them on one global character axis.
     doc_lengths, token_start, token_end = tokenize_many(texts)
     doc_start = np.concatenate([[0], np.cumsum(doc_lengths)])
-    text_base = np.concatenate([[0], np.cumsum([len(t) + 1 for t in texts])])
-    token_doc = np.repeat(np.arange(n_docs), doc_lengths)
-    g_start = token_start + text_base[token_doc]
-    g_end = token_end + text_base[token_doc]
-
     n_pairs = pair_doc.size
 
     # One observation row per (assignment, token of its document).
@@ -237,10 +267,8 @@ def corpus_from_span_arrays(
 
     # Spans -> token ranges [first, last) by the overlap rule, then -> observation rows.
     sp_doc = pair_doc[sp_pair]
-    sp_gs = np.asarray(span_start, dtype=np.int64) + text_base[sp_doc]
-    sp_ge = np.asarray(span_end, dtype=np.int64) + text_base[sp_doc]
-    first = np.maximum(np.searchsorted(g_end, sp_gs, side="right"), doc_start[sp_doc])
-    last = np.minimum(np.searchsorted(g_start, sp_ge, side="left"), doc_start[sp_doc + 1])
+    first, last = span_token_ranges(texts=texts, doc_lengths=doc_lengths, token_start=token_start,
+                                    token_end=token_end, span_doc=sp_doc, span_start=span_start, span_end=span_end)
     empty = first >= last
     if spans is None and empty.any():
         raise UnusualSpans("a span covers no token")
@@ -270,9 +298,22 @@ def corpus_from_span_arrays(
         label = np.where(inside, 2 * obs_type - 1 + (~begin), 0).astype(np.int16)
     del cover, inside, obs_type
 
-    # Reorder the (assignment, token) rows into the corpus order, (token, worker), without
-    # a sort: within document d (k_d annotators, sorted by index), row (pair p, local token t)
-    # goes to block_base[d] + t * k_d + rank of p's annotator among the k_d.
+    token, worker, label = _corpus_order(label, pair_doc=pair_doc, pair_worker=pair_worker, doc_lengths=doc_lengths,
+                                         obs_base=obs_base, obs_pair=obs_pair)
+    return Corpus(token=token, worker=worker, label=label, doc_lengths=doc_lengths, token_start=token_start,
+                  token_end=token_end, doc_ids=tuple(doc_ids), texts=tuple(texts), worker_ids=worker_ids,
+                  worker_roles=worker_roles, class_names=class_names)
+
+
+def _corpus_order(label: NDArray[np.int16], *, pair_doc: NDArray[np.int64], pair_worker: NDArray[np.int64],
+                  doc_lengths: NDArray[np.int64], obs_base: NDArray[np.int64], obs_pair: NDArray
+                  ) -> tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.int16]]:
+    """The (assignment, token) rows' labels reordered into the corpus order, (token, worker): the COO arrays.
+
+    Without a sort: within document d (k_d annotators, sorted by index), row (pair p, local token t)
+    goes to block_base[d] + t * k_d + rank of p's annotator among the k_d.
+    """
+    n_docs, n_pairs, n_obs = doc_lengths.size, pair_doc.size, label.size
     by_doc_worker = np.lexsort((pair_worker, pair_doc))
     k = np.bincount(pair_doc, minlength=n_docs)
     rank = np.empty(n_pairs, dtype=np.int64)
@@ -285,23 +326,10 @@ def corpus_from_span_arrays(
     worker[pos] = pair_worker.astype(np.int32)[obs_pair]
     label_sorted = np.empty(n_obs, dtype=np.int16)
     label_sorted[pos] = label
-    del pos, label, obs_pair
+    del pos
     # Each token of document d appears once per annotator of d, consecutively.
     token = np.repeat(np.arange(doc_lengths.sum(), dtype=np.int64), np.repeat(k, doc_lengths))
-
-    return Corpus(
-        token=token,
-        worker=worker,
-        label=label_sorted,
-        doc_lengths=doc_lengths,
-        token_start=token_start,
-        token_end=token_end,
-        doc_ids=tuple(doc_ids),
-        texts=tuple(texts),
-        worker_ids=worker_ids,
-        worker_roles=worker_roles,
-        class_names=class_names,
-    )
+    return token, worker, label_sorted
 
 
 def _range_sum(first: NDArray, last: NDArray, value: NDArray | None, n: int) -> NDArray:

@@ -12,12 +12,14 @@ import csv
 import io
 import math
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
 from crowdqa.aggregation.corpus import Corpus
+from crowdqa.ingest._common import reader_log
 from crowdqa.ingest._io import decode_text
 from crowdqa.ingest.errors import IngestError, ProblemLog
 
@@ -134,16 +136,9 @@ def _columns(names: list[str], chosen: dict[str, str | None], source: str) -> di
     return cols
 
 
-def read_categorical(
-    path: str | os.PathLike,
-    *,
-    role: str = "crowd",
-    problems: ProblemLog | None = None,
-    id_column: str | None = None,
-    annotator_column: str | None = None,
-    answer_column: str | None = None,
-    gold_column: str | None = None,
-) -> Corpus:
+def read_categorical(path: str | os.PathLike, *, role: str = "crowd", problems: ProblemLog | None = None,
+                     id_column: str | None = None, annotator_column: str | None = None,
+                     answer_column: str | None = None, gold_column: str | None = None) -> Corpus:
     """Read categorical answers, one row per (item, annotator) answer, from a CSV or TSV with a header row.
 
     Columns are found by the options, else by their header names (``task, worker, label``
@@ -156,13 +151,12 @@ def read_categorical(
     Parameters
     ----------
     path : str or path-like
-    role : {"crowd", "expert"}, default="crowd"
-        Role of the annotators of the label column.
-    problems : ProblemLog, optional
-        Where bad rows go; default: raise :class:`IngestError` at the first
-        (``"<file>:<line>: <what>"``).
-    id_column, annotator_column, answer_column, gold_column : str, optional
-        The item, annotator, label and gold columns, by header name or 1-based number.
+    role, problems
+        The keywords every reader takes (:func:`crowdqa.ingest._common.reader_log`).
+        ``role`` is that of the annotators of the label column.
+    id_column, annotator_column, answer_column, gold_column
+        Upload options (:data:`crowdqa.ingest.formats.UPLOAD_OPTIONS`): the item, annotator, label and gold
+        columns, by header name or 1-based number.
 
     Returns
     -------
@@ -181,9 +175,7 @@ def read_categorical(
         without the chosen columns or with more fields than the header, an empty field,
         a duplicate (item, annotator) row, or conflicting gold values for one item.
     """
-    if role not in ("crowd", "expert"):
-        raise IngestError(f"role must be 'crowd' or 'expert', found {role!r}")
-    problems = problems or ProblemLog("fail")
+    problems = reader_log(role, problems)
     source = str(path)
     chosen = {"item": id_column, "annotator": annotator_column, "label": answer_column, "gold": gold_column}
     fast = _read_columnar(Path(path), chosen, role=role, problems=problems)
@@ -192,12 +184,17 @@ def read_categorical(
     rows = _open_rows(Path(path))
     _, names = next(rows)
     cols = _columns(names, chosen, source)
-    i_item, i_ann, i_label, i_gold = cols["item"], cols["annotator"], cols["label"], cols["gold"]
     _note_positional(names, chosen, cols, problems)
+    return _read_rows(rows, cols, n_header=len(names), role=role, source=source, problems=problems)
+
+
+def _read_rows(rows: Iterator[tuple[int, list[str]]], cols: dict[str, int | None], *, n_header: int, role: str,
+               source: str, problems: ProblemLog) -> Corpus:
+    """The row loop: every answer row checked (bad ones reported, with their line), then the corpus."""
+    i_item, i_ann, i_label, i_gold = cols["item"], cols["annotator"], cols["label"], cols["gold"]
     need = 1 + max(i for i in (i_item, i_ann, i_label) if i is not None)
     if i_ann is None:  # reference labels only: the gold field is required
         need = max(need, i_gold + 1)
-    n_header = len(names)
 
     items: dict[str, int] = {}
     workers: dict[str, int] = {}
@@ -296,19 +293,11 @@ def _corpus(
         del packed
     if item_lengths is None:
         item_lengths = np.fromiter((len(s) for s in item_ids), dtype=np.int64, count=n_items)
-    return Corpus.from_arrays(
-        token=token,
-        worker=worker,
-        label=label,
-        doc_lengths=np.ones(n_items, dtype=np.int64),
-        token_start=np.zeros(n_items, dtype=np.int64),
-        token_end=item_lengths,
-        doc_ids=item_ids,
-        texts=item_ids,
-        worker_ids=worker_ids,
-        worker_roles=worker_roles,
-        class_names=class_names,
-    )
+    # One-token documents: the item id is the text and its token.
+    return Corpus.from_arrays(token=token, worker=worker, label=label, doc_lengths=np.ones(n_items, dtype=np.int64),
+                              token_start=np.zeros(n_items, dtype=np.int64), token_end=item_lengths, doc_ids=item_ids,
+                              texts=item_ids, worker_ids=worker_ids, worker_roles=worker_roles,
+                              class_names=class_names)
 
 
 def _note_positional(names: list[str], chosen: dict, cols: dict, problems: ProblemLog) -> None:

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from crowdqa.aggregation.corpus import Corpus, entity_type
-from crowdqa.ingest._common import check_role
+from crowdqa.ingest._common import reader_log
 from crowdqa.ingest._io import read_text
 from crowdqa.ingest.build import class_names_for, corpus_from_token_labels
 from crowdqa.ingest.errors import IngestError, ProblemLog
@@ -37,27 +37,21 @@ __all__ = ["read_conll"]
 _MISSING = "?"
 
 
-def read_conll(
-    path: str | os.PathLike,
-    *,
-    role: str = "crowd",
-    problems: ProblemLog | None = None,
-) -> Corpus:
+def read_conll(path: str | os.PathLike, *, role: str = "crowd", problems: ProblemLog | None = None) -> Corpus:
     """Read a multi-annotator CoNLL file.
 
     Parameters
     ----------
     path : str or PathLike
-    role : {"crowd", "expert"}, default="crowd"
-    problems : ProblemLog, optional
+    role, problems
+        The keywords every reader takes (:func:`crowdqa.ingest._common.reader_log`).
         A bad sentence is skipped whole under ``on_error="skip"``.
 
     Returns
     -------
     Corpus
     """
-    check_role(role)
-    problems = problems or ProblemLog("fail")
+    problems = reader_log(role, problems)
     src = str(Path(path))
     fast = _read_columnar(Path(path), role=role)
     if fast is not None:

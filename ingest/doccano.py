@@ -13,47 +13,36 @@ must have the same text. ``category`` keeps one label.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 from crowdqa.aggregation.corpus import Corpus
-from crowdqa.ingest._common import check_role, parse_span_list
+from crowdqa.ingest._common import SpanCollector, json_lines, parse_span_list, reader_log, spans_at
 from crowdqa.ingest._io import Tree, read_text
-from crowdqa.ingest.build import Span, corpus_from_spans
 from crowdqa.ingest.errors import IngestError, ProblemLog
 
 __all__ = ["read_doccano"]
 
 
-def read_doccano(
-    path: str | os.PathLike,
-    *,
-    role: str = "crowd",
-    problems: ProblemLog | None = None,
-    text_column: str | None = None,
-    id_column: str | None = None,
-    category: str | None = None,
-    scheme: str = "auto",
-) -> Corpus:
+def read_doccano(path: str | os.PathLike, *, role: str = "crowd", problems: ProblemLog | None = None,
+                 text_column: str | None = None, id_column: str | None = None, category: str | None = None,
+                 scheme: str = "auto") -> Corpus:
     """Read doccano JSONL exports, one file per user.
 
     Parameters
     ----------
     path : str or PathLike
         A folder or ``.zip`` of ``<user>.jsonl``, or one ``<user>.jsonl``.
-    role : {"crowd", "expert"}, default="crowd"
-    problems : ProblemLog, optional
-    text_column, id_column : str, optional
-    category : str, optional
-    scheme : {"auto", "io", "bio"}
+    role, problems
+        The keywords every reader takes (:func:`crowdqa.ingest._common.reader_log`).
+    text_column, id_column, category, scheme
+        Upload options (:data:`crowdqa.ingest.formats.UPLOAD_OPTIONS`); the columns are keys of each line.
 
     Returns
     -------
     Corpus
     """
-    check_role(role)
-    problems = problems or ProblemLog("fail")
+    problems = reader_log(role, problems)
     p = Path(path)
     if p.is_file() and p.suffix.lower() == ".jsonl":
         files = [(p.stem, str(p), read_text(p))]
@@ -69,20 +58,10 @@ def read_doccano(
         raise IngestError(f"two files for user {dup!r}", source=str(p))
 
     text_key = text_column or "text"
-    documents: dict[str, str] = {}
-    text_source: dict[str, str] = {}
-    assignments: list[tuple[str, str]] = []
-    spans: list[Span] = []
+    found = SpanCollector(role=role, problems=problems, category=category)
     for user, src, content in files:
         seen: dict[str, int] = {}
-        for lineno, raw in enumerate(content.splitlines(), start=1):
-            if not raw.strip():
-                continue
-            try:
-                rec = json.loads(raw)
-            except ValueError as exc:
-                problems.report(f"not a JSON object: {exc}", source=src, line=lineno)
-                continue
+        for lineno, rec in json_lines(content, source=src, problems=problems):
             if not isinstance(rec, dict) or not isinstance(rec.get(text_key), str):
                 problems.report(f"expected a JSON object with a string {text_key!r}", source=src, line=lineno)
                 continue
@@ -95,27 +74,17 @@ def read_doccano(
                 problems.report(f"duplicate assignment: document {doc_id!r} also on line {seen[doc_id]}",
                                 source=src, line=lineno)
                 continue
-            if doc_id in documents and documents[doc_id] != text:
-                problems.report(f"text of document {doc_id!r} differs from {text_source[doc_id]}",
-                                source=src, line=lineno)
+            earlier = found.other_text(doc_id, text)
+            if earlier is not None:
+                problems.report(f"text of document {doc_id!r} differs from {earlier}", source=src, line=lineno)
                 continue
             raw_spans = rec.get("label", rec.get("labels", rec.get("entities", [])))
             try:
-                found = parse_span_list(raw_spans or [], default_label=None)
+                triples = parse_span_list(raw_spans or [], default_label=None)
             except (ValueError, RecursionError) as exc:
                 problems.report(f"bad spans: {exc}", source=src, line=lineno)
                 continue
             seen[doc_id] = lineno
-            if doc_id not in documents:
-                documents[doc_id] = text
-                text_source[doc_id] = f"{src}:{lineno}"
-            assignments.append((doc_id, user))
-            spans.extend(
-                Span(doc_id, user, s, e, lab, source=src, line=lineno)
-                for s, e, lab in found
-                if category is None or lab == category
-            )
-    roles = {u: role for _, u in assignments}
-    return corpus_from_spans(
-        documents=documents, assignments=assignments, spans=spans, roles=roles, scheme=scheme, problems=problems
-    )
+            found.add(doc_id, text, [user], spans_at(triples, doc_id, user, source=src, line=lineno),
+                      text_source=f"{src}:{lineno}")
+    return found.corpus(scheme=scheme)

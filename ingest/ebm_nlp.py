@@ -32,7 +32,7 @@ import tempfile
 from pathlib import Path
 
 from crowdqa.aggregation.corpus import Corpus
-from crowdqa.ingest._common import check_role
+from crowdqa.ingest._common import reader_log
 from crowdqa.ingest._io import Tree, is_archive, read_text
 from crowdqa.ingest.build import corpus_from_token_labels
 from crowdqa.ingest.errors import IngestError, ProblemLog
@@ -75,24 +75,18 @@ def _locate(path: Path) -> tuple[Path, Path, int]:
     )
 
 
-def read_ebm_nlp(
-    path: str | os.PathLike,
-    *,
-    role: str = "crowd",
-    problems: ProblemLog | None = None,
-    category: str | None = None,
-    phase: int | None = None,
-) -> Corpus:
+def read_ebm_nlp(path: str | os.PathLike, *, role: str = "crowd", problems: ProblemLog | None = None,
+                 category: str | None = None, phase: int | None = None) -> Corpus:
     """Read the individual annotations of one EBM-NLP element.
 
     Parameters
     ----------
     path : str or PathLike
-    role : {"crowd", "expert"}, default="crowd"
-        Role of annotators outside ``gold`` folders.
-    problems : ProblemLog, optional
+    role, problems
+        The keywords every reader takes (:func:`crowdqa.ingest._common.reader_log`).
+        ``role`` is that of annotators outside ``gold`` folders.
     category : str, optional
-        The PICO element; default the only one found.
+        The PICO element (Upload options (:data:`crowdqa.ingest.formats.UPLOAD_OPTIONS`)); default the only one found.
     phase : {1, 2}, optional
         Default: the phase named in ``path``, else 1.
 
@@ -100,8 +94,7 @@ def read_ebm_nlp(
     -------
     Corpus
     """
-    check_role(role)
-    problems = problems or ProblemLog("fail")
+    problems = reader_log(role, problems)
     if is_archive(path):
         return _read_archive(Path(path), role=role, problems=problems, category=category, phase=phase)
     docs_dir, root, path_phase = _locate(Path(path))

@@ -5,7 +5,7 @@ every label again at each upload costs time in the size of everything already st
 upload is checked against the *indexes* of the earlier ones instead: documents (id, length, a
 hash of the text and one of the token offsets), annotators (id, role), the (document, annotator)
 pairs, the classes and how many labels each got. Those are enough to refuse what the merge
-would refuse, and to compute the merged corpus' summary (:func:`ingest.summarize`) and its
+would refuse, and to compute the merged corpus' summary (:func:`crowdqa.ingest.summary.summarize`) and its
 annotator counts exactly; the merge itself happens once, when a job loads the dataset.
 """
 
@@ -21,6 +21,8 @@ from numpy.typing import NDArray
 
 from crowdqa.aggregation.corpus import ROLES, Corpus
 from crowdqa.ingest.errors import IngestError
+from crowdqa.ingest.merge import _merged_classes
+from crowdqa.ingest.summary import annotator_coverage
 
 __all__ = ["CorpusIndex", "index_corpus", "check_mergeable", "summarize_indexes", "annotator_counts", "KindConflict"]
 
@@ -181,8 +183,6 @@ def _union(parts: list[CorpusIndex]):
 
 def merged_class_names(parts: list[CorpusIndex]) -> tuple[str, ...]:
     """The merged corpus' classes, by :func:`crowdqa.ingest.merge.merge_corpora`'s rule."""
-    from crowdqa.ingest.merge import _merged_classes
-
     if len(parts) == 1:
         return tuple(str(c) for c in parts[0].class_names)
     stubs = [SimpleNamespace(has_outside=ix.has_outside, scheme=ix.scheme, n_classes=len(ix.class_names),
@@ -192,23 +192,13 @@ def merged_class_names(parts: list[CorpusIndex]) -> tuple[str, ...]:
 
 
 def summarize_indexes(parts: list[CorpusIndex]) -> dict:
-    """:func:`ingest.summarize` of the merged corpus, computed from the parts' indexes."""
+    """:func:`crowdqa.ingest.summary.summarize` of the merged corpus, computed from the parts' indexes."""
     doc_pos, lengths, _, roles, pair_doc, pair_worker = _union(parts)
     n_docs = len(doc_pos)
     role_arr = np.array(roles, dtype=str) if roles else np.zeros(0, dtype="<U6")
-
-    def stats(mask: NDArray) -> dict:
-        per_doc = np.bincount(pair_doc[mask], minlength=n_docs)
-        if n_docs == 0:
-            return {"min": 0, "median": 0.0, "max": 0}
-        return {"min": int(per_doc.min()), "median": float(np.median(per_doc)), "max": int(per_doc.max())}
-
-    all_mask = np.ones(pair_doc.shape[0], dtype=bool)
-    coverage = {"annotators_per_document": stats(all_mask)}
-    for r in ROLES:
-        coverage[r] = stats(role_arr[pair_worker] == r) if pair_doc.size else stats(all_mask)
-    expert = role_arr[pair_worker] == "expert" if pair_doc.size else np.zeros(0, dtype=bool)
-    coverage["documents_with_expert"] = int(np.unique(pair_doc[expert]).size)
+    role_of = np.array([ROLES.index(r) for r in roles], dtype=np.int64)
+    pair_role = role_of[pair_worker] if pair_doc.size else np.zeros(0, dtype=np.int64)
+    coverage = annotator_coverage(pair_doc, pair_role, n_docs=n_docs)
     classes = merged_class_names(parts)
     counts = dict.fromkeys(classes, 0)
     for ix in parts:

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from crowdqa.aggregation.corpus import Corpus
-from crowdqa.ingest._common import as_offset, check_role
+from crowdqa.ingest._common import SpanCollector, as_offset, reader_log
 from crowdqa.ingest._io import read_text
-from crowdqa.ingest.build import Span, corpus_from_spans
+from crowdqa.ingest.build import Span
 from crowdqa.ingest.errors import IngestError, ProblemLog
 
 __all__ = ["read_label_studio"]
@@ -40,36 +40,25 @@ def _annotator(value: Any) -> str | None:
     return str(value) if isinstance(value, int | str) else None
 
 
-def read_label_studio(
-    path: str | os.PathLike,
-    *,
-    role: str = "crowd",
-    problems: ProblemLog | None = None,
-    text_column: str | None = None,
-    id_column: str | None = None,
-    category: str | None = None,
-    scheme: str = "auto",
-) -> Corpus:
+def read_label_studio(path: str | os.PathLike, *, role: str = "crowd", problems: ProblemLog | None = None,
+                      text_column: str | None = None, id_column: str | None = None, category: str | None = None,
+                      scheme: str = "auto") -> Corpus:
     """Read a Label Studio JSON export of a span labelling project.
 
     Parameters
     ----------
     path : str or PathLike
-    role : {"crowd", "expert"}, default="crowd"
-    problems : ProblemLog, optional
+    role, problems
+        The keywords every reader takes (:func:`crowdqa.ingest._common.reader_log`).
         Bad tasks are named by their position (``task 3``) as the ``line``.
-    text_column, id_column : str, optional
-        Keys of ``data``.
-    category : str, optional
-        Keep only this label.
-    scheme : {"auto", "io", "bio"}
+    text_column, id_column, category, scheme
+        Upload options (:data:`crowdqa.ingest.formats.UPLOAD_OPTIONS`); the columns are keys of ``data``.
 
     Returns
     -------
     Corpus
     """
-    check_role(role)
-    problems = problems or ProblemLog("fail")
+    problems = reader_log(role, problems)
     src = str(Path(path))
     text = read_text(path)  # an IngestError naming file and line for bytes that are not text
     try:
@@ -81,9 +70,7 @@ def read_label_studio(
     if not isinstance(tasks, list):
         raise IngestError("expected a JSON list of tasks", source=src)
 
-    documents: dict[str, str] = {}
-    assignments: list[tuple[str, str]] = []
-    spans: list[Span] = []
+    found = SpanCollector(role=role, problems=problems, category=category)
     seen: set[tuple[str, str]] = set()
     for k, task in enumerate(tasks, start=1):
         if not isinstance(task, dict) or not isinstance(task.get("data"), dict):
@@ -100,11 +87,11 @@ def read_label_studio(
             problems.report(f"task has no usable id ({id_column or 'id'})", source=src, line=k)
             continue
         doc_id = str(doc_key)
-        if doc_id in documents and documents[doc_id] != text:
+        if found.other_text(doc_id, text) is not None:
             problems.report(f"document {doc_id!r} appears twice with different texts", source=src, line=k)
             continue
         task_spans: list[Span] = []
-        task_assign: list[tuple[str, str]] = []
+        task_assign: list[str] = []
         bad = None
         for ann in task.get("annotations") or []:
             if not isinstance(ann, dict):
@@ -116,26 +103,21 @@ def read_label_studio(
             if who is None:
                 bad = "annotation without completed_by"
                 break
-            if (doc_id, who) in seen or (doc_id, who) in task_assign:
+            if (doc_id, who) in seen or who in task_assign:
                 bad = f"duplicate assignment: {who!r} annotated document {doc_id!r} twice"
                 break
-            task_assign.append((doc_id, who))
+            task_assign.append(who)
             try:
-                task_spans.extend(_spans(ann.get("result") or [], doc_id, who, category, src, k))
+                task_spans.extend(_spans(ann.get("result") or [], doc_id, who, src, k))
             except (ValueError, TypeError, AttributeError) as exc:
                 bad = f"bad result of {who!r}: {exc}"
                 break
         if bad:
             problems.report(bad, source=src, line=k)
             continue
-        documents.setdefault(doc_id, text)
-        seen.update(task_assign)
-        assignments.extend(task_assign)
-        spans.extend(task_spans)
-    roles = {a: role for _, a in assignments}
-    return corpus_from_spans(
-        documents=documents, assignments=assignments, spans=spans, roles=roles, scheme=scheme, problems=problems
-    )
+        seen.update((doc_id, who) for who in task_assign)
+        found.add(doc_id, text, task_assign, task_spans)
+    return found.corpus(scheme=scheme)
 
 
 def _text(data: dict, text_column: str | None) -> str | None:
@@ -148,7 +130,7 @@ def _text(data: dict, text_column: str | None) -> str | None:
     return strings[0] if len(strings) == 1 else None
 
 
-def _spans(results: list, doc_id: str, who: str, category: str | None, src: str, k: int) -> list[Span]:
+def _spans(results: list, doc_id: str, who: str, src: str, k: int) -> list[Span]:
     out = []
     for r in results:
         value = r.get("value") if isinstance(r, dict) else None
@@ -161,6 +143,5 @@ def _spans(results: list, doc_id: str, who: str, category: str | None, src: str,
         for lab in labels:
             if not isinstance(lab, str):
                 raise ValueError(f"label must be a string, found {lab!r}")
-            if category is None or lab == category:
-                out.append(Span(doc_id, who, s, e, lab, source=src, line=k))
+            out.append(Span(doc_id, who, s, e, lab, source=src, line=k))
     return out

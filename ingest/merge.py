@@ -8,6 +8,7 @@ import numpy as np
 
 from crowdqa.aggregation.corpus import Corpus, first_unordered_row, sort_rows
 from crowdqa.ingest.build import class_names_for
+from crowdqa.ingest.categorical import natural_key
 from crowdqa.ingest.errors import IngestError
 
 __all__ = ["merge_corpora"]
@@ -24,8 +25,6 @@ def _merged_classes(corpora: Sequence[Corpus]) -> tuple[str, ...]:
         return class_names_for(types, scheme)
     if any(c.scheme == "bio" for c in corpora):
         raise IngestError("cannot merge categorical answers with BIO span labels")
-    from crowdqa.ingest.categorical import natural_key
-
     return tuple(sorted({n for c in corpora for n in c.class_names}, key=natural_key))
 
 

@@ -37,11 +37,12 @@ import io
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from crowdqa.aggregation.corpus import Corpus
-from crowdqa.ingest._common import check_role, parse_span_list
+from crowdqa.ingest._common import SpanCollector, csv_rows, parse_span_list, reader_log, spans_at
 from crowdqa.ingest._io import read_text
-from crowdqa.ingest.build import Span, corpus_from_spans, corpus_from_token_labels
+from crowdqa.ingest.build import corpus_from_token_labels
 from crowdqa.ingest.categorical import natural_key
 from crowdqa.ingest.errors import IngestError, ProblemLog
 
@@ -69,32 +70,20 @@ def _pick(header: list[str], given: str | None, defaults: tuple[str, ...], prefi
     )
 
 
-def read_mturk_csv(
-    path: str | os.PathLike,
-    *,
-    role: str = "crowd",
-    problems: ProblemLog | None = None,
-    text_column: str | None = None,
-    answer_column: str | None = None,
-    id_column: str | None = None,
-    category: str | None = None,
-    keep_rejected: bool = False,
-    scheme: str = "auto",
-) -> Corpus:
+def read_mturk_csv(path: str | os.PathLike, *, role: str = "crowd", problems: ProblemLog | None = None,
+                   text_column: str | None = None, answer_column: str | None = None, id_column: str | None = None,
+                   category: str | None = None, keep_rejected: bool = False, scheme: str = "auto") -> Corpus:
     """Read a Mechanical Turk batch-results CSV.
 
     Parameters
     ----------
     path : str or PathLike
-    role : {"crowd", "expert"}, default="crowd"
-    problems : ProblemLog, optional
-        Where bad rows go; default fails on the first.
-    text_column, answer_column, id_column : str, optional
-        Column names; defaults in the module docstring.
-    category : str, optional
-        Keep only spans of this label (and label label-less spans with it).
-    keep_rejected : bool, default=False
-    scheme : {"auto", "io", "bio"}
+    role, problems
+        The keywords every reader takes (:func:`crowdqa.ingest._common.reader_log`).
+    text_column, answer_column, id_column, category, keep_rejected, scheme
+        Upload options (:data:`crowdqa.ingest.formats.UPLOAD_OPTIONS`); the column defaults are in the
+        module docstring, and label-less spans get the
+        ``category`` label.
 
     Returns
     -------
@@ -102,92 +91,88 @@ def read_mturk_csv(
         Span answers: tokenized documents, one annotator ``mturk:<WorkerId>`` per worker.
         Categorical answers: one one-token document per HIT.
     """
-    check_role(role)
-    problems = problems or ProblemLog("fail")
+    problems = reader_log(role, problems)
     src = str(Path(path))
     reader = csv.reader(io.StringIO(read_text(path), newline=""))
+    header = _header(reader, src)
+    answer_col = _pick(header, answer_column or ("Answer.taskAnswers" if "Answer.taskAnswers" in header else None),
+                       (), "Answer.", "answer", src)
+    id_col = id_column or next((c for c in _ID_DEFAULTS if c in header), "HITId")
+    if id_col not in header:
+        raise IngestError(f"id column {id_col!r} not found; columns are {', '.join(header)}", source=src)
+    if id_column is None and id_col == "HITId":
+        problems.note("document ids from the HITId column (no Input.id column; set id_column to choose another)")
+    rows = _assignments(reader, header, id_col=id_col, keep_rejected=keep_rejected, src=src, problems=problems)
+    answers = [(line, r, r[answer_col].strip()) for line, r in rows]
+    n_json = sum(a[:1] in ("[", "{") for _, _, a in answers if a)
+    if answers and n_json == 0:
+        return _categorical(answers, id_col=id_col, answer_col=answer_col, role=role, problems=problems, src=src)
+    if n_json == 0:
+        raise IngestError(f"no assignments with an answer in column {answer_col!r}", source=src)
+    text_col = _pick(header, text_column, _TEXT_DEFAULTS, "Input.", "text", src)
+    return _spans(answers, id_col=id_col, text_col=text_col, answer_col=answer_col, category=category, role=role,
+                  scheme=scheme, problems=problems, src=src)
+
+
+def _header(reader: Any, src: str) -> list[str]:
+    """The header row, which must name a WorkerId column."""
     try:
-        header = next(reader)
+        header = [h.strip() for h in next(reader)]
     except StopIteration:
         raise IngestError("empty file: expected a header row", source=src) from None
     except csv.Error as exc:
         raise IngestError(f"malformed CSV header: {exc}", source=src, line=1) from None
-    header = [h.strip() for h in header]
     if "WorkerId" not in header:
         raise IngestError(
             f"not a Mechanical Turk results file: no WorkerId column (columns are {', '.join(header[:8])})",
             source=src,
             line=1,
         )
-    answer_col = _pick(header, answer_column or ("Answer.taskAnswers" if "Answer.taskAnswers" in header else None),
-                       (), "Answer.", "answer", src)
-    id_col = id_column or next((c for c in _ID_DEFAULTS if c in header), "HITId")
-    if id_col not in header:
-        raise IngestError(f"id column {id_col!r} not found; columns are {', '.join(header)}", source=src)
-    col = {h: i for i, h in enumerate(header)}
+    return header
 
-    rows: list[tuple[int, dict[str, str]]] = []
-    start = 2
-    while True:
-        try:
-            values = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as exc:
-            problems.report(f"malformed CSV row: {exc}", source=src, line=start)
-            start = reader.line_num + 1
-            continue
-        line, start = start, reader.line_num + 1
-        if not any(v.strip() for v in values):
-            continue
-        if len(values) != len(header):
-            problems.report(f"row has {len(values)} fields, the header has {len(header)}", source=src, line=line)
-            continue
-        rows.append((line, {h: values[i] for h, i in col.items()}))
 
-    kept = []
-    rejected_lines = []
-    for line, r in rows:
+def _assignments(reader: Any, header: list[str], *, id_col: str, keep_rejected: bool, src: str,
+                 problems: ProblemLog) -> list[tuple[int, dict[str, str]]]:
+    """The assignments to read, as ``(line, row)``: rejected ones are left out (and counted) unless
+    ``keep_rejected``; rows without a worker or a document id are reported."""
+    kept, rejected_lines = [], []
+    for line, values in csv_rows(reader, width=len(header), source=src, problems=problems):
+        r = dict(zip(header, values, strict=True))
         rejected = r.get("AssignmentStatus", "").strip() == "Rejected" or r.get("Reject", "").strip() != ""
         if rejected and not keep_rejected:
             rejected_lines.append(line)
-            continue
-        if not r["WorkerId"].strip():
+        elif not r["WorkerId"].strip():
             problems.report("empty WorkerId", source=src, line=line)
-            continue
-        if not r[id_col].strip():
+        elif not r[id_col].strip():
             problems.report(f"empty document id in column {id_col!r}", source=src, line=line)
-            continue
-        kept.append((line, r))
-
+        else:
+            kept.append((line, r))
     if rejected_lines:
         shown = ", ".join(map(str, rejected_lines[:20])) + (", ..." if len(rejected_lines) > 20 else "")
         problems.dropped["rejected"] = len(rejected_lines)
         problems.note(f"{len(rejected_lines)} rejected assignments left out (keep_rejected keeps them): "
                       f"{src} lines {shown}")
-    if id_column is None and id_col == "HITId":
-        problems.note("document ids from the HITId column (no Input.id column; set id_column to choose another)")
-    answers = [(line, r, r[answer_col].strip()) for line, r in kept]
-    is_json = [a[:1] in ("[", "{") for _, _, a in answers if a]
-    n_json = sum(is_json)
-    if answers and n_json == 0:
-        return _categorical(answers, id_col=id_col, answer_col=answer_col, role=role, problems=problems, src=src)
-    if n_json == 0:
-        raise IngestError(f"no assignments with an answer in column {answer_col!r}", source=src)
+    return kept
 
-    text_col = _pick(header, text_column, _TEXT_DEFAULTS, "Input.", "text", src)
-    documents: dict[str, str] = {}
-    assignments: list[tuple[str, str]] = []
-    spans: list[Span] = []
+
+def _repeated(aid: str, line: int, seen: dict[str, int], *, src: str, problems: ProblemLog) -> bool:
+    """True (and reported) if assignment ``aid`` was read before, on the line ``seen`` holds."""
+    if aid and aid in seen:
+        problems.report(f"duplicate assignment {aid!r} (first on line {seen[aid]})", source=src, line=line)
+        return True
+    return False
+
+
+def _spans(answers: list[tuple[int, dict[str, str], str]], *, id_col: str, text_col: str, answer_col: str,
+           category: str | None, role: str, scheme: str, problems: ProblemLog, src: str) -> Corpus:
+    """JSON span answers: tokenized documents, one annotator ``mturk:<WorkerId>`` per worker."""
+    found = SpanCollector(role=role, problems=problems, category=category)
     seen_assignment: dict[str, int] = {}
     seen_pair: dict[tuple[str, str], int] = {}
     for line, r, answer in answers:
         doc_id, worker = r[id_col].strip(), f"mturk:{r['WorkerId'].strip()}"
         aid = r.get("AssignmentId", "").strip()
-        if aid and aid in seen_assignment:
-            problems.report(
-                f"duplicate assignment {aid!r} (first on line {seen_assignment[aid]})", source=src, line=line
-            )
+        if _repeated(aid, line, seen_assignment, src=src, problems=problems):
             continue
         if (doc_id, worker) in seen_pair:
             problems.report(
@@ -198,31 +183,22 @@ def read_mturk_csv(
             )
             continue
         text = r[text_col]
-        if doc_id in documents and documents[doc_id] != text:
+        if found.other_text(doc_id, text) is not None:
             problems.report(f"document {doc_id!r} has a different text than on an earlier row", source=src, line=line)
             continue
         if not answer:
             problems.report(f"empty answer in column {answer_col!r}", source=src, line=line)
             continue
         try:
-            found = parse_span_list(json.loads(answer), default_label=category or "Span")
+            triples = parse_span_list(json.loads(answer), default_label=category or "Span")
         except (ValueError, RecursionError) as exc:
             problems.report(f"column {answer_col!r} does not hold JSON spans: {str(exc)[:80]}", source=src, line=line)
             continue
         if aid:
             seen_assignment[aid] = line
         seen_pair[doc_id, worker] = line
-        documents.setdefault(doc_id, text)
-        assignments.append((doc_id, worker))
-        spans.extend(
-            Span(doc_id, worker, s, e, lab, source=src, line=line)
-            for s, e, lab in found
-            if category is None or lab == category
-        )
-    roles = {w: role for _, w in assignments}
-    return corpus_from_spans(
-        documents=documents, assignments=assignments, spans=spans, roles=roles, scheme=scheme, problems=problems
-    )
+        found.add(doc_id, text, [worker], spans_at(triples, doc_id, worker, source=src, line=line))
+    return found.corpus(scheme=scheme)
 
 
 def _categorical(
@@ -241,10 +217,7 @@ def _categorical(
     seen_assignment: dict[str, int] = {}
     for line, r, answer in answers:
         aid = r.get("AssignmentId", "").strip()
-        if aid and aid in seen_assignment:
-            problems.report(
-                f"duplicate assignment {aid!r} (first on line {seen_assignment[aid]})", source=src, line=line
-            )
+        if _repeated(aid, line, seen_assignment, src=src, problems=problems):
             continue
         if not answer:
             problems.report(f"empty answer in column {answer_col!r}", source=src, line=line)

@@ -18,14 +18,13 @@ order, and documents may not repeat.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 from crowdqa.aggregation.corpus import Corpus
-from crowdqa.ingest._common import DocsFolder, as_offset, check_role
+from crowdqa.ingest._common import DocsFolder, SpanCollector, as_offset, json_lines, reader_log
 from crowdqa.ingest._io import read_text
-from crowdqa.ingest.build import Span, corpus_from_spans
+from crowdqa.ingest.build import Span
 from crowdqa.ingest.errors import IngestError, ProblemLog
 
 __all__ = ["read_pico_jsonl"]
@@ -39,35 +38,28 @@ def _find_docs(path: Path) -> Path | None:
     return None
 
 
-def read_pico_jsonl(
-    path: str | os.PathLike,
-    *,
-    role: str = "crowd",
-    problems: ProblemLog | None = None,
-    docs: str | os.PathLike | None = None,
-    category: str | None = None,
-) -> Corpus:
+def read_pico_jsonl(path: str | os.PathLike, *, role: str = "crowd", problems: ProblemLog | None = None,
+                    docs: str | os.PathLike | None = None, category: str | None = None) -> Corpus:
     """Read PICO-data JSON Lines.
 
     Parameters
     ----------
     path : str or PathLike
         A ``.json`` / ``.jsonl`` file, or a folder of them.
-    role : {"crowd", "expert"}, default="crowd"
-    problems : ProblemLog, optional
-    docs : str or PathLike, optional
-        Folder of ``<docid>.txt``; found beside the file by default.
-    category : str, optional
-        ``Participants``, ``Intervention`` or ``Outcome`` (case-insensitive; ``P``,
-        ``I``, ``O`` too); default: the file's only category.
+    role, problems
+        The keywords every reader takes (:func:`crowdqa.ingest._common.reader_log`).
+    docs, category
+        Upload options (:data:`crowdqa.ingest.formats.UPLOAD_OPTIONS`): ``docs`` is found beside the file by
+        default; ``category`` is
+        ``Participants``, ``Intervention`` or ``Outcome`` (case-insensitive; ``P``, ``I``, ``O`` too),
+        by default the file's only category.
 
     Returns
     -------
     Corpus
         IO scheme with the one class ``category``.
     """
-    check_role(role)
-    problems = problems or ProblemLog("fail")
+    problems = reader_log(role, problems)
     path = Path(path)
     files = (
         sorted(p for p in path.iterdir() if p.suffix in (".json", ".jsonl") and p.is_file())
@@ -87,14 +79,7 @@ def read_pico_jsonl(
     categories: dict[str, None] = {}
     for f in files:
         src = str(f)
-        for lineno, raw in enumerate(read_text(f).splitlines(), start=1):
-            if not raw.strip():
-                continue
-            try:
-                rec = json.loads(raw)
-            except ValueError as exc:
-                problems.report(f"not a JSON object: {exc}", source=src, line=lineno)
-                continue
+        for lineno, rec in json_lines(read_text(f), source=src, problems=problems):
             if not isinstance(rec, dict) or "docid" not in rec:
                 problems.report("expected a JSON object with a 'docid' key", source=src, line=lineno)
                 continue
@@ -104,10 +89,8 @@ def read_pico_jsonl(
                     categories.setdefault(k, None)
 
     name = _resolve_category(category, list(categories), str(path))
-    documents: dict[str, str] = {}
+    found = SpanCollector(role=role, problems=problems)
     first_line: dict[str, str] = {}
-    assignments: list[tuple[str, str]] = []
-    spans: list[Span] = []
     for src, lineno, rec in records:
         doc_id = str(rec["docid"])
         if doc_id in first_line:
@@ -126,7 +109,7 @@ def read_pico_jsonl(
         doc_spans, doc_assign, bad = [], [], None
         for annotator, pairs in by_annotator.items():
             worker = f"pico:{annotator}"
-            doc_assign.append((doc_id, worker))
+            doc_assign.append(worker)
             if not isinstance(pairs, list):
                 bad = f"spans of {annotator!r} must be a list of [start, end]"
                 break
@@ -146,14 +129,8 @@ def read_pico_jsonl(
             problems.report(bad, source=src, line=lineno)
             continue
         first_line[doc_id] = f"{src}:{lineno}"
-        documents[doc_id] = text
-        assignments.extend(doc_assign)
-        spans.extend(doc_spans)
-    roles = {w: role for _, w in assignments}
-    return corpus_from_spans(
-        documents=documents, assignments=assignments, spans=spans, roles=roles, scheme="io", types=[name],
-        problems=problems,
-    )
+        found.add(doc_id, text, doc_assign, doc_spans)
+    return found.corpus(scheme="io", types=[name])
 
 
 _ALIASES = {"p": "participants", "i": "intervention", "o": "outcome", "interventions": "intervention",

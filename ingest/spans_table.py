@@ -19,7 +19,6 @@ from __future__ import annotations
 import codecs
 import csv
 import io
-import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,10 +26,11 @@ from pathlib import Path
 import numpy as np
 
 from crowdqa.aggregation.corpus import Corpus
-from crowdqa.ingest._common import DocsFolder, as_offset, check_role
+from crowdqa.ingest._common import DocsFolder, SpanCollector, as_offset, csv_rows, json_lines, reader_log
 from crowdqa.ingest._io import read_text
-from crowdqa.ingest.build import Span, UnusualSpans, corpus_from_span_arrays, corpus_from_spans
+from crowdqa.ingest.build import Span, UnusualSpans, corpus_from_span_arrays
 from crowdqa.ingest.errors import IngestError, ProblemLog
+from crowdqa.ingest.formats import ROLES, choice_message
 
 __all__ = ["read_spans_csv", "read_spans_jsonl"]
 
@@ -46,22 +46,7 @@ def _csv_rows(content: str, src: str, problems: ProblemLog) -> Iterator[tuple[in
     missing = [c for c in _REQUIRED if c not in header]
     if missing:
         raise IngestError(f"missing columns {missing}; found {header}", source=src, line=1)
-    start = 2
-    while True:
-        try:
-            values = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as exc:
-            problems.report(f"malformed CSV row: {exc}", source=src, line=start)
-            start = reader.line_num + 1
-            continue
-        line, start = start, reader.line_num + 1
-        if not any(v.strip() for v in values):
-            continue
-        if len(values) != len(header):
-            problems.report(f"row has {len(values)} fields, the header has {len(header)}", source=src, line=line)
-            continue
+    for line, values in csv_rows(reader, width=len(header), source=src, problems=problems):
         row = dict(zip(header, values, strict=True))
         for k in ("start", "end", "label"):
             if row[k].strip() == "":
@@ -70,14 +55,7 @@ def _csv_rows(content: str, src: str, problems: ProblemLog) -> Iterator[tuple[in
 
 
 def _jsonl_rows(content: str, src: str, problems: ProblemLog) -> Iterator[tuple[int, dict]]:
-    for lineno, raw in enumerate(content.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            row = json.loads(raw)
-        except ValueError as exc:
-            problems.report(f"not a JSON object: {exc}", source=src, line=lineno)
-            continue
+    for lineno, row in json_lines(content, source=src, problems=problems):
         if not isinstance(row, dict):
             problems.report("expected a JSON object", source=src, line=lineno)
             continue
@@ -89,20 +67,17 @@ def _jsonl_rows(content: str, src: str, problems: ProblemLog) -> Iterator[tuple[
 
 
 def _read(path, rows_of, *, role, problems, docs, category, scheme) -> Corpus:
-    check_role(role)
+    problems = reader_log(role, problems)
     if docs is not None:
         columnar = (_columnar_csv if rows_of is _csv_rows else _columnar_jsonl)(path)
         if columnar is not None:
             corpus = _columnar_corpus(columnar, role=role, docs=docs, category=category, scheme=scheme)
             if corpus is not None:
                 return corpus
-    problems = problems or ProblemLog("fail")
     src = str(Path(path))
     texts = DocsFolder(docs) if docs is not None else None
-    documents: dict[str, str] = {}
-    assignments: list[tuple[str, str]] = []
-    spans: list[Span] = []
-    roles: dict[str, str] = {}
+    found = SpanCollector(role=role, problems=problems, category=category)
+    documents, roles = found.documents, found.roles
     for line, row in rows_of(read_text(path), src, problems):
         doc_id, annotator = row.get("doc_id"), row.get("annotator")
         if not isinstance(doc_id, str | int) or not isinstance(annotator, str | int) or str(annotator) == "":
@@ -110,8 +85,8 @@ def _read(path, rows_of, *, role, problems, docs, category, scheme) -> Corpus:
             continue
         doc_id, annotator = str(doc_id), str(annotator)
         r = row.get("role") or role
-        if r not in ("crowd", "expert"):
-            problems.report(f"role must be 'crowd' or 'expert', found {r!r}", source=src, line=line)
+        if r not in ROLES:
+            problems.report(choice_message("role", r, ROLES), source=src, line=line)
             continue
         if roles.get(annotator, r) != r:
             problems.report(f"annotator {annotator!r} has roles {roles[annotator]!r} and {r!r}", source=src, line=line)
@@ -146,37 +121,24 @@ def _read(path, rows_of, *, role, problems, docs, category, scheme) -> Corpus:
             if not isinstance(label, str) or not label:
                 problems.report(f"label must be a non-empty string, found {label!r}", source=src, line=line)
                 continue
-        documents.setdefault(doc_id, text)
-        roles[annotator] = r
-        assignments.append((doc_id, annotator))
-        if not empty and (category is None or label == category):
-            spans.append(Span(doc_id, annotator, s, e, label, source=src, line=line))
-    return corpus_from_spans(
-        documents=documents, assignments=assignments, spans=spans, roles=roles, scheme=scheme, problems=problems
-    )
+        spans = () if empty else [Span(doc_id, annotator, s, e, label, source=src, line=line)]
+        found.add(doc_id, text, [annotator], spans, role=r)
+    return found.corpus(scheme=scheme)
 
 
-def read_spans_csv(
-    path: str | os.PathLike,
-    *,
-    role: str = "crowd",
-    problems: ProblemLog | None = None,
-    docs: str | os.PathLike | None = None,
-    category: str | None = None,
-    scheme: str = "auto",
-) -> Corpus:
+def read_spans_csv(path: str | os.PathLike, *, role: str = "crowd", problems: ProblemLog | None = None,
+                   docs: str | os.PathLike | None = None, category: str | None = None, scheme: str = "auto") -> Corpus:
     """Read a spans CSV (header ``doc_id,annotator,start,end,label[,text][,role]``).
 
     Parameters
     ----------
     path : str or PathLike
-    role : {"crowd", "expert"}, default="crowd"
-        Role of annotators without a ``role`` column value.
-    problems : ProblemLog, optional
-    docs : str or PathLike, optional
-        Folder of ``<doc_id>.txt`` when there is no ``text`` column.
-    category : str, optional
-    scheme : {"auto", "io", "bio"}
+    role, problems
+        The keywords every reader takes (:func:`crowdqa.ingest._common.reader_log`).
+        ``role`` is that of annotators without a ``role`` column value.
+    docs, category, scheme
+        Upload options (:data:`crowdqa.ingest.formats.UPLOAD_OPTIONS`); ``docs`` holds the texts when there
+        is no ``text`` column.
 
     Returns
     -------
@@ -185,30 +147,10 @@ def read_spans_csv(
     return _read(path, _csv_rows, role=role, problems=problems, docs=docs, category=category, scheme=scheme)
 
 
-def read_spans_jsonl(
-    path: str | os.PathLike,
-    *,
-    role: str = "crowd",
-    problems: ProblemLog | None = None,
-    docs: str | os.PathLike | None = None,
-    category: str | None = None,
-    scheme: str = "auto",
-) -> Corpus:
-    """Read spans JSON Lines (keys as :func:`read_spans_csv`'s columns).
-
-    Parameters
-    ----------
-    path : str or PathLike
-    role : {"crowd", "expert"}, default="crowd"
-    problems : ProblemLog, optional
-    docs : str or PathLike, optional
-    category : str, optional
-    scheme : {"auto", "io", "bio"}
-
-    Returns
-    -------
-    Corpus
-    """
+def read_spans_jsonl(path: str | os.PathLike, *, role: str = "crowd", problems: ProblemLog | None = None,
+                     docs: str | os.PathLike | None = None, category: str | None = None,
+                     scheme: str = "auto") -> Corpus:
+    """Read spans JSON Lines (keys as :func:`read_spans_csv`'s columns; its parameters and result)."""
     return _read(path, _jsonl_rows, role=role, problems=problems, docs=docs, category=category, scheme=scheme)
 
 

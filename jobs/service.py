@@ -178,8 +178,8 @@ def _parse_and_merge(*, session: Session, store: ArtifactStore, dataset: Dataset
                      role: str, options: dict[str, Any], docs: Path | None) -> Upload:
     """Parse the upload, check it merges with the dataset's uploads (by their indexes: no label of theirs is
     read), and record it; the dataset becomes the list of its uploads' corpora (merged when a job runs)."""
-    from crowdqa.ingest import summarize
     from crowdqa.ingest.index import KindConflict, check_mergeable, index_corpus
+    from crowdqa.ingest.summary import summarize
 
     _refuse_same_file(session=session, dataset=dataset, raw=raw, filename=filename)
     read_options = {k: v for k, v in options.items() if k != "docs_sha256"}

@@ -18,6 +18,7 @@ sample_size
     SLiCE gold-standard sample sizes.
 segmentation
     segeval's boundary similarity B and the ClinAIS B2.
-report, aggregate_input
-    The quality report and the reader that puts an aggregate back on a corpus' tokens.
+report
+    The quality report (an aggregate file is read back onto a corpus by
+    :mod:`crowdqa.ingest.aggregate_input`).
 """

@@ -11,10 +11,10 @@ import argparse
 
 from crowdqa.api.commands import UserError, cli_wording
 from crowdqa.ingest import ParseResult, read_merged
-from crowdqa.ingest.formats import READ_FORMATS, ROLES, UPLOAD_OPTIONS
+from crowdqa.ingest.formats import READ_FORMATS, ROLES, UPLOAD_OPTIONS, option
 
-__all__ = ["add_upload_arguments", "read_uploads", "upload_options", "check_output", "print_notes",
-           "add_table_arguments", "check_sort"]
+__all__ = ["add_upload_arguments", "add_option_arguments", "read_uploads", "upload_options", "check_output",
+           "print_notes", "add_table_arguments", "check_sort"]
 
 
 def add_upload_arguments(p: argparse.ArgumentParser, *, path_help: str, metavar: str = "PATH") -> None:
@@ -22,16 +22,23 @@ def add_upload_arguments(p: argparse.ArgumentParser, *, path_help: str, metavar:
     p.add_argument("path", metavar=metavar, help=path_help)
     p.add_argument("--format", "-f", required=True, choices=READ_FORMATS, help=f"format of {metavar}")
     p.add_argument("--role", choices=ROLES, default=ROLES[0], help=f"role of {metavar}'s annotators")
-    for o in UPLOAD_OPTIONS:  # the table's options, as flags: --text-column for text_column
+    add_option_arguments(p, [o.name for o in UPLOAD_OPTIONS])
+    p.add_argument("--expert", metavar="PATH", action="append", default=[],
+                   help="an expert upload of (some of) the same documents (repeatable)")
+    p.add_argument("--expert-format", metavar="F", choices=READ_FORMATS, help="format of --expert (default: --format)")
+
+
+def add_option_arguments(p: argparse.ArgumentParser, names: list[str]) -> None:
+    """Add the flags of the upload options ``names`` (``--text-column`` for ``text_column``), as the table
+    :data:`crowdqa.ingest.formats.UPLOAD_OPTIONS` describes them."""
+    for name in names:
+        o = option(name)
         flag, default = "--" + o.name.replace("_", "-"), f" (default {o.default})" if o.default else ""
         if o.type is bool:
             p.add_argument(flag, action="store_true", help=o.help)
         else:
             p.add_argument(flag, choices=o.choices or None, default=o.default, metavar=None if o.choices else o.metavar,
                            help=o.help + default)
-    p.add_argument("--expert", metavar="PATH", action="append", default=[],
-                   help="an expert upload of (some of) the same documents (repeatable)")
-    p.add_argument("--expert-format", metavar="F", choices=READ_FORMATS, help="format of --expert (default: --format)")
 
 
 def add_table_arguments(p: argparse.ArgumentParser) -> None:

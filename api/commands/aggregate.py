@@ -109,7 +109,7 @@ def method_params(args: argparse.Namespace) -> dict:
 
 def _run(args: argparse.Namespace) -> int:
     from crowdqa.api.commands._uploads import check_output, check_sort, print_notes, read_uploads
-    from crowdqa.ingest import summarize
+    from crowdqa.ingest.summary import summarize
     from crowdqa.ingest.writers import write_labels
     from crowdqa.jobs.pipeline import run_pipeline
     from crowdqa.quality.references import RULES

@@ -18,8 +18,8 @@ from crowdqa.api.commands._uploads import (
     upload_options,
 )
 from crowdqa.ingest import read_corpus
+from crowdqa.ingest.aggregate_input import labels_from_corpus, read_aggregate
 from crowdqa.ingest.formats import AGGREGATE_FORMATS, READ_FORMATS
-from crowdqa.quality.aggregate_input import labels_from_corpus, read_aggregate
 from crowdqa.quality.references import RULES
 from crowdqa.quality.report import build_report, format_report
 

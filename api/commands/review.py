@@ -98,6 +98,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:
     from crowdqa.aggregation.registry import METHODS
+    from crowdqa.api.commands._uploads import add_option_arguments
     from crowdqa.ingest.formats import READ_FORMATS
     from crowdqa.jobs.review import AGAINST, DECIDE_BY, METRICS
 
@@ -129,13 +130,7 @@ def register(subparsers) -> None:
                    help="an expert upload of (some of) the same documents (repeatable)")
     p.add_argument("--expert-format", metavar="F", choices=READ_FORMATS, help="format of --expert (default: mturk-csv)")
     p.add_argument("--use-experts", action="store_true", help="clamp the expert labels while fitting")
-    p.add_argument("--text-column", metavar="NAME", help="column holding the document text")
-    p.add_argument("--answer-column", metavar="NAME", help="answer column (default Answer.taskAnswers)")
-    p.add_argument("--id-column", metavar="NAME", help="column holding the document id")
-    p.add_argument("--category", metavar="NAME", help="the one label to keep")
-    p.add_argument("--scheme", choices=("auto", "io", "bio"), default=None, help="label scheme")
-    p.add_argument("--on-error", choices=("fail", "skip"), default=None,
-                   help="fail on the first bad row (default) or skip bad rows")
+    add_option_arguments(p, ["text_column", "answer_column", "id_column", "category", "scheme", "on_error"])
     p.add_argument("--top", type=int, default=40, metavar="N", help="rejected workers listed (default 40)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     p.set_defaults(func=_run)

@@ -85,7 +85,7 @@ def test_aggregate_progress_bar_on_a_terminal(tmp_path):
 def test_aggregate_conll_round_trip(tmp_path):
     """CoNLL output of the sample has one BIO tag per token, in input order, after each document's -DOCSTART-
     line (issue 13); read back, it gives the pipeline's labels."""
-    from crowdqa.quality.aggregate_input import read_aggregate
+    from crowdqa.ingest.aggregate_input import read_aggregate
 
     out = tmp_path / "agg.conll"
     assert main(["aggregate", str(SAMPLE / "crowd.jsonl"), "--format", "spans-jsonl", "--method", "mv",

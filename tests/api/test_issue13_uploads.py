@@ -11,8 +11,9 @@ import json
 import pytest
 
 from crowdqa.aggregation.corpus import Corpus
-from crowdqa.ingest import read_corpus, summarize
+from crowdqa.ingest import read_corpus
 from crowdqa.ingest.merge import merge_corpora
+from crowdqa.ingest.summary import summarize
 from crowdqa.store.artifacts import ArtifactStore
 from tests.api.conftest import SAMPLE, auth, sample_dataset, upload, wait_job
 from tests.utils.factories import synthetic_corpus

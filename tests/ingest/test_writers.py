@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from crowdqa.api.cli import main
-from crowdqa.ingest import read_corpus, summarize
+from crowdqa.ingest import read_corpus
+from crowdqa.ingest.summary import summarize
 from crowdqa.ingest.writers import write_labels
 from tests.ingest.conftest import write_spans_jsonl
 
@@ -146,7 +147,7 @@ def test_summary_coverage_brute_force(seed):
 def test_conll_output_of_an_inside_outside_corpus_is_bio_and_reads_back(tmp_path):
     """Issue 13: CoNLL output is BIO with -DOCSTART- and document ids, also for IO labels; `crowdqa report`
     reads it back to the same labels (oracle: the labels written)."""
-    from crowdqa.quality.aggregate_input import read_aggregate
+    from crowdqa.ingest.aggregate_input import read_aggregate
 
     rows = [("a", "w", 0, 9, "P"), ("a", "w", 10, 14, "P"), ("b", "w", None, None, None)]
     texts = {"a": "two words here", "b": "none"}

@@ -1,4 +1,5 @@
-"""Tests for crowdqa.quality.report, crowdqa.quality.aggregate_input and the report / sample-size commands."""
+"""Tests for crowdqa.quality.report and the report / sample-size commands (the aggregate reader's are in
+tests/ingest/test_aggregate_input.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import pytest
 
 from crowdqa.aggregation.corpus import MISSING, Corpus
 from crowdqa.api.cli import main
-from crowdqa.quality.aggregate_input import labels_from_corpus, labels_from_spans, read_aggregate
 from crowdqa.quality.references import reference_labels
 from crowdqa.quality.report import build_report, format_report
 
@@ -157,57 +157,6 @@ def test_no_experts():
         build_report(c, np.zeros(3, int), method="mv", experts_used_in_fit=False)
 
 
-# ----------------------------------------------------------------------------- aggregate input
-@pytest.mark.parametrize("bio", [False, True])
-def test_aggregate_roundtrip_through_writers(tmp_path, bio):
-    """Oracle: crowdqa.ingest.writers' output read back gives the labels written (decoded spans for BIO)."""
-    writers = pytest.importorskip("crowdqa.ingest.writers")
-    c = random_corpus(5, bio=bio)
-    rng = np.random.default_rng(0)
-    lab = rng.integers(0, c.n_classes, c.n_tokens)
-    # Writers keep spans, not tags: compare after a canonical decode -> re-encode.
-    canon = labels_from_spans(c, **_span_kwargs(c, lab))
-    for fmt, name in (("spans-jsonl", "a.jsonl"), ("conll", "a.conll"), ("ebm-nlp", "ebm")):
-        writers.write_labels(canon, c, tmp_path / name, format=fmt)
-        back = read_aggregate(tmp_path / name, c, format=fmt)
-        if fmt == "ebm-nlp":
-            # One type number per token: adjacent spans of one type cannot be told apart, so compare types.
-            back, want = c.class_entity[back], c.class_entity[canon]
-        else:
-            want = canon
-        assert np.array_equal(back, want), fmt
-
-
-def _span_kwargs(c: Corpus, lab: np.ndarray) -> dict:
-    from crowdqa.aggregation.spans import decode_spans
-
-    s = decode_spans(lab, c)
-    return {"doc": s.doc, "start": s.start, "end": s.end, "type_index": s.type}
-
-
-def test_labels_from_spans_overlap_rule():
-    """Hand-worked: a token is inside a span if the character ranges overlap (ends exclusive)."""
-    c = random_corpus(6, n_docs=1)  # tokens at 0, 2, 4, ... of width 1
-    out = labels_from_spans(c, doc=np.array([0]), start=np.array([1]), end=np.array([3]), type_index=np.array([1]))
-    assert out[:3].tolist() == [0, 1, 0]  # [1, 3) overlaps only token [2, 3)
-    out = labels_from_spans(c, doc=np.array([0]), start=np.array([0]), end=np.array([3]), type_index=np.array([1]))
-    assert out[:3].tolist() == [1, 1, 0]
-
-
-def test_labels_from_corpus_and_errors(tmp_path):
-    c = random_corpus(7)
-    one = c.select_workers([0])
-    lab = labels_from_corpus(one, c)
-    assert np.array_equal(lab, c.labels_of(0))
-    with pytest.raises(ValueError, match="has 8 annotators"):
-        labels_from_corpus(c, c)
-    (tmp_path / "bad.jsonl").write_text('{"doc_id": "nope", "start": 0, "end": 1, "label": "P"}\n')
-    with pytest.raises(ValueError, match="bad.jsonl:1: document 'nope' is not in the corpus"):
-        read_aggregate(tmp_path / "bad.jsonl", c, format="spans-jsonl")
-    with pytest.raises(ValueError, match="aggregate format must be one of"):
-        read_aggregate(tmp_path / "bad.jsonl", c, format="xml")
-
-
 # ----------------------------------------------------------------------------- commands
 def test_sample_size_command_json(capsys):
     assert main(["sample-size", "--precision", "0.85", "--recall", "0.8", "--frequency", "0.48", "--half-width",
@@ -289,23 +238,6 @@ def test_categorical_corpus_scores_every_answer():
     assert set(per) == {"no", "yes"}
     assert (per["no"]["tp"], per["no"]["fn"]) == (1, 1)
     assert rep["aggregate_vs_expert"]["accuracy"]["value"] == pytest.approx(2 / 3)
-
-
-def test_categorical_csv_written_with_formula_like_ids_reads_back(tmp_path):
-    """Regression (issue 8): ids starting with = + - @ are escaped on write; the reader undoes it.
-
-    Oracle: the labels given to crowdqa.ingest.writers.write_labels."""
-    from crowdqa.ingest.categorical import read_categorical
-    from crowdqa.ingest.writers import write_labels
-    from crowdqa.quality.aggregate_input import read_aggregate
-
-    p = tmp_path / "c.csv"
-    p.write_text("item,annotator,label\n=cmd|x,u,@yes\n'q,u,-no\n+1,u,@yes\n")
-    c = read_categorical(p)
-    labels = c.labels_of(0)
-    write_labels(labels, c, tmp_path / "out.csv", format="categorical-csv")
-    assert "'=cmd|x" in (tmp_path / "out.csv").read_text()
-    assert read_aggregate(tmp_path / "out.csv", c, format="categorical-csv").tolist() == labels.tolist()
 
 
 @pytest.mark.parametrize("kind", ["spans", "categorical-1", "categorical-2", "categorical-3"])

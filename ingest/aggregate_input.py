@@ -1,9 +1,10 @@
-"""Read an aggregate written by ``crowdqa.ingest.writers`` (or any tool) back onto a corpus' tokens.
+"""Read an aggregate written by :mod:`crowdqa.ingest.writers` (or any tool) back onto a corpus' tokens.
 
-A report compares an aggregate with the corpus it came from, so the aggregate must
-land on exactly the corpus' tokens. Each format is aligned by the rule every upload
-uses (``ingest/build.py``): a token is inside a span if their character ranges
-overlap. Formats (the outputs of ``crowdqa.ingest.writers.write_labels``):
+The inverse of the writers. A report compares an aggregate with the corpus it came from, so the
+aggregate must land on exactly the corpus' tokens. Spans are aligned by the rule every upload uses,
+:func:`crowdqa.ingest.build.span_token_ranges`: a token is inside a span if their character ranges
+overlap. Formats (:data:`crowdqa.ingest.formats.AGGREGATE_FORMATS`, the outputs of
+:func:`crowdqa.ingest.writers.write_labels` and two more):
 
 * ``spans-jsonl`` / ``spans-csv``: one span per row, ``doc_id, start, end, label``
   (an ``annotator`` column, if present, must name a single annotator); documents
@@ -31,6 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from crowdqa.aggregation.corpus import MISSING, Corpus
+from crowdqa.ingest.build import span_token_ranges
 from crowdqa.ingest.formats import AGGREGATE_FORMATS
 from crowdqa.ingest.writers import csv_unescape
 
@@ -57,30 +59,12 @@ def labels_from_spans(
         earlier one on a shared token.
     """
     doc = np.asarray(doc, dtype=np.int64)
-    texts_len = np.fromiter((len(t) + 1 for t in corpus.texts), dtype=np.int64, count=corpus.n_docs)
-    base = np.concatenate([[0], np.cumsum(texts_len)])
-    g_start = corpus.token_start + base[corpus.token_doc]
-    g_end = corpus.token_end + base[corpus.token_doc]
-    s = np.asarray(start, dtype=np.int64) + base[doc]
-    e = np.asarray(end, dtype=np.int64) + base[doc]
-    # Tokens are sorted on the global axis: first token ending after s, first token starting at/after e.
-    first = np.searchsorted(g_end, s, side="right")
-    last = np.searchsorted(g_start, e, side="left")
-    # Clip to the span's document.
-    first = np.maximum(first, corpus.doc_start[doc])
-    last = np.minimum(last, corpus.doc_start[doc + 1])
+    first, last = span_token_ranges(texts=corpus.texts, doc_lengths=corpus.doc_lengths,
+                                    token_start=corpus.token_start, token_end=corpus.token_end,
+                                    span_doc=doc, span_start=start, span_end=end)
     ok = last > first
     first, last, t = first[ok], last[ok], np.asarray(type_index, dtype=np.int64)[ok]
-    bio = corpus.scheme == "bio"
-    names = corpus.class_names
-    if bio:
-        types = corpus.entity_types
-        b_class = np.array([0] + [names.index(f"B-{x}") for x in types], dtype=np.int64)
-        i_class = np.array([0] + [names.index(f"I-{x}") for x in types], dtype=np.int64)
-    else:
-        cls = np.zeros(len(corpus.entity_types) + 1, dtype=np.int64)
-        cls[corpus.class_entity[1:]] = np.arange(1, corpus.n_classes)
-        b_class = i_class = cls
+    b_class, i_class = _type_classes(corpus)
     out = np.zeros(corpus.n_tokens, dtype=np.int64)
     lengths = last - first
     tok = np.repeat(first, lengths) + (np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths))
@@ -88,6 +72,17 @@ def labels_from_spans(
     is_first = tok == first[span_of]
     out[tok] = np.where(is_first, b_class[t[span_of]], i_class[t[span_of]])
     return out
+
+
+def _type_classes(corpus: Corpus) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """The class of a span's first token and of its other tokens, by entity type index (0 = outside)."""
+    if corpus.scheme == "bio":
+        names = corpus.class_names
+        return (np.array([0] + [names.index(f"B-{x}") for x in corpus.entity_types], dtype=np.int64),
+                np.array([0] + [names.index(f"I-{x}") for x in corpus.entity_types], dtype=np.int64))
+    cls = np.zeros(len(corpus.entity_types) + 1, dtype=np.int64)
+    cls[corpus.class_entity[1:]] = np.arange(1, corpus.n_classes)
+    return cls, cls
 
 
 def _span_rows(path: Path, fmt: str) -> list[dict]:
@@ -190,18 +185,14 @@ def _read_ebm_nlp(path: Path, corpus: Corpus) -> NDArray[np.int64]:
         if vals.shape[0] != corpus.doc_lengths[i] or (vals.size and (vals.min() < 0 or vals.max() > n_types)):
             raise ValueError(f"{f}: expected {int(corpus.doc_lengths[i])} values in [0, {n_types}]")
         etype[corpus.doc_start[i]:corpus.doc_start[i + 1]] = vals
+    b_class, i_class = _type_classes(corpus)
     if corpus.scheme == "io":
-        cls = np.zeros(n_types + 1, dtype=np.int64)
-        cls[corpus.class_entity[1:]] = np.arange(1, corpus.n_classes)
-        return cls[etype]
+        return b_class[etype]
     # BIO: a run of one type starts with B- (at a type change or a document start).
-    names = corpus.class_names
-    b = np.array([0] + [names.index(f"B-{t}") for t in corpus.entity_types])
-    i_ = np.array([0] + [names.index(f"I-{t}") for t in corpus.entity_types])
     starts = np.ones(corpus.n_tokens, dtype=bool)
     starts[1:] = etype[1:] != etype[:-1]
     starts[corpus.doc_start[:-1][corpus.doc_lengths > 0]] = True
-    return np.where(starts, b[etype], i_[etype])
+    return np.where(starts, b_class[etype], i_class[etype])
 
 
 def _read_categorical(path: Path, corpus: Corpus) -> NDArray[np.int64]:
