@@ -185,15 +185,38 @@ class BaseAggregator:
 
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit(corpus) first")
 
-    def predict(self) -> NDArray[np.int64]:
-        """The fitted labels: ndarray of shape (n_tokens,)."""
-        self._check_fitted()
-        return self.labels_
+    def predict(self, corpus: Corpus | None = None) -> NDArray[np.int64]:
+        """The fitted labels, or with ``corpus`` (a new batch) its labels under the fitted (frozen) parameters.
 
-    def predict_proba(self) -> NDArray[np.float64]:
-        """The fitted posteriors: ndarray of shape (n_tokens, n_classes)."""
-        self._check_fitted()
-        return self.proba_
+        Annotators are matched by id; one not seen in the fit gets the crowd average
+        (:mod:`crowdqa.aggregation.batches`). Returns an ndarray of shape (n_tokens,).
+        """
+        return self._fitted_or_batch(corpus)[0]
+
+    def predict_proba(self, corpus: Corpus | None = None) -> NDArray[np.float64]:
+        """The fitted posteriors, or with ``corpus`` (a new batch) its posteriors under the fitted parameters.
+
+        Returns an ndarray of shape (n_tokens, n_classes). ValueError for a model that cannot predict a
+        batch it was not fitted on.
+        """
+        return self._fitted_or_batch(corpus)[1]
+
+    def _fitted_or_batch(self, corpus: Corpus | None) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        if corpus is None or not self._has_batch_state():
+            self._check_fitted()
+        if corpus is None:
+            return self.labels_, self.proba_
+        return self._predict_batch(corpus)
+
+    def _predict_batch(self, corpus: Corpus) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """Labels and posteriors of a new batch under the fitted parameters (models that keep ``_batch_state``)."""
+        raise ValueError(f"{type(self).__name__} cannot aggregate a new batch with frozen parameters; "
+                         "refit it on the batch")
+
+    def _has_batch_state(self) -> bool:
+        """Whether the fitted attributes a new batch needs (``_batch_state``) are set, by a fit or restored."""
+        names = getattr(type(self), "_batch_state", ())
+        return bool(names) and all(hasattr(self, n) for n in names)
 
     @classmethod
     def _get_param_names(cls) -> list[str]:

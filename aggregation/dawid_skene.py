@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
-from crowdqa.aggregation._params import RANDOM_STATE, Interval, Options
+from crowdqa.aggregation._params import RANDOM_STATE, InstanceOf, Interval, Options
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.aggregation.majority_vote import _votes
 
@@ -305,6 +305,12 @@ class DawidSkene(BaseAggregator):
         ``random_state``.
     random_state : int, numpy.random.Generator or None, default=None
         Used only by ``init="random"``.
+    warm_start : bool, default=False
+        When the estimator is already fitted, start EM from its parameters instead of ``init``
+        (scikit-learn's ``warm_start``): the class prior, and each annotator's confusion matrix
+        found by id, an annotator not seen before the label-weighted crowd average
+        (:func:`crowdqa.aggregation.batches.carry_workers`). This is how a new batch keeps the
+        history of the annotators seen in an earlier one.
 
     Attributes
     ----------
@@ -321,6 +327,10 @@ class DawidSkene(BaseAggregator):
         iteration, plus the log smoothing prior when ``alpha > 0``.
     n_iter_ : int
     converged_ : bool
+    worker_ids_ : tuple of str, length n_workers
+        The annotators of the fit, by id (what a later batch is matched on).
+    worker_labels_ : ndarray of shape (n_workers,)
+        Labels each annotator gave in the fit.
 
     Notes
     -----
@@ -360,6 +370,8 @@ class DawidSkene(BaseAggregator):
     array([1, 0])
     """
 
+    #: Fitted attributes a new batch is aggregated with (:mod:`crowdqa.aggregation.batches`).
+    _batch_state: ClassVar[tuple[str, ...]] = ("class_prior_", "worker_confusion_", "worker_ids_", "worker_labels_")
     _parameter_constraints: ClassVar[dict[str, list]] = {
         "max_iter": [Interval(int, 1, None)],
         "tol": [Interval(float, 0, None), None],
@@ -367,6 +379,7 @@ class DawidSkene(BaseAggregator):
         "model": [Options(_MODELS)],
         "init": [Options(_INITS)],
         "random_state": RANDOM_STATE,
+        "warm_start": [InstanceOf((bool,), "True or False")],
     }
 
     def __init__(
@@ -378,6 +391,7 @@ class DawidSkene(BaseAggregator):
         model: str = "full",
         init: str = "vote",
         random_state: int | np.random.Generator | None = None,
+        warm_start: bool = False,
     ) -> None:
         self.max_iter = max_iter
         self.tol = tol
@@ -385,6 +399,7 @@ class DawidSkene(BaseAggregator):
         self.model = model
         self.init = init
         self.random_state = random_state
+        self.warm_start = warm_start
 
     def fit(
         self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None
@@ -417,8 +432,11 @@ class DawidSkene(BaseAggregator):
             "alpha": float(self.alpha), "model": self.model, "unlabelled": unlabelled,
         }
 
-        posterior = _init_posterior(corpus, init=self.init, rng=rng, known=known)
-        prior, conf = _m_step(posterior, **m_args)
+        if self.warm_start and self._has_batch_state():
+            prior, conf = self._carried(corpus)  # the earlier fit's parameters, annotators matched by id
+        else:
+            posterior = _init_posterior(corpus, init=self.init, rng=rng, known=known)
+            prior, conf = _m_step(posterior, **m_args)
         if known is not None and np.any(known >= 0):
             conf = _supervised_start(conf, known, token=token, key=key, n_workers=corpus.n_workers,
                                      alpha=float(self.alpha), model=self.model)
@@ -439,4 +457,24 @@ class DawidSkene(BaseAggregator):
         self.worker_confusion_ = conf
         self.class_prior_ = prior
         self._record_run(monitor.history, converged)
+        self.worker_ids_ = tuple(corpus.worker_ids)
+        self.worker_labels_ = np.bincount(corpus.worker, minlength=corpus.n_workers)
         return self
+
+    def _carried(self, corpus: Corpus) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """The fitted class prior and confusion matrices carried to ``corpus``'s annotators."""
+        from crowdqa.aggregation.batches import carry_workers
+
+        if corpus.n_classes != self.class_prior_.shape[0]:
+            raise ValueError(f"the corpus has {corpus.n_classes} classes, the fitted model "
+                             f"{self.class_prior_.shape[0]}")
+        conf, _ = carry_workers(self.worker_ids_, self.worker_confusion_, self.worker_labels_, corpus.worker_ids)
+        return self.class_prior_, conf
+
+    def _predict_batch(self, corpus: Corpus) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """Labels and posteriors of ``corpus``'s tokens under the fitted parameters (one E-step, nothing refitted;
+        ties to the lowest class, as ``labels_``)."""
+        prior, conf = self._carried(corpus)
+        post, _ = _e_step(_safe_log(prior), _safe_log(conf), token=corpus.token, key=_obs_key(corpus),
+                          n_tokens=corpus.n_tokens, known=None)
+        return post.argmax(axis=1).astype(np.int64), post

@@ -519,6 +519,17 @@ class HMMCrowd(BaseAggregator):
     n_iter_ : int
     converged_ : bool
         True when the objective's relative change fell below ``tol``.
+    worker_ids_ : tuple of str, length n_workers
+        The annotators of the fit, by id (what a later batch is matched on).
+    worker_labels_ : ndarray of shape (n_workers,)
+        Labels each annotator gave in the fit.
+    vocabulary_ : tuple of str
+        The words of the fit (as the word emission sees them), in the order of ``log_word_emission_``'s columns.
+    log_start_, log_transition_ : ndarray of shape (n_classes,), (n_classes, n_classes)
+    log_word_emission_ : ndarray of shape (n_classes, n_vocab [+ n_features]) or (0, 0)
+    log_shape_emission_ : ndarray of shape (n_features, n_classes, 2)
+        The E-step's log factors at the end of the fit (variational estimates, not renormalised), what a
+        new batch is predicted with; ``log_word_emission_`` is empty without the ``"word"`` feature.
 
     Notes
     -----
@@ -562,6 +573,11 @@ class HMMCrowd(BaseAggregator):
     .. [2] L. R. Rabiner (1989). A tutorial on hidden Markov models and selected
        applications in speech recognition. Proc. IEEE 77(2). doi:10.1109/5.18626
 
+    A new batch (:mod:`crowdqa.aggregation.batches`): ``predict(corpus)`` runs one forward-backward
+    and the decoder with the fitted factors, and ``warm_start=True`` starts EM from them instead of the
+    Dawid-Skene initialisation; annotators are matched by id (a new one gets the crowd average) and words
+    by their text, a word the fit never saw emitting the same factor from every state (no evidence).
+
     Examples
     --------
     >>> import numpy as np
@@ -573,7 +589,12 @@ class HMMCrowd(BaseAggregator):
     array([0, 1, 1, 0])
     """
 
+    #: Fitted attributes a new batch is aggregated with (:mod:`crowdqa.aggregation.batches`).
+    _batch_state: ClassVar[tuple[str, ...]] = (
+        "class_prior_", "worker_confusion_", "worker_ids_", "worker_labels_", "vocabulary_", "log_start_",
+        "log_transition_", "log_word_emission_", "log_shape_emission_")
     _parameter_constraints: ClassVar[dict[str, list]] = {
+        "warm_start": [InstanceOf((bool,), "True or False")],
         "decode": [Options(_DECODERS)], "worker_model": [Options(_WORKER_MODELS)],
         "sequences": [Options(_SEQUENCES)], "shape_emission": [Options(_SHAPE_EMISSIONS)],
         "wrong_mass": [Options(_WRONG_MASS)],
@@ -593,7 +614,8 @@ class HMMCrowd(BaseAggregator):
                  init_rounds: int = 5, init_diagonal: float = 0.9,
                  features: tuple[str, ...] = ("word", "capitalised", "digit"), lowercase: bool = False,
                  sequences: str = "document", shape_emission: str = "bernoulli", wrong_mass: str = "each",
-                 start_smoothing: float | None = 0.001, init_smoothing: float | None = 0.001) -> None:
+                 start_smoothing: float | None = 0.001, init_smoothing: float | None = 0.001,
+                 warm_start: bool = False) -> None:
         self.decode = decode
         self.worker_model = worker_model
         self.max_iter = max_iter
@@ -609,6 +631,7 @@ class HMMCrowd(BaseAggregator):
         self.wrong_mass = wrong_mass
         self.start_smoothing = start_smoothing
         self.init_smoothing = init_smoothing
+        self.warm_start = warm_start
 
     def resolved_max_iter(self, n_classes: int) -> int:
         """The number of EM iterations ``fit`` runs on ``n_classes`` classes (``max_iter="auto"`` resolved)."""
@@ -639,10 +662,13 @@ class HMMCrowd(BaseAggregator):
                     worker_model=self.worker_model, wrong_mass=self.wrong_mass, start_smoothing=self.start_smoothing)
         design = _build_design(corpus, known=known, features=tuple(self.features), lowercase=self.lowercase,
                                sequences=self.sequences, shape_emission=self.shape_emission)
-        init = _dawid_skene_init(design, n_workers=n_workers, n_rounds=self.init_rounds,
-                                 diagonal=self.init_diagonal, smoothing=self.worker_smoothing)
-        params = _initial_params(_hard_stats(design, init, n_workers=n_workers), smoothing=self.init_smoothing,
-                                 **opts)
+        if self.warm_start and self._has_batch_state():
+            params = self._carried(corpus)  # the earlier fit's factors, annotators and words matched
+        else:
+            init = _dawid_skene_init(design, n_workers=n_workers, n_rounds=self.init_rounds,
+                                     diagonal=self.init_diagonal, smoothing=self.worker_smoothing)
+            params = _initial_params(_hard_stats(design, init, n_workers=n_workers), smoothing=self.init_smoothing,
+                                     **opts)
         max_iter = self.resolved_max_iter(corpus.n_classes)
         monitor = self._monitor(callback)
         converged = False
@@ -671,4 +697,48 @@ class HMMCrowd(BaseAggregator):
         self.transition_ = trans / trans.sum(axis=1, keepdims=True)
         self.labels_ = _decode_labels(corpus, design, params, post, decode=self.decode,
                                       fill=int(self.class_prior_.argmax()))
+        self.worker_ids_ = tuple(corpus.worker_ids)
+        self.worker_labels_ = np.bincount(corpus.worker, minlength=n_workers)
+        self.vocabulary_ = tuple(self._words(corpus)) if params.log_word is not None else ()
+        self.log_start_, self.log_transition_ = params.log_start, params.log_trans
+        self.log_word_emission_ = params.log_word if params.log_word is not None else np.zeros((0, 0))
+        self.log_shape_emission_ = params.log_shape
         return self
+
+    def _words(self, corpus: Corpus) -> dict[str, int]:
+        """Word -> column of the word emission, as :func:`text_features` numbers them (first occurrence)."""
+        if "word" not in self.features:
+            return {}
+        return dict.fromkeys(t.lower() if self.lowercase else t for t in token_text(corpus))
+
+    def _carried(self, corpus: Corpus) -> _Params:
+        """The fitted factors carried to ``corpus``: annotators by id (a new one gets the crowd average), word
+        columns by text (a word the fit never saw gets log factor 0 in every state: no evidence)."""
+        from crowdqa.aggregation.batches import carry_workers
+
+        if corpus.n_classes != self.class_prior_.shape[0]:
+            raise ValueError(f"the corpus has {corpus.n_classes} classes, the fitted model "
+                             f"{self.class_prior_.shape[0]}")
+        confusion, _ = carry_workers(self.worker_ids_, self.worker_confusion_, self.worker_labels_,
+                                     corpus.worker_ids)
+        log_word = None
+        if self.log_word_emission_.size:
+            old = {w: i for i, w in enumerate(self.vocabulary_)}
+            where = np.fromiter((old.get(w, -1) for w in self._words(corpus)), dtype=np.int64)
+            words = np.where(where >= 0, self.log_word_emission_[:, np.maximum(where, 0)], 0.0)
+            # Shape features sharing the word multinomial follow the words (shape_emission="shared").
+            log_word = np.hstack([words, self.log_word_emission_[:, len(self.vocabulary_):]])
+        return _Params(log_start=self.log_start_, log_trans=self.log_transition_, log_word=log_word,
+                       log_shape=self.log_shape_emission_, confusion=confusion, dirichlets=(),
+                       wrong_boost=_wrong_boost(corpus.n_classes, model=self.worker_model, wrong_mass=self.wrong_mass))
+
+    def _predict_batch(self, corpus: Corpus) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """Labels and posteriors of ``corpus`` under the fitted factors: one forward-backward and the decoder."""
+        design = _build_design(corpus, known=None, features=tuple(self.features), lowercase=self.lowercase,
+                               sequences=self.sequences, shape_emission=self.shape_emission)
+        params = self._carried(corpus)
+        _, post, _ = _e_step(params, design)
+        post[~design.active] = self.class_prior_
+        labels = _decode_labels(corpus, design, params, post, decode=self.decode,
+                                fill=int(self.class_prior_.argmax()))
+        return labels, post

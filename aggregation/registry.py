@@ -97,7 +97,7 @@ def make_aggregator(method: str, params: dict | None = None) -> BaseAggregator:
     Examples
     --------
     >>> make_aggregator("ds", {"max_iter": 50})
-    DawidSkene(max_iter=50, tol=1e-06, alpha=0.01, model='full', init='vote', random_state=None)
+    DawidSkene(max_iter=50, tol=1e-06, alpha=0.01, model='full', init='vote', random_state=None, warm_start=False)
     """
     cls = aggregator_class(method)
     params = dict(params or {})

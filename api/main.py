@@ -7,7 +7,7 @@ from fastapi import APIRouter, FastAPI
 from crowdqa.api import dashboard
 from crowdqa.api.errors import install_error_handlers
 from crowdqa.api.lifespan import BodyLimitMiddleware, lifespan
-from crowdqa.api.routes import datasets, health, jobs, keys, meta, review, routing
+from crowdqa.api.routes import batches, datasets, health, jobs, keys, meta, review, routing
 
 API_PREFIX = "/api/v1"
 
@@ -27,6 +27,7 @@ api_router.include_router(health.router)
 api_router.include_router(datasets.router)
 api_router.include_router(jobs.router)
 api_router.include_router(routing.router)
+api_router.include_router(batches.router)
 api_router.include_router(keys.router)
 api_router.include_router(review.router)
 app.include_router(api_router)

@@ -564,6 +564,56 @@ def render_bsc_seq(d: dict, results: Path, quick: bool) -> str:
     return "\n\n".join(parts)
 
 
+def render_routing(d: dict, results: Path, quick: bool) -> str:
+    s, full = d["setup"], d["full_pool"]
+    names = {"routed": "routed (crowdqa route)", "uncertainty": "uncertainty sampling (token entropy)",
+             "longest": "longest documents first", "random": f"random (mean of {s['seeds']} orders)"}
+    metrics = [("precision_width", "P width"), ("recall_width", "R width"), ("f1_width", "F1 width"),
+               ("precision_error", "P error"), ("recall_error", "R error"), ("f1_error", "F1 error"),
+               ("worker_precision_width", "workers' P width"), ("worker_recall_width", "workers' R width")]
+    area = d["mean_over_reveals"]
+    rows = [[names.get(k, k), *(_f(v[m]) for m, _ in metrics)] for k, v in area.items()]
+    beats = d["random_seeds_worse_than_routed"]
+    rows.append(["random orders worse than routed", *(f"{100 * beats[m]:.0f}%" for m, _ in metrics)])
+    points = []
+    for n in d["checkpoints"]:
+        c = {k: v for k, v in d["curves"].items()}
+        points.append([str(n), *(_f(c[k]["f1_width"][n - 1]) for k in names if k in c),
+                       *(_f(c[k]["worker_precision_width"][n - 1]) for k in names if k in c)])
+    order = [k for k in names if k in d["curves"]]
+    return (
+        f"PICO Participants, {s['method']} on the crowd alone; the {s['pool_documents']} documents with expert labels "
+        f"are the pool (experts hidden, then revealed in each order); full-pool values P {_f(full['precision'])}, "
+        f"R {_f(full['recall'])}, F1 {_f(full['f1'])}. Each cell is the mean over n = 1 .. "
+        f"{s['pool_documents'] - 1} revealed documents of the interval width (95%: Clopper-Pearson for P and R, "
+        "document bootstrap for F1) or of the distance from the full-pool value; workers' widths are weighted by "
+        "each worker's share of the crowd labels (1 while unmeasured). Lower is better.\n\n"
+        + _table(["order", *(t for _, t in metrics)], rows)
+        + "\n\nAfter n documents: the aggregate's F1 interval width, then the workers' precision width:\n\n"
+        + _table(["n", *(f"F1 · {k}" for k in order), *(f"workers P · {k}" for k in order)], points)
+    )
+
+
+def render_batches(d: dict, results: Path, quick: bool) -> str:
+    s = d["setup"]
+    refit = d["runs"]["refit"]["seconds"]
+    rows = []
+    for name, r in d["runs"].items():
+        rows.append([name, f"{r['seconds']:.2f} s", f"{r['seconds'] / refit:.2f}", str(r["iterations"]),
+                     f"{100 * r['agreement_with_joint_refit']:.2f}%", _f(r.get("precision")), _f(r.get("recall")),
+                     _ci(r, "f1")])
+    return (
+        f"PICO Participants split into two batches of {s['documents'][0]} and {s['documents'][1]} documents "
+        f"({s['labels'][0]:,} and {s['labels'][1]:,} labels; {s['batch2_workers_seen_in_batch1']} of batch 2's "
+        f"{s['batch2_crowd_workers']} crowd workers were in batch 1); {s['method']}; batch 2 aggregated four ways, "
+        "each the whole pipeline (fit + report) in one process, one after another; the machine was shared, so read "
+        "the ratios. Agreement: share of batch 2's crowd-labelled tokens labelled as the joint refit labels them; "
+        f"P, R, F1 (95% CI): tokens of batch 2's {s['expert_documents_batch2']} expert documents against the experts."
+        "\n\n" + _table(["batch 2", "seconds", "÷ refit", "EM iterations", "agreement with joint refit",
+                           "precision", "recall", "F1"], rows)
+    )
+
+
 #: results stem -> (section title, command without --quick, renderer), in README order.
 SECTIONS: dict[str, tuple[str, str, Callable[[dict, Path, bool], str]]] = {
     "pico_study": ("PICO / EBM-NLP aggregation study", "python -m benchmarks.pico_study", render_pico_study),
@@ -585,6 +635,9 @@ SECTIONS: dict[str, tuple[str, str, Callable[[dict, Path, bool], str]]] = {
     "load": ("Load: 20 concurrent clients", "python benchmarks/load.py", render_load),
     "sample_size_example": ("Sample size for an expert subset (SLiCE)", "python -m benchmarks.sample_size_example",
                             render_sample_size),
+    "routing": ("Routing documents to the experts: narrowing per document revealed", "python -m benchmarks.routing",
+                render_routing),
+    "batches": ("New batches: an earlier model vs a refit", "python -m benchmarks.batches", render_batches),
 }
 
 

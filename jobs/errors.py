@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 __all__ = ["JobError", "QueueUnavailableError", "JobNotRunnableError", "JobCancelled", "UploadConflictError",
-           "JobParamsError", "JobNotFinishedError"]
+           "JobParamsError", "JobNotFinishedError", "JobModelMissingError"]
 
 
 class JobError(Exception):
@@ -20,6 +20,10 @@ class JobNotRunnableError(JobError):
 
 class JobNotFinishedError(JobNotRunnableError):
     """An action that needs a finished job's results (routing, a model to start from) on a job that is not."""
+
+
+class JobModelMissingError(JobNotRunnableError):
+    """A finished job that kept no fitted model (its method keeps none, or it finished before models were kept)."""
 
 
 class UploadConflictError(JobError):

@@ -16,16 +16,37 @@ import numpy as np
 from numpy.typing import NDArray
 
 from crowdqa.aggregation import make_aggregator
+from crowdqa.aggregation.batches import carry_workers, fitted_state, restore_state, supports_batches
 from crowdqa.aggregation.corpus import MISSING, Corpus
 from crowdqa.quality.references import reference_labels
 from crowdqa.quality.report import build_report
 
-__all__ = ["PipelineResult", "ProgressFn", "run_pipeline"]
+__all__ = ["ModelStart", "PipelineResult", "ProgressFn", "run_pipeline"]
 
 #: ``progress(stage, iteration, log_likelihood)``; ``iteration`` and ``log_likelihood``
 #: are None outside the EM loop. Stages: "fitting", "cross-fitting" (with ``use_experts``),
 #: "scoring"; callers add their own "reading" before and "writing" after.
 ProgressFn = Callable[[str, int | None, float | None], None]
+
+
+@dataclass(frozen=True)
+class ModelStart:
+    """An earlier fit a new batch is aggregated with (:mod:`crowdqa.aggregation.batches`).
+
+    Attributes
+    ----------
+    state : dict of str to ndarray
+        The earlier estimator's fitted state and ``class_names``, the classes it was fitted on
+        (what :attr:`PipelineResult.model` holds).
+    frozen : bool
+        True: predict with the earlier parameters, no EM; False: start EM from them (warm start).
+    source : str
+        Where it came from (``"job <id>"``, a file name), for the report.
+    """
+
+    state: dict[str, NDArray]
+    frozen: bool
+    source: str
 
 
 @dataclass(frozen=True)
@@ -51,6 +72,9 @@ class PipelineResult:
         saves the report.
     timings : dict
         Seconds spent fitting and reporting.
+    model : dict of str to ndarray or None
+        The fitted state a later batch can start from (with ``class_names``); None for a method
+        that keeps none.
     """
 
     labels: NDArray[np.int64]
@@ -60,6 +84,7 @@ class PipelineResult:
     clamped: NDArray[np.bool_]
     fit: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    model: dict[str, NDArray] | None = None
 
 
 def run_pipeline(
@@ -73,6 +98,7 @@ def run_pipeline(
     crossfit_folds: int = 4,
     seed: int = 0,
     blocked: frozenset[str] = frozenset(),
+    start: ModelStart | None = None,
 ) -> PipelineResult:
     """Fit ``method`` on the crowd annotators of ``corpus`` and report against its experts.
 
@@ -84,6 +110,9 @@ def run_pipeline(
     only, so no score is computed on labels the fit was shown.
     Annotators in ``blocked`` (the project's block list) are left out of the fit and still scored; the
     report marks them (``blocked`` of each worker, ``blocked_workers``).
+    With ``start`` (a new batch) the aggregator carries an earlier fit: ``start.frozen`` predicts
+    with its parameters and fits nothing; otherwise EM starts from them (``warm_start``); the
+    annotators are matched by id, a new one starting from the crowd average.
     Raises ValueError for an unknown method or parameter, or a corpus without crowd labels.
     """
     crowd_ids = corpus.workers_with_role("crowd")
@@ -95,7 +124,10 @@ def run_pipeline(
             f"{len(crowd_ids)} crowd annotators, {int(excluded[crowd_ids].sum())} of them blocked, with labels on "
             f"{corpus.n_tokens} tokens)"
         )
-    aggregator = make_aggregator(method, dict(params or {}))
+    aggregator = _aggregator(method, params, start, corpus)
+    if start is not None and start.frozen and use_experts:
+        raise ValueError("a frozen model is not refitted, so clamped expert labels would teach it nothing: "
+                         "start EM from the earlier model instead (not frozen), or leave use_experts off")
     known = None
     clamped = np.zeros(corpus.n_tokens, dtype=bool)
     if use_experts:
@@ -113,13 +145,20 @@ def run_pipeline(
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        aggregator.fit(crowd, known=known, callback=callback)
+        if start is not None and start.frozen:
+            labels, proba = aggregator.predict(crowd), aggregator.predict_proba(crowd)
+            confusion = _carried_confusion(start.state, crowd)
+        else:
+            aggregator.fit(crowd, known=known, callback=callback)
+            labels, proba = aggregator.labels_, aggregator.proba_
+            confusion = aggregator.worker_confusion_
     fit_seconds = time.perf_counter() - t0
-    history = [float(x) for x in getattr(aggregator, "log_likelihood_", [])]
+    frozen = start is not None and start.frozen
+    history = [] if frozen else [float(x) for x in getattr(aggregator, "log_likelihood_", [])]
     fit = {
-        "iterations": int(getattr(aggregator, "n_iter_", 0)),
-        # None: a fixed number of EM iterations was asked for (tol=None), so nothing was tested.
-        "converged": None if _fixed_schedule(aggregator) else bool(getattr(aggregator, "converged_", True)),
+        "iterations": 0 if frozen else int(getattr(aggregator, "n_iter_", 0)),
+        # None: a fixed number of EM iterations was asked for (tol=None), or none at all (frozen).
+        "converged": None if frozen or _fixed_schedule(aggregator) else bool(getattr(aggregator, "converged_", True)),
         "seconds": round(fit_seconds, 6),
         "log_likelihood": history,
         "params": {k: v for k, v in (params or {}).items()},
@@ -128,6 +167,12 @@ def run_pipeline(
         "warnings": [str(w.message) for w in caught],
         "stages": {"fitting": round(fit_seconds, 6)},
     }
+    if start is not None:
+        seen = np.isin(np.asarray(crowd.worker_ids, dtype=str), start.state["worker_ids_"])
+        active = np.bincount(crowd.worker, minlength=crowd.n_workers) > 0
+        fit["start"] = {"from": start.source, "mode": "frozen" if frozen else "warm start",
+                        "workers_seen_before": int(np.count_nonzero(seen & active)),
+                        "workers_new": int(np.count_nonzero(~seen & active))}
     heldout = None
     if use_experts:
         if progress is not None:
@@ -138,14 +183,14 @@ def run_pipeline(
                 progress("cross-fitting", None, None)
 
         heldout, n_folds = _cross_fit(method, params, crowd, known, corpus, folds=crossfit_folds, seed=seed,
-                                      callback=fold_step)
+                                      callback=fold_step, start=start)
         fit["cross_fit"] = {"folds": n_folds, "expert_documents": int(np.unique(corpus.token_doc[clamped]).size),
                             "seconds": round(time.perf_counter() - t_cf, 6), "seed": seed}
         fit["stages"]["cross_fitting"] = fit["cross_fit"]["seconds"]
     if progress is not None:
         progress("scoring", None, None)
     t1 = time.perf_counter()
-    labels = np.asarray(aggregator.labels_, dtype=np.int64)
+    labels = np.asarray(labels, dtype=np.int64)
     # A token no crowd worker labelled has no aggregate, only the model's prior (or a clamped expert
     # label): it is not scored, so documents only the experts labelled do not read as missed spans.
     covered = np.bincount(crowd.token, minlength=corpus.n_tokens) > 0
@@ -169,18 +214,48 @@ def run_pipeline(
     fit["stages"]["scoring"] = round(report_seconds, 6)
     return PipelineResult(
         labels=labels,
-        proba=np.asarray(aggregator.proba_, dtype=np.float64),
-        worker_confusion=np.asarray(aggregator.worker_confusion_, dtype=np.float64),
+        proba=np.asarray(proba, dtype=np.float64),
+        worker_confusion=np.asarray(confusion, dtype=np.float64),
         report=report,
         clamped=clamped,
         fit=fit,
         timings={"fit": round(fit_seconds, 6), "report": round(report_seconds, 6)},
+        model=start.state if frozen else _model_state(aggregator, corpus),
     )
+
+
+def _aggregator(method: str, params: dict[str, Any] | None, start: ModelStart | None, corpus: Corpus) -> Any:
+    """A new aggregator, carrying ``start``'s fit (warm start unless frozen) when given."""
+    aggregator = make_aggregator(method, dict(params or {}))
+    if start is None:
+        return aggregator
+    names = tuple(str(c) for c in start.state.get("class_names", np.array([], dtype=str)).tolist())
+    if names != tuple(corpus.class_names):
+        raise ValueError(f"the earlier model was fitted on the classes {list(names)}, this batch has "
+                         f"{list(corpus.class_names)}: a new batch must have the same labels")
+    restore_state(aggregator, start.state)
+    if not start.frozen:
+        aggregator.set_params(warm_start=True)
+    return aggregator
+
+
+def _model_state(aggregator: Any, corpus: Corpus) -> dict[str, NDArray] | None:
+    """What a later batch can start from: the fitted state and the classes, or None for a method without one."""
+    if not supports_batches(aggregator):
+        return None
+    return {**fitted_state(aggregator), "class_names": np.asarray(corpus.class_names, dtype=str)}
+
+
+def _carried_confusion(state: dict[str, NDArray], corpus: Corpus) -> NDArray[np.float64]:
+    """The confusion matrices a frozen model gives ``corpus``'s annotators."""
+    conf, _ = carry_workers(tuple(state["worker_ids_"].tolist()), state["worker_confusion_"],
+                            state["worker_labels_"], corpus.worker_ids)
+    return conf
 
 
 def _cross_fit(
     method: str, params: dict[str, Any] | None, crowd: Corpus, known: NDArray, corpus: Corpus, *, folds: int,
-    seed: int, callback: Callable[[int, float], None] | None = None,
+    seed: int, callback: Callable[[int, float], None] | None = None, start: ModelStart | None = None,
 ) -> tuple[NDArray[np.int64], int]:
     """Held-out predictions on the expert documents, and the number of folds used.
 
@@ -195,7 +270,7 @@ def _cross_fit(
     heldout = np.full(corpus.n_tokens, MISSING, dtype=np.int64)
     for part in np.array_split(np.random.default_rng(seed).permutation(expert_docs), n_folds):
         held = np.isin(corpus.token_doc, part)
-        model = make_aggregator(method, dict(params or {}))
+        model = _aggregator(method, params, start, corpus)
         with warnings.catch_warnings():
             # The main fit already recorded this method's warnings for these settings.
             warnings.simplefilter("ignore")

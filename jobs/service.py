@@ -239,6 +239,7 @@ def delete_upload(*, session: Session, settings: Settings, dataset: Dataset, upl
 
 
 def _check_job_input(session: Session, dataset: Dataset, job_in: JobCreate) -> None:
+    from crowdqa.jobs.batches import check_start
     from crowdqa.jobs.params import validate_params
 
     if not dataset.corpus_sha256:
@@ -252,6 +253,7 @@ def _check_job_input(session: Session, dataset: Dataset, job_in: JobCreate) -> N
         if job_in.reference not in experts:
             raise ValueError(f"reference must be 'union', 'majority' or an expert of the dataset {sorted(experts)}, "
                              f"found {job_in.reference!r}")
+    check_start(session=session, dataset=dataset, job_in=job_in)  # from_job / frozen: a new batch
 
 
 def _enqueue_or_fail(*, session: Session, settings: Settings, queue: Queue, job: Job) -> Job:

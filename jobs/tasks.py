@@ -23,6 +23,7 @@ from sqlmodel import Session
 
 from crowdqa.ingest.errors import IngestError
 from crowdqa.jobs import cancel
+from crowdqa.jobs.batches import start_from_job
 from crowdqa.jobs.errors import JobCancelled
 from crowdqa.jobs.pipeline import run_pipeline
 from crowdqa.jobs.service import jsonable, load_job_corpus
@@ -115,13 +116,16 @@ def _save_results(settings: Settings, job: Job, result, timings: dict[str, float
     labels = store.put_arrays(labels=result.labels, clamped=result.clamped)
     proba = store.put_arrays(proba=result.proba)
     confusion = store.put_arrays(worker_confusion=result.worker_confusion)
+    # The fitted state a later batch can start from (``from_job``); methods without one keep none.
+    model = store.put_arrays(**result.model) if result.model is not None else None
     timings["save"] = round(time.perf_counter() - t0, 6)
     # The report's fit block keeps every stage's seconds (result.fit is that block).
     result.fit["stages"].update(reading=timings["load"], writing=timings["save"])
     history = result.fit.get("log_likelihood") or [None]
     progress = {"stage": "done", "iteration": result.fit.get("iterations"), "log_likelihood": history[-1],
                 "stages": dict(result.fit["stages"])}
-    artifacts = {"labels": labels.as_dict(), "proba": proba.as_dict(), "worker_confusion": confusion.as_dict()}
+    artifacts = {"labels": labels.as_dict(), "proba": proba.as_dict(), "worker_confusion": confusion.as_dict(),
+                 **({"model": model.as_dict()} if model is not None else {})}
     with Session(get_engine(settings)) as s:
         if not crud.finish_job(session=s, job_id=job.id, report=jsonable(result.report), timings=jsonable(timings),
                                progress=progress, artifacts=artifacts):
@@ -159,7 +163,7 @@ def _run_claimed(settings: Settings, job: Job, rq_job) -> str:
         timings = {"load": round(time.perf_counter() - t0, 6)}
         result = run_pipeline(corpus, method=str(job.method),
                               params=job.params, use_experts=job.use_experts, reference=job.reference,
-                              progress=progress, blocked=blocked)
+                              progress=progress, blocked=blocked, start=start_from_job(settings, job))
         timings.update(result.timings)
         progress("writing", None, None)
         _save_results(settings, job, result, timings)

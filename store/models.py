@@ -57,7 +57,7 @@ __all__ = [
 ]
 
 #: Bump when a table changes; :func:`crowdqa.store.db.init_db` refuses a database of another version.
-SCHEMA_VERSION = 2  # 2: worker accuracy columns
+SCHEMA_VERSION = 3  # 2: worker accuracy columns; 3: jobs' from_job and frozen (new batches)
 
 
 def new_id() -> str:
@@ -223,6 +223,11 @@ class JobBase(SQLModel):
     use_experts: bool = False
     reference: str = Field(default="union", max_length=300,
                            description="Expert reference: union, majority or an expert's annotator id.")
+    from_job: str | None = Field(default=None, max_length=64,
+                                 description="A new batch: aggregate with this finished job's fitted model (same "
+                                             "method), annotators seen before keeping their history.")
+    frozen: bool = Field(default=False, description="With from_job: predict with the earlier model's parameters "
+                                                    "(no EM); otherwise EM starts from them (warm start).")
 
 
 class JobCreate(JobBase):

@@ -123,6 +123,8 @@ def _run(args: argparse.Namespace) -> int:
     folder_out = (args.output_format or default_output_format(args.format, output=args.output)) == "ebm-nlp"
     check_output(args.output, option="--output", folder=folder_out)
     check_output(args.report, option="--report")
+    check_output(args.save_model, option="--save-model")
+    start = _model_start(args)
     if args.reference not in RULES and not args.expert and args.role != "expert":
         raise UserError(f"--reference {args.reference!r} names an expert, but no --expert file is given")
     from crowdqa.aggregation import make_aggregator
@@ -158,7 +160,7 @@ def _run(args: argparse.Namespace) -> int:
     say(f"crowdqa: read {s['documents']} documents, {s['tokens']} tokens, annotators {s['annotators']}"
         + (f"; skipped {len(problems)} bad rows" if problems else ""))
     result = run_pipeline(corpus, method=args.method, params=params, use_experts=args.use_experts,
-                          reference=args.reference, progress=progress)
+                          reference=args.reference, progress=progress, start=start)
     progress("writing", None, None)
     write_labels(result.labels, corpus, args.output, format=out_format)
     progress.end()
@@ -167,6 +169,11 @@ def _run(args: argparse.Namespace) -> int:
     stop = "fixed schedule" if fit["converged"] is None else f"converged={fit['converged']}"
     say(f"crowdqa: {args.method}: {fit['iterations']} iterations, {stop}, "
         f"{fit['seconds']:.2f} s; wrote {out_format} to {args.output}")
+    if args.save_model:
+        from crowdqa.jobs.batches import save_model_file
+
+        save_model_file(result.model, args.save_model)
+        say(f"crowdqa: wrote the fitted model to {args.save_model}")
     if args.report:
         with open(args.report, "w", encoding="utf-8") as fh:
             dump_report(result.report, fh)
@@ -176,6 +183,21 @@ def _run(args: argparse.Namespace) -> int:
 
     print(format_report(result.report, max_workers=args.top, sort=args.sort))
     return 0
+
+
+def _model_start(args: argparse.Namespace):
+    """``--from-model`` (and ``--frozen``) as the pipeline's start; checks ``--save-model``'s method too."""
+    if args.frozen and not args.from_model:
+        raise UserError("--frozen needs --from-model PATH (the model of an earlier batch)")
+    if args.save_model or args.from_model:
+        from crowdqa.jobs.batches import batch_methods, load_model_file
+
+        if args.method not in batch_methods():
+            raise UserError(f"--method {args.method} keeps no model a new batch can start from; "
+                            f"--save-model and --from-model take {', '.join(batch_methods())}")
+        if args.from_model:
+            return load_model_file(args.from_model, method=args.method, frozen=args.frozen)
+    return None
 
 
 def register(subparsers) -> None:
@@ -198,6 +220,13 @@ def register(subparsers) -> None:
                         "--output's suffix (.jsonl, .conll), else conll for CoNLL input, ebm-nlp for EBM-NLP, "
                         "else spans-jsonl")
     p.add_argument("--report", metavar="REPORT.json", help="write the quality report here")
+    p.add_argument("--save-model", metavar="MODEL.npz",
+                   help="keep the fitted model (annotators by id) so a later batch can start from it")
+    p.add_argument("--from-model", metavar="MODEL.npz",
+                   help="a new batch: start EM from an earlier batch's model (--save-model, or GET /jobs/{id}/model), "
+                        "annotators seen before keeping their history, new ones starting from the crowd average")
+    p.add_argument("--frozen", action="store_true",
+                   help="with --from-model: predict with the earlier model's parameters, no EM")
     p.add_argument("--quiet", "-q", action="store_true",
                    help="no progress on stderr (on a terminal it is a progress bar per stage; elsewhere one line "
                         "per stage and per EM iteration)")

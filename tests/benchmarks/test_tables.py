@@ -15,6 +15,10 @@ def _block(p: float, r: float, f: float) -> dict:
             "recall_ci": [r - 0.02, r + 0.02], "f1_ci": [f - 0.03, f + 0.03], "tp": 1, "fp": 1, "fn": 1}
 
 
+_ROUTING_METRICS = ("precision_width", "recall_width", "f1_width", "precision_error", "recall_error", "f1_error",
+                    "worker_precision_width", "worker_recall_width")
+
+
 def _fakes() -> dict[str, dict]:
     """One minimal results file per section, in the layouts the benchmarks write."""
     meta = {"command": "python -m benchmarks.X", "machine": "Fake CPU, 2 cores", "date": "2026-01-02 03:04 UTC"}
@@ -60,6 +64,20 @@ def _fakes() -> dict[str, dict]:
                                     "annotators_per_doc": 4, "annotators": 200, "mean_doc_tokens": 25},
                           "points": [{**point, "method": m, "n_labels": 1000} for m in ("mv", "ds")],
                           "summary": {"mv": {"time_loglog_slope_from_1e5": 1.02}, "ds": {}}},
+        "routing": {
+            "meta": meta,
+            "setup": {"method": "ds", "pool_documents": 4, "seeds": 5},
+            "full_pool": {"precision": 0.8, "recall": 0.6, "f1": 0.69},
+            "checkpoints": [2],
+            "curves": {k: {m: [0.3, 0.2, 0.1, 0.05] for m in _ROUTING_METRICS} for k in ("routed", "random")},
+            "mean_over_reveals": {k: {m: 0.2 for m in _ROUTING_METRICS} for k in ("routed", "random")},
+            "random_seeds_worse_than_routed": {m: 0.6 for m in _ROUTING_METRICS}},
+        "batches": {
+            "meta": meta,
+            "setup": {"method": "ds", "documents": [10, 11], "labels": [100, 120], "batch2_workers_seen_in_batch1": 3,
+                      "batch2_crowd_workers": 4, "expert_documents_batch2": 2},
+            "runs": {k: {"seconds": 1.0, "iterations": 3, "agreement_with_joint_refit": 0.99, **_block(0.8, 0.6, 0.69)}
+                     for k in ("refit", "frozen", "warm start", "joint refit")}},
         "sample_size_example": {
             "setup": {"half_width": 0.05, "confidence": 0.95, "tokens_per_document": 280.2},
             "plans": {"paper_figures": {"inputs": {"precision": 0.719, "recall": 0.761, "frequency": 0.143},
