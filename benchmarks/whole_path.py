@@ -56,8 +56,9 @@ labels.to_csv(out)
 """
 
 
-def write_data(n_labels: int, path: Path, *, seed: int = 0) -> None:
+def write_data(n_labels: int, path: Path, *, seed: int = 0, n_workers: int = N_WORKERS) -> None:
     """The issue's synthetic crowd as ``task,worker,label`` rows (shuffled), written in chunks."""
+    N_WORKERS = n_workers  # noqa: N806 (the module default, or --workers)
     n_items = n_labels // PER_ITEM
     rng = np.random.default_rng(seed)
     truth = rng.integers(0, N_CLASSES, n_items)
@@ -160,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cap", type=float, default=1800.0, help="stop a crowd-kit run after this many seconds")
     ap.add_argument("--no-api", action="store_true", help="skip the API job")
     ap.add_argument("--api-max", type=float, default=3e6, help="largest size run through the API")
+    ap.add_argument("--workers", type=int, default=N_WORKERS,
+                    help=f"crowd size (default {N_WORKERS}); another size writes whole_path_<N>w.json")
+    ap.add_argument("--no-peer", action="store_true", help="skip crowd-kit (e.g. to time the report alone)")
     ap.add_argument("--merge", action="store_true",
                     help="keep the points of other sizes already in the results file (a long size run on its own)")
     args = ap.parse_args(argv)
@@ -174,12 +178,13 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         for n in sizes:
             path = work / f"synth_{n}.csv"
-            write_data(n, path)
+            write_data(n, path, n_workers=args.workers)
             for method in ("mv", "ds"):
-                point = {"labels": n, "items": n // PER_ITEM, "workers": N_WORKERS, "method": method,
+                point = {"labels": n, "items": n // PER_ITEM, "workers": args.workers, "method": method,
                          "file_mib": round(path.stat().st_size / 2**20, 1)}
                 point["crowdqa"] = crowdqa_point(path, method, work)
-                point["crowd_kit"] = crowdkit_point(path, method, work, args.cap)
+                if not args.no_peer:
+                    point["crowd_kit"] = crowdkit_point(path, method, work, args.cap)
                 if not args.no_api and n <= args.api_max:
                     point["api"] = api_point(path, method, work)
                 point["load_average"] = [round(x, 2) for x in os.getloadavg()]  # after the point: how shared
@@ -192,13 +197,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _results_path(args: argparse.Namespace) -> Path:
-    return RESULTS / ("whole_path_quick.json" if args.quick else "whole_path.json")
+    crowd = "" if args.workers == N_WORKERS else f"_{args.workers}w"
+    return RESULTS / f"whole_path{crowd}{'_quick' if args.quick else ''}.json"
 
 
 def _save(points: list[dict], args: argparse.Namespace, t_start: float) -> Path:
     command = "python -m benchmarks.whole_path" + (" --quick" if args.quick else "")
     if args.sizes:
         command += f" --sizes {args.sizes}"
+    if args.workers != N_WORKERS:
+        command += f" --workers {args.workers}"
+    command += " --no-peer" * args.no_peer + " --no-api" * args.no_api
     meta = make_meta(command + f" --cap {args.cap:g}", seconds=time.perf_counter() - t_start)
     meta["note"] = "One run per point; the machine (2 cores) was shared with other engineers' work"
     if getattr(args, "earlier_meta", None):
