@@ -77,6 +77,11 @@ class ReviewOutcome:
     rows: dict[int, RowDecision]
     bonuses: list[dict[str, str]]
 
+    @property
+    def media_type(self) -> str:
+        """The reviewed batch's media type, with the charset it was uploaded in (its byte-order mark kept)."""
+        return f"text/csv; charset={'utf-8' if self.batch.codec == 'utf-8' else 'utf-16'}"
+
     def reviewed_csv(self) -> bytes:
         """The batch file with the decisions filled in (every other byte as it came)."""
         return write_reviewed(self.batch, self.rows)
@@ -297,7 +302,8 @@ def format_review(summary: dict[str, Any], *, source: str, max_rows: int = 40) -
     if a["malformed_lines"]:
         lines.append(f"  {len(a['malformed_lines'])} lines are not assignment rows (field count unlike the header), "
                      f"left as they were: {', '.join(map(str, a['malformed_lines'][:10]))}")
-    reasons = ", ".join(f"{n} {_REASONS[k]}" for k, n in w["reasons"].items())
+    unit = "tokens" if name == "F1" else "items"
+    reasons = ", ".join(f"{n} {_REASONS[k].replace('tokens', unit)}" for k, n in w["reasons"].items())
     lines.append(f"workers: {w['approved']} approved, {w['rejected']} rejected" + (f" ({reasons})" if reasons else ""))
     if r["bonus"] is not None:
         lines.append(f"bonuses: {len(summary['bonuses'])} workers x ${r['bonus']} = ${summary['bonus_total']} "

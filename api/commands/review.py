@@ -22,21 +22,25 @@ from crowdqa.api.commands import COMMANDS, UserError
 __all__ = ["register"]
 
 
-def _fraction(text: str) -> float:
-    """An argparse type: a number (its range is the rules' to check, with their message)."""
+def _number(flag: str, text: str | None, kind: type, what: str):
+    """``text`` as a number, or a one-line error naming the flag (argparse's own would add a usage block)."""
+    if text is None:
+        return None
     try:
-        return float(text)
+        return kind(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], found {text!r}") from None
+        raise UserError(f"{flag} must be {what}, found {text!r}") from None
 
 
 def _rules(args: argparse.Namespace):
     from crowdqa.jobs.review import ReviewRules
 
     try:
-        return ReviewRules(reject_below=args.reject_below, min_tokens=args.min_tokens, metric=args.metric,
-                           against=args.against, decide_by=args.decide_by, bonus=args.bonus,
-                           bonus_above=args.bonus_above)
+        return ReviewRules(
+            reject_below=_number("--reject-below", args.reject_below, float, "a number in [0, 1]"),
+            min_tokens=_number("--min-tokens", args.min_tokens, int, "an integer >= 0"), metric=args.metric,
+            against=args.against, decide_by=args.decide_by, bonus=args.bonus,
+            bonus_above=_number("--bonus-above", args.bonus_above, float, "a number in [0, 1]"))
     except ValueError as exc:
         flags = re.sub(r"\b(reject_below|min_tokens|bonus_above|bonus|decide_by)\b",
                        lambda m: "--" + m[1].replace("_", "-"), str(exc))
@@ -105,11 +109,11 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("review", help=COMMANDS["review"][1], description=__doc__.split("\n", 1)[1].strip(),
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("path", metavar="BATCH.csv", help="the Mechanical Turk batch-results CSV")
-    p.add_argument("--method", required=True, choices=list(METHODS), help="aggregation method")
+    p.add_argument("--method", required=True, metavar="M", help=f"aggregation method: {', '.join(METHODS)}")
     p.add_argument("--params", help='method parameters as JSON, e.g. \'{"max_iter": 50}\'')
-    p.add_argument("--reject-below", required=True, type=_fraction, metavar="SCORE",
+    p.add_argument("--reject-below", required=True, metavar="SCORE",
                    help="reject workers whose score (F1, or accuracy for categorical answers) is below this")
-    p.add_argument("--min-tokens", type=int, default=50, metavar="N",
+    p.add_argument("--min-tokens", default="50", metavar="N",
                    help="judge only workers with at least N compared tokens (items); default 50")
     p.add_argument("--decide-by", choices=DECIDE_BY, default="interval",
                    help="interval (default): reject only when the 95%% interval's upper bound is below "
@@ -120,7 +124,7 @@ def register(subparsers) -> None:
     p.add_argument("--against", choices=AGAINST, default="aggregate",
                    help="score workers against the aggregate (default) or the experts (needs --expert)")
     p.add_argument("--bonus", metavar="DOLLARS", help="pay this bonus (e.g. 0.50) to workers above --bonus-above")
-    p.add_argument("--bonus-above", type=_fraction, metavar="SCORE", help="the bonus threshold")
+    p.add_argument("--bonus-above", metavar="SCORE", help="the bonus threshold")
     p.add_argument("--output", metavar="REVIEWED.csv", help="where to write the reviewed batch")
     p.add_argument("--bonus-output", metavar="BONUSES.csv",
                    help="write the bonus list here (WorkerId, AssignmentId, BonusAmount, Reason)")

@@ -139,9 +139,7 @@ def review_job(job: OwnedJobDep, body: ReviewRequest, session: SessionDep, setti
         return Response(outcome.bonus_csv(), media_type="text/csv; charset=utf-8",  # type: ignore[return-value]
                         headers=headers)
     headers["Content-Disposition"] = f'attachment; filename="{job.id}-reviewed.csv"'
-    charset = "utf-8" if outcome.batch.codec == "utf-8" else "utf-16"  # as uploaded, byte-order mark included
-    return Response(outcome.reviewed_csv(), media_type=f"text/csv; charset={charset}",  # type: ignore[return-value]
-                    headers=headers)
+    return Response(outcome.reviewed_csv(), media_type=outcome.media_type, headers=headers)  # type: ignore[return-value]
 
 
 Offset = Annotated[int, Query(ge=0, le=10**9, description="Rows to skip.")]
