@@ -29,6 +29,8 @@ def read_doccano(path: str | os.PathLike, *, role: str = "crowd", problems: Prob
                  scheme: str = "auto") -> Corpus:
     """Read doccano JSONL exports, one file per user.
 
+    The annotator of a file is its name without ``.jsonl``; every line is one document they labelled.
+
     Parameters
     ----------
     path : str or PathLike
