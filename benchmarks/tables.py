@@ -600,21 +600,24 @@ def render_routing(d: dict, results: Path, quick: bool) -> str:
 
 def render_batches(d: dict, results: Path, quick: bool) -> str:
     s = d["setup"]
-    refit = d["runs"]["refit"]["seconds"]
     rows = []
-    for name, r in d["runs"].items():
-        rows.append([name, f"{r['seconds']:.2f} s", f"{r['seconds'] / refit:.2f}", str(r["iterations"]),
-                     f"{100 * r['agreement_with_joint_refit']:.2f}%", _f(r.get("precision")), _f(r.get("recall")),
-                     _ci(r, "f1")])
+    for method, m in d["methods"].items():
+        refit = m["runs"]["refit"]["seconds"]
+        for name, r in m["runs"].items():
+            rows.append([NAMES.get(method, method), name, f"{r['seconds']:.2f} s", f"{r['seconds'] / refit:.2f}",
+                         f"{r['fit_seconds']:.2f} s", str(r["iterations"]),
+                         f"{100 * r['agreement_with_joint_refit']:.2f}%", _f(r.get("precision")),
+                         _f(r.get("recall")), _ci(r, "f1")])
     return (
         f"PICO Participants split into two batches of {s['documents'][0]} and {s['documents'][1]} documents "
         f"({s['labels'][0]:,} and {s['labels'][1]:,} labels; {s['batch2_workers_seen_in_batch1']} of batch 2's "
-        f"{s['batch2_crowd_workers']} crowd workers were in batch 1); {s['method']}; batch 2 aggregated four ways, "
-        "each the whole pipeline (fit + report) in one process, one after another; the machine was shared, so read "
-        "the ratios. Agreement: share of batch 2's crowd-labelled tokens labelled as the joint refit labels them; "
-        f"P, R, F1 (95% CI): tokens of batch 2's {s['expert_documents_batch2']} expert documents against the experts."
-        "\n\n" + _table(["batch 2", "seconds", "÷ refit", "EM iterations", "agreement with joint refit",
-                           "precision", "recall", "F1"], rows)
+        f"{s['batch2_crowd_workers']} crowd workers were in batch 1). Batch 2 aggregated four ways, each the whole "
+        f"pipeline (fit + report; least of {s.get('repeats', 1)} runs), one after another in one process; the "
+        "machine was shared, so read the ratios. Agreement: share of batch 2's crowd-labelled tokens labelled as "
+        f"the joint refit labels them; P, R, F1 (95% CI): tokens of batch 2's {s['expert_documents_batch2']} expert "
+        "documents against the experts.\n\n"
+        + _table(["method", "batch 2", "seconds", "÷ refit", "fit", "EM iterations", "agreement with joint refit",
+                  "precision", "recall", "F1"], rows)
     )
 
 

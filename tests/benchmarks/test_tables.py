@@ -74,10 +74,11 @@ def _fakes() -> dict[str, dict]:
             "random_seeds_worse_than_routed": {m: 0.6 for m in _ROUTING_METRICS}},
         "batches": {
             "meta": meta,
-            "setup": {"method": "ds", "documents": [10, 11], "labels": [100, 120], "batch2_workers_seen_in_batch1": 3,
-                      "batch2_crowd_workers": 4, "expert_documents_batch2": 2},
-            "runs": {k: {"seconds": 1.0, "iterations": 3, "agreement_with_joint_refit": 0.99, **_block(0.8, 0.6, 0.69)}
-                     for k in ("refit", "frozen", "warm start", "joint refit")}},
+            "setup": {"documents": [10, 11], "labels": [100, 120], "batch2_workers_seen_in_batch1": 3,
+                      "batch2_crowd_workers": 4, "expert_documents_batch2": 2, "repeats": 2},
+            "methods": {"ds": {"runs": {k: {"seconds": 1.0, "fit_seconds": 0.5, "iterations": 3,
+                                            "agreement_with_joint_refit": 0.99, **_block(0.8, 0.6, 0.69)}
+                                        for k in ("refit", "frozen", "warm start", "joint refit")}}}},
         "sample_size_example": {
             "setup": {"half_width": 0.05, "confidence": 0.95, "tokens_per_document": 280.2},
             "plans": {"paper_figures": {"inputs": {"precision": 0.719, "recall": 0.761, "frequency": 0.143},
