@@ -13,8 +13,14 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from crowdqa.ingest.errors import IngestError
-from crowdqa.jobs.errors import JobNotRunnableError, JobParamsError, QueueUnavailableError, UploadConflictError
+from crowdqa.jobs.errors import (
+    DatasetBusyError,
+    JobNotFinishedError,
+    JobNotRunnableError,
+    JobParamsError,
+    QueueUnavailableError,
+    UploadConflictError,
+)
 from crowdqa.store.errors import ArtifactMissingError, UploadTooLargeError
 
 __all__ = ["Problem", "ProblemError", "problem_response", "problem_responses", "install_error_handlers"]
@@ -118,10 +124,6 @@ def install_error_handlers(app: FastAPI) -> None:
         detail = f"{'.'.join(first.get('loc', []))}: {first.get('msg', 'invalid request')}" if first else None
         return problem_response(422, detail, errors=errors)
 
-    @app.exception_handler(IngestError)
-    async def _ingest(_: Request, exc: IngestError):
-        return problem_response(422, str(exc).splitlines()[0] if str(exc) else "unreadable file")
-
     app.exception_handler(UploadTooLargeError)(_too_large)
 
     @app.exception_handler(JobParamsError)
@@ -129,13 +131,11 @@ def install_error_handlers(app: FastAPI) -> None:
         return problem_response(422, str(exc), errors=[{"loc": ["body", "params", exc.field], "msg": str(exc),
                                                         "type": "value_error"}])
 
-    @app.exception_handler(UploadConflictError)
-    async def _upload_conflict(_: Request, exc: UploadConflictError):
+    async def _conflict(_: Request, exc: Exception):
         return problem_response(409, str(exc))
 
-    @app.exception_handler(JobNotRunnableError)
-    async def _not_runnable(_: Request, exc: JobNotRunnableError):
-        return problem_response(409, str(exc))
+    for conflict in (UploadConflictError, JobNotRunnableError, JobNotFinishedError, DatasetBusyError):
+        app.exception_handler(conflict)(_conflict)
 
     @app.exception_handler(QueueUnavailableError)
     async def _queue_down(_: Request, exc: QueueUnavailableError):
@@ -150,7 +150,7 @@ def install_error_handlers(app: FastAPI) -> None:
         logger.error("artifact missing: %s", exc)
         return problem_response(500, "a stored result file is missing or damaged; re-run the job")
 
-    @app.exception_handler(ValueError)
+    @app.exception_handler(ValueError)  # IngestError too: a file that cannot be read
     async def _value(_: Request, exc: ValueError):
         return problem_response(422, str(exc).splitlines()[0] if str(exc) else "invalid value")
 

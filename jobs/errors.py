@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-__all__ = ["JobError", "QueueUnavailableError", "JobNotRunnableError", "JobCancelled", "UploadConflictError",
-           "JobParamsError", "JobNotFinishedError", "JobModelMissingError"]
+__all__ = ["JobError", "QueueUnavailableError", "JobNotRunnableError", "JobNotFinishedError", "DatasetBusyError",
+           "JobCancelled", "UploadConflictError", "JobParamsError", "JobModelMissingError"]
 
 
 class JobError(Exception):
@@ -19,7 +19,12 @@ class JobNotRunnableError(JobError):
 
 
 class JobNotFinishedError(JobNotRunnableError):
-    """An action that needs a finished job's results (routing, a model to start from) on a job that is not."""
+    """An action that needs a finished job's results (its report, workers or labels; routing; a model to start
+    from) on a job that is not."""
+
+
+class DatasetBusyError(JobError):
+    """A dataset that cannot be deleted now: one of its jobs is running."""
 
 
 class JobModelMissingError(JobNotRunnableError):

@@ -20,6 +20,7 @@ from crowdqa.aggregation.batches import carry_workers, fitted_state, restore_sta
 from crowdqa.aggregation.corpus import MISSING, Corpus
 from crowdqa.quality.references import reference_labels
 from crowdqa.quality.report import build_report
+from crowdqa.quality.report_model import FitRecord, QualityReport
 
 __all__ = ["ModelStart", "PipelineResult", "ProgressFn", "run_pipeline"]
 
@@ -61,14 +62,14 @@ class PipelineResult:
         Posterior of each token's true class.
     worker_confusion : ndarray of shape (n_workers, n_classes, n_classes)
         ``worker_confusion[w, t, o]`` = P(annotator w answers o | true class t).
-    report : dict
+    report : QualityReport
         The quality report (``crowdqa.quality.report.build_report``).
     clamped : ndarray of shape (n_tokens,), bool
         Tokens whose label was fixed to the expert reference during the fit.
-    fit : dict
+    fit : FitRecord
         iterations, converged, seconds, log_likelihood history, warnings, and ``stages``: seconds
         per stage (fitting, cross_fitting, scoring). It is the report's ``fit`` block (the same
-        dict), so a caller adds its reading and writing seconds to ``fit["stages"]`` before it
+        object), so a caller adds its reading and writing seconds to ``fit.stages`` before it
         saves the report.
     timings : dict
         Seconds spent fitting and reporting.
@@ -80,9 +81,9 @@ class PipelineResult:
     labels: NDArray[np.int64]
     proba: NDArray[np.float64]
     worker_confusion: NDArray[np.float64]
-    report: dict[str, Any]
+    report: QualityReport
     clamped: NDArray[np.bool_]
-    fit: dict[str, Any] = field(default_factory=dict)
+    fit: FitRecord
     timings: dict[str, float] = field(default_factory=dict)
     model: dict[str, NDArray] | None = None
 
@@ -201,24 +202,25 @@ def run_pipeline(
     skills = getattr(aggregator, "skills_", None)
     if skills is not None and excluded.any():  # a blocked worker's skill is the model's prior, not a measure
         skills = np.where(excluded, np.nan, np.asarray(skills, dtype=np.float64))
+    record = FitRecord.model_validate(fit)
     report = build_report(
         corpus, scored, method=method, experts_used_in_fit=bool(use_experts),
         clamped=clamped if use_experts else None,
-        heldout=None if heldout is None else np.where(covered, heldout, MISSING), fit=fit, reference=reference,
+        heldout=None if heldout is None else np.where(covered, heldout, MISSING), fit=record, reference=reference,
         skills=skills,
     )
-    for w, entry in enumerate(report["workers"]):  # blocked: left out of the fit, scored like the others
-        entry["blocked"] = bool(excluded[w])
-    report["blocked_workers"] = [corpus.worker_ids[w] for w in np.flatnonzero(excluded)]
+    for w, entry in enumerate(report.workers):  # blocked: left out of the fit, scored like the others
+        entry.blocked = bool(excluded[w])
+    report.blocked_workers = [corpus.worker_ids[w] for w in np.flatnonzero(excluded)]
     report_seconds = time.perf_counter() - t1
-    fit["stages"]["scoring"] = round(report_seconds, 6)
+    record.stages["scoring"] = round(report_seconds, 6)
     return PipelineResult(
         labels=labels,
         proba=np.asarray(proba, dtype=np.float64),
         worker_confusion=np.asarray(confusion, dtype=np.float64),
         report=report,
         clamped=clamped,
-        fit=fit,
+        fit=record,
         timings={"fit": round(fit_seconds, 6), "report": round(report_seconds, 6)},
         model=start.state if frozen else _model_state(aggregator, corpus),
     )

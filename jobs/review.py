@@ -205,7 +205,7 @@ def review_file(path: str | Path, rules: ReviewRules, *, method: str, params: di
     if parsed.corpus.n_obs == 0:
         raise IngestError("the file holds no labels (read as 'mturk-csv')", source=str(path))
     result = run_pipeline(parsed.corpus, method=method, params=params, use_experts=use_experts, progress=progress)
-    return review_batch(batch, result.report, rules), parsed
+    return review_batch(batch, result.report.model_dump(mode="json"), rules), parsed
 
 
 def _batch_upload(session: Session, job: Job, upload_id: str | None) -> Upload:

@@ -20,7 +20,7 @@ from sqlmodel import Session
 
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.ingest.errors import IngestError
-from crowdqa.jobs.errors import JobNotRunnableError, QueueUnavailableError, UploadConflictError
+from crowdqa.jobs.errors import DatasetBusyError, JobNotRunnableError, QueueUnavailableError, UploadConflictError
 from crowdqa.jobs.queue import cancel_job, enqueue_job
 from crowdqa.jobs.reconcile import reconcile_job
 from crowdqa.store import crud
@@ -339,7 +339,10 @@ def stop_running_job(*, queue: Queue, settings: Settings, job_id: str) -> None:
 
 
 def delete_dataset(*, session: Session, settings: Settings, dataset: Dataset) -> None:
-    """Delete a dataset's rows (uploads, annotators, jobs, reports) and the files only they used."""
+    """Delete a dataset's rows (uploads, annotators, jobs, reports) and the files only they used; refused with
+    DatasetBusyError while one of its jobs runs (its worker would write results for rows that are gone)."""
+    if crud.has_running_job(session=session, dataset_id=dataset.id):
+        raise DatasetBusyError(f"dataset {dataset.id} has a running job; wait for it or delete the job first")
     crud.delete_dataset(session=session, dataset=dataset)
     collect_garbage(session=session, settings=settings)
 

@@ -120,14 +120,14 @@ def _save_results(settings: Settings, job: Job, result, timings: dict[str, float
     model = store.put_arrays(**result.model) if result.model is not None else None
     timings["save"] = round(time.perf_counter() - t0, 6)
     # The report's fit block keeps every stage's seconds (result.fit is that block).
-    result.fit["stages"].update(reading=timings["load"], writing=timings["save"])
-    history = result.fit.get("log_likelihood") or [None]
-    progress = {"stage": "done", "iteration": result.fit.get("iterations"), "log_likelihood": history[-1],
-                "stages": dict(result.fit["stages"])}
+    result.fit.stages.update(reading=timings["load"], writing=timings["save"])
+    history = result.fit.log_likelihood or [None]
+    progress = {"stage": "done", "iteration": result.fit.iterations, "log_likelihood": history[-1],
+                "stages": dict(result.fit.stages)}
     artifacts = {"labels": labels.as_dict(), "proba": proba.as_dict(), "worker_confusion": confusion.as_dict(),
                  **({"model": model.as_dict()} if model is not None else {})}
     with Session(get_engine(settings)) as s:
-        if not crud.finish_job(session=s, job_id=job.id, report=jsonable(result.report), timings=jsonable(timings),
+        if not crud.finish_job(session=s, job_id=job.id, report=result.report, timings=jsonable(timings),
                                progress=progress, artifacts=artifacts):
             raise JobCancelled("the job row was deleted or left the running state")
 

@@ -1,8 +1,9 @@
 """The quality report: every worker and the aggregate against the experts, with intervals.
 
-:func:`build_report` turns a corpus and an aggregate's labels into one JSON-ready
-dict (the schema of issue 5 and ``notes/interfaces.md``); :func:`format_report`
-prints it as a terminal table.
+:func:`build_report` turns a corpus and an aggregate's labels into a
+:class:`~crowdqa.quality.report_model.QualityReport` (the typed models of
+:mod:`crowdqa.quality.report_model` are its schema); :func:`format_report` prints it as a terminal table
+and :func:`dump_report` writes it as JSON.
 
 Rules
 -----
@@ -50,6 +51,7 @@ from crowdqa.quality.intervals import clopper_pearson_bounds, grouped_bootstrap_
 from crowdqa.quality.metrics import grouped_counts, per_label_prf, prf_from_counts
 from crowdqa.quality.pair_agreement import kappa_from_confusions, pair_confusions
 from crowdqa.quality.references import RULES, reference_labels
+from crowdqa.quality.report_model import FitRecord, QualityReport
 from crowdqa.quality.span_metrics import instance_counts
 
 __all__ = ["build_report", "dump_report", "format_report", "plain_json", "score_block", "TABLE_SORT_KEYS"]
@@ -258,7 +260,7 @@ def build_report(
     experts_used_in_fit: bool,
     clamped: NDArray | None = None,
     heldout: NDArray | None = None,
-    fit: dict | None = None,
+    fit: FitRecord | dict | None = None,
     skills: NDArray | None = None,
     reference: str = "union",
     seed: int = 0,
@@ -285,8 +287,9 @@ def build_report(
         Held-out predictions (cross-fitting: each expert document predicted by a fit that
         never saw its expert labels). When given, the aggregate is scored against the
         experts on these instead of on ``labels`` outside ``clamped``.
-    fit : dict, optional
-        Fit record (iterations, converged, seconds, log_likelihood), copied into the report.
+    fit : FitRecord or dict, optional
+        Fit record (iterations, converged, seconds, log_likelihood, ...), kept as the report's ``fit``
+        (the same object when a :class:`FitRecord` is given).
     skills : ndarray of shape (n_workers,), optional
         The aggregator's score of every annotator (``skills_``; NaN: none), reported as
         each worker's ``skill`` (None without one).
@@ -302,8 +305,8 @@ def build_report(
 
     Returns
     -------
-    dict
-        JSON-serialisable; see the module notes and the issue-5 schema.
+    QualityReport
+        See the module notes and :mod:`crowdqa.quality.report_model`.
     """
     n_tokens = corpus.n_tokens
     agg = _check_labels(labels, corpus, "labels")
@@ -468,7 +471,15 @@ def build_report(
         "fit": fit,
         "bootstrap": {"n_boot": n_boot, "seed": seed, "level": LEVEL, "min_documents": min_boot_docs},
     }
-    return report if corpus.has_outside else _categorical_view(report)
+    return _typed(report if corpus.has_outside else _categorical_view(report), fit)
+
+
+def _typed(report: dict, fit: FitRecord | dict | None) -> QualityReport:
+    """The assembled report as its model: validated once, in pydantic's compiled core, which is faster than
+    building the models one by one in Python (thousands of worker rows, maybe 10^5 crowd pairs)."""
+    typed = QualityReport.model_validate({**report, "fit": None})
+    typed.fit = fit if isinstance(fit, FitRecord) or fit is None else FitRecord.model_validate(fit)
+    return typed
 
 
 #: What a categorical report keeps of a score block: there is no outside class, so no "positive" label
@@ -523,13 +534,15 @@ def _compact(value: Any) -> str:
         return _ENCODER.encode(plain_json(value))
 
 
-def dump_report(report: dict, fh: IO[str], *, _indent: str = "") -> None:
+def dump_report(report: QualityReport | dict, fh: IO[str], *, _indent: str = "") -> None:
     """Write a report as JSON to ``fh``, streamed: nested blocks indented, each row of a list on one line.
 
     Lists (workers, pair kappas) are written row by row with the C encoder, so a report of 5,000
     workers and 100,000 worker pairs takes a fraction of ``json.dump(..., indent=2)``'s time, and
     stays readable (one worker per line). NaN and inf become ``null``; numpy values become numbers.
     """
+    if isinstance(report, QualityReport):
+        report = report.model_dump(mode="json")
     inner = _indent + "  "
     fh.write("{")
     for i, (key, value) in enumerate(report.items()):
@@ -614,13 +627,13 @@ def _table_order(workers: list[dict], sort: str | None, categorical: bool) -> li
     return sorted(range(len(workers)), key=lambda i: (score(i) is None, score(i) or 0.0, workers[i]["annotator"]))
 
 
-def format_report(report: dict, *, max_workers: int = 40, sort: str | None = None) -> str:
+def format_report(report: QualityReport | dict, *, max_workers: int = 40, sort: str | None = None) -> str:
     """The report as a readable terminal table.
 
     Parameters
     ----------
-    report : dict
-        From :func:`build_report`.
+    report : QualityReport or dict
+        From :func:`build_report` (or its JSON).
     max_workers : int, default=40
         Worker rows shown.
     sort : str, optional
@@ -631,6 +644,8 @@ def format_report(report: dict, *, max_workers: int = 40, sort: str | None = Non
     -------
     str
     """
+    if isinstance(report, QualityReport):
+        report = report.model_dump()
     lines = []
     fit = report.get("fit") or {}
     lines.append(f"method {report['method']}   reference: expert {report['reference']}   "

@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import func, nulls_last
 from sqlmodel import Session, col, delete, select, update
 
+from crowdqa.quality.report_model import CategoricalScore, QualityReport, Score
 from crowdqa.store.artifacts import artifact_path
 from crowdqa.store.models import (
     Annotator,
@@ -62,6 +63,8 @@ __all__ = [
     "get_job",
     "list_jobs",
     "delete_job",
+    "has_running_job",
+    "report_kind",
     "claim_job",
     "update_job",
     "load_job",
@@ -349,6 +352,17 @@ def list_jobs(*, session: Session, project_id: str, dataset_id: str | None = Non
     return _page(session, stmt, offset=offset, limit=limit, order=(Job.created_at, Job.id))
 
 
+def has_running_job(*, session: Session, dataset_id: str) -> bool:
+    """True if a job of the dataset is running."""
+    stmt = select(Job.id).where(Job.dataset_id == dataset_id, Job.status == JobStatus.running).limit(1)
+    return session.exec(stmt).first() is not None
+
+
+def report_kind(*, session: Session, job_id: str) -> str | None:
+    """The ``kind`` of a job's report ("spans" or "categorical"), or None without a report."""
+    return session.exec(select(Report.body["kind"].as_string()).where(Report.job_id == job_id)).first()
+
+
 def delete_job(*, session: Session, job: Job) -> None:
     """Delete a job with its report and worker rows."""
     session.exec(delete(WorkerScore).where(WorkerScore.job_id == job.id))
@@ -378,7 +392,7 @@ def load_job(*, session: Session, job_id: str) -> Job | None:
     return session.get(Job, job_id)
 
 
-def finish_job(*, session: Session, job_id: str, report: dict[str, Any], timings: dict[str, Any],
+def finish_job(*, session: Session, job_id: str, report: QualityReport, timings: dict[str, Any],
                progress: dict[str, Any], artifacts: dict[str, Any]) -> bool:
     """Store a running job's report and mark it finished, in one transaction (a finished job always has its
     report); False, with nothing stored, when the job was deleted or left the running state meanwhile."""
@@ -438,34 +452,28 @@ def running_jobs(*, session: Session) -> list[tuple[str, str | None, datetime | 
 
 
 # ---------------------------------------------------------------- reports
-def _score(block: Any, kind: str = "token") -> dict:
-    """The score fields of a report block: ``{token: {...}}`` or the fields themselves; {} when null."""
-    if not isinstance(block, dict):
-        return {}
-    inner = block.get(kind)
-    if isinstance(inner, dict):
-        return inner
-    return block if kind == "token" and "f1" in block else {}
+def _scores(block: Score | CategoricalScore | None) -> dict[str, float | None]:
+    """The sortable columns of one side (against the experts, or the aggregate) of a worker's report entry."""
+    token = block if isinstance(block, Score) else None
+    accuracy = block.accuracy if block is not None else None
+    return {"precision": token.precision if token else None, "recall": token.recall if token else None,
+            "f1": token.f1 if token else None, "accuracy": accuracy.value if accuracy else None}
 
 
-def save_report(*, session: Session, job_id: str, report: dict[str, Any]) -> None:
-    """Store a job's report and one sortable row per worker (replacing any earlier ones)."""
+def save_report(*, session: Session, job_id: str, report: QualityReport) -> None:
+    """Store a job's report and one sortable row per worker (replacing any earlier ones); not committed."""
     session.exec(delete(WorkerScore).where(WorkerScore.job_id == job_id))
     session.exec(delete(Report).where(Report.job_id == job_id))
-    session.add(Report(job_id=job_id, body=report))
-    def accuracy(block: Any) -> float | None:
-        return ((block.get("accuracy") or {}) if isinstance(block, dict) else {}).get("value")
-
-    for w in report.get("workers") or []:
-        ve, va = _score(w.get("vs_expert")), _score(w.get("vs_aggregate"))
+    body = report.model_dump(mode="json")
+    session.add(Report(job_id=job_id, body=body))
+    for w, detail in zip(report.workers, body["workers"], strict=True):
+        ve, va = _scores(w.vs_expert), _scores(w.vs_aggregate)
         session.add(WorkerScore(
-            job_id=job_id, annotator=text_safe(str(w["annotator"])), role=str(w.get("role", "crowd")),
-            documents=int(w.get("documents") or 0), tokens=int(w.get("tokens") or 0),
-            precision=ve.get("precision"), recall=ve.get("recall"), f1=ve.get("f1"),
-            span_f1=_score(w.get("vs_expert"), "span_strict").get("f1"),
-            agreement_precision=va.get("precision"), agreement_recall=va.get("recall"),
-            agreement_f1=va.get("f1"), accuracy=accuracy(w.get("vs_expert")),
-            agreement_accuracy=accuracy(w.get("vs_aggregate")), detail=w,
+            job_id=job_id, annotator=text_safe(w.annotator), role=w.role, documents=w.documents, tokens=w.tokens,
+            precision=ve["precision"], recall=ve["recall"], f1=ve["f1"],
+            span_f1=None,  # a worker entry scores tokens; span scores are the aggregate's
+            agreement_precision=va["precision"], agreement_recall=va["recall"], agreement_f1=va["f1"],
+            accuracy=ve["accuracy"], agreement_accuracy=va["accuracy"], detail=detail,
         ))
 
 

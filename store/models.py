@@ -286,7 +286,7 @@ class JobsPublic(SQLModel):
 
 
 class Report(SQLModel, table=True):
-    """The quality report of a finished job (the schema of crowdqa.quality.report.build_report)."""
+    """The quality report of a finished job: a :class:`~crowdqa.quality.report_model.QualityReport` as JSON."""
 
     job_id: str = Field(foreign_key="job.id", primary_key=True, max_length=32, ondelete="CASCADE")
     body: dict[str, Any] = Field(sa_type=JSON)

@@ -165,10 +165,10 @@ def _run(args: argparse.Namespace) -> int:
     write_labels(result.labels, corpus, args.output, format=out_format)
     progress.end()
     fit = result.fit
-    fit["stages"].update(progress.stages)  # the report's fit block (the same dict) keeps every stage's seconds
-    stop = "fixed schedule" if fit["converged"] is None else f"converged={fit['converged']}"
-    say(f"crowdqa: {args.method}: {fit['iterations']} iterations, {stop}, "
-        f"{fit['seconds']:.2f} s; wrote {out_format} to {args.output}")
+    fit.stages.update(progress.stages)  # the report's fit block (the same object) keeps every stage's seconds
+    stop = "fixed schedule" if fit.converged is None else f"converged={fit.converged}"
+    say(f"crowdqa: {args.method}: {fit.iterations} iterations, {stop}, "
+        f"{fit.seconds:.2f} s; wrote {out_format} to {args.output}")
     if args.save_model:
         from crowdqa.jobs.batches import save_model_file
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 
 from crowdqa.api.commands import COMMANDS, UserError
@@ -17,11 +16,7 @@ from crowdqa.api.commands._uploads import (
     read_uploads,
     upload_options,
 )
-from crowdqa.ingest import read_corpus
-from crowdqa.ingest.aggregate_input import labels_from_corpus, read_aggregate
-from crowdqa.ingest.formats import AGGREGATE_FORMATS, READ_FORMATS
-from crowdqa.quality.references import RULES
-from crowdqa.quality.report import build_report, format_report
+from crowdqa.jobs.scoring import READABLE_FORMATS, RULES, format_report, read_aggregate_labels, score_aggregate
 
 __all__ = ["register", "run"]
 
@@ -39,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_upload_arguments(p, path_help="the crowd dump the aggregate was computed from", metavar="CROWD_PATH")
     p.add_argument("--aggregate", metavar="AGG_PATH", required=True, help="the aggregate to score")
-    p.add_argument("--aggregate-format", choices=sorted(set(AGGREGATE_FORMATS) | set(READ_FORMATS)), default=None,
+    p.add_argument("--aggregate-format", choices=READABLE_FORMATS, default=None,
                    help="format of AGG_PATH: an output of crowdqa aggregate, or any upload format, read as an upload "
                         "and aligned by document id; default by AGG_PATH: a folder is ebm-nlp, .conll conll, .csv "
                         "categorical-csv (spans-csv for span labels), .npz corpus, else spans-jsonl")
@@ -58,18 +53,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 
-
-def aggregate_format(path: str, *, categorical: bool) -> str:
-    """The format of an aggregate file when --aggregate-format is not given (what crowdqa aggregate writes)."""
-    p = Path(path)
-    if p.is_dir():
-        return "ebm-nlp"
-    suffix = p.suffix.lower()
-    if suffix == ".csv":
-        return "categorical-csv" if categorical else "spans-csv"
-    return {".conll": "conll", ".npz": "corpus"}.get(suffix, "spans-jsonl")
-
-
 def run(args: argparse.Namespace) -> int:
     """Read corpus and aggregate, build the report, print the table, write JSON."""
     check_output(args.json, option="--json")
@@ -79,27 +62,14 @@ def run(args: argparse.Namespace) -> int:
     if args.reference not in RULES and not args.expert and args.role != "expert":
         raise UserError(f"--reference {args.reference!r} names an expert, but no --expert file is given")
     parsed = read_uploads(args)
-    corpus = parsed.corpus
     print_notes(parsed)
-    if args.reference not in RULES and args.reference not in corpus.worker_ids:
-        raise UserError(f"--reference must be {' or '.join(RULES)} or an expert's id, found {args.reference!r}")
-    fmt = args.aggregate_format or aggregate_format(args.aggregate, categorical=not corpus.has_outside)
-    if Path(args.aggregate).is_dir() and fmt != "ebm-nlp" and fmt not in READ_FORMATS:
-        raise UserError(f"--aggregate {args.aggregate} is a folder: give --aggregate-format ebm-nlp (or a file)")
-    if fmt in AGGREGATE_FORMATS:
-        labels = read_aggregate(args.aggregate, corpus, format=fmt)
-    else:
-        # Any upload format: read it as one more upload (same options) and take one annotator's labels.
-        other = read_corpus(args.aggregate, format=fmt, **upload_options(args)).corpus
-        labels = labels_from_corpus(other, corpus, annotator=args.aggregate_annotator)
-    t0 = time.perf_counter()
-    method = args.method or args.aggregate_annotator or Path(args.aggregate).stem
-    report = build_report(
-        corpus, labels, method=method, experts_used_in_fit=args.experts_used_in_fit,
-        reference=args.reference, seed=args.seed, n_boot=args.n_boot,
-    )
-    report["report_seconds"] = round(time.perf_counter() - t0, 3)
+    labels = read_aggregate_labels(args.aggregate, parsed.corpus, format=args.aggregate_format,
+                                   annotator=args.aggregate_annotator, options=upload_options(args))
+    report = score_aggregate(parsed.corpus, labels,
+                             method=args.method or args.aggregate_annotator or Path(args.aggregate).stem,
+                             experts_used_in_fit=args.experts_used_in_fit, reference=args.reference,
+                             seed=args.seed, n_boot=args.n_boot)
     print(format_report(report, max_workers=args.top, sort=args.sort))
     if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+        Path(args.json).write_text(json.dumps(report.model_dump(mode="json"), indent=1) + "\n", encoding="utf-8")
     return 0

@@ -34,7 +34,7 @@ from crowdqa.api.errors import ProblemError
 from crowdqa.ingest.errors import IngestError
 from crowdqa.ingest.formats import READ_FORMATS, ROLES, UPLOAD_OPTIONS, choice_message
 from crowdqa.jobs import reconcile, service
-from crowdqa.jobs.errors import JobNotRunnableError, QueueUnavailableError
+from crowdqa.jobs.errors import DatasetBusyError, JobNotRunnableError, QueueUnavailableError
 from crowdqa.store import crud
 from crowdqa.store.errors import UploadTooLargeError
 from crowdqa.store.models import Dataset, DatasetCreate, Job, JobCreate, JobPublic, JobStatus, Method
@@ -184,12 +184,10 @@ def delete_dataset(request: Request, dataset_id: str, session: SessionDep, setti
     """Delete a dataset with its uploads, jobs and files (refused while one of its jobs runs)."""
     check_csrf(request, dash, csrf)
     dataset = owned_dataset(session, dash, dataset_id)
-    _, running = crud.list_jobs(session=session, project_id=dash.project.id, dataset_id=dataset.id,
-                                status=JobStatus.running, limit=1)
-    if running:
-        return _dataset_page(request, session, dash, dataset, status_code=409,
-                             error="a job of this dataset is running; wait for it or delete the job first")
-    service.delete_dataset(session=session, settings=settings, dataset=dataset)
+    try:
+        service.delete_dataset(session=session, settings=settings, dataset=dataset)
+    except DatasetBusyError as exc:
+        return _dataset_page(request, session, dash, dataset, status_code=409, error=str(exc))
     return redirect("/")
 
 

@@ -8,6 +8,7 @@ own route functions.
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -19,8 +20,10 @@ from crowdqa.api.dashboard.charts import confusion_matrix, precision_recall_scat
 from crowdqa.api.dashboard.pages import job_page_response, owned_job, router
 from crowdqa.api.dashboard.web import PREFIX, SECURITY_HEADERS, PageError, render, templates
 from crowdqa.api.deps import QueueDep, SessionDep, SettingsDep
+from crowdqa.api.routes.jobs import LabelFormat, get_labels
 from crowdqa.ingest.formats import WRITE_FORMATS
-from crowdqa.jobs import reconcile
+from crowdqa.jobs import exports, reconcile
+from crowdqa.jobs.errors import JobNotFinishedError
 from crowdqa.jobs.results import DocumentLayers, disputed_documents, document_layers, load_job_result, worker_details
 from crowdqa.store import crud
 from crowdqa.store.models import Job, JobStatus
@@ -35,12 +38,10 @@ SCORE_LEVELS = (("token", "tokens"), ("span_strict", "spans, strict"), ("span_re
 
 
 def _finished_report(session, job: Job) -> dict[str, Any]:
-    if job.status != JobStatus.finished:
-        raise PageError(409, f"the job is {job.status.value}, not finished")
-    report = crud.get_report(session=session, job_id=job.id)
-    if report is None:
-        raise PageError(409, "the job has no report")
-    return report.body
+    try:
+        return exports.finished_report(session=session, job=job)
+    except JobNotFinishedError as exc:
+        raise PageError(409, str(exc)) from None
 
 
 def _worker_href(job: Job):
@@ -72,8 +73,7 @@ def report_context(session, settings, job: Job, *, sort: str, order: str, offset
 
 
 def _label_formats(body: dict[str, Any]) -> list[str]:
-    kinds = [f for f in WRITE_FORMATS if (f == "categorical-csv") == (body.get("kind") == "categorical")]
-    return kinds or list(WRITE_FORMATS)
+    return exports.label_formats(body.get("kind")) or list(WRITE_FORMATS)
 
 
 @router.get("/jobs/{job_id}")
@@ -185,8 +185,6 @@ def viewer(layers: DocumentLayers, job: Job, *, has_outside: bool, class_names) 
 @router.get("/jobs/{job_id}/report.json")
 def download_report(job_id: str, session: SessionDep, dash: DashSessionDep) -> Response:
     """The job's report as the API returns it, as a file."""
-    import json
-
     job = owned_job(session, dash, job_id)
     body = _finished_report(session, job)
     return Response(json.dumps(body, indent=1), media_type="application/json",
@@ -195,40 +193,20 @@ def download_report(job_id: str, session: SessionDep, dash: DashSessionDep) -> R
 
 @router.get("/jobs/{job_id}/labels")
 def download_labels(job_id: str, session: SessionDep, settings: SettingsDep, dash: DashSessionDep,
-                    format: Annotated[Literal["spans-jsonl", "conll", "categorical-csv", "ebm-nlp"],
-                                      Query()] = "spans-jsonl") -> Response:
+                    format: Annotated[LabelFormat, Query()] = "spans-jsonl") -> Response:
     """The aggregate in an output format (the API's labels route)."""
-    from crowdqa.api.routes.jobs import get_labels
-
     job = owned_job(session, dash, job_id)
     _finished_report(session, job)
     return get_labels(job=job, settings=settings, format=format)
 
 
-def _csv_cell(value: Any) -> Any:
-    """A CSV cell; text a spreadsheet would run as a formula (=, +, -, @, tab, CR first) gets a leading quote."""
-    if value is None:
-        return ""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
-    return value
-
-
 @router.get("/jobs/{job_id}/workers.csv")
 def download_workers(job_id: str, session: SessionDep, dash: DashSessionDep) -> Response:
     """Every worker's row of the report (the columns the worker table sorts by) as a spreadsheet."""
-    import csv
-    import io
-
     job = owned_job(session, dash, job_id)
     _finished_report(session, job)
     rows, _ = crud.list_worker_scores(session=session, job_id=job.id, limit=10**9)
-    buf = io.StringIO()
-    out = csv.writer(buf)
-    out.writerow(crud.WORKER_SORT_KEYS)
-    for row in rows:
-        out.writerow([_csv_cell(getattr(row, key)) for key in crud.WORKER_SORT_KEYS])
-    return Response(buf.getvalue(), media_type="text/csv; charset=utf-8",
+    return Response(exports.workers_csv(rows), media_type="text/csv; charset=utf-8",
                     headers={"Content-Disposition": f'attachment; filename="{job.id}-workers.csv"'})
 
 

@@ -18,7 +18,6 @@ from crowdqa.store.models import (
     JobCreate,
     JobPublic,
     JobsPublic,
-    JobStatus,
     UploadPublic,
     UploadsPublic,
 )
@@ -54,10 +53,6 @@ def get_dataset(dataset: OwnedDatasetDep) -> DatasetPublic:
 def delete_dataset(dataset: OwnedDatasetDep, session: SessionDep, settings: SettingsDep,
                    project: CurrentProjectDep) -> Response:
     """Delete a dataset with its uploads, jobs, reports and stored files (refused while one of its jobs runs)."""
-    _, running = crud.list_jobs(session=session, project_id=project.id, dataset_id=dataset.id,
-                                status=JobStatus.running, limit=1)
-    if running:
-        raise ProblemError(409, f"dataset {dataset.id} has a running job; wait for it or delete the job first")
     service.delete_dataset(session=session, settings=settings, dataset=dataset)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 

@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import io
-import shutil
-import tempfile
-import zipfile
-from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Response, status
-from fastapi.responses import StreamingResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.background import BackgroundTask
 
 from crowdqa.api.deps import CurrentProjectDep, OwnedJobDep, QueueDep, SessionDep, SettingsDep
-from crowdqa.api.errors import ProblemError, problem_responses
-from crowdqa.ingest.formats import FORMATS, WRITE_FORMATS, Writer
-from crowdqa.jobs import reconcile, service
+from crowdqa.api.errors import problem_responses
+from crowdqa.ingest.formats import FORMATS, WRITE_FORMATS
+from crowdqa.jobs import exports, reconcile, service
+from crowdqa.jobs.exports import QualityReport
 from crowdqa.store import crud
-from crowdqa.store.artifacts import ArtifactStore
 from crowdqa.store.models import JobPublic, JobRerun, JobsPublic, JobStatus, WorkerScorePublic, WorkerScoresPublic
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
@@ -26,15 +21,7 @@ router = APIRouter(prefix="/jobs", tags=["jobs"])
 Offset = Annotated[int, Query(ge=0, le=10**9, description="Rows to skip.")]
 Limit = Annotated[int, Query(ge=1, le=1000, description="Rows to return (at most 1000).")]
 SortKey = Literal[crud.WORKER_SORT_KEYS]  # the store's sortable columns, one list for both
-
-#: Output format -> how it is downloaded (media type, suffix), from the formats table.
-LABEL_FORMATS: dict[str, Writer] = {name: FORMATS[name].writer for name in WRITE_FORMATS}
-
-
-def _finished(job) -> None:
-    if job.status != JobStatus.finished:
-        raise ProblemError(409, f"job {job.id} is {job.status.value}, not finished"
-                           + (f": {job.error}" if job.error else ""))
+LabelFormat = Literal[WRITE_FORMATS]  # type: ignore[valid-type]
 
 
 @router.get("", responses=problem_responses())
@@ -70,19 +57,11 @@ def rerun_job(job: OwnedJobDep, session: SessionDep, settings: SettingsDep, queu
     return JobPublic.model_validate(job)
 
 
-@router.get("/{job_id}/report", responses=problem_responses(404, 409))
-def get_report(job: OwnedJobDep, session: SessionDep) -> dict[str, Any]:
-    """The quality report of a finished job (see crowdqa.quality.report.build_report for its keys)."""
-    _finished(job)
-    report = crud.get_report(session=session, job_id=job.id)
-    if report is None:
-        raise ProblemError(409, f"job {job.id} has no report")
-    return report.body
-
-
-#: The columns of a worker row, in the order the CSV export writes them.
-WORKER_COLUMNS = ("annotator", "role", "documents", "tokens", "precision", "recall", "f1", "span_f1",
-                  "agreement_precision", "agreement_recall", "agreement_f1", "accuracy", "agreement_accuracy")
+@router.get("/{job_id}/report", response_model=QualityReport, responses=problem_responses(404, 409))
+def get_report(job: OwnedJobDep, session: SessionDep) -> Response:
+    """The quality report of a finished job: every worker and the aggregate against the experts."""
+    # Served as stored: the store wrote it from the typed report, so validating it again would only cost time.
+    return JSONResponse(exports.finished_report(session=session, job=job))
 
 
 @router.get("/{job_id}/workers", responses={**problem_responses(404, 409),
@@ -98,35 +77,11 @@ def list_workers(job: OwnedJobDep, session: SessionDep,
                      description="csv: every row (offset and limit apply too) as a spreadsheet.")] = "json",
                  ) -> WorkerScoresPublic:
     """Per-annotator scores of a finished job, sorted and paged (or as CSV)."""
-    _finished(job)
-    report = crud.get_report(session=session, job_id=job.id)
-    kind = (report.body.get("kind") if report is not None else None) or "spans"
-    if sort is None:
-        sort = crud.DEFAULT_SORT.get(kind, "annotator")
-    if kind == "categorical" and sort not in crud.CATEGORICAL_SORT_KEYS:
-        raise ProblemError(422, f"sort: job {job.id} has a categorical report, whose workers have no {sort}; "
-                                f"sort by one of {', '.join(crud.CATEGORICAL_SORT_KEYS)}")
-    rows, count = crud.list_worker_scores(session=session, job_id=job.id, sort=sort, order=order,
-                                          offset=offset, limit=limit)
+    rows, count = exports.worker_scores(session=session, job=job, sort=sort, order=order, offset=offset, limit=limit)
     if format == "csv":
-        import csv
-
-        from crowdqa.ingest.writers import csv_escape
-
-        buf = io.StringIO()
-        out = csv.writer(buf)
-        out.writerow(WORKER_COLUMNS)
-        for r in rows:
-            out.writerow([csv_escape(str(v)) if isinstance(v := getattr(r, c), str) else ("" if v is None else v)
-                          for c in WORKER_COLUMNS])
-        return Response(buf.getvalue(), media_type="text/csv; charset=utf-8",  # type: ignore[return-value]
+        return Response(exports.workers_csv(rows), media_type="text/csv; charset=utf-8",  # type: ignore[return-value]
                         headers={"Content-Disposition": f'attachment; filename="{job.id}-workers.csv"'})
     return WorkerScoresPublic(data=[WorkerScorePublic.model_validate(r) for r in rows], count=count)
-
-
-def _stream_file(path: Path):
-    with open(path, "rb") as fh:
-        yield from iter(lambda: fh.read(1 << 16), b"")
 
 
 @router.get(
@@ -134,40 +89,13 @@ def _stream_file(path: Path):
     response_class=StreamingResponse,
     responses={**problem_responses(404, 409),
                200: {"description": "The aggregate in the chosen format, streamed.",
-                     "content": {w.media_type: {} for w in LABEL_FORMATS.values()}}},
+                     "content": {FORMATS[f].writer.media_type: {} for f in WRITE_FORMATS}}},
 )
 def get_labels(job: OwnedJobDep, settings: SettingsDep,
-               format: Annotated[Literal[WRITE_FORMATS],
-                                 Query(description="Output format (ebm-nlp comes as a zip).")] = "spans-jsonl"
-               ) -> StreamingResponse:
+               format: Annotated[LabelFormat, Query(description="Output format (ebm-nlp comes as a zip).")]
+               = "spans-jsonl") -> StreamingResponse:
     """The aggregated labels of a finished job, streamed in the chosen format."""
-    from crowdqa.ingest.writers import write_labels
-
-    _finished(job)
-    store = ArtifactStore(settings.data_dir)
-    labels = store.load_arrays(job.artifacts["labels"])["labels"]
-    corpus = service.load_job_corpus(store, job.corpus_sha256)
-    writer = LABEL_FORMATS[format]
-    media, suffix = writer.media_type, writer.suffix
-    folder = Path(tempfile.mkdtemp(prefix="crowdqa-labels-"))
-    try:
-        target = folder / f"labels{suffix}"
-        if writer.folder:  # sent as a zip of the folder
-            out = folder / format
-            write_labels(labels, corpus, out, format=format)
-            buf = io.BytesIO()
-            with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-                for f in sorted(out.rglob("*")):
-                    if f.is_file():
-                        zf.write(f, f.relative_to(out).as_posix())
-            target.write_bytes(buf.getvalue())
-        else:
-            write_labels(labels, corpus, target, format=format)
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
-    return StreamingResponse(
-        _stream_file(target), media_type=media,
-        headers={"Content-Disposition": f'attachment; filename="{job.id}{suffix}"'},
-        background=BackgroundTask(shutil.rmtree, folder, ignore_errors=True),
-    )
+    out = exports.export_labels(settings=settings, job=job, format=format)
+    return StreamingResponse(out.chunks(), media_type=out.media_type,
+                             headers={"Content-Disposition": f'attachment; filename="{out.filename}"'},
+                             background=BackgroundTask(out.remove))

@@ -12,7 +12,6 @@ from crowdqa.aggregation.corpus import Corpus
 from crowdqa.ingest import read_corpus
 from crowdqa.ingest.merge import merge_corpora
 from crowdqa.jobs.pipeline import run_pipeline
-from crowdqa.jobs.service import jsonable
 from tests.api.conftest import SAMPLE, auth, sample_dataset, upload, wait_job
 
 
@@ -56,15 +55,16 @@ def test_upload_job_report_labels(client, keys):
     assert report["experts_used_in_fit"] is False
     assert report["fit"]["stages"] == body["progress"]["stages"]
     # Stored losslessly: the whole report equals the direct run's, except the fit's wall-clock seconds.
-    report["fit"].pop("seconds"), direct.report["fit"].pop("seconds")
-    report["fit"].pop("stages"), direct.report["fit"].pop("stages")
-    assert report == jsonable(direct.report)
+    expected = direct.report.model_dump(mode="json")
+    report["fit"].pop("seconds"), expected["fit"].pop("seconds")
+    report["fit"].pop("stages"), expected["fit"].pop("stages")
+    assert report == expected
 
     workers = client.get(f"/api/v1/jobs/{job_id}/workers?sort=f1&order=asc", headers=auth(key)).json()
     assert workers["count"] == 11
     f1 = [w["f1"] for w in workers["data"] if w["f1"] is not None]
     assert f1 == sorted(f1)
-    expected = {w["annotator"]: w["vs_expert"]["f1"] for w in direct.report["workers"] if w["vs_expert"]}
+    expected = {w.annotator: w.vs_expert.f1 for w in direct.report.workers if w.vs_expert}
     assert {w["annotator"]: w["f1"] for w in workers["data"] if w["f1"] is not None} == pytest.approx(expected)
     page = client.get(f"/api/v1/jobs/{job_id}/workers?sort=f1&order=desc&offset=2&limit=3", headers=auth(key))
     assert [w["annotator"] for w in page.json()["data"]] == [
@@ -263,7 +263,7 @@ def test_flow_on_postgres(pg_settings):
         report = client.get(f"/api/v1/jobs/{body['id']}/report", headers=auth(key)).json()
         corpus = merge_corpora([read_corpus(SAMPLE / "crowd.jsonl", format="spans-jsonl").corpus,
                                 read_corpus(SAMPLE / "expert.jsonl", format="spans-jsonl", role="expert").corpus])
-        direct = jsonable(run_pipeline(corpus, method="hmm-crowd").report)
+        direct = run_pipeline(corpus, method="hmm-crowd").report.model_dump(mode="json")
         report["fit"].pop("seconds"), direct["fit"].pop("seconds")
         report["fit"].pop("stages"), direct["fit"].pop("stages")  # wall-clock seconds too
         assert report == direct

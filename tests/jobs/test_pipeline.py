@@ -20,8 +20,8 @@ def test_matches_a_direct_fit_on_the_crowd(seed):
     np.testing.assert_array_equal(result.labels, direct.labels_)
     np.testing.assert_allclose(result.proba, direct.proba_)
     assert result.worker_confusion.shape == (corpus.n_workers, 2, 2)
-    assert result.report["experts_used_in_fit"] is False and not result.clamped.any()
-    assert result.fit["iterations"] == direct.n_iter_
+    assert result.report.experts_used_in_fit is False and not result.clamped.any()
+    assert result.fit.iterations == direct.n_iter_
 
 
 def test_use_experts_clamps_the_reference(seed):
@@ -32,7 +32,7 @@ def test_use_experts_clamps_the_reference(seed):
     known = ref >= 0
     np.testing.assert_array_equal(result.clamped, known)
     np.testing.assert_array_equal(result.labels[known], ref[known])
-    assert result.report["experts_used_in_fit"] is True
+    assert result.report.experts_used_in_fit is True
 
 
 def test_progress_once_per_iteration(seed):
@@ -42,8 +42,8 @@ def test_progress_once_per_iteration(seed):
     result = run_pipeline(corpus, method="ds", params={"max_iter": 15, "tol": 0.0},
                           progress=lambda stage, it, ll: events.append((stage, it, ll)))
     iterations = [(it, ll) for stage, it, ll in events if it is not None]
-    assert [it for it, _ in iterations] == list(range(1, result.fit["iterations"] + 1))
-    assert [ll for _, ll in iterations] == result.fit["log_likelihood"]
+    assert [it for it, _ in iterations] == list(range(1, result.fit.iterations + 1))
+    assert [ll for _, ll in iterations] == result.fit.log_likelihood
     assert [s for s, it, _ in events if it is None] == ["fitting", "scoring"]
 
 
@@ -90,10 +90,10 @@ def test_use_experts_scores_the_aggregate_by_cross_fitting(seed):
         heldout[held] = model.labels_[held]
     expected = build_report(corpus, result.labels, method="ds", experts_used_in_fit=True, clamped=ref >= 0,
                             heldout=heldout, fit=result.fit)
-    assert result.report["aggregate_vs_expert"] == expected["aggregate_vs_expert"]
-    assert result.report["aggregate_scored_on"] == "held-out predictions (cross-fitting)"
-    assert result.fit["cross_fit"]["folds"] == min(3, docs.size)
-    assert result.report["aggregate_vs_expert"]["token"]["tokens"] == int((ref >= 0).sum())
+    assert result.report.aggregate_vs_expert == expected.aggregate_vs_expert
+    assert result.report.aggregate_scored_on == "held-out predictions (cross-fitting)"
+    assert result.fit.cross_fit.folds == min(3, docs.size)
+    assert result.report.aggregate_vs_expert.token.tokens == int((ref >= 0).sum())
 
 
 def test_fixed_schedule_records_converged_as_not_tested(seed):
@@ -101,18 +101,18 @@ def test_fixed_schedule_records_converged_as_not_tested(seed):
     converged None."""
     corpus = synthetic_corpus(seed=seed)
     fixed = run_pipeline(corpus, method="hmm-crowd")
-    assert fixed.fit["converged"] is None and fixed.fit["warnings"] == [] and fixed.fit["iterations"] == 5
+    assert fixed.fit.converged is None and fixed.fit.warnings == [] and fixed.fit.iterations == 5
     tested = run_pipeline(corpus, method="hmm-crowd", params={"tol": 0.0, "max_iter": 2})
-    assert tested.fit["converged"] is False and any("max_iter=2" in w for w in tested.fit["warnings"])
+    assert tested.fit.converged is False and any("max_iter=2" in w for w in tested.fit.warnings)
 
 
 def test_stage_seconds_are_in_the_report_fit_block():
     """Issue 14: the report's fit block keeps the seconds of every stage; it is the result's fit dict."""
     corpus = synthetic_corpus()
     result = run_pipeline(corpus, method="ds", params={"max_iter": 5}, use_experts=True)
-    stages = result.report["fit"]["stages"]
+    stages = result.report.fit.stages
     assert set(stages) == {"fitting", "cross_fitting", "scoring"} and all(v >= 0 for v in stages.values())
-    assert result.report["fit"] is result.fit
+    assert result.report.fit is result.fit
 
 
 @pytest.mark.parametrize("method", ["mace", "glad", "gold-mv", "mv"])
@@ -120,15 +120,15 @@ def test_report_carries_each_workers_skill(method, seed):
     """Oracle: the aggregator's own ``skills_`` (fitted directly on the crowd), per worker; None without one."""
     corpus = synthetic_corpus(seed=seed)
     result = run_pipeline(corpus, method=method, use_experts=method == "gold-mv")
-    workers = result.report["workers"]
+    workers = result.report.workers
     if method == "mv":
-        assert result.fit["skill"] is None and all(w["skill"] is None for w in workers)
+        assert result.fit.skill is None and all(w.skill is None for w in workers)
         return
     known = reference_labels(corpus, rule="union") if method == "gold-mv" else None
     direct = make_aggregator(method).fit(corpus.select_role("crowd"), known=known)
-    assert result.fit["skill"] == direct.skill_description
+    assert result.fit.skill == direct.skill_description
     for w, entry in enumerate(workers):
         if corpus.worker_roles[w] == "expert":
-            assert entry["skill"] is None
+            assert entry.skill is None
         else:
-            assert entry["skill"] == pytest.approx(direct.skills_[w], rel=1e-12)
+            assert entry.skill == pytest.approx(direct.skills_[w], rel=1e-12)

@@ -161,10 +161,10 @@ def test_blocked_workers_are_left_out_of_the_fit_and_still_scored():
     expected = run_pipeline(without, method="ds")
     np.testing.assert_array_equal(got.labels, expected.labels)
     np.testing.assert_allclose(got.proba, expected.proba)
-    workers = got.report["workers"]
-    assert [w["blocked"] for w in workers] == [w == 2 for w in range(corpus.n_workers)]
-    assert got.report["blocked_workers"] == [blocked]
-    assert workers[2]["vs_aggregate"]["f1"] is not None and workers[2]["tokens"] > 0  # still scored
+    workers = got.report.workers
+    assert [w.blocked for w in workers] == [w == 2 for w in range(corpus.n_workers)]
+    assert got.report.blocked_workers == [blocked]
+    assert workers[2].vs_aggregate.f1 is not None and workers[2].tokens > 0  # still scored
     with pytest.raises(ValueError, match="6 crowd annotators, 6 of them blocked"):
         run_pipeline(corpus, method="mv", blocked=frozenset(corpus.worker_ids))
 

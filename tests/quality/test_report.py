@@ -11,7 +11,17 @@ import pytest
 from crowdqa.aggregation.corpus import MISSING, Corpus
 from crowdqa.api.cli import main
 from crowdqa.quality.references import reference_labels
-from crowdqa.quality.report import build_report, format_report
+from crowdqa.quality.report import build_report as build_typed_report
+from crowdqa.quality.report import format_report
+from crowdqa.quality.report_model import QualityReport
+
+
+def build_report(*args, **kwargs) -> dict:
+    """The report as the JSON document the service stores and serves (the typed model, dumped)."""
+    report = build_typed_report(*args, **kwargs)
+    assert isinstance(report, QualityReport)
+    return report.model_dump(mode="json")
+
 
 SCORE_KEYS = {"precision", "recall", "f1", "tp", "fp", "fn", "precision_ci", "recall_ci", "f1_ci"}
 
@@ -94,7 +104,7 @@ def test_schema_and_perfect_aggregate(seed):
     rep = build_report(c, agg, method="ds", experts_used_in_fit=True, fit=fit, n_boot=100, seed=seed)
     json.dumps(rep)
     assert rep["method"] == "ds" and rep["labels"] == list(c.class_names) and rep["experts_used_in_fit"] is True
-    assert rep["fit"] == fit
+    assert {k: rep["fit"][k] for k in fit} == fit
     for key in ("token", "span_strict", "span_relaxed"):
         block = rep["aggregate_vs_expert"][key]
         assert SCORE_KEYS <= set(block)

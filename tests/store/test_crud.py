@@ -27,7 +27,7 @@ from crowdqa.store.models import (
     WorkerScore,
     utcnow,
 )
-from tests.utils.factories import synthetic_corpus
+from tests.utils.factories import report_with_workers, synthetic_corpus, worker_score
 
 
 def _dataset(session, project_id, name="d", sha="a" * 64):
@@ -128,9 +128,9 @@ def test_worker_scores_sorted_with_nulls_last(session):
     job = crud.create_job(session=session, dataset=ds, job_in=JobCreate(method="mv"))
     f1 = {"w1": 0.5, "w2": None, "w3": 0.9, "w4": 0.5}
     workers = [{"annotator": w, "role": "crowd", "documents": 1, "tokens": 10,
-                "vs_expert": None if v is None else {"token": {"precision": v, "recall": v, "f1": v}},
-                "vs_aggregate": {"token": {"precision": 1.0, "recall": 1.0, "f1": 1.0}}} for w, v in f1.items()]
-    crud.save_report(session=session, job_id=job.id, report={"method": "mv", "workers": workers})
+                "vs_expert": None if v is None else worker_score(v), "vs_aggregate": worker_score(1.0)}
+               for w, v in f1.items()]
+    crud.save_report(session=session, job_id=job.id, report=report_with_workers(workers, method="mv"))
     session.commit()
     asc, count = crud.list_worker_scores(session=session, job_id=job.id, sort="f1", order="asc")
     assert count == 4 and [r.annotator for r in asc] == ["w1", "w4", "w3", "w2"]
@@ -149,10 +149,10 @@ def test_worker_accuracy_columns_come_from_the_flat_report_blocks(session):
     job = crud.create_job(session=session, dataset=_dataset(session, p.id), job_in=JobCreate(method="mv"))
     acc = {"w1": 0.7, "w2": None, "w3": 0.9}
     workers = [{"annotator": w, "role": "crowd", "documents": 2, "tokens": 2,
-                "vs_expert": None if v is None else {"f1": 0.1, "accuracy": {"value": v, "correct": 1, "compared": 2}},
-                "vs_aggregate": {"f1": 0.2, "accuracy": {"value": 0.5, "correct": 1, "compared": 2}}}
+                "vs_expert": None if v is None else worker_score(0.1, accuracy=v),
+                "vs_aggregate": worker_score(0.2, accuracy=0.5)}
                for w, v in acc.items()]
-    crud.save_report(session=session, job_id=job.id, report={"workers": workers})
+    crud.save_report(session=session, job_id=job.id, report=report_with_workers(workers))
     session.commit()
     rows, _ = crud.list_worker_scores(session=session, job_id=job.id, sort="accuracy", order="desc")
     assert [(r.annotator, r.accuracy, r.agreement_accuracy) for r in rows] == [
@@ -165,8 +165,8 @@ def test_delete_dataset_cascades(session):
     keep, gone = _dataset(session, p.id, name="keep"), _dataset(session, p.id, name="gone")
     for ds in (keep, gone):
         job = crud.create_job(session=session, dataset=ds, job_in=JobCreate(method="mv"))
-        crud.save_report(session=session, job_id=job.id, report={"workers": [
-            {"annotator": "w", "role": "crowd", "documents": 1, "tokens": 1, "vs_expert": None, "vs_aggregate": None}]})
+        crud.save_report(session=session, job_id=job.id, report=report_with_workers([
+            {"annotator": "w", "role": "crowd", "documents": 1, "tokens": 1, "vs_expert": None, "vs_aggregate": None}]))
         session.commit()
     crud.delete_dataset(session=session, dataset=gone)
     assert [j.dataset_id for j in session.exec(select(Job)).all()] == [keep.id]
@@ -210,9 +210,9 @@ def test_worker_score_pages_match_a_python_sort(session, scores, order, offset, 
     ds = _dataset(session, p.id)
     job = crud.create_job(session=session, dataset=ds, job_in=JobCreate(method="mv"))
     workers = [{"annotator": a, "role": "crowd", "documents": 1, "tokens": 1,
-                "vs_expert": None if v is None else {"precision": v, "recall": v, "f1": v}, "vs_aggregate": None}
+                "vs_expert": None if v is None else worker_score(v), "vs_aggregate": None}
                for a, v in scores.items()]
-    crud.save_report(session=session, job_id=job.id, report={"workers": workers})
+    crud.save_report(session=session, job_id=job.id, report=report_with_workers(workers))
     session.commit()
     rows, count = crud.list_worker_scores(session=session, job_id=job.id, sort="f1", order=order,
                                           offset=offset, limit=limit)

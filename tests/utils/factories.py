@@ -6,6 +6,7 @@ import numpy as np
 from sqlmodel import Session
 
 from crowdqa.aggregation.corpus import Corpus
+from crowdqa.quality.report_model import QualityReport
 from crowdqa.store import crud
 
 
@@ -57,3 +58,23 @@ def project_with_key(session: Session, name: str) -> tuple[str, str]:
 def auth(key: str) -> dict[str, str]:
     """The Authorization header of a key."""
     return {"Authorization": f"Bearer {key}"}
+
+
+def worker_score(value: float | None, *, accuracy: float | None = None) -> dict:
+    """A worker's score block of a report with precision = recall = F1 = ``value`` (and an accuracy, if given)."""
+    return {"precision": value, "recall": value, "f1": value, "tp": 0, "fp": 0, "fn": 0, "precision_ci": None,
+            "recall_ci": None, "f1_ci": None, "documents": 1, "tokens": 1,
+            "accuracy": None if accuracy is None else {"value": accuracy, "correct": 1, "compared": 2, "ci": None}}
+
+
+def report_with_workers(workers: list[dict], *, method: str = "mv") -> QualityReport:
+    """A report whose only content is its worker entries (everything else empty)."""
+    return QualityReport.model_validate({
+        "method": method, "kind": "spans", "labels": ["O", "P"], "experts_used_in_fit": False,
+        "aggregate_scored_on": "all expert tokens", "reference": "union",
+        "counts": {"documents": 0, "tokens": 0, "annotations": 0, "crowd_workers": len(workers), "experts": 0,
+                   "expert_documents": 0, "clamped_tokens": 0},
+        "aggregate_vs_expert": None, "workers": [{"skill": None, **w} for w in workers],
+        "agreement": {"expert_kappa": [], "krippendorff_alpha": None, "crowd_kappa": [],
+                      "crowd_kappa_summary": {"min_documents": 3, "pairs": 0, "median": None, "mean": None}},
+        "fit": None, "bootstrap": {"n_boot": 0, "seed": 0, "level": 0.95, "min_documents": 3}})

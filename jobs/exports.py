@@ -1,0 +1,127 @@
+"""What a finished job gives out: its report, its worker rows (a page, or all as CSV) and its labels as a file.
+
+The API's job routes and the dashboard's downloads call these; each raises
+:class:`~crowdqa.jobs.errors.JobNotFinishedError` for a job that has not finished (or has no report).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import shutil
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlmodel import Session
+
+from crowdqa.ingest.formats import FORMATS, WRITE_FORMATS
+from crowdqa.ingest.writers import csv_escape, write_labels
+from crowdqa.jobs.errors import JobNotFinishedError
+from crowdqa.jobs.service import load_job_corpus
+from crowdqa.quality.report_model import QualityReport
+from crowdqa.store import crud
+from crowdqa.store.artifacts import ArtifactStore
+from crowdqa.store.models import Job, JobStatus, WorkerScore
+from crowdqa.store.settings import Settings
+
+__all__ = ["QualityReport", "WORKER_COLUMNS", "LabelsFile", "check_finished", "finished_report",
+           "label_formats", "worker_scores", "workers_csv", "export_labels"]
+
+#: The columns of a worker row, in the order the CSV export writes them (the store's sortable columns).
+WORKER_COLUMNS = crud.WORKER_SORT_KEYS
+
+
+def check_finished(job: Job) -> None:
+    """Raise JobNotFinishedError unless ``job`` has finished (the message carries a failed job's reason)."""
+    if job.status != JobStatus.finished:
+        raise JobNotFinishedError(f"job {job.id} is {job.status.value}, not finished"
+                                  + (f": {job.error}" if job.error else ""))
+
+
+def finished_report(*, session: Session, job: Job) -> dict[str, Any]:
+    """The stored report of a finished job, as the JSON document the API serves."""
+    check_finished(job)
+    report = crud.get_report(session=session, job_id=job.id)
+    if report is None:
+        raise JobNotFinishedError(f"job {job.id} has no report")
+    return report.body
+
+
+def label_formats(kind: str | None) -> list[str]:
+    """The output formats that fit a report of this kind (categorical answers: categorical-csv only)."""
+    return [f for f in WRITE_FORMATS if (f == "categorical-csv") == (kind == "categorical")]
+
+
+def worker_scores(*, session: Session, job: Job, sort: str | None = None, order: str = "asc", offset: int = 0,
+                  limit: int = 100) -> tuple[list[WorkerScore], int]:
+    """One page of a finished job's worker rows, sorted (default: f1 for span reports, accuracy for categorical
+    ones), and the count. ValueError for a sort key a categorical report's rows do not have."""
+    check_finished(job)
+    kind = crud.report_kind(session=session, job_id=job.id) or "spans"
+    if sort is None:
+        sort = crud.DEFAULT_SORT.get(kind, "annotator")
+    if kind == "categorical" and sort not in crud.CATEGORICAL_SORT_KEYS:
+        raise ValueError(f"sort: job {job.id} has a categorical report, whose workers have no {sort}; "
+                         f"sort by one of {', '.join(crud.CATEGORICAL_SORT_KEYS)}")
+    return crud.list_worker_scores(session=session, job_id=job.id, sort=sort, order=order, offset=offset,
+                                   limit=limit)
+
+
+def workers_csv(rows: list[WorkerScore]) -> str:
+    """Worker rows as CSV (:data:`WORKER_COLUMNS`), text cells escaped against spreadsheet formulas."""
+    buf = io.StringIO()
+    out = csv.writer(buf)
+    out.writerow(WORKER_COLUMNS)
+    for r in rows:
+        out.writerow([csv_escape(v) if isinstance(v := getattr(r, c), str) else ("" if v is None else v)
+                      for c in WORKER_COLUMNS])
+    return buf.getvalue()
+
+
+@dataclass(frozen=True)
+class LabelsFile:
+    """The labels of a job written to a temporary file; remove ``folder`` once the file has been sent."""
+
+    path: Path
+    folder: Path
+    media_type: str
+    filename: str
+
+    def chunks(self, size: int = 1 << 16):
+        """The file's bytes, in chunks."""
+        with open(self.path, "rb") as fh:
+            yield from iter(lambda: fh.read(size), b"")
+
+    def remove(self) -> None:
+        """Remove the temporary folder."""
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def export_labels(*, settings: Settings, job: Job, format: str) -> LabelsFile:
+    """Write a finished job's aggregate in ``format`` (a folder format: the folder zipped) to a temporary file."""
+    check_finished(job)
+    if format not in WRITE_FORMATS:
+        raise ValueError(f"format must be one of {', '.join(WRITE_FORMATS)}, found {format!r}")
+    store = ArtifactStore(settings.data_dir)
+    labels = store.load_arrays(job.artifacts["labels"])["labels"]
+    corpus = load_job_corpus(store, job.corpus_sha256)
+    writer = FORMATS[format].writer
+    folder = Path(tempfile.mkdtemp(prefix="crowdqa-labels-"))
+    target = folder / f"labels{writer.suffix}"
+    try:
+        if writer.folder:  # sent as a zip of the folder
+            out = folder / format
+            write_labels(labels, corpus, out, format=format)
+            with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
+                for f in sorted(out.rglob("*")):
+                    if f.is_file():
+                        zf.write(f, f.relative_to(out).as_posix())
+        else:
+            write_labels(labels, corpus, target, format=format)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return LabelsFile(path=target, folder=folder, media_type=writer.media_type, filename=f"{job.id}{writer.suffix}")

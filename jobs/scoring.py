@@ -1,0 +1,96 @@
+"""Scoring an aggregate made elsewhere: the use case behind ``crowdqa report``.
+
+The aggregate is read back onto the crowd corpus' tokens, by the reader of its format (an output of
+``crowdqa aggregate``, guessed from the path when not given) or, for any upload format, as one more
+upload whose one annotator's labels are taken, aligned by document id. Then the same report a job
+builds is made from it.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from numpy.typing import NDArray
+
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.ingest import read_corpus
+from crowdqa.ingest.formats import AGGREGATE_FORMATS, READ_FORMATS
+from crowdqa.ingest.aggregate_input import labels_from_corpus, read_aggregate
+from crowdqa.quality.references import RULES
+from crowdqa.quality.report import TABLE_SORT_KEYS, build_report, format_report
+from crowdqa.quality.report_model import QualityReport
+
+__all__ = ["AGGREGATE_FORMATS", "READABLE_FORMATS", "RULES", "TABLE_SORT_KEYS", "aggregate_format",
+           "check_reference", "read_aggregate_labels", "score_aggregate", "format_report"]
+
+#: Every format an aggregate may come in: the aggregate formats, then any upload format.
+READABLE_FORMATS = tuple(sorted(set(AGGREGATE_FORMATS) | set(READ_FORMATS)))
+
+
+def aggregate_format(path: str | Path, *, categorical: bool) -> str:
+    """The format of an aggregate file when none is given (what ``crowdqa aggregate`` writes there).
+
+    A folder is ebm-nlp, ``.conll`` conll, ``.csv`` categorical-csv (spans-csv for span labels),
+    ``.npz`` a corpus, anything else spans-jsonl.
+    """
+    p = Path(path)
+    if p.is_dir():
+        return "ebm-nlp"
+    suffix = p.suffix.lower()
+    if suffix == ".csv":
+        return "categorical-csv" if categorical else "spans-csv"
+    return {".conll": "conll", ".npz": "corpus"}.get(suffix, "spans-jsonl")
+
+
+def check_reference(reference: str, corpus: Corpus) -> None:
+    """ValueError unless ``reference`` is a rule or an annotator of ``corpus``."""
+    if reference not in RULES and reference not in corpus.worker_ids:
+        experts = [corpus.worker_ids[w] for w in corpus.workers_with_role("expert")]
+        raise ValueError(f"--reference must be {' or '.join(RULES)} or an expert's id {experts[:5]}, "
+                         f"found {reference!r}")
+
+
+def read_aggregate_labels(path: str | Path, corpus: Corpus, *, format: str | None = None,
+                          annotator: str | None = None, options: dict[str, Any] | None = None) -> NDArray:
+    """The aggregate at ``path`` as one label per token of ``corpus``.
+
+    Parameters
+    ----------
+    path : str or Path
+        A file, or a folder (ebm-nlp).
+    corpus : Corpus
+        The crowd corpus the aggregate was computed from.
+    format : str, optional
+        One of :data:`READABLE_FORMATS`; default by :func:`aggregate_format`.
+    annotator : str, optional
+        For an upload format with several annotators: which one is the aggregate.
+    options : dict, optional
+        Reader options of an upload format (as for the crowd file).
+
+    Returns
+    -------
+    ndarray of shape (n_tokens,)
+    """
+    p = Path(path)
+    if not p.exists():
+        raise ValueError(f"--aggregate {path}: no such file or folder")
+    fmt = format or aggregate_format(p, categorical=not corpus.has_outside)
+    if p.is_dir() and fmt != "ebm-nlp" and fmt not in READ_FORMATS:
+        raise ValueError(f"--aggregate {path} is a folder: give --aggregate-format ebm-nlp (or a file)")
+    if fmt in AGGREGATE_FORMATS:
+        return read_aggregate(p, corpus, format=fmt)
+    other = read_corpus(p, format=fmt, **(options or {})).corpus
+    return labels_from_corpus(other, corpus, annotator=annotator)
+
+
+def score_aggregate(corpus: Corpus, labels: NDArray, *, method: str, experts_used_in_fit: bool, reference: str,
+                    seed: int = 0, n_boot: int = 1000) -> QualityReport:
+    """The quality report of ``labels`` on ``corpus``, with the seconds it took."""
+    check_reference(reference, corpus)
+    t0 = time.perf_counter()
+    report = build_report(corpus, labels, method=method, experts_used_in_fit=experts_used_in_fit,
+                          reference=reference, seed=seed, n_boot=n_boot)
+    report.report_seconds = round(time.perf_counter() - t0, 3)
+    return report

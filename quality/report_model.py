@@ -1,0 +1,222 @@
+"""The quality report as typed models: what :func:`crowdqa.quality.report.build_report` returns, the store
+keeps, ``GET /jobs/{id}/report`` serves and the OpenAPI document describes.
+
+A report has one of two kinds. ``"spans"``: token labels with an outside class ``O``, scored by precision,
+recall and F1 of the positive (non-``O``) tokens and of the decoded spans. ``"categorical"``: one answer per
+item and no outside class, so no label is "positive": every block is an accuracy (the aggregate also gets
+per-class precision, recall and F1, named as such).
+
+Intervals are ``[low, high]`` pairs at ``bootstrap.level`` (Clopper-Pearson for proportions, a document
+bootstrap for F1); ``null`` where they say nothing (no count, or too few documents to resample). Every
+score that cannot be computed (a ratio with a zero denominator) is ``null``, never NaN.
+
+The models are built with ``model_construct`` from values the report has already checked (validating
+thousands of worker rows again would only cost time); they serialise with ``model_dump(mode="json")``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["Interval", "Accuracy", "Score", "LabelScore", "Confusion", "AggregateScores",
+           "CategoricalScore", "CategoricalAggregateScores", "WorkerReport", "ExpertPair", "CrowdPair",
+           "KappaSummary", "Agreement", "Counts", "CrossFit", "FitRecord", "Bootstrap", "QualityReport"]
+
+#: A confidence interval, ``[low, high]``.
+Interval = tuple[float, float]
+
+
+class Accuracy(BaseModel):
+    """Share of compared tokens (categorical: items) labelled as the reference, with its Clopper-Pearson interval."""
+
+    value: float | None = Field(description="correct / compared; null when nothing was compared.")
+    correct: int
+    compared: int
+    ci: Interval | None
+
+
+class LabelScore(BaseModel):
+    """Token precision, recall and F1 of one label (class) against the reference, with the counts."""
+
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    tp: int
+    fp: int
+    fn: int
+
+
+class Score(LabelScore):
+    """Precision, recall and F1 of the positive (non-O) tokens or of the spans, with their counts and intervals."""
+
+    precision_ci: Interval | None = Field(description="Clopper-Pearson interval of precision.")
+    recall_ci: Interval | None = Field(description="Clopper-Pearson interval of recall.")
+    f1_ci: Interval | None = Field(description="Document bootstrap interval of F1; null under the minimum of "
+                                               "documents (bootstrap.min_documents).")
+    documents: int = Field(description="Documents compared.")
+    tokens: int | None = Field(default=None, description="Tokens compared (null for span scores).")
+    accuracy: Accuracy | None = Field(default=None, description="A worker's token accuracy on the same tokens.")
+
+
+class Confusion(BaseModel):
+    """Token confusion matrix of the aggregate against the expert reference."""
+
+    labels: list[str]
+    rows: Literal["predicted"] = "predicted"
+    columns: Literal["actual"] = "actual"
+    matrix: list[list[int]] = Field(description="matrix[i][j]: tokens the aggregate labels i and the experts j.")
+
+
+class AggregateScores(BaseModel):
+    """The aggregate against the experts, for span labels."""
+
+    token: Score
+    token_confusion: Confusion
+    accuracy: Accuracy
+    span_strict: Score | None = Field(description="Spans with the same start and length.")
+    span_relaxed: Score | None = Field(description="Spans with the same start and a length within 2 characters.")
+    span_type: Score | None = Field(description="Spans with the same start, length and type.")
+    token_per_label: dict[str, LabelScore]
+    token_macro_f1: float | None
+
+
+class CategoricalScore(BaseModel):
+    """A worker's accuracy on categorical answers (there is no positive label for precision and recall)."""
+
+    accuracy: Accuracy | None = None
+    documents: int
+    tokens: int | None = Field(default=None, description="Items compared.")
+
+
+class CategoricalAggregateScores(BaseModel):
+    """The aggregate against the experts, for categorical answers."""
+
+    accuracy: Accuracy
+    token_confusion: Confusion
+    per_class: dict[str, LabelScore]
+    macro_f1: float | None
+    items: int | None = Field(description="Items compared.")
+
+
+class WorkerReport(BaseModel):
+    """One annotator: against the experts (an expert: against the other experts) and against the aggregate."""
+
+    annotator: str
+    role: str
+    documents: int
+    tokens: int
+    vs_expert: Score | CategoricalScore | None = Field(description="On the documents both the annotator and the "
+                                                                   "experts labelled; null without any.")
+    vs_aggregate: Score | CategoricalScore | None = Field(description="On all of the annotator's documents.")
+    skill: float | None = Field(description="The aggregator's own score of the annotator (fit.skill says what it "
+                                            "measures); null when the method has none.")
+    blocked: bool = Field(default=False, description="On the project's block list: left out of the fit, scored "
+                                                     "like the others.")
+
+
+class ExpertPair(BaseModel):
+    """Agreement of two experts on the tokens both labelled."""
+
+    a: str
+    b: str
+    tokens: int
+    kappa: float | None
+    f1: float | None
+
+
+class CrowdPair(BaseModel):
+    """Cohen's kappa of two crowd workers on the documents both labelled."""
+
+    a: str
+    b: str
+    documents: int
+    tokens: int
+    kappa: float | None
+
+
+class KappaSummary(BaseModel):
+    """The crowd pairs' kappas in two numbers."""
+
+    min_documents: int = Field(description="Pairs share at least this many documents.")
+    pairs: int
+    median: float | None
+    mean: float | None
+
+
+class Agreement(BaseModel):
+    """Agreement between annotators, whatever the aggregate."""
+
+    expert_kappa: list[ExpertPair]
+    krippendorff_alpha: float | None = Field(description="Nominal alpha over all annotators.")
+    crowd_kappa: list[CrowdPair]
+    crowd_kappa_summary: KappaSummary
+
+
+class Counts(BaseModel):
+    """What the report is about."""
+
+    documents: int
+    tokens: int
+    annotations: int
+    crowd_workers: int
+    experts: int
+    expert_documents: int
+    clamped_tokens: int = Field(description="Tokens whose expert label was given to the fit.")
+
+
+class CrossFit(BaseModel):
+    """How the aggregate was scored when the experts were used in the fit."""
+
+    folds: int
+    expert_documents: int
+    seconds: float
+    seed: int
+
+
+class FitRecord(BaseModel):
+    """How the aggregator's fit went."""
+
+    model_config = ConfigDict(extra="allow")
+
+    iterations: int
+    converged: bool | None = Field(description="null: a fixed number of EM iterations was asked for.")
+    seconds: float
+    log_likelihood: list[float] = Field(description="The EM objective after each iteration.")
+    params: dict[str, Any] = Field(default_factory=dict, description="The method's parameters as given.")
+    skill: str | None = Field(default=None,
+                              description="What each worker's skill measures; null when the method has none.")
+    warnings: list[str] = Field(default_factory=list)
+    stages: dict[str, float] = Field(default_factory=dict, description="Seconds of each stage (reading, fitting, "
+                                                                       "cross_fitting, scoring, writing).")
+    cross_fit: CrossFit | None = None
+    uncovered_tokens: int | None = Field(default=None, description="Tokens no crowd worker labelled (not scored).")
+
+
+class Bootstrap(BaseModel):
+    """The settings of every bootstrap interval in the report."""
+
+    n_boot: int
+    seed: int
+    level: float
+    min_documents: int
+
+
+class QualityReport(BaseModel):
+    """Every worker and the aggregate against the experts, with intervals (see :mod:`crowdqa.quality.report`)."""
+
+    method: str
+    kind: Literal["spans", "categorical"]
+    labels: list[str]
+    experts_used_in_fit: bool
+    aggregate_scored_on: str
+    reference: str = Field(description="union, majority, or the id of the expert used as the reference.")
+    counts: Counts
+    aggregate_vs_expert: AggregateScores | CategoricalAggregateScores | None
+    workers: list[WorkerReport]
+    blocked_workers: list[str] = Field(default_factory=list, description="Annotators left out of the fit.")
+    agreement: Agreement
+    fit: FitRecord | None
+    bootstrap: Bootstrap
+    report_seconds: float | None = Field(default=None, description="Seconds the report took (crowdqa report).")
