@@ -123,7 +123,7 @@ def run(*, quick: bool, seed: int = 0) -> dict:
 
     t0 = time.perf_counter()
     report = build_report(corpus, labels_by_method["hmm-crowd"], method="hmm-crowd", experts_used_in_fit=False,
-                          seed=seed, n_boot=n_boot)
+                          seed=seed, n_boot=n_boot).model_dump(mode="json")
     out["report_seconds"] = round(time.perf_counter() - t0, 2)
     workers = [w for w in report["workers"] if w["role"] == "crowd"]
     out["workers"] = {
