@@ -50,8 +50,7 @@ def get_dataset(dataset: OwnedDatasetDep) -> DatasetPublic:
 
 
 @router.delete("/{dataset_id}", status_code=status.HTTP_204_NO_CONTENT, responses=problem_responses(404, 409))
-def delete_dataset(dataset: OwnedDatasetDep, session: SessionDep, settings: SettingsDep,
-                   project: CurrentProjectDep) -> Response:
+def delete_dataset(dataset: OwnedDatasetDep, session: SessionDep, settings: SettingsDep) -> Response:
     """Delete a dataset with its uploads, jobs, reports and stored files (refused while one of its jobs runs)."""
     service.delete_dataset(session=session, settings=settings, dataset=dataset)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
