@@ -15,6 +15,8 @@ import sys
 from collections.abc import Sequence
 
 from crowdqa.api.commands import COMMANDS, UserError, cli_wording
+from crowdqa.jobs.errors import JobError
+from crowdqa.store.errors import StoreError
 
 __all__ = ["main", "build_parser"]
 
@@ -42,16 +44,13 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
-    from crowdqa.ingest.errors import IngestError
-    from crowdqa.jobs.errors import JobError
-    from crowdqa.store.errors import StoreError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (UserError, IngestError, StoreError, JobError, FileNotFoundError, IsADirectoryError, NotADirectoryError,
+    except (UserError, StoreError, JobError, FileNotFoundError, IsADirectoryError, NotADirectoryError,
             PermissionError, ValueError) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         if isinstance(exc, OSError) and exc.filename:

@@ -12,6 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from crowdqa.jobs.errors import (
     DatasetBusyError,
@@ -82,8 +83,6 @@ def _validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
 
 def _allowed_methods(request: Request) -> str:
     """Every method some route of the app serves at the request's path (RFC 9110: a 405 lists them all)."""
-    from starlette.routing import Match
-
     methods = [m for m in ("DELETE", "GET", "HEAD", "PATCH", "POST", "PUT")
                if any(route.matches({**request.scope, "method": m})[0] == Match.FULL
                       for route in request.app.router.routes)]

@@ -15,7 +15,7 @@ from crowdqa.aggregation.registry import METHODS
 from crowdqa.aggregation.registry import validate_params as check
 from crowdqa.jobs.errors import JobParamsError
 
-__all__ = ["validate_params"]
+__all__ = ["METHODS", "validate_params", "method_defaults"]
 
 _UNKNOWN = re.compile(r"found unknown parameter '([^']+)'")
 
@@ -61,3 +61,10 @@ def validate_params(method: str, params: dict[str, Any] | None) -> dict[str, Any
             (k for k in sorted(params, key=len, reverse=True) if message.startswith(k)), next(iter(params), "params"))
         raise JobParamsError(f"params.{field}: {message}", field=field) from None
     return params
+
+
+def method_defaults() -> dict[str, dict[str, Any]]:
+    """Every method's parameters with their defaults (what a job form shows beside the method)."""
+    from crowdqa.aggregation import make_aggregator  # the aggregators' modules load only here
+
+    return {method: make_aggregator(method).get_params() for method in METHODS}

@@ -16,8 +16,8 @@ from numpy.typing import NDArray
 
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.ingest import read_corpus
-from crowdqa.ingest.formats import AGGREGATE_FORMATS, READ_FORMATS
 from crowdqa.ingest.aggregate_input import labels_from_corpus, read_aggregate
+from crowdqa.ingest.formats import AGGREGATE_FORMATS, READ_FORMATS
 from crowdqa.quality.references import RULES
 from crowdqa.quality.report import TABLE_SORT_KEYS, build_report, format_report
 from crowdqa.quality.report_model import QualityReport

@@ -15,14 +15,33 @@ from collections import defaultdict
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
+import redis
 from rq import Queue
+from rq.command import send_stop_job_command
+from rq.exceptions import InvalidJobOperation, NoSuchJobError
+from rq.serializers import JSONSerializer
 from sqlmodel import Session
 
 from crowdqa.aggregation.corpus import Corpus
-from crowdqa.ingest.errors import IngestError
+from crowdqa.ingest import ParseResult, check_options, read_corpus
+from crowdqa.ingest.errors import IngestError, Problem
+from crowdqa.ingest.index import (
+    CorpusIndex,
+    KindConflict,
+    annotator_counts,
+    check_mergeable,
+    index_corpus,
+    summarize_indexes,
+)
+from crowdqa.ingest.merge import merge_corpora
+from crowdqa.ingest.summary import summarize
+from crowdqa.jobs import cancel
+from crowdqa.jobs.batches import check_start
 from crowdqa.jobs.errors import DatasetBusyError, JobNotRunnableError, QueueUnavailableError, UploadConflictError
+from crowdqa.jobs.params import validate_params
 from crowdqa.jobs.queue import cancel_job, enqueue_job
 from crowdqa.jobs.reconcile import reconcile_job
+from crowdqa.quality.report import plain_json
 from crowdqa.store import crud
 from crowdqa.store.artifacts import ArtifactStore, safe_suffix
 from crowdqa.store.models import Dataset, Job, JobCreate, JobRerun, JobStatus, Upload, utcnow
@@ -39,14 +58,12 @@ _dataset_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
 
 def jsonable(value: Any) -> Any:
     """``value`` as plain JSON data (:func:`crowdqa.quality.report.plain_json`)."""
-    from crowdqa.quality.report import plain_json
 
     return plain_json(value)
 
 
 def load_job_corpus(store: ArtifactStore, sha: str) -> Corpus:
     """The corpus a job runs on: a dataset snapshot (the merge of its uploads' corpora) or one corpus file."""
-    from crowdqa.ingest.merge import merge_corpora
 
     parts = store.snapshot_parts(sha)
     if parts is None:
@@ -92,8 +109,6 @@ def parse_upload(path, *, format: str, role: str, options: dict[str, Any], docs:
     Messages and skipped-row records name the file as the client sent it (``filename``) and
     the docs zip as ``docs``, never the server's storage paths.
     """
-    from crowdqa.ingest import ParseResult, check_options, read_corpus
-    from crowdqa.ingest.errors import Problem
 
     name = _shown_name(filename)  # the client's file name, as one printable line without folders
     names = {str(path): name, **({str(docs): "docs"} if docs is not None else {})}
@@ -153,7 +168,6 @@ def add_upload(*, session: Session, settings: Settings, dataset: Dataset, stream
 
 def _index(store: ArtifactStore, corpus_sha: str):
     """The stored index of a corpus, made (once) from the corpus for uploads stored before indexes existed."""
-    from crowdqa.ingest.index import CorpusIndex, index_corpus
 
     path = store.index_path(corpus_sha)
     if path.is_file():
@@ -165,7 +179,6 @@ def _index(store: ArtifactStore, corpus_sha: str):
 
 def _dataset_state(store: ArtifactStore, parts: list[str], indexes: list) -> dict[str, Any]:
     """The dataset columns for a list of upload corpora: snapshot sha256, summary and annotator rows."""
-    from crowdqa.ingest.index import annotator_counts, summarize_indexes
 
     if not parts:
         return {"corpus_sha256": None, "summary": None, "annotators": []}
@@ -178,9 +191,6 @@ def _parse_and_merge(*, session: Session, store: ArtifactStore, dataset: Dataset
                      role: str, options: dict[str, Any], docs: Path | None) -> Upload:
     """Parse the upload, check it merges with the dataset's uploads (by their indexes: no label of theirs is
     read), and record it; the dataset becomes the list of its uploads' corpora (merged when a job runs)."""
-    from crowdqa.ingest.index import KindConflict, check_mergeable, index_corpus
-    from crowdqa.ingest.summary import summarize
-
     _refuse_same_file(session=session, dataset=dataset, raw=raw, filename=filename)
     read_options = {k: v for k, v in options.items() if k != "docs_sha256"}
     parsed = parse_upload(store.path(raw), format=format, role=role, options=read_options, docs=docs,
@@ -239,9 +249,6 @@ def delete_upload(*, session: Session, settings: Settings, dataset: Dataset, upl
 
 
 def _check_job_input(session: Session, dataset: Dataset, job_in: JobCreate) -> None:
-    from crowdqa.jobs.batches import check_start
-    from crowdqa.jobs.params import validate_params
-
     if not dataset.corpus_sha256:
         raise JobNotRunnableError(f"dataset {dataset.id} has no uploads yet: upload a crowd file first")
     validate_params(str(job_in.method), dict(job_in.params))  # JobParamsError naming the field
@@ -320,12 +327,7 @@ def delete_job(*, session: Session, settings: Settings, queue: Queue, job: Job) 
 
 def stop_running_job(*, queue: Queue, settings: Settings, job_id: str) -> None:
     """Ask whoever runs ``job_id`` to stop it now (see :func:`delete_job`)."""
-    import redis
-    from rq.command import send_stop_job_command
-    from rq.exceptions import InvalidJobOperation, NoSuchJobError
-    from rq.serializers import JSONSerializer
 
-    from crowdqa.jobs import cancel
 
     cancel.request_cancel(job_id)  # the embedded worker, if the job runs in this process
     if settings.embedded:

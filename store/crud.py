@@ -12,7 +12,7 @@ import secrets
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, nulls_last
+from sqlalchemy import func, nulls_last, text
 from sqlmodel import Session, col, delete, select, update
 
 from crowdqa.quality.report_model import CategoricalScore, QualityReport, Score
@@ -35,6 +35,7 @@ from crowdqa.store.models import (
 )
 
 __all__ = [
+    "database_available",
     "referenced_artifacts",
     "create_project",
     "get_project",
@@ -94,6 +95,15 @@ def text_safe(value: str) -> str:
 
 def _hash_key(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def database_available(*, session: Session) -> bool:
+    """True if the database answers a trivial query."""
+    try:
+        session.exec(text("SELECT 1"))
+    except Exception:  # noqa: BLE001 - any database failure is "down" here, and said so
+        return False
+    return True
 
 
 # ---------------------------------------------------------------- projects and keys

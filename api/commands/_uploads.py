@@ -8,10 +8,16 @@ uploads, so the three commands cannot drift apart.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from crowdqa.api.commands import UserError, cli_wording
-from crowdqa.ingest import ParseResult, read_merged
 from crowdqa.ingest.formats import READ_FORMATS, ROLES, UPLOAD_OPTIONS, option
+
+if TYPE_CHECKING:  # the readers load only when a command reads (``--help`` stays light)
+    from crowdqa.jobs.local import ParseResult
 
 __all__ = ["add_upload_arguments", "add_option_arguments", "read_uploads", "upload_options", "check_output",
            "print_notes", "add_table_arguments", "check_sort"]
@@ -52,7 +58,7 @@ def add_table_arguments(p: argparse.ArgumentParser) -> None:
 
 def check_sort(args: argparse.Namespace) -> None:
     """Refuse an unknown --sort key before any work (the table's keys live in crowdqa.quality.report)."""
-    from crowdqa.quality.report import TABLE_SORT_KEYS
+    from crowdqa.jobs.local import TABLE_SORT_KEYS
 
     if args.sort is not None and args.sort not in TABLE_SORT_KEYS:
         raise UserError(f"--sort must be one of {', '.join(TABLE_SORT_KEYS)}, found {args.sort!r}")
@@ -68,23 +74,17 @@ def read_uploads(args: argparse.Namespace) -> ParseResult:
 
     A file that holds no labels is an error, as it is for an API upload.
     """
-    from crowdqa.ingest.errors import IngestError
+    from crowdqa.jobs.local import read_files
 
     options = upload_options(args)
     uploads = [dict(path=args.path, format=args.format, role=args.role, **options)]
     uploads += [dict(path=p, format=args.expert_format or args.format, role="expert", **options) for p in args.expert]
-    result = read_merged(uploads)
-    if result.corpus.n_obs == 0:
-        raise IngestError(f"the file holds no labels (read as {args.format!r})", source=str(args.path))
-    return result
+    return read_files(uploads)
 
 
 def check_output(path: str | None, *, option: str, folder: bool = False) -> None:
     """Refuse, before any work, an output path that cannot be written: a missing parent folder, a folder
     where a file is wanted (or the reverse), or no permission."""
-    import os
-    from pathlib import Path
-
     if path is None:
         return
     p = Path(path)
@@ -102,7 +102,5 @@ def check_output(path: str | None, *, option: str, folder: bool = False) -> None
 
 def print_notes(result: ParseResult) -> None:
     """Print on stderr what the readers assumed or left out by rule (the summary's notes)."""
-    import sys
-
     for note in result.notes:
         print(f"crowdqa: note: {cli_wording(note)}", file=sys.stderr)

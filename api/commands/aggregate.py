@@ -16,24 +16,7 @@ import time
 from crowdqa.api.commands import COMMANDS, UserError
 from crowdqa.ingest.formats import WRITE_FORMATS
 
-__all__ = ["register", "default_output_format", "method_params"]
-
-
-def default_output_format(input_format: str, *, output: str | None = None, categorical: bool = False) -> str:
-    """The output format when none is given.
-
-    Categorical answers (one-token items without an outside class) are written as ``item,label``
-    CSV, whatever their input format; otherwise an output name ending in ``.jsonl`` or ``.conll``
-    says which, else CoNLL in -> CoNLL out, EBM-NLP -> EBM-NLP, any other span format -> spans-jsonl.
-    """
-    if categorical or input_format == "categorical":
-        return "categorical-csv"
-    by_suffix = {".jsonl": "spans-jsonl", ".conll": "conll"}
-    if output is not None:
-        for suffix, fmt in by_suffix.items():
-            if str(output).lower().endswith(suffix):
-                return fmt
-    return {"conll": "conll", "ebm-nlp": "ebm-nlp"}.get(input_format, "spans-jsonl")
+__all__ = ["register", "method_params"]
 
 
 class _Progress:
@@ -109,60 +92,37 @@ def method_params(args: argparse.Namespace) -> dict:
 
 def _run(args: argparse.Namespace) -> int:
     from crowdqa.api.commands._uploads import check_output, check_sort, print_notes, read_uploads
-    from crowdqa.ingest.summary import summarize
-    from crowdqa.ingest.writers import write_labels
-    from crowdqa.jobs.pipeline import run_pipeline
-    from crowdqa.quality.references import RULES
-    from crowdqa.quality.report import dump_report
+    from crowdqa.jobs import local
 
     # Everything that can be checked without the data, before any file is read.
-    if args.use_experts and not args.expert:
-        raise UserError("--use-experts needs --expert PATH")
+    local.check_run(use_experts=args.use_experts, reference=args.reference, expert_files=len(args.expert),
+                    role=args.role)
     params = method_params(args)
     check_sort(args)
-    folder_out = (args.output_format or default_output_format(args.format, output=args.output)) == "ebm-nlp"
+    folder_out = (args.output_format or local.default_output_format(args.format, output=args.output)) == "ebm-nlp"
     check_output(args.output, option="--output", folder=folder_out)
     check_output(args.report, option="--report")
     check_output(args.save_model, option="--save-model")
     start = _model_start(args)
-    if args.reference not in RULES and not args.expert and args.role != "expert":
-        raise UserError(f"--reference {args.reference!r} names an expert, but no --expert file is given")
-    from crowdqa.aggregation import make_aggregator
 
     quiet = args.quiet
     say = (lambda msg: None) if quiet else (lambda msg: print(msg, file=sys.stderr))
-    progress = _Progress(args.method, quiet=quiet,
-                         max_iter=getattr(make_aggregator(args.method, dict(params)), "max_iter", None))
+    progress = _Progress(args.method, quiet=quiet, max_iter=local.max_iter(args.method, params))
     progress("reading", None, None)
     parsed = read_uploads(args)
     corpus, problems = parsed.corpus, parsed.problems
     progress.end()
     print_notes(parsed)
-    # What needs the data, before fitting: the reference expert and the output format.
-    if args.reference not in RULES and args.reference not in corpus.worker_ids:
-        experts = [corpus.worker_ids[w] for w in corpus.workers_with_role("expert")]
-        raise UserError(f"--reference must be {' or '.join(RULES)} or an expert's id {experts[:5]}, "
-                        f"found {args.reference!r}")
-    categorical = not corpus.has_outside and bool(corpus.n_docs) and bool((corpus.doc_lengths == 1).all())
-    out_format = args.output_format or default_output_format(args.format, output=args.output,
-                                                             categorical=categorical)
-    if categorical and args.output_format is None and str(args.output).lower().endswith((".jsonl", ".conll")):
-        raise UserError(f"--output {args.output}: these are categorical answers, written as categorical-csv "
-                        "(item,label): name the output .csv")
-    if categorical and out_format != "categorical-csv":
-        raise UserError(f"--output-format {out_format}: these are categorical answers (one label per item); "
-                        "they are written as categorical-csv")
-    if out_format == "categorical-csv" and not categorical:
-        raise UserError("--output-format categorical-csv is for categorical answers (one label per item); these are "
-                        "span labels: use spans-jsonl, conll or ebm-nlp")
+    # What needs the data, before fitting: the output format (categorical answers are written as such).
+    out_format = local.output_format(corpus, input_format=args.format, output=args.output, given=args.output_format)
     check_output(args.output, option="--output", folder=out_format == "ebm-nlp")
-    s = summarize(corpus)
+    s = local.summarize(corpus)
     say(f"crowdqa: read {s['documents']} documents, {s['tokens']} tokens, annotators {s['annotators']}"
         + (f"; skipped {len(problems)} bad rows" if problems else ""))
-    result = run_pipeline(corpus, method=args.method, params=params, use_experts=args.use_experts,
-                          reference=args.reference, progress=progress, start=start)
+    result = local.aggregate(corpus, method=args.method, params=params, use_experts=args.use_experts,
+                             reference=args.reference, progress=progress, start=start)
     progress("writing", None, None)
-    write_labels(result.labels, corpus, args.output, format=out_format)
+    local.write_aggregate(result, corpus, output=args.output, format=out_format)
     progress.end()
     fit = result.fit
     fit.stages.update(progress.stages)  # the report's fit block (the same object) keeps every stage's seconds
@@ -176,12 +136,9 @@ def _run(args: argparse.Namespace) -> int:
         say(f"crowdqa: wrote the fitted model to {args.save_model}")
     if args.report:
         with open(args.report, "w", encoding="utf-8") as fh:
-            dump_report(result.report, fh)
-            fh.write("\n")
+            local.write_report(result.report, fh)
         say(f"crowdqa: wrote the report to {args.report}")
-    from crowdqa.quality.report import format_report
-
-    print(format_report(result.report, max_workers=args.top, sort=args.sort))
+    print(local.format_report(result.report, max_workers=args.top, sort=args.sort))
     return 0
 
 
@@ -201,8 +158,8 @@ def _model_start(args: argparse.Namespace):
 
 
 def register(subparsers) -> None:
-    from crowdqa.aggregation.registry import METHODS
     from crowdqa.api.commands._uploads import add_table_arguments, add_upload_arguments
+    from crowdqa.jobs.params import METHODS
 
     p = subparsers.add_parser("aggregate", help=COMMANDS["aggregate"][1],
                               description=__doc__.split("\n", 1)[1].strip(),

@@ -7,7 +7,7 @@ import json
 
 from crowdqa.api.commands import COMMANDS, cli_wording
 from crowdqa.api.commands._uploads import add_upload_arguments, check_output, read_uploads
-from crowdqa.ingest.summary import format_summary, summarize
+from crowdqa.jobs.local import format_summary, summarize
 
 __all__ = ["register", "run"]
 

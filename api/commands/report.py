@@ -16,6 +16,7 @@ from crowdqa.api.commands._uploads import (
     read_uploads,
     upload_options,
 )
+from crowdqa.jobs.local import check_run
 from crowdqa.jobs.scoring import READABLE_FORMATS, RULES, format_report, read_aggregate_labels, score_aggregate
 
 __all__ = ["register", "run"]
@@ -59,8 +60,7 @@ def run(args: argparse.Namespace) -> int:
     check_sort(args)
     if not Path(args.aggregate).exists():
         raise UserError(f"--aggregate {args.aggregate}: no such file or folder")
-    if args.reference not in RULES and not args.expert and args.role != "expert":
-        raise UserError(f"--reference {args.reference!r} names an expert, but no --expert file is given")
+    check_run(use_experts=False, reference=args.reference, expert_files=len(args.expert), role=args.role)
     parsed = read_uploads(args)
     print_notes(parsed)
     labels = read_aggregate_labels(args.aggregate, parsed.corpus, format=args.aggregate_format,

@@ -101,9 +101,9 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
-    from crowdqa.aggregation.registry import METHODS
     from crowdqa.api.commands._uploads import add_option_arguments
     from crowdqa.ingest.formats import READ_FORMATS
+    from crowdqa.jobs.params import METHODS
     from crowdqa.jobs.review import AGAINST, DECIDE_BY, METRICS
 
     p = subparsers.add_parser("review", help=COMMANDS["review"][1], description=__doc__.split("\n", 1)[1].strip(),

@@ -66,8 +66,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
-    from crowdqa.aggregation.registry import METHODS
     from crowdqa.api.commands._uploads import add_upload_arguments
+    from crowdqa.jobs.params import METHODS
     from crowdqa.jobs.routing import ROUTING_EXPORTS
 
     p = subparsers.add_parser("route", help=COMMANDS["route"][1], description=__doc__.split("\n", 1)[1].strip(),

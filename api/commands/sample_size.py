@@ -35,10 +35,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Compute the plan and print it as a table or JSON."""
     # Imported here, not at the top: it loads scipy.special, and `crowdqa sample-size --help` needs none of it.
-    from crowdqa.quality.sample_size import slice_sample_size
+    from crowdqa.jobs.planning import plan_gold_standard
 
     # A bad value raises ValueError, which the CLI prints as one line (exit status 2).
-    plan = slice_sample_size(
+    plan = plan_gold_standard(
         precision=args.precision, recall=args.recall, frequency=args.frequency,
         half_width=args.half_width, confidence=args.confidence, external=args.external, sites=args.sites,
     )

@@ -31,10 +31,10 @@ from crowdqa.api.dashboard.charts import line_curve
 from crowdqa.api.dashboard.web import PREFIX, PageError, redirect, render
 from crowdqa.api.deps import QueueDep, SessionDep, SettingsDep
 from crowdqa.api.errors import ProblemError
-from crowdqa.ingest.errors import IngestError
 from crowdqa.ingest.formats import READ_FORMATS, ROLES, UPLOAD_OPTIONS, choice_message
 from crowdqa.jobs import reconcile, service
 from crowdqa.jobs.errors import DatasetBusyError, JobNotRunnableError, QueueUnavailableError
+from crowdqa.jobs.params import method_defaults
 from crowdqa.store import crud
 from crowdqa.store.errors import UploadTooLargeError
 from crowdqa.store.models import Dataset, DatasetCreate, Job, JobCreate, JobPublic, JobStatus, Method
@@ -43,8 +43,8 @@ __all__ = ["router", "owned_dataset", "owned_job"]
 
 router = APIRouter(prefix=PREFIX, include_in_schema=False)
 
-#: What a form may get wrong; the page shows the message instead of a problem document.
-FORM_ERRORS = (IngestError, ValueError, JobNotRunnableError, QueueUnavailableError, UploadTooLargeError, ProblemError)
+#: What a form may get wrong (a file that cannot be read is a ValueError); the page shows the message.
+FORM_ERRORS = (ValueError, JobNotRunnableError, QueueUnavailableError, UploadTooLargeError, ProblemError)
 
 Csrf = Annotated[str | None, Form(alias="csrf")]
 
@@ -167,9 +167,8 @@ def _dataset_page(request: Request, session, dash: DashboardSession, dataset: Da
 
 def _method_defaults() -> dict[str, str]:
     """Each method's parameters with their defaults, as JSON (the hint under the job form)."""
-    from crowdqa.aggregation import make_aggregator
-
-    return {m.value: json.dumps(make_aggregator(m.value).get_params(), default=str) for m in Method}
+    defaults = method_defaults()
+    return {m.value: json.dumps(defaults[m.value], default=str) for m in Method}
 
 
 @router.get("/datasets/{dataset_id}")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 from pydantic import BaseModel
-from sqlalchemy import text
 
 from crowdqa.api.deps import QueueDep, SessionDep, SettingsDep
 from crowdqa.jobs.queue import queue_available
+from crowdqa.store import crud
 
 router = APIRouter(tags=["health"])
 
@@ -25,11 +25,7 @@ _DEGRADED = {503: {"model": Health, "description": "Degraded: the database or th
 @router.get("/health", responses=_DEGRADED)
 def health(session: SessionDep, queue: QueueDep, settings: SettingsDep, response: Response) -> Health:
     """Report whether the database and the job queue answer: 200 when both do, 503 when degraded."""
-    try:
-        session.exec(text("SELECT 1"))
-        db = True
-    except Exception:  # noqa: BLE001 - any database failure is "down" here, and said so
-        db = False
+    db = crud.database_available(session=session)
     up = queue_available(queue)
     if not (up and db):
         response.status_code = 503

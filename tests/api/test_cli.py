@@ -126,7 +126,7 @@ def test_keys_create_prints_the_key_last(settings, capsys):
 
 def test_default_output_format_follows_the_output_suffix():
     """An output named *.jsonl gets spans even for EBM-NLP input; no suffix falls back to the input's kind."""
-    from crowdqa.api.commands.aggregate import default_output_format
+    from crowdqa.jobs.local import default_output_format
 
     assert default_output_format("ebm-nlp", output="agg.jsonl") == "spans-jsonl"
     assert default_output_format("spans-jsonl", output="agg.conll") == "conll"

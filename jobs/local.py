@@ -1,0 +1,115 @@
+"""The command line's use cases on files: read uploads from disk, aggregate them synchronously, write the
+aggregate and its report.
+
+``crowdqa aggregate`` runs the pipeline a queued job runs (:func:`crowdqa.jobs.pipeline.run_pipeline`) on
+files instead of a stored dataset, so the command line and the service give identical results. Everything
+that can be refused without the data is refused before any file is read (:func:`check_run`), the rest
+(the reference expert, the output format of categorical answers) right after reading.
+"""
+
+from __future__ import annotations
+
+from typing import IO, Any
+
+from crowdqa.aggregation import make_aggregator
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.ingest import ParseResult, read_merged
+from crowdqa.ingest.errors import IngestError
+from crowdqa.ingest.summary import format_summary, summarize
+from crowdqa.ingest.writers import write_labels
+from crowdqa.jobs.pipeline import ModelStart, PipelineResult, ProgressFn, run_pipeline
+from crowdqa.quality.references import RULES
+from crowdqa.quality.report import TABLE_SORT_KEYS, dump_report, format_report
+from crowdqa.quality.report_model import QualityReport
+
+__all__ = ["ParseResult", "read_files", "summarize", "format_summary", "check_run", "max_iter", "is_categorical",
+           "default_output_format", "output_format", "aggregate", "write_aggregate", "write_report", "format_report",
+           "RULES", "TABLE_SORT_KEYS"]
+
+
+def read_files(uploads: list[dict[str, Any]]) -> ParseResult:
+    """Read upload files (``path``, ``format``, ``role`` and format options each) and merge them into one corpus.
+
+    A first file that holds no labels is an error, as it is for an API upload.
+    """
+    result = read_merged(uploads)
+    if result.corpus.n_obs == 0:
+        first = uploads[0]
+        raise IngestError(f"the file holds no labels (read as {first['format']!r})", source=str(first["path"]))
+    return result
+
+
+def check_run(*, use_experts: bool, reference: str, expert_files: int, role: str) -> None:
+    """Refuse, before any file is read, what needs expert uploads when none is given: ``use_experts`` (it
+    clamps the ``--expert`` files' labels), or an expert as the reference (unless the dump itself is experts')."""
+    if use_experts and not expert_files:
+        raise ValueError("--use-experts needs --expert PATH")
+    if reference not in RULES and not expert_files and role != "expert":
+        raise ValueError(f"--reference {reference!r} names an expert, but no --expert file is given")
+
+
+def max_iter(method: str, params: dict[str, Any]) -> int | None:
+    """The EM iteration cap of ``method`` with ``params`` (None for a method without EM)."""
+    return getattr(make_aggregator(method, dict(params)), "max_iter", None)
+
+
+def is_categorical(corpus: Corpus) -> bool:
+    """True for categorical answers: one-token items and no outside class."""
+    return not corpus.has_outside and bool(corpus.n_docs) and bool((corpus.doc_lengths == 1).all())
+
+
+def default_output_format(input_format: str, *, output: str | None = None, categorical: bool = False) -> str:
+    """The output format when none is given.
+
+    Categorical answers (one-token items without an outside class) are written as ``item,label``
+    CSV, whatever their input format; otherwise an output name ending in ``.jsonl`` or ``.conll``
+    says which, else CoNLL in -> CoNLL out, EBM-NLP -> EBM-NLP, any other span format -> spans-jsonl.
+    """
+    if categorical or input_format == "categorical":
+        return "categorical-csv"
+    by_suffix = {".jsonl": "spans-jsonl", ".conll": "conll"}
+    if output is not None:
+        for suffix, fmt in by_suffix.items():
+            if str(output).lower().endswith(suffix):
+                return fmt
+    return {"conll": "conll", "ebm-nlp": "ebm-nlp"}.get(input_format, "spans-jsonl")
+
+
+def output_format(corpus: Corpus, *, input_format: str, output: str, given: str | None) -> str:
+    """The format the aggregate of ``corpus`` is written in: ``given``, or the default; ValueError when it does
+    not fit the labels (categorical answers are written as categorical-csv, span labels never are)."""
+    categorical = is_categorical(corpus)
+    fmt = given or default_output_format(input_format, output=output, categorical=categorical)
+    if categorical and given is None and str(output).lower().endswith((".jsonl", ".conll")):
+        raise ValueError(f"--output {output}: these are categorical answers, written as categorical-csv "
+                         "(item,label): name the output .csv")
+    if categorical and fmt != "categorical-csv":
+        raise ValueError(f"--output-format {fmt}: these are categorical answers (one label per item); "
+                         "they are written as categorical-csv")
+    if fmt == "categorical-csv" and not categorical:
+        raise ValueError("--output-format categorical-csv is for categorical answers (one label per item); these "
+                         "are span labels: use spans-jsonl, conll or ebm-nlp")
+    return fmt
+
+
+def aggregate(corpus: Corpus, *, method: str, params: dict[str, Any], use_experts: bool, reference: str,
+              progress: ProgressFn | None = None, start: ModelStart | None = None) -> PipelineResult:
+    """Aggregate ``corpus`` and report against its experts, as a queued job does (from an earlier batch's
+    model when ``start`` is given)."""
+    if reference not in RULES and reference not in corpus.worker_ids:
+        experts = [corpus.worker_ids[w] for w in corpus.workers_with_role("expert")]
+        raise ValueError(f"--reference must be {' or '.join(RULES)} or an expert's id {experts[:5]}, "
+                         f"found {reference!r}")
+    return run_pipeline(corpus, method=method, params=params, use_experts=use_experts, reference=reference,
+                        progress=progress, start=start)
+
+
+def write_aggregate(result: PipelineResult, corpus: Corpus, *, output: str, format: str) -> None:
+    """Write the aggregate's labels to ``output`` (a folder for ebm-nlp)."""
+    write_labels(result.labels, corpus, output, format=format)
+
+
+def write_report(report: QualityReport, fh: IO[str]) -> None:
+    """Write the report as JSON (one worker per line)."""
+    dump_report(report, fh)
+    fh.write("\n")

@@ -1,0 +1,70 @@
+"""The house's arrows (DESIGN.md): which of our packages each package may import, checked on the sources.
+
+Every import counts, at the top of a module or inside a function: a function-local import is still an
+arrow, only a later one. The doors (``api``) reach the house through the use cases of ``jobs`` and the
+rows of ``store``; ``quality`` computes on ``aggregation``'s corpus and nothing else of ours; ``store``
+keeps corpora, method ids and the typed report, so it may name their types; nothing imports ``api``. The one
+schema module both doors render from is ``ingest.formats``: the table of formats and upload options that
+the API's form and the command line's flags are made from.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: package -> the packages (or single modules) of ours it may import, besides itself.
+ALLOWED: dict[str, frozenset[str]] = {
+    "aggregation": frozenset(),
+    "quality": frozenset({"aggregation"}),
+    "ingest": frozenset({"aggregation"}),
+    "store": frozenset({"aggregation.corpus", "aggregation.registry", "quality.report_model"}),
+    "jobs": frozenset({"aggregation", "quality", "ingest", "store"}),
+    "api": frozenset({"jobs", "store", "ingest.formats"}),
+}
+
+
+def imports_of(package: str, root: Path = ROOT) -> list[tuple[str, int, str]]:
+    """(file, line, imported module without the ``crowdqa.`` prefix) of every import of ours in ``package``."""
+    found = []
+    for path in sorted((root / package).rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                # ``from crowdqa.quality import report`` imports a module named by the alias
+                names = [node.module] if node.module != "crowdqa" else [f"crowdqa.{a.name}" for a in node.names]
+            else:
+                continue
+            found += [(str(path.relative_to(root)), node.lineno, name.removeprefix("crowdqa."))
+                      for name in names if name.startswith("crowdqa.")]
+    return found
+
+
+def _allowed(package: str, module: str) -> bool:
+    if module.split(".")[0] == package:
+        return True
+    return any(module == rule or module.startswith(rule + ".") for rule in ALLOWED[package])
+
+
+@pytest.mark.parametrize("package", sorted(ALLOWED))
+def test_package_imports_only_what_the_design_allows(package: str) -> None:
+    wrong = [f"{where}:{line}: imports crowdqa.{module}" for where, line, module in imports_of(package)
+             if not _allowed(package, module)]
+    assert wrong == [], f"{package} may import only {sorted(ALLOWED[package])}"
+
+
+def test_the_rule_catches_a_wrong_arrow(tmp_path) -> None:
+    """Oracle: a function-local import of ingest in quality, and jobs importing api, are both reported."""
+    (tmp_path / "quality").mkdir()
+    (tmp_path / "quality" / "bad.py").write_text("def f():\n    from crowdqa.ingest import read_corpus\n")
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "bad.py").write_text("import crowdqa.api.main\nfrom crowdqa import store\n")
+    assert [(m, _allowed("quality", m)) for _, _, m in imports_of("quality", tmp_path)] == [("ingest", False)]
+    assert [(m, _allowed("jobs", m)) for _, _, m in imports_of("jobs", tmp_path)] == [("api.main", False),
+                                                                                      ("store", True)]
