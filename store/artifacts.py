@@ -9,7 +9,6 @@ path: names are hashes and suffixes come from a fixed whitelist.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import re
@@ -23,7 +22,7 @@ from typing import BinaryIO
 import numpy as np
 from numpy.typing import NDArray
 
-from crowdqa.aggregation.corpus import Corpus
+from crowdqa.aggregation.corpus import Corpus, npz_bytes
 from crowdqa.store.errors import ArtifactMissingError, UploadTooLargeError
 
 __all__ = ["Artifact", "ArtifactStore", "artifact_path", "safe_suffix"]
@@ -147,10 +146,8 @@ class ArtifactStore:
         return self.put_stream([data], kind=kind, suffix=suffix)
 
     def put_arrays(self, *, kind: str = "results", **arrays: NDArray) -> Artifact:
-        """Store named arrays as one compressed ``.npz``."""
-        buf = io.BytesIO()
-        np.savez_compressed(buf, **arrays)
-        return self.put_bytes(buf.getvalue(), kind=kind, suffix=".npz")
+        """Store named arrays as one uncompressed ``.npz`` (posteriors barely deflate; see :func:`npz_bytes`)."""
+        return self.put_bytes(npz_bytes(arrays, compresslevel=None), kind=kind, suffix=".npz")
 
     def put_corpus(self, corpus: Corpus) -> Artifact:
         """Store a corpus with :meth:`Corpus.save` (its own atomic write), then move it to its hash."""

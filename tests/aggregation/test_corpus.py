@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import io
+import zipfile
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crowdqa.aggregation.corpus import MISSING, Corpus, sort_rows
+from crowdqa.aggregation.corpus import MISSING, Corpus, npz_bytes, sort_rows
 
 
 def tiny(**over) -> dict:
@@ -96,3 +99,18 @@ def test_sort_rows_equals_lexsort_at_any_chunk_size(rows, chunk, tokens_first):
         np.testing.assert_array_equal(got[2], label[order])
     np.testing.assert_array_equal(kept[1], worker)  # inplace=False leaves the inputs alone
     np.testing.assert_array_equal(kept[2], label)
+
+
+@pytest.mark.parametrize("compresslevel", [None, 1, 9])
+def test_npz_bytes_is_what_numpy_load_reads(compresslevel):
+    """Oracle: numpy.load (no pickle) gives back every array, dtype and shape; stored archives are not deflated."""
+    rng = np.random.default_rng(0)
+    arrays = {"codes": rng.integers(0, 5, size=1000), "proba": rng.random((10, 3)), "empty": np.zeros(0, np.int8),
+              "text": np.frombuffer("é".encode(), dtype=np.uint8)}
+    data = npz_bytes(arrays, compresslevel=compresslevel)
+    with np.load(io.BytesIO(data), allow_pickle=False) as loaded:
+        assert sorted(loaded.files) == sorted(arrays)
+        for name, array in arrays.items():
+            assert loaded[name].dtype == array.dtype and np.array_equal(loaded[name], array)
+    methods = {i.compress_type for i in zipfile.ZipFile(io.BytesIO(data)).infolist()}
+    assert methods == {zipfile.ZIP_STORED if compresslevel is None else zipfile.ZIP_DEFLATED}
