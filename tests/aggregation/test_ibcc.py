@@ -87,7 +87,10 @@ def test_dirichlet_kl_matches_monte_carlo(seed):
     a, b = rng.uniform(0.5, 5, size=3), rng.uniform(0.5, 5, size=3)
     x = rng.dirichlet(a, size=200_000)
     log_dir = lambda p, c: gammaln(c.sum()) - gammaln(c).sum() + ((c - 1) * np.log(p)).sum(axis=1)  # noqa: E731
-    assert dirichlet_kl(a[None], b) == pytest.approx(float(np.mean(log_dir(x, a) - log_dir(x, b))), abs=0.02)
+    diff = log_dir(x, a) - log_dir(x, b)
+    # The Monte Carlo mean is within five of its standard errors (a fixed tolerance failed for
+    # seeds whose small concentrations give log p heavy tails, e.g. CROWDQA_SEED=1260458901).
+    assert dirichlet_kl(a[None], b) == pytest.approx(float(diff.mean()), abs=5 * float(diff.std()) / np.sqrt(diff.size))
 
 
 def test_sparse_workers_shrink_toward_the_prior(seed):
