@@ -128,13 +128,10 @@ def route_corpus(corpus: Corpus, *, method: str, params: dict[str, Any] | None =
 
 def route_job(*, settings: Settings, job: Job, options: RoutingOptions) -> tuple[RoutingResult, Corpus, NDArray]:
     """Route from a finished job's stored aggregate; JobNotFinishedError for a job that is not finished."""
-    from crowdqa.jobs.errors import JobNotFinishedError
+    from crowdqa.jobs.exports import check_finished
     from crowdqa.jobs.results import load_job_result
-    from crowdqa.store.models import JobStatus
 
-    if job.status != JobStatus.finished:
-        raise JobNotFinishedError(f"job {job.id} is {job.status.value}, not finished"
-                                  + (f": {job.error}" if job.error else ""))
+    check_finished(job)
     stored = load_job_result(settings=settings, job=job)
     routed = route_arrays(stored.corpus, stored.labels, stored.proba, options=options, reference=job.reference)
     return routed, stored.corpus, stored.labels
