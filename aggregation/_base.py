@@ -191,7 +191,7 @@ class BaseAggregator:
         Annotators are matched by id; one not seen in the fit gets the crowd average
         (:mod:`crowdqa.aggregation.batches`). Returns an ndarray of shape (n_tokens,).
         """
-        return self._fitted_or_batch(corpus)[0]
+        return self.predict_with_proba(corpus)[0]
 
     def predict_proba(self, corpus: Corpus | None = None) -> NDArray[np.float64]:
         """The fitted posteriors, or with ``corpus`` (a new batch) its posteriors under the fitted parameters.
@@ -199,9 +199,19 @@ class BaseAggregator:
         Returns an ndarray of shape (n_tokens, n_classes). ValueError for a model that cannot predict a
         batch it was not fitted on.
         """
-        return self._fitted_or_batch(corpus)[1]
+        return self.predict_with_proba(corpus)[1]
 
-    def _fitted_or_batch(self, corpus: Corpus | None) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    def predict_with_proba(self, corpus: Corpus | None = None) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """:meth:`predict` and :meth:`predict_proba` from one pass over ``corpus``.
+
+        For a new batch the two methods each run the model's E-step (HMM-Crowd: forward-backward and
+        the decoder); a caller that needs both labels and posteriors calls this once instead.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_tokens,)
+        proba : ndarray of shape (n_tokens, n_classes)
+        """
         if corpus is None or not self._has_batch_state():
             self._check_fitted()
         if corpus is None:

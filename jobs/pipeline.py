@@ -147,7 +147,7 @@ def run_pipeline(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if start is not None and start.frozen:
-            labels, proba = aggregator.predict(crowd), aggregator.predict_proba(crowd)
+            labels, proba = aggregator.predict_with_proba(crowd)
             confusion = _carried_confusion(start.state, crowd)
         else:
             aggregator.fit(crowd, known=known, callback=callback)

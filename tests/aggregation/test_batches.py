@@ -196,6 +196,10 @@ def test_frozen_hmm_crowd_on_a_new_batch_equals_path_enumeration():
     total = sum(weights.values())
     marg = np.array([[sum(v for p, v in weights.items() if p[t] == k) for k in range(2)] for t in range(4)]) / total
     np.testing.assert_allclose(hmm.predict_proba(new), marg, rtol=1e-9)
+    # One pass gives both (the frozen job path): the same labels and posteriors as the two calls.
+    labels, proba = hmm.predict_with_proba(new)
+    np.testing.assert_array_equal(labels, hmm.predict(new))
+    np.testing.assert_array_equal(proba, hmm.predict_proba(new))
 
 
 def test_hmm_crowd_warm_start_from_its_own_fit_keeps_the_labels():
