@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Response
 
 from crowdqa.api.deps import OwnedJobDep, SettingsDep
 from crowdqa.api.errors import problem_responses
-from crowdqa.jobs.routing import RoutingOptions, route_job, routing_bytes
+from crowdqa.jobs.routing import ROUTING_EXPORTS, RoutingOptions, route_job, routing_bytes
 from crowdqa.store.models import RoutingPublic
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
@@ -54,7 +54,7 @@ def get_routing(job: OwnedJobDep, settings: SettingsDep, budget: Budget, half_wi
 def export_routing(
     job: OwnedJobDep, settings: SettingsDep, budget: Budget, half_width: HalfWidth = 0.05,
     worker_weight: WorkerWeight = 1.0, correction_weight: CorrectionWeight = 1.0, link_template: LinkTemplate = None,
-    format: Annotated[Literal["csv", "label-studio", "doccano", "spans-jsonl"], Query(
+    format: Annotated[Literal[ROUTING_EXPORTS], Query(  # type: ignore[valid-type]
         description="csv: the task CSV for Mechanical Turk / Upwork (doc_id, text, link, rank, reason, score, "
                     "tokens); label-studio / doccano: import tasks whose export reads back as the expert upload "
                     "(id column doc_id; Label Studio gets the aggregate as a prediction); spans-jsonl: the "
