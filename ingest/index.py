@@ -19,10 +19,10 @@ from types import SimpleNamespace
 import numpy as np
 from numpy.typing import NDArray
 
-from crowdqa.aggregation.corpus import ROLES, Corpus
+from crowdqa.aggregation.corpus import Corpus
 from crowdqa.ingest.errors import IngestError
 from crowdqa.ingest.merge import _merged_classes
-from crowdqa.ingest.summary import annotator_coverage
+from crowdqa.ingest.summary import summary_fields
 
 __all__ = ["CorpusIndex", "index_corpus", "check_mergeable", "summarize_indexes", "annotator_counts", "KindConflict"]
 
@@ -194,25 +194,14 @@ def merged_class_names(parts: list[CorpusIndex]) -> tuple[str, ...]:
 def summarize_indexes(parts: list[CorpusIndex]) -> dict:
     """:func:`crowdqa.ingest.summary.summarize` of the merged corpus, computed from the parts' indexes."""
     doc_pos, lengths, _, roles, pair_doc, pair_worker = _union(parts)
-    n_docs = len(doc_pos)
-    role_arr = np.array(roles, dtype=str) if roles else np.zeros(0, dtype="<U6")
-    role_of = np.array([ROLES.index(r) for r in roles], dtype=np.int64)
-    pair_role = role_of[pair_worker] if pair_doc.size else np.zeros(0, dtype=np.int64)
-    coverage = annotator_coverage(pair_doc, pair_role, n_docs=n_docs)
     classes = merged_class_names(parts)
     counts = dict.fromkeys(classes, 0)
     for ix in parts:
         for name, k in zip(ix.class_names.tolist(), ix.label_counts.tolist(), strict=True):
             counts[name] += int(k)
-    return {
-        "documents": n_docs,
-        "tokens": int(lengths.sum()),
-        "annotations": int(sum(ix.n_obs for ix in parts)),
-        "annotators": {r: int(np.sum(role_arr == r)) for r in ROLES},
-        "labels": list(classes),
-        "label_counts": counts,
-        "coverage": coverage,
-    }
+    return summary_fields(n_docs=len(doc_pos), n_tokens=int(lengths.sum()), n_obs=int(sum(ix.n_obs for ix in parts)),
+                          worker_roles=roles, pair_doc=pair_doc, pair_worker=pair_worker, class_names=classes,
+                          label_counts=counts)
 
 
 def annotator_counts(parts: list[CorpusIndex]) -> list[tuple[str, str, int, int]]:

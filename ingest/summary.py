@@ -3,7 +3,7 @@ lines the command line prints (:func:`format_summary`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -12,7 +12,7 @@ from crowdqa.aggregation.corpus import Corpus
 from crowdqa.ingest.errors import Problem
 from crowdqa.ingest.formats import ROLES
 
-__all__ = ["annotator_coverage", "format_summary", "summarize"]
+__all__ = ["annotator_coverage", "format_summary", "summarize", "summary_fields"]
 
 
 def summarize(corpus: Corpus, *, problems: list[Problem] | None = None, notes: list[str] | None = None,
@@ -38,25 +38,16 @@ def summarize(corpus: Corpus, *, problems: list[Problem] | None = None, notes: l
         document: ``min``, ``median``, ``max``, overall and per role, and
         ``documents_with_expert``), and ``skipped`` / ``problems`` when given.
     """
-    n_docs, n_workers = corpus.n_docs, corpus.n_workers
-    roles = np.asarray(corpus.worker_roles) if n_workers else np.zeros(0, dtype="<U6")
     # Unique (document, annotator) pairs, sorted: the rows on each document's first token (the corpus is
     # sorted by (token, annotator) and an annotator of a document labels all of its tokens).
     obs_doc = corpus.obs_doc
     at_first = corpus.token == corpus.doc_start[obs_doc]
-    pair_doc, pair_worker = obs_doc[at_first], corpus.worker[at_first].astype(np.int64)
-    role_of = np.array([ROLES.index(r) for r in corpus.worker_roles], dtype=np.int64)  # compared as integers
-    coverage = annotator_coverage(pair_doc, role_of[pair_worker], n_docs=n_docs)
     label_counts = np.bincount(corpus.label, minlength=corpus.n_classes)
-    out = {
-        "documents": n_docs,
-        "tokens": corpus.n_tokens,
-        "annotations": corpus.n_obs,
-        "annotators": {r: int(np.sum(roles == r)) for r in ROLES},
-        "labels": list(corpus.class_names),
-        "label_counts": {name: int(k) for name, k in zip(corpus.class_names, label_counts.tolist(), strict=True)},
-        "coverage": coverage,
-    }
+    out = summary_fields(
+        n_docs=corpus.n_docs, n_tokens=corpus.n_tokens, n_obs=corpus.n_obs, worker_roles=corpus.worker_roles,
+        pair_doc=obs_doc[at_first], pair_worker=corpus.worker[at_first].astype(np.int64),
+        class_names=corpus.class_names,
+        label_counts={name: int(k) for name, k in zip(corpus.class_names, label_counts.tolist(), strict=True)})
     if problems is not None:
         out["skipped"] = len(problems)
         out["problems"] = [str(p) for p in problems[:20]]
@@ -65,6 +56,39 @@ def summarize(corpus: Corpus, *, problems: list[Problem] | None = None, notes: l
     if notes:
         out["notes"] = list(notes)
     return out
+
+
+def summary_fields(*, n_docs: int, n_tokens: int, n_obs: int, worker_roles: Sequence[str],
+                   pair_doc: NDArray[np.int64], pair_worker: NDArray[np.int64], class_names: Sequence[str],
+                   label_counts: dict[str, int]) -> dict:
+    """The fields every parse summary has, from a corpus (:func:`summarize`) or from upload indexes
+    (:func:`crowdqa.ingest.index.summarize_indexes`): sizes, annotators by role, labels, coverage.
+
+    Parameters
+    ----------
+    n_docs, n_tokens, n_obs : int
+    worker_roles : sequence of str
+        Each annotator's role (one of :data:`~crowdqa.ingest.formats.ROLES`).
+    pair_doc, pair_worker : ndarray of shape (n_pairs,)
+        The unique (document, annotator) assignments, as indexes.
+    class_names : sequence of str
+    label_counts : dict of str to int
+        Annotations per class.
+
+    Returns
+    -------
+    dict
+    """
+    role_of = np.array([ROLES.index(r) for r in worker_roles], dtype=np.int64)  # compared as integers
+    return {
+        "documents": n_docs,
+        "tokens": n_tokens,
+        "annotations": n_obs,
+        "annotators": {r: int(np.sum(role_of == k)) for k, r in enumerate(ROLES)},
+        "labels": list(class_names),
+        "label_counts": label_counts,
+        "coverage": annotator_coverage(pair_doc, role_of[pair_worker], n_docs=n_docs),
+    }
 
 
 def annotator_coverage(pair_doc: NDArray[np.int64], pair_role: NDArray[np.int64], *, n_docs: int) -> dict:
