@@ -283,15 +283,20 @@ def _num(x: float) -> str:
     return f"{x:.2f}"
 
 
+def _wording(e: WorkerEvidence, i: int) -> tuple[str, str, str]:
+    """The metric's name, the reference's name and worker ``i``'s interval text, as the worker reads them."""
+    name = "F1" if e.metric == "f1" else "accuracy"
+    ref = "the workers' consensus" if e.against == "aggregate" else "the expert labels"
+    ci = "" if np.isnan(e.high[i]) else f" (95% interval {_num(e.low[i])} to {_num(e.high[i])})"
+    return name, ref, ci
+
+
 def feedback(decisions: Decisions, i: int) -> str:
     """The text a worker sees for decision ``i`` (plain ASCII, one line): the verdict and why."""
     e, rules = decisions.evidence, decisions.rules
-    name = "F1" if e.metric == "f1" else "accuracy"
+    name, ref, ci = _wording(e, i)
     unit = "tokens" if e.metric == "f1" else "items"
-    ref = "the workers' consensus" if e.against == "aggregate" else "the expert labels"
-    score = e.score[i]
-    ci = "" if np.isnan(e.high[i]) else f" (95% interval {_num(e.low[i])} to {_num(e.high[i])})"
-    measured = f"{name} {_num(score)}{ci} against {ref} over {int(e.tokens[i])} {unit}"
+    measured = f"{name} {_num(e.score[i])}{ci} against {ref} over {int(e.tokens[i])} {unit}"
     reason = decisions.reason[i]
     if reason is Reason.below:
         return f"Rejected: {measured}; work below {name} {_num(rules.reject_below)} is rejected."
@@ -309,7 +314,5 @@ def feedback(decisions: Decisions, i: int) -> str:
 def bonus_reason(decisions: Decisions, i: int) -> str:
     """Why worker ``i`` earned its bonus (plain ASCII, one line)."""
     e, rules = decisions.evidence, decisions.rules
-    name = "F1" if e.metric == "f1" else "accuracy"
-    ref = "the workers' consensus" if e.against == "aggregate" else "the expert labels"
-    ci = "" if np.isnan(e.high[i]) else f" (95% interval {_num(e.low[i])} to {_num(e.high[i])})"
+    name, ref, ci = _wording(e, i)
     return f"Bonus for quality: {name} {_num(e.score[i])}{ci} against {ref}, at least {_num(rules.bonus_above)}."
