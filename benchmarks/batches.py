@@ -24,7 +24,6 @@ recall and F1 of the aggregate against the experts on batch 2's expert documents
 from __future__ import annotations
 
 import argparse
-import json
 import time
 import warnings
 from pathlib import Path
@@ -32,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks._pico import load_pico
-from benchmarks.tables import make_meta
+from benchmarks.tables import make_meta, write_results
 from crowdqa.aggregation import ConvergenceWarning
 from crowdqa.aggregation.corpus import MISSING
 from crowdqa.ingest.routing_export import select_documents
@@ -126,9 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m benchmarks.batches" + (" --quick" if args.quick else "") + (
         f" --methods {args.methods}" if args.methods != "ds,hmm-crowd" else "")
     out = {"meta": make_meta(command, seconds=time.perf_counter() - t0), **data}
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"batches{'_quick' if args.quick else ''}.json"
-    path.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    path = write_results(args.out / f"batches{'_quick' if args.quick else ''}.json", out)
     for method, m in data["methods"].items():
         for name, r in m["runs"].items():
             print(f"{method:10s} {name:12s} {r['seconds']:8.2f} s  it {r['iterations']:4d}  "

@@ -25,7 +25,6 @@ their own split; ours is token F1 on the expert documents, so not the same measu
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 import warnings
@@ -34,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.ner_crowd import ner_crowd
-from benchmarks.tables import make_meta
+from benchmarks.tables import make_meta, write_results
 from crowdqa.aggregation import ConvergenceWarning, make_aggregator
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.aggregation.spans import decode_spans
@@ -186,9 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m benchmarks.bsc_seq" + (" --quick" if args.quick else "")
     result["meta"] = make_meta(command, seconds=time.perf_counter() - t0)
     result["meta"]["note"] = "shared machine: up to 6 engineers ran tests and benchmarks at the same time"
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"bsc_seq{'_quick' if args.quick else ''}.json"
-    path.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    path = write_results(args.out / f"bsc_seq{'_quick' if args.quick else ''}.json", result)
     print(f"wrote {path}")
     return 0
 

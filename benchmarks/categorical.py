@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import os
 import statistics
 import tempfile
@@ -49,7 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.tables import make_meta
+from benchmarks.tables import make_meta, write_results
 from crowdqa.aggregation import ConvergenceWarning, make_aggregator
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.ingest import read_corpus
@@ -241,9 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     result = run(quick=args.quick, methods=methods)
     result["meta"] = make_meta("python -m benchmarks.categorical" + (" --quick" if args.quick else ""),
                                seconds=time.perf_counter() - t0)
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"categorical{'_quick' if args.quick else ''}.json"
-    path.write_text(json.dumps(result, indent=1) + "\n")
+    path = write_results(args.out / f"categorical{'_quick' if args.quick else ''}.json", result)
     print(f"wrote {path}")
     return 0
 

@@ -43,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.tables import make_meta
+from benchmarks.tables import make_meta, write_results
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
@@ -203,9 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     result = run(n_labels, cap)
     command = "python -m benchmarks.categorical_speed" + (" --quick" if args.quick else "")
     result["meta"] = make_meta(command, seconds=time.perf_counter() - t0)
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"categorical_speed{'_quick' if args.quick else ''}.json"
-    path.write_text(json.dumps(result, indent=1) + "\n")
+    path = write_results(args.out / f"categorical_speed{'_quick' if args.quick else ''}.json", result)
     print(f"wrote {path}")
     return 0
 

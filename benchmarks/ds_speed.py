@@ -36,6 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.tables import write_results
+
 RESULTS = Path(__file__).resolve().parent / "results"
 N_WORKERS = 500
 N_CLASSES = 3
@@ -203,9 +205,7 @@ def main(argv: list[str] | None = None) -> int:
                 row["crowdkit"] = run_one("crowdkit", n_items, curve_iters, tmp)
             results["scaling"].append(row)
     results["setup"]["total_wall_seconds"] = round(time.time() - started, 1)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / ("ds_speed_quick.json" if args.quick else "ds_speed.json")
-    out.write_text(json.dumps(results, indent=2) + "\n")
+    out = write_results(RESULTS / ("ds_speed_quick.json" if args.quick else "ds_speed.json"), results, indent=2)
     for h in results["headline"]:
         print(f"{h['n_items']:>9} items: crowd-kit {h['crowdkit']['fit_seconds']:.1f}s / crowdqa "
               f"{h['crowdqa']['fit_seconds']:.2f}s = {h['speedup_fit']}x; peak RSS during fit "

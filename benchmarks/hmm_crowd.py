@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks._pico import load_pico
+from benchmarks.tables import make_meta, write_results
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.aggregation.dawid_skene import DawidSkene
 from crowdqa.aggregation.hmm_crowd import (
@@ -396,13 +397,10 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result["pico_participants"], indent=1), flush=True)
     else:
         print(f"skipping PICO: {PICO} is absent", file=sys.stderr)
-    from benchmarks.tables import make_meta
 
     command = "python -m benchmarks.hmm_crowd" + (" --quick" if args.quick else "")
     result = {"meta": make_meta(command, seconds=time.perf_counter() - t_start), **result}
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / ("hmm_crowd_quick.json" if args.quick else "hmm_crowd.json")
-    path.write_text(json.dumps(result, indent=1) + "\n")
+    path = write_results(RESULTS / ("hmm_crowd_quick.json" if args.quick else "hmm_crowd.json"), result)
     print(f"wrote {path}")
     return 0
 

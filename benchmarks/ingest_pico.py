@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.tables import write_results
 from crowdqa.ingest import read_corpus
 from crowdqa.ingest.merge import merge_corpora
 from crowdqa.ingest.summary import summarize
@@ -111,8 +112,7 @@ def main() -> int:
         _synthetic_docs(files, docs, Path(tmp))
         report["synthetic_texts"] = _measure(files, Path(tmp))
     report["max_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    write_results(OUT, report, indent=2)
     print(json.dumps(report, indent=2))
     return 0
 

@@ -41,6 +41,7 @@ import httpx
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from benchmarks.service_overhead import _free_port, _percentiles, _wait_port  # noqa: E402
+from benchmarks.tables import write_results  # noqa: E402
 
 BIN = Path(sys.executable).parent
 SAMPLE = REPO / "api" / "sample" / "crowd.jsonl"
@@ -219,7 +220,7 @@ def main(argv=None) -> int:
         results.append(res)
     out = {"benchmark": "load", "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
            "quick": args.quick, "results": results, "problems": [q for r in results for q in check(r)]}
-    Path(args.output).write_text(json.dumps(out, indent=2) + "\n")
+    write_results(Path(args.output), out, indent=2)
     print(f"wrote {args.output}")
     return 1 if out["problems"] else 0
 

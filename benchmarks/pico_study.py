@@ -20,7 +20,6 @@ plotted with the aggregates. Texts: the abstracts of ``docs/`` (``benchmarks/_pi
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import time
 import warnings
@@ -29,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks._pico import PICO, load_pico
+from benchmarks.tables import write_results
 from crowdqa.aggregation import ConvergenceWarning, make_aggregator
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.quality.metrics import grouped_counts
@@ -205,8 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         "date": time.strftime("%Y-%m-%d"),
         "seconds": round(time.perf_counter() - t0, 1),
     }
-    path = RESULTS / f"pico_study{'_quick' if args.quick else ''}.json"
-    path.write_text(json.dumps(result, indent=1) + "\n")
+    path = write_results(RESULTS / f"pico_study{'_quick' if args.quick else ''}.json", result)
     print(f"wrote {path}")
     return 0
 

@@ -39,7 +39,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.tables import make_meta
+from benchmarks.tables import make_meta, write_results
 from benchmarks.whole_path import BIN, _run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -176,9 +176,7 @@ def _save(points: list[dict], args: argparse.Namespace, t_start: float) -> Path:
                      seconds=time.perf_counter() - t_start)
     meta["note"] = (f"Least-CPU of {args.repeats} runs per process (one on PICO); the machine (2 cores) was "
                     "shared with other engineers' work, so wall seconds include waiting for a core")
-    RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / "real_path.json"
-    out.write_text(json.dumps({"meta": meta, "points": points}, indent=2) + "\n")
+    out = write_results(RESULTS / "real_path.json", {"meta": meta, "points": points}, indent=2)
     return out
 
 

@@ -26,7 +26,6 @@ expert revealed). The aggregate is fitted once, on the crowd alone, so every ord
 from __future__ import annotations
 
 import argparse
-import json
 import time
 import warnings
 from pathlib import Path
@@ -34,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks._pico import load_pico
-from benchmarks.tables import make_meta
+from benchmarks.tables import make_meta, write_results
 from crowdqa.aggregation import ConvergenceWarning, make_aggregator
 from crowdqa.quality.intervals import clopper_pearson_bounds, grouped_bootstrap_f1_bounds
 from crowdqa.quality.metrics import grouped_counts, prf_from_counts
@@ -196,9 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m benchmarks.routing" + (" --quick" if args.quick else "") + (
         f" --method {args.method}" if args.method != "ds" else "")
     out = {"meta": make_meta(command, seconds=time.perf_counter() - t0), **data}
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"routing{'_quick' if args.quick else ''}.json"
-    path.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    path = write_results(args.out / f"routing{'_quick' if args.quick else ''}.json", out)
     area = data["mean_over_reveals"]
     for m in METRICS:
         print(f"{m:24s} " + "  ".join(f"{k} {v[m]:.4f}" for k, v in area.items()))

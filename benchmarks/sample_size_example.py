@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks._pico import PICO, load_pico
-from benchmarks.tables import make_meta
+from benchmarks.tables import make_meta, write_results
 from crowdqa.aggregation import ConvergenceWarning, make_aggregator
 from crowdqa.quality.metrics import grouped_counts, prf_from_counts
 from crowdqa.quality.references import reference_labels
@@ -181,9 +181,7 @@ def main(argv: list[str] | None = None) -> int:
           f"+-{cp['precision_half_width']:.3f} (CP) +-{bs['precision_half_width']:.3f} (bootstrap), "
           f"R {m['recall']:.3f} +-{cp['recall_half_width']:.3f} (CP) +-{bs['recall_half_width']:.3f} (bootstrap); "
           f"+-{HALF_WIDTH} by bootstrap needs about {m['documents_for_half_width_by_bootstrap']} documents")
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"sample_size_example{'_quick' if args.quick else ''}.json"
-    path.write_text(json.dumps(result, indent=1) + "\n")
+    path = write_results(args.out / f"sample_size_example{'_quick' if args.quick else ''}.json", result)
     print(f"wrote {path}")
     return 0
 

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.tables import make_meta
+from benchmarks.tables import make_meta, write_results
 from crowdqa.aggregation.corpus import Corpus
 
 REPO = Path(__file__).resolve().parents[1]
@@ -252,8 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     png = args.out / f"scaling{suffix}.png"
     if plot(result, png):
         result["plot"] = png.name
-    path = args.out / f"scaling{suffix}.json"
-    path.write_text(json.dumps(result, indent=1) + "\n")
+    path = write_results(args.out / f"scaling{suffix}.json", result)
     for method, s in result["summary"].items():
         slope = s["time_loglog_slope_from_1e5"]
         print(f"{method}: time ~ labels^{slope:.2f}" if slope is not None else f"{method}: one size only")

@@ -60,6 +60,13 @@ def make_meta(command: str, *, seconds: float | None = None) -> dict:
     return meta
 
 
+def write_results(path: Path, result: dict, *, indent: int = 1) -> Path:
+    """Write a benchmark's results JSON to ``path`` (its folder made if missing); return ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=indent) + "\n", encoding="utf-8")
+    return path
+
+
 # ------------------------------------------------------------------ formatting
 def _f(x: float | None, digits: int = 3) -> str:
     return "–" if x is None else f"{x:.{digits}f}"

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.tables import make_meta
+from benchmarks.tables import make_meta, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BIN = Path(sys.executable).parent
@@ -212,10 +212,8 @@ def _save(points: list[dict], args: argparse.Namespace, t_start: float) -> Path:
     meta["note"] = "One run per point; the machine (2 cores) was shared with other engineers' work"
     if getattr(args, "earlier_meta", None):
         meta["merged_with"] = args.earlier_meta  # the run that measured the other sizes
-    RESULTS.mkdir(exist_ok=True)
-    out = _results_path(args)
     points = sorted(points, key=lambda p: (p["labels"], p["method"]))
-    out.write_text(json.dumps({"meta": meta, "cap_seconds": args.cap, "points": points}, indent=2) + "\n")
+    out = write_results(_results_path(args), {"meta": meta, "cap_seconds": args.cap, "points": points}, indent=2)
     return out
 
 
