@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from crowdqa.api.commands import COMMANDS, UserError
@@ -16,7 +15,7 @@ from crowdqa.api.commands._uploads import (
     read_uploads,
     upload_options,
 )
-from crowdqa.jobs.local import check_run
+from crowdqa.jobs.local import check_run, write_report
 from crowdqa.jobs.scoring import READABLE_FORMATS, RULES, format_report, read_aggregate_labels, score_aggregate
 
 __all__ = ["register", "run"]
@@ -71,5 +70,6 @@ def run(args: argparse.Namespace) -> int:
                              seed=args.seed, n_boot=args.n_boot)
     print(format_report(report, max_workers=args.top, sort=args.sort))
     if args.json:
-        Path(args.json).write_text(json.dumps(report.model_dump(mode="json"), indent=1) + "\n", encoding="utf-8")
+        with open(args.json, "w", encoding="utf-8") as fh:
+            write_report(report, fh)
     return 0
