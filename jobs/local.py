@@ -109,7 +109,7 @@ def write_aggregate(result: PipelineResult, corpus: Corpus, *, output: str, form
     write_labels(result.labels, corpus, output, format=format)
 
 
-def write_report(report: QualityReport, fh: IO[str]) -> None:
-    """Write the report as JSON (one worker per line)."""
+def write_report(report: QualityReport | dict, fh: IO[str]) -> None:
+    """Write the report (or its ``model_dump(mode="json")``) as JSON, one worker per line."""
     dump_report(report, fh)
     fh.write("\n")

@@ -134,11 +134,12 @@ def _run(args: argparse.Namespace) -> int:
 
         save_model_file(result.model, args.save_model)
         say(f"crowdqa: wrote the fitted model to {args.save_model}")
+    report = result.report.model_dump(mode="json")  # once, for the file and the table
     if args.report:
         with open(args.report, "w", encoding="utf-8") as fh:
-            local.write_report(result.report, fh)
+            local.write_report(report, fh)
         say(f"crowdqa: wrote the report to {args.report}")
-    print(local.format_report(result.report, max_workers=args.top, sort=args.sort))
+    print(local.format_report(report, max_workers=args.top, sort=args.sort))
     return 0
 
 
