@@ -9,7 +9,7 @@ that can be refused without the data is refused before any file is read (:func:`
 
 from __future__ import annotations
 
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from crowdqa.aggregation import make_aggregator
 from crowdqa.aggregation.corpus import Corpus
@@ -20,7 +20,9 @@ from crowdqa.ingest.writers import write_labels
 from crowdqa.jobs.pipeline import ModelStart, PipelineResult, ProgressFn, run_pipeline
 from crowdqa.quality.references import RULES
 from crowdqa.quality.report import TABLE_SORT_KEYS, dump_report, format_report
-from crowdqa.quality.report_model import QualityReport
+
+if TYPE_CHECKING:
+    from crowdqa.quality.report_model import QualityReport
 
 __all__ = ["ParseResult", "read_files", "summarize", "format_summary", "check_run", "max_iter", "is_categorical",
            "default_output_format", "output_format", "aggregate", "write_aggregate", "write_report", "format_report",

@@ -10,7 +10,8 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -19,8 +20,10 @@ from crowdqa.aggregation import make_aggregator
 from crowdqa.aggregation.batches import carry_workers, fitted_state, restore_state, supports_batches
 from crowdqa.aggregation.corpus import MISSING, Corpus
 from crowdqa.quality.references import reference_labels
-from crowdqa.quality.report import build_report
-from crowdqa.quality.report_model import FitRecord, QualityReport
+from crowdqa.quality.report import build_report_data
+
+if TYPE_CHECKING:
+    from crowdqa.quality.report_model import FitRecord, QualityReport
 
 __all__ = ["ModelStart", "PipelineResult", "ProgressFn", "run_pipeline"]
 
@@ -62,15 +65,13 @@ class PipelineResult:
         Posterior of each token's true class.
     worker_confusion : ndarray of shape (n_workers, n_classes, n_classes)
         ``worker_confusion[w, t, o]`` = P(annotator w answers o | true class t).
-    report : QualityReport
-        The quality report (``crowdqa.quality.report.build_report``).
+    report_data : dict
+        The quality report as plain JSON data (``crowdqa.quality.report.build_report_data``): what the
+        command line writes, without pydantic. Its ``fit`` block holds iterations, converged, seconds,
+        log_likelihood history, warnings, and ``stages``: seconds per stage (fitting, cross_fitting,
+        scoring); a caller adds its reading and writing seconds to ``report_data["fit"]["stages"]``.
     clamped : ndarray of shape (n_tokens,), bool
         Tokens whose label was fixed to the expert reference during the fit.
-    fit : FitRecord
-        iterations, converged, seconds, log_likelihood history, warnings, and ``stages``: seconds
-        per stage (fitting, cross_fitting, scoring). It is the report's ``fit`` block (the same
-        object), so a caller adds its reading and writing seconds to ``fit.stages`` before it
-        saves the report.
     timings : dict
         Seconds spent fitting and reporting.
     model : dict of str to ndarray or None
@@ -81,11 +82,24 @@ class PipelineResult:
     labels: NDArray[np.int64]
     proba: NDArray[np.float64]
     worker_confusion: NDArray[np.float64]
-    report: QualityReport
+    report_data: dict[str, Any]
     clamped: NDArray[np.bool_]
-    fit: FitRecord
     timings: dict[str, float] = field(default_factory=dict)
     model: dict[str, NDArray] | None = None
+
+    @cached_property
+    def report(self) -> QualityReport:
+        """The report as its typed model, validated from :attr:`report_data` on first use (what the service
+        stores and serves); after that, change the model, not :attr:`report_data`."""
+        from crowdqa.quality.report_model import QualityReport
+
+        return QualityReport.model_validate(self.report_data)
+
+    @property
+    def fit(self) -> FitRecord:
+        """The typed report's ``fit`` block (the same object): a caller adds its reading and writing seconds
+        to ``fit.stages`` before it saves :attr:`report`."""
+        return self.report.fit
 
 
 def run_pipeline(
@@ -202,25 +216,23 @@ def run_pipeline(
     skills = getattr(aggregator, "skills_", None)
     if skills is not None and excluded.any():  # a blocked worker's skill is the model's prior, not a measure
         skills = np.where(excluded, np.nan, np.asarray(skills, dtype=np.float64))
-    record = FitRecord.model_validate(fit)
-    report = build_report(
+    report = build_report_data(
         corpus, scored, method=method, experts_used_in_fit=bool(use_experts),
         clamped=clamped if use_experts else None,
-        heldout=None if heldout is None else np.where(covered, heldout, MISSING), fit=record, reference=reference,
+        heldout=None if heldout is None else np.where(covered, heldout, MISSING), fit=fit, reference=reference,
         skills=skills,
     )
-    for w, entry in enumerate(report.workers):  # blocked: left out of the fit, scored like the others
-        entry.blocked = bool(excluded[w])
-    report.blocked_workers = [corpus.worker_ids[w] for w in np.flatnonzero(excluded)]
+    for entry, blocked in zip(report["workers"], excluded.tolist(), strict=True):
+        entry["blocked"] = blocked  # left out of the fit, scored like the others
+    report["blocked_workers"] = [corpus.worker_ids[w] for w in np.flatnonzero(excluded)]
     report_seconds = time.perf_counter() - t1
-    record.stages["scoring"] = round(report_seconds, 6)
+    report["fit"]["stages"]["scoring"] = round(report_seconds, 6)
     return PipelineResult(
         labels=labels,
         proba=np.asarray(proba, dtype=np.float64),
         worker_confusion=np.asarray(confusion, dtype=np.float64),
-        report=report,
+        report_data=report,
         clamped=clamped,
-        fit=record,
         timings={"fit": round(fit_seconds, 6), "report": round(report_seconds, 6)},
         model=start.state if frozen else _model_state(aggregator, corpus),
     )

@@ -1,9 +1,10 @@
 """The quality report: every worker and the aggregate against the experts, with intervals.
 
-:func:`build_report` turns a corpus and an aggregate's labels into a
-:class:`~crowdqa.quality.report_model.QualityReport` (the typed models of
-:mod:`crowdqa.quality.report_model` are its schema); :func:`format_report` prints it as a terminal table
-and :func:`dump_report` writes it as JSON.
+:func:`build_report_data` turns a corpus and an aggregate's labels into the report as plain JSON data in
+the shape of :class:`~crowdqa.quality.report_model.QualityReport` (the typed models of
+:mod:`crowdqa.quality.report_model` are its schema), :func:`build_report` into the typed model itself;
+:func:`format_report` prints either as a terminal table and :func:`dump_report` writes either as JSON. The
+command line writes the plain data and never imports pydantic; the service validates it into the model.
 
 Rules
 -----
@@ -39,7 +40,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -51,10 +52,13 @@ from crowdqa.quality.intervals import clopper_pearson_bounds, grouped_bootstrap_
 from crowdqa.quality.metrics import grouped_counts, per_label_prf, prf_from_counts
 from crowdqa.quality.pair_agreement import kappa_from_confusions, pair_confusions
 from crowdqa.quality.references import RULES, reference_labels
-from crowdqa.quality.report_model import FitRecord, QualityReport
 from crowdqa.quality.span_metrics import instance_counts
 
-__all__ = ["build_report", "dump_report", "format_report", "plain_json", "score_block", "TABLE_SORT_KEYS"]
+if TYPE_CHECKING:  # the typed models (pydantic) are imported where a typed report is asked for, not here
+    from crowdqa.quality.report_model import FitRecord, QualityReport
+
+__all__ = ["build_report", "build_report_data", "fit_record_data", "dump_report", "format_report", "plain_json",
+           "score_block", "TABLE_SORT_KEYS"]
 
 LEVEL = 0.95
 
@@ -252,7 +256,18 @@ def _check_labels(labels: NDArray, corpus: Corpus, name: str) -> NDArray[np.int6
     return labels.astype(np.int64)
 
 
-def build_report(
+def build_report(corpus: Corpus, labels: NDArray, *, fit: FitRecord | dict | None = None,
+                 **options: Any) -> QualityReport:
+    """:func:`build_report_data` as the typed model, :class:`~crowdqa.quality.report_model.QualityReport`.
+
+    Takes the same arguments. ``fit`` is kept as the report's ``fit`` (the same object when a
+    :class:`~crowdqa.quality.report_model.FitRecord` is given). The model is validated once, in pydantic's
+    compiled core, from the plain report.
+    """
+    return _typed(build_report_data(corpus, labels, **options), fit)
+
+
+def build_report_data(
     corpus: Corpus,
     labels: NDArray,
     *,
@@ -269,6 +284,12 @@ def build_report(
     min_pair_docs: int = 3,
 ) -> dict:
     """Score the aggregate and every annotator against the experts (and annotators against the aggregate).
+
+    The report comes as plain JSON data in the shape of
+    :class:`~crowdqa.quality.report_model.QualityReport` (its fields in the model's order, its defaults
+    filled in): exactly ``QualityReport.model_validate(data).model_dump(mode="json")``, without importing
+    or running pydantic, so the command line writes it as is and the API validates it at its door
+    (:func:`build_report` for the typed model).
 
     Parameters
     ----------
@@ -288,8 +309,8 @@ def build_report(
         never saw its expert labels). When given, the aggregate is scored against the
         experts on these instead of on ``labels`` outside ``clamped``.
     fit : FitRecord or dict, optional
-        Fit record (iterations, converged, seconds, log_likelihood, ...), kept as the report's ``fit``
-        (the same object when a :class:`FitRecord` is given).
+        Fit record (iterations, converged, seconds, log_likelihood, ...); the report's ``fit`` is
+        :func:`fit_record_data` of it (a new dict a caller may add stage seconds to).
     skills : ndarray of shape (n_workers,), optional
         The aggregator's score of every annotator (``skills_``; NaN: none), reported as
         each worker's ``skill`` (None without one).
@@ -305,7 +326,7 @@ def build_report(
 
     Returns
     -------
-    QualityReport
+    dict
         See the module notes and :mod:`crowdqa.quality.report_model`.
     """
     n_tokens = corpus.n_tokens
@@ -348,13 +369,13 @@ def build_report(
         k = corpus.n_classes
         confusion = np.bincount(ev[expert_ok] * k + ref[expert_ok], minlength=k * k).reshape(k, k)
         agg_block = {
-            "token": token,
+            "token": _score(token),
             # Rows = predicted (the aggregate), columns = actual (the expert reference), as
             # Azure's custom text analytics documents its confusion matrix.
             "token_confusion": {"labels": list(corpus.class_names), "rows": "predicted", "columns": "actual",
                                 "matrix": confusion.tolist()},
             "accuracy": _accuracy_block(correct, n_tok),
-            **spans,
+            **{key: _score(block) for key, block in spans.items()},
             "token_per_label": {
                 corpus.class_names[k]: {
                     "precision": _num(per_label["precision"][k]), "recall": _num(per_label["recall"][k]),
@@ -410,7 +431,7 @@ def build_report(
     workers = [
         {"annotator": corpus.worker_ids[w], "role": corpus.worker_roles[w], "documents": int(docs_w[w]),
          "tokens": int(n_tok_w[w]), "vs_expert": vs_expert[w], "vs_aggregate": vs_agg[w],
-         "skill": None if skills is None else _num(float(skills[w]))}
+         "skill": None if skills is None else _num(float(skills[w])), "blocked": False}
         for w in range(corpus.n_workers)
     ]
 
@@ -450,7 +471,7 @@ def build_report(
         ),
         "reference": reference,
         "counts": {
-            "documents": corpus.n_docs, "tokens": n_tokens, "annotations": corpus.n_obs,
+            "documents": int(corpus.n_docs), "tokens": int(n_tokens), "annotations": int(corpus.n_obs),
             "crowd_workers": int(crowd.shape[0]), "experts": int(experts.shape[0]),
             "expert_documents": int(np.count_nonzero(
                 np.bincount(corpus.token_doc[ref != MISSING], minlength=corpus.n_docs))),
@@ -458,6 +479,7 @@ def build_report(
         },
         "aggregate_vs_expert": agg_block,
         "workers": workers,
+        "blocked_workers": [],
         "agreement": {
             "expert_kappa": pairs,
             "krippendorff_alpha": _num(alpha),
@@ -468,18 +490,55 @@ def build_report(
                 "mean": _num(float(np.mean(finite))) if finite.size else None,
             },
         },
-        "fit": fit,
-        "bootstrap": {"n_boot": n_boot, "seed": seed, "level": LEVEL, "min_documents": min_boot_docs},
+        "fit": fit_record_data(fit),
+        "bootstrap": {"n_boot": int(n_boot), "seed": int(seed), "level": LEVEL, "min_documents": int(min_boot_docs)},
+        "report_seconds": None,
     }
-    return _typed(report if corpus.has_outside else _categorical_view(report), fit)
+    return report if corpus.has_outside else _categorical_view(report)
 
 
 def _typed(report: dict, fit: FitRecord | dict | None) -> QualityReport:
-    """The assembled report as its model: validated once, in pydantic's compiled core, which is faster than
+    """The plain report as its model: validated once, in pydantic's compiled core, which is faster than
     building the models one by one in Python (thousands of worker rows, maybe 10^5 crowd pairs)."""
+    from crowdqa.quality.report_model import FitRecord, QualityReport
+
     typed = QualityReport.model_validate({**report, "fit": None})
     typed.fit = fit if isinstance(fit, FitRecord) or fit is None else FitRecord.model_validate(fit)
     return typed
+
+
+def _score(block: dict | None) -> dict | None:
+    """A score block with the model's optional ``tokens`` and ``accuracy`` (None when it has none), in its order."""
+    if block is None:
+        return None
+    return {**block, "tokens": block.get("tokens"), "accuracy": block.get("accuracy")}
+
+
+#: :class:`~crowdqa.quality.report_model.FitRecord`'s fields in its order, with the defaults of the optional
+#: ones (a test holds them to the model).
+_FIT_DEFAULTS: dict[str, Any] = {"iterations": None, "converged": None, "seconds": None, "log_likelihood": None,
+                                 "params": {}, "skill": None, "warnings": [], "stages": {}, "cross_fit": None,
+                                 "uncovered_tokens": None}
+
+
+def fit_record_data(fit: FitRecord | dict | None) -> dict | None:
+    """A fit record as plain JSON data in :class:`~crowdqa.quality.report_model.FitRecord`'s shape: its fields
+    in the model's order with their defaults, then any other keys as given; floats where the model has floats."""
+    if fit is None:
+        return None
+    if not isinstance(fit, dict):
+        return fit.model_dump(mode="json")
+    missing = [k for k in ("iterations", "converged", "seconds", "log_likelihood") if k not in fit]
+    if missing:
+        raise ValueError(f"a fit record needs {', '.join(missing)}, found keys {sorted(fit)}")
+    out = {key: plain_json(fit.get(key, default)) for key, default in _FIT_DEFAULTS.items()}
+    out["seconds"] = _num(fit["seconds"])
+    out["log_likelihood"] = [_num(x) for x in fit["log_likelihood"]]
+    out["stages"] = {str(k): _num(v) for k, v in out["stages"].items()}
+    if out["cross_fit"] is not None:
+        out["cross_fit"] = {**out["cross_fit"], "seconds": _num(out["cross_fit"]["seconds"])}
+    out.update((k, plain_json(v)) for k, v in fit.items() if k not in _FIT_DEFAULTS)
+    return out
 
 
 #: What a categorical report keeps of a score block: there is no outside class, so no "positive" label
@@ -535,13 +594,14 @@ def _compact(value: Any) -> str:
 
 
 def dump_report(report: QualityReport | dict, fh: IO[str], *, _indent: str = "") -> None:
-    """Write a report as JSON to ``fh``, streamed: nested blocks indented, each row of a list on one line.
+    """Write a report as JSON to ``fh``: nested blocks indented, each row of a list on one line.
 
-    Lists (workers, pair kappas) are written row by row with the C encoder, so a report of 5,000
-    workers and 100,000 worker pairs takes a fraction of ``json.dump(..., indent=2)``'s time, and
-    stays readable (one worker per line). NaN and inf become ``null``; numpy values become numbers.
+    Every list of rows (workers, pair kappas) is encoded by one call of the C encoder and its rows put
+    on lines of their own, so a report of 5,000 workers and 100,000 worker pairs takes a fraction of
+    ``json.dump(..., indent=2)``'s time, and stays readable (one worker per line). NaN and inf become
+    ``null``; numpy values become numbers.
     """
-    if isinstance(report, QualityReport):
+    if not isinstance(report, dict):  # the typed model
         report = report.model_dump(mode="json")
     inner = _indent + "  "
     fh.write("{")
@@ -550,11 +610,27 @@ def dump_report(report: QualityReport | dict, fh: IO[str], *, _indent: str = "")
         if isinstance(value, dict) and value:
             dump_report(value, fh, _indent=inner)
         elif isinstance(value, list) and value and isinstance(value[0], dict | list):
-            sep = ",\n" + inner + "  "
-            fh.write("[\n" + inner + "  " + sep.join(map(_compact, value)) + "\n" + inner + "]")
+            fh.write("[\n" + inner + "  " + _rows(value, ",\n" + inner + "  ") + "\n" + inner + "]")
         else:
             fh.write(_compact(value))
     fh.write("\n" + _indent + "}" if report else "}")
+
+
+def _rows(rows: list, sep: str) -> str:
+    """The JSON of ``rows`` (dicts, or lists) joined by ``sep``, one C-encoder call for all of them.
+
+    The list is encoded at once and ``sep`` put where one row ends and the next begins (``}, {``);
+    that text occurs once per boundary unless a row holds it too (a string with ``}, {`` in it, or
+    a nested list of rows), which the count shows: then each row is encoded on its own.
+    """
+    kind = dict if isinstance(rows[0], dict) else list
+    if all(type(row) is kind for row in rows):
+        text = _compact(rows)[1:-1]
+        close, open_ = ("}", "{") if kind is dict else ("]", "[")
+        boundary = close + ", " + open_
+        if text.count(boundary) == len(rows) - 1:
+            return text.replace(boundary, close + sep + open_)
+    return sep.join(map(_compact, rows))
 
 
 # ----------------------------------------------------------------------------- terminal table
@@ -644,7 +720,7 @@ def format_report(report: QualityReport | dict, *, max_workers: int = 40, sort: 
     -------
     str
     """
-    if isinstance(report, QualityReport):
+    if not isinstance(report, dict):  # the typed model
         report = report.model_dump()
     lines = []
     fit = report.get("fit") or {}

@@ -124,17 +124,18 @@ def _run(args: argparse.Namespace) -> int:
     progress("writing", None, None)
     local.write_aggregate(result, corpus, output=args.output, format=out_format)
     progress.end()
-    fit = result.fit
-    fit.stages.update(progress.stages)  # the report's fit block (the same object) keeps every stage's seconds
-    stop = "fixed schedule" if fit.converged is None else f"converged={fit.converged}"
-    say(f"crowdqa: {args.method}: {fit.iterations} iterations, {stop}, "
-        f"{fit.seconds:.2f} s; wrote {out_format} to {args.output}")
+    # The report as plain JSON data: the typed model (pydantic) is for the service, not this process.
+    report = result.report_data
+    fit = report["fit"]
+    fit["stages"].update(progress.stages)  # the report's fit block keeps every stage's seconds
+    stop = "fixed schedule" if fit["converged"] is None else f"converged={fit['converged']}"
+    say(f"crowdqa: {args.method}: {fit['iterations']} iterations, {stop}, "
+        f"{fit['seconds']:.2f} s; wrote {out_format} to {args.output}")
     if args.save_model:
         from crowdqa.jobs.batches import save_model_file
 
         save_model_file(result.model, args.save_model)
         say(f"crowdqa: wrote the fitted model to {args.save_model}")
-    report = result.report.model_dump(mode="json")  # once, for the file and the table
     if args.report:
         with open(args.report, "w", encoding="utf-8") as fh:
             local.write_report(report, fh)

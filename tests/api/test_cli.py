@@ -50,6 +50,27 @@ def test_aggregate_quiet_and_stage_seconds(tmp_path, capsys):
     assert set(stages) == {"reading", "fitting", "scoring", "writing"}
 
 
+def test_aggregate_writes_the_typed_report_without_importing_pydantic(tmp_path):
+    """Issue 14: the command leaves the typed model (pydantic) to the service; its report file is still exactly
+    a QualityReport (validated and dumped again: the same JSON)."""
+    import subprocess
+    import sys
+
+    from crowdqa.quality.report_model import QualityReport
+
+    rep = tmp_path / "report.json"
+    argv = ["aggregate", str(SAMPLE / "crowd.jsonl"), "--format", "spans-jsonl", "--expert",
+            str(SAMPLE / "expert.jsonl"), "--method", "mv", "--output", str(tmp_path / "agg.jsonl"),
+            "--report", str(rep), "--quiet"]
+    code = (f"import sys\nfrom crowdqa.api.cli import main\nassert main({argv!r}) == 0\n"
+            "print(' '.join(sorted(sys.modules)))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert "numpy" in loaded and "pydantic" not in loaded and "crowdqa.quality.report_model" not in loaded
+    written = json.loads(rep.read_text())
+    assert QualityReport.model_validate(written).model_dump(mode="json") == written
+    assert written["workers"] and written["agreement"]["crowd_kappa"]
+
+
 def test_aggregate_progress_bar_on_a_terminal(tmp_path):
     """On a terminal (a pseudo-terminal of 100 columns) stderr shows tqdm bars: the EM iterations counted."""
     import fcntl

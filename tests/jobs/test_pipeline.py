@@ -115,6 +115,20 @@ def test_stage_seconds_are_in_the_report_fit_block():
     assert result.report.fit is result.fit
 
 
+def test_report_data_is_the_typed_report(seed):
+    """The plain report (what ``crowdqa aggregate`` writes, no pydantic) is the typed report dumped, as JSON text,
+    with a blocked worker and the experts used (cross-fitting); the typed report is the API's, validated from it."""
+    import json
+
+    corpus = synthetic_corpus(seed=seed)
+    blocked = corpus.worker_ids[int(corpus.workers_with_role("crowd")[0])]
+    result = run_pipeline(corpus, method="ds", params={"max_iter": 5}, use_experts=True, blocked=frozenset({blocked}))
+    data = json.dumps(result.report_data)
+    assert json.dumps(result.report.model_dump(mode="json")) == data
+    assert result.report_data["blocked_workers"] == [blocked] and result.report.blocked_workers == [blocked]
+    assert [w["annotator"] for w in result.report_data["workers"] if w["blocked"]] == [blocked]
+
+
 @pytest.mark.parametrize("method", ["mace", "glad", "gold-mv", "mv"])
 def test_report_carries_each_workers_skill(method, seed):
     """Oracle: the aggregator's own ``skills_`` (fitted directly on the crowd), per worker; None without one."""

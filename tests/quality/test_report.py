@@ -12,15 +12,21 @@ from crowdqa.aggregation.corpus import MISSING, Corpus
 from crowdqa.api.cli import main
 from crowdqa.quality.references import reference_labels
 from crowdqa.quality.report import build_report as build_typed_report
-from crowdqa.quality.report import format_report
-from crowdqa.quality.report_model import QualityReport
+from crowdqa.quality.report import build_report_data, fit_record_data, format_report
+from crowdqa.quality.report_model import FitRecord, QualityReport
 
 
 def build_report(*args, **kwargs) -> dict:
-    """The report as the JSON document the service stores and serves (the typed model, dumped)."""
+    """The report as the JSON document the service stores and serves (the typed model, dumped).
+
+    Every call also checks the plain report the command line writes without pydantic: it is the typed
+    model dumped, key order included (compared as JSON text, so 1 and 1.0 differ too).
+    """
     report = build_typed_report(*args, **kwargs)
     assert isinstance(report, QualityReport)
-    return report.model_dump(mode="json")
+    dumped = report.model_dump(mode="json")
+    assert json.dumps(build_report_data(*args, **kwargs)) == json.dumps(dumped)
+    return dumped
 
 
 SCORE_KEYS = {"precision", "recall", "f1", "tp", "fp", "fn", "precision_ci", "recall_ci", "f1_ci"}
@@ -342,3 +348,34 @@ def categorical_corpus(seed: int, *, n_items: int = 60, n_crowd: int = 12, n_exp
         worker_ids=[f"c{i}" for i in range(n_crowd)] + [f"e{i}" for i in range(n_experts)],
         worker_roles=["crowd"] * n_crowd + ["expert"] * n_experts, class_names=["a", "b", "c"],
     )
+
+
+@pytest.mark.parametrize("fit", [
+    {"iterations": 3, "converged": None, "seconds": 1, "log_likelihood": [-3, -2.5]},
+    {"iterations": 7, "converged": False, "seconds": 0.25, "log_likelihood": [-1.0], "params": {"alpha": [1, 2]},
+     "skill": "accuracy", "warnings": ["w"], "stages": {"fitting": 1}, "start": {"from": "job x", "workers_new": 2},
+     "cross_fit": {"folds": 4, "expert_documents": 9, "seconds": 2, "seed": 0}, "uncovered_tokens": 5},
+])
+def test_fit_record_data_is_the_model_dumped(fit):
+    """Oracle: FitRecord.model_validate(fit).model_dump(mode="json"), as JSON text (field order, floats)."""
+    assert json.dumps(fit_record_data(fit)) == json.dumps(FitRecord.model_validate(fit).model_dump(mode="json"))
+    assert fit_record_data(FitRecord.model_validate(fit)) == fit_record_data(fit)
+    with pytest.raises(ValueError, match="a fit record needs seconds"):
+        fit_record_data({"iterations": 1, "converged": True, "log_likelihood": []})
+
+
+def test_report_data_with_heldout_skills_and_bootstrap_is_the_typed_report():
+    """Oracle: the typed model dumped (the wrapper above compares every report of this module); here the
+    variants the other tests do not build: held-out predictions, skills with NaN, and a categorical corpus
+    with a fit record."""
+    c = random_corpus(11, bio=True)
+    ref = reference_labels(c)
+    heldout = np.where(ref == MISSING, MISSING, (ref + 1) % c.n_classes)
+    skills = np.linspace(0, 1, c.n_workers)
+    skills[0] = np.nan
+    fit = {"iterations": 2, "converged": True, "seconds": 0.5, "log_likelihood": [-2.0, -1.0]}
+    build_report(c, np.zeros(c.n_tokens, int), method="ds", experts_used_in_fit=True, clamped=ref != MISSING,
+                 heldout=heldout, skills=skills, fit=fit, n_boot=20)
+    rep = build_report(categorical_corpus(2), np.zeros(60, int), method="mv", experts_used_in_fit=False, fit=fit,
+                       n_boot=20, reference="e1")
+    assert rep["kind"] == "categorical" and rep["fit"]["seconds"] == 0.5
