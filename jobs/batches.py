@@ -21,11 +21,12 @@ from numpy.typing import NDArray
 from sqlmodel import Session
 
 from crowdqa.jobs.errors import JobModelMissingError, JobNotFinishedError
+from crowdqa.jobs.finished import check_finished
 from crowdqa.jobs.pipeline import ModelStart
 from crowdqa.store import crud
 from crowdqa.store.artifacts import ArtifactStore
 from crowdqa.store.db import get_engine
-from crowdqa.store.models import Dataset, Job, JobCreate, JobStatus
+from crowdqa.store.models import Dataset, Job, JobCreate
 from crowdqa.store.settings import Settings
 
 __all__ = ["batch_methods", "check_start", "start_from_job", "load_model_file", "save_model_file", "job_model",
@@ -58,8 +59,10 @@ def check_start(*, session: Session, dataset: Dataset, job_in: JobCreate) -> Non
     earlier = crud.get_job(session=session, project_id=dataset.project_id, job_id=job_in.from_job)
     if earlier is None:
         raise ValueError(f"from_job: no job {job_in.from_job!r} in this project")
-    if earlier.status != JobStatus.finished:
-        raise JobNotFinishedError(f"from_job: job {earlier.id} is {earlier.status.value}, not finished")
+    try:
+        check_finished(earlier)
+    except JobNotFinishedError as exc:
+        raise JobNotFinishedError(f"from_job: {exc}") from None
     if earlier.method != job_in.method:
         raise ValueError(f"from_job: job {earlier.id} was fitted by {earlier.method.value}, this job's method is "
                          f"{job_in.method.value}: a model starts only its own method")
@@ -72,8 +75,7 @@ def check_start(*, session: Session, dataset: Dataset, job_in: JobCreate) -> Non
 def job_model(settings: Settings, job: Job) -> dict[str, NDArray]:
     """The fitted state a finished job kept; JobModelMissingError when it kept none, JobNotFinishedError before it
     finished (both 409 through the API)."""
-    if job.status != JobStatus.finished:
-        raise JobNotFinishedError(f"job {job.id} is {job.status.value}, not finished")
+    check_finished(job)
     artifact = (job.artifacts or {}).get("model")
     if artifact is None:
         raise JobModelMissingError(f"job {job.id} kept no fitted model ({job.method.value} keeps none, or the job "

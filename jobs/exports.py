@@ -1,7 +1,8 @@
 """What a finished job gives out: its report, its worker rows (a page, or all as CSV) and its labels as a file.
 
 The API's job routes and the dashboard's downloads call these; each raises
-:class:`~crowdqa.jobs.errors.JobNotFinishedError` for a job that has not finished (or has no report).
+:class:`~crowdqa.jobs.errors.JobNotFinishedError` for a job that has not finished (or has no report), by the
+one check of :mod:`crowdqa.jobs.finished`.
 """
 
 from __future__ import annotations
@@ -13,18 +14,17 @@ import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from sqlmodel import Session
 
 from crowdqa.ingest.formats import FORMATS, WRITE_FORMATS
 from crowdqa.ingest.writers import csv_escape, write_labels
-from crowdqa.jobs.errors import JobNotFinishedError
+from crowdqa.jobs.finished import check_finished, finished_report
 from crowdqa.jobs.service import load_job_corpus
 from crowdqa.quality.report_model import QualityReport
 from crowdqa.store import crud
 from crowdqa.store.artifacts import ArtifactStore
-from crowdqa.store.models import Job, JobStatus, WorkerScore
+from crowdqa.store.models import Job, WorkerScore
 from crowdqa.store.settings import Settings
 
 __all__ = ["QualityReport", "WORKER_COLUMNS", "LabelsFile", "check_finished", "finished_report",
@@ -32,22 +32,6 @@ __all__ = ["QualityReport", "WORKER_COLUMNS", "LabelsFile", "check_finished", "f
 
 #: The columns of a worker row, in the order the CSV export writes them (the store's sortable columns).
 WORKER_COLUMNS = crud.WORKER_SORT_KEYS
-
-
-def check_finished(job: Job) -> None:
-    """Raise JobNotFinishedError unless ``job`` has finished (the message carries a failed job's reason)."""
-    if job.status != JobStatus.finished:
-        raise JobNotFinishedError(f"job {job.id} is {job.status.value}, not finished"
-                                  + (f": {job.error}" if job.error else ""))
-
-
-def finished_report(*, session: Session, job: Job) -> dict[str, Any]:
-    """The stored report of a finished job, as the JSON document the API serves."""
-    check_finished(job)
-    report = crud.get_report(session=session, job_id=job.id)
-    if report is None:
-        raise JobNotFinishedError(f"job {job.id} has no report")
-    return report.body
 
 
 def label_formats(kind: str | None) -> list[str]:

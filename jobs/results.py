@@ -17,6 +17,7 @@ from numpy.typing import NDArray
 
 from crowdqa.aggregation.corpus import MISSING, Corpus
 from crowdqa.aggregation.spans import decode_spans
+from crowdqa.jobs.finished import check_finished
 from crowdqa.jobs.service import load_job_corpus
 from crowdqa.quality.inspect import (
     document_disagreement,
@@ -26,7 +27,7 @@ from crowdqa.quality.inspect import (
 )
 from crowdqa.quality.references import reference_labels
 from crowdqa.store.artifacts import ArtifactStore
-from crowdqa.store.models import Job, JobStatus
+from crowdqa.store.models import Job
 from crowdqa.store.settings import Settings
 
 __all__ = ["JobResult", "load_job_result", "disputed_documents", "WorkerDetails", "worker_details", "DocumentLayers",
@@ -75,9 +76,8 @@ def _load(data_dir: str, corpus_sha: str, labels: tuple[str, str], proba: tuple[
 
 
 def load_job_result(*, settings: Settings, job: Job) -> JobResult:
-    """The stored results of a finished job; ValueError for a job that is not finished."""
-    if job.status != JobStatus.finished:
-        raise ValueError(f"job {job.id} is {job.status.value}, not finished")
+    """The stored results of a finished job; JobNotFinishedError for a job that is not finished."""
+    check_finished(job)
     a = job.artifacts
 
     def key(name: str) -> tuple[str, str]:

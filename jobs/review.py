@@ -25,6 +25,7 @@ from crowdqa.ingest.errors import IngestError
 from crowdqa.ingest.mturk_review import BatchFile, RowDecision, assignments, read_batch, write_reviewed
 from crowdqa.ingest.writers import csv_escape
 from crowdqa.jobs.errors import JobNotRunnableError
+from crowdqa.jobs.finished import finished_report
 from crowdqa.quality.review_rules import (
     AGAINST,
     DECIDE_BY,
@@ -39,7 +40,7 @@ from crowdqa.quality.review_rules import (
 )
 from crowdqa.store import crud
 from crowdqa.store.artifacts import ArtifactStore
-from crowdqa.store.models import BlockedWorker, BlockedWorkerCreate, Job, JobStatus, Project, Upload
+from crowdqa.store.models import BlockedWorker, BlockedWorkerCreate, Job, Project, Upload
 from crowdqa.store.settings import Settings
 
 __all__ = ["ReviewRules", "AGAINST", "DECIDE_BY", "METRICS",
@@ -231,14 +232,11 @@ def review_job(*, session: Session, settings: Settings, job: Job, rules: ReviewR
                upload_id: str | None = None) -> ReviewOutcome:
     """Review the batch-results upload of a finished job's dataset by the job's report.
 
-    Raises JobNotRunnableError (the job is not finished, its dataset has no batch file, or the
-    upload is not part of the job's snapshot), LookupError (no such upload) and ValueError (rules).
+    Raises JobNotFinishedError (the job is not finished, :func:`crowdqa.jobs.finished.check_finished`),
+    JobNotRunnableError (its dataset has no batch file, or the upload is not part of the job's snapshot),
+    LookupError (no such upload) and ValueError (rules).
     """
-    if job.status != JobStatus.finished:
-        raise JobNotRunnableError(f"job {job.id} is {job.status.value}, not finished: review a finished job")
-    report = crud.get_report(session=session, job_id=job.id)
-    if report is None:
-        raise JobNotRunnableError(f"job {job.id} has no report")
+    report = finished_report(session=session, job=job)
     upload = _batch_upload(session, job, upload_id)
     store = ArtifactStore(settings.data_dir)
     parts = store.snapshot_parts(job.corpus_sha256) or [job.corpus_sha256]
@@ -247,7 +245,7 @@ def review_job(*, session: Session, settings: Settings, job: Job, rules: ReviewR
                                   "review it")
     batch = read_batch(store.path(upload.raw_path).read_bytes(), source=upload.filename)
     blocked = crud.blocked_annotators(session=session, project_id=job.project_id)
-    return review_batch(batch, report.body, rules, blocked=blocked)
+    return review_batch(batch, report, rules, blocked=blocked)
 
 
 def block_workers(*, session: Session, project_id: str, annotators: list[str], reason: str = ""

@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from crowdqa.aggregation.corpus import Corpus
+from crowdqa.jobs.finished import check_finished
 from crowdqa.store.models import Job
 from crowdqa.store.settings import Settings
 
@@ -128,7 +129,6 @@ def route_corpus(corpus: Corpus, *, method: str, params: dict[str, Any] | None =
 
 def route_job(*, settings: Settings, job: Job, options: RoutingOptions) -> tuple[RoutingResult, Corpus, NDArray]:
     """Route from a finished job's stored aggregate; JobNotFinishedError for a job that is not finished."""
-    from crowdqa.jobs.exports import check_finished
     from crowdqa.jobs.results import load_job_result
 
     check_finished(job)

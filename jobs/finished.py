@@ -1,0 +1,37 @@
+"""Whether a job has finished: the one check made by every action that needs a finished job's results.
+
+Its report, worker rows and labels (:mod:`crowdqa.jobs.exports`), a review of its batch
+(:mod:`crowdqa.jobs.review`), a routing list (:mod:`crowdqa.jobs.routing`) and a new batch started from
+its model (:mod:`crowdqa.jobs.batches`) all ask here, so a job that is not finished is refused with one
+message, :class:`~crowdqa.jobs.errors.JobNotFinishedError` (409 through the API). The module reads the job
+row and the store only, never the queue: ``crowdqa review --help`` imports the review use case, and rq and
+redis would cost it their import time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlmodel import Session
+
+from crowdqa.jobs.errors import JobNotFinishedError
+from crowdqa.store import crud
+from crowdqa.store.models import Job, JobStatus
+
+__all__ = ["check_finished", "finished_report"]
+
+
+def check_finished(job: Job) -> None:
+    """Raise JobNotFinishedError unless ``job`` has finished (the message carries a failed job's reason)."""
+    if job.status != JobStatus.finished:
+        raise JobNotFinishedError(f"job {job.id} is {job.status.value}, not finished"
+                                  + (f": {job.error}" if job.error else ""))
+
+
+def finished_report(*, session: Session, job: Job) -> dict[str, Any]:
+    """The stored report of a finished job, as the JSON document the API serves."""
+    check_finished(job)
+    report = crud.get_report(session=session, job_id=job.id)
+    if report is None:
+        raise JobNotFinishedError(f"job {job.id} has no report")
+    return report.body
