@@ -46,16 +46,15 @@ def _in_queue(queue: Queue, job_id: str) -> bool | None:
 def verdict(job: Job, *, settings: Settings, queue: Queue, now: datetime | None = None) -> str | None:
     """The reason ``job`` has failed without its row saying so yet (abandoned or lost), or None.
 
-    A running job is abandoned when its last heartbeat is older than ``settings.stale_after``; a queued
+    A running job is abandoned when its worker has gone silent (:func:`crowdqa.store.crud.gone_silent`: no
+    heartbeat for ``settings.stale_after`` seconds, the rule :func:`reconcile_jobs` applies to the rows); a queued
     job is lost when it was enqueued more than ``settings.lost_after`` seconds ago and Redis does not
     hold it (an unreachable Redis judges nothing: polling keeps working while Redis is down).
     """
     now = now or utcnow()
-    if job.status == JobStatus.running:
-        beat = aware(job.heartbeat_at)
-        if beat is not None and (now - beat).total_seconds() > settings.stale_after:
-            return crud.abandoned_reason(settings.stale_after)
-    elif job.status == JobStatus.queued:
+    if crud.gone_silent(job, stale_after=settings.stale_after, now=now):
+        return crud.abandoned_reason(settings.stale_after)
+    if job.status == JobStatus.queued:
         enqueued = aware(job.enqueued_at)
         if enqueued is not None and now - enqueued >= timedelta(seconds=settings.lost_after):
             if _in_queue(queue, job.id) is False:
@@ -89,10 +88,7 @@ def reconcile_jobs(*, session: Session, settings: Settings, queue: Queue) -> tup
     Candidates are found by reading, so a pass with nothing to correct writes nothing (and takes no
     write lock from uploads and jobs).
     """
-    silent_since = utcnow() - timedelta(seconds=settings.stale_after)
-    abandoned = sum(crud.mark_stale_jobs(session=session, stale_after=settings.stale_after, job_id=job_id)
-                    for job_id, _, beat in crud.running_jobs(session=session)
-                    if beat is not None and aware(beat) < silent_since)
+    abandoned = crud.mark_stale_jobs(session=session, stale_after=settings.stale_after)
     cutoff = utcnow() - timedelta(seconds=settings.lost_after)
     lost = 0
     for job_id in crud.queued_job_ids(session=session, enqueued_before=cutoff):

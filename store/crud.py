@@ -31,6 +31,7 @@ from crowdqa.store.models import (
     Report,
     Upload,
     WorkerScore,
+    aware,
     utcnow,
 )
 
@@ -71,6 +72,8 @@ __all__ = [
     "load_job",
     "finish_job",
     "mark_stale_jobs",
+    "gone_silent",
+    "silent_since",
     "abandoned_reason",
     "queued_job_ids",
     "running_jobs",
@@ -434,14 +437,31 @@ def abandoned_reason(stale_after: float) -> str:
             "the dataset is intact, re-run the job")
 
 
-def mark_stale_jobs(*, session: Session, stale_after: float, job_id: str | None = None) -> int:
-    """Fail running jobs whose worker sent no heartbeat for ``stale_after`` seconds; return how many."""
+def silent_since(stale_after: float, now: datetime | None = None) -> datetime:
+    """The heartbeat time before which a running job's worker has gone silent (``stale_after`` s before now)."""
+    return (now or utcnow()) - timedelta(seconds=stale_after)
+
+
+def gone_silent(job: Job, *, stale_after: float, now: datetime | None = None) -> bool:
+    """Whether ``job`` runs on a worker gone silent: its last heartbeat is older than ``stale_after`` seconds.
+
+    The one "gone silent" rule: the reconciler's verdict on a job read, and :func:`mark_stale_jobs` (the
+    same test as SQL) on the rows. A job without a heartbeat yet is not judged.
+    """
+    beat = aware(job.heartbeat_at)
+    return job.status == JobStatus.running and beat is not None and beat < silent_since(stale_after, now)
+
+
+def mark_stale_jobs(*, session: Session, stale_after: float) -> int:
+    """Fail the running jobs gone silent (:func:`gone_silent`); return how many.
+
+    Reads first, so a pass with nothing to fail writes nothing (and takes no write lock from uploads and jobs).
+    """
     now = utcnow()
-    cutoff = now - timedelta(seconds=stale_after)
-    stmt = update(Job).where(Job.status == JobStatus.running, Job.heartbeat_at < cutoff)
-    if job_id is not None:
-        stmt = stmt.where(Job.id == job_id)
-    result = session.exec(stmt.execution_options(synchronize_session=False).values(
+    silent = (Job.status == JobStatus.running) & (col(Job.heartbeat_at) < silent_since(stale_after, now))
+    if session.exec(select(Job.id).where(silent).limit(1)).first() is None:
+        return 0
+    result = session.exec(update(Job).where(silent).execution_options(synchronize_session=False).values(
         status=JobStatus.failed, finished_at=now, error=abandoned_reason(stale_after)))
     session.commit()
     return int(result.rowcount or 0)

@@ -73,3 +73,55 @@ def test_reconciler_thread_fails_a_lost_job(settings):
     finally:
         reconciler.stop()
     assert queue.count == 0
+
+
+def test_one_gone_silent_rule_for_the_verdict_and_the_rows(settings):
+    """crud.gone_silent, the reconciler's verdict and the rows reconcile_jobs fails agree job by job.
+
+    Oracle: the heartbeat ages, chosen by hand on both sides of ``stale_after`` (a job without a heartbeat, and
+    a queued job with an old one, are not judged); a pass with nothing silent issues no UPDATE.
+    """
+    from sqlalchemy import event
+
+    from crowdqa.store.db import get_engine
+
+    queue = get_queue(settings)
+    stale = settings.stale_after
+    ages = {"fresh": 1.0, "just_alive": stale - 5, "just_silent": stale + 5, "long_silent": 3600.0, "no_beat": None}
+    with open_session(settings) as session:
+        jobs = {}
+        for name, age in ages.items():
+            job = _job(session, name=name)
+            crud.claim_job(session=session, job_id=job.id, worker_name="w")
+            crud.update_job(session=session, job_id=job.id,
+                            heartbeat_at=None if age is None else utcnow() - timedelta(seconds=age))
+            jobs[name] = job
+        queued = _job(session, name="queued")  # held by Redis; an old heartbeat does not make it silent
+        enqueue_job(queue, queued.id, settings=settings)
+        crud.update_job(session=session, job_id=queued.id, heartbeat_at=utcnow() - timedelta(seconds=3600))
+        jobs["queued"] = queued
+        for job in jobs.values():
+            session.refresh(job)
+        silent = {n for n, j in jobs.items() if crud.gone_silent(j, stale_after=stale)}
+        assert silent == {"just_silent", "long_silent"}
+        judged = {n for n, j in jobs.items() if (reconcile.verdict(j, settings=settings, queue=queue) or "")
+                  .startswith("abandoned")}
+        assert judged == silent
+        assert reconcile.reconcile_jobs(session=session, settings=settings, queue=queue) == (2, 0)
+        session.expire_all()
+        failed = {n for n, j in jobs.items() if crud.load_job(session=session, job_id=j.id).status == JobStatus.failed}
+        assert failed == silent
+
+        updates = []
+
+        def count(conn, cursor, statement, *args):
+            if statement.lstrip().upper().startswith("UPDATE"):
+                updates.append(statement)
+
+        engine = get_engine(settings)
+        event.listen(engine, "before_cursor_execute", count)
+        try:
+            assert crud.mark_stale_jobs(session=session, stale_after=stale) == 0
+        finally:
+            event.remove(engine, "before_cursor_execute", count)
+        assert updates == []
