@@ -19,8 +19,7 @@ from crowdqa.ingest import read_corpus
 from crowdqa.ingest.aggregate_input import labels_from_corpus, read_aggregate
 from crowdqa.ingest.formats import AGGREGATE_FORMATS, READ_FORMATS
 from crowdqa.quality.references import RULES
-from crowdqa.quality.report import TABLE_SORT_KEYS, build_report, format_report
-from crowdqa.quality.report_model import QualityReport
+from crowdqa.quality.report import TABLE_SORT_KEYS, build_report_data, format_report
 
 __all__ = ["AGGREGATE_FORMATS", "READABLE_FORMATS", "RULES", "TABLE_SORT_KEYS", "aggregate_format",
            "check_reference", "read_aggregate_labels", "score_aggregate", "format_report"]
@@ -86,11 +85,12 @@ def read_aggregate_labels(path: str | Path, corpus: Corpus, *, format: str | Non
 
 
 def score_aggregate(corpus: Corpus, labels: NDArray, *, method: str, experts_used_in_fit: bool, reference: str,
-                    seed: int = 0, n_boot: int = 1000) -> QualityReport:
-    """The quality report of ``labels`` on ``corpus``, with the seconds it took."""
+                    seed: int = 0, n_boot: int = 1000) -> dict[str, Any]:
+    """The quality report of ``labels`` on ``corpus``, with the seconds it took, as plain JSON data in
+    :class:`~crowdqa.quality.report_model.QualityReport`'s shape (the command line needs no pydantic)."""
     check_reference(reference, corpus)
     t0 = time.perf_counter()
-    report = build_report(corpus, labels, method=method, experts_used_in_fit=experts_used_in_fit,
-                          reference=reference, seed=seed, n_boot=n_boot)
-    report.report_seconds = round(time.perf_counter() - t0, 3)
+    report = build_report_data(corpus, labels, method=method, experts_used_in_fit=experts_used_in_fit,
+                               reference=reference, seed=seed, n_boot=n_boot)
+    report["report_seconds"] = round(time.perf_counter() - t0, 3)
     return report

@@ -14,7 +14,7 @@ import sys
 import time
 
 from crowdqa.api.commands import COMMANDS, UserError
-from crowdqa.ingest.formats import WRITE_FORMATS
+from crowdqa.ingest.formats import ROLES, WRITE_FORMATS
 
 __all__ = ["register", "method_params"]
 
@@ -116,8 +116,9 @@ def _run(args: argparse.Namespace) -> int:
     # What needs the data, before fitting: the output format (categorical answers are written as such).
     out_format = local.output_format(corpus, input_format=args.format, output=args.output, given=args.output_format)
     check_output(args.output, option="--output", folder=out_format == "ebm-nlp")
-    s = local.summarize(corpus)
-    say(f"crowdqa: read {s['documents']} documents, {s['tokens']} tokens, annotators {s['annotators']}"
+    # The sizes only: the parse summary (crowdqa ingest) also walks every label for its coverage statistics.
+    roles = {r: corpus.worker_roles.count(r) for r in ROLES}
+    say(f"crowdqa: read {corpus.n_docs} documents, {corpus.n_tokens} tokens, annotators {roles}"
         + (f"; skipped {len(problems)} bad rows" if problems else ""))
     result = local.aggregate(corpus, method=args.method, params=params, use_experts=args.use_experts,
                              reference=args.reference, progress=progress, start=start)

@@ -50,25 +50,27 @@ def test_aggregate_quiet_and_stage_seconds(tmp_path, capsys):
     assert set(stages) == {"reading", "fitting", "scoring", "writing"}
 
 
-def test_aggregate_writes_the_typed_report_without_importing_pydantic(tmp_path):
-    """Issue 14: the command leaves the typed model (pydantic) to the service; its report file is still exactly
-    a QualityReport (validated and dumped again: the same JSON)."""
+def test_aggregate_and_report_write_the_typed_report_without_importing_pydantic(tmp_path):
+    """Issue 14: crowdqa aggregate and crowdqa report leave the typed model (pydantic) to the service; their
+    report files are still exactly QualityReports (validated and dumped again: the same JSON)."""
     import subprocess
     import sys
 
     from crowdqa.quality.report_model import QualityReport
 
-    rep = tmp_path / "report.json"
-    argv = ["aggregate", str(SAMPLE / "crowd.jsonl"), "--format", "spans-jsonl", "--expert",
-            str(SAMPLE / "expert.jsonl"), "--method", "mv", "--output", str(tmp_path / "agg.jsonl"),
-            "--report", str(rep), "--quiet"]
-    code = (f"import sys\nfrom crowdqa.api.cli import main\nassert main({argv!r}) == 0\n"
-            "print(' '.join(sorted(sys.modules)))")
+    files = ["--format", "spans-jsonl", "--expert", str(SAMPLE / "expert.jsonl")]
+    aggregate = ["aggregate", str(SAMPLE / "crowd.jsonl"), *files, "--method", "mv", "--output",
+                 str(tmp_path / "agg.jsonl"), "--report", str(tmp_path / "aggregate.json"), "--quiet"]
+    report = ["report", str(SAMPLE / "crowd.jsonl"), *files, "--aggregate", str(tmp_path / "agg.jsonl"),
+              "--json", str(tmp_path / "report.json"), "--n-boot", "50"]
+    code = (f"import sys\nfrom crowdqa.api.cli import main\nassert main({aggregate!r}) == 0\n"
+            f"assert main({report!r}) == 0\nprint(' '.join(sorted(sys.modules)))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert "numpy" in loaded and "pydantic" not in loaded and "crowdqa.quality.report_model" not in loaded
-    written = json.loads(rep.read_text())
-    assert QualityReport.model_validate(written).model_dump(mode="json") == written
-    assert written["workers"] and written["agreement"]["crowd_kappa"]
+    for name in ("aggregate.json", "report.json"):
+        written = json.loads((tmp_path / name).read_text())
+        assert QualityReport.model_validate(written).model_dump(mode="json") == written
+        assert written["workers"] and written["agreement"]["crowd_kappa"]
 
 
 def test_aggregate_progress_bar_on_a_terminal(tmp_path):
