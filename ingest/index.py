@@ -11,7 +11,6 @@ annotator counts exactly; the merge itself happens once, when a job loads the da
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -24,7 +23,12 @@ from crowdqa.ingest.errors import IngestError
 from crowdqa.ingest.merge import _merged_classes
 from crowdqa.ingest.summary import summary_fields
 
-__all__ = ["CorpusIndex", "index_corpus", "check_mergeable", "summarize_indexes", "annotator_counts", "KindConflict"]
+__all__ = ["CorpusIndex", "IndexUnion", "index_corpus", "index_union", "check_mergeable", "summarize_indexes",
+           "annotator_counts", "KindConflict", "HASHING"]
+
+#: How :attr:`CorpusIndex.text_hash` and ``token_hash`` are computed (:func:`_segment_hashes`); an index stored
+#: with another rule (or none: SHA-1 per document, before) is not comparable and is made again from its corpus.
+HASHING = "splitmix64-sum-64"
 
 
 class KindConflict(IngestError):
@@ -37,8 +41,8 @@ class CorpusIndex:
 
     doc_ids: NDArray  # (n_docs,) str
     doc_lengths: NDArray  # (n_docs,) int64
-    text_hash: NDArray  # (n_docs,) str: sha1 of the text
-    token_hash: NDArray  # (n_docs,) str: sha1 of the token offsets
+    text_hash: NDArray  # (n_docs,) uint64: hash of the text (see HASHING)
+    token_hash: NDArray  # (n_docs,) uint64: hash of the token offsets
     worker_ids: NDArray  # (n_workers,) str
     worker_roles: NDArray  # (n_workers,) str
     pair_doc: NDArray  # (n_pairs,) int64
@@ -48,19 +52,28 @@ class CorpusIndex:
     scheme: str
     has_outside: bool
     n_obs: int
+    hashing: str = HASHING
+
+    @property
+    def current(self) -> bool:
+        """True when the document hashes follow :data:`HASHING` (comparable with a new upload's)."""
+        return self.hashing == HASHING
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the index as an uncompressed ``.npz`` (no pickle)."""
         arrays = {k: v for k, v in self.__dict__.items() if isinstance(v, np.ndarray)}
         with open(path, "wb") as fh:
             np.savez(fh, **arrays, scheme=np.array(self.scheme), has_outside=np.array(self.has_outside),
-                     n_obs=np.array(self.n_obs))
+                     n_obs=np.array(self.n_obs), hashing=np.array(self.hashing))
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> CorpusIndex:
+        """Read a saved index; one saved before :data:`HASHING` existed reads with ``hashing="sha1"``."""
+        scalars = ("scheme", "has_outside", "n_obs", "hashing")
         with np.load(path, allow_pickle=False) as z:
-            return cls(**{k: z[k] for k in z.files if k not in ("scheme", "has_outside", "n_obs")},
-                       scheme=str(z["scheme"]), has_outside=bool(z["has_outside"]), n_obs=int(z["n_obs"]))
+            return cls(**{k: z[k] for k in z.files if k not in scalars},
+                       scheme=str(z["scheme"]), has_outside=bool(z["has_outside"]), n_obs=int(z["n_obs"]),
+                       hashing=str(z["hashing"]) if "hashing" in z.files else "sha1")
 
     @property
     def entity_types(self) -> tuple[str, ...]:
@@ -72,20 +85,89 @@ def _strs(values) -> NDArray:
     return np.array(list(values), dtype=str) if len(values) else np.zeros(0, dtype="<U1")
 
 
+def _mix(x: NDArray[np.uint64]) -> NDArray[np.uint64]:
+    """splitmix64's finaliser, a bijection of uint64 that spreads every input bit over the output (Steele,
+    Lea & Flood, OOPSLA 2014, doi:10.1145/2660193.2660195); it works on a copy (``x`` is not changed)."""
+    x = x ^ (x >> np.uint64(30))
+    x *= np.uint64(0xBF58476D1CE4E5B9)  # uint64 array arithmetic wraps modulo 2**64, as the finaliser wants
+    x ^= x >> np.uint64(27)
+    x *= np.uint64(0x94D049BB133111EB)
+    x ^= x >> np.uint64(31)
+    return x
+
+
+def _positions(lengths: NDArray[np.int64]) -> NDArray[np.uint64]:
+    """Each element's position in its segment, for segments of ``lengths`` laid end to end."""
+    starts = np.cumsum(lengths) - lengths
+    return (np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(starts, lengths)).astype(np.uint64)
+
+
+def _segment_hashes(keys: NDArray[np.uint64], lengths: NDArray[np.int64]) -> NDArray:
+    """A 64-bit hash of each segment of ``keys`` (segments of ``lengths``, laid end to end).
+
+    The hash is ``mix(sum of mix(key) over the segment, modulo 2**64, xor mix(length))``. A key must say
+    both the element and its position in the segment (the callers build it so): then equal segments hash
+    equal, and a changed, moved, added or removed element moves the sum as a random 64-bit number does, so
+    two different documents with one id hash equal with odds of about 2**-64. Vectorized over all segments
+    at once (no Python step per segment), for the check that two uploads agree on a document's text and
+    tokens; it is not a defence against someone crafting collisions in their own uploads.
+
+    Parameters
+    ----------
+    keys : ndarray of shape (n_values,), uint64
+    lengths : ndarray of shape (n_segments,), int64
+
+    Returns
+    -------
+    ndarray of shape (n_segments,), uint64
+    """
+    lengths = np.asarray(lengths, dtype=np.int64)
+    filled = lengths > 0
+    sums = np.zeros(lengths.size, dtype=np.uint64)
+    if keys.size:  # reduceat over the non-empty segments only (an empty one adds nothing)
+        sums[filled] = np.add.reduceat(_mix(keys), (np.cumsum(lengths) - lengths)[filled])
+    return _mix(sums ^ _mix(lengths.astype(np.uint64)))
+
+
+def _text_hashes(texts: tuple[str, ...], *, chunk_chars: int = 1 << 23) -> NDArray:
+    """:func:`_segment_hashes` of each text, in chunks of documents of about ``chunk_chars`` characters (memory
+    stays bounded however long the corpus is); a character's key is its position above its code point."""
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    ends = np.cumsum(lengths)
+    out, first = [], 0
+    while first < len(texts):
+        last = max(int(np.searchsorted(ends, (ends[first - 1] if first else 0) + chunk_chars, side="right")),
+                   first + 1)
+        codes = np.frombuffer("".join(texts[first:last]).encode("utf-32-le", "surrogatepass"), dtype="<u4")
+        # Code points are below 2**21, so (position, code point) -> key is one-to-one.
+        keys = (_positions(lengths[first:last]) << np.uint64(21)) | codes.astype(np.uint64)
+        out.append(_segment_hashes(keys, lengths[first:last]))
+        first = last
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.uint64)
+
+
+def _token_hashes(corpus: Corpus) -> NDArray:
+    """:func:`_segment_hashes` of each document's token offsets; a token's key mixes its start, end and
+    position in the document."""
+    start = np.asarray(corpus.token_start, dtype=np.int64).astype(np.uint64)
+    end = np.asarray(corpus.token_end, dtype=np.int64).astype(np.uint64)
+    lengths = np.asarray(corpus.doc_lengths, dtype=np.int64)
+    return _segment_hashes(_mix(_mix(_mix(start) + end) + _positions(lengths)), lengths)
+
+
+def _unique_sorted(values: NDArray[np.int64]) -> NDArray[np.int64]:
+    """``np.unique(values)`` by a sort (numpy 2.4's hashing ``np.unique`` is far slower on millions of ints)."""
+    v = np.sort(values)
+    return v[np.r_[True, v[1:] != v[:-1]]] if v.size else v
+
+
 def index_corpus(corpus: Corpus) -> CorpusIndex:
-    """The index of ``corpus``: one pass over documents, one ``unique`` over its (document, annotator) pairs."""
+    """The index of ``corpus``: document hashes and the unique (document, annotator) pairs, all vectorized."""
     n_w = max(corpus.n_workers, 1)
-    pairs = np.unique(corpus.obs_doc * n_w + corpus.worker)
-    starts, ends = corpus.token_start, corpus.token_end
-    text_hash, token_hash = [], []
-    for d, text in enumerate(corpus.texts):  # one hash per document (never per token)
-        a, b = int(corpus.doc_start[d]), int(corpus.doc_start[d + 1])
-        text_hash.append(hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest())
-        token_hash.append(hashlib.sha1(np.ascontiguousarray(
-            np.stack([starts[a:b], ends[a:b]]).astype(np.int64)).tobytes()).hexdigest())
+    pairs = _unique_sorted(corpus.obs_doc * n_w + corpus.worker)
     return CorpusIndex(
         doc_ids=_strs(corpus.doc_ids), doc_lengths=np.asarray(corpus.doc_lengths, dtype=np.int64),
-        text_hash=_strs(text_hash), token_hash=_strs(token_hash),
+        text_hash=_text_hashes(corpus.texts), token_hash=_token_hashes(corpus),
         worker_ids=_strs(corpus.worker_ids), worker_roles=_strs(corpus.worker_roles),
         pair_doc=(pairs // n_w).astype(np.int64), pair_worker=(pairs % n_w).astype(np.int64),
         class_names=_strs(corpus.class_names),
@@ -132,53 +214,83 @@ def check_mergeable(parts: list[CorpusIndex], new: CorpusIndex, *, source: str =
     if {"io", "bio"} <= schemes:
         raise IngestError("cannot merge inside/outside labels into a BIO schema: upload all files with one scheme",
                           source=source)
-    docs: dict[str, tuple[str, str]] = {}
+    doc_first, doc_pos = _first_seen([ix.doc_ids for ix in [*parts, new]])
+    old_doc = np.concatenate(doc_pos[:-1])
+    seen = np.full(doc_first.size, -1, dtype=np.int64)  # each merged document's row in the parts' arrays
+    seen[old_doc] = np.arange(old_doc.size)  # (any of its rows: their hashes agree, checked when uploaded)
+    row = seen[doc_pos[-1]]
+    found = row >= 0
+    text_differs = np.zeros(new.doc_ids.size, dtype=bool)
+    tokens_differ = np.zeros(new.doc_ids.size, dtype=bool)
+    text_differs[found] = np.concatenate([ix.text_hash for ix in parts])[row[found]] != new.text_hash[found]
+    tokens_differ[found] = np.concatenate([ix.token_hash for ix in parts])[row[found]] != new.token_hash[found]
+    if (text_differs | tokens_differ).any():
+        d = int(np.argmax(text_differs | tokens_differ))  # the first such document of the upload
+        how = "has a different text" if text_differs[d] else "is tokenized differently"
+        raise IngestError(f"document {str(new.doc_ids[d])!r} {how} in two uploads", source=source)
     roles: dict[str, str] = {}
-    pairs: set[tuple[str, str]] = set()
     for ix in parts:
-        docs.update(zip(ix.doc_ids.tolist(), zip(ix.text_hash.tolist(), ix.token_hash.tolist(), strict=True),
-                        strict=True))
         roles.update(zip(ix.worker_ids.tolist(), ix.worker_roles.tolist(), strict=True))
-        pairs.update(zip(ix.doc_ids[ix.pair_doc].tolist(), ix.worker_ids[ix.pair_worker].tolist(), strict=True))
-    for doc_id, th, kh in zip(new.doc_ids.tolist(), new.text_hash.tolist(), new.token_hash.tolist(), strict=True):
-        old = docs.get(doc_id)
-        if old is not None and old[0] != th:
-            raise IngestError(f"document {doc_id!r} has a different text in two uploads", source=source)
-        if old is not None and old[1] != kh:
-            raise IngestError(f"document {doc_id!r} is tokenized differently in two uploads", source=source)
     for wid, role in zip(new.worker_ids.tolist(), new.worker_roles.tolist(), strict=True):
         if roles.get(wid, role) != role:
             raise IngestError(f"annotator {wid!r} is {roles[wid]!r} in one upload and {role!r} in another",
                               source=source)
-    for d, w in zip(new.doc_ids[new.pair_doc].tolist(), new.worker_ids[new.pair_worker].tolist(), strict=True):
-        if (d, w) in pairs:
-            raise IngestError(f"duplicate assignment: annotator {w!r} labelled document {d!r} in two uploads",
-                              source=source)
+    worker_first, worker_pos = _first_seen([ix.worker_ids for ix in [*parts, new]])
+    n_w = max(worker_first.size, 1)
+    keys = [dp[ix.pair_doc] * n_w + wp[ix.pair_worker] for ix, dp, wp in zip([*parts, new], doc_pos, worker_pos,
+                                                                              strict=True)]
+    twice = np.isin(keys[-1], np.concatenate(keys[:-1]), kind="sort")
+    if twice.any():
+        k = int(np.argmax(twice))
+        d, w = new.doc_ids[new.pair_doc[k]], new.worker_ids[new.pair_worker[k]]
+        raise IngestError(f"duplicate assignment: annotator {str(w)!r} labelled document {str(d)!r} in two uploads",
+                          source=source)
 
 
-def _union(parts: list[CorpusIndex]):
-    """Merged documents, annotators and unique pairs, in the merge's order of first appearance."""
-    doc_pos: dict[str, int] = {}
-    lengths: list[int] = []
-    worker_pos: dict[str, int] = {}
-    roles: list[str] = []
-    pair_doc, pair_worker = [], []
-    for ix in parts:
-        for d, n in zip(ix.doc_ids.tolist(), ix.doc_lengths.tolist(), strict=True):
-            if d not in doc_pos:
-                doc_pos[d] = len(lengths)
-                lengths.append(n)
-        for w, r in zip(ix.worker_ids.tolist(), ix.worker_roles.tolist(), strict=True):
-            if w not in worker_pos:
-                worker_pos[w] = len(roles)
-                roles.append(r)
-        dmap = np.array([doc_pos[d] for d in ix.doc_ids.tolist()], dtype=np.int64)
-        wmap = np.array([worker_pos[w] for w in ix.worker_ids.tolist()], dtype=np.int64)
-        pair_doc.append(dmap[ix.pair_doc] if dmap.size else ix.pair_doc)
-        pair_worker.append(wmap[ix.pair_worker] if wmap.size else ix.pair_worker)
-    n_w = max(len(roles), 1)
-    pairs = np.unique(np.concatenate(pair_doc) * n_w + np.concatenate(pair_worker)) if parts else np.zeros(0, int)
-    return doc_pos, np.array(lengths, dtype=np.int64), worker_pos, roles, pairs // n_w, pairs % n_w
+def _first_seen(ids: list[NDArray]) -> tuple[NDArray[np.int64], list[NDArray[np.int64]]]:
+    """The merge's order of the ids in ``ids`` (arrays of ids, each without repeats), by first appearance.
+
+    Returns the index (into the concatenation of ``ids``) of each merged id's first appearance, and for
+    each array the merged position of each of its ids; sorted, never a Python step per id.
+    """
+    if len(ids) == 1:  # ids within one corpus are unique: the merge is the corpus' own order
+        return np.arange(ids[0].size, dtype=np.int64), [np.arange(ids[0].size, dtype=np.int64)]
+    every = np.concatenate(ids)
+    _, first, inverse = np.unique(every, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(order.size, dtype=np.int64)
+    rank[order] = np.arange(order.size, dtype=np.int64)
+    return first[order].astype(np.int64), np.split(rank[inverse.ravel()], np.cumsum([a.size for a in ids])[:-1])
+
+
+@dataclass(frozen=True)
+class IndexUnion:
+    """The merge of some uploads' indexes: documents, annotators and (document, annotator) pairs in the
+    merge's order of first appearance (the order :func:`crowdqa.ingest.merge.merge_corpora` gives)."""
+
+    doc_lengths: NDArray  # (n_docs,) int64
+    worker_ids: list[str]  # (n_workers,)
+    worker_roles: list[str]  # (n_workers,)
+    pair_doc: NDArray  # (n_pairs,) int64, unique pairs sorted by (document, annotator)
+    pair_worker: NDArray  # (n_pairs,) int64
+
+
+def index_union(parts: list[CorpusIndex]) -> IndexUnion:
+    """The :class:`IndexUnion` of ``parts`` (made once for :func:`summarize_indexes` and :func:`annotator_counts`)."""
+    if not parts:
+        empty = np.zeros(0, dtype=np.int64)
+        return IndexUnion(doc_lengths=empty, worker_ids=[], worker_roles=[], pair_doc=empty, pair_worker=empty)
+    doc_first, doc_pos = _first_seen([ix.doc_ids for ix in parts])
+    worker_first, worker_pos = _first_seen([ix.worker_ids for ix in parts])
+    n_w = max(worker_first.size, 1)
+    pairs = np.concatenate([dp[ix.pair_doc] * n_w + wp[ix.pair_worker]
+                            for ix, dp, wp in zip(parts, doc_pos, worker_pos, strict=True)])
+    if len(parts) > 1:  # one index's pairs are unique and sorted already
+        pairs = _unique_sorted(pairs)
+    return IndexUnion(doc_lengths=np.concatenate([ix.doc_lengths for ix in parts])[doc_first],
+                      worker_ids=np.concatenate([ix.worker_ids for ix in parts])[worker_first].tolist(),
+                      worker_roles=np.concatenate([ix.worker_roles for ix in parts])[worker_first].tolist(),
+                      pair_doc=pairs // n_w, pair_worker=pairs % n_w)
 
 
 def merged_class_names(parts: list[CorpusIndex]) -> tuple[str, ...]:
@@ -191,23 +303,24 @@ def merged_class_names(parts: list[CorpusIndex]) -> tuple[str, ...]:
     return _merged_classes(stubs)
 
 
-def summarize_indexes(parts: list[CorpusIndex]) -> dict:
-    """:func:`crowdqa.ingest.summary.summarize` of the merged corpus, computed from the parts' indexes."""
-    doc_pos, lengths, _, roles, pair_doc, pair_worker = _union(parts)
+def summarize_indexes(parts: list[CorpusIndex], *, union: IndexUnion | None = None) -> dict:
+    """:func:`crowdqa.ingest.summary.summarize` of the merged corpus, computed from the parts' indexes (and
+    their ``union``, when the caller made it already)."""
+    u = index_union(parts) if union is None else union
     classes = merged_class_names(parts)
     counts = dict.fromkeys(classes, 0)
     for ix in parts:
         for name, k in zip(ix.class_names.tolist(), ix.label_counts.tolist(), strict=True):
             counts[name] += int(k)
-    return summary_fields(n_docs=len(doc_pos), n_tokens=int(lengths.sum()), n_obs=int(sum(ix.n_obs for ix in parts)),
-                          worker_roles=roles, pair_doc=pair_doc, pair_worker=pair_worker, class_names=classes,
-                          label_counts=counts)
+    return summary_fields(n_docs=u.doc_lengths.size, n_tokens=int(u.doc_lengths.sum()),
+                          n_obs=int(sum(ix.n_obs for ix in parts)), worker_roles=u.worker_roles,
+                          pair_doc=u.pair_doc, pair_worker=u.pair_worker, class_names=classes, label_counts=counts)
 
 
-def annotator_counts(parts: list[CorpusIndex]) -> list[tuple[str, str, int, int]]:
+def annotator_counts(parts: list[CorpusIndex], *, union: IndexUnion | None = None) -> list[tuple[str, str, int, int]]:
     """``(id, role, documents, tokens)`` of every annotator of the merge, in the merge's order."""
-    _, lengths, worker_pos, roles, pair_doc, pair_worker = _union(parts)
-    n = len(roles)
-    documents = np.bincount(pair_worker, minlength=n)
-    tokens = np.bincount(pair_worker, weights=lengths[pair_doc] if pair_doc.size else None, minlength=n)
-    return [(w, roles[i], int(documents[i]), int(tokens[i])) for w, i in worker_pos.items()]
+    u = index_union(parts) if union is None else union
+    n = len(u.worker_ids)
+    documents = np.bincount(u.pair_worker, minlength=n)
+    tokens = np.bincount(u.pair_worker, weights=u.doc_lengths[u.pair_doc] if u.pair_doc.size else None, minlength=n)
+    return list(zip(u.worker_ids, u.worker_roles, documents.tolist(), tokens.astype(np.int64).tolist(), strict=True))

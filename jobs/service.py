@@ -31,6 +31,7 @@ from crowdqa.ingest.index import (
     annotator_counts,
     check_mergeable,
     index_corpus,
+    index_union,
     summarize_indexes,
 )
 from crowdqa.ingest.merge import merge_corpora
@@ -167,11 +168,14 @@ def add_upload(*, session: Session, settings: Settings, dataset: Dataset, stream
 
 
 def _index(store: ArtifactStore, corpus_sha: str):
-    """The stored index of a corpus, made (once) from the corpus for uploads stored before indexes existed."""
+    """The stored index of a corpus, made (once) from the corpus for uploads stored before indexes existed
+    or before their document hashes changed (``CorpusIndex.current``)."""
 
     path = store.index_path(corpus_sha)
     if path.is_file():
-        return CorpusIndex.load(path)
+        index = CorpusIndex.load(path)
+        if index.current:
+            return index
     index = index_corpus(store.load_corpus(corpus_sha))
     store.put_index(corpus_sha, index)
     return index
@@ -183,8 +187,9 @@ def _dataset_state(store: ArtifactStore, parts: list[str], indexes: list) -> dic
     if not parts:
         return {"corpus_sha256": None, "summary": None, "annotators": []}
     snapshot = parts[0] if len(parts) == 1 else store.put_snapshot(parts)
-    return {"corpus_sha256": snapshot, "summary": jsonable(summarize_indexes(indexes)),
-            "annotators": annotator_counts(indexes)}
+    union = index_union(indexes)
+    return {"corpus_sha256": snapshot, "summary": jsonable(summarize_indexes(indexes, union=union)),
+            "annotators": annotator_counts(indexes, union=union)}
 
 
 def _parse_and_merge(*, session: Session, store: ArtifactStore, dataset: Dataset, raw, filename: str, format: str,

@@ -12,7 +12,7 @@ import secrets
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, nulls_last, text
+from sqlalchemy import func, insert, nulls_last, text
 from sqlmodel import Session, col, delete, select, update
 
 from crowdqa.quality.report_model import CategoricalScore, QualityReport, Score
@@ -283,9 +283,10 @@ def set_dataset_corpus(*, session: Session, dataset: Dataset, corpus_sha256: str
     dataset.n_uploads = n_uploads
     session.add(dataset)
     session.exec(delete(Annotator).where(Annotator.dataset_id == dataset.id))
-    for wid, role, documents, tokens in annotators:
-        session.add(Annotator(dataset_id=dataset.id, external_id=text_safe(wid), role=role, documents=documents,
-                              tokens=tokens))
+    if annotators:  # one executemany, not an ORM object per annotator (thousands of workers)
+        session.exec(insert(Annotator), params=[
+            {"dataset_id": dataset.id, "external_id": text_safe(wid), "role": role, "documents": documents,
+             "tokens": tokens} for wid, role, documents, tokens in annotators])
 
 
 def find_upload(*, session: Session, dataset_id: str, sha256: str | None = None,
@@ -496,15 +497,18 @@ def save_report(*, session: Session, job_id: str, report: QualityReport) -> None
     session.exec(delete(Report).where(Report.job_id == job_id))
     body = report.model_dump(mode="json")
     session.add(Report(job_id=job_id, body=body))
+    rows = []
     for w, detail in zip(report.workers, body["workers"], strict=True):
         ve, va = _scores(w.vs_expert), _scores(w.vs_aggregate)
-        session.add(WorkerScore(
+        rows.append(dict(
             job_id=job_id, annotator=text_safe(w.annotator), role=w.role, documents=w.documents, tokens=w.tokens,
             precision=ve["precision"], recall=ve["recall"], f1=ve["f1"],
             span_f1=None,  # a worker entry scores tokens; span scores are the aggregate's
             agreement_precision=va["precision"], agreement_recall=va["recall"], agreement_f1=va["f1"],
             accuracy=ve["accuracy"], agreement_accuracy=va["accuracy"], detail=detail,
         ))
+    if rows:  # one executemany, not an ORM object per worker (thousands of workers)
+        session.exec(insert(WorkerScore), params=rows)
 
 
 def clear_report(*, session: Session, job_id: str) -> None:

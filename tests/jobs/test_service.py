@@ -28,16 +28,21 @@ def _upload_in_process(data_dir: str, dataset_id: str, path: str, barrier) -> No
                            format="spans-jsonl", role="expert", options={})
 
 
-def test_uploads_from_several_processes_all_merge(tmp_path):
-    """Four processes upload to one SQLite dataset at the same moment; the merged corpus holds all four
-    (the dataset write lock serialises read-merge-write across processes, where a thread lock cannot)."""
+def _empty_dataset(tmp_path: Path) -> tuple[Settings, object, str]:
+    """Settings on a new SQLite database under ``tmp_path``, its engine, and the id of an empty dataset."""
     settings = Settings(data_dir=tmp_path / "data")
     engine = make_engine(settings)
     init_db(engine)
     with Session(engine) as s:
         p = crud.create_project(session=s, name="p")
-        ds = crud.create_dataset(session=s, project_id=p.id, dataset_in=DatasetCreate(name="d"))
-        dataset_id = ds.id
+        return settings, engine, crud.create_dataset(session=s, project_id=p.id,
+                                                     dataset_in=DatasetCreate(name="d")).id
+
+
+def test_uploads_from_several_processes_all_merge(tmp_path):
+    """Four processes upload to one SQLite dataset at the same moment; the merged corpus holds all four
+    (the dataset write lock serialises read-merge-write across processes, where a thread lock cannot)."""
+    settings, engine, dataset_id = _empty_dataset(tmp_path)
     rows = [json.loads(line) for line in (SAMPLE / "expert.jsonl").read_text().splitlines()]
     paths = []
     for i in range(4):
@@ -66,3 +71,37 @@ def test_jsonable_makes_strict_json():
 
     value = {"a": np.float64("nan"), "b": [np.int64(3), float("inf"), (1, 2)], "c": np.arange(2), 4: True}
     assert json.dumps(jsonable(value), allow_nan=False) == '{"a": null, "b": [3, null, [1, 2]], "c": [0, 1], "4": true}'
+
+
+def test_an_upload_onto_an_index_of_the_old_hashing_merges(tmp_path):
+    """A dataset whose first upload kept an index from before ``ingest.index.HASHING`` (SHA-1 per document,
+    no ``hashing`` field) takes a second upload of the same documents: the old index is made again from its
+    corpus, never compared with the new hashes (which would read as "a different text")."""
+    import hashlib
+
+    import numpy as np
+
+    from crowdqa.ingest.index import CorpusIndex
+    from crowdqa.jobs import service
+    from crowdqa.store.artifacts import ArtifactStore
+
+    settings, engine, dataset_id = _empty_dataset(tmp_path)
+    with Session(engine) as s:
+        ds = s.get(Dataset, dataset_id)
+        with open(SAMPLE / "crowd.jsonl", "rb") as fh:
+            first = service.add_upload(session=s, settings=settings, dataset=ds, stream=fh, filename="c.jsonl",
+                                       format="spans-jsonl", role="crowd", options={})
+        store = ArtifactStore(settings.data_dir)
+        path = store.index_path(first.corpus_sha256)
+        ix = CorpusIndex.load(path)
+        old = {k: v for k, v in ix.__dict__.items() if isinstance(v, np.ndarray)}
+        old["text_hash"] = np.array([hashlib.sha1(str(t).encode()).hexdigest() for t in ix.doc_ids])
+        np.savez(path, **old, scheme=np.array(ix.scheme), has_outside=np.array(ix.has_outside),
+                 n_obs=np.array(ix.n_obs))
+        assert not CorpusIndex.load(path).current
+        with open(SAMPLE / "expert.jsonl", "rb") as fh:
+            service.add_upload(session=s, settings=settings, dataset=ds, stream=fh, filename="e.jsonl",
+                               format="spans-jsonl", role="expert", options={})
+        s.refresh(ds)
+        assert ds.n_uploads == 2 and ds.summary["annotators"] == {"crowd": 10, "expert": 1}
+        assert CorpusIndex.load(path).current
