@@ -36,7 +36,7 @@ from crowdqa.aggregation import ConvergenceWarning
 from crowdqa.aggregation.corpus import MISSING
 from crowdqa.ingest.routing_export import select_documents
 from crowdqa.jobs.pipeline import ModelStart, run_pipeline
-from crowdqa.quality.report import build_report
+from crowdqa.quality.report import build_report_data
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
@@ -77,19 +77,19 @@ def _batch_runs(corpus, first, second, *, method: str, repeats: int) -> dict:
         labels = result.labels[second_in_joint] if name == "joint refit" else result.labels
         ok = crowd_tok & (reference != MISSING)
         rows[name] = {
-            "seconds": round(seconds, 3), "fit_seconds": result.fit["seconds"],
-            "iterations": result.fit["iterations"],
+            "seconds": round(seconds, 3), "fit_seconds": result.report_data["fit"]["seconds"],
+            "iterations": result.report_data["fit"]["iterations"],
             "agreement_with_joint_refit": float(np.mean(labels[ok] == reference[ok])),
             "positive_tokens": int(np.count_nonzero(labels[crowd_tok] > 0)),
         }
         if name == "joint refit":  # scored on batch 2's expert documents only, as the others are
-            rep = build_report(batch2, np.where(crowd_tok, labels, MISSING), method=method,
-                               experts_used_in_fit=False, fit={})
+            rep = build_report_data(batch2, np.where(crowd_tok, labels, MISSING), method=method,
+                                    experts_used_in_fit=False)
             rows[name].update(_token_scores(rep))
         else:
-            rows[name].update(_token_scores(result.report))
-            if "start" in result.fit:
-                rows[name]["start"] = result.fit["start"]
+            rows[name].update(_token_scores(result.report_data))
+            if "start" in result.report_data["fit"]:
+                rows[name]["start"] = result.report_data["fit"]["start"]
     return {"batch1_seconds": round(earlier_seconds, 3), "runs": rows}
 
 
