@@ -113,21 +113,41 @@ def fleiss_kappa(counts: NDArray) -> float:
 
 
 def _alpha_from_counts(counts: NDArray) -> float:
-    """Krippendorff's nominal alpha from per-unit value counts (n_units, n_classes)."""
-    counts = np.asarray(counts, dtype=np.float64)
-    m = counts.sum(axis=1)
+    r"""Krippendorff's nominal alpha from class-major value counts.
+
+    Parameters
+    ----------
+    counts : ndarray of int of shape (n_classes, n_units)
+        ``counts[c, u]``: values ``c`` in unit ``u`` (class-major, so the sums over classes run
+        over contiguous rows).
+
+    Returns
+    -------
+    float
+
+    Notes
+    -----
+    With :math:`n_{cu}` = ``counts[c, u]`` and :math:`m_u = \sum_c n_{cu}` (pairable units:
+    :math:`m_u \ge 2`), the coincidence matrix is
+    :math:`o_{ck} = \sum_u n_{cu} (n_{ku} - [c = k]) / (m_u - 1)`. The nominal metric only needs its
+    off-diagonal sum :math:`D_o' = \sum_u (m_u^2 - \sum_c n_{cu}^2) / (m_u - 1)` and its margins
+    :math:`n_c = \sum_{u\ \mathrm{pairable}} n_{cu}`, :math:`n = \sum_c n_c`, so
+    ``alpha = 1 - (n - 1) D_o' / (n^2 - sum_c n_c^2)``. The numerators are integers (zero for a unit
+    with one value), summed per value of :math:`m_u` before the one division each, so no
+    (n_classes x n_classes) product over the units is formed.
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    m = counts.sum(axis=0)
     pairable = m >= 2
-    counts, m = counts[pairable], m[pairable]
-    if counts.shape[0] == 0:
+    if not np.any(pairable):
         return float("nan")
-    # Coincidence matrix o[c, k] = sum_u n_uc (n_uk - [c == k]) / (m_u - 1), all units at once.
-    w = 1.0 / (m - 1.0)
-    o = (counts * w[:, None]).T @ counts
-    o[np.diag_indices_from(o)] -= (counts * w[:, None]).sum(axis=0)
-    n_c = o.sum(axis=1)
-    n = n_c.sum()
-    observed = o.sum() - np.trace(o)
-    expected = (n_c.sum() ** 2 - n_c @ n_c) / (n - 1.0)
+    disagree = m * m - np.einsum("cu,cu->u", counts, counts)  # 0 where m <= 1
+    per_m = np.bincount(m, weights=disagree)  # integers, exact below 2**53
+    sizes = np.flatnonzero(per_m)
+    observed = float(np.sum(per_m[sizes] / (sizes - 1.0)))
+    n_c = (counts @ pairable.astype(np.int64)).tolist()
+    n = sum(n_c)
+    expected = (n * n - sum(c * c for c in n_c)) / (n - 1.0)
     if expected <= 0:
         return float("nan")
     return float(1.0 - observed / expected)
@@ -154,8 +174,8 @@ def krippendorff_alpha_nominal(data: NDArray) -> float:
     values, codes = np.unique(data[present], return_inverse=True)
     n_classes = max(len(values), 1)
     item = np.nonzero(present)[1]
-    counts = np.bincount(item * n_classes + codes, minlength=data.shape[1] * n_classes)
-    return _alpha_from_counts(counts.reshape(data.shape[1], n_classes))
+    counts = np.bincount(codes * data.shape[1] + item, minlength=n_classes * data.shape[1])
+    return _alpha_from_counts(counts.reshape(n_classes, data.shape[1]))
 
 
 def krippendorff_alpha_corpus(corpus: Corpus, *, workers: NDArray | None = None) -> float:
@@ -171,13 +191,11 @@ def krippendorff_alpha_corpus(corpus: Corpus, *, workers: NDArray | None = None)
     -------
     float
     """
-    token, label = corpus.token, corpus.label.astype(np.int64)
+    cell = corpus.obs_cell  # label * n_tokens + token, cached by the corpus
     if workers is not None:
-        keep = np.isin(corpus.worker, np.asarray(workers, dtype=np.int64))
-        token, label = token[keep], label[keep]
-    k = corpus.n_classes
-    counts = np.bincount(token * k + label, minlength=corpus.n_tokens * k).reshape(corpus.n_tokens, k)
-    return _alpha_from_counts(counts)
+        cell = cell[np.isin(corpus.worker, np.asarray(workers, dtype=np.int64))]
+    size = corpus.n_classes * corpus.n_tokens
+    return _alpha_from_counts(np.bincount(cell, minlength=size).reshape(corpus.n_classes, corpus.n_tokens))
 
 
 def pairwise_kappa(corpus: Corpus, workers: NDArray, *, min_overlap: int = 1) -> list[dict]:

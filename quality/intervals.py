@@ -157,7 +157,9 @@ def bootstrap_f1_bounds(
     -----
     All resamples are drawn at once, ``rng.integers(0, n_docs, size=(n_boot, n_docs))``,
     and their counts summed with one fancy-index and one sum; resamples whose F1 is
-    undefined (no positive at all) are left out of the percentiles.
+    undefined (no positive at all) are left out of the percentiles. Documents are
+    indexed in the order given (as the test vectors' example expects); reports use
+    :func:`grouped_bootstrap_f1_bounds`, whose draws do not depend on that order.
     """
     _check_level(level)
     counts = np.asarray(counts, dtype=np.float64)
@@ -240,6 +242,12 @@ def grouped_bootstrap_f1_bounds(
     by drawing document indices, all groups of one kind at once in chunks of
     ``max_cells`` draws. Percentiles follow numpy's default (linear) rule over the
     resamples where F1 is defined.
+
+    The draws depend on the rows only through each group's multiset of ``(tp, err)`` rows
+    and the group numbers: distinct rows are taken in sorted order, and documents drawn by
+    index are first sorted by ``(tp, err)``. So the bounds for a seed do not depend on the
+    order of the rows; a caller whose group numbers follow the input (a report's worker
+    indices) numbers the groups in a canonical order (e.g. by worker id) for the same.
     """
     _check_level(level)
     counts = np.asarray(counts)
@@ -339,7 +347,9 @@ def _index_sums(group, tp, err, n_docs, groups, *, n_boot, rng, max_cells):
     mine = np.zeros(n_docs.shape[0], dtype=bool)
     mine[groups] = True
     rows = np.flatnonzero(mine[group])  # only these groups' rows are sorted
-    order = rows[np.argsort(group[rows], kind="stable")]
+    # By group, then by (tp, err): a canonical order of each group's documents, so the draws do not depend
+    # on the order the rows came in (documents with equal counts are interchangeable).
+    order = rows[np.lexsort((err[rows], tp[rows], group[rows]))]
     sizes = np.where(mine, n_docs, 0)
     start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     tp, err = tp[order], err[order]

@@ -6,12 +6,13 @@ do share documents directly: triplets are sorted by (token, worker) and an annot
 present on a document labels all of its tokens, so each document's annotations form
 a (tokens x annotators) block. For every document with ``k`` annotators we take the
 ``k (k - 1) / 2`` column pairs of its block, number the worker pairs of all those
-(document, pair) rows with one ``unique``, and count the joint labels of their tokens
+(document, pair) rows by one sort of their codes, and count the joint labels of their tokens
 straight into the worker-pair matrices with one ``bincount`` per chunk of rows. When
-only pairs sharing ``min_documents`` documents are wanted (a report's kappas), one
-``bincount`` over hashed pair keys first drops the rows whose pair cannot be that
-frequent, so the many pairs of a large crowd that share one document cost one hash
-each. Kappa is then a vectorised function of the stacked matrices.
+only pairs sharing ``min_documents`` documents are wanted (a report's kappas), one sort
+of the (document, pair) rows' pair codes (int32 up to 46,340 annotators) finds the
+pairs that frequent, and a table of flags picks out their rows, so the many pairs of a
+large crowd that share one document cost one sorted key each and never reach the token
+count. Kappa is then a vectorised function of the stacked matrices.
 
 Edge convention: as in :mod:`crowdqa.quality.agreement`, kappa is ``nan`` when the expected
 agreement is 1.
@@ -80,39 +81,43 @@ def pair_confusions(
     """
     k_cls = corpus.n_classes
     kk = k_cls * k_cls
-    obs_doc = corpus.obs_doc
-    at_first = corpus.token == corpus.doc_start[obs_doc]
-    n_in_doc = np.bincount(obs_doc[at_first], minlength=corpus.n_docs)
-    doc_workers_base = np.concatenate([[0], np.cumsum(n_in_doc)[:-1]])
-    first_workers = corpus.worker[at_first].astype(np.int64)  # grouped by document, sorted by worker
-    obs_base = np.searchsorted(corpus.token, corpus.doc_start[:-1])
-    groups = [(k, np.flatnonzero(n_in_doc == k)) for k in np.unique(n_in_doc[n_in_doc >= 2]).tolist()]
+    n_w = corpus.n_workers
+    # Annotations are sorted by (token, worker) and an annotator present on a document labels all of its
+    # tokens: document d's annotations are the (tokens x n_in_doc[d]) block starting at obs_base[d], and
+    # its first row lists its annotators in worker order.
+    n_in_doc = np.bincount(corpus.token, minlength=corpus.n_tokens)[corpus.doc_start[:-1]]
+    obs_base = np.concatenate([[0], np.cumsum(n_in_doc * corpus.doc_lengths)[:-1]])
+    ks = np.flatnonzero(np.bincount(n_in_doc))
+    groups = [(k, np.flatnonzero(n_in_doc == k)) for k in ks[ks >= 2].tolist()]
     z = np.zeros(0, dtype=np.int64)
     if not groups:
         return PairConfusions(z, z, np.zeros((0, k_cls, k_cls), dtype=np.int64), z)
+    chosen = None
+    if annotators is not None:
+        chosen = np.zeros(n_w, dtype=bool)
+        chosen[np.asarray(annotators, dtype=np.int64)] = True
+        chosen = None if chosen.all() else chosen
 
-    # Pass 1: the worker pair of every (document, pair) row; the pairs sharing enough documents, numbered in
-    # (a, b) order, and each row's pair number (-1: a pair left out).
-    keys = []
+    # Pass 1: the worker-pair code a * n_workers + b of every (document, pair) row (int32, half the memory
+    # and sort time, when it fits; -1: a pair with an annotator left out); the pairs sharing enough
+    # documents, in (a, b) order, from one sort of the codes; each row's pair number.
+    code_dtype = np.int32 if n_w * n_w < np.iinfo(np.int32).max else np.int64
+    codes = []
     for k, docs_k in groups:
         pi, pj = np.triu_indices(k, 1)
-        wbase = doc_workers_base[docs_k][:, None]
-        wa, wb = first_workers[wbase + pi[None, :]], first_workers[wbase + pj[None, :]]
-        keys.append((wa * corpus.n_workers + wb).ravel())
-    key = np.concatenate(keys)
-    del keys
-    candidate = _maybe_frequent(key, min_documents)
-    if annotators is not None:
-        chosen = np.zeros(corpus.n_workers, dtype=bool)
-        chosen[np.asarray(annotators, dtype=np.int64)] = True
-        candidate &= chosen[key // corpus.n_workers] & chosen[key % corpus.n_workers]
-    uniq, inv, n_docs = np.unique(key[candidate], return_inverse=True, return_counts=True)
-    kept = n_docs >= min_documents
-    number = np.where(kept, np.cumsum(kept) - 1, -1)
-    pair_id = np.full(key.shape[0], -1, dtype=np.int64)
-    pair_id[candidate] = number[inv.ravel()]
-    del key, candidate, inv
-    uniq, n_docs = uniq[kept], n_docs[kept].astype(np.int64)
+        first_row = obs_base[docs_k][:, None]
+        wa = corpus.worker[(first_row + pi).ravel()].astype(code_dtype)
+        wb = corpus.worker[(first_row + pj).ravel()].astype(code_dtype)
+        code = wa * code_dtype(n_w) + wb
+        if chosen is not None:
+            code[~(chosen[wa] & chosen[wb])] = -1
+        codes.append(code)
+    code = np.concatenate(codes) if len(codes) > 1 else codes[0]
+    del codes
+    uniq, n_docs = _frequent_codes(code[code >= 0] if chosen is not None else code, min_documents)
+    pair_id = _code_numbers(code, uniq, n_w * n_w)
+    del code
+    uniq, n_docs = uniq.astype(np.int64), n_docs.astype(np.int64)
 
     # Pass 2: joint labels of every token of the kept rows, counted straight into the worker-pair matrices.
     total = np.zeros(uniq.shape[0] * kk, dtype=np.int64)
@@ -136,21 +141,46 @@ def pair_confusions(
     return PairConfusions(uniq // corpus.n_workers, uniq % corpus.n_workers, total.reshape(-1, k_cls, k_cls), n_docs)
 
 
-def _maybe_frequent(key: NDArray[np.int64], min_count: int) -> NDArray[np.bool_]:
-    """Entries whose key may occur ``min_count`` times or more: a superset, by one count per hashed bucket.
+def _frequent_codes(code: NDArray, min_count: int) -> tuple[NDArray, NDArray[np.int64]]:
+    """The distinct codes occurring ``min_count`` times or more, sorted, and how often each occurs.
 
-    Every occurrence of a key falls into one bucket of at least as many entries, so no frequent
-    key is missed; the exact count over the candidates (a ``unique``) then sorts them out. Keys
-    occurring once, most pairs of a big crowd, rarely share a bucket with two others.
+    One sort of the codes (numpy sorts int32 keys several times faster than ``unique``'s int64
+    sort with its inverse); a code occurring ``min_count`` times fills a window
+    ``s[i:i + min_count]`` of the sorted codes with equal ends, and only those codes are counted.
     """
-    if min_count <= 1:
-        return np.ones(key.shape[0], dtype=bool)
-    bits = max(1, int(key.shape[0]).bit_length() + 1)  # about two buckets per entry
-    with np.errstate(over="ignore"):  # Fibonacci hashing: the top bits of key * 2**64 / golden ratio
-        bucket = (key.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits)
-    bucket = bucket.astype(np.int64)
-    return np.bincount(bucket, minlength=1 << bits)[bucket] >= min_count
+    s = np.sort(code)
+    m = max(int(min_count), 1)
+    if s.shape[0] < m:
+        return s[:0], np.zeros(0, dtype=np.int64)
+    cand = s[:s.shape[0] - m + 1][s[m - 1:] == s[:s.shape[0] - m + 1]] if m > 1 else s
+    uniq = cand[np.concatenate([[True], cand[1:] != cand[:-1]])] if cand.shape[0] else cand
+    return uniq, np.searchsorted(s, uniq, side="right") - np.searchsorted(s, uniq, side="left")
 
+
+def _code_numbers(code: NDArray, uniq: NDArray, n_codes: int) -> NDArray[np.int64]:
+    """The position of each ``code`` in the sorted ``uniq`` (-1: absent, as a negative code is).
+
+    A bit table of the ``n_codes`` codes (3 MiB for 5,000 annotators, so its random reads stay in
+    cache) finds the few rows whose pair was kept without a binary search of every row (the many
+    pairs of a big crowd sharing one document); a code space too large for a table (beyond two bytes
+    per row, or 8 MiB) falls back to searching every row.
+    """
+    out = np.full(code.shape[0], -1, dtype=np.int64)
+    if uniq.shape[0] == 0:
+        return out
+    if n_codes <= 8 * max(2 * code.shape[0], 1 << 23):
+        bits = np.zeros((n_codes >> 3) + 1, dtype=np.uint8)
+        np.bitwise_or.at(bits, uniq >> 3, np.left_shift(1, uniq & 7).astype(np.uint8))
+        valid = code >= 0
+        c = np.where(valid, code, 0)  # code 0 may be a kept pair: negative codes are masked below
+        hit = (bits[c >> 3] & np.left_shift(np.uint8(1), (c & 7).astype(np.uint8))) != 0
+        rows = np.flatnonzero(hit & valid)
+    else:
+        rows = np.flatnonzero(code >= 0)
+        at = np.minimum(np.searchsorted(uniq, code[rows]), uniq.shape[0] - 1)
+        rows = rows[uniq[at] == code[rows]]
+    out[rows] = np.searchsorted(uniq, code[rows])
+    return out
 
 
 def kappa_from_confusions(confusion: NDArray) -> NDArray[np.float64]:

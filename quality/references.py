@@ -56,17 +56,25 @@ def reference_labels(corpus: Corpus, *, rule: str = "union") -> NDArray[np.int64
                 f"reference must be one of {RULES} or an annotator id, found {rule!r}"
             )
         return corpus.labels_of(corpus.worker_ids.index(rule))
-    experts = corpus.workers_with_role("expert")
-    keep = np.isin(corpus.worker, experts)
+    is_expert = np.asarray(corpus.worker_roles) == "expert"
+    keep = is_expert[corpus.worker] if corpus.n_workers else np.zeros(corpus.n_obs, dtype=bool)
+    out = np.full(corpus.n_tokens, MISSING, dtype=np.int64)
+    if not np.any(keep):
+        return out
+    # Only the experts' tokens are counted: annotations are sorted by token, so the distinct tokens are
+    # the starts of runs.
     token = corpus.token[keep]
     label = corpus.label[keep].astype(np.int64)
-    n_tokens, n_classes = corpus.n_tokens, corpus.n_classes
-    counts = np.bincount(token * n_classes + label, minlength=n_tokens * n_classes).reshape(n_tokens, n_classes)
-    covered = counts.sum(axis=1) > 0
+    new = np.concatenate([[True], token[1:] != token[:-1]])
+    covered = token[new]
+    row = np.cumsum(new) - 1
+    n_classes = corpus.n_classes
+    counts = np.bincount(row * n_classes + label, minlength=covered.shape[0] * n_classes)
+    counts = counts.reshape(covered.shape[0], n_classes)
     if rule == "union":
         pos = counts[:, 1:]
         # argmax returns the lowest index among ties: the documented tie rule.
-        out = np.where(pos.sum(axis=1) > 0, pos.argmax(axis=1) + 1, 0)
+        out[covered] = np.where(pos.sum(axis=1) > 0, pos.argmax(axis=1) + 1, 0)
     else:
-        out = counts.argmax(axis=1)
-    return np.where(covered, out, MISSING).astype(np.int64)
+        out[covered] = counts.argmax(axis=1)
+    return out

@@ -249,3 +249,42 @@ def test_clopper_pearson_bounds_against_scipy(level):
     low, high = clopper_pearson_bounds([0.5, 2.5], [1.0, 4.0], level=level)
     assert low.tolist() == betaincinv([0.5, 2.5], [1.5, 2.5], a).tolist()
     assert high.tolist() == betainccinv([1.5, 3.5], [0.5, 1.5], a).tolist()
+
+
+def _alpha_coincidence(counts: np.ndarray) -> float:
+    """The nominal alpha before issue 14: the full coincidence matrix of per-unit counts (n_units, n_classes)."""
+    counts = counts.astype(np.float64)
+    m = counts.sum(axis=1)
+    counts, m = counts[m >= 2], m[m >= 2]
+    if counts.shape[0] == 0:
+        return float("nan")
+    w = 1.0 / (m - 1.0)
+    o = (counts * w[:, None]).T @ counts
+    o[np.diag_indices_from(o)] -= (counts * w[:, None]).sum(axis=0)
+    n_c = o.sum(axis=1)
+    expected = (n_c.sum() ** 2 - n_c @ n_c) / (n_c.sum() - 1.0)
+    return float("nan") if expected <= 0 else float(1.0 - (o.sum() - np.trace(o)) / expected)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3, 7])
+def test_corpus_alpha_matches_the_coincidence_matrix(seed, n_classes):
+    """Oracle: the coincidence-matrix computation the report used before issue 14, on a corpus of one- and
+    many-token documents with 1-6 annotators per document (units with one value are not pairable)."""
+    from tests.quality.test_report import random_corpus
+
+    c = random_corpus(seed, n_docs=60, n_crowd=9, n_experts=3)
+    rng = np.random.default_rng(seed)
+    keep = (rng.random((c.n_docs, c.n_workers)) < 0.6)[c.obs_doc, c.worker]  # whole (document, annotator) blocks
+    c = Corpus.from_arrays(token=c.token[keep], worker=c.worker[keep], label=rng.integers(0, n_classes, keep.sum()),
+                           doc_lengths=c.doc_lengths, token_start=c.token_start, token_end=c.token_end,
+                           doc_ids=c.doc_ids, texts=c.texts, worker_ids=c.worker_ids, worker_roles=c.worker_roles,
+                           class_names=["O"] + [f"L{i}" for i in range(1, n_classes)])
+    counts = np.zeros((c.n_tokens, n_classes), dtype=np.int64)
+    np.add.at(counts, (c.token, c.label), 1)
+    assert krippendorff_alpha_corpus(c) == pytest.approx(_alpha_coincidence(counts), rel=1e-12, abs=1e-12)
+    experts = c.workers_with_role("expert")
+    sub = np.isin(c.worker, experts)
+    counts = np.zeros((c.n_tokens, n_classes), dtype=np.int64)
+    np.add.at(counts, (c.token[sub], c.label[sub]), 1)
+    assert krippendorff_alpha_corpus(c, workers=experts) == pytest.approx(_alpha_coincidence(counts), rel=1e-12,
+                                                                          abs=1e-12, nan_ok=True)

@@ -146,3 +146,25 @@ def test_union_tie_lowest_index():
     )
     assert reference_labels(c).tolist() == [1]
     assert reference_labels(c, rule="majority").tolist() == [1]
+
+
+@pytest.mark.parametrize("rule", ["union", "majority"])
+def test_reference_rules_brute_force(seed, rule):
+    """Oracle: the rules by a Python loop over tokens (collections.Counter, ties to the lowest class), on
+    corpora with 0-3 experts on some documents and crowd workers elsewhere."""
+    from collections import Counter
+
+    from tests.quality.test_report import random_corpus
+
+    rng = np.random.default_rng(seed)
+    c = random_corpus(seed, n_docs=20, n_crowd=4, n_experts=int(rng.integers(0, 4)), bio=True)
+    got = reference_labels(c, rule=rule)
+    for t in range(c.n_tokens):
+        labels = [int(lab) for tok, w, lab in zip(c.token, c.worker, c.label, strict=True)
+                  if tok == t and c.worker_roles[w] == "expert"]
+        if not labels:
+            assert got[t] == -1
+            continue
+        votes = Counter(labels if rule == "majority" else [x for x in labels if x > 0])
+        best = max(votes.values(), default=0)
+        assert got[t] == min((k for k, v in votes.items() if v == best), default=0)

@@ -1,0 +1,77 @@
+"""Tests for the pair-code helpers of crowdqa.quality.pair_agreement (the brute-force oracles of
+pair_confusions itself are in test_agreement.py).
+
+Oracles: ``np.unique`` with counts and a Python dict lookup; the dense ``labels_of`` loop for a
+corpus whose pair codes do not fit int32 (more than 46,340 annotator ids).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.quality.pair_agreement import _code_numbers, _frequent_codes, pair_confusions
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 30), max_size=60), st.integers(1, 4), st.booleans())
+def test_frequent_codes_match_unique(values, min_count, int32):
+    """Oracle: np.unique(return_counts=True), filtered by the count."""
+    code = np.array(values, dtype=np.int32 if int32 else np.int64)
+    uniq, n = np.unique(code, return_counts=True)
+    got_uniq, got_n = _frequent_codes(code, min_count)
+    assert got_uniq.tolist() == uniq[n >= min_count].tolist()
+    assert got_n.tolist() == n[n >= min_count].tolist()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(-1, 40), max_size=60), st.lists(st.integers(0, 40), max_size=10),
+       st.sampled_from([41, 10**12]))
+def test_code_numbers_match_a_dict(values, kept, n_codes):
+    """Oracle: a dict from kept code to position; both the bit table (41 codes) and the binary search
+    (a code space too large for a table) give it, with -1 for negative or absent codes."""
+    code = np.array(values, dtype=np.int64)
+    uniq = np.unique(np.array(kept, dtype=np.int64))
+    where = {c: i for i, c in enumerate(uniq.tolist())}
+    got = _code_numbers(code, uniq, n_codes)
+    assert got.tolist() == [where.get(c, -1) if c >= 0 else -1 for c in values]
+
+
+@pytest.mark.parametrize("min_documents", [1, 2])
+def test_int64_codes_beyond_46340_annotators(seed, min_documents):
+    """Oracle: dense labels_of counts for every pair, with 50,000 annotator ids (pair codes past int32, so
+    the int64 codes and the searched lookup run)."""
+    rng = np.random.default_rng(seed)
+    n_ids, used = 50_000, np.sort(rng.choice(50_000, 8, replace=False))
+    lengths = rng.integers(1, 4, 30)
+    token, worker, label = [], [], []
+    start = np.concatenate([[0], np.cumsum(lengths)])
+    for d in range(30):
+        who = np.sort(rng.choice(used, 3, replace=False))
+        for t in range(start[d], start[d + 1]):
+            token += [t] * 3
+            worker += who.tolist()
+            label += rng.integers(0, 3, 3).tolist()
+    n_tokens = int(start[-1])
+    c = Corpus.from_arrays(
+        token=token, worker=worker, label=label, doc_lengths=lengths, token_start=np.zeros(n_tokens, int),
+        token_end=np.ones(n_tokens, int), doc_ids=[f"d{d}" for d in range(30)], texts=["x" * int(n) for n in lengths],
+        worker_ids=[f"w{i}" for i in range(n_ids)], worker_roles=["crowd"] * n_ids, class_names=["O", "A", "B"])
+    pc = pair_confusions(c, min_documents=min_documents)
+    got = {(int(a), int(b)): (cf.tolist(), int(d)) for a, b, cf, d in zip(pc.a, pc.b, pc.confusion, pc.documents,
+                                                                          strict=True)}
+    want = {}
+    for i, a in enumerate(used.tolist()):
+        for b in used[i + 1:].tolist():
+            la, lb = c.labels_of(a), c.labels_of(b)
+            both = (la >= 0) & (lb >= 0)
+            docs = len(set(c.token_doc[both].tolist()))
+            if docs >= min_documents and docs:
+                cm = np.zeros((3, 3), dtype=int)
+                np.add.at(cm, (la[both], lb[both]), 1)
+                want[(a, b)] = (cm.tolist(), docs)
+    assert got == want
+    assert list(got) == sorted(got)  # pairs in (a, b) order
