@@ -650,7 +650,7 @@ def _rows(rows: list, sep: str) -> str:
     a nested list of rows), which the count shows: then each row is encoded on its own.
     """
     kind = dict if isinstance(rows[0], dict) else list
-    if all(type(row) is kind for row in rows):
+    if set(map(type, rows)) == {kind}:  # in C: a generator here costs a microsecond a row
         text = _compact(rows)[1:-1]
         close, open_ = ("}", "{") if kind is dict else ("]", "[")
         boundary = close + ", " + open_
