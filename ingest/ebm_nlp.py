@@ -27,14 +27,17 @@ hierarchical labels of the EBM-NLP README.
 
 from __future__ import annotations
 
+import itertools
 import os
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.ingest._common import reader_log
 from crowdqa.ingest._io import Tree, is_archive, read_text
-from crowdqa.ingest.build import corpus_from_token_labels
+from crowdqa.ingest.build import _corpus_order, corpus_from_token_labels
 from crowdqa.ingest.errors import IngestError, ProblemLog
 
 __all__ = ["read_ebm_nlp", "PHASE2_LABELS", "ELEMENT_NAMES"]
@@ -101,16 +104,17 @@ def read_ebm_nlp(path: str | os.PathLike, *, role: str = "crowd", problems: Prob
     phase = phase or path_phase or 1
     if phase not in (1, 2):
         raise IngestError(f"phase must be 1 or 2, found {phase!r}")
-    files = sorted(root.rglob("*.ann"))
+    files = _ann_files(root)
     # Keep the files of the chosen phase (a path above the phase folders holds both).
-    files = [f for f in files if _PHASES.get(next((p for p in f.relative_to(root).parts if p in _PHASES), ""),
-                                             path_phase or phase) == phase]
-    by_element: dict[str, list[Path]] = {}
-    for f in files:
-        parts = [p.lower() for p in f.relative_to(docs_dir.parent).parts]
+    files = [rel for rel in files if _PHASES.get(next((p for p in rel if p in _PHASES), ""),
+                                                 path_phase or phase) == phase]
+    above = root.relative_to(docs_dir.parent).parts  # root's own place in the corpus folder
+    by_element: dict[str, list[tuple[str, ...]]] = {}
+    for rel in files:
+        parts = [p.lower() for p in (*above, *rel)]
         element = next((p for p in parts if p in _ELEMENTS), None)
         if element is not None and "aggregated" not in parts:
-            by_element.setdefault(element, []).append(f)
+            by_element.setdefault(element, []).append(rel)
     if not by_element:
         raise IngestError(f"no phase {phase} .ann files found", source=str(root))
     if category is None:
@@ -129,13 +133,18 @@ def read_ebm_nlp(path: str | os.PathLike, *, role: str = "crowd", problems: Prob
     names = (ELEMENT_NAMES[element],) if phase == 1 else PHASE2_LABELS[element]
     class_names = ("O", *names)
 
+    # (file, its name, under a gold/ folder) of every .ann file; gold/ is looked for from root's own name down.
+    anns = [(os.path.join(root, *rel), rel[-1], "gold" in (root.name, *rel)) for rel in by_element[element]]
+    fast = _read_arrays(anns, docs_dir=docs_dir, class_names=class_names, role=role)
+    if fast is not None:
+        return fast
+
     documents: dict[str, list[str]] = {}
     labels: list[tuple[str, str, list[str]]] = []
     sources: list[tuple[str, int | None]] = []
     roles: dict[str, str] = {}
-    for f in by_element[element]:
-        src = str(f)
-        stem = f.name[: -len(".ann")]
+    for src, name, gold in anns:
+        stem = name[: -len(".ann")]
         sep = "." if "." in stem else "_"
         pmid, _, wid = stem.partition(sep)
         if not pmid or not wid or wid.upper() == "AGGREGATED":
@@ -147,7 +156,7 @@ def read_ebm_nlp(path: str | os.PathLike, *, role: str = "crowd", problems: Prob
                 problems.report(f"no tokens file {tok_file.name} for document {pmid!r}", source=src)
                 continue
             documents[pmid] = read_text(tok_file).split()
-        raw = read_text(f).split()
+        raw = read_text(src).split()
         if not all(v.isdigit() for v in raw):
             bad = next(v for v in raw if not v.isdigit())
             problems.report(f"labels must be integers 0..{len(names)}, found {bad!r}", source=src)
@@ -157,13 +166,9 @@ def read_ebm_nlp(path: str | os.PathLike, *, role: str = "crowd", problems: Prob
             problems.report(f"label {max(values)} out of range 0..{len(names)} for {element} phase {phase}", source=src)
             continue
         worker = f"ebmnlp:{wid}"
-        gold = "gold" in f.relative_to(root.parent).parts
         this_role = "expert" if gold else role
         if role == "expert" and not gold:
-            raise IngestError(
-                "ebm-nlp takes its roles from its folders (gold/ = experts, the others = crowd); role 'expert' "
-                "would make the crowd workers experts: leave role out (or upload only a gold/ folder)",
-                source=str(f))
+            raise IngestError(_EXPERT_ROLE, source=src)
         if roles.setdefault(worker, this_role) != this_role:
             problems.report(f"annotator {worker!r} appears as both crowd and expert", source=src)
             continue
@@ -172,6 +177,118 @@ def read_ebm_nlp(path: str | os.PathLike, *, role: str = "crowd", problems: Prob
     return corpus_from_token_labels(
         documents=documents, labels=labels, roles=roles, class_names=class_names, problems=problems, sources=sources
     )
+
+
+_EXPERT_ROLE = ("ebm-nlp takes its roles from its folders (gold/ = experts, the others = crowd); role 'expert' "
+                "would make the crowd workers experts: leave role out (or upload only a gold/ folder)")
+
+
+def _ann_files(root: Path) -> list[tuple[str, ...]]:
+    """The path parts, below ``root``, of every ``.ann`` file, in the order ``sorted(root.rglob("*.ann"))`` gives.
+
+    One ``os.walk`` and tuples of strings: pathlib's per-file objects cost more than the labels
+    themselves on a corpus of a few thousand files. Like ``rglob``, it does not descend into
+    linked folders.
+    """
+    out: list[tuple[str, ...]] = []
+    for folder, _, names in os.walk(root):
+        here = Path(folder).relative_to(root).parts
+        out.extend((*here, name) for name in names if name.endswith(".ann"))
+    out.sort()
+    return out
+
+
+#: Byte classes of an ``.ann`` file on the fast path: 1 for a digit, 0 for the ASCII whitespace ``str.split``
+#: splits on, 2 for anything else (which leaves the file to the row loop).
+_ANN_BYTES = np.full(256, 2, dtype=np.uint8)
+_ANN_BYTES[48:58] = 1
+_ANN_BYTES[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = 0
+
+
+def _read_arrays(anns: list[tuple[str, str, bool]], *, docs_dir: Path, class_names: tuple[str, ...], role: str
+                 ) -> Corpus | None:
+    """Every ``.ann`` file parsed at once as one byte array, or None to let the file loop read them.
+
+    Applies when every file name is ``<PMID>.<WORKER>.ann``, every document has its tokens file,
+    every label is one digit within the schema, every file has one label per token, and no
+    annotator is both crowd and expert or labels a document twice: what the file loop reads
+    without a problem. Anything else returns None, so the file loop reports it with its file,
+    and the corpus is the loop's (documents and annotators in order of first appearance, in
+    the (token, annotator) order of :func:`crowdqa.ingest.build.corpus_from_token_labels`).
+
+    Parameters
+    ----------
+    anns : list of (str, str, bool)
+        Each ``.ann`` file's path, name and whether it lies under a ``gold`` folder, in reading order.
+    docs_dir : Path
+    class_names : tuple of str
+    role : str
+    """
+    doc_index: dict[str, int] = {}
+    worker_index: dict[str, int] = {}
+    roles: list[str] = []
+    pair_doc = np.empty(len(anns), dtype=np.int64)
+    pair_worker = np.empty(len(anns), dtype=np.int64)
+    chunks: list[bytes] = []
+    for k, (src, name, gold) in enumerate(anns):
+        stem = name[: -len(".ann")]
+        pmid, _, wid = stem.partition("." if "." in stem else "_")
+        if not pmid or not wid or wid.upper() == "AGGREGATED" or (role == "expert" and not gold):
+            return None
+        this_role = "expert" if gold else role
+        w = worker_index.setdefault(f"ebmnlp:{wid}", len(worker_index))
+        if w == len(roles):
+            roles.append(this_role)
+        elif roles[w] != this_role:
+            return None
+        pair_doc[k] = doc_index.setdefault(pmid, len(doc_index))
+        pair_worker[k] = w
+        try:
+            with open(src, "rb") as fh:
+                chunks.append(fh.read())
+        except OSError:
+            return None
+    if np.unique(pair_doc * max(len(worker_index), 1) + pair_worker).size != len(anns):
+        return None  # an annotator labels a document twice
+    # Documents: the tokens files, in order of first appearance.
+    token_lists = []
+    for pmid in doc_index:
+        try:
+            token_lists.append(read_text(os.path.join(docs_dir, f"{pmid}.tokens")).split())
+        except (OSError, IngestError):
+            return None
+    doc_lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
+    n_tokens = int(doc_lengths.sum())
+    lengths = np.fromiter(map(len, itertools.chain.from_iterable(token_lists)), dtype=np.int64, count=n_tokens)
+    doc_start = np.concatenate([[0], np.cumsum(doc_lengths)])
+    ahead = np.concatenate([[0], np.cumsum(lengths + 1)])  # each token's start if all were one text
+    token_start = ahead[:-1] - np.repeat(ahead[doc_start[:-1]], doc_lengths)
+    texts = tuple(" ".join(toks) for toks in token_lists)
+    del token_lists
+    # Labels: every file's bytes end to end (a newline between files); a label is a digit between whitespace.
+    body = np.frombuffer(b"\n".join(chunks), dtype=np.uint8)
+    file_start = np.concatenate([[0], np.cumsum(np.fromiter(map(len, chunks), np.int64, len(chunks)) + 1)])
+    del chunks
+    kind = _ANN_BYTES[body]
+    if np.any(kind == 2):
+        return None  # a BOM, a minus sign, a letter, a byte beyond ASCII: the file loop reads or reports it
+    digit = np.flatnonzero(kind)
+    del kind
+    if digit.size > 1 and np.any(np.diff(digit) == 1):
+        return None  # a number of two digits ("10", "01")
+    label = (body[digit] - 48).astype(np.int16)
+    if label.size and int(label.max()) >= len(class_names):
+        return None
+    per_file = np.diff(np.searchsorted(digit, file_start))
+    if not np.array_equal(per_file, doc_lengths[pair_doc]):
+        return None  # a file with more or fewer labels than its document's tokens
+    obs_base = np.concatenate([[0], np.cumsum(per_file)])
+    obs_pair = np.repeat(np.arange(len(anns), dtype=np.int32), per_file)
+    token, worker, label = _corpus_order(label, pair_doc=pair_doc, pair_worker=pair_worker, doc_lengths=doc_lengths,
+                                         obs_base=obs_base, obs_pair=obs_pair)
+    return Corpus(token=token, worker=worker, label=label, doc_lengths=doc_lengths, token_start=token_start,
+                  token_end=token_start + lengths, doc_ids=tuple(doc_index), texts=texts,
+                  worker_ids=tuple(worker_index), worker_roles=tuple(roles), class_names=class_names)
 
 
 def _read_archive(path: Path, *, role: str, problems: ProblemLog, category: str | None, phase: int | None

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from crowdqa.ingest import read_corpus
 from crowdqa.ingest.ebm_nlp import read_ebm_nlp
@@ -84,3 +86,70 @@ def test_zip_upload_equals_the_folder_and_errors_name_the_archive(tmp_path):
     assert "crowdqa-ebmnlp-" not in str(err.value)
     res = read_corpus(bad, format="ebm-nlp", on_error="skip")
     assert str(res.problems[0]).startswith(f"{bad}/")
+
+
+def _read_both(path, monkeypatch, **options):
+    """The corpus (or one-line error, or skipped-file messages) of the array fast path and of the file loop."""
+    import crowdqa.ingest.ebm_nlp as ebm
+
+    out = []
+    for fast in (True, False):
+        with monkeypatch.context() as m:
+            if not fast:
+                m.setattr(ebm, "_read_arrays", lambda *a, **k: None)
+            try:
+                res = read_corpus(path, format="ebm-nlp", **options)
+                out.append((res.corpus, [str(p) for p in res.problems]))
+            except IngestError as exc:
+                out.append((str(exc), []))
+    return out
+
+
+_LABELS = st.sampled_from(["0", "1", "1", "0", "2", "01", "10", "x", "-1", "\ufeff1"])
+_SEPS = st.sampled_from([" ", "\n", "\t", "  ", "\r\n", "\xa0"])
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(docs=st.lists(st.integers(0, 4), min_size=1, max_size=3),
+       files=st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["00042", "00007", "0001", "AGGREGATED", ""]),
+                                st.sampled_from(["crowd", "gold", "."]), st.lists(_LABELS, max_size=5), _SEPS,
+                                st.integers(-1, 1)), min_size=1, max_size=6),
+       role=st.sampled_from(["crowd", "crowd", "expert"]), skip=st.booleans(), clean=st.booleans())
+def test_array_path_equals_the_file_loop(tmp_path_factory, monkeypatch, docs, files, role, skip, clean):
+    """Oracle: the file loop (``_read_arrays`` off). Any layout, clean or not (bad names, missing tokens files,
+    multi-digit, signed or out-of-range labels, wrong lengths, a worker both crowd and gold, a BOM...),
+    gives the same corpus and skipped-file messages, or the same one-line error, by either path."""
+    from tests.ingest.conftest import assert_same_corpus
+
+    root = tmp_path_factory.mktemp("ebm") / "ebm_nlp_2_00"
+    (root / "documents").mkdir(parents=True)
+    for d, n in enumerate(docs):
+        (root / "documents" / f"{100 + d}.tokens").write_text("\n".join(f"t{d}w{i}" for i in range(n)) + "\n")
+    ind = root / "annotations" / "individual" / "phase_1" / "participants" / "train"
+    for d, wid, sub, labels, sep, extra in files:
+        n = docs[d] if d < len(docs) else 2
+        if clean:  # what real files hold: one digit per token, as many as the document's tokens
+            labels, sep, extra = [v for v in labels if v in ("0", "1")], sep.strip(" \t\xa0") or " ", 0
+        values = [labels[i % len(labels)] if labels else "0" for i in range(max(n + extra, 0))]
+        (ind / sub).mkdir(parents=True, exist_ok=True)
+        (ind / sub / f"{100 + d}.{wid}.ann").write_text(sep.join(values), encoding="utf-8")
+    options = {"role": role, "on_error": "skip" if skip else "fail"}
+    (fast, fast_problems), (loop, loop_problems) = _read_both(root, monkeypatch, **options)
+    assert_same_corpus(fast, loop)
+    assert fast_problems == loop_problems
+
+
+def test_clean_corpus_takes_the_array_path(tmp_path, monkeypatch):
+    """The benchmark's layout (one digit per token, a line or a space between labels) is read by the arrays."""
+    import crowdqa.ingest.ebm_nlp as ebm
+    from tests.ingest.conftest import assert_same_corpus
+
+    base = _layout(tmp_path)
+    taken = []
+    real = ebm._read_arrays
+    monkeypatch.setattr(ebm, "_read_arrays", lambda *a, **k: taken.append(real(*a, **k)) or taken[-1])
+    read_corpus(base, format="ebm-nlp")
+    assert taken and taken[0] is not None
+    monkeypatch.undo()
+    (fast, _), (loop, _) = _read_both(base, monkeypatch)
+    assert_same_corpus(fast, loop)
