@@ -22,9 +22,11 @@ of every type seen.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
+from numpy.typing import NDArray
 
 from crowdqa.aggregation.corpus import Corpus, entity_type
 from crowdqa.ingest._common import reader_log
@@ -124,129 +126,217 @@ def read_conll(path: str | os.PathLike, *, role: str = "crowd", problems: Proble
     return corpus_from_token_labels(documents=documents, labels=labels, roles=roles, problems=problems, sources=sources)
 
 
+#: Beyond ASCII, the characters ``str.split`` and ``str.splitlines`` also cut at (ASCII ones are bytes below 33).
+_WIDE_SPACE = "[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+#: ``_LOW_BYTES[n]``: the low ``n`` bytes of a little-endian 64-bit word (n = 0..8).
+_LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
+#: Longest tag (in bytes) the array path encodes; longer ones are left to the line loop.
+_MAX_TAG_BYTES = 32
+
+
 def _read_columnar(path: Path, *, role: str) -> Corpus | None:
-    """The whole file read by Arrow's CSV reader (:mod:`crowdqa.ingest._columnar`), or None for the line loop.
+    """The whole file read as one byte array, or None for the line loop.
 
     Applies to files whose fields are separated by single tabs (or single spaces) throughout, with
-    no ``-DOCSTART-`` line and no line of only spaces; gives up on anything the line loop would
-    report (a row of another width, a column mixing ``?`` and tags in a sentence, fields with
-    spaces at their ends), so messages naming the line, and ``on_error="skip"``, come from the
-    line loop. The corpus is the line loop's: documents ``"1"``, ``"2"``, ... in file order,
-    annotators numbered in order of first appearance, tags mapped to the same schema.
+    no other whitespace or control byte (no ``\r``, no line of only spaces, no empty field), no
+    ``-DOCSTART-`` line, valid UTF-8 and tags of at most :data:`_MAX_TAG_BYTES` bytes; gives up on
+    anything the line loop would report (a row of another width, a column mixing ``?`` and tags in
+    a sentence), so messages naming the line, and ``on_error="skip"``, come from the line loop. The
+    corpus is the line loop's: documents ``"1"``, ``"2"``, ... in file order, annotators numbered
+    in order of first appearance, tags mapped to the same schema.
+
+    Fields are found from the positions of the newline and delimiter bytes; tags are encoded by
+    their bytes (:func:`_field_codes`) and token texts copied out of the bytes
+    (:func:`_token_texts`), with no Python string per row.
     """
-    import pyarrow as pa
-
-    from crowdqa.ingest._columnar import clean_strings, factorize, int_values, read_csv_columns
-
     try:
         data = path.read_bytes()
     except OSError:
         return None
-    if data.startswith((b"\xff\xfe", b"\xfe\xff", b"\xef\xbb\xbf")) or b"-DOCSTART-" in data or b"\r" in data:
+    if data.startswith((b"\xff\xfe", b"\xfe\xff", b"\xef\xbb\xbf")) or b"-DOCSTART-" in data:
         return None
     names = None
-    skip = 0
+    at = 0  # where the rows start: after the header line, if any
     first_end = data.find(b"\n")
     first = data[: first_end if first_end >= 0 else len(data)]
     if first.lstrip().lower().startswith(b"# annotators:"):
+        if re.search(rb"[\x00-\x08\x0a-\x1f]", first):
+            return None  # a byte splitlines() cuts at: the line loop reads another header
         try:
             names = first.decode("utf-8").split(":", 1)[1].split()
         except UnicodeDecodeError:
             return None
         if not names or len(set(names)) != len(names):
             return None
-        skip = 1
-    body = np.frombuffer(data, dtype=np.uint8)
-    # Lines: a blank line (nothing at all between two newlines) ends a sentence; a line of spaces is left to
-    # the line loop.
-    nl = np.flatnonzero(body == 10)
-    ends = np.append(nl, body.size) if body.size and body[-1] != 10 else nl
+        at = len(data) if first_end < 0 else first_end + 1
+    if np.any(np.frombuffer(data, dtype=np.uint8) >= 128):
+        try:
+            if re.search(_WIDE_SPACE, data.decode("utf-8")):
+                return None
+        except UnicodeDecodeError:
+            return None
+    # 8 zero bytes after the end, so every field can be read as whole 64-bit words.
+    body = np.frombuffer(data[at:] + bytes(8 * (_MAX_TAG_BYTES // 8)), dtype=np.uint8)
+    size = len(data) - at
+    # Lines: a blank line (nothing at all between two newlines) ends a sentence.
+    ends = np.flatnonzero(body[:size] == 10)
+    if size and body[size - 1] != 10:
+        ends = np.append(ends, size)
     starts = np.concatenate([[0], ends[:-1] + 1])
-    starts, ends = starts[skip:], ends[skip:]
-    width = ends - starts
-    token_line = width > 0
-    n_rows = int(np.count_nonzero(token_line))
+    token_line = ends > starts
+    row_start, row_end = starts[token_line], ends[token_line]
+    n_rows = row_start.size
     if n_rows == 0:
         return None
-    row_start = starts[token_line]
-    first_byte = body[row_start]
-    if np.any((first_byte == 32) | (first_byte == 9)) or np.any(body[ends[token_line] - 1] == 32):
-        return None  # a line starting or ending with a space: the line loop splits it
-    delimiter = "\t" if body[row_start[0]: ends[token_line][0]].tobytes().find(b"\t") >= 0 else " "
-    n_fields = body[row_start[0]: ends[token_line][0]].tobytes().count(delimiter.encode()) + 1
+    delim = 9 if np.any(body[row_start[0]:row_end[0]] == 9) else 32
+    delims = np.flatnonzero(body[:size] == delim)
+    n_newlines = ends.size - (size and body[size - 1] != 10)
+    if np.count_nonzero(body[:size] < 33) != n_newlines + delims.size:
+        return None  # whitespace other than single delimiters and newlines, or a control byte
+    n_fields = int(np.count_nonzero(delims < row_end[0])) + 1
     if names is None:
         names = [f"{role}:{i}" for i in range(1, n_fields)]
-    if n_fields != len(names) + 1 or n_fields < 2:
+    if n_fields != len(names) + 1 or n_fields < 2 or delims.size != n_rows * (n_fields - 1):
         return None
-    table = read_csv_columns(_Skip(data, skip), delimiter=delimiter, n_columns=n_fields, columns=range(n_fields),
-                             header=False)
-    if table is None or len(table[0]) != n_rows:
+    # Field boundaries of every row. With as many delimiters as n_rows * (n_fields - 1), every field
+    # non-empty means every row holds exactly its own n_fields - 1 of them (a row with more or fewer
+    # pushes one into a neighbour, which the check below sees as an empty or negative field).
+    bounds = np.empty((n_rows, n_fields + 1), dtype=np.int64)
+    bounds[:, 0] = row_start - 1
+    bounds[:, 1:-1] = delims.reshape(n_rows, n_fields - 1)
+    bounds[:, -1] = row_end
+    del delims
+    width = np.diff(bounds, axis=1) - 1  # bytes of each field
+    if np.any(width < 1):
         return None
-    # Sentence of every token row: blank lines between rows start a new sentence.
-    sentence = np.cumsum(~token_line)[token_line]
-    _, sentence = np.unique(sentence, return_inverse=True)
+    # Sentence of every token row: a blank line before a row starts a new sentence.
+    blanks_before = np.cumsum(~token_line)[token_line]
+    sentence = np.cumsum(np.diff(blanks_before, prepend=-1) != 0) - 1
     n_docs = int(sentence[-1]) + 1
     doc_lengths = np.bincount(sentence, minlength=n_docs).astype(np.int64)
-    tokens, token_names = factorize(table[0])
-    if not clean_strings(token_names, inner_space=False):
+    # Tags: one encoding of every tag cell (row by row, columns left to right); "?" marks an absent annotator.
+    encoded = _field_codes(body, (bounds[:, 1:-1] + 1).ravel(), width[:, 1:].ravel())
+    if encoded is None:
         return None
-    # Tags: one factorisation per column; "?" marks an absent annotator.
-    codes, vocab = [], []
-    for k in range(1, n_fields):
-        c, v = factorize(table[k])
-        if not clean_strings(v, inner_space=False):
-            return None
-        codes.append(c)
-        vocab.append(v.to_pylist())
-    seen = {t for v in vocab for t in v} - {"O", _MISSING}
+    codes, vocab = encoded
+    seen = set(vocab) - {"O", _MISSING}
     bio = any(t[:2] in ("B-", "I-") for t in seen)
     class_names = class_names_for(sorted({entity_type(t) for t in seen}), "bio" if bio else "io")
     class_id = {c: i for i, c in enumerate(class_names)}
-    label = np.empty((n_rows, len(names)), dtype=np.int16)
-    present_doc = np.zeros((n_docs, len(names)), dtype=bool)
-    for k, (c, v) in enumerate(zip(codes, vocab, strict=True)):
-        if any(t not in class_id and t != _MISSING for t in v):
-            return None  # a tag the schema does not have (e.g. "B-" alone)
-        lut = np.array([class_id.get(t, -1) for t in v], dtype=np.int16)
-        lab = lut[c]
-        missing = lab < 0
-        miss_in_doc = np.bincount(sentence, weights=missing, minlength=n_docs)
-        if np.any((miss_in_doc > 0) & (miss_in_doc < doc_lengths)):
-            return None  # "?" mixed with tags in a sentence: the line loop names the line
-        present_doc[:, k] = miss_in_doc == 0
-        label[:, k] = lab
+    if any(t not in class_id and t != _MISSING for t in vocab):
+        return None  # a tag the schema does not have (e.g. "B-" alone)
+    n_ann = len(names)
+    label = np.array([class_id.get(t, -1) for t in vocab], dtype=np.int16)[codes].reshape(n_rows, n_ann)
+    del codes
+    doc_start = np.concatenate([[0], np.cumsum(doc_lengths)])
+    missing = np.add.reduceat(label < 0, doc_start[:-1], axis=0, dtype=np.int64)  # (n_docs, n_ann)
+    if np.any((missing > 0) & (missing < doc_lengths[:, None])):
+        return None  # "?" mixed with tags in a sentence: the line loop names the line
+    present_doc = missing == 0
     # Annotators in order of first appearance (sentence by sentence, columns left to right), as the line loop.
     first_doc = np.where(present_doc.any(axis=0), present_doc.argmax(axis=0), n_docs)
     used = np.flatnonzero(first_doc < n_docs)
     order = used[np.lexsort((used, first_doc[used]))]
-    present = present_doc[:, order][sentence]  # (n_rows, n_workers) in worker order
-    row, worker = np.nonzero(present)  # sorted by (token, worker)
-    labels = label[:, order][row, worker]
-    token_text = np.asarray(token_names.to_pylist(), dtype=object)[tokens]
-    lengths = int_values(pa.compute.utf8_length(token_names))[tokens]
-    doc_start = np.concatenate([[0], np.cumsum(doc_lengths)])
-    token_doc = np.repeat(np.arange(n_docs), doc_lengths)
-    # Texts: tokens joined by single spaces (crowdqa.ingest.tokenize.offsets_from_tokens, for every document at once).
-    gap = lengths + 1
-    start = np.cumsum(gap) - gap
-    start -= start[doc_start[:-1]][token_doc]
-    texts = [" ".join(token_text[a:b]) for a, b in zip(doc_start[:-1].tolist(), doc_start[1:].tolist(), strict=True)]
+    label = label[:, order].ravel()
+    cell = np.flatnonzero(label >= 0)  # (row, worker) cells present, sorted by (token, worker)
+    labels = label[cell]
+    row, worker = np.divmod(cell, order.size)
+    del cell, label
+    texts, start, lengths = _token_texts(body, row_start, bounds[:, 1], doc_lengths)
     worker_ids = [names[k] for k in order.tolist()]
     return Corpus(
-        token=row.astype(np.int64), worker=worker.astype(np.int32), label=labels.astype(np.int16),
+        token=row.astype(np.int64), worker=worker.astype(np.int32), label=labels,
         doc_lengths=doc_lengths, token_start=start, token_end=start + lengths,
-        doc_ids=tuple(str(d) for d in range(1, n_docs + 1)), texts=tuple(texts),
+        doc_ids=tuple(map(str, range(1, n_docs + 1))), texts=texts,
         worker_ids=tuple(worker_ids), worker_roles=tuple(role for _ in worker_ids), class_names=class_names,
     )
 
 
-class _Skip:
-    """The bytes after the first ``lines`` lines, as a file object Arrow can read."""
+def _field_codes(body: NDArray[np.uint8], start: NDArray[np.int64], width: NDArray[np.int64]
+                 ) -> tuple[NDArray[np.intp], list[str]] | None:
+    """Codes and distinct values of byte fields ``body[start:start + width]`` (a factorisation), or None.
 
-    def __new__(cls, data: bytes, lines: int):
-        import io
+    Each field is read as up to four little-endian 64-bit words (``body`` holds 32 zero bytes
+    after its end), bytes past the field masked off; a field has no zero byte, so its words are
+    unique to it. Fields of one word are keyed by it; longer ones by a multiplicative mix of their
+    words, and every field's words are then compared with those of its code's value, so a
+    collision of the mix returns None instead of a wrong code. Distinct keys are few (tags), so
+    they are found by ``searchsorted`` into the keys of a first block, grown by the misses,
+    rather than by a sort of every field.
 
-        at = 0
-        for _ in range(lines):
-            at = data.find(b"\n", at) + 1
-        return io.BytesIO(memoryview(data)[at:])
+    Returns
+    -------
+    codes : ndarray of shape (n_fields,)
+        Index of each field's value in ``values``.
+    values : list of str
+        The distinct fields, decoded (UTF-8), in the order of their keys.
+    """
+    n_words = -(-int(width.max()) // 8)
+    if n_words > _MAX_TAG_BYTES // 8:
+        return None
+    word = np.ndarray(buffer=body, dtype="<u8", shape=(body.size - 7,), strides=(1,))
+    words = [word[start + 8 * j] & _LOW_BYTES[np.clip(width - 8 * j, 0, 8)] for j in range(n_words)]
+    key = words[0]
+    for w in words[1:]:
+        key = key * np.uint64(0x9E3779B97F4A7C15) ^ w  # (wraps modulo 2**64)
+    distinct = np.unique(key[:1 << 16])
+    while True:
+        codes = np.searchsorted(distinct, key)
+        np.minimum(codes, distinct.size - 1, out=codes)
+        miss = distinct[codes] != key
+        if not miss.any():
+            break
+        distinct = np.union1d(distinct, key[miss])
+    some = np.empty(distinct.size, dtype=np.int64)
+    some[codes] = np.arange(codes.size)  # a field of each value
+    if n_words > 1 and not all(np.array_equal(w, w[some][codes]) for w in words):
+        return None
+    values = []
+    for i in some.tolist():
+        try:
+            values.append(body[start[i]:start[i] + width[i]].tobytes().decode("utf-8"))
+        except UnicodeDecodeError:
+            return None
+    return codes, values
+
+
+def _token_texts(body: NDArray[np.uint8], first: NDArray[np.int64], last: NDArray[np.int64],
+                 doc_lengths: NDArray[np.int64]) -> tuple[tuple[str, ...], NDArray[np.int64], NDArray[np.int64]]:
+    """Document texts (tokens joined by single spaces) and token offsets, from the tokens' bytes.
+
+    The rule of :func:`crowdqa.ingest.tokenize.offsets_from_tokens`, for every document at once:
+    token ``i`` is ``body[first[i]:last[i]]`` (UTF-8); each is copied with one space after it into
+    one buffer, decoded once and cut per document. Offsets count characters: a UTF-8 continuation
+    byte (``0b10xxxxxx``) is not one.
+
+    Returns
+    -------
+    texts : tuple of str, length n_docs
+    start, lengths : ndarray of shape (n_tokens,)
+        Each token's first character in its document's text, and its length in characters.
+    """
+    size = last - first
+    out_end = np.cumsum(size + 1)
+    out_start = out_end - size - 1
+    # Where each output byte comes from: one step forward within a token and its separator, a jump to the
+    # next token's first byte (a running sum of steps; the separator takes the delimiter's byte, then a space).
+    step = np.ones(int(out_end[-1]), dtype=np.int32 if body.size < 2**31 else np.int64)
+    step[out_start[1:]] = first[1:] - last[:-1]
+    step[0] = first[0]
+    out = body[np.cumsum(step, out=step)]
+    del step
+    out[out_end - 1] = 32
+    if np.any(out >= 128):
+        cont = np.zeros(out.size + 1, dtype=np.int64)
+        np.cumsum((out & 0xC0) == 0x80, out=cont[1:])
+        size = size - (cont[out_end - 1] - cont[out_start])
+        out_start = out_start - cont[out_start]
+    joined = out.tobytes().decode("utf-8")
+    doc_start = np.concatenate([[0], np.cumsum(doc_lengths)])
+    text_start = out_start[doc_start[:-1]].tolist()
+    text_end = (out_start[doc_start[1:] - 1] + size[doc_start[1:] - 1]).tolist()
+    texts = tuple(joined[a:b] for a, b in zip(text_start, text_end, strict=True))
+    start = out_start - np.repeat(out_start[doc_start[:-1]], doc_lengths)
+    return texts, start, size
+
+

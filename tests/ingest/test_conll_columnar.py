@@ -21,8 +21,10 @@ def _read(path, monkeypatch, *, fast: bool):
             return str(exc)
 
 
-_TAGS = st.sampled_from(["O", "O", "B-PER", "I-PER", "B-LOC", "I-ORG", "?", "?", "B-", "X"])
-_TOKENS = st.sampled_from(["EU", "rejects", "é", "a\"b", "1,5", "-DOCSTART-", "x y"])
+_TAGS = st.sampled_from(["O", "O", "B-PER", "I-PER", "B-LOC", "I-ORG", "?", "?", "B-", "X", "B-Participants",
+                         "I-Participants", "B-Participantz", "B-Über", "I-" + "Y" * 40])
+_TOKENS = st.sampled_from(["EU", "rejects", "é", "a\"b", "1,5", "-DOCSTART-", "x y", "a\xa0b", "x\x0by", "\u2028",
+                           "", "tab\tin", "\x00", "日本語", "cr\r"])
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
