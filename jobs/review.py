@@ -36,6 +36,7 @@ from crowdqa.quality.review_rules import (
     bonus_reason,
     decide,
     feedback,
+    interval_name,
     worker_evidence,
 )
 from crowdqa.store import crud
@@ -43,7 +44,7 @@ from crowdqa.store.artifacts import ArtifactStore
 from crowdqa.store.models import BlockedWorker, BlockedWorkerCreate, Job, Project, Upload
 from crowdqa.store.settings import Settings
 
-__all__ = ["ReviewRules", "AGAINST", "DECIDE_BY", "METRICS",
+__all__ = ["ReviewRules", "AGAINST", "DECIDE_BY", "METRICS", "interval_name",
            "ReviewOutcome", "review_batch", "review_file", "review_job", "format_review", "BONUS_COLUMNS",
            "MTURK_PREFIX", "block_workers", "unblock_worker", "list_blocked", "project_named"]
 
@@ -165,7 +166,8 @@ def review_batch(batch: BatchFile, report: dict[str, Any], rules: ReviewRules, *
     summary = {
         "rules": {"reject_below": rules.reject_below, "min_tokens": rules.min_tokens,
                   "metric": decisions.evidence.metric, "against": rules.against, "decide_by": rules.decide_by,
-                  "bonus": None if rules.bonus is None else str(rules.bonus), "bonus_above": rules.bonus_above},
+                  "bonus": None if rules.bonus is None else str(rules.bonus), "bonus_above": rules.bonus_above,
+                  "level": decisions.evidence.level},
         "assignments": {
             "approved": sum(w["open_assignments"] for w in approved),
             "rejected": sum(w["open_assignments"] for w in rejected),
@@ -288,7 +290,7 @@ def format_review(summary: dict[str, Any], *, source: str, max_rows: int = 40) -
     and why, the bonuses, and the rejected workers."""
     r = summary["rules"]
     name = "F1" if r["metric"] == "f1" else "accuracy"
-    how = ("the 95% interval's upper bound is below it" if r["decide_by"] == "interval"
+    how = (f"the {interval_name(r.get('level'))}'s upper bound is below it" if r["decide_by"] == "interval"
            else "the estimate is below it")
     lines = [f"review of {source}: {name} against the {r['against']}; reject below {r['reject_below']:.2f} when "
              f"{how}, with at least {r['min_tokens']} {'tokens' if name == 'F1' else 'items'}"]

@@ -3,14 +3,15 @@
 A requester reviewing a Mechanical Turk batch decides per worker, from how well the worker's
 labels agree with the aggregate (or with the experts), whether to approve or reject the
 worker's assignments and whether to pay a bonus. :func:`worker_evidence` takes every worker's
-score, its 95% interval and the number of compared tokens out of a quality report
+score, its interval (at the report's level, ``bootstrap.level``) and the number of compared tokens out of a
+quality report
 (:func:`crowdqa.quality.report.build_report`); :func:`decide` applies :class:`ReviewRules` to all
 workers at once.
 
 Rules
 -----
 * **Reject** a worker with at least ``min_tokens`` compared tokens whose score is below
-  ``reject_below``. With ``decide_by="interval"`` (the default) the whole 95% interval must be
+  ``reject_below``. With ``decide_by="interval"`` (the default) the whole interval must be
   below: the rule rejects only when the interval's *upper* bound is below the threshold, so
   a worker whose interval reaches the threshold is approved (the data cannot tell them from a
   worker at the bar; a wrong rejection costs a worker pay and reputation, and on Mechanical Turk
@@ -29,9 +30,10 @@ Rules
   (``against="expert"``, the documents both labelled; a worker without expert overlap has no
   score there and is approved).
 
-The intervals are the report's: a document-level bootstrap for F1, Clopper-Pearson for accuracy
-(95%). References: Dawid & Skene (1979) for scoring workers against an aggregate; Clopper &
-Pearson (1934), Biometrika 26(4), doi:10.1093/biomet/26.4.404, for the accuracy interval.
+The intervals are the report's, at its level (``bootstrap.level``, 95% by default), which the feedback
+names: a document-level bootstrap for F1, Clopper-Pearson for accuracy. References: Dawid & Skene (1979)
+for scoring workers against an aggregate; Clopper & Pearson (1934), Biometrika 26(4),
+doi:10.1093/biomet/26.4.404, for the accuracy interval.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = ["ReviewRules", "WorkerEvidence", "Verdict", "Reason", "Decisions", "worker_evidence", "decide",
-           "feedback", "bonus_reason", "METRICS", "AGAINST", "DECIDE_BY"]
+           "feedback", "bonus_reason", "interval_name", "METRICS", "AGAINST", "DECIDE_BY"]
 
 METRICS = ("auto", "f1", "accuracy")
 AGAINST = ("aggregate", "expert")
@@ -149,11 +151,13 @@ class WorkerEvidence:
     score : ndarray of shape (n_workers,)
         NaN where the worker has no score.
     low, high : ndarray of shape (n_workers,)
-        The 95% interval; NaN where there is none.
+        The interval at ``level``; NaN where there is none.
     tokens : ndarray of shape (n_workers,)
         Compared tokens (items); 0 where there is no score block.
     metric : {"f1", "accuracy"}
     against : {"aggregate", "expert"}
+    level : float or None
+        The intervals' confidence level (the report's ``bootstrap.level``); None when the report does not say.
     """
 
     ids: tuple[str, ...]
@@ -164,6 +168,7 @@ class WorkerEvidence:
     tokens: NDArray[np.int64]
     metric: str
     against: str
+    level: float | None = None
 
 
 def _resolve_metric(metric: str, kind: str) -> str:
@@ -211,7 +216,8 @@ def worker_evidence(report: dict[str, Any], *, metric: str = "auto", against: st
         tokens[i] = int(compared or 0)
     return WorkerEvidence(ids=tuple(w["annotator"] for w in workers), roles=tuple(w.get("role", "crowd")
                                                                                  for w in workers),
-                          score=score, low=low, high=high, tokens=tokens, metric=metric, against=against)
+                          score=score, low=low, high=high, tokens=tokens, metric=metric, against=against,
+                          level=(report.get("bootstrap") or {}).get("level"))
 
 
 @dataclass(frozen=True)
@@ -283,11 +289,17 @@ def _num(x: float) -> str:
     return f"{x:.2f}"
 
 
+def interval_name(level: float | None) -> str:
+    """How an interval at confidence ``level`` is named to a reader: ``"95% interval"`` for 0.95, ``"90%
+    interval"`` for 0.9, and ``"interval"`` when the level is unknown."""
+    return "interval" if level is None else f"{100 * level:g}% interval"
+
+
 def _wording(e: WorkerEvidence, i: int) -> tuple[str, str, str]:
     """The metric's name, the reference's name and worker ``i``'s interval text, as the worker reads them."""
     name = "F1" if e.metric == "f1" else "accuracy"
     ref = "the workers' consensus" if e.against == "aggregate" else "the expert labels"
-    ci = "" if np.isnan(e.high[i]) else f" (95% interval {_num(e.low[i])} to {_num(e.high[i])})"
+    ci = "" if np.isnan(e.high[i]) else f" ({interval_name(e.level)} {_num(e.low[i])} to {_num(e.high[i])})"
     return name, ref, ci
 
 

@@ -59,6 +59,7 @@ def review_page(request: Request, job_id: str, session: SessionDep, settings: Se
     query = urlencode(given)
     return render(request, "review.html", {
         "job": job, "form": given, "summary": summary, "error": error, "query": query,
+        "interval": review.interval_name(summary["rules"]["level"]) if summary else None,
         "next": f"/jobs/{job.id}/review" + (f"?{query}" if query else ""),
     }, dash=dash, status_code=status)
 

@@ -30,7 +30,7 @@ class ReviewRequest(BaseModel):
     against: Literal["aggregate", "expert"] = Field(default="aggregate", description="What workers are scored "
                                                     "against: the job's aggregate, or the experts.")
     decide_by: Literal["interval", "estimate"] = Field(
-        default="interval", description="interval: reject only when the 95% interval's upper bound is below "
+        default="interval", description="interval: reject only when the report's interval's upper bound is below "
                                         "reject_below (bonus only when its lower bound reaches bonus_above); "
                                         "estimate: compare the estimate.")
     bonus: Decimal | None = Field(default=None, gt=0, max_digits=9, decimal_places=2,
@@ -59,6 +59,8 @@ class AppliedRules(BaseModel):
     decide_by: Literal["interval", "estimate"]
     bonus: str | None
     bonus_above: float | None
+    level: float | None = Field(description="Confidence level of the report's intervals the rules read "
+                                            "(its bootstrap.level); null when the report does not say.")
 
 
 class AssignmentCounts(BaseModel):
@@ -83,7 +85,7 @@ class WorkerDecision(BaseModel):
     verdict: Literal["approve", "reject"]
     reason: str
     score: float | None
-    interval: list[float] | None = Field(description="95% interval of the score.")
+    interval: list[float] | None = Field(description="Interval of the score, at rules.level.")
     tokens: int = Field(description="Compared tokens (items).")
     open_assignments: int
     feedback: str = Field(description="The text written to Reject (or RequesterFeedback when approved).")

@@ -219,3 +219,24 @@ def test_permuting_the_batch_rows_changes_nothing_but_their_order(order):
                         for d in o.summary["decisions"]}
     assert scores(first) == scores(second)
     assert first.summary["assignments"] == second.summary["assignments"]
+
+
+def test_a_review_by_a_report_at_another_level_says_that_level(batch):
+    """The summary and the terminal text name the report's interval level (here 90%), never a fixed 95%.
+
+    Oracle: the level written into the report the review reads."""
+    from crowdqa.ingest import read_corpus
+    from crowdqa.ingest.mturk_review import read_batch
+    from crowdqa.jobs.pipeline import run_pipeline
+    from crowdqa.jobs.review import format_review, review_batch
+
+    report = run_pipeline(read_corpus(batch, format="mturk-csv").corpus, method="mv").report.model_dump(mode="json")
+    assert report["bootstrap"]["level"] == 0.95
+    report["bootstrap"]["level"] = 0.9
+    rules = ReviewRules(reject_below=0.5, min_tokens=50, bonus="0.50", bonus_above=0.9)
+    summary = review_batch(read_batch(batch.read_bytes(), source=batch.name), report, rules).summary
+    assert summary["rules"]["level"] == 0.9
+    assert "the 90% interval's upper bound is below it" in format_review(summary, source=batch.name)
+    texts = [d["feedback"] for d in summary["decisions"]] + [b["Reason"] for b in summary["bonuses"]]
+    assert summary["bonuses"] and any("(90% interval " in t for t in texts)
+    assert not any("95%" in t for t in texts)

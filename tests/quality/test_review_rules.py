@@ -20,6 +20,7 @@ from crowdqa.quality.review_rules import (
     ReviewRules,
     Verdict,
     WorkerEvidence,
+    bonus_reason,
     decide,
     feedback,
     worker_evidence,
@@ -33,8 +34,8 @@ def _worker(name, *, f1=None, ci=None, tokens=0, acc=None, acc_ci=None, role="cr
     return {"annotator": name, "role": role, side: block, other: None}
 
 
-def _report(*workers, kind="spans"):
-    return {"kind": kind, "workers": list(workers)}
+def _report(*workers, kind="spans", level=0.95):
+    return {"kind": kind, "workers": list(workers), "bootstrap": {"level": level}}
 
 
 def test_hand_computed_cases_of_the_issue_rule():
@@ -95,6 +96,21 @@ def test_against_expert_reads_the_expert_block_and_a_worker_without_overlap_is_a
     assert d.verdict == (Verdict.reject, Verdict.approve)
     assert d.reason[1] is Reason.too_few_tokens  # no expert overlap: 0 compared tokens
     assert "against the expert labels" in feedback(d, 0)
+
+
+def test_the_feedback_names_the_reports_interval_level():
+    """A report at 90% says "90% interval" in the feedback and the bonus reason (the level of the report, not
+    a fixed 95%). Oracle: the level written into the report; a report that states no level names no percentage."""
+    workers = [_worker("mturk:ASPAM5", f1=0.05, ci=[0.01, 0.09], tokens=400),
+               _worker("mturk:AGOOD1", f1=0.95, ci=[0.91, 0.98], tokens=400)]
+    rules = ReviewRules(reject_below=0.2, min_tokens=50, bonus="0.50", bonus_above=0.9)
+    d = decide(worker_evidence(_report(*workers, level=0.9)), rules)
+    assert d.evidence.level == 0.9
+    assert feedback(d, 0) == ("Rejected: F1 0.05 (90% interval 0.01 to 0.09) against the workers' consensus over "
+                              "400 tokens; work below F1 0.20 is rejected.")
+    assert "(90% interval 0.91 to 0.98)" in bonus_reason(d, 1) and "95%" not in bonus_reason(d, 1)
+    plain = decide(worker_evidence({"kind": "spans", "workers": workers}), rules)
+    assert "(interval 0.01 to 0.09)" in feedback(plain, 0)
 
 
 @pytest.mark.parametrize("kwargs, message", [
