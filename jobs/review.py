@@ -187,12 +187,15 @@ def review_batch(batch: BatchFile, report: dict[str, Any], rules: ReviewRules, *
 
 def review_file(path: str | Path, rules: ReviewRules, *, method: str, params: dict[str, Any] | None = None,
                 options: dict[str, Any] | None = None, experts: list[dict[str, Any]] | None = None,
-                use_experts: bool = False, progress=None) -> tuple[ReviewOutcome, Any]:
+                use_experts: bool = False, blocked: frozenset[str] = frozenset(),
+                progress=None) -> tuple[ReviewOutcome, Any]:
     """Read a batch-results file, aggregate it (with expert uploads if given) and review it.
 
     ``options`` are the mturk-csv reader's (``text_column``, ``answer_column``, ``id_column``,
     ``category``, ``scheme``, ``on_error``); ``experts`` are :func:`crowdqa.ingest.read_corpus` keyword
-    dicts with ``path``. Returns the outcome and the parse result (its notes and problems).
+    dicts with ``path``. ``blocked`` (a project's block list) is applied as a job of the project applies
+    it: those annotators are left out of the fit, still scored and judged, and marked blocked.
+    Returns the outcome and the parse result (its notes and problems).
     """
     from crowdqa.ingest import read_merged
     from crowdqa.jobs.pipeline import run_pipeline
@@ -207,8 +210,9 @@ def review_file(path: str | Path, rules: ReviewRules, *, method: str, params: di
                           *(experts or [])])
     if parsed.corpus.n_obs == 0:
         raise IngestError("the file holds no labels (read as 'mturk-csv')", source=str(path))
-    result = run_pipeline(parsed.corpus, method=method, params=params, use_experts=use_experts, progress=progress)
-    return review_batch(batch, result.report.model_dump(mode="json"), rules), parsed
+    result = run_pipeline(parsed.corpus, method=method, params=params, use_experts=use_experts, progress=progress,
+                          blocked=blocked)
+    return review_batch(batch, result.report.model_dump(mode="json"), rules, blocked=blocked), parsed
 
 
 def _batch_upload(session: Session, job: Job, upload_id: str | None) -> Upload:
@@ -305,6 +309,10 @@ def format_review(summary: dict[str, Any], *, source: str, max_rows: int = 40) -
     unit = "tokens" if name == "F1" else "items"
     reasons = ", ".join(f"{n} {_REASONS[k].replace('tokens', unit)}" for k, n in w["reasons"].items())
     lines.append(f"workers: {w['approved']} approved, {w['rejected']} rejected" + (f" ({reasons})" if reasons else ""))
+    blocked = [d["worker"] for d in summary["decisions"] if d["blocked"]]
+    if blocked:
+        lines.append(f"blocked: {len(blocked)} worker{'s' if len(blocked) > 1 else ''} on the project's block list: "
+                     f"{', '.join(blocked[:max_rows])}" + (" ..." if len(blocked) > max_rows else ""))
     if r["bonus"] is not None:
         lines.append(f"bonuses: {len(summary['bonuses'])} workers x ${r['bonus']} = ${summary['bonus_total']} "
                      f"({name} at least {r['bonus_above']:.2f})")

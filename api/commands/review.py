@@ -7,7 +7,9 @@ for every assignment still waiting for a decision, ready to upload on the reques
 Results > Upload CSV). Every other byte of the file is kept. A worker is rejected only when it has
 at least --min-tokens compared tokens and the whole 95% interval of its score is below
 --reject-below (--decide-by estimate: the estimate alone); everyone else is approved. --dry-run
-prints the summary (how many approved and rejected, and why) and writes nothing.
+prints the summary (how many approved and rejected, and why) and writes nothing. --project NAME applies
+that project's block list (kept by the server, as `crowdqa blocked`) as the project's jobs do: the
+blocked workers are left out of the fit, still scored and judged by the same rules, and marked.
 """
 
 from __future__ import annotations
@@ -47,6 +49,16 @@ def _rules(args: argparse.Namespace):
         raise UserError(flags) from None
 
 
+def _block_list(project: str) -> frozenset[str]:
+    """``--project``: the project's block list, read where ``crowdqa blocked`` reads it (which it says first)."""
+    from crowdqa.api.commands.blocked import _project
+    from crowdqa.api.commands.keys import _session
+    from crowdqa.store.crud import blocked_annotators
+
+    with _session() as session:
+        return blocked_annotators(session=session, project_id=_project(session, project).id)
+
+
 def _run(args: argparse.Namespace) -> int:
     from crowdqa.api.commands._uploads import check_output
     from crowdqa.api.commands.aggregate import _Progress, method_params
@@ -72,8 +84,9 @@ def _run(args: argparse.Namespace) -> int:
     experts = [dict(path=p, format=args.expert_format or "mturk-csv", role="expert",
                     **({"category": args.category} if args.category else {})) for p in args.expert]
     say = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr))
+    blocked = _block_list(args.project) if args.project else frozenset()
     outcome, parsed = review_file(args.path, rules, method=args.method, params=params, options=options,
-                                  experts=experts, use_experts=args.use_experts,
+                                  experts=experts, use_experts=args.use_experts, blocked=blocked,
                                   progress=_Progress(args.method, quiet=args.quiet))
     for note in parsed.notes:
         say(f"crowdqa: note: {note}")
@@ -134,6 +147,9 @@ def register(subparsers) -> None:
                    help="an expert upload of (some of) the same documents (repeatable)")
     p.add_argument("--expert-format", metavar="F", choices=READ_FORMATS, help="format of --expert (default: mturk-csv)")
     p.add_argument("--use-experts", action="store_true", help="clamp the expert labels while fitting")
+    p.add_argument("--project", metavar="NAME",
+                   help="apply this project's block list (the server's, as `crowdqa blocked`): its workers are left "
+                        "out of the fit, still scored and judged, and marked blocked")
     add_option_arguments(p, ["text_column", "answer_column", "id_column", "category", "scheme", "on_error"])
     p.add_argument("--top", type=int, default=40, metavar="N", help="rejected workers listed (default 40)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")

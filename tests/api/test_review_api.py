@@ -138,6 +138,38 @@ def test_block_list_endpoints_and_later_jobs_fit_without_the_blocked(client, key
     assert r.status_code == 422
 
 
+def test_cli_review_of_a_file_with_project_applies_its_block_list_as_a_job_does(client, keys, tmp_path, capsys):
+    """``crowdqa review FILE --project a`` reads project a's block list from the server's store and decides as the
+    review of a job of that project does. Oracle: the API's review of a job run with the same block list (same
+    pipeline, same report), decision for decision."""
+    import json
+
+    from crowdqa.api.cli import main
+
+    key = keys["a"]
+    r = client.post(f"{API}/blocked-workers", headers=auth(key), json={"annotator": "mturk:ASPAM5"})
+    assert r.status_code == 201
+    _, job, path = _batch_job(client, key, tmp_path)
+    rules = {"reject_below": 0.5, "min_tokens": 50, "bonus": "0.50", "bonus_above": 0.9}
+    api = client.post(f"{API}/jobs/{job}/review", headers=auth(key), json={**rules, "dry_run": True}).json()
+    assert next(d for d in api["decisions"] if d["worker"] == "ASPAM5")["blocked"] is True
+
+    def cli(*extra: str) -> dict:
+        out = tmp_path / "summary.json"
+        assert main(["review", str(path), "--method", "mv", "--reject-below", "0.5", "--bonus", "0.50",
+                     "--bonus-above", "0.9", "--dry-run", "--quiet", "--summary", str(out), *extra]) == 0
+        return json.loads(out.read_text())
+
+    with_list = cli("--project", "a")
+    assert with_list["decisions"] == api["decisions"] and with_list["assignments"] == api["assignments"]
+    assert "blocked: 1 worker on the project's block list: ASPAM5" in capsys.readouterr().out
+    without = cli()
+    assert not any(d["blocked"] for d in without["decisions"])
+    assert main(["review", str(path), "--method", "mv", "--reject-below", "0.5", "--dry-run", "--project",
+                 "nope"]) == 2
+    assert "no project named 'nope'" in capsys.readouterr().err
+
+
 @pytest.mark.redis
 def test_review_on_redis_with_a_worker_process(redis_client, keys, start_worker, tmp_path):  # noqa: F811
     """The same action when a separate `crowdqa worker` ran the job through a real redis-server."""
