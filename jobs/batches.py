@@ -26,11 +26,11 @@ from crowdqa.jobs.pipeline import ModelStart
 from crowdqa.store import crud
 from crowdqa.store.artifacts import ArtifactStore
 from crowdqa.store.db import get_engine
-from crowdqa.store.models import Dataset, Job, JobCreate
+from crowdqa.store.models import Dataset, Job, JobCreate, JobStatus
 from crowdqa.store.settings import Settings
 
-__all__ = ["batch_methods", "check_start", "start_from_job", "load_model_file", "save_model_file", "job_model",
-           "model_bytes"]
+__all__ = ["batch_methods", "check_start", "start_candidates", "start_from_job", "load_model_file", "save_model_file",
+           "job_model", "model_bytes"]
 
 
 @functools.cache
@@ -70,6 +70,15 @@ def check_start(*, session: Session, dataset: Dataset, job_in: JobCreate) -> Non
     if "model" not in (earlier.artifacts or {}):
         raise ValueError(f"from_job: job {earlier.id} kept no fitted model (it finished before crowdqa kept them): "
                          "re-run it first")
+
+
+def start_candidates(*, session: Session, project_id: str, limit: int = 100) -> list[Job]:
+    """The project's jobs a new batch can start from (finished, by a method that keeps a model, the model kept),
+    newest first: what the dashboard's job form offers as ``from_job``."""
+    _, count = crud.list_jobs(session=session, project_id=project_id, status=JobStatus.finished, limit=1)
+    jobs, _ = crud.list_jobs(session=session, project_id=project_id, status=JobStatus.finished,
+                             offset=max(count - 10 * limit, 0), limit=10 * limit)
+    return [j for j in reversed(jobs) if j.method.value in batch_methods() and "model" in (j.artifacts or {})][:limit]
 
 
 def job_model(settings: Settings, job: Job) -> dict[str, NDArray]:

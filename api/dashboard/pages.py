@@ -33,6 +33,7 @@ from crowdqa.api.deps import QueueDep, SessionDep, SettingsDep
 from crowdqa.api.errors import ProblemError
 from crowdqa.ingest.formats import READ_FORMATS, ROLES, UPLOAD_OPTIONS, choice_message
 from crowdqa.jobs import reconcile, service
+from crowdqa.jobs.batches import batch_methods, start_candidates
 from crowdqa.jobs.errors import DatasetBusyError, JobNotRunnableError, QueueUnavailableError
 from crowdqa.jobs.params import method_defaults
 from crowdqa.store import crud
@@ -158,10 +159,13 @@ def _dataset_page(request: Request, session, dash: DashboardSession, dataset: Da
                   ) -> HTMLResponse:
     uploads, _ = crud.list_uploads(session=session, dataset_id=dataset.id, limit=1000)
     jobs, _ = crud.list_jobs(session=session, project_id=dash.project.id, dataset_id=dataset.id, limit=1000)
+    datasets = {d.id: d for d in crud.list_datasets(session=session, project_id=dash.project.id, limit=1000)[0]}
     return render(request, "dataset.html", {
         "dataset": dataset, "uploads": uploads, "jobs": jobs[::-1], "formats": READ_FORMATS,
         "roles": ROLES, "methods": [m.value for m in Method], "error": error,
         "upload_options": [o for o in UPLOAD_OPTIONS if o.client], "form": form or {}, "defaults": _method_defaults(),
+        "earlier_jobs": start_candidates(session=session, project_id=dash.project.id), "datasets": datasets,
+        "batch_methods": batch_methods(),
     }, dash=dash, status_code=status_code)
 
 
@@ -237,11 +241,15 @@ def start_job(request: Request, dataset_id: str, session: SessionDep, settings: 
               dash: DashSessionDep, method: Annotated[str, Form(max_length=40)],
               params: Annotated[str, Form(max_length=20_000)] = "{}",
               use_experts: Annotated[str | None, Form(max_length=10)] = None,
-              reference: Annotated[str, Form(max_length=300)] = "union", csrf: Csrf = None) -> Response:
-    """Start a job (method, parameters as JSON, use of experts, reference) and show its progress."""
+              reference: Annotated[str, Form(max_length=300)] = "union",
+              from_job: Annotated[str, Form(max_length=64)] = "",
+              frozen: Annotated[str | None, Form(max_length=10)] = None, csrf: Csrf = None) -> Response:
+    """Start a job (method, parameters as JSON, use of experts, reference; a new batch: the earlier job whose
+    model it starts from, frozen or as EM's start) and show its progress."""
     check_csrf(request, dash, csrf)
     dataset = owned_dataset(session, dash, dataset_id)
-    form = {"method": method, "params": params, "use_experts": bool(use_experts), "reference": reference}
+    form = {"method": method, "params": params, "use_experts": bool(use_experts), "reference": reference,
+            "from_job": from_job, "frozen": bool(frozen)}
     try:
         try:
             parsed = json.loads(params or "{}")
@@ -250,7 +258,8 @@ def start_job(request: Request, dataset_id: str, session: SessionDep, settings: 
         if not isinstance(parsed, dict):
             raise ValueError("parameters must be a JSON object, e.g. {\"max_iter\": 50}")
         job_in = JobCreate(method=method, params=parsed, use_experts=bool(use_experts),
-                           reference=reference.strip() or "union")
+                           reference=reference.strip() or "union", from_job=from_job.strip() or None,
+                           frozen=bool(frozen))
         job = service.start_job(session=session, settings=settings, queue=queue, dataset=dataset, job_in=job_in)
     except (ValidationError, *FORM_ERRORS) as exc:
         session.rollback()
