@@ -22,13 +22,13 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from crowdqa.aggregation.roles import ROLES
+
 __all__ = ["Corpus", "MISSING", "ROLES", "entity_type", "first_unordered_row", "npz_bytes", "sort_rows"]
 
 #: Sentinel used only in *dense derived views* (e.g. :meth:`Corpus.labels_of`)
 #: for tokens an annotator did not label. The COO arrays never contain it.
 MISSING = -1
-
-ROLES = ("crowd", "expert")
 
 _FORMAT_VERSION = 1
 

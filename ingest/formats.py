@@ -8,21 +8,18 @@ the aggregate reader and the API's label download take their names, media types 
 :data:`FORMATS`. A new upload option is one row of :data:`UPLOAD_OPTIONS` (and its name in the rows of
 the formats whose reader takes it as a keyword).
 
-This module imports nothing (no numpy, not even the rest of crowdqa), so the command line's ``--help``
-and :mod:`crowdqa.ingest.errors` can read it.
+This module imports no numpy (of crowdqa, only the roles of :mod:`crowdqa.aggregation.roles`), so the
+command line's ``--help`` and :mod:`crowdqa.ingest.errors` can read it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from crowdqa.aggregation.roles import ROLES
+
 __all__ = ["AGGREGATE_FORMATS", "FORMATS", "Format", "READ_FORMATS", "ROLES", "UPLOAD_OPTIONS", "UploadOption",
            "WRITE_FORMATS", "Writer", "choice_message", "option"]
-
-#: What an upload's annotators are (the first is the default). The corpus data model
-#: (``crowdqa.aggregation.corpus.ROLES``, below ingest and without it) holds the same pair; a test pins them.
-ROLES: tuple[str, ...] = ("crowd", "expert")
-
 
 @dataclass(frozen=True)
 class UploadOption:
