@@ -18,7 +18,7 @@ from crowdqa.jobs.errors import JobNotFinishedError
 from crowdqa.store import crud
 from crowdqa.store.models import Job, JobStatus
 
-__all__ = ["check_finished", "finished_report"]
+__all__ = ["check_finished", "finished_report", "finished_report_json"]
 
 
 def check_finished(job: Job) -> None:
@@ -35,3 +35,13 @@ def finished_report(*, session: Session, job: Job) -> dict[str, Any]:
     if report is None:
         raise JobNotFinishedError(f"job {job.id} has no report")
     return report.body
+
+
+def finished_report_json(*, session: Session, job: Job) -> str:
+    """:func:`finished_report` as the JSON text the store keeps, to serve without parsing it and encoding it
+    again (both cost time in the size of the report: thousands of workers, maybe 10^5 crowd pairs)."""
+    check_finished(job)
+    text = crud.get_report_json(session=session, job_id=job.id)
+    if text is None:
+        raise JobNotFinishedError(f"job {job.id} has no report")
+    return text

@@ -111,6 +111,8 @@ def fail_or_requeue(settings: Settings, job_id: str, *, reason: str, retries_lef
 
 
 def _save_results(settings: Settings, job: Job, result, timings: dict[str, float]) -> None:
+    """Store the result arrays and the report, and finish the job. The writing stage's seconds cover both, up
+    to the database's encoding of the report itself (which cannot time itself into the report)."""
     store = ArtifactStore(settings.data_dir)
     t0 = time.perf_counter()
     labels = store.put_arrays(labels=result.labels, clamped=result.clamped)
@@ -118,16 +120,19 @@ def _save_results(settings: Settings, job: Job, result, timings: dict[str, float
     confusion = store.put_arrays(worker_confusion=result.worker_confusion)
     # The fitted state a later batch can start from (``from_job``); methods without one keep none.
     model = store.put_arrays(**result.model) if result.model is not None else None
-    timings["save"] = round(time.perf_counter() - t0, 6)
-    # The report's fit block keeps every stage's seconds (result.fit is that block).
-    result.fit.stages.update(reading=timings["load"], writing=timings["save"])
-    history = result.fit.log_likelihood or [None]
-    progress = {"stage": "done", "iteration": result.fit.iterations, "log_likelihood": history[-1],
-                "stages": dict(result.fit.stages)}
+    # The report as plain JSON data in QualityReport's shape (build_report_data), stored as it is: validating
+    # it into the typed model and dumping that again would cost seconds for thousands of workers.
+    stored = crud.stored_report(job_id=job.id, report=result.report_data)
+    fit = stored.body["fit"]  # the report's fit block keeps every stage's seconds
+    fit["stages"]["reading"] = timings["load"]
+    timings["save"] = fit["stages"]["writing"] = round(time.perf_counter() - t0, 6)
+    history = fit.get("log_likelihood") or [None]
+    progress = {"stage": "done", "iteration": fit.get("iterations"), "log_likelihood": history[-1],
+                "stages": dict(fit["stages"])}
     artifacts = {"labels": labels.as_dict(), "proba": proba.as_dict(), "worker_confusion": confusion.as_dict(),
                  **({"model": model.as_dict()} if model is not None else {})}
     with Session(get_engine(settings)) as s:
-        if not crud.finish_job(session=s, job_id=job.id, report=result.report, timings=jsonable(timings),
+        if not crud.finish_job(session=s, job_id=job.id, report=stored, timings=jsonable(timings),
                                progress=progress, artifacts=artifacts):
             raise JobCancelled("the job row was deleted or left the running state")
 

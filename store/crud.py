@@ -9,13 +9,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, insert, nulls_last, text
+from sqlalchemy import Text, cast, func, insert, nulls_last, text
 from sqlmodel import Session, col, delete, select, update
 
-from crowdqa.quality.report_model import CategoricalScore, QualityReport, Score
+from crowdqa.quality.report_model import QualityReport
 from crowdqa.store.artifacts import artifact_path
 from crowdqa.store.models import (
     Annotator,
@@ -78,7 +79,10 @@ __all__ = [
     "queued_job_ids",
     "running_jobs",
     "save_report",
+    "stored_report",
+    "StoredReport",
     "get_report",
+    "get_report_json",
     "clear_report",
     "list_worker_scores",
     "WORKER_SORT_KEYS",
@@ -406,7 +410,7 @@ def load_job(*, session: Session, job_id: str) -> Job | None:
     return session.get(Job, job_id)
 
 
-def finish_job(*, session: Session, job_id: str, report: QualityReport, timings: dict[str, Any],
+def finish_job(*, session: Session, job_id: str, report: QualityReport | StoredReport, timings: dict[str, Any],
                progress: dict[str, Any], artifacts: dict[str, Any]) -> bool:
     """Store a running job's report and mark it finished, in one transaction (a finished job always has its
     report); False, with nothing stored, when the job was deleted or left the running state meanwhile."""
@@ -483,32 +487,49 @@ def running_jobs(*, session: Session) -> list[tuple[str, str | None, datetime | 
 
 
 # ---------------------------------------------------------------- reports
-def _scores(block: Score | CategoricalScore | None) -> dict[str, float | None]:
-    """The sortable columns of one side (against the experts, or the aggregate) of a worker's report entry."""
-    token = block if isinstance(block, Score) else None
-    accuracy = block.accuracy if block is not None else None
-    return {"precision": token.precision if token else None, "recall": token.recall if token else None,
-            "f1": token.f1 if token else None, "accuracy": accuracy.value if accuracy else None}
+def _scores(block: dict[str, Any] | None) -> dict[str, float | None]:
+    """The sortable columns of one side (against the experts, or the aggregate) of a worker's report entry, as
+    JSON data: a span report's block (``Score``) has precision, recall and F1, a categorical one's
+    (``CategoricalScore``) only an accuracy."""
+    token = block if block is not None and "f1" in block else None
+    accuracy = (block or {}).get("accuracy")
+    return {"precision": token["precision"] if token else None, "recall": token["recall"] if token else None,
+            "f1": token["f1"] if token else None, "accuracy": accuracy["value"] if accuracy else None}
 
 
-def save_report(*, session: Session, job_id: str, report: QualityReport) -> None:
-    """Store a job's report and one sortable row per worker (replacing any earlier ones); not committed."""
-    session.exec(delete(WorkerScore).where(WorkerScore.job_id == job_id))
-    session.exec(delete(Report).where(Report.job_id == job_id))
-    body = report.model_dump(mode="json")
-    session.add(Report(job_id=job_id, body=body))
+@dataclass(frozen=True)
+class StoredReport:
+    """A report as the store keeps it (:func:`stored_report`): the JSON body and one sortable row per worker."""
+
+    body: dict[str, Any]
+    rows: list[dict[str, Any]]
+
+
+def stored_report(*, job_id: str, report: QualityReport | dict[str, Any]) -> StoredReport:
+    """What :func:`save_report` stores for ``report``: the typed report dumped, or the same as plain JSON data
+    (``crowdqa.quality.report.build_report_data``, stored as it is), and its worker rows. No database work."""
+    body = report.model_dump(mode="json") if isinstance(report, QualityReport) else report
     rows = []
-    for w, detail in zip(report.workers, body["workers"], strict=True):
-        ve, va = _scores(w.vs_expert), _scores(w.vs_aggregate)
+    for w in body["workers"]:
+        ve, va = _scores(w["vs_expert"]), _scores(w["vs_aggregate"])
         rows.append(dict(
-            job_id=job_id, annotator=text_safe(w.annotator), role=w.role, documents=w.documents, tokens=w.tokens,
-            precision=ve["precision"], recall=ve["recall"], f1=ve["f1"],
+            job_id=job_id, annotator=text_safe(w["annotator"]), role=w["role"], documents=w["documents"],
+            tokens=w["tokens"], precision=ve["precision"], recall=ve["recall"], f1=ve["f1"],
             span_f1=None,  # a worker entry scores tokens; span scores are the aggregate's
             agreement_precision=va["precision"], agreement_recall=va["recall"], agreement_f1=va["f1"],
-            accuracy=ve["accuracy"], agreement_accuracy=va["accuracy"], detail=detail,
+            accuracy=ve["accuracy"], agreement_accuracy=va["accuracy"], detail=w,
         ))
-    if rows:  # one executemany, not an ORM object per worker (thousands of workers)
-        session.exec(insert(WorkerScore), params=rows)
+    return StoredReport(body=body, rows=rows)
+
+
+def save_report(*, session: Session, job_id: str, report: QualityReport | StoredReport) -> None:
+    """Store a job's report and one sortable row per worker (replacing any earlier ones); not committed."""
+    stored = report if isinstance(report, StoredReport) else stored_report(job_id=job_id, report=report)
+    session.exec(delete(WorkerScore).where(WorkerScore.job_id == job_id))
+    session.exec(delete(Report).where(Report.job_id == job_id))
+    session.add(Report(job_id=job_id, body=stored.body))
+    if stored.rows:  # one executemany, not an ORM object per worker (thousands of workers)
+        session.exec(insert(WorkerScore), params=stored.rows)
 
 
 def clear_report(*, session: Session, job_id: str) -> None:
@@ -521,6 +542,11 @@ def clear_report(*, session: Session, job_id: str) -> None:
 def get_report(*, session: Session, job_id: str) -> Report | None:
     """The report of a job, or None."""
     return session.get(Report, job_id)
+
+
+def get_report_json(*, session: Session, job_id: str) -> str | None:
+    """The report of a job as the JSON text the database keeps (not parsed: it is served as it is), or None."""
+    return session.exec(select(cast(Report.body, Text)).where(Report.job_id == job_id)).first()
 
 
 WORKER_SORT_KEYS = ("annotator", "role", "documents", "tokens", "precision", "recall", "f1", "span_f1",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Response, status
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import StreamingResponse
 from starlette.background import BackgroundTask
 
 from crowdqa.api.deps import CurrentProjectDep, OwnedJobDep, QueueDep, SessionDep, SettingsDep
@@ -13,6 +13,7 @@ from crowdqa.api.errors import problem_responses
 from crowdqa.ingest.formats import FORMATS, WRITE_FORMATS
 from crowdqa.jobs import exports, reconcile, service
 from crowdqa.jobs.exports import QualityReport
+from crowdqa.jobs.finished import finished_report_json
 from crowdqa.store import crud
 from crowdqa.store.models import JobPublic, JobRerun, JobsPublic, JobStatus, WorkerScorePublic, WorkerScoresPublic
 
@@ -60,8 +61,9 @@ def rerun_job(job: OwnedJobDep, session: SessionDep, settings: SettingsDep, queu
 @router.get("/{job_id}/report", response_model=QualityReport, responses=problem_responses(404, 409))
 def get_report(job: OwnedJobDep, session: SessionDep) -> Response:
     """The quality report of a finished job: every worker and the aggregate against the experts."""
-    # Served as stored: the store wrote it from the typed report, so validating it again would only cost time.
-    return JSONResponse(exports.finished_report(session=session, job=job))
+    # Served as stored: the store wrote it from the typed report, so validating it again would only cost time,
+    # and so would parsing the stored JSON text and encoding it again.
+    return Response(finished_report_json(session=session, job=job), media_type="application/json")
 
 
 @router.get("/{job_id}/workers", responses={**problem_responses(404, 409),
