@@ -61,9 +61,19 @@ def _wait_port(port: int, timeout: float = 60) -> None:
     raise TimeoutError(f"port {port} did not open")
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """CPU seconds (user + system, all threads) a running process has used so far, from ``/proc`` (None
+    where there is no ``/proc``): on a shared machine, the part of a wall time the process itself spent."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime (fields 14, 15)
+
+
 @contextmanager
 def _service(mode: str, data_dir: Path, api_workers: int = 1):
-    """Start the service (and Redis + a worker in redis mode); yield (api_url, key)."""
+    """Start the service (and Redis + a worker in redis mode); yield (api_url, key, pid of the API process)."""
     procs: list[subprocess.Popen] = []
     env = {k: v for k, v in os.environ.items() if not k.startswith("CROWDQA_")}
     env["CROWDQA_DATA_DIR"] = str(data_dir)
@@ -83,7 +93,7 @@ def _service(mode: str, data_dir: Path, api_workers: int = 1):
                                        "--workers", str(api_workers)],
                                       env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         _wait_port(port)
-        yield f"http://127.0.0.1:{port}/api/v1", key
+        yield f"http://127.0.0.1:{port}/api/v1", key, procs[-1].pid
     finally:
         for p in reversed(procs):
             p.send_signal(signal.SIGTERM)
@@ -148,7 +158,7 @@ def run(mode: str, *, n_jobs: int, n_pollers: int, n_requests: int) -> dict:
     base, _, workers = mode.partition(":")
     api_workers = int(workers or 1)
     with tempfile.TemporaryDirectory(prefix=f"crowdqa-bench-{base}-") as tmp, \
-            _service(base, Path(tmp), api_workers) as (api, key):
+            _service(base, Path(tmp), api_workers) as (api, key, _):
         with httpx.Client(base_url=api, headers={"Authorization": f"Bearer {key}"}, timeout=30) as client:
             overhead, job_id = _overhead(client, n_jobs)
         polling = asyncio.run(_pollers(api, key, job_id, n_pollers, n_requests))

@@ -433,10 +433,30 @@ def _process_seconds(r: dict | None, *, cpu: bool = False) -> str:
     return f"{r['seconds']:.2f} s" + (f" ({r['cpu_seconds']:.2f} s CPU)" if cpu else "")
 
 
+def _api_row(p: dict) -> list[list[str]]:
+    """The API table's row of a whole-path point (none without an API run): wall seconds of each step, with
+    the service process's CPU seconds where the run measured them."""
+    a = p.get("api")
+    if not a:
+        return []
+
+    def step(name: str) -> str:
+        cpu = a.get(f"{name}_cpu_seconds")
+        return f"{a[f'{name}_seconds']:.2f} s" + ("" if cpu is None else f" ({cpu:.2f} CPU-s)")
+
+    st = a.get("stages") or {}
+    stages = " / ".join(f"{st.get(k, 0):.2f}" for k in ("reading", "fitting", "scoring", "writing"))
+    return [[f"{p['labels']:,}", p["method"].upper(), step("upload"), step("job"), step("report"),
+             f"{a['total_seconds']:.2f} s", stages]]
+
+
 def render_whole_path(d: dict, results: Path, quick: bool) -> str:
     secs = _process_seconds
     rows, api_rows = [], []
     for p in d["points"]:
+        api_rows += _api_row(p)
+        if "crowdqa" not in p:  # measured through the API only (--api-only)
+            continue
         us, ck = p["crowdqa"], p.get("crowd_kit") or {}  # no crowd_kit: the peer was not run (--no-peer)
         ratio = ("–" if not ck or us.get("exit") or ck.get("exit") and not ck.get("capped")
                  else f"{'> ' if ck.get('capped') else ''}{ck['seconds'] / us['seconds']:.1f}×")
@@ -448,12 +468,6 @@ def render_whole_path(d: dict, results: Path, quick: bool) -> str:
         stages = " / ".join(f"{st.get(k, 0):.2f}" for k in ("reading", "fitting", "scoring", "writing"))
         rows.append([f"{p['labels']:,}", p["method"].upper(), secs(us), secs(ck), ratio, cpu, stages,
                      f"{us['peak_rss_mib']:.0f} / " + (f"{ck['peak_rss_mib']:.0f}" if ck else "–") + " MiB"])
-        a = p.get("api")
-        if a:
-            ast = a.get("stages") or {}
-            api_rows.append([f"{p['labels']:,}", p["method"].upper(), f"{a['upload_seconds']:.2f} s",
-                             f"{a['job_seconds']:.2f} s", f"{a['report_seconds']:.2f} s", f"{a['total_seconds']:.2f} s",
-                             " / ".join(f"{ast.get(k, 0):.2f}" for k in ("reading", "fitting", "scoring", "writing"))])
     out = (
         f"What a user waits for, start to exit: `crowdqa aggregate FILE --format categorical --method M --output "
         f"out.csv --report report.json` (reading, fit, the default report, writing) against crowd-kit's whole "

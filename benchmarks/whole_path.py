@@ -138,33 +138,38 @@ def crowdkit_point(path: Path, method: str, work: Path, cap: float) -> dict:
 
 
 def api_point(path: Path, method: str, work: Path) -> dict:
-    """Upload, job and report through the embedded service on loopback; seconds of each."""
+    """Upload, job and report through the embedded service on loopback; seconds of each, and the CPU seconds
+    the service process spent on each (the embedded queue runs the job in that process too)."""
     import httpx
 
-    from benchmarks.service_overhead import _service
+    from benchmarks.service_overhead import _service, cpu_seconds
 
-    with _service("embedded", work / f"data_{method}") as (api, key):
+    with _service("embedded", work / f"data_{method}") as (api, key, pid):
         with httpx.Client(base_url=api, headers={"Authorization": f"Bearer {key}"}, timeout=3600) as client:
             ds = client.post("/datasets", json={"name": "whole-path"}).json()["id"]
-            t0 = time.perf_counter()
+            c0, t0 = cpu_seconds(pid), time.perf_counter()
             with open(path, "rb") as fh:
                 r = client.post(f"/datasets/{ds}/uploads", files={"file": (path.name, fh)},
                                 data={"format": "categorical", "role": "crowd"})
             r.raise_for_status()
-            t1 = time.perf_counter()
+            c1, t1 = cpu_seconds(pid), time.perf_counter()
             job_id = client.post(f"/datasets/{ds}/jobs", json={"method": method}).json()["id"]
             while True:
                 job = client.get(f"/jobs/{job_id}").json()
                 if job["status"] in ("finished", "failed"):
                     break
                 time.sleep(0.1)
-            t2 = time.perf_counter()
+            c2, t2 = cpu_seconds(pid), time.perf_counter()
             rep = client.get(f"/jobs/{job_id}/report")
             rep.raise_for_status()
-            t3 = time.perf_counter()
+            c3, t3 = cpu_seconds(pid), time.perf_counter()
+    cpu = {} if None in (c0, c1, c2, c3) else {  # the job's includes answering the polls, every 0.1 s
+        "upload_cpu_seconds": round(c1 - c0, 3), "job_cpu_seconds": round(c2 - c1, 3),
+        "report_cpu_seconds": round(c3 - c2, 3)}
     return {"upload_seconds": round(t1 - t0, 3), "job_seconds": round(t2 - t1, 3), "report_seconds": round(t3 - t2, 3),
-            "total_seconds": round(t3 - t0, 3), "status": job["status"], "stages": (job.get("progress") or {}).get(
-                "stages"), "report_bytes": len(rep.content)}
+            "total_seconds": round(t3 - t0, 3), **cpu, "status": job["status"],
+            "stages": (job.get("progress") or {}).get("stages"), "report_bytes": len(rep.content),
+            "load_average": [round(x, 2) for x in os.getloadavg()]}  # after the point: how shared
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -179,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-peer", action="store_true", help="skip crowd-kit (e.g. to time the report alone)")
     ap.add_argument("--merge", action="store_true",
                     help="keep the points of other sizes already in the results file (a long size run on its own)")
+    ap.add_argument("--api-only", action="store_true",
+                    help="only the API job; with --merge it replaces the 'api' of the points already there")
     args = ap.parse_args(argv)
     sizes = [int(float(s)) for s in (args.sizes or ("3e4,3e5" if args.quick else "3e5,3e6,3e7")).split(",")]
     t_start = time.perf_counter()
@@ -186,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     points = []
     if args.merge and _results_path(args).exists():
         earlier = json.loads(_results_path(args).read_text())
-        points = [p for p in earlier["points"] if p["labels"] not in sizes]
+        points = [p for p in earlier["points"] if args.api_only or p["labels"] not in sizes]
         args.earlier_meta = earlier["meta"]
     with tempfile.TemporaryDirectory(prefix="crowdqa-whole-path-") as tmp:
         work = Path(tmp)
@@ -196,18 +203,30 @@ def main(argv: list[str] | None = None) -> int:
             for method in ("mv", "ds"):
                 point = {"labels": n, "items": n // PER_ITEM, "workers": args.workers, "method": method,
                          "file_mib": round(path.stat().st_size / 2**20, 1)}
-                point["crowdqa"] = crowdqa_point(path, method, work)
-                if not args.no_peer:
+                if args.api_only:
+                    point = _take_point(points, point)
+                else:
+                    point["crowdqa"] = crowdqa_point(path, method, work)
+                if not args.no_peer and not args.api_only:
                     point["crowd_kit"] = crowdkit_point(path, method, work, args.cap)
                 if not args.no_api and n <= args.api_max:
                     point["api"] = api_point(path, method, work)
-                point["load_average"] = [round(x, 2) for x in os.getloadavg()]  # after the point: how shared
+                if not args.api_only:  # (api_point keeps its own)
+                    point["load_average"] = [round(x, 2) for x in os.getloadavg()]  # after the point: how shared
                 print(json.dumps(point), flush=True)
                 points.append(point)
                 _save(points, args, t_start)  # after every point: a long run keeps what it measured
             path.unlink()
     print(f"wrote {_save(points, args, t_start)}")
     return 0
+
+
+def _take_point(points: list[dict], point: dict) -> dict:
+    """The point of ``points`` with ``point``'s labels and method, taken out of the list (``point`` if none)."""
+    for i, p in enumerate(points):
+        if (p["labels"], p["method"]) == (point["labels"], point["method"]):
+            return points.pop(i)
+    return point
 
 
 def _results_path(args: argparse.Namespace) -> Path:
@@ -221,7 +240,7 @@ def _save(points: list[dict], args: argparse.Namespace, t_start: float) -> Path:
         command += f" --sizes {args.sizes}"
     if args.workers != N_WORKERS:
         command += f" --workers {args.workers}"
-    command += " --no-peer" * args.no_peer + " --no-api" * args.no_api
+    command += " --no-peer" * args.no_peer + " --no-api" * args.no_api + " --api-only" * args.api_only
     meta = make_meta(command + f" --cap {args.cap:g}", seconds=time.perf_counter() - t_start)
     meta["note"] = "One run per point; the machine (2 cores) was shared with other engineers' work"
     if getattr(args, "earlier_meta", None):

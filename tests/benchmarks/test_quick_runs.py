@@ -135,3 +135,33 @@ def test_reader_benchmark_files_read_as_their_layouts_say(tmp_path):
             expected[fmt] = (140, sum(c != "?" for row in cells for c in row))
         assert (point["rows"], point["labels"]) == expected[fmt], fmt
         assert point["rows_per_cpu_second"] > 0
+
+
+def test_whole_path_api_point_and_api_only_merge(tmp_path, monkeypatch):
+    """The API point on a small file through the real embedded service: the three steps' seconds and the
+    service's CPU seconds, the job's four stages; --api-only --merge puts it into the point already in the file
+    (keeping its CLI measurement) and the table shows it, a size with no earlier point as an API row alone."""
+    from benchmarks import tables, whole_path
+
+    path = tmp_path / "synth.csv"
+    whole_path.write_data(3_000, path)
+    a = whole_path.api_point(path, "mv", tmp_path)
+    assert a["status"] == "finished" and set(a["stages"]) == {"reading", "fitting", "scoring", "writing"}
+    assert all(a[f"{k}_seconds"] >= 0 and a[f"{k}_cpu_seconds"] >= 0 for k in ("upload", "job", "report"))
+
+    results = tmp_path / "results"
+    monkeypatch.setattr(whole_path, "RESULTS", results)
+    monkeypatch.setattr(whole_path, "api_point", lambda path, method, work: {**a, "method_seen": method})
+    cli = {"seconds": 1.0, "cpu_seconds": 1.0, "peak_rss_mib": 100.0, "exit": 0, "stages": {}}
+    earlier = {"meta": {"note": "earlier"}, "cap_seconds": 10, "points": [
+        {"labels": 3000, "items": 1000, "workers": 500, "method": m, "crowdqa": cli} for m in ("ds", "mv")]}
+    results.mkdir()
+    (results / "whole_path.json").write_text(json.dumps(earlier))
+    assert whole_path.main(["--sizes", "3e3,6e3", "--api-only", "--merge", "--cap", "10"]) == 0
+    d = json.loads((results / "whole_path.json").read_text())
+    by = {(p["labels"], p["method"]): p for p in d["points"]}
+    assert sorted(by) == [(3000, "ds"), (3000, "mv"), (6000, "ds"), (6000, "mv")]
+    assert by[3000, "mv"]["crowdqa"] == cli and by[3000, "mv"]["api"]["method_seen"] == "mv"
+    assert "crowdqa" not in by[6000, "ds"] and by[6000, "ds"]["api"]["method_seen"] == "ds"
+    md = tables.render_whole_path(d, results, False)
+    assert md.count("| 3,000 | MV |") == 2 and md.count("| 6,000 | MV |") == 1 and "CPU-s)" in md
