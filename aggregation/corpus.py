@@ -188,6 +188,19 @@ class Corpus:
         return self._cache["worker_answers"]
 
     @property
+    def worker_index(self) -> NDArray[np.intp]:
+        """ndarray of shape (n_obs,): ``worker`` as ``np.intp``, the type numpy indexes with (computed once).
+
+        Gathering a per-annotator table with int32 indices converts them on every call:
+        ``skills[corpus.worker]`` over 300k annotations took 1.4 ms against 0.5 ms with these.
+        """
+        if "worker_index" not in self._cache:
+            index = self.worker.astype(np.intp)
+            index.flags.writeable = False
+            self._cache["worker_index"] = index
+        return self._cache["worker_index"]
+
+    @property
     def obs_cell(self) -> NDArray[np.intp]:
         """ndarray of shape (n_obs,): ``label * n_tokens + token``, each annotation's cell of a class-major table.
 

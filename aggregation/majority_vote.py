@@ -37,7 +37,7 @@ def _votes(corpus: Corpus, weights: NDArray[np.float64] | None = None) -> NDArra
     the short last axis of an (n_tokens, n_classes) array are many times slower.
     """
     n_tokens, n_classes = corpus.n_tokens, corpus.n_classes
-    w = None if weights is None else np.asarray(weights, dtype=np.float64)[corpus.worker]
+    w = None if weights is None else np.asarray(weights, dtype=np.float64).take(corpus.worker_index)
     flat = np.bincount(corpus.obs_cell, weights=w, minlength=n_classes * n_tokens)
     return flat.reshape(n_classes, n_tokens).astype(np.float64, copy=False)
 
@@ -63,11 +63,18 @@ def _break_ties(votes: NDArray[np.float64], *, tie_break: str) -> NDArray[np.int
     top = votes.max(axis=0)
     # Weighted votes are float sums; classes within a few ulps of the top count are tied.
     floor = top - 16 * np.finfo(np.float64).eps * np.maximum(np.abs(top), 1.0)
-    # The lowest tied class wins ("entity": the lowest tied class after class 0, if any).
-    last = 1 if tie_break == "entity" and n_classes > 1 else 0
-    labels = np.zeros(n_tokens, dtype=np.int64)
-    for k in range(n_classes - 1, last - 1, -1):  # one pass per class, each over all tokens
-        labels[votes[k] >= floor] = k
+    # The lowest tied class from `first` on wins ("entity": first = 1; "lowest": first = 0). Counting, class
+    # by class, the columns whose classes first..k are all below the top gives that index minus `first`
+    # without a boolean-mask assignment per class (those cost 20x an elementwise operation).
+    first = 1 if tie_break == "entity" and n_classes > 1 else 0
+    labels = np.full(n_tokens, first, dtype=np.int64)
+    below = np.ones(n_tokens, dtype=bool)
+    for k in range(first, n_classes - 1):  # one pass per class, each over all tokens
+        below &= votes[k] < floor
+        labels += below
+    if first:  # "entity" with no tied class after O: O is the only top class
+        below &= votes[n_classes - 1] < floor
+        labels *= ~below
     return labels
 
 
@@ -99,7 +106,10 @@ def _empirical_confusion(corpus: Corpus, labels: NDArray[np.int64]) -> NDArray[n
     a row with no tokens is uniform.
     """
     n_workers, n_classes = corpus.n_workers, corpus.n_classes
-    key = (corpus.worker.astype(np.int64) * n_classes + labels[corpus.token]) * n_classes + corpus.label
+    key = corpus.worker_index * n_classes  # ((worker * K) + label_t) * K + label_o, in place after the first
+    key += labels[corpus.token]
+    key *= n_classes
+    key += corpus.label
     counts = np.bincount(key, minlength=n_workers * n_classes * n_classes).astype(np.float64)
     counts = counts.reshape(n_workers, n_classes, n_classes)
     rows = counts.sum(axis=2, keepdims=True)

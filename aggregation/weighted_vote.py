@@ -44,10 +44,16 @@ def agreement_rate(corpus: Corpus, reference: NDArray[np.int64]) -> NDArray[np.f
     skills : ndarray of shape (n_workers,)
         NaN for an annotator with no answer on a referenced token.
     """
-    ref = reference[corpus.token]
-    right = np.bincount(corpus.worker[corpus.label == ref], minlength=corpus.n_workers)  # a -1 never equals a label
+    ref = reference.take(corpus.token)
     has_ref = ref >= 0
-    seen = corpus.worker_answers if has_ref.all() else np.bincount(corpus.worker[has_ref], minlength=corpus.n_workers)
+    if has_ref.all():
+        right = np.bincount(corpus.worker_index[corpus.label == ref], minlength=corpus.n_workers)
+        seen = corpus.worker_answers
+    else:  # the referenced answers first (gold: often a small share), then both counts over them only
+        obs = np.flatnonzero(has_ref)
+        worker = corpus.worker_index.take(obs)
+        right = np.bincount(worker[corpus.label.take(obs) == ref.take(obs)], minlength=corpus.n_workers)
+        seen = np.bincount(worker, minlength=corpus.n_workers)
     with np.errstate(invalid="ignore"):  # 0/0 for annotators without referenced answers -> NaN, as documented
         return right / seen
 
@@ -366,7 +372,7 @@ class GoldMajorityVote(_SkillVote):
                 "GoldMajorityVote needs true labels for some tokens the voters labelled: pass known= "
                 "(a job: use_experts=true) or fit a corpus whose expert annotators labelled some of the same tokens"
             )
-        present = np.bincount(voters.worker, minlength=corpus.n_workers) > 0
+        present = voters.worker_answers > 0
         skills = np.where(rated, skills, np.where(present, np.mean(skills[rated]), np.nan))
         self._finish(voters, skills, known, n_iter=1, converged=True)
         return self
