@@ -385,7 +385,7 @@ class GLAD(BaseAggregator):
       monotone objective and fixed points, with one conditional maximisation step per block
       per iteration. ``m_step="cg"``: conjugate gradient (``scipy.optimize.minimize``), as the
       authors' code (GSL's Polak-Ribière, 25 iterations at most) and crowd-kit; each CG
-      iteration evaluates :math:`Q` over every answer one or more times, which made it 5-14x
+      iteration evaluates :math:`Q` over every answer one or more times, which made it 7-14x
       slower per fit than the Newton steps (measured at 30k and 300k labels) for the same
       fixed point. A partial M-step still increases the objective (generalised EM).
 

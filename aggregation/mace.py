@@ -12,14 +12,12 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 from scipy.special import digamma
 
 from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
 from crowdqa.aggregation._params import RANDOM_STATE, Interval, Options
 from crowdqa.aggregation.corpus import Corpus
-from crowdqa.aggregation.dawid_skene import _normalise
 from crowdqa.aggregation.ibcc import dirichlet_kl
 
 __all__ = ["MACE"]
@@ -74,43 +72,121 @@ def _e_step(
     n_workers, n_classes = strategy.shape
     if design is None:
         design = _design(token, worker, label, n_items=n_items, n_workers=n_workers, n_classes=n_classes)
-    guess = spam[:, None] * strategy
-    boost = np.log1p(know[:, None] / guess)  # the answered class also gets the "knowing" mass
-    # log p(answers of i, T_i = k) = sum_w log guess[w, o] + sum_{w answered k} boost[w, k] - log K. The first
-    # sum does not depend on k: it cancels from the posteriors, and enters the likelihood as one total.
-    joint = np.empty((n_classes, n_items))  # class-major (see _normalise)
-    for k in range(n_classes):  # loop over classes only; each product runs over all annotations
-        joint[k] = design.answered[k] @ boost[:, k]
-    post, log_lik = _normalise(joint, known)
-    log_lik += float(np.sum(design.counts * np.log(guess))) - n_items * float(np.log(n_classes))
-    # P(answer known) = q_i(o) know_w / (guess[w, o] + know_w): summed per (worker, answer) by products.
-    right = np.stack([design.answered_by[k] @ post[k] for k in range(n_classes)], axis=1)
-    strategy_counts = design.counts - right * (know[:, None] / (guess + know[:, None]))
-    spammed = strategy_counts.sum(axis=1)
-    knowing = np.stack([spammed, design.counts.sum(axis=1) - spammed], axis=1)
-    return post.T, log_lik, knowing, strategy_counts
+    cell_post, blank, log_lik, knowing, strategy_counts = _cell_e_step(spam, know, strategy, known=known,
+                                                                       design=design)
+    return _dense_posterior(cell_post, blank, known, design), log_lik, knowing, strategy_counts
 
 
 @dataclass(frozen=True)
 class _Design:
-    """What the E-step reads of the annotations, built once per fit."""
+    """The answers grouped by *cell* (item, answered class), built once per fit.
 
-    answered: list[sp.csr_array]  # per class k: (n_items, n_workers), 1 where w answered k on item i
-    answered_by: list[sp.csr_array]  # per class k: the transpose, (n_workers, n_items)
-    counts: NDArray[np.float64]  # (n_workers, n_classes) answers of each worker per class
+    In cell order: ``key`` (``worker * n_classes + label``) and ``cell`` of every answer;
+    per cell its first answer, item and class; per item the number of classes nobody
+    answered; per worker and class the number of answers.
+    """
+
+    key: NDArray[np.intp]  # (n_obs,)
+    cell: NDArray[np.intp]  # (n_obs,)
+    cell_start: NDArray[np.intp]  # (n_cells,)
+    cell_item: NDArray[np.intp]  # (n_cells,)
+    cell_class: NDArray[np.intp]  # (n_cells,)
+    unanswered: NDArray[np.float64]  # (n_items,)
+    counts: NDArray[np.float64]  # (n_workers, n_classes)
 
 
 def _design(token: NDArray[np.int64], worker: NDArray[np.int32], label: NDArray[np.int16], *, n_items: int,
             n_workers: int, n_classes: int) -> _Design:
-    """The one-hot answers of each class as sparse matrices both ways, and the answer counts."""
-    answered, answered_by = [], []
-    for k in range(n_classes):
-        rows = label == k
-        ones = np.ones(int(rows.sum()))
-        answered.append(sp.csr_array((ones, (token[rows], worker[rows])), shape=(n_items, n_workers)))
-        answered_by.append(sp.csr_array((ones, (worker[rows], token[rows])), shape=(n_workers, n_items)))
-    counts = np.bincount(worker.astype(np.intp) * n_classes + label, minlength=n_workers * n_classes)
-    return _Design(answered, answered_by, counts.reshape(n_workers, n_classes).astype(np.float64))
+    """Sort the answers by (item, class) once; every E-step then works on contiguous runs."""
+    item_class = token.astype(np.intp) * n_classes + label
+    order = np.argsort(item_class, kind="stable")
+    item_class = item_class[order]
+    first = np.flatnonzero(np.concatenate([[True], item_class[1:] != item_class[:-1]])) if order.size else order
+    cell = np.cumsum(np.concatenate([[False], item_class[1:] != item_class[:-1]])) if order.size else order
+    cells = item_class[first]
+    key = worker.astype(np.intp) * n_classes + label
+    counts = np.bincount(key, minlength=n_workers * n_classes).reshape(n_workers, n_classes).astype(np.float64)
+    unanswered = n_classes - np.bincount(cells // n_classes, minlength=n_items).astype(np.float64)
+    return _Design(key[order], cell, first, cells // n_classes, cells % n_classes, unanswered, counts)
+
+
+def _cell_e_step(
+    spam: NDArray[np.float64],
+    know: NDArray[np.float64],
+    strategy: NDArray[np.float64],
+    *,
+    known: NDArray[np.int64] | None,
+    design: _Design,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], float, NDArray[np.float64], NDArray[np.float64]]:
+    r""":func:`_e_step` over the answered cells: the posteriors without an ``exp`` per (item, class).
+
+    Relative to a class nobody answered on item :math:`i`, class :math:`k` has the joint
+    probability :math:`w_{ik} = \prod_{w \text{ answered } k \text{ on } i} (1 + \theta_w / (s_w\xi_{w,k}))`
+    (the answers' "knowing" mass on top of their spamming mass, which every class shares),
+    a product of per-(worker, class) factors over the cell's answers: one ``multiply.reduceat``.
+    Then :math:`Z_i = \sum_k w_{ik}` (1 for every class nobody answered),
+    :math:`q_i(k) = w_{ik} / Z_i`, and the log-likelihood is
+    :math:`\sum_i \log Z_i + \sum_{(i,w,o)} \log(s_w\xi_{w,o}) - n_{\text{items}}\log K`. Where a
+    product overflows (an item with a hundred or more confident answers in one class) the
+    cells are summed in log space instead.
+
+    Returns
+    -------
+    cell_post : ndarray of shape (n_cells,)
+        :math:`q_i(k)` of every answered cell (0 or 1 on ``known`` items).
+    blank : ndarray of shape (n_items,)
+        :math:`q_i(k)` of a class :math:`k` nobody answered on item :math:`i`.
+    log_marginal_likelihood : float
+    knowing : ndarray of shape (n_workers, 2)
+    strategy_counts : ndarray of shape (n_workers, n_classes)
+    """
+    n_items = design.unanswered.shape[0]
+    n_classes = strategy.shape[1]
+    guess = spam[:, None] * strategy
+    ratio = know[:, None] / guess
+    with np.errstate(over="ignore"):  # checked on the next line
+        weight = np.multiply.reduceat((1.0 + ratio).ravel()[design.key], design.cell_start)
+    if np.isfinite(weight).all():
+        z = np.bincount(design.cell_item, weights=weight, minlength=n_items) + design.unanswered
+        cell_post = weight / z[design.cell_item]
+        blank = 1.0 / z
+        log_z = np.log(z)
+        log_weight = None
+    else:  # the same sums in log space, shifted by each item's largest cell
+        log_weight = np.add.reduceat(np.log1p(ratio).ravel()[design.key], design.cell_start)
+        top = np.zeros(n_items)
+        np.maximum.at(top, design.cell_item, log_weight)
+        shifted = np.exp(log_weight - top[design.cell_item])
+        z = np.bincount(design.cell_item, weights=shifted, minlength=n_items) + design.unanswered * np.exp(-top)
+        cell_post = shifted / z[design.cell_item]
+        blank = np.exp(-top) / z
+        log_z = np.log(z) + top
+    if known is not None:  # clamped items: one-hot posteriors; their joint at the known class enters the likelihood
+        k_cell = known[design.cell_item]
+        hit = k_cell == design.cell_class
+        cell_post = np.where(k_cell >= 0, hit.astype(np.float64), cell_post)
+        log_z[known >= 0] = 0.0  # a known class nobody answered: joint weight 1
+        log_z[design.cell_item[hit]] = np.log(weight[hit]) if log_weight is None else log_weight[hit]
+    log_lik = float(log_z.sum()) + float(np.sum(design.counts * np.log(guess))) - n_items * float(np.log(n_classes))
+    # P(answer known) = q_i(o) know_w / (guess[w, o] + know_w): summed per (worker, answer).
+    right = np.bincount(design.key, weights=cell_post[design.cell], minlength=ratio.size).reshape(ratio.shape)
+    strategy_counts = design.counts - right * (know[:, None] / (guess + know[:, None]))
+    spammed = strategy_counts.sum(axis=1)
+    knowing = np.stack([spammed, design.counts.sum(axis=1) - spammed], axis=1)
+    return cell_post, blank, log_lik, knowing, strategy_counts
+
+
+def _dense_posterior(cell_post: NDArray[np.float64], blank: NDArray[np.float64], known: NDArray[np.int64] | None,
+                     design: _Design) -> NDArray[np.float64]:
+    """ndarray of shape (n_items, n_classes): the cells' posteriors, ``blank`` for the classes nobody answered."""
+    n_classes = design.counts.shape[1]
+    post = np.repeat(blank[:, None], n_classes, axis=1)
+    if known is not None:
+        idx = np.flatnonzero(known >= 0)
+        post[idx] = 0.0
+        post[idx, known[idx]] = 1.0
+    post[design.cell_item, design.cell_class] = cell_post
+    return post
 
 
 def _m_step(counts: NDArray[np.float64], prior: float | NDArray[np.float64], *, variational: bool
@@ -300,10 +376,8 @@ class MACE(BaseAggregator):
             strategy_prior: float | NDArray = float(self.strategy_prior)
         else:
             knowing_prior = strategy_prior = (0.01 / n_classes if self.smoothing is None else float(self.smoothing))
-        e_args = {"token": corpus.token, "worker": corpus.worker, "label": corpus.label,
-                  "n_items": corpus.n_tokens, "known": known}
-        e_args["design"] = _design(corpus.token, corpus.worker, corpus.label, n_items=corpus.n_tokens,
-                                   n_workers=n_workers, n_classes=n_classes)
+        e_args = {"known": known, "design": _design(corpus.token, corpus.worker, corpus.label, n_items=corpus.n_tokens,
+                                                    n_workers=n_workers, n_classes=n_classes)}
         noise = float(self.default_noise)
         done = 0
 
@@ -318,13 +392,13 @@ class MACE(BaseAggregator):
             spamming /= spamming.sum(axis=1, keepdims=True)
             strategy /= strategy.sum(axis=1, keepdims=True)
             monitor = self._monitor(progress)
-            _, ll, knowing, counts = _e_step(spamming[:, 0], spamming[:, 1], strategy, **e_args)
+            _, _, ll, knowing, counts = _cell_e_step(spamming[:, 0], spamming[:, 1], strategy, **e_args)
             converged = False
             for _ in range(int(self.max_iter)):
                 spamming = _m_step(knowing, knowing_prior, variational=variational)
                 strategy = _m_step(counts, strategy_prior, variational=variational)
                 posts = (knowing + knowing_prior, counts + strategy_prior)
-                _, ll, knowing, counts = _e_step(spamming[:, 0], spamming[:, 1], strategy, **e_args)
+                _, _, ll, knowing, counts = _cell_e_step(spamming[:, 0], spamming[:, 1], strategy, **e_args)
                 objective = _objective(ll, *posts, knowing_prior, strategy_prior, variational=variational,
                                        spamming=spamming, strategy=strategy)
                 if monitor.report(objective):
@@ -335,7 +409,8 @@ class MACE(BaseAggregator):
                 best = (objective, spamming, strategy, monitor.history, converged, restart)
         _, spamming, strategy, history, converged, restart = best
         # Final E-step of the best restart's parameters (its last one already; recomputed for proba_).
-        post, _, _, _ = _e_step(spamming[:, 0], spamming[:, 1], strategy, **e_args)
+        cell_post, blank, _, _, _ = _cell_e_step(spamming[:, 0], spamming[:, 1], strategy, **e_args)
+        post = _dense_posterior(cell_post, blank, known, e_args["design"])
 
         present = corpus.worker_answers > 0
         confusion = spamming[:, 0, None, None] * strategy[:, None, :] + spamming[:, 1, None, None] * np.eye(n_classes)

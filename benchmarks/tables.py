@@ -207,7 +207,7 @@ def render_categorical_speed(d: dict, results: Path, quick: bool) -> str:
         if c is None:
             return "none"
         if c.get("capped"):
-            return f"> {s['cap_seconds']:.0f} s (stopped)"
+            return f"> {c.get('cap_seconds', s['cap_seconds']):.0f} s (stopped)"
         return f"failed: {c['failed']}" if "failed" in c else _ms(c["fit_seconds"])
 
     rows = []
@@ -215,17 +215,23 @@ def render_categorical_speed(d: dict, results: Path, quick: bool) -> str:
         us, ck = r["crowdqa"], r.get("crowdkit")
         ratio = (f"{r['speedup']:.0f}×" if "speedup" in r
                  else f"> {r['speedup_at_least']:.0f}×" if "speedup_at_least" in r else "–")
+        cpu = f"{r['speedup_cpu']:.0f}×" if "speedup_cpu" in r else "–"
         acc = _f(us["accuracy"], 4) + (f" / {_f(ck['accuracy'], 4)}" if ck and "accuracy" in ck else "")
-        rows.append([NAMES.get(m, m), r["classes"], _ms(us["fit_seconds"]), ck_cell(ck), ratio, acc])
+        rows.append([NAMES.get(m, m), r["classes"], _ms(us["fit_seconds"]), ck_cell(ck), ratio, cpu, acc])
     return (
         f"One synthetic crowd, {s['labels']:,} labels: {s['items']:,} items, {s['per_item']} answers each from "
         f"{s['workers']} one-coin workers (3 classes; 2 for KOS); every method with its defaults (a row named with "
         "parameters: both libraries with those), in a process of its own with one BLAS thread, the fastest of up "
         "to 3 fits (fewer past 20 s); crowd-kit fits are stopped after "
-        f"{s['cap_seconds']:.0f} s, and the ratio is then a lower bound. Accuracy against the planted truth "
-        "(GoldMajorityVote: given 10% of it, scored on the rest).\n\n"
+        f"{s['cap_seconds']:.0f} s"
+        + "".join(f" ({m}: {v:.0f} s)" for m, v in s.get("cap_seconds_by_method", {}).items())
+        + ", and the ratio is then a lower bound. Accuracy against the planted truth "
+        "(GoldMajorityVote: given 10% of it, scored on the rest). The machine was shared"
+        + (f" (1-minute load average {s['load_average_at_start'][0]:.1f} at the start, "
+           f"{s['load_average_at_end'][0]:.1f} at the end)" if "load_average_at_end" in s else "")
+        + ": wall seconds are inflated, CPU seconds less so.\n\n"
         + _table(["method", "classes", "crowdqa fit", "crowd-kit 1.4.2 fit", "crowd-kit / crowdqa",
-                  "accuracy crowdqa / crowd-kit"], rows)
+                  "same, CPU seconds", "accuracy crowdqa / crowd-kit"], rows)
     )
 
 

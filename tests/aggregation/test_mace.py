@@ -1,7 +1,8 @@
 """MACE (Hovy et al. 2013).
 
 Oracles: the E-step's posteriors, likelihood and expected counts against enumeration of
-every (true label, spam indicators) configuration of each item on tiny corpora; crowd-kit
+every (true label, spam indicators) configuration of each item on tiny corpora, and against
+a dense log-sum-exp over every (item, class) where hundreds of answers share a cell; crowd-kit
 1.4.2's ``MACE`` started from its own initial parameters and run for 10 iterations (VB
 and EM) on Bluebirds, with workers and labels given in sorted order of first appearance
 (see ``MACE``'s Notes), to 1e-6; monotone objectives.
@@ -18,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crowdqa.aggregation import ConvergenceWarning
+from crowdqa.aggregation.corpus import Corpus
 from crowdqa.aggregation.mace import MACE, _e_step, _m_step
 from tests.aggregation.crowdkit_reference import crowdkit, frame, load_set, quiet
 from tests.aggregation.test_dawid_skene import random_corpus
@@ -112,3 +114,41 @@ def test_iterations_match_crowdkit_from_its_start(method, tmp_path):
     np.testing.assert_allclose(spamming[workers], theirs.spamming_, rtol=1e-6)
     assert not np.allclose(theirs.spamming_, start.spamming_, rtol=1e-3)  # the iterations moved them
     np.testing.assert_allclose(strategy[np.ix_(workers, classes)], theirs.thetas_, rtol=1e-6)
+
+
+def _log_space_e_step(corpus, spam, know, strategy):
+    """Posteriors and log-likelihood by a dense log-sum-exp over every (item, class): the sums in log space."""
+    from scipy.special import logsumexp
+
+    k = strategy.shape[1]
+    log_guess = np.log(spam[:, None] * strategy)
+    log_right = np.log(spam[:, None] * strategy + know[:, None])
+    joint = np.full((corpus.n_tokens, k), -np.log(k))
+    for t in range(k):
+        answered = (corpus.worker, corpus.label)
+        per_answer = np.where(corpus.label == t, log_right[answered], log_guess[answered])
+        joint[:, t] += np.bincount(corpus.token, weights=per_answer, minlength=corpus.n_tokens)
+    log_z = logsumexp(joint, axis=1)
+    return np.exp(joint - log_z[:, None]), float(log_z.sum())
+
+
+@pytest.mark.parametrize("n_answers", [5, 400])
+def test_e_step_matches_log_space_with_large_cells(n_answers):
+    """Items with hundreds of confident answers in one class overflow the products: the log-space path takes over."""
+    rng = np.random.default_rng(n_answers)
+    n_workers, n_items, k = n_answers, 4, 3
+    token = np.repeat(np.arange(n_items), n_workers)
+    worker = np.tile(np.arange(n_workers), n_items)
+    label = np.where(rng.random(token.size) < 0.9, token % k, rng.integers(0, k, token.size))
+    corpus = Corpus.from_arrays(token=token, worker=worker, label=label, doc_lengths=np.ones(n_items),
+                                token_start=np.zeros(n_items), token_end=np.ones(n_items),
+                                doc_ids=[f"d{i}" for i in range(n_items)], texts=["x"] * n_items,
+                                worker_ids=[f"w{w}" for w in range(n_workers)], worker_roles=["crowd"] * n_workers,
+                                class_names=["a", "b", "c"])
+    spamming = np.column_stack([np.full(n_workers, 0.02), np.full(n_workers, 0.98)])
+    strategy = rng.dirichlet(np.ones(k), size=n_workers)
+    post, ll, _, _ = _e_step(spamming[:, 0], spamming[:, 1], strategy, token=corpus.token, worker=corpus.worker,
+                             label=corpus.label, n_items=n_items)
+    want_post, want_ll = _log_space_e_step(corpus, spamming[:, 0], spamming[:, 1], strategy)
+    np.testing.assert_allclose(post, want_post, rtol=1e-9, atol=1e-300)
+    np.testing.assert_allclose(ll, want_ll, rtol=1e-9)
