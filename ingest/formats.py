@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from crowdqa.aggregation.roles import ROLES
 
-__all__ = ["AGGREGATE_FORMATS", "FORMATS", "Format", "READ_FORMATS", "ROLES", "UPLOAD_OPTIONS", "UploadOption",
-           "WRITE_FORMATS", "Writer", "choice_message", "option"]
+__all__ = ["AGGREGATE_FORMATS", "FORMATS", "Format", "READ_FORMATS", "ROLES", "ROUTING_EXPORTS", "UPLOAD_OPTIONS",
+           "UploadOption", "WRITE_FORMATS", "Writer", "choice_message", "option"]
 
 @dataclass(frozen=True)
 class UploadOption:
@@ -167,6 +167,9 @@ WRITE_FORMATS: tuple[str, ...] = tuple(n for n, f in FORMATS.items() if f.writer
 #: Formats an aggregate is read back from.
 AGGREGATE_FORMATS: tuple[str, ...] = tuple(n for n, f in FORMATS.items() if f.aggregate)
 
+#: What a routing list can be written as: the task CSV, or the routed documents as tasks of an annotation
+#: tool whose export reads back as an expert upload (:mod:`crowdqa.ingest.routing_export`).
+ROUTING_EXPORTS: tuple[str, ...] = ("csv", "label-studio", "doccano", "spans-jsonl")
 
 
 def choice_message(name: str, value: object, choices: tuple[str, ...] | None = None) -> str:

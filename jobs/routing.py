@@ -18,16 +18,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from crowdqa.aggregation.corpus import Corpus
+from crowdqa.ingest.formats import ROUTING_EXPORTS
 from crowdqa.jobs.finished import check_finished
 from crowdqa.store.models import Job
 from crowdqa.store.settings import Settings
 
-__all__ = ["ROUTING_EXPORTS", "RoutingOptions", "RoutingResult", "parse_budget", "route_arrays", "route_corpus",
+__all__ = ["RoutingOptions", "RoutingResult", "parse_budget", "route_arrays", "route_corpus",
            "route_job", "write_routing", "routing_bytes"]
 
-#: What a routing list can be written as: the task CSV, or the routed documents as tasks of an annotation
-#: tool whose export reads back as an expert upload (:mod:`crowdqa.ingest.routing_export`).
-ROUTING_EXPORTS = ("csv", "label-studio", "doccano", "spans-jsonl")
 
 _WHOLE = re.compile(r"[+]?\d+")
 

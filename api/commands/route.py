@@ -67,8 +67,8 @@ def _run(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:
     from crowdqa.api.commands._uploads import add_upload_arguments
+    from crowdqa.ingest.formats import ROUTING_EXPORTS
     from crowdqa.jobs.params import METHODS
-    from crowdqa.jobs.routing import ROUTING_EXPORTS
 
     p = subparsers.add_parser("route", help=COMMANDS["route"][1], description=__doc__.split("\n", 1)[1].strip(),
                               formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -15,8 +15,9 @@ from crowdqa.api.dashboard.auth import DashSessionDep
 from crowdqa.api.dashboard.pages import owned_job, router
 from crowdqa.api.dashboard.web import PageError, render
 from crowdqa.api.deps import SessionDep, SettingsDep
+from crowdqa.ingest.formats import ROUTING_EXPORTS
 from crowdqa.jobs.errors import JobNotFinishedError
-from crowdqa.jobs.routing import ROUTING_EXPORTS, RoutingOptions, route_job, routing_bytes
+from crowdqa.jobs.routing import RoutingOptions, route_job, routing_bytes
 
 __all__ = ["routing_page", "download_routing"]
 

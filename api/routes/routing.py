@@ -8,7 +8,8 @@ from fastapi import APIRouter, Query, Response
 
 from crowdqa.api.deps import OwnedJobDep, SettingsDep
 from crowdqa.api.errors import problem_responses
-from crowdqa.jobs.routing import ROUTING_EXPORTS, RoutingOptions, route_job, routing_bytes
+from crowdqa.ingest.formats import ROUTING_EXPORTS
+from crowdqa.jobs.routing import RoutingOptions, route_job, routing_bytes
 from crowdqa.store.models import RoutingPublic
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
