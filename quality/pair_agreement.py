@@ -57,7 +57,8 @@ class PairConfusions:
 
 
 def pair_confusions(
-    corpus: Corpus, *, annotators: NDArray | None = None, min_documents: int = 1, chunk: int = 4_000_000
+    corpus: Corpus, *, annotators: NDArray | None = None, min_documents: int = 1, chunk: int = 4_000_000,
+    method: str = "auto",
 ) -> PairConfusions:
     """Confusion matrices of every annotator pair that labelled at least ``min_documents`` common documents.
 
@@ -73,6 +74,12 @@ def pair_confusions(
         that share one.
     chunk : int, default=4_000_000
         Largest number of (token, pair) cells materialised at once.
+    method : {"auto", "dense", "sparse"}, default="auto"
+        How the kept pairs' tokens are counted: ``"dense"`` visits every token of every kept
+        (document, pair) row; ``"sparse"`` only the annotations of a class other than 0 (with
+        margins for the rest, :func:`_joint_sparse`), which costs far less when class 0 (``O``)
+        is most of the labels of long documents. ``"auto"`` takes dense while it visits no more
+        cells than there are annotations. Both give the same counts.
 
     Returns
     -------
@@ -80,7 +87,6 @@ def pair_confusions(
         Pairs in order of ``(a, b)``.
     """
     k_cls = corpus.n_classes
-    kk = k_cls * k_cls
     n_w = corpus.n_workers
     # Annotations are sorted by (token, worker) and an annotator present on a document labels all of its
     # tokens: document d's annotations are the (tokens x n_in_doc[d]) block starting at obs_base[d], and
@@ -119,26 +125,91 @@ def pair_confusions(
     del code
     uniq, n_docs = uniq.astype(np.int64), n_docs.astype(np.int64)
 
-    # Pass 2: joint labels of every token of the kept rows, counted straight into the worker-pair matrices.
-    total = np.zeros(uniq.shape[0] * kk, dtype=np.int64)
-    row0 = 0
+    # The kept (document, pair) rows of each group: their documents, pair columns and pair numbers.
+    kept, row0 = [], 0
     for k, docs_k in groups:
+        n_cols = k * (k - 1) // 2
+        ids = pair_id[row0:row0 + docs_k.shape[0] * n_cols]
+        row0 += ids.shape[0]
+        rows = np.flatnonzero(ids >= 0)  # row = local document * n_cols + pair column
+        kept.append((k, docs_k[rows // n_cols], rows % n_cols, ids[rows]))
+    del pair_id
+    shape = (uniq.shape[0], k_cls, k_cls)
+    dense_cells = sum(int(corpus.doc_lengths[doc].sum()) for _, doc, _, _ in kept)
+    if method == "dense" or (method == "auto" and dense_cells <= corpus.n_obs):
+        total = _joint_dense(corpus, kept, obs_base, shape, chunk)
+    else:
+        total = _joint_sparse(corpus, kept, obs_base, n_in_doc, uniq, shape, method=method)
+    return PairConfusions(uniq // n_w, uniq % n_w, total, n_docs)
+
+
+def _joint_dense(corpus: Corpus, kept: list, obs_base: NDArray, shape: tuple, chunk: int) -> NDArray[np.int64]:
+    """Joint label counts of the kept rows, token by token: one cell per (token, kept row)."""
+    k_cls = corpus.n_classes
+    kk = k_cls * k_cls
+    total = np.zeros(shape[0] * kk, dtype=np.int64)
+    for k, doc, col, ids in kept:
         pi, pj = np.triu_indices(k, 1)
-        n_rows = docs_k.shape[0] * pi.shape[0]
-        ids = pair_id[row0:row0 + n_rows]
-        row0 += n_rows
-        rows = np.flatnonzero(ids >= 0)  # row = local document * n_pairs + pair column
-        doc = docs_k[rows // pi.shape[0]]
-        col = rows % pi.shape[0]
         lens = corpus.doc_lengths[doc]
         for a, b in _chunks(lens, chunk):
             ln = lens[a:b]
             at = np.repeat(np.arange(a, b), ln)
             t_local = np.arange(at.shape[0]) - np.repeat(np.cumsum(ln) - ln, ln)
             base = obs_base[doc[at]] + t_local * k
-            cell = ids[rows[at]] * kk + corpus.label[base + pi[col[at]]] * k_cls + corpus.label[base + pj[col[at]]]
+            cell = ids[at] * kk + corpus.label[base + pi[col[at]]] * k_cls + corpus.label[base + pj[col[at]]]
             total += np.bincount(cell, minlength=total.shape[0])
-    return PairConfusions(uniq // corpus.n_workers, uniq % corpus.n_workers, total.reshape(-1, k_cls, k_cls), n_docs)
+    return total.reshape(shape)
+
+
+def _joint_sparse(
+    corpus: Corpus, kept: list, obs_base: NDArray, n_in_doc: NDArray, uniq: NDArray, shape: tuple, *, method: str
+) -> NDArray[np.int64]:
+    """Joint label counts of the kept pairs from the annotations whose class is not 0, plus margins.
+
+    With class 0 the common one (``O`` of span labels), a pair's cells with both classes > 0 come from
+    the tokens where both annotators chose a class > 0 (each token's pairs of such annotations, matched
+    to the kept pairs by code); the rest follow from the margins, the per-(document, annotator) counts of
+    each class > 0 summed over the pair's documents, and the pair's tokens:
+    ``n[i, 0] = r_i - sum_j>0 n[i, j]``, ``n[0, j] = c_j - sum_i>0 n[i, j]``, ``n[0, 0]`` the remainder.
+    The cost follows the annotations of class > 0, not tokens times pairs.
+    """
+    k_cls = corpus.n_classes
+    n_w = corpus.n_workers
+    nz = np.flatnonzero(corpus.label > 0)
+    t_nz, lab_nz = corpus.token[nz], corpus.label[nz].astype(np.int64)
+    # Margins: counts of each class > 0 of every (document, annotator), numbered pair_base[d] + position.
+    d_nz = corpus.token_doc[t_nz]
+    pair_base = np.cumsum(n_in_doc) - n_in_doc
+    dw = pair_base[d_nz] + (nz - obs_base[d_nz]) % n_in_doc[d_nz]
+    dw_counts = np.bincount(dw * k_cls + lab_nz, minlength=int(n_in_doc.sum()) * k_cls).reshape(-1, k_cls)
+    row_m = np.zeros((shape[0], k_cls), dtype=np.int64)
+    col_m = np.zeros((shape[0], k_cls), dtype=np.int64)
+    n_tok = np.zeros(shape[0], dtype=np.int64)
+    for k, doc, col, ids in kept:
+        pi, pj = np.triu_indices(k, 1)
+        np.add.at(row_m, ids, dw_counts[pair_base[doc] + pi[col]])
+        np.add.at(col_m, ids, dw_counts[pair_base[doc] + pj[col]])
+        n_tok += np.bincount(ids, weights=corpus.doc_lengths[doc], minlength=shape[0]).astype(np.int64)
+    # Both classes > 0: the pairs of class > 0 annotations on each token (sorted by worker within it).
+    joint = np.zeros(shape[0] * k_cls * k_cls, dtype=np.int64)
+    per_token = np.bincount(t_nz, minlength=corpus.n_tokens)
+    start = np.cumsum(per_token) - per_token
+    w_nz = corpus.worker[nz].astype(np.int64)
+    sizes = np.flatnonzero(np.bincount(per_token)) if per_token.size else per_token
+    for m in sizes[sizes >= 2].tolist():
+        at = start[per_token == m][:, None]
+        pi, pj = np.triu_indices(m, 1)
+        ua, ub = (at + pi).ravel(), (at + pj).ravel()
+        pid = _code_numbers(w_nz[ua] * n_w + w_nz[ub], uniq, n_w * n_w)
+        ok = pid >= 0
+        cell = (pid[ok] * k_cls + lab_nz[ua[ok]]) * k_cls + lab_nz[ub[ok]]
+        joint += np.bincount(cell, minlength=joint.shape[0])
+    total = joint.reshape(shape)
+    both = total[:, 1:, 1:]
+    total[:, 1:, 0] = row_m[:, 1:] - both.sum(axis=2)
+    total[:, 0, 1:] = col_m[:, 1:] - both.sum(axis=1)
+    total[:, 0, 0] = n_tok - row_m[:, 1:].sum(axis=1) - total[:, 0, 1:].sum(axis=1)
+    return total
 
 
 def _frequent_codes(code: NDArray, min_count: int) -> tuple[NDArray, NDArray[np.int64]]:

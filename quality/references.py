@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 
 from crowdqa.aggregation.corpus import MISSING, Corpus
 
-__all__ = ["reference_labels", "RULES"]
+__all__ = ["reference_labels", "leave_one_out_references", "RULES"]
 
 RULES = ("union", "majority")
 
@@ -56,25 +56,77 @@ def reference_labels(corpus: Corpus, *, rule: str = "union") -> NDArray[np.int64
                 f"reference must be one of {RULES} or an annotator id, found {rule!r}"
             )
         return corpus.labels_of(corpus.worker_ids.index(rule))
-    is_expert = np.asarray(corpus.worker_roles) == "expert"
-    keep = is_expert[corpus.worker] if corpus.n_workers else np.zeros(corpus.n_obs, dtype=bool)
     out = np.full(corpus.n_tokens, MISSING, dtype=np.int64)
-    if not np.any(keep):
-        return out
-    # Only the experts' tokens are counted: annotations are sorted by token, so the distinct tokens are
-    # the starts of runs.
-    token = corpus.token[keep]
-    label = corpus.label[keep].astype(np.int64)
-    new = np.concatenate([[True], token[1:] != token[:-1]])
-    covered = token[new]
-    row = np.cumsum(new) - 1
-    n_classes = corpus.n_classes
-    counts = np.bincount(row * n_classes + label, minlength=covered.shape[0] * n_classes)
-    counts = counts.reshape(covered.shape[0], n_classes)
+    _, token, _, row, counts = _expert_counts(corpus)
+    out[token[np.flatnonzero(np.diff(row, prepend=-1))]] = _rule_labels(counts, rule=rule)
+    return out
+
+
+def _expert_counts(corpus: Corpus) -> tuple[NDArray, NDArray, NDArray, NDArray, NDArray]:
+    """The experts' annotations (indices, tokens, labels), each one's distinct token (0, 1, ... in token
+    order: annotations are sorted by token) and the expert label counts of each distinct token
+    (n_expert_tokens, n_classes). Only the experts' annotations are read past one gather of roles."""
+    is_expert = np.asarray(corpus.worker_roles) == "expert"
+    rows = np.flatnonzero(is_expert[corpus.worker]) if corpus.n_workers else np.zeros(0, dtype=np.int64)
+    token = corpus.token[rows]
+    label = corpus.label[rows].astype(np.int64)
+    row = np.cumsum(np.diff(token, prepend=-1) != 0) - 1
+    n_distinct = int(row[-1]) + 1 if row.size else 0
+    k = corpus.n_classes
+    counts = np.bincount(row * k + label, minlength=n_distinct * k).reshape(n_distinct, k)
+    return rows, token, label, row, counts
+
+
+def _rule_labels(counts: NDArray, *, rule: str) -> NDArray[np.int64]:
+    """The reference label of each row of expert label counts under ``rule`` (see :func:`reference_labels`).
+
+    Parameters
+    ----------
+    counts : ndarray of shape (n_rows, n_classes)
+        Expert labels of each class on a token; every row has at least one.
+    rule : {"union", "majority"}
+
+    Returns
+    -------
+    ndarray of shape (n_rows,), int64
+    """
+    # argmax returns the lowest index among ties: the documented tie rule.
     if rule == "union":
         pos = counts[:, 1:]
-        # argmax returns the lowest index among ties: the documented tie rule.
-        out[covered] = np.where(pos.sum(axis=1) > 0, pos.argmax(axis=1) + 1, 0)
-    else:
-        out[covered] = counts.argmax(axis=1)
-    return out
+        return np.where(pos.sum(axis=1) > 0, pos.argmax(axis=1) + 1, 0)
+    return counts.argmax(axis=1)
+
+
+def leave_one_out_references(corpus: Corpus, *, rule: str = "union") -> dict[int, tuple[NDArray, NDArray, NDArray]]:
+    """Every expert's labels beside the reference made by the *other* experts, from the experts' labels alone.
+
+    Parameters
+    ----------
+    corpus : Corpus
+    rule : {"union", "majority"}, default="union"
+
+    Returns
+    -------
+    dict of int to (token, label, reference)
+        For each expert index: the tokens the expert and at least one other expert labelled (sorted),
+        the expert's labels there, and :func:`reference_labels` of the corpus without that expert there.
+        Experts who share no token with another expert are absent.
+
+    Notes
+    -----
+    One count of the expert labels per token serves every expert: an expert's leave-one-out counts on a
+    token are the token's counts less their own label, so the cost follows the experts' labels, not the
+    number of experts times the corpus.
+    """
+    if rule not in RULES:
+        raise ValueError(f"rule must be one of {RULES}, found {rule!r}")
+    rows, token, label, row, counts = _expert_counts(corpus)
+    worker = corpus.worker[rows]
+    others = counts[row]  # (n_expert_obs, n_classes): the token's counts ...
+    others[np.arange(rows.shape[0]), label] -= 1  # ... without this annotation
+    shared = others.sum(axis=1) > 0
+    ref = _rule_labels(others[shared], rule=rule)
+    token, worker, label = token[shared], worker[shared], label[shared]
+    order = np.argsort(worker, kind="stable")  # by expert, tokens still sorted within each
+    bounds = np.flatnonzero(np.diff(worker[order])) + 1
+    return {int(worker[o[0]]): (token[o], label[o], ref[o]) for o in np.split(order, bounds) if o.size}

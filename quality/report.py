@@ -47,11 +47,11 @@ from numpy.typing import NDArray
 
 from crowdqa.aggregation.corpus import MISSING, Corpus
 from crowdqa.aggregation.spans import decode_spans
-from crowdqa.quality.agreement import cohen_kappa, krippendorff_alpha_corpus, pairwise_f1
+from crowdqa.quality.agreement import krippendorff_alpha_corpus
 from crowdqa.quality.intervals import clopper_pearson_bounds, grouped_bootstrap_f1_bounds
 from crowdqa.quality.metrics import grouped_counts, per_label_prf, prf_from_counts
 from crowdqa.quality.pair_agreement import kappa_from_confusions, pair_confusions
-from crowdqa.quality.references import RULES, reference_labels
+from crowdqa.quality.references import RULES, leave_one_out_references, reference_labels
 from crowdqa.quality.span_metrics import instance_counts
 
 if TYPE_CHECKING:  # the typed models (pydantic) are imported where a typed report is asked for, not here
@@ -124,10 +124,14 @@ def score_block(
 
 def _token_doc_counts(pred: NDArray, ref: NDArray, valid: NDArray, corpus: Corpus) -> tuple[NDArray, int]:
     """Per-document binary counts (only documents with a compared token) and the token count."""
-    doc = corpus.token_doc[valid]
-    counts = grouped_counts(pred[valid] > 0, ref[valid] > 0, doc, n_groups=corpus.n_docs)
-    present = np.bincount(doc, minlength=corpus.n_docs) > 0
-    return counts[present], int(np.count_nonzero(valid))
+    return _doc_counts(pred[valid] > 0, ref[valid] > 0, corpus.token_doc[valid], corpus.n_docs), int(
+        np.count_nonzero(valid))
+
+
+def _doc_counts(pred_pos: NDArray, ref_pos: NDArray, doc: NDArray, n_docs: int) -> NDArray[np.int64]:
+    """Binary tp/fp/fn of the documents with a compared token (document order), from compared tokens."""
+    counts = grouped_counts(pred_pos, ref_pos, doc, n_groups=n_docs)
+    return counts[np.bincount(doc, minlength=n_docs) > 0]
 
 
 def _span_blocks(
@@ -164,6 +168,8 @@ def _accuracy_block(correct: int, compared: int) -> dict:
 
 def _add_worker_accuracy(blocks: list[dict | None], corpus: Corpus, valid_obs: NDArray, ref_obs: NDArray) -> None:
     """Put each worker's accuracy (labels equal to ``ref_obs`` over the rows in ``valid_obs``) in its block."""
+    if all(block is None for block in blocks):  # nothing compared (e.g. a corpus without expert labels)
+        return
     # One bincount of (worker, outcome) codes; outcome 0 = not compared, 1 = compared and wrong, 2 = right.
     code = corpus.worker.astype(np.intp) * 3
     code += valid_obs
@@ -244,15 +250,16 @@ def _obs_pairs(corpus: Corpus) -> tuple[NDArray, NDArray]:
     """
     if corpus.n_tokens == corpus.n_docs:
         return np.arange(corpus.n_obs, dtype=np.int64), corpus.worker.astype(np.int64)
-    obs_doc = corpus.obs_doc
-    at_first = corpus.token == corpus.doc_start[obs_doc]
-    pair_worker = corpus.worker[at_first].astype(np.int64)
-    n_in_doc = np.bincount(obs_doc[at_first], minlength=corpus.n_docs)
-    pair_base = np.concatenate([[0], np.cumsum(n_in_doc)[:-1]])
-    obs_base = np.searchsorted(corpus.token, corpus.doc_start[:-1])
-    i = np.arange(corpus.n_obs, dtype=np.int64)
-    pair = pair_base[obs_doc] + (i - obs_base[obs_doc]) % np.maximum(n_in_doc, 1)[obs_doc]
-    return pair, pair_worker
+    n_in_doc = np.bincount(corpus.token, minlength=corpus.n_tokens)[corpus.doc_start[:-1]]
+    block = n_in_doc * corpus.doc_lengths  # annotations of each document
+    obs_base = np.cumsum(block) - block
+    pair_base = np.cumsum(n_in_doc) - n_in_doc
+    # The first row of a document's block lists its annotators.
+    pair_worker = corpus.worker[np.repeat(obs_base - pair_base, n_in_doc) + np.arange(int(n_in_doc.sum()))]
+    pair = np.arange(corpus.n_obs, dtype=np.int64) - np.repeat(obs_base, block)  # offset in the block
+    pair %= np.repeat(np.maximum(n_in_doc, 1), block)
+    pair += np.repeat(pair_base, block)
+    return pair, pair_worker.astype(np.int64)
 
 
 def _pair_counts(
@@ -264,7 +271,8 @@ def _pair_counts(
     """
     pair, pair_worker = pairs
     n_pairs = pair_worker.shape[0]
-    used = np.bincount(pair[valid], minlength=n_pairs) > 0
+    # One-token documents: every annotation is its own pair (_obs_pairs).
+    used = valid if corpus.n_tokens == corpus.n_docs else np.bincount(pair[valid], minlength=n_pairs) > 0
     counts = None
     if ref_pos is not None:
         counts = grouped_counts(corpus.label[valid] > 0, ref_pos[valid], pair[valid], n_groups=n_pairs)[used]
@@ -356,7 +364,6 @@ def build_report_data(
     """
     n_tokens = corpus.n_tokens
     agg = _check_labels(labels, corpus, "labels")
-    agg_ok = agg != MISSING  # tokens the aggregate covers
     if clamped is None:
         clamped = np.zeros(n_tokens, dtype=bool)
     clamped = np.asarray(clamped, dtype=bool)
@@ -417,41 +424,39 @@ def build_report_data(
     pairs = _obs_pairs(corpus)
     # Workers and experts are scored on every expert token, clamped or not: their labels
     # never came from the fit, so giving experts to the aggregator does not bias them.
-    valid_e = (ref != MISSING)[tok]
-    ce, we, _ = _pair_counts(corpus, pairs, valid_e, None if categorical else ref[tok] > 0)
+    ref_tok = ref[tok]
+    valid_e = ref_tok != MISSING
+    ce, we, _ = _pair_counts(corpus, pairs, valid_e, None if categorical else ref_tok > 0)
     id_rank = _id_rank(corpus.worker_ids)
     vs_expert = _worker_blocks(ce, we, np.bincount(corpus.worker[valid_e], minlength=corpus.n_workers),
                                id_rank=id_rank, n_boot=n_boot, seed=seed, stream=2,
                                min_boot_docs=min_boot_docs)
-    _add_worker_accuracy(vs_expert, corpus, valid_e, ref[tok])
+    _add_worker_accuracy(vs_expert, corpus, valid_e, ref_tok)
     # An expert is scored against the *other* experts (leave-one-out), never against a
     # reference that contains their own labels.
     experts = corpus.workers_with_role("expert")
+    loo = leave_one_out_references(corpus, rule=reference) if reference in RULES else {}
     for w in experts.tolist():
         if reference not in RULES:
             if corpus.worker_ids[w] == reference:
                 vs_expert[w] = None
             continue
-        if experts.shape[0] == 1:  # no other expert to compare with
+        if w not in loo:  # no other expert labelled a token this one did
             vs_expert[w] = None
             continue
-        others = np.setdiff1d(np.arange(corpus.n_workers), [w])
-        ref_w = reference_labels(corpus.select_workers(others), rule=reference)
-        lab_w = corpus.labels_of(w)
-        ok = (ref_w != MISSING) & (lab_w != MISSING)
-        if not np.any(ok):
-            vs_expert[w] = None
-            continue
-        c_w, n_tok = _token_doc_counts(lab_w, ref_w, ok, corpus)
+        tok_w, lab_w, ref_w = loo[w]
+        c_w = _doc_counts(lab_w > 0, ref_w > 0, corpus.token_doc[tok_w], corpus.n_docs)
+        n_tok = int(tok_w.shape[0])
         vs_expert[w] = ({"documents": int(c_w.shape[0]), "tokens": n_tok} if categorical else
                         score_block(c_w, n_boot=n_boot, rng=np.random.default_rng([seed, 4, int(id_rank[w])]),
                                     min_boot_docs=min_boot_docs, tokens=n_tok))
-        vs_expert[w]["accuracy"] = _accuracy_block(int(np.count_nonzero(lab_w[ok] == ref_w[ok])), n_tok)
-    valid_a = agg_ok[tok]
-    ca, wa, n_tok_a = _pair_counts(corpus, pairs, valid_a, None if categorical else agg[tok] > 0)
+        vs_expert[w]["accuracy"] = _accuracy_block(int(np.count_nonzero(lab_w == ref_w)), n_tok)
+    agg_tok = agg[tok]
+    valid_a = agg_tok != MISSING
+    ca, wa, n_tok_a = _pair_counts(corpus, pairs, valid_a, None if categorical else agg_tok > 0)
     vs_agg = _worker_blocks(ca, wa, n_tok_a, id_rank=id_rank, n_boot=n_boot, seed=seed, stream=3,
                             min_boot_docs=min_boot_docs)
-    _add_worker_accuracy(vs_agg, corpus, valid_a, agg[tok])
+    _add_worker_accuracy(vs_agg, corpus, valid_a, agg_tok)
     n_tok_w = np.bincount(corpus.worker, minlength=corpus.n_workers)
     docs_w = np.bincount(pairs[1], minlength=corpus.n_workers)
     workers = [
@@ -462,17 +467,16 @@ def build_report_data(
     ]
 
     # ---- agreement
-    dense = {int(w): corpus.labels_of(int(w)) for w in experts}
+    # Expert pairs from their joint label counts (all pairs at once); F1 of a against b (positive = not class 0).
     pairs = []
-    for i, a in enumerate(experts):
-        for b in experts[i + 1:]:
-            la, lb = dense[int(a)], dense[int(b)]
-            shared = int(np.count_nonzero((la != MISSING) & (lb != MISSING)))
-            if shared == 0:
-                continue
-            f1 = pairwise_f1(la, lb)
-            pairs.append({"a": corpus.worker_ids[a], "b": corpus.worker_ids[b], "tokens": shared,
-                          "kappa": _num(cohen_kappa(la, lb, n_classes=corpus.n_classes)), "f1": _num(f1.f1)})
+    if experts.shape[0] > 1:
+        pe = pair_confusions(corpus, annotators=experts, min_documents=1)
+        pe_kappa = kappa_from_confusions(pe.confusion)
+        pe_f1 = prf_from_counts(pe.confusion[:, 1:, 1:].sum(axis=(1, 2)), pe.confusion[:, 1:, 0].sum(axis=1),
+                                pe.confusion[:, 0, 1:].sum(axis=1))[2]
+        pairs = [{"a": corpus.worker_ids[a], "b": corpus.worker_ids[b], "tokens": int(cm.sum()), "kappa": _num(k),
+                  "f1": _num(f)}
+                 for a, b, cm, k, f in zip(pe.a.tolist(), pe.b.tolist(), pe.confusion, pe_kappa, pe_f1, strict=True)]
     alpha = krippendorff_alpha_corpus(corpus)
     crowd = corpus.workers_with_role("crowd")
     pc = pair_confusions(corpus, annotators=crowd, min_documents=min_pair_docs)

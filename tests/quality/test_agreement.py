@@ -183,13 +183,16 @@ def test_bootstrap_interval_in_unit_range(rows):
         assert 0.0 <= iv.low <= iv.high <= 1.0
 
 
-def test_pair_confusions_brute_force(seed):
-    """Oracle: for every annotator pair, dense labels_of + a loop count; pairs sharing nothing are absent."""
+@pytest.mark.parametrize("method", ["dense", "sparse", "auto"])
+@pytest.mark.parametrize("bio", [False, True])
+def test_pair_confusions_brute_force(seed, method, bio):
+    """Oracle: for every annotator pair, dense labels_of + a loop count; pairs sharing nothing are absent.
+    Both ways of counting a pair's tokens (every token, or the class > 0 annotations plus margins)."""
     from crowdqa.quality.pair_agreement import kappa_from_confusions, pair_confusions
     from tests.quality.test_report import random_corpus
 
-    c = random_corpus(seed, n_docs=25, n_crowd=7)
-    pc = pair_confusions(c, chunk=50)  # tiny chunks exercise the chunked path
+    c = random_corpus(seed, n_docs=25, n_crowd=7, bio=bio)
+    pc = pair_confusions(c, chunk=50, method=method)  # tiny chunks exercise the chunked path
     got = {(int(a), int(b)): (cf, int(d)) for a, b, cf, d in zip(pc.a, pc.b, pc.confusion, pc.documents, strict=True)}
     kap = dict(zip(zip(pc.a.tolist(), pc.b.tolist(), strict=True), kappa_from_confusions(pc.confusion).tolist(),
                    strict=True))
@@ -208,8 +211,9 @@ def test_pair_confusions_brute_force(seed):
             assert kap[(a, b)] == pytest.approx(k, nan_ok=True)
 
 
+@pytest.mark.parametrize("method", ["dense", "sparse"])
 @pytest.mark.parametrize("min_documents", [1, 2, 3, 5])
-def test_pair_confusions_min_documents_and_annotators(seed, min_documents):
+def test_pair_confusions_min_documents_and_annotators(seed, min_documents, method):
     """Oracle: the pairs sharing >= min_documents documents of the annotators' own corpus, unfiltered."""
     from crowdqa.quality.pair_agreement import pair_confusions
     from tests.quality.test_report import random_corpus
@@ -218,7 +222,7 @@ def test_pair_confusions_min_documents_and_annotators(seed, min_documents):
     chosen = np.sort(np.random.default_rng(seed).choice(c.n_workers, 8, replace=False))
     full = pair_confusions(c.select_workers(chosen))
     keep = full.documents >= min_documents
-    got = pair_confusions(c, annotators=chosen, min_documents=min_documents, chunk=40)
+    got = pair_confusions(c, annotators=chosen, min_documents=min_documents, chunk=40, method=method)
     for name in ("a", "b", "confusion", "documents"):
         assert np.array_equal(getattr(got, name), getattr(full, name)[keep])
 
