@@ -309,19 +309,23 @@ def _note_positional(names: list[str], chosen: dict, cols: dict, problems: Probl
                       "name the columns with id_column, annotator_column, answer_column if that is wrong")
 
 
+#: Bytes per block of Arrow's parser: a file of a few MB is several blocks, parsed on both cores.
+_BLOCK_BYTES = 1 << 20
+
+
 def _read_columnar(path: Path, chosen: dict[str, str | None], *, role: str,
                    problems: ProblemLog | None = None) -> Corpus | None:
-    """The whole file read by Arrow (:mod:`crowdqa.ingest._columnar`), or None to let the row loop read it.
+    """The whole file read at once, or None to let the row loop read it.
 
-    Gives up on anything the row loop would report or treat specially: a row of another width,
-    an empty or space-padded field, a duplicate (item, annotator), conflicting gold values, the
-    reserved annotator id, UTF-16 text; it then returns None, so the same file gives the same
-    corpus (and the same messages) either way.
+    A plain file (no quote, no ``\r``, no control byte, every row as wide as the header, fields
+    of at most :data:`~crowdqa.ingest._bytes.MAX_FIELD_BYTES` bytes) is read as one byte array
+    (:func:`_byte_columns`), without importing a parser; other files by Arrow's CSV reader
+    (:mod:`crowdqa.ingest._columnar`), whose parser encodes the columns (no ``pyarrow.compute``).
+    Either gives up on anything the row loop would report or treat specially: a row of another
+    width, an empty or space-padded field, a duplicate (item, annotator), conflicting gold
+    values, the reserved annotator id, UTF-16 text; it then returns None, so the same file gives
+    the same corpus (and the same messages) either way.
     """
-    import pyarrow.compute as pc
-
-    from crowdqa.ingest._columnar import clean_strings, factorize, int_values, read_csv_columns
-
     source = str(path)
     try:
         with open(path, "rb") as fh:
@@ -335,42 +339,100 @@ def _read_columnar(path: Path, chosen: dict[str, str | None], *, role: str,
         cols = _columns(names, chosen, source)
     except IngestError:
         return None
-    i_item, i_ann, i_label, i_gold = cols["item"], cols["annotator"], cols["label"], cols["gold"]
-    if problems is not None:
-        _note_positional(names, chosen, cols, problems)
-    used = [i for i in (i_item, i_ann, i_label, i_gold) if i is not None]
-    table = read_csv_columns(path, delimiter=delimiter, n_columns=len(names), columns=used)
-    if table is None or len(table[i_item]) == 0:
+    used = [i for i in (cols["item"], cols["annotator"], cols["label"], cols["gold"]) if i is not None]
+    columns = _byte_columns(path, delimiter=delimiter, n_columns=len(names), columns=used)
+    if columns is None:
+        columns = _arrow_columns(path, delimiter=delimiter, n_columns=len(names), columns=used)
+    if columns is None:
         return None
-    # Distinct values are checked, not every cell: far fewer strings than rows.
-    item, item_ids = factorize(table[i_item])
-    if not clean_strings(item_ids):
+    corpus = _from_codes(columns, cols, role=role)
+    if corpus is not None and problems is not None:
+        _note_positional(names, chosen, cols, problems)
+    return corpus
+
+
+#: Codes and distinct values of each column read, by column index.
+_Columns = dict[int, tuple[NDArray[np.int64], list[str]]]
+
+
+def _byte_columns(path: Path, *, delimiter: str, n_columns: int, columns: list[int]) -> _Columns | None:
+    """The columns of a plain file, read as one byte array (:mod:`crowdqa.ingest._bytes`), or None."""
+    from crowdqa.ingest._bytes import field_bounds, field_codes, line_bounds, padded
+
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+    header_end = data.find(b"\n")
+    if header_end < 0 or b'"' in data or b"\r" in data:
+        return None  # quoting and line-ending rules: Arrow's parser
+    body, size = padded(data[header_end + 1:]), len(data) - header_end - 1
+    del data
+    text = body[:size]
+    if np.count_nonzero(text < 32) != np.count_nonzero(text == 10) + np.count_nonzero(text == 9):
+        return None  # a control byte (the row loop's csv module treats some specially)
+    starts, ends = line_bounds(body, size)
+    full = ends > starts  # empty lines are skipped, as by the row loop
+    bounds = field_bounds(body, size, starts[full], ends[full], delimiter=ord(delimiter), n_fields=n_columns)
+    if bounds is None or bounds.shape[0] == 0:
+        return None
+    out = {}
+    for i in columns:
+        encoded = field_codes(body, bounds[:, i] + 1, bounds[:, i + 1] - bounds[:, i] - 1, first_seen=True)
+        if encoded is None:
+            return None
+        out[i] = encoded
+    return out
+
+
+def _arrow_columns(path: Path, *, delimiter: str, n_columns: int, columns: list[int]) -> _Columns | None:
+    """The columns read by Arrow's CSV parser, which encodes them (no ``pyarrow.compute`` to import)."""
+    from crowdqa.ingest._columnar import dictionary_codes, read_csv_columns
+
+    # Blocks both cores parse.
+    table = read_csv_columns(path, delimiter=delimiter, n_columns=n_columns, columns=columns, dictionary=True,
+                             block_size=_BLOCK_BYTES)
+    if table is None:
+        return None
+    out = {}
+    for i in columns:
+        codes, values = dictionary_codes(table[i])
+        out[i] = codes, values.to_pylist()
+    return out
+
+
+def _from_codes(columns: _Columns, cols: dict[str, int | None], *, role: str) -> Corpus | None:
+    """The corpus of encoded columns (values in order of first appearance), or None where the row loop would
+    report something. Distinct values are checked, not every cell: far fewer strings than rows."""
+    i_item, i_ann, i_label, i_gold = cols["item"], cols["annotator"], cols["label"], cols["gold"]
+    item, item_ids = columns[i_item]
+    if item.size == 0 or not _clean(item_ids):
         return None
     label_names: list[str] = []
     worker = label = np.zeros(0, dtype=np.int64)
     worker_names: list[str] = []
     if i_ann is not None:
-        worker, worker_ids = factorize(table[i_ann])
-        label, labels_seen = factorize(table[i_label])
-        if not (clean_strings(worker_ids) and clean_strings(labels_seen)):
+        (worker, worker_names), (label, label_names) = columns[i_ann], columns[i_label]
+        if not (_clean(worker_names) and _clean(label_names)):
             return None
-        worker_names, label_names = worker_ids.to_pylist(), labels_seen.to_pylist()
+        label_names = list(label_names)
         if i_gold is not None and GOLD_ANNOTATOR in worker_names:
             return None
     gold_item = gold_label = np.zeros(0, dtype=np.int64)
     if i_gold is not None:
-        g_code, g_names = factorize(table[i_gold])
-        # (pc.utf8_length cast to bool, not a comparison with "": pyarrow converts a scalar with pandas)
-        given = g_names if i_ann is None else pc.filter(g_names, pc.cast(pc.utf8_length(g_names), "bool"))
-        if len(given) and not clean_strings(given):  # answer rows: a blank gold cell says "no gold here"
+        g_code, g_list = columns[i_gold]
+        given = g_list if i_ann is None else [g for g in g_list if g]  # answer rows: a blank gold cell is no gold
+        if given and not _clean(given):
             return None
         # One label list for answers and gold values.
         index = {name: k for k, name in enumerate(label_names)}
-        for name in given.to_pylist():
+        for name in given:
             if name not in index:
                 index[name] = len(label_names)
                 label_names.append(name)
-        g_label = np.array([index.get(name, -1) for name in g_names.to_pylist()], dtype=np.int64)[g_code]
+        g_label = np.array([index.get(name, -1) for name in g_list], dtype=np.int64)[g_code]
         has = g_label >= 0
         n_lab = max(len(label_names), 1)
         pairs = np.unique(item[has] * n_lab + g_label[has])
@@ -379,10 +441,13 @@ def _read_columnar(path: Path, chosen: dict[str, str | None], *, role: str,
             return None
         gold_label = pairs % n_lab
     answered = item if i_ann is not None else np.zeros(0, dtype=np.int64)
-    lengths = int_values(pc.utf8_length(item_ids))
     try:
-        return _corpus(answered, worker, label, gold_item, gold_label, item_ids=item_ids.to_pylist(),
-                       worker_ids=worker_names, label_names=label_names, role=role,
-                       item_lengths=lengths)
+        return _corpus(answered, worker, label, gold_item, gold_label, item_ids=list(item_ids),
+                       worker_ids=worker_names, label_names=label_names, role=role)
     except ValueError:  # a duplicate (item, annotator): the row loop names its line
         return None
+
+
+def _clean(values: list[str]) -> bool:
+    """Every value non-empty and without spaces at its ends (what the row loop's ``strip`` keeps)."""
+    return all(v and v == v.strip() for v in values)

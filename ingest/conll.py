@@ -29,6 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from crowdqa.aggregation.corpus import Corpus, entity_type
+from crowdqa.ingest._bytes import field_bounds, field_codes, joined, line_bounds, padded
 from crowdqa.ingest._common import reader_log
 from crowdqa.ingest._io import read_text
 from crowdqa.ingest.build import class_names_for, corpus_from_token_labels
@@ -128,10 +129,6 @@ def read_conll(path: str | os.PathLike, *, role: str = "crowd", problems: Proble
 
 #: Beyond ASCII, the characters ``str.split`` and ``str.splitlines`` also cut at (ASCII ones are bytes below 33).
 _WIDE_SPACE = "[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
-#: ``_LOW_BYTES[n]``: the low ``n`` bytes of a little-endian 64-bit word (n = 0..8).
-_LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
-#: Longest tag (in bytes) the array path encodes; longer ones are left to the line loop.
-_MAX_TAG_BYTES = 32
 
 
 def _read_columnar(path: Path, *, role: str) -> Corpus | None:
@@ -139,14 +136,15 @@ def _read_columnar(path: Path, *, role: str) -> Corpus | None:
 
     Applies to files whose fields are separated by single tabs (or single spaces) throughout, with
     no other whitespace or control byte (no ``\r``, no line of only spaces, no empty field), no
-    ``-DOCSTART-`` line, valid UTF-8 and tags of at most :data:`_MAX_TAG_BYTES` bytes; gives up on
-    anything the line loop would report (a row of another width, a column mixing ``?`` and tags in
-    a sentence), so messages naming the line, and ``on_error="skip"``, come from the line loop. The
-    corpus is the line loop's: documents ``"1"``, ``"2"``, ... in file order, annotators numbered
-    in order of first appearance, tags mapped to the same schema.
+    ``-DOCSTART-`` line, valid UTF-8 and tags of at most
+    :data:`~crowdqa.ingest._bytes.MAX_FIELD_BYTES` bytes; gives up on anything the line loop would
+    report (a row of another width, a column mixing ``?`` and tags in a sentence), so messages
+    naming the line, and ``on_error="skip"``, come from the line loop. The corpus is the line
+    loop's: documents ``"1"``, ``"2"``, ... in file order, annotators numbered in order of first
+    appearance, tags mapped to the same schema.
 
     Fields are found from the positions of the newline and delimiter bytes; tags are encoded by
-    their bytes (:func:`_field_codes`) and token texts copied out of the bytes
+    their bytes (:mod:`crowdqa.ingest._bytes`) and token texts copied out of the bytes
     (:func:`_token_texts`), with no Python string per row.
     """
     try:
@@ -175,47 +173,36 @@ def _read_columnar(path: Path, *, role: str) -> Corpus | None:
                 return None
         except UnicodeDecodeError:
             return None
-    # 8 zero bytes after the end, so every field can be read as whole 64-bit words.
-    body = np.frombuffer(data[at:] + bytes(8 * (_MAX_TAG_BYTES // 8)), dtype=np.uint8)
-    size = len(data) - at
+    body, size = padded(data[at:]), len(data) - at
     # Lines: a blank line (nothing at all between two newlines) ends a sentence.
-    ends = np.flatnonzero(body[:size] == 10)
-    if size and body[size - 1] != 10:
-        ends = np.append(ends, size)
-    starts = np.concatenate([[0], ends[:-1] + 1])
+    starts, ends = line_bounds(body, size)
     token_line = ends > starts
     row_start, row_end = starts[token_line], ends[token_line]
     n_rows = row_start.size
     if n_rows == 0:
         return None
     delim = 9 if np.any(body[row_start[0]:row_end[0]] == 9) else 32
-    delims = np.flatnonzero(body[:size] == delim)
-    n_newlines = ends.size - (size and body[size - 1] != 10)
-    if np.count_nonzero(body[:size] < 33) != n_newlines + delims.size:
+    n_newlines = int(np.count_nonzero(body[:size] == 10))
+    if np.count_nonzero(body[:size] < 33) != n_newlines + np.count_nonzero(body[:size] == delim):
         return None  # whitespace other than single delimiters and newlines, or a control byte
-    n_fields = int(np.count_nonzero(delims < row_end[0])) + 1
+    n_fields = int(np.count_nonzero(body[row_start[0]:row_end[0]] == delim)) + 1
     if names is None:
         names = [f"{role}:{i}" for i in range(1, n_fields)]
-    if n_fields != len(names) + 1 or n_fields < 2 or delims.size != n_rows * (n_fields - 1):
+    if n_fields != len(names) + 1 or n_fields < 2:
         return None
-    # Field boundaries of every row. With as many delimiters as n_rows * (n_fields - 1), every field
-    # non-empty means every row holds exactly its own n_fields - 1 of them (a row with more or fewer
-    # pushes one into a neighbour, which the check below sees as an empty or negative field).
-    bounds = np.empty((n_rows, n_fields + 1), dtype=np.int64)
-    bounds[:, 0] = row_start - 1
-    bounds[:, 1:-1] = delims.reshape(n_rows, n_fields - 1)
-    bounds[:, -1] = row_end
-    del delims
+    bounds = field_bounds(body, size, row_start, row_end, delimiter=delim, n_fields=n_fields)
+    if bounds is None:
+        return None
     width = np.diff(bounds, axis=1) - 1  # bytes of each field
     if np.any(width < 1):
-        return None
+        return None  # an empty field (a delimiter at a line's start or end, or two in a row)
     # Sentence of every token row: a blank line before a row starts a new sentence.
     blanks_before = np.cumsum(~token_line)[token_line]
     sentence = np.cumsum(np.diff(blanks_before, prepend=-1) != 0) - 1
     n_docs = int(sentence[-1]) + 1
     doc_lengths = np.bincount(sentence, minlength=n_docs).astype(np.int64)
     # Tags: one encoding of every tag cell (row by row, columns left to right); "?" marks an absent annotator.
-    encoded = _field_codes(body, (bounds[:, 1:-1] + 1).ravel(), width[:, 1:].ravel())
+    encoded = field_codes(body, (bounds[:, 1:-1] + 1).ravel(), width[:, 1:].ravel())
     if encoded is None:
         return None
     codes, vocab = encoded
@@ -252,54 +239,6 @@ def _read_columnar(path: Path, *, role: str) -> Corpus | None:
     )
 
 
-def _field_codes(body: NDArray[np.uint8], start: NDArray[np.int64], width: NDArray[np.int64]
-                 ) -> tuple[NDArray[np.intp], list[str]] | None:
-    """Codes and distinct values of byte fields ``body[start:start + width]`` (a factorisation), or None.
-
-    Each field is read as up to four little-endian 64-bit words (``body`` holds 32 zero bytes
-    after its end), bytes past the field masked off; a field has no zero byte, so its words are
-    unique to it. Fields of one word are keyed by it; longer ones by a multiplicative mix of their
-    words, and every field's words are then compared with those of its code's value, so a
-    collision of the mix returns None instead of a wrong code. Distinct keys are few (tags), so
-    they are found by ``searchsorted`` into the keys of a first block, grown by the misses,
-    rather than by a sort of every field.
-
-    Returns
-    -------
-    codes : ndarray of shape (n_fields,)
-        Index of each field's value in ``values``.
-    values : list of str
-        The distinct fields, decoded (UTF-8), in the order of their keys.
-    """
-    n_words = -(-int(width.max()) // 8)
-    if n_words > _MAX_TAG_BYTES // 8:
-        return None
-    word = np.ndarray(buffer=body, dtype="<u8", shape=(body.size - 7,), strides=(1,))
-    words = [word[start + 8 * j] & _LOW_BYTES[np.clip(width - 8 * j, 0, 8)] for j in range(n_words)]
-    key = words[0]
-    for w in words[1:]:
-        key = key * np.uint64(0x9E3779B97F4A7C15) ^ w  # (wraps modulo 2**64)
-    distinct = np.unique(key[:1 << 16])
-    while True:
-        codes = np.searchsorted(distinct, key)
-        np.minimum(codes, distinct.size - 1, out=codes)
-        miss = distinct[codes] != key
-        if not miss.any():
-            break
-        distinct = np.union1d(distinct, key[miss])
-    some = np.empty(distinct.size, dtype=np.int64)
-    some[codes] = np.arange(codes.size)  # a field of each value
-    if n_words > 1 and not all(np.array_equal(w, w[some][codes]) for w in words):
-        return None
-    values = []
-    for i in some.tolist():
-        try:
-            values.append(body[start[i]:start[i] + width[i]].tobytes().decode("utf-8"))
-        except UnicodeDecodeError:
-            return None
-    return codes, values
-
-
 def _token_texts(body: NDArray[np.uint8], first: NDArray[np.int64], last: NDArray[np.int64],
                  doc_lengths: NDArray[np.int64]) -> tuple[tuple[str, ...], NDArray[np.int64], NDArray[np.int64]]:
     """Document texts (tokens joined by single spaces) and token offsets, from the tokens' bytes.
@@ -318,24 +257,17 @@ def _token_texts(body: NDArray[np.uint8], first: NDArray[np.int64], last: NDArra
     size = last - first
     out_end = np.cumsum(size + 1)
     out_start = out_end - size - 1
-    # Where each output byte comes from: one step forward within a token and its separator, a jump to the
-    # next token's first byte (a running sum of steps; the separator takes the delimiter's byte, then a space).
-    step = np.ones(int(out_end[-1]), dtype=np.int32 if body.size < 2**31 else np.int64)
-    step[out_start[1:]] = first[1:] - last[:-1]
-    step[0] = first[0]
-    out = body[np.cumsum(step, out=step)]
-    del step
-    out[out_end - 1] = 32
+    out = joined(body, first, size, separator=32)
     if np.any(out >= 128):
         cont = np.zeros(out.size + 1, dtype=np.int64)
         np.cumsum((out & 0xC0) == 0x80, out=cont[1:])
         size = size - (cont[out_end - 1] - cont[out_start])
         out_start = out_start - cont[out_start]
-    joined = out.tobytes().decode("utf-8")
+    text = out.tobytes().decode("utf-8")
     doc_start = np.concatenate([[0], np.cumsum(doc_lengths)])
     text_start = out_start[doc_start[:-1]].tolist()
     text_end = (out_start[doc_start[1:] - 1] + size[doc_start[1:] - 1]).tolist()
-    texts = tuple(joined[a:b] for a, b in zip(text_start, text_end, strict=True))
+    texts = tuple(text[a:b] for a, b in zip(text_start, text_end, strict=True))
     start = out_start - np.repeat(out_start[doc_start[:-1]], doc_lengths)
     return texts, start, size
 

@@ -212,7 +212,14 @@ def test_reference_file_without_annotators_merges_with_the_crowd_file(tmp_path):
 
 
 def _both_paths(path, monkeypatch, **options):
-    """The corpus (or the error) read by Arrow's fast path and by the row loop alone."""
+    """The corpus (or the error) read by the fast paths (bytes, else Arrow) and by the row loop alone."""
+    fast, arrow, slow = _three_paths(path, monkeypatch, **options)
+    assert_same_corpus(arrow, slow)
+    return fast, slow
+
+
+def _three_paths(path, monkeypatch, **options):
+    """The corpus (or the error) read by the fast paths, by Arrow's path (the byte path off) and by the row loop."""
     import crowdqa.ingest.categorical as cat
 
     def read():
@@ -223,12 +230,16 @@ def _both_paths(path, monkeypatch, **options):
 
     fast = read()
     with monkeypatch.context() as m:
+        m.setattr(cat, "_byte_columns", lambda *a, **k: None)
+        arrow = read()
+    with monkeypatch.context() as m:
         m.setattr(cat, "_read_columnar", lambda *a, **k: None)
         slow = read()
-    return fast, slow
+    return fast, arrow, slow
 
 
-_CELLS = st.sampled_from(["a", "b", "c", "2", "10", "-1", " a", "b ", "", "gold", "x,y", 'q"r', "é", "w1", "w2"])
+_CELLS = st.sampled_from(["a", "b", "c", "2", "10", "-1", " a", "b ", "", "gold", "x,y", 'q"r', "é", "w1", "w2",
+                          "a b", "worker0042", "task0000001", "L" * 40, "x\x01y", "tab\tin", "ü" * 9])
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -266,4 +277,54 @@ def test_columnar_fast_path_on_a_clean_file(tmp_path, monkeypatch, seed):
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     assert cat._read_columnar(path, {"item": None, "annotator": None, "label": None, "gold": None},
                               role="crowd") is not None
+    assert cat._byte_columns(path, delimiter=",", n_columns=4, columns=[0, 1, 2, 3]) is not None
     assert_same_corpus(*_both_paths(path, monkeypatch))
+
+
+def test_columnar_blocks_merge_in_order_of_first_appearance(tmp_path, monkeypatch, seed):
+    """Arrow's parser encodes each block on its own. Oracle: the row loop, on a file of many blocks (256 bytes
+    each) where new items, workers and labels keep appearing in later blocks."""
+    import crowdqa.ingest.categorical as cat
+    from crowdqa.ingest._columnar import read_csv_columns
+
+    rng = np.random.default_rng(seed)
+    # Item i answered by three distinct workers; rows shuffled within runs of 40, so later blocks bring new
+    # items, workers (the pool grows with i) and labels.
+    rows = [f"q{i},w{(3 * i + k) % 11 + i // 30},{int(rng.integers(0, 2 + i // 40))}"
+            for i in range(150) for k in range(3)]
+    lines = ["item,worker,label"] + [r for a in range(0, len(rows), 40) for r in rng.permutation(rows[a:a + 40])]
+    path = tmp_path / "blocks.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    monkeypatch.setattr(cat, "_BLOCK_BYTES", 256)
+    assert read_csv_columns(path, delimiter=",", n_columns=3, columns=[0], dictionary=True,
+                            block_size=256)[0].num_chunks > 5
+    monkeypatch.setattr(cat, "_byte_columns", lambda *a, **k: None)  # Arrow's path, not the byte path
+    assert cat._read_columnar(path, {"item": None, "annotator": None, "label": None, "gold": None},
+                              role="crowd") is not None
+    assert_same_corpus(*_both_paths(path, monkeypatch))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n_items=st.integers(1, 60), stem=st.sampled_from(["t", "task", "ü", "item-with-a-long-name/", "日本"]),
+       workers=st.integers(1, 12), gold=st.booleans(), tab=st.booleans(), end=st.booleans(), seed=st.integers(0, 9))
+def test_byte_path_equals_the_row_loop_on_clean_files(tmp_path, monkeypatch, n_items, stem, workers, gold, tab, end,
+                                                      seed):
+    """Oracle: the row loop (and Arrow's path). Clean files of ids from 1 to 32 bytes (one to four 64-bit words,
+    ASCII or not), labels and gold values in any order are read by the byte path, to the same corpus."""
+    import crowdqa.ingest.categorical as cat
+
+    rng = np.random.default_rng(seed)
+    sep = "\t" if tab else ","
+    lines = [sep.join(["item", "worker", "label", "gold"] if gold else ["item", "worker", "label"])]
+    truth = {i: str(rng.integers(0, 5)) for i in range(n_items)}
+    for i in rng.permutation(n_items):
+        for w in rng.choice(workers, size=min(workers, 3), replace=False):
+            row = [f"{stem}{i}", f"w{w}", str(rng.integers(0, 5))]
+            lines.append(sep.join(row + ([truth[i] if rng.random() < 0.5 else ""] if gold else [])))
+    path = tmp_path / "clean.csv"
+    path.write_text("\n".join(lines) + ("\n" if end else ""), encoding="utf-8")
+    n = 4 if gold else 3
+    assert cat._byte_columns(path, delimiter=sep, n_columns=n, columns=list(range(n))) is not None
+    fast, arrow, slow = _three_paths(path, monkeypatch)
+    assert_same_corpus(fast, slow)
+    assert_same_corpus(arrow, slow)

@@ -1,0 +1,167 @@
+"""The array paths of the line-based readers: lines, fields and field codes read from one byte array.
+
+A reader that can take its whole file as bytes (CoNLL, a plain categorical CSV) finds the lines
+and fields from the positions of the newline and delimiter bytes and encodes each field by its
+bytes (:func:`field_codes`), so no Python string is made per row and no parser library is
+imported. Each caller first checks that its file is plain enough for this (no quotes, no
+control bytes, valid UTF-8...) and otherwise leaves it to its own row loop, which names the
+file and line of anything wrong.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["MAX_FIELD_BYTES", "padded", "line_bounds", "field_bounds", "field_codes", "joined"]
+
+#: Longest field (in bytes) :func:`field_codes` encodes; callers leave longer ones to their row loop.
+MAX_FIELD_BYTES = 32
+#: ``_LOW_BYTES[n]``: the low ``n`` bytes of a little-endian 64-bit word (n = 0..8).
+_LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
+#: Distinct values in the first block of fields above which they are found by one sort of all keys.
+_MANY = 1 << 12
+
+
+def padded(data: bytes) -> NDArray[np.uint8]:
+    """``data`` as a byte array followed by :data:`MAX_FIELD_BYTES` zero bytes (``field_codes`` reads whole words)."""
+    return np.frombuffer(data + bytes(MAX_FIELD_BYTES), dtype=np.uint8)
+
+
+def line_bounds(body: NDArray[np.uint8], size: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Start and end (exclusive, at the newline) of every line of ``body[:size]``; a last line may lack its newline."""
+    ends = np.flatnonzero(body[:size] == 10)
+    if size and body[size - 1] != 10:
+        ends = np.append(ends, size)
+    return np.concatenate([[0], ends[:-1] + 1]).astype(np.int64), ends.astype(np.int64)
+
+
+def field_bounds(body: NDArray[np.uint8], size: int, row_start: NDArray[np.int64], row_end: NDArray[np.int64], *,
+                 delimiter: int, n_fields: int) -> NDArray[np.int64] | None:
+    """The boundaries of ``n_fields`` fields in each row, or None if a row holds another number of fields.
+
+    Returns
+    -------
+    ndarray of shape (n_rows, n_fields + 1), or None
+        Field ``j`` of row ``i`` is ``body[b[i, j] + 1 : b[i, j + 1]]``: ``b[i, 0]`` is the byte
+        before the row, then its delimiters, then its end.
+
+    Notes
+    -----
+    With as many delimiters as ``n_rows * (n_fields - 1)``, every row holds exactly its own
+    ``n_fields - 1`` of them iff each row's boundaries increase strictly: the first row with one
+    too many pushes a delimiter into the next row, which then starts before its own start, and
+    the first with one too few takes the next row's, past its own end.
+    """
+    delims = np.flatnonzero(body[:size] == delimiter)
+    n_rows = row_start.size
+    if delims.size != n_rows * (n_fields - 1):
+        return None
+    bounds = np.empty((n_rows, n_fields + 1), dtype=np.int64)
+    bounds[:, 0] = row_start - 1
+    bounds[:, 1:-1] = delims.reshape(n_rows, n_fields - 1)
+    bounds[:, -1] = row_end
+    if np.any(bounds[:, 1:] <= bounds[:, :-1]):
+        return None
+    return bounds
+
+
+def field_codes(body: NDArray[np.uint8], start: NDArray[np.int64], width: NDArray[np.int64], *,
+                first_seen: bool = False) -> tuple[NDArray[np.intp], list[str]] | None:
+    """Codes and distinct values of byte fields ``body[start:start + width]`` (a factorisation), or None.
+
+    Each field is read as up to four little-endian 64-bit words (``body`` comes from :func:`padded`),
+    bytes past the field masked off; the caller guarantees no zero byte in a field, so its words
+    are unique to it. Fields of one word are keyed by it; longer ones by a multiplicative mix of
+    their words, and every field's words are then compared with those of its code's value, so a
+    collision of the mix returns None instead of a wrong code. When the distinct keys are few
+    (tags, labels, workers) they are found by ``searchsorted`` into the keys of a first block, grown
+    by the misses, rather than by a sort of every field. None also for a field longer than
+    :data:`MAX_FIELD_BYTES` or values that are not UTF-8.
+
+    Parameters
+    ----------
+    body : ndarray of uint8
+    start, width : ndarray of shape (n_fields,)
+    first_seen : bool, default=False
+        Number the values in order of first appearance (else in an order of their keys).
+
+    Returns
+    -------
+    codes : ndarray of shape (n_fields,)
+        Index of each field's value in ``values``.
+    values : list of str
+        The distinct fields, decoded (UTF-8).
+    """
+    if start.size == 0:
+        return np.zeros(0, dtype=np.intp), []
+    n_words = max(-(-int(width.max()) // 8), 1)
+    if n_words > MAX_FIELD_BYTES // 8:
+        return None
+    word = np.ndarray(buffer=body, dtype="<u8", shape=(body.size - 7,), strides=(1,))
+    words = [word[start + 8 * j] & _LOW_BYTES[np.clip(width - 8 * j, 0, 8)] for j in range(n_words)]
+    key = words[0]
+    for w in words[1:]:
+        key = key * np.uint64(0x9E3779B97F4A7C15) ^ w  # (wraps modulo 2**64)
+    sample = np.sort(key[:1 << 16])
+    distinct = sample[_firsts(sample)]
+    if distinct.size > _MANY:  # many values (item ids): one stable sort of every key
+        order = np.argsort(key, kind="stable")
+        ordered = key[order]
+        new = _firsts(ordered)
+        codes = np.empty(key.size, dtype=np.intp)
+        codes[order] = np.cumsum(new) - 1
+        some = order[new]  # the first field of each value (the sort is stable)
+        del order, ordered, new
+    else:
+        while True:
+            codes = np.searchsorted(distinct, key)
+            np.minimum(codes, distinct.size - 1, out=codes)
+            miss = distinct[codes] != key
+            if not miss.any():
+                break
+            distinct = np.union1d(distinct, key[miss])
+        some = np.full(distinct.size, codes.size, dtype=np.int64)
+        np.minimum.at(some, codes, np.arange(codes.size))  # the first field of each value
+    if first_seen:
+        order = np.argsort(some)
+        rank = np.empty(some.size, dtype=np.intp)
+        rank[order] = np.arange(some.size)
+        codes, some = rank[codes], some[order]
+    if n_words > 1 and not all(np.array_equal(w, w[some][codes]) for w in words):
+        return None
+    values = _decode(body, start[some], width[some])
+    return None if values is None else (codes, values)
+
+
+def _firsts(ordered: NDArray) -> NDArray[np.bool_]:
+    """Where each run of equal values of a sorted array starts."""
+    new = np.ones(ordered.size, dtype=bool)
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    return new
+
+
+def joined(body: NDArray[np.uint8], start: NDArray[np.int64], width: NDArray[np.int64], *, separator: int
+           ) -> NDArray[np.uint8]:
+    """The byte fields ``body[start:start + width]`` copied end to end, each followed by the byte ``separator``."""
+    out_end = np.cumsum(width + 1)
+    # Where each output byte comes from: one step forward within a field and its separator, a jump to the
+    # next field's first byte (a running sum of steps; the separator's byte is then overwritten).
+    step = np.ones(int(out_end[-1]) if out_end.size else 0, dtype=np.int64)
+    if out_end.size:
+        step[(out_end - width - 1)[1:]] = start[1:] - start[:-1] - width[:-1]
+        step[0] = start[0]
+    out = body[np.cumsum(step, out=step)]
+    out[out_end - 1] = separator
+    return out
+
+
+def _decode(body: NDArray[np.uint8], start: NDArray[np.int64], width: NDArray[np.int64]) -> list[str] | None:
+    """The byte fields ``body[start:start + width]`` as strings (UTF-8), or None if one is not UTF-8.
+
+    One decode of all the fields, a newline after each (a field holds none), then a split.
+    """
+    try:
+        return joined(body, start, width, separator=10).tobytes().decode("utf-8").split("\n")[:-1]
+    except UnicodeDecodeError:
+        return None
