@@ -74,8 +74,14 @@ def decode_text(data: bytes, *, source: str) -> str:
 
 def read_text(path: str | os.PathLike) -> str:
     """Read one text file by the decoding rule."""
-    path = Path(path)
-    return decode_text(path.read_bytes(), source=str(path))
+    with open(path, "rb") as fh:
+        data = fh.read()
+    if not data.startswith((codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        try:
+            return data.decode("utf-8")  # the common case, without building a Path to name the file
+        except UnicodeDecodeError:
+            pass
+    return decode_text(data, source=str(Path(path)))
 
 
 def read_corpus_npz(path: Path, *, role: str, problems: ProblemLog) -> Corpus:

@@ -354,8 +354,8 @@ def _drop_conflicts(
     end). Conflicts are rare, so only those assignments are then resolved greedily in
     input order: a span is kept unless it overlaps an already-kept span of another type.
     """
-    if live.size < 2:
-        return live
+    if live.size < 2 or np.all(sp_type[live] == sp_type[live[0]]):
+        return live  # spans of one type merge where they overlap: nothing to report
     order = live[np.lexsort((first[live], sp_pair[live]))]
     p, f, e = sp_pair[order], first[order], last[order]
     # Offsetting ends by pair * big keeps the running maximum inside each assignment.
@@ -364,6 +364,11 @@ def _drop_conflicts(
     same = p[1:] == p[:-1]
     overlaps = same & (f[1:] < run_max[:-1] - p[1:] * big)
     suspects = np.unique(p[1:][overlaps])
+    if suspects.size:  # only an assignment with spans of two types can have a conflict
+        head = np.flatnonzero(np.concatenate([[True], ~same]))
+        t = sp_type[order]
+        mixed = p[head][np.minimum.reduceat(t, head) != np.maximum.reduceat(t, head)]
+        suspects = suspects[np.isin(suspects, mixed)]
     if suspects.size == 0:
         return live
     keep = np.ones(sp_pair.size, dtype=bool)

@@ -213,3 +213,26 @@ def test_merge_of_disjoint_uploads_renumbers_annotators_in_order():
     assert m.token.tolist() == [0, 0, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4]
     assert m.worker.tolist() == [0, 1, 0, 1, 0, 1, 2, 0, 1, 2, 0, 1, 2]
     assert m.label.tolist() == [0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 9), st.integers(1, 4), st.integers(1, 3)), max_size=12))
+def test_conflicts_match_a_greedy_loop_over_every_assignment(raw):
+    """Oracle: the documented rule run on every assignment with no pre-test: in input order, a span is kept
+    unless it overlaps (shares a token with) a kept span of another type of the same assignment."""
+    from crowdqa.ingest.build import _drop_conflicts
+
+    pair = np.array([r[0] for r in raw], dtype=np.int64)
+    first = np.array([r[1] for r in raw], dtype=np.int64)
+    last = first + np.array([r[2] for r in raw], dtype=np.int64)
+    kind = np.array([r[3] for r in raw], dtype=np.int64)
+    expected = []
+    for i in range(len(raw)):
+        if not any(pair[k] == pair[i] and kind[k] != kind[i] and first[i] < last[k] and first[k] < last[i]
+                   for k in expected):
+            expected.append(i)
+    log = ProblemLog("skip")
+    spans = [Span("d", f"w{p}", int(f), int(e), f"T{t}") for p, f, e, t in zip(pair, first, last, kind, strict=True)]
+    kept = _drop_conflicts(np.arange(len(raw)), pair, first, last, kind, spans, log)
+    assert kept.tolist() == expected
+    assert len(log.problems) == len(raw) - len(expected)
