@@ -15,6 +15,14 @@ with string ids and clean fields, so the reader takes its fastest legal path:
 * ``pico-jsonl``: one line per document, ``{"docid": ..., "Participants": {worker: [[s, e], ...]}}``,
   texts in a ``docs`` folder.
 * ``ebm-nlp``: ``documents/<PMID>.tokens`` and one ``<PMID>.<WID>.ann`` file per (document, worker).
+* ``brat``: one folder per annotator of ``<doc>.ann`` files (a ``T`` line per span), texts in ``docs``.
+* ``label-studio``: one JSON export, a task per document with an annotation per worker (a result per span).
+* ``doccano``: one ``<user>.jsonl`` per annotator, a line per document they labelled.
+* ``mturk-csv``: a batch-results CSV, a row per assignment with ``Answer.taskAnswers`` as
+  crowd-entity-annotation JSON.
+
+The last four have no columnar fast path (each row is parsed in Python, and brat is a file per
+assignment); their rows are spans (brat, Label Studio) or assignments of 4 spans (doccano, MTurk).
 
 For each, ``ingest.read_corpus`` is timed in this process (best of ``--repeat`` runs, after one
 untimed warm-up that imports the reader's modules and fills the page cache): wall seconds and CPU
@@ -155,6 +163,72 @@ def make_ebm_nlp(folder: Path, rows: int, rng: np.random.Generator) -> tuple[Pat
     return root, {"category": "participants"}
 
 
+def _assignments(rows: int, rng: np.random.Generator) -> tuple[list[list[str]], dict[tuple[str, str], list[tuple]]]:
+    """The spans of :func:`_span_rows` grouped by assignment ``(doc_id, worker)``, with the documents' tokens."""
+    texts, spans = _span_rows(rows, rng)
+    out: dict[tuple[str, str], list[tuple]] = {}
+    for d, w, s, e, lab in spans:
+        out.setdefault((d, w), []).append((s, e, lab))
+    return texts, out
+
+
+def make_brat(folder: Path, rows: int, rng: np.random.Generator) -> tuple[Path, dict]:
+    texts, by = _assignments(rows, rng)
+    root = folder / "brat"
+    docs = _write_docs(folder, texts)
+    for (d, w), spans in by.items():
+        (root / w).mkdir(parents=True, exist_ok=True)
+        text = " ".join(texts[int(d[1:])])
+        (root / w / f"{d}.ann").write_text("".join(f"T{i + 1}\t{lab} {s} {e}\t{text[s:e]}\n"
+                                                   for i, (s, e, lab) in enumerate(spans)), encoding="utf-8")
+    return root, {"docs": docs}
+
+
+def make_label_studio(folder: Path, rows: int, rng: np.random.Generator) -> tuple[Path, dict]:
+    texts, by = _assignments(rows, rng)
+    tasks: dict[str, dict] = {}
+    for (d, w), spans in by.items():
+        text = " ".join(texts[int(d[1:])])
+        task = tasks.setdefault(d, {"id": d, "data": {"text": text}, "annotations": []})
+        task["annotations"].append({"completed_by": w, "was_cancelled": False, "result": [
+            {"type": "labels", "from_name": "label", "to_name": "text",
+             "value": {"start": s, "end": e, "text": text[s:e], "labels": [lab]}} for s, e, lab in spans]})
+    path = folder / "export.json"
+    path.write_text(json.dumps(list(tasks.values())), encoding="utf-8")
+    return path, {}
+
+
+def make_doccano(folder: Path, rows: int, rng: np.random.Generator) -> tuple[Path, dict]:
+    """``rows`` JSON lines (assignments of 4 spans) in one ``<user>.jsonl`` per worker."""
+    texts, by = _assignments(4 * rows, rng)
+    root = folder / "doccano"
+    root.mkdir()
+    users: dict[str, list[str]] = {}
+    for (d, w), spans in by.items():
+        users.setdefault(w, []).append(json.dumps({"id": d, "text": " ".join(texts[int(d[1:])]),
+                                                   "label": [[s, e, lab] for s, e, lab in spans]}))
+    for w, lines in users.items():
+        (root / f"{w}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return root, {}
+
+
+def make_mturk_csv(folder: Path, rows: int, rng: np.random.Generator) -> tuple[Path, dict]:
+    """``rows`` assignments (CSV rows) of 4 spans each, the answer as crowd-entity-annotation JSON."""
+    import csv
+
+    texts, by = _assignments(4 * rows, rng)
+    path = folder / "Batch_1_batch_results.csv"
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        out = csv.writer(fh)
+        out.writerow(["HITId", "AssignmentId", "WorkerId", "AssignmentStatus", "Input.id", "Input.text",
+                      "Answer.taskAnswers"])
+        for k, ((d, w), spans) in enumerate(by.items()):
+            answer = [{"crowd-entity-annotation": {"entities": [
+                {"startOffset": s, "endOffset": e, "label": lab} for s, e, lab in spans]}}]
+            out.writerow([f"H{d}", f"A{k:07d}", w, "Approved", d, " ".join(texts[int(d[1:])]), json.dumps(answer)])
+    return path, {}
+
+
 #: format -> (maker, size of the full run, what a row is)
 FORMATS: dict[str, tuple[Callable, int, str]] = {
     "categorical": (make_categorical, 3_000_000, "CSV row (one label)"),
@@ -163,6 +237,10 @@ FORMATS: dict[str, tuple[Callable, int, str]] = {
     "spans-jsonl": (make_spans_jsonl, 100_000, "JSON line (one span)"),
     "pico-jsonl": (make_pico_jsonl, 4_000, "JSON line (one document, 6 workers)"),
     "ebm-nlp": (make_ebm_nlp, 2_000, "token of an .ann file"),
+    "brat": (make_brat, 100_000, "T line of an .ann file (one span)"),
+    "label-studio": (make_label_studio, 100_000, "result (one span)"),
+    "doccano": (make_doccano, 25_000, "JSON line (one document of one user, 4 spans)"),
+    "mturk-csv": (make_mturk_csv, 25_000, "CSV row (one assignment, 4 spans)"),
 }
 
 
@@ -172,6 +250,17 @@ def _count_rows(fmt: str, path: Path, corpus) -> int:
         return corpus.n_tokens
     if fmt == "ebm-nlp":
         return int(corpus.n_obs)  # every .ann file holds one label per token of its document
+    if fmt == "brat":
+        return sum(line.startswith("T") for f in path.rglob("*.ann") for line in f.read_text("utf-8").splitlines())
+    if fmt == "label-studio":
+        return sum(len(a["result"]) for t in json.loads(path.read_text(encoding="utf-8")) for a in t["annotations"])
+    if fmt == "doccano":
+        return sum(_count_rows("spans-jsonl", f, corpus) for f in path.glob("*.jsonl"))
+    if fmt == "mturk-csv":
+        import csv
+
+        with open(path, encoding="utf-8", newline="") as fh:
+            return sum(1 for _ in csv.reader(fh)) - 1
     with open(path, "rb") as fh:
         n = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
     return n - (1 if fmt in ("categorical", "spans-csv") else 0)

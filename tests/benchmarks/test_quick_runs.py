@@ -123,7 +123,10 @@ def test_reader_benchmark_files_read_as_their_layouts_say(tmp_path):
     from benchmarks import readers
 
     expected = {"categorical": (300, 300), "spans-csv": (40, 2 * 200 * 5), "spans-jsonl": (40, 2 * 200 * 5),
-                "pico-jsonl": (3, 3 * 250 * 6), "ebm-nlp": (2 * 250 * 3, 2 * 250 * 3)}
+                "pico-jsonl": (3, 3 * 250 * 6), "ebm-nlp": (2 * 250 * 3, 2 * 250 * 3),
+                # spans (2 documents x 5 workers x 4), and assignments of 4 spans (8 documents x 5 workers)
+                "brat": (40, 2 * 200 * 5), "label-studio": (40, 2 * 200 * 5), "doccano": (40, 8 * 200 * 5),
+                "mturk-csv": (40, 8 * 200 * 5)}
     for fmt, (maker, _, _) in readers.FORMATS.items():
         folder = tmp_path / fmt
         folder.mkdir()
