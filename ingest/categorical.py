@@ -311,6 +311,10 @@ def _note_positional(names: list[str], chosen: dict, cols: dict, problems: Probl
 
 #: Bytes per block of Arrow's parser: a file of a few MB is several blocks, parsed on both cores.
 _BLOCK_BYTES = 1 << 20
+#: Largest file read by the byte path. It saves importing pyarrow (a fixed ~0.15 s), but sorts the keys of
+#: columns of many values (item ids) where Arrow's parser hashes them: about where the two cross, measured
+#: with benchmarks.readers (300k rows, 7 MB: byte path faster; 3M rows, 75 MB: Arrow faster).
+_BYTE_PATH_LIMIT = 16 << 20
 
 
 def _read_columnar(path: Path, chosen: dict[str, str | None], *, role: str,
@@ -318,7 +322,8 @@ def _read_columnar(path: Path, chosen: dict[str, str | None], *, role: str,
     """The whole file read at once, or None to let the row loop read it.
 
     A plain file (no quote, no ``\r``, no control byte, every row as wide as the header, fields
-    of at most :data:`~crowdqa.ingest._bytes.MAX_FIELD_BYTES` bytes) is read as one byte array
+    of at most :data:`~crowdqa.ingest._bytes.MAX_FIELD_BYTES` bytes, up to :data:`_BYTE_PATH_LIMIT`
+    bytes) is read as one byte array
     (:func:`_byte_columns`), without importing a parser; other files by Arrow's CSV reader
     (:mod:`crowdqa.ingest._columnar`), whose parser encodes the columns (no ``pyarrow.compute``).
     Either gives up on anything the row loop would report or treat specially: a row of another
@@ -360,6 +365,8 @@ def _byte_columns(path: Path, *, delimiter: str, n_columns: int, columns: list[i
     from crowdqa.ingest._bytes import field_bounds, field_codes, line_bounds, padded
 
     try:
+        if path.stat().st_size > _BYTE_PATH_LIMIT:
+            return None
         data = path.read_bytes()
     except OSError:
         return None

@@ -328,3 +328,16 @@ def test_byte_path_equals_the_row_loop_on_clean_files(tmp_path, monkeypatch, n_i
     fast, arrow, slow = _three_paths(path, monkeypatch)
     assert_same_corpus(fast, slow)
     assert_same_corpus(arrow, slow)
+
+
+def test_files_above_the_byte_path_limit_go_to_arrow(tmp_path, monkeypatch):
+    """Above _BYTE_PATH_LIMIT the byte path declines and Arrow's path reads the file, to the row loop's corpus."""
+    import crowdqa.ingest.categorical as cat
+
+    path = _write(tmp_path, "item,worker,label\nq1,u,a\nq2,u,b\nq1,v,b\n", "limit.csv")
+    assert cat._byte_columns(path, delimiter=",", n_columns=3, columns=[0, 1, 2]) is not None
+    monkeypatch.setattr(cat, "_BYTE_PATH_LIMIT", 10)
+    assert cat._byte_columns(path, delimiter=",", n_columns=3, columns=[0, 1, 2]) is None
+    assert cat._read_columnar(path, {"item": None, "annotator": None, "label": None, "gold": None},
+                              role="crowd") is not None
+    assert_same_corpus(*_both_paths(path, monkeypatch))
