@@ -121,7 +121,7 @@ def pair_confusions(
     code = np.concatenate(codes) if len(codes) > 1 else codes[0]
     del codes
     uniq, n_docs = _frequent_codes(code[code >= 0] if chosen is not None else code, min_documents)
-    pair_id = _code_numbers(code, uniq, n_w * n_w)
+    kept_rows, kept_ids = _code_numbers(code, uniq, n_w * n_w)
     del code
     uniq, n_docs = uniq.astype(np.int64), n_docs.astype(np.int64)
 
@@ -129,11 +129,12 @@ def pair_confusions(
     kept, row0 = [], 0
     for k, docs_k in groups:
         n_cols = k * (k - 1) // 2
-        ids = pair_id[row0:row0 + docs_k.shape[0] * n_cols]
-        row0 += ids.shape[0]
-        rows = np.flatnonzero(ids >= 0)  # row = local document * n_cols + pair column
-        kept.append((k, docs_k[rows // n_cols], rows % n_cols, ids[rows]))
-    del pair_id
+        end = row0 + docs_k.shape[0] * n_cols
+        a, b = np.searchsorted(kept_rows, [row0, end])
+        rows = kept_rows[a:b] - row0  # row = local document * n_cols + pair column
+        kept.append((k, docs_k[rows // n_cols], rows % n_cols, kept_ids[a:b]))
+        row0 = end
+    del kept_rows, kept_ids
     shape = (uniq.shape[0], k_cls, k_cls)
     dense_cells = sum(int(corpus.doc_lengths[doc].sum()) for _, doc, _, _ in kept)
     if method == "dense" or (method == "auto" and dense_cells <= corpus.n_obs):
@@ -200,9 +201,8 @@ def _joint_sparse(
         at = start[per_token == m][:, None]
         pi, pj = np.triu_indices(m, 1)
         ua, ub = (at + pi).ravel(), (at + pj).ravel()
-        pid = _code_numbers(w_nz[ua] * n_w + w_nz[ub], uniq, n_w * n_w)
-        ok = pid >= 0
-        cell = (pid[ok] * k_cls + lab_nz[ua[ok]]) * k_cls + lab_nz[ub[ok]]
+        at, pid = _code_numbers(w_nz[ua] * n_w + w_nz[ub], uniq, n_w * n_w)
+        cell = (pid * k_cls + lab_nz[ua[at]]) * k_cls + lab_nz[ub[at]]
         joint += np.bincount(cell, minlength=joint.shape[0])
     total = joint.reshape(shape)
     both = total[:, 1:, 1:]
@@ -228,17 +228,18 @@ def _frequent_codes(code: NDArray, min_count: int) -> tuple[NDArray, NDArray[np.
     return uniq, np.searchsorted(s, uniq, side="right") - np.searchsorted(s, uniq, side="left")
 
 
-def _code_numbers(code: NDArray, uniq: NDArray, n_codes: int) -> NDArray[np.int64]:
-    """The position of each ``code`` in the sorted ``uniq`` (-1: absent, as a negative code is).
+def _code_numbers(code: NDArray, uniq: NDArray, n_codes: int) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """The rows whose ``code`` is in the sorted ``uniq`` (ascending; negative codes never are), and the
+    position of each one's code in ``uniq``.
 
     A bit table of the ``n_codes`` codes (3 MiB for 5,000 annotators, so its random reads stay in
     cache) finds the few rows whose pair was kept without a binary search of every row (the many
     pairs of a big crowd sharing one document); a code space too large for a table (beyond two bytes
-    per row, or 8 MiB) falls back to searching every row.
+    per row, or 8 MiB) falls back to searching every row. Only the found rows are returned, so no
+    array of every row's number is written.
     """
-    out = np.full(code.shape[0], -1, dtype=np.int64)
     if uniq.shape[0] == 0:
-        return out
+        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
     if n_codes <= 8 * max(2 * code.shape[0], 1 << 23):
         bits = np.zeros((n_codes >> 3) + 1, dtype=np.uint8)
         np.bitwise_or.at(bits, uniq >> 3, np.left_shift(1, uniq & 7).astype(np.uint8))
@@ -250,8 +251,7 @@ def _code_numbers(code: NDArray, uniq: NDArray, n_codes: int) -> NDArray[np.int6
         rows = np.flatnonzero(code >= 0)
         at = np.minimum(np.searchsorted(uniq, code[rows]), uniq.shape[0] - 1)
         rows = rows[uniq[at] == code[rows]]
-    out[rows] = np.searchsorted(uniq, code[rows])
-    return out
+    return rows, np.searchsorted(uniq, code[rows])
 
 
 def kappa_from_confusions(confusion: NDArray) -> NDArray[np.float64]:

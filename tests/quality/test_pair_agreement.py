@@ -32,12 +32,16 @@ def test_frequent_codes_match_unique(values, min_count, int32):
        st.sampled_from([41, 10**12]))
 def test_code_numbers_match_a_dict(values, kept, n_codes):
     """Oracle: a dict from kept code to position; both the bit table (41 codes) and the binary search
-    (a code space too large for a table) give it, with -1 for negative or absent codes."""
+    (a code space too large for a table) find exactly the rows whose code is kept (not negative or
+    absent ones), in row order, with their positions."""
     code = np.array(values, dtype=np.int64)
     uniq = np.unique(np.array(kept, dtype=np.int64))
     where = {c: i for i, c in enumerate(uniq.tolist())}
-    got = _code_numbers(code, uniq, n_codes)
+    rows, numbers = _code_numbers(code, uniq, n_codes)
+    got = np.full(code.shape[0], -1)
+    got[rows] = numbers
     assert got.tolist() == [where.get(c, -1) if c >= 0 else -1 for c in values]
+    assert rows.tolist() == sorted(rows.tolist())
 
 
 @pytest.mark.parametrize("min_documents", [1, 2])
