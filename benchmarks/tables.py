@@ -495,6 +495,28 @@ def render_whole_path(d: dict, results: Path, quick: bool) -> str:
     return out
 
 
+def render_report_vs_fit(d: dict, results: Path, quick: bool) -> str:
+    """The report (scoring stage) against the fit of the same process (issue 14: report <= fit + 1 s)."""
+    rows = []
+    for p in d["points"]:
+        us = p.get("crowdqa") or {}
+        st = us.get("stages") or {}
+        if us.get("exit") or "fitting" not in st or "scoring" not in st:
+            continue
+        fit, score = st["fitting"], st["scoring"]
+        rows.append([f"{p['labels']:,}", f"{p['workers']:,}", p["method"].upper(), f"{fit:.2f} s", f"{score:.2f} s",
+                     f"{score - fit:+.2f} s", "yes" if score <= fit + 1.0 else "no",
+                     f"{us['cpu_seconds']:.2f} s", " / ".join(f"{x:.1f}" for x in p.get("load_average", []))])
+    return (
+        "The report's share of `crowdqa aggregate` (the same synthetic categorical crowd as above with more "
+        "workers, so tens of thousands of crowd pairs): the pipeline's own wall-clock stage timers of one "
+        f"process per point, fit against scoring (every worker's accuracy and intervals, crowd-pair kappas, "
+        f"Krippendorff's alpha). {d['meta'].get('note', '')}; wall seconds include waiting for a core.\n\n"
+        + _table(["labels", "workers", "method", "fit", "report (scoring)", "report − fit", "report ≤ fit + 1 s",
+                  "whole process CPU", "load average after the point"], rows)
+    )
+
+
 def render_real_path(d: dict, results: Path, quick: bool) -> str:
     def secs(r: dict | None) -> str:
         return _process_seconds(r, cpu=True)
@@ -654,6 +676,9 @@ SECTIONS: dict[str, tuple[str, str, Callable[[dict, Path, bool], str]]] = {
     "categorical": ("Categorical accuracy vs crowd-kit", "python -m benchmarks.categorical", render_categorical),
     "whole_path": ("What a user waits: the whole command vs crowd-kit's whole process",
                    "python -m benchmarks.whole_path", render_whole_path),
+    "whole_path_5000w": ("The report against the fit: 5,000 workers",
+                         "python -m benchmarks.whole_path --sizes 3e6 --workers 5000 --no-peer --no-api",
+                         render_report_vs_fit),
     "real_path": ("What a user waits on real data: Snow, Bluebirds, PICO", "python -m benchmarks.real_path",
                   render_real_path),
     "categorical_speed": ("Categorical aggregators: fit time vs crowd-kit at 300k labels",

@@ -106,6 +106,15 @@ def _fakes() -> dict[str, dict]:
              "api": {"upload_seconds": 1.0, "job_seconds": 2.5, "report_seconds": 0.25, "total_seconds": 3.75,
                      "status": "finished",
                      "stages": {"reading": 0.1, "fitting": 0.25, "scoring": 0.75, "writing": 0.2}}}]},
+        "whole_path_5000w": {"meta": {**meta, "note": "One run per point"}, "cap_seconds": 1800, "points": [
+            {"labels": 3_000_000, "items": 1_000_000, "workers": 5000, "method": "mv", "load_average": [7.5, 8.0, 9.25],
+             "crowdqa": {"seconds": 20.0, "cpu_seconds": 9.5, "peak_rss_mib": 800.0, "exit": 0, "capped": False,
+                         "iterations": 0,
+                         "stages": {"reading": 10.0, "fitting": 0.5, "scoring": 2.0, "writing": 1.0}}},
+            {"labels": 3_000_000, "items": 1_000_000, "workers": 5000, "method": "ds", "load_average": [7.0, 8.0, 9.0],
+             "crowdqa": {"seconds": 30.0, "cpu_seconds": 12.25, "peak_rss_mib": 800.0, "exit": 0, "capped": False,
+                         "iterations": 15,
+                         "stages": {"reading": 10.0, "fitting": 6.0, "scoring": 2.5, "writing": 1.0}}}]},
         "real_path": {"meta": {**meta, "note": "Least-CPU of 3 runs per process"}, "points": [
             {"data": "snow2008_rte", "method": "ds", "labels": 8800, "workers": 164, "documents": 800, "tokens": 800,
              "crowdqa": {"seconds": 0.5, "cpu_seconds": 0.4, "peak_rss_mib": 90.0, "exit": 0, "capped": False,
@@ -183,6 +192,8 @@ def test_every_section_renders_with_its_command_and_machine(results):
     assert ("| categorical | CSV row (one label) | 3,000,000 | 3,000,000 | 4.00 s | 2.00 s | 0.75 M/s | 0.75 M/s "
             "| 1.50 M/s | 1.50 M/s | yes |") in md
     assert "| 300,000 | DS | 1.00 s | 2.50 s | 0.25 s | 3.75 s | 0.10 / 0.25 / 0.75 / 0.20 |" in md
+    assert "| 3,000,000 | 5,000 | MV | 0.50 s | 2.00 s | +1.50 s | no | 9.50 s | 7.5 / 8.0 / 9.2 |" in md
+    assert "| 3,000,000 | 5,000 | DS | 6.00 s | 2.50 s | -3.50 s | yes | 12.25 s | 7.0 / 8.0 / 9.0 |" in md
 
 
 def test_full_run_preferred_over_quick_and_unknown_files_listed(results):
