@@ -19,8 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["read_csv_columns", "read_json_columns", "factorize", "dictionary_codes", "clean_strings", "int_values",
-           "raw_ints", "present"]
+__all__ = ["read_csv_columns", "read_json_columns", "factorize", "clean_strings", "int_values", "raw_ints", "present"]
 
 #: Characters Python's ``str.strip()`` removes (``str.isspace``), as an RE2 class: a field
 #: starting or ending with one of them is left to the row loop, which strips it.
@@ -31,7 +30,7 @@ _BLOCK = 1 << 24
 
 def read_csv_columns(
     path, *, delimiter: str, n_columns: int, columns: Sequence[int], header: bool = True, quoting: bool = True,
-    dictionary: bool = False, block_size: int = _BLOCK,
+    block_size: int = _BLOCK,
 ) -> dict[int, object] | None:
     """Read columns of a CSV/TSV file (a header row of ``n_columns`` names first) as Arrow string arrays.
 
@@ -47,27 +46,21 @@ def read_csv_columns(
         Whether the first row is a header (skipped).
     quoting : bool, default=True
         CSV quoting (``"a,b"``); off for formats where a quote is an ordinary character.
-    dictionary : bool, default=False
-        Let the parser encode each column (Arrow dictionary arrays: :func:`dictionary_codes` reads
-        them), instead of plain strings to :func:`factorize` afterwards: the codes without
-        ``pyarrow.compute``, whose import costs a command line more than the encoding.
     block_size : int
         Bytes per parsed block; blocks are parsed in parallel, so a smaller one lets a file of a
         few MB use both cores (a row longer than a block gives None).
 
     Returns
     -------
-    dict of int to pyarrow.Array or pyarrow.ChunkedArray, or None
-        Each kept column (one chunk, values as written, quotes resolved; with ``dictionary`` the
-        parser's chunks); ``None`` when Arrow refuses the file (a row of another width, bytes
-        that are not UTF-8).
+    dict of int to pyarrow.Array, or None
+        Each kept column (one chunk, values as written, quotes resolved); ``None`` when
+        Arrow refuses the file (a row of another width, bytes that are not UTF-8).
     """
     import pyarrow as pa
     import pyarrow.csv as pv
 
     names = [f"c{i}" for i in range(n_columns)]
     keep = [names[i] for i in columns]
-    kind = pa.dictionary(pa.int32(), pa.string()) if dictionary else pa.string()
     try:
         table = pv.read_csv(
             path,
@@ -75,14 +68,12 @@ def read_csv_columns(
             parse_options=pv.ParseOptions(delimiter=delimiter, newlines_in_values=quoting, quote_char='"' if quoting
                                           else False, double_quote=quoting, ignore_empty_lines=True),
             convert_options=pv.ConvertOptions(
-                column_types={n: kind for n in keep}, include_columns=keep,
+                column_types={n: pa.string() for n in keep}, include_columns=keep,
                 strings_can_be_null=False, quoted_strings_can_be_null=False,
             ),
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None
-    if dictionary:
-        return {i: table.column(names[i]) for i in columns}
     return {i: table.column(names[i]).combine_chunks() for i in columns}
 
 
@@ -127,28 +118,6 @@ def clean_strings(array, *, inner_space: bool = True) -> bool:
         return False
     pattern = f"^{_SPACE}|{_SPACE}$" if inner_space else _SPACE
     return not pc.any(pc.match_substring_regex(array, pattern)).as_py()
-
-
-def dictionary_codes(column) -> tuple[NDArray[np.int64], object]:
-    """Codes and distinct values of a column :func:`read_csv_columns` read with ``dictionary=True``.
-
-    The parser encodes each block on its own; :meth:`pyarrow.ChunkedArray.unify_dictionaries` makes one
-    dictionary (the first block's values, then each new one as it appears), so the values are in order
-    of first appearance, as :func:`factorize` gives them.
-
-    Returns
-    -------
-    codes : ndarray of shape (n_rows,), int64
-    values : pyarrow.Array
-        The distinct values (strings).
-    """
-    import pyarrow as pa
-
-    chunks = column.unify_dictionaries().chunks
-    if not chunks:
-        return np.zeros(0, dtype=np.int64), pa.array([], pa.string())
-    codes = [int_values(c.indices) for c in chunks]
-    return (codes[0] if len(codes) == 1 else np.concatenate(codes)), chunks[0].dictionary
 
 
 def factorize(array) -> tuple[NDArray[np.int64], object]:

@@ -309,11 +309,11 @@ def _note_positional(names: list[str], chosen: dict, cols: dict, problems: Probl
                       "name the columns with id_column, annotator_column, answer_column if that is wrong")
 
 
-#: Bytes per block of Arrow's parser: a file of a few MB is several blocks, parsed on both cores.
-_BLOCK_BYTES = 1 << 20
-#: Largest file read by the byte path. It saves importing pyarrow (a fixed ~0.15 s), but sorts the keys of
-#: columns of many values (item ids) where Arrow's parser hashes them: about where the two cross, measured
-#: with benchmarks.readers (300k rows, 7 MB: byte path faster; 3M rows, 75 MB: Arrow faster).
+#: Bytes per block of Arrow's parser (blocks are parsed in parallel).
+_BLOCK_BYTES = 1 << 24
+#: Largest file read by the byte path. It saves importing pyarrow and pyarrow.compute (a fixed ~0.15-0.25 s),
+#: but sorts the keys of a column of many values (item ids) where Arrow hashes them: about where the two
+#: cross, measured with benchmarks.readers (300k rows, 7 MB: byte path faster; 3M rows, 75 MB: Arrow faster).
 _BYTE_PATH_LIMIT = 16 << 20
 
 
@@ -325,7 +325,7 @@ def _read_columnar(path: Path, chosen: dict[str, str | None], *, role: str,
     of at most :data:`~crowdqa.ingest._bytes.MAX_FIELD_BYTES` bytes, up to :data:`_BYTE_PATH_LIMIT`
     bytes) is read as one byte array
     (:func:`_byte_columns`), without importing a parser; other files by Arrow's CSV reader
-    (:mod:`crowdqa.ingest._columnar`), whose parser encodes the columns (no ``pyarrow.compute``).
+    (:mod:`crowdqa.ingest._columnar`).
     Either gives up on anything the row loop would report or treat specially: a row of another
     width, an empty or space-padded field, a duplicate (item, annotator), conflicting gold
     values, the reserved annotator id, UTF-16 text; it then returns None, so the same file gives
@@ -395,17 +395,16 @@ def _byte_columns(path: Path, *, delimiter: str, n_columns: int, columns: list[i
 
 
 def _arrow_columns(path: Path, *, delimiter: str, n_columns: int, columns: list[int]) -> _Columns | None:
-    """The columns read by Arrow's CSV parser, which encodes them (no ``pyarrow.compute`` to import)."""
-    from crowdqa.ingest._columnar import dictionary_codes, read_csv_columns
+    """The columns read by Arrow's CSV parser and encoded by Arrow's hashing (:mod:`crowdqa.ingest._columnar`)."""
+    from crowdqa.ingest._columnar import factorize, read_csv_columns
 
-    # Blocks both cores parse.
-    table = read_csv_columns(path, delimiter=delimiter, n_columns=n_columns, columns=columns, dictionary=True,
+    table = read_csv_columns(path, delimiter=delimiter, n_columns=n_columns, columns=columns,
                              block_size=_BLOCK_BYTES)
     if table is None:
         return None
     out = {}
     for i in columns:
-        codes, values = dictionary_codes(table[i])
+        codes, values = factorize(table[i])
         out[i] = codes, values.to_pylist()
     return out
 
