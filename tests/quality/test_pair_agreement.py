@@ -29,11 +29,11 @@ def test_frequent_codes_match_unique(values, min_count, int32):
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(-1, 40), max_size=60), st.lists(st.integers(0, 40), max_size=10),
-       st.sampled_from([41, 10**12]))
+       st.sampled_from([41, 5 * 10**7, 10**12]))
 def test_code_numbers_match_a_dict(values, kept, n_codes):
-    """Oracle: a dict from kept code to position; both the bit table (41 codes) and the binary search
-    (a code space too large for a table) find exactly the rows whose code is kept (not negative or
-    absent ones), in row order, with their positions."""
+    """Oracle: a dict from kept code to position; the position table (41 codes), the bit table (5e7
+    codes) and the binary search (a code space too large for a table) find exactly the rows whose code
+    is kept (not negative or absent ones), in row order, with their positions."""
     code = np.array(values, dtype=np.int64)
     uniq = np.unique(np.array(kept, dtype=np.int64))
     where = {c: i for i, c in enumerate(uniq.tolist())}
