@@ -108,8 +108,15 @@ def test_warm_start_on_the_same_data_stops_at_once_with_the_same_labels(seed):
     warm.fit(c)  # not fitted yet: a plain fit (scikit-learn's warm_start semantics)
     np.testing.assert_array_equal(warm.labels_, cold.labels_)
     assert warm.n_iter_ == cold.n_iter_
-    warm.fit(c)  # now from its own optimum
-    np.testing.assert_array_equal(warm.labels_, cold.labels_)
+    warm.fit(c)  # now from its own optimum: EM stopped by tol on the likelihood, not at an exact fixed point
+    moved = float(np.abs(warm.proba_ - cold.proba_).max())
+    assert moved < 0.05
+    # A near-tied item may change side in those last steps (seed 1681060048: 0.508 / 0.491 became 0.498 / 0.501);
+    # every item whose top two classes are further apart than the posteriors moved keeps its label.
+    top2 = np.sort(cold.proba_, axis=1)[:, -2:]
+    clear = top2[:, 1] - top2[:, 0] > 2 * moved
+    assert clear.mean() > 0.9
+    np.testing.assert_array_equal(warm.labels_[clear], cold.labels_[clear])
     assert warm.n_iter_ <= 2 < cold.n_iter_
 
 
