@@ -6,14 +6,23 @@ rows of ``store``; ``quality`` computes on ``aggregation``'s corpus and nothing 
 keeps corpora, method ids and the typed report, so it may name their types; nothing imports ``api``. The one
 schema module both doors render from is ``ingest.formats``: the table of formats and upload options that
 the API's form and the command line's flags are made from.
+
+Start-up (issue 14) is a property of the same graph, checked in a fresh interpreter by the modules it has
+loaded, not by a clock: ``crowdqa --help`` and every ``crowdqa COMMAND --help`` build their parser from
+light tables and load the numerical stack, the store's ORM, the web stack and the queue only when a
+command runs.
 """
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+
+from crowdqa.api.commands import COMMANDS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -68,3 +77,39 @@ def test_the_rule_catches_a_wrong_arrow(tmp_path) -> None:
     assert [(m, _allowed("quality", m)) for _, _, m in imports_of("quality", tmp_path)] == [("ingest", False)]
     assert [(m, _allowed("jobs", m)) for _, _, m in imports_of("jobs", tmp_path)] == [("api.main", False),
                                                                                       ("store", True)]
+
+
+#: What no ``--help`` may load.
+HEAVY = frozenset({"numpy", "scipy", "pandas", "pyarrow", "sqlalchemy", "sqlmodel", "pydantic", "fastapi",
+                   "starlette", "uvicorn", "rq", "redis"})
+
+
+def loaded_by(argv: list[str]) -> set[str]:
+    """The modules a fresh interpreter has loaded after ``crowdqa *argv`` (help on stdout, the list on stderr)."""
+    code = ("import sys\nfrom crowdqa.api.cli import main\n"
+            f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+            "print(' '.join(sys.modules), file=sys.stderr)")
+    return set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              check=True).stderr.split())
+
+
+@pytest.mark.parametrize("argv", [["--help"]] + [
+    pytest.param([name, "--help"], marks=pytest.mark.xfail(
+        strict=True, reason="its register reads choices from crowdqa.jobs.scoring, which imports numpy"))
+    if name == "report" else [name, "--help"] for name in COMMANDS], ids=lambda argv: " ".join(argv))
+def test_help_loads_no_heavy_module(argv: list[str]) -> None:
+    assert HEAVY & loaded_by(argv) == set()
+
+
+def test_the_help_check_sees_a_heavy_command() -> None:
+    """Oracle: running a command (not its help) loads numpy, so the check above can fail."""
+    assert "numpy" in loaded_by(["sample-size", "--precision", "0.8", "--recall", "0.7", "--frequency", "0.1",
+                                 "--half-width", "0.05"])
+
+
+def test_review_help_lists_the_rules_own_choices() -> None:
+    """``crowdqa review`` writes the rules' choices again so that its ``--help`` loads no rules; they must agree."""
+    from crowdqa.api.commands import review as command
+    from crowdqa.quality import review_rules as rules
+
+    assert (command.METRICS, command.AGAINST, command.DECIDE_BY) == (rules.METRICS, rules.AGAINST, rules.DECIDE_BY)

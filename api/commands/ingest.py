@@ -7,7 +7,6 @@ import json
 
 from crowdqa.api.commands import COMMANDS, cli_wording
 from crowdqa.api.commands._uploads import add_upload_arguments, check_output, read_uploads
-from crowdqa.jobs.local import format_summary, summarize
 
 __all__ = ["register", "run"]
 
@@ -31,6 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Parse, merge, summarise, save."""
+    from crowdqa.jobs.local import format_summary, summarize  # numpy and the readers: not for ``--help``
+
     check_output(args.save, option="--save")
     result = read_uploads(args)
     corpus = result.corpus

@@ -23,6 +23,13 @@ from crowdqa.api.commands import COMMANDS, UserError
 
 __all__ = ["register"]
 
+#: The rules' choices as ``--help`` lists them, written here so that ``crowdqa review --help`` loads none of
+#: the review (numpy, the store); the rules check them again (:class:`crowdqa.jobs.review.ReviewRules`), and a
+#: test pins these to theirs.
+METRICS = ("auto", "f1", "accuracy")
+AGAINST = ("aggregate", "expert")
+DECIDE_BY = ("interval", "estimate")
+
 
 def _number(flag: str, text: str | None, kind: type, what: str):
     """``text`` as a number, or a one-line error naming the flag (argparse's own would add a usage block)."""
@@ -117,7 +124,6 @@ def register(subparsers) -> None:
     from crowdqa.api.commands._uploads import add_option_arguments
     from crowdqa.ingest.formats import READ_FORMATS
     from crowdqa.jobs.params import METHODS
-    from crowdqa.jobs.review import AGAINST, DECIDE_BY, METRICS
 
     p = subparsers.add_parser("review", help=COMMANDS["review"][1], description=__doc__.split("\n", 1)[1].strip(),
                               formatter_class=argparse.RawDescriptionHelpFormatter)
