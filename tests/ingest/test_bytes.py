@@ -1,0 +1,57 @@
+"""The byte-array factorisation of ingest/_bytes.py against a dict oracle."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from crowdqa.ingest import _bytes
+
+
+def _fields(rng: np.random.Generator, n_values: int, n_fields: int) -> list[bytes]:
+    """Fields of 1 to 32 bytes (one to four words), ASCII and not, drawn with repeats from ``n_values`` values."""
+    alphabet = list("abcxyz0129-_/") + ["é", "日", "ü"]
+    values = set()
+    while len(values) < n_values:
+        n = int(rng.integers(1, 11))
+        values.add("".join(rng.choice(alphabet, size=n)).encode("utf-8"))
+    values = sorted(values)
+    return [values[i] for i in rng.integers(0, len(values), n_fields)]
+
+
+def _codes(fields: list[bytes], *, first_seen: bool, many: int, monkeypatch):
+    body = _bytes.padded(b"\n".join(fields))
+    width = np.array([len(f) for f in fields], dtype=np.int64)
+    start = np.concatenate([[0], np.cumsum(width + 1)[:-1]]).astype(np.int64)
+    monkeypatch.setattr(_bytes, "_MANY", many)
+    return _bytes.field_codes(body, start, width, first_seen=first_seen)
+
+
+@pytest.mark.parametrize("many", [0, 1 << 12], ids=["sort", "hash"])
+@pytest.mark.parametrize("first_seen", [False, True])
+@pytest.mark.parametrize("n_values", [1, 3, 200, 3000])
+def test_field_codes_equal_a_dict(monkeypatch, seed, many, first_seen, n_values):
+    """Oracle: a dict of the decoded fields. Each code names the field's value; with ``first_seen`` the
+    values are numbered in order of first appearance. Both branches (a sort of every key, and the hash
+    table of a first block grown by the misses, whose table collides and misses on 3000 values)."""
+    rng = np.random.default_rng(seed)
+    fields = _fields(rng, n_values, 5 * n_values + 7)
+    # Values absent from the first block (the hash branch's first guess) appear later.
+    fields = fields + _fields(rng, 50, 300)
+    codes, values = _codes(fields, first_seen=first_seen, many=many, monkeypatch=monkeypatch)
+    text = [f.decode("utf-8") for f in fields]
+    assert [values[c] for c in codes] == text
+    assert len(values) == len(set(values)) == len(set(text))
+    if first_seen:
+        assert values == list(dict.fromkeys(text))
+
+
+def test_few_codes_grows_the_first_guess(seed):
+    """Oracle: ``searchsorted`` into the sorted distinct keys. Keys unknown to the first guess are added,
+    and keys that lost their hash slot to another are found all the same."""
+    rng = np.random.default_rng(seed)
+    pool = np.unique(rng.integers(0, 2**63, 5000, dtype=np.int64).astype(np.uint64))
+    key = pool[rng.integers(0, pool.size, 40_000)]
+    codes, distinct = _bytes._few_codes(key, pool[:7])
+    np.testing.assert_array_equal(distinct, np.unique(key))
+    np.testing.assert_array_equal(codes, np.searchsorted(distinct, key))
