@@ -16,7 +16,6 @@ from starlette.routing import Match
 
 from crowdqa.jobs.errors import (
     DatasetBusyError,
-    JobNotFinishedError,
     JobNotRunnableError,
     JobParamsError,
     QueueUnavailableError,
@@ -133,7 +132,8 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _conflict(_: Request, exc: Exception):
         return problem_response(409, str(exc))
 
-    for conflict in (UploadConflictError, JobNotRunnableError, JobNotFinishedError, DatasetBusyError):
+    # JobNotRunnableError's handler serves its subclasses too (JobNotFinishedError, JobModelMissingError).
+    for conflict in (UploadConflictError, JobNotRunnableError, DatasetBusyError):
         app.exception_handler(conflict)(_conflict)
 
     @app.exception_handler(QueueUnavailableError)

@@ -21,7 +21,6 @@ from rq.exceptions import AbandonedJobError
 from rq.timeouts import JobTimeoutException
 from sqlmodel import Session
 
-from crowdqa.ingest.errors import IngestError
 from crowdqa.jobs import cancel
 from crowdqa.jobs.batches import start_from_job
 from crowdqa.jobs.errors import JobCancelled
@@ -38,8 +37,8 @@ __all__ = ["run_job", "on_job_failure", "fail_or_requeue"]
 
 logger = logging.getLogger(__name__)
 
-#: Errors that say the input is wrong: retrying cannot help.
-INPUT_ERRORS = (ValueError, TypeError, IngestError, ArtifactMissingError, KeyError)
+#: Errors that say the input is wrong: retrying cannot help (an IngestError is a ValueError).
+INPUT_ERRORS = (ValueError, TypeError, ArtifactMissingError, KeyError)
 
 _PROGRESS_EVERY = 0.25  # seconds between progress writes; EM iterations can be much faster
 
