@@ -19,7 +19,7 @@ from sqlmodel import Session
 
 from crowdqa.ingest.formats import FORMATS, WRITE_FORMATS
 from crowdqa.ingest.writers import csv_escape, write_labels
-from crowdqa.jobs.finished import check_finished, finished_report
+from crowdqa.jobs.finished import check_finished
 from crowdqa.jobs.service import load_job_corpus
 from crowdqa.quality.report_model import QualityReport
 from crowdqa.store import crud
@@ -27,8 +27,8 @@ from crowdqa.store.artifacts import ArtifactStore
 from crowdqa.store.models import Job, WorkerScore
 from crowdqa.store.settings import Settings
 
-__all__ = ["QualityReport", "WORKER_COLUMNS", "LabelsFile", "check_finished", "finished_report",
-           "label_formats", "worker_scores", "workers_csv", "export_labels"]
+__all__ = ["QualityReport", "WORKER_COLUMNS", "LabelsFile", "label_formats", "worker_scores", "workers_csv",
+           "export_labels"]
 
 #: The columns of a worker row, in the order the CSV export writes them (the store's sortable columns).
 WORKER_COLUMNS = crud.WORKER_SORT_KEYS

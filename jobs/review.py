@@ -27,9 +27,6 @@ from crowdqa.ingest.writers import csv_escape
 from crowdqa.jobs.errors import JobNotRunnableError
 from crowdqa.jobs.finished import finished_report
 from crowdqa.quality.review_rules import (
-    AGAINST,
-    DECIDE_BY,
-    METRICS,
     Decisions,
     ReviewRules,
     Verdict,
@@ -44,7 +41,7 @@ from crowdqa.store.artifacts import ArtifactStore
 from crowdqa.store.models import BlockedWorker, BlockedWorkerCreate, Job, Project, Upload
 from crowdqa.store.settings import Settings
 
-__all__ = ["ReviewRules", "AGAINST", "DECIDE_BY", "METRICS", "interval_name",
+__all__ = ["ReviewRules", "interval_name",
            "ReviewOutcome", "review_batch", "review_file", "review_job", "format_review", "BONUS_COLUMNS",
            "MTURK_PREFIX", "block_workers", "unblock_worker", "list_blocked", "project_named"]
 

@@ -8,7 +8,6 @@ own route functions.
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -24,6 +23,7 @@ from crowdqa.api.routes.jobs import LabelFormat, get_labels
 from crowdqa.ingest.formats import WRITE_FORMATS
 from crowdqa.jobs import exports, reconcile
 from crowdqa.jobs.errors import JobNotFinishedError
+from crowdqa.jobs.finished import check_finished, finished_report, finished_report_json
 from crowdqa.jobs.results import DocumentLayers, disputed_documents, document_layers, load_job_result, worker_details
 from crowdqa.store import crud
 from crowdqa.store.models import Job, JobStatus
@@ -37,11 +37,16 @@ SCORE_LEVELS = (("token", "tokens"), ("span_strict", "spans, strict"), ("span_re
                 ("span_type", "spans, type"))
 
 
-def _finished_report(session, job: Job) -> dict[str, Any]:
+def _finished(read, **kwargs):
+    """``read(**kwargs)`` (a check or a read of a finished job); a job that is not finished is the page's 409."""
     try:
-        return exports.finished_report(session=session, job=job)
+        return read(**kwargs)
     except JobNotFinishedError as exc:
         raise PageError(409, str(exc)) from None
+
+
+def _finished_report(session, job: Job) -> dict[str, Any]:
+    return _finished(finished_report, session=session, job=job)
 
 
 def _worker_href(job: Job):
@@ -184,10 +189,10 @@ def viewer(layers: DocumentLayers, job: Job, *, has_outside: bool, class_names) 
 # ---------------------------------------------------------------- downloads
 @router.get("/jobs/{job_id}/report.json")
 def download_report(job_id: str, session: SessionDep, dash: DashSessionDep) -> Response:
-    """The job's report as the API returns it, as a file."""
+    """The job's report as the API returns it (the JSON text the store keeps), as a file."""
     job = owned_job(session, dash, job_id)
-    body = _finished_report(session, job)
-    return Response(json.dumps(body, indent=1), media_type="application/json",
+    text = _finished(finished_report_json, session=session, job=job)
+    return Response(text, media_type="application/json",
                     headers={"Content-Disposition": f'attachment; filename="{job.id}-report.json"'})
 
 
@@ -196,7 +201,7 @@ def download_labels(job_id: str, session: SessionDep, settings: SettingsDep, das
                     format: Annotated[LabelFormat, Query()] = "spans-jsonl") -> Response:
     """The aggregate in an output format (the API's labels route)."""
     job = owned_job(session, dash, job_id)
-    _finished_report(session, job)
+    _finished(check_finished, job=job)  # a finished job has its report (one transaction): no need to read it
     return get_labels(job=job, settings=settings, format=format)
 
 
@@ -204,7 +209,7 @@ def download_labels(job_id: str, session: SessionDep, settings: SettingsDep, das
 def download_workers(job_id: str, session: SessionDep, dash: DashSessionDep) -> Response:
     """Every worker's row of the report (the columns the worker table sorts by) as a spreadsheet."""
     job = owned_job(session, dash, job_id)
-    _finished_report(session, job)
+    _finished(check_finished, job=job)
     rows, _ = crud.list_worker_scores(session=session, job_id=job.id, limit=10**9)
     return Response(exports.workers_csv(rows), media_type="text/csv; charset=utf-8",
                     headers={"Content-Disposition": f'attachment; filename="{job.id}-workers.csv"'})

@@ -174,3 +174,27 @@ def test_workers_csv_defuses_spreadsheet_formulas(client, keys, tmp_path):
     assert wait_job(client, job_url.rsplit("/", 1)[-1], keys["a"])["status"] == "finished"
     table = list(csv.DictReader(io.StringIO(client.get(f"{job_url}/workers.csv").text)))
     assert sorted(r["annotator"] for r in table) == ["'=HYPERLINK(\"http://x\")", "plain"]
+
+
+def test_downloads_are_the_apis_and_refuse_a_job_that_is_not_finished(client, keys, settings):
+    """Oracle: the API's own report and labels routes, byte for byte; once the job is not finished, every
+    download is the page's 409 naming its status."""
+    from crowdqa.store import crud
+    from crowdqa.store.models import JobStatus
+    from tests.api.conftest import auth, sample_dataset
+
+    csrf = sign_in(client, keys["a"])
+    dataset = sample_dataset(client, keys["a"])
+    job_url = client.post(f"/ui/datasets/{dataset}/jobs", data={"method": "mv", "csrf": csrf},
+                          follow_redirects=False).headers["location"]
+    job_id = job_url.rsplit("/", 1)[-1]
+    assert wait_job(client, job_id, keys["a"])["status"] == "finished"
+    api = f"/api/v1/jobs/{job_id}"
+    assert client.get(f"{job_url}/report.json").content == client.get(f"{api}/report", headers=auth(keys["a"])).content
+    assert (client.get(f"{job_url}/labels?format=conll").content
+            == client.get(f"{api}/labels?format=conll", headers=auth(keys["a"])).content)
+    with Session(get_engine(settings)) as s:
+        crud.update_job(session=s, job_id=job_id, status=JobStatus.failed, error="ValueError: boom")
+    for download in ("report.json", "labels", "workers.csv"):
+        r = client.get(f"{job_url}/{download}")
+        assert r.status_code == 409 and "is failed, not finished: ValueError: boom" in r.text, download
