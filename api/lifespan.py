@@ -16,7 +16,7 @@ from fastapi import FastAPI
 from crowdqa.api.errors import problem_response
 from crowdqa.jobs.embedded import EmbeddedWorker, recover_jobs
 from crowdqa.jobs.reconcile import Reconciler
-from crowdqa.jobs.service import collect_garbage
+from crowdqa.jobs.uploads import collect_garbage
 from crowdqa.store.artifacts import ArtifactStore
 from crowdqa.store.datadir_lock import acquire_data_dir, held_data_dirs, release_data_dir
 from crowdqa.store.db import get_engine, open_session

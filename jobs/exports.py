@@ -20,7 +20,7 @@ from sqlmodel import Session
 from crowdqa.ingest.formats import FORMATS, WRITE_FORMATS
 from crowdqa.ingest.writers import csv_escape, write_labels
 from crowdqa.jobs.finished import check_finished
-from crowdqa.jobs.service import load_job_corpus
+from crowdqa.jobs.uploads import load_job_corpus
 from crowdqa.quality.report_model import QualityReport
 from crowdqa.store import crud
 from crowdqa.store.artifacts import ArtifactStore

@@ -25,7 +25,8 @@ from crowdqa.jobs import cancel
 from crowdqa.jobs.batches import start_from_job
 from crowdqa.jobs.errors import JobCancelled
 from crowdqa.jobs.pipeline import run_pipeline
-from crowdqa.jobs.service import jsonable, load_job_corpus
+from crowdqa.jobs.uploads import load_job_corpus
+from crowdqa.quality.report import plain_json
 from crowdqa.store import crud
 from crowdqa.store.artifacts import ArtifactStore
 from crowdqa.store.db import get_engine
@@ -131,7 +132,7 @@ def _save_results(settings: Settings, job: Job, result, timings: dict[str, float
     artifacts = {"labels": labels.as_dict(), "proba": proba.as_dict(), "worker_confusion": confusion.as_dict(),
                  **({"model": model.as_dict()} if model is not None else {})}
     with Session(get_engine(settings)) as s:
-        if not crud.finish_job(session=s, job_id=job.id, report=stored, timings=jsonable(timings),
+        if not crud.finish_job(session=s, job_id=job.id, report=stored, timings=plain_json(timings),
                                progress=progress, artifacts=artifacts):
             raise JobCancelled("the job row was deleted or left the running state")
 

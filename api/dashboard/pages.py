@@ -32,7 +32,7 @@ from crowdqa.api.dashboard.web import PREFIX, PageError, redirect, render
 from crowdqa.api.deps import QueueDep, SessionDep, SettingsDep
 from crowdqa.api.errors import ProblemError
 from crowdqa.ingest.formats import READ_FORMATS, ROLES, UPLOAD_OPTIONS, choice_message
-from crowdqa.jobs import reconcile, service
+from crowdqa.jobs import reconcile, service, uploads
 from crowdqa.jobs.batches import batch_methods, start_candidates
 from crowdqa.jobs.errors import DatasetBusyError, JobNotRunnableError, QueueUnavailableError
 from crowdqa.jobs.params import method_defaults
@@ -157,11 +157,11 @@ def create_dataset(request: Request, session: SessionDep, dash: DashSessionDep,
 def _dataset_page(request: Request, session, dash: DashboardSession, dataset: Dataset, *,
                   error: str | None = None, status_code: int = 200, form: dict[str, Any] | None = None
                   ) -> HTMLResponse:
-    uploads, _ = crud.list_uploads(session=session, dataset_id=dataset.id, limit=1000)
+    upload_rows, _ = crud.list_uploads(session=session, dataset_id=dataset.id, limit=1000)
     jobs, _ = crud.list_jobs(session=session, project_id=dash.project.id, dataset_id=dataset.id, limit=1000)
     datasets = {d.id: d for d in crud.list_datasets(session=session, project_id=dash.project.id, limit=1000)[0]}
     return render(request, "dataset.html", {
-        "dataset": dataset, "uploads": uploads, "jobs": jobs[::-1], "formats": READ_FORMATS,
+        "dataset": dataset, "uploads": upload_rows, "jobs": jobs[::-1], "formats": READ_FORMATS,
         "roles": ROLES, "methods": [m.value for m in Method], "error": error,
         "upload_options": [o for o in UPLOAD_OPTIONS if o.client], "form": form or {}, "defaults": _method_defaults(),
         "earlier_jobs": start_candidates(session=session, project_id=dash.project.id), "datasets": datasets,
@@ -188,7 +188,7 @@ def delete_dataset(request: Request, dataset_id: str, session: SessionDep, setti
     check_csrf(request, dash, csrf)
     dataset = owned_dataset(session, dash, dataset_id)
     try:
-        service.delete_dataset(session=session, settings=settings, dataset=dataset)
+        uploads.delete_dataset(session=session, settings=settings, dataset=dataset)
     except DatasetBusyError as exc:
         return _dataset_page(request, session, dash, dataset, status_code=409, error=str(exc))
     return redirect("/")
@@ -218,7 +218,7 @@ async def upload(request: Request, dataset_id: str, session: SessionDep, setting
         if role not in ROLES:
             raise ValueError(choice_message("role", role, ROLES))
         await run_in_threadpool(
-            service.add_upload, session=session, settings=settings, dataset=dataset, stream=file.file,
+            uploads.add_upload, session=session, settings=settings, dataset=dataset, stream=file.file,
             filename=file.filename, format=format, role=role, options=options,
             docs_stream=docs.file if isinstance(docs, Part) and docs.filename else None)
     except FORM_ERRORS as exc:

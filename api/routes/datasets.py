@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Form, Path, Query, Response, status
 from crowdqa.api.deps import CurrentProjectDep, OwnedDatasetDep, QueueDep, SessionDep, SettingsDep
 from crowdqa.api.errors import ProblemError, problem_responses
 from crowdqa.api.forms import UploadForm, refuse_unknown_fields, upload_options
-from crowdqa.jobs import service
+from crowdqa.jobs import service, uploads
 from crowdqa.store import crud
 from crowdqa.store.models import (
     DatasetCreate,
@@ -52,7 +52,7 @@ def get_dataset(dataset: OwnedDatasetDep) -> DatasetPublic:
 @router.delete("/{dataset_id}", status_code=status.HTTP_204_NO_CONTENT, responses=problem_responses(404, 409))
 def delete_dataset(dataset: OwnedDatasetDep, session: SessionDep, settings: SettingsDep) -> Response:
     """Delete a dataset with its uploads, jobs, reports and stored files (refused while one of its jobs runs)."""
-    service.delete_dataset(session=session, settings=settings, dataset=dataset)
+    uploads.delete_dataset(session=session, settings=settings, dataset=dataset)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
@@ -61,7 +61,7 @@ def delete_dataset(dataset: OwnedDatasetDep, session: SessionDep, settings: Sett
 def create_upload(dataset: OwnedDatasetDep, session: SessionDep, settings: SettingsDep,
                   form: Annotated[UploadForm, Form(media_type="multipart/form-data")]) -> UploadPublic:
     """Upload one file (crowd or expert): it is stored, parsed and merged into the dataset's corpus."""
-    upload = service.add_upload(session=session, settings=settings, dataset=dataset, stream=form.file.file,
+    upload = uploads.add_upload(session=session, settings=settings, dataset=dataset, stream=form.file.file,
                                 filename=form.file.filename or "upload", format=form.format, role=form.role,
                                 options=upload_options(form),
                                 docs_stream=form.docs.file if form.docs is not None else None)
@@ -77,7 +77,7 @@ def delete_upload(dataset: OwnedDatasetDep, upload_id: Annotated[str, Path(max_l
     upload = crud.find_upload(session=session, dataset_id=dataset.id, upload_id=upload_id)
     if upload is None:
         raise ProblemError(404, f"no upload {upload_id!r} in dataset {dataset.id}")
-    service.delete_upload(session=session, settings=settings, dataset=dataset, upload=upload)
+    uploads.delete_upload(session=session, settings=settings, dataset=dataset, upload=upload)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 

@@ -228,7 +228,7 @@ def test_results_are_saved_as_artifacts(client, keys, settings):
     with Session(get_engine(settings)) as s:
         job = s.get(Job, r.json()["id"])
     store = ArtifactStore(settings.data_dir)
-    from crowdqa.jobs.service import load_job_corpus
+    from crowdqa.jobs.uploads import load_job_corpus
 
     corpus: Corpus = load_job_corpus(store, job.corpus_sha256)
     labels = store.load_arrays(job.artifacts["labels"])["labels"]
@@ -345,7 +345,7 @@ def test_upload_with_a_docs_zip(client, keys, settings):
 def test_docs_zip_bomb_is_refused(tmp_path):
     """The decompressed bytes, not the zip headers, are counted against the bound."""
     from crowdqa.ingest.errors import IngestError
-    from crowdqa.jobs.service import extract_docs
+    from crowdqa.jobs.uploads import extract_docs
 
     path = tmp_path / "bomb.zip"
     path.write_bytes(_docs_zip({"a.txt": b"0" * 5_000_000}))

@@ -74,7 +74,7 @@ def test_the_dataset_is_the_merge_of_its_uploads(client, keys, settings):
     merged = merge_corpora([crowd, expert])
     info = client.get(f"/api/v1/datasets/{ds}", headers=auth(key)).json()
     assert info["summary"] == json.loads(json.dumps(summarize(merged)))
-    from crowdqa.jobs.service import load_job_corpus
+    from crowdqa.jobs.uploads import load_job_corpus
 
     assert load_job_corpus(ArtifactStore(settings.data_dir), info["corpus_sha256"]).equals(merged)
     rows = client.get(f"/api/v1/datasets/{ds}/uploads", headers=auth(key)).json()

@@ -1,4 +1,4 @@
-"""Service functions: uploads merge safely across processes; docs zips are unpacked safely."""
+"""crowdqa.jobs.uploads: uploads merge safely across processes, and what they store is strict JSON."""
 
 from __future__ import annotations
 
@@ -17,14 +17,14 @@ SAMPLE = Path(__file__).resolve().parents[2] / "api" / "sample"
 
 
 def _upload_in_process(data_dir: str, dataset_id: str, path: str, barrier) -> None:
-    from crowdqa.jobs import service
+    from crowdqa.jobs import uploads
 
     settings = Settings(data_dir=data_dir)
     engine = make_engine(settings)
     barrier.wait()
     with Session(engine) as s, open(path, "rb") as fh:
         dataset = s.get(Dataset, dataset_id)
-        service.add_upload(session=s, settings=settings, dataset=dataset, stream=fh, filename="e.jsonl",
+        uploads.add_upload(session=s, settings=settings, dataset=dataset, stream=fh, filename="e.jsonl",
                            format="spans-jsonl", role="expert", options={})
 
 
@@ -63,14 +63,16 @@ def test_uploads_from_several_processes_all_merge(tmp_path):
         assert ds.n_uploads == 4 and ds.summary["annotators"]["expert"] == 4
 
 
-def test_jsonable_makes_strict_json():
-    """numpy scalars/arrays become Python values and NaN/inf become null, so PostgreSQL's json type accepts it."""
+def test_stored_summaries_are_strict_json():
+    """What an upload's and a job's rows store (``plain_json``): numpy scalars/arrays become Python values and
+    NaN/inf become null, so PostgreSQL's json type accepts it."""
     import numpy as np
 
-    from crowdqa.jobs.service import jsonable
+    from crowdqa.quality.report import plain_json
 
     value = {"a": np.float64("nan"), "b": [np.int64(3), float("inf"), (1, 2)], "c": np.arange(2), 4: True}
-    assert json.dumps(jsonable(value), allow_nan=False) == '{"a": null, "b": [3, null, [1, 2]], "c": [0, 1], "4": true}'
+    assert (json.dumps(plain_json(value), allow_nan=False)
+            == '{"a": null, "b": [3, null, [1, 2]], "c": [0, 1], "4": true}')
 
 
 def test_an_upload_onto_an_index_of_the_old_hashing_merges(tmp_path):
@@ -82,14 +84,14 @@ def test_an_upload_onto_an_index_of_the_old_hashing_merges(tmp_path):
     import numpy as np
 
     from crowdqa.ingest.index import CorpusIndex
-    from crowdqa.jobs import service
+    from crowdqa.jobs import uploads
     from crowdqa.store.artifacts import ArtifactStore
 
     settings, engine, dataset_id = _empty_dataset(tmp_path)
     with Session(engine) as s:
         ds = s.get(Dataset, dataset_id)
         with open(SAMPLE / "crowd.jsonl", "rb") as fh:
-            first = service.add_upload(session=s, settings=settings, dataset=ds, stream=fh, filename="c.jsonl",
+            first = uploads.add_upload(session=s, settings=settings, dataset=ds, stream=fh, filename="c.jsonl",
                                        format="spans-jsonl", role="crowd", options={})
         store = ArtifactStore(settings.data_dir)
         path = store.index_path(first.corpus_sha256)
@@ -100,7 +102,7 @@ def test_an_upload_onto_an_index_of_the_old_hashing_merges(tmp_path):
                  n_obs=np.array(ix.n_obs))
         assert not CorpusIndex.load(path).current
         with open(SAMPLE / "expert.jsonl", "rb") as fh:
-            service.add_upload(session=s, settings=settings, dataset=ds, stream=fh, filename="e.jsonl",
+            uploads.add_upload(session=s, settings=settings, dataset=ds, stream=fh, filename="e.jsonl",
                                format="spans-jsonl", role="expert", options={})
         s.refresh(ds)
         assert ds.n_uploads == 2 and ds.summary["annotators"] == {"crowd": 10, "expert": 1}

@@ -1,0 +1,265 @@
+"""A dataset's uploads: store, parse and merge an uploaded file, remove one, delete the dataset.
+
+Uploads are parsed, checked to merge with the dataset's other uploads and committed (raw bytes and parsed
+corpus on disk, rows in the database) before any job can use them, so a job that dies never leaves a
+half-written dataset. A dataset is the list of its uploads' corpora; a job runs on a snapshot of that
+list, merged when it runs (:func:`load_job_corpus`). Stored files are content-addressed and shared between
+rows, so they go only when no row names them (:func:`collect_garbage`). The API routes, the dashboard and
+the command line call these.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import threading
+import zipfile
+from collections import defaultdict
+from pathlib import Path, PurePosixPath
+from typing import Any, BinaryIO
+
+from sqlmodel import Session
+
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.ingest import ParseResult, check_options, read_corpus
+from crowdqa.ingest.errors import IngestError, Problem
+from crowdqa.ingest.index import (
+    CorpusIndex,
+    KindConflict,
+    annotator_counts,
+    check_mergeable,
+    index_corpus,
+    index_union,
+    summarize_indexes,
+)
+from crowdqa.ingest.merge import merge_corpora
+from crowdqa.ingest.summary import summarize
+from crowdqa.jobs.errors import DatasetBusyError, UploadConflictError
+from crowdqa.quality.report import plain_json
+from crowdqa.store import crud
+from crowdqa.store.artifacts import ArtifactStore, safe_suffix
+from crowdqa.store.models import Dataset, Upload
+from crowdqa.store.settings import Settings
+
+__all__ = ["load_job_corpus", "extract_docs", "parse_upload", "add_upload", "delete_upload", "delete_dataset",
+           "collect_garbage"]
+
+logger = logging.getLogger(__name__)
+
+_dataset_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
+
+
+def load_job_corpus(store: ArtifactStore, sha: str) -> Corpus:
+    """The corpus a job runs on: a dataset snapshot (the merge of its uploads' corpora) or one corpus file."""
+    parts = store.snapshot_parts(sha)
+    if parts is None:
+        return store.load_corpus(sha)
+    return merge_corpora([store.load_corpus(p) for p in parts])
+
+
+def extract_docs(zip_path: Path, target: Path, *, max_bytes: int, max_files: int = 1_000_000) -> int:
+    """Unpack the ``<doc_id>.txt`` files of a docs zip into ``target``; return how many.
+
+    Only the base name of each member is used (no member path reaches the filesystem), other
+    files are ignored, and the bytes actually decompressed are counted against ``max_bytes``
+    (a zip bomb's headers may lie). Raises IngestError for a bad zip, a duplicate name or too much data.
+    """
+    total, count = 0, 0
+    try:
+        with zipfile.ZipFile(zip_path) as zf:
+            for info in zf.infolist():
+                name = PurePosixPath(info.filename.replace("\\", "/")).name
+                if info.is_dir() or not name.endswith(".txt") or name.startswith("."):
+                    continue
+                count += 1
+                if count > max_files:
+                    raise IngestError(f"the docs zip holds more than {max_files} texts", source="docs")
+                out = target / name
+                if out.exists():
+                    raise IngestError(f"the docs zip holds {name!r} twice", source="docs")
+                with zf.open(info) as src, open(out, "wb") as dst:
+                    for chunk in iter(lambda: src.read(1 << 16), b""):
+                        total += len(chunk)
+                        if total > max_bytes:
+                            raise IngestError(f"the docs zip unpacks to more than {max_bytes} bytes", source="docs")
+                        dst.write(chunk)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, RuntimeError, EOFError) as exc:
+        raise IngestError(f"docs must be a zip of <doc_id>.txt files: {exc}", source="docs") from None
+    return count
+
+
+def parse_upload(path, *, format: str, role: str, options: dict[str, Any], docs: Path | None = None,
+                 filename: str | None = None):
+    """Parse a stored upload with ``ingest.read_corpus``; any parser failure becomes an IngestError.
+
+    Messages and skipped-row records name the file as the client sent it (``filename``) and
+    the docs zip as ``docs``, never the server's storage paths.
+    """
+    name = _shown_name(filename)  # the client's file name, as one printable line without folders
+    names = {str(path): name, **({str(docs): "docs"} if docs is not None else {})}
+
+    def shown(text: str) -> str:
+        for stored, name in names.items():
+            text = text.replace(stored, name)
+        return text
+
+    check_options(options, client=True)  # a client's options: no string of theirs becomes a server path (docs)
+    try:
+        parsed = read_corpus(path, format=format, role=role, docs=docs, **options)
+    except IngestError as exc:
+        raise IngestError(shown(exc.detail), source=shown(exc.source), line=exc.line) from None
+    except ValueError as exc:
+        raise ValueError(shown(str(exc))) from None
+    except RecursionError as exc:
+        raise IngestError("the file is nested too deeply to parse", source=names[str(path)]) from exc
+    except Exception as exc:  # noqa: BLE001 - a parser bug must still be a 4xx naming the file, never a 500
+        logger.exception("parser %s failed on an upload", format)
+        raise IngestError(f"cannot read the file as {format}: {type(exc).__name__}: {shown(str(exc))}",
+                          source=names[str(path)]) from exc
+    problems = [Problem(source=shown(q.source), line=q.line, message=shown(q.message)) for q in parsed.problems]
+    return ParseResult(corpus=parsed.corpus, problems=problems, format=parsed.format,
+                       notes=[shown(n) for n in parsed.notes], dropped=parsed.dropped)
+
+
+def add_upload(*, session: Session, settings: Settings, dataset: Dataset, stream: BinaryIO, filename: str,
+               format: str, role: str, options: dict[str, Any], docs_stream: BinaryIO | None = None) -> Upload:
+    """Store, parse and merge one uploaded file into ``dataset``; return its row.
+
+    ``docs_stream`` is an optional zip of ``<doc_id>.txt`` texts for span formats that do not
+    carry them (PICO, spans tables without a text column, brat). Raises UploadTooLargeError
+    past the size limit and IngestError (or ValueError) for a file that cannot be read or does
+    not merge with the dataset's earlier uploads; nothing is recorded then.
+    """
+    store = ArtifactStore(settings.data_dir)
+    raw = store.put_stream(stream, kind="uploads", suffix=safe_suffix(filename), limit=settings.max_upload_bytes)
+    docs = None
+    try:
+        if docs_stream is not None:
+            docs = store.put_stream(docs_stream, kind="docs", suffix=".zip", limit=settings.max_upload_bytes)
+            options = {**options, "docs_sha256": docs.sha256}
+        with tempfile.TemporaryDirectory(prefix="crowdqa-docs-") as tmp:
+            folder = None
+            if docs is not None:
+                folder = Path(tmp)
+                extract_docs(store.path(docs), folder, max_bytes=4 * settings.max_upload_bytes)
+            return _parse_and_merge(session=session, store=store, dataset=dataset, raw=raw, filename=filename,
+                                    format=format, role=role, options=options, docs=folder)
+    except BaseException:
+        # Keep no raw file that no upload row names (content-addressed: another upload may share it).
+        if not crud.file_has_upload(session=session, sha256=raw.sha256):
+            store.path(raw).unlink(missing_ok=True)
+        raise
+
+
+def _index(store: ArtifactStore, corpus_sha: str):
+    """The stored index of a corpus, made (once) from the corpus for uploads stored before indexes existed
+    or before their document hashes changed (``CorpusIndex.current``)."""
+    path = store.index_path(corpus_sha)
+    if path.is_file():
+        index = CorpusIndex.load(path)
+        if index.current:
+            return index
+    index = index_corpus(store.load_corpus(corpus_sha))
+    store.put_index(corpus_sha, index)
+    return index
+
+
+def _dataset_state(store: ArtifactStore, parts: list[str], indexes: list) -> dict[str, Any]:
+    """The dataset columns for a list of upload corpora: snapshot sha256, summary and annotator rows."""
+    if not parts:
+        return {"corpus_sha256": None, "summary": None, "annotators": []}
+    snapshot = parts[0] if len(parts) == 1 else store.put_snapshot(parts)
+    union = index_union(indexes)
+    return {"corpus_sha256": snapshot, "summary": plain_json(summarize_indexes(indexes, union=union)),
+            "annotators": annotator_counts(indexes, union=union)}
+
+
+def _parse_and_merge(*, session: Session, store: ArtifactStore, dataset: Dataset, raw, filename: str, format: str,
+                     role: str, options: dict[str, Any], docs: Path | None) -> Upload:
+    """Parse the upload, check it merges with the dataset's uploads (by their indexes: no label of theirs is
+    read), and record it; the dataset becomes the list of its uploads' corpora (merged when a job runs)."""
+    _refuse_same_file(session=session, dataset=dataset, raw=raw, filename=filename)
+    read_options = {k: v for k, v in options.items() if k != "docs_sha256"}
+    parsed = parse_upload(store.path(raw), format=format, role=role, options=read_options, docs=docs,
+                          filename=filename)
+    corpus: Corpus = parsed.corpus
+    if corpus.n_obs == 0:
+        raise IngestError(f"the file holds no labels (read as {format!r})", source=filename or "upload")
+    own = store.put_corpus(corpus)
+    new_index = index_corpus(corpus)
+    store.put_index(own.sha256, new_index)
+    with _dataset_locks[dataset.id]:
+        # Serialise uploads to one dataset across threads (the lock) and processes (a row write lock
+        # held until the commit in crud.add_upload), then check against the latest committed uploads.
+        crud.lock_dataset(session=session, dataset=dataset)
+        _refuse_same_file(session=session, dataset=dataset, raw=raw, filename=filename)
+        parts = crud.upload_corpora(session=session, dataset_id=dataset.id)
+        indexes = [_index(store, p) for p in parts]
+        try:
+            check_mergeable(indexes, new_index, source=_shown_name(filename))
+        except KindConflict as exc:
+            raise UploadConflictError(str(exc)) from None
+        state = _dataset_state(store, [*parts, own.sha256], [*indexes, new_index])
+        upload = Upload(
+            dataset_id=dataset.id, filename=crud.text_safe(filename or "upload")[:300], format=format, role=role,
+            options=plain_json(options), size=raw.size, sha256=raw.sha256, raw_path=raw.path,
+            corpus_sha256=own.sha256, summary=plain_json(summarize(corpus, problems=parsed.problems,
+                                                                   notes=parsed.notes, dropped=parsed.dropped)),
+            problems=[str(p) for p in parsed.problems][:1000],
+        )
+        return crud.add_upload(session=session, dataset=dataset, upload=upload, **state)
+
+
+def _shown_name(filename: str | None) -> str:
+    base = PurePosixPath((filename or "").replace("\\", "/")).name
+    return "".join(ch if ch.isprintable() else "?" for ch in base)[:200] or "upload"
+
+
+def _refuse_same_file(*, session: Session, dataset: Dataset, raw, filename: str) -> None:
+    same = crud.find_upload(session=session, dataset_id=dataset.id, sha256=raw.sha256)
+    if same is not None:
+        raise UploadConflictError(
+            f"{_shown_name(filename)} is already uploaded to this dataset, as upload {same.id} ({same.format}, "
+            f"{same.role}); delete that upload first to replace it")
+
+
+def delete_upload(*, session: Session, settings: Settings, dataset: Dataset, upload: Upload) -> None:
+    """Remove one upload from its dataset: the dataset becomes the merge of the others (jobs keep their
+    snapshots), and the upload's files go once nothing else uses them."""
+    store = ArtifactStore(settings.data_dir)
+    with _dataset_locks[dataset.id]:
+        crud.lock_dataset(session=session, dataset=dataset)
+        parts = crud.upload_corpora(session=session, dataset_id=dataset.id, exclude=upload.id)
+        state = _dataset_state(store, parts, [_index(store, p) for p in parts])
+        crud.remove_upload(session=session, dataset=dataset, upload=upload, **state)
+    collect_garbage(session=session, settings=settings)
+
+
+def delete_dataset(*, session: Session, settings: Settings, dataset: Dataset) -> None:
+    """Delete a dataset's rows (uploads, annotators, jobs, reports) and the files only they used; refused with
+    DatasetBusyError while one of its jobs runs (its worker would write results for rows that are gone)."""
+    if crud.has_running_job(session=session, dataset_id=dataset.id):
+        raise DatasetBusyError(f"dataset {dataset.id} has a running job; wait for it or delete the job first")
+    crud.delete_dataset(session=session, dataset=dataset)
+    collect_garbage(session=session, settings=settings)
+
+
+def collect_garbage(*, session: Session, settings: Settings) -> int:
+    """Remove stored files no row references any more; return how many went.
+
+    Files are content-addressed and shared between rows holding the same bytes, so a file
+    goes only when no upload, dataset or job names it. Files younger than
+    ``settings.gc_grace`` stay (an upload of the same bytes may not have committed yet);
+    they go at a later deletion or start-up. A failure here is logged, never raised: the
+    rows are already gone and the next collection retries.
+    """
+    try:
+        store = ArtifactStore(settings.data_dir)
+        referenced = store.expand_references(crud.referenced_artifacts(session=session))
+        removed = store.remove_unreferenced(referenced, older_than=settings.gc_grace)
+    except Exception:  # noqa: BLE001 - deleting rows succeeded; stray files are retried next time
+        logger.exception("collecting unreferenced files failed")
+        return 0
+    if removed:
+        logger.info("removed %d stored files no row references", removed)
+    return removed
