@@ -38,12 +38,12 @@ from crowdqa.quality.review_rules import (
 )
 from crowdqa.store import crud
 from crowdqa.store.artifacts import ArtifactStore
-from crowdqa.store.models import BlockedWorker, BlockedWorkerCreate, Job, Project, Upload
+from crowdqa.store.models import Job, Upload
 from crowdqa.store.settings import Settings
 
 __all__ = ["ReviewRules", "interval_name",
            "ReviewOutcome", "review_batch", "review_file", "review_job", "format_review", "BONUS_COLUMNS",
-           "MTURK_PREFIX", "block_workers", "unblock_worker", "list_blocked", "project_named"]
+           "MTURK_PREFIX"]
 
 #: Annotator ids of Mechanical Turk workers are ``mturk:<WorkerId>`` (:mod:`crowdqa.ingest.mturk_csv`).
 MTURK_PREFIX = "mturk:"
@@ -249,34 +249,6 @@ def review_job(*, session: Session, settings: Settings, job: Job, rules: ReviewR
     batch = read_batch(store.path(upload.raw_path).read_bytes(), source=upload.filename)
     blocked = crud.blocked_annotators(session=session, project_id=job.project_id)
     return review_batch(batch, report, rules, blocked=blocked)
-
-
-def block_workers(*, session: Session, project_id: str, annotators: list[str], reason: str = ""
-                  ) -> list[tuple[BlockedWorker, bool]]:
-    """Put annotators on the project's block list (their later jobs fit without them; they are still scored);
-    each row and whether it is new. A worker blocked again keeps one row, with the new reason."""
-    rows = [BlockedWorkerCreate(annotator=a, reason=reason) for a in annotators]  # all checked before any write
-    return [crud.block_worker(session=session, project_id=project_id, worker_in=r) for r in rows]
-
-
-def project_named(*, session: Session, name: str) -> Project:
-    """The project named ``name``; LookupError when there is none (the command line names projects)."""
-    project = crud.find_project(session=session, name=name)
-    if project is None:
-        raise LookupError(f"no project named {name!r} here")
-    return project
-
-
-def unblock_worker(*, session: Session, project_id: str, annotator: str) -> None:
-    """Take an annotator off the project's block list; LookupError when it is not on it."""
-    if not crud.unblock_worker(session=session, project_id=project_id, annotator=annotator):
-        raise LookupError(f"{annotator!r} is not on this project's block list")
-
-
-def list_blocked(*, session: Session, project_id: str, offset: int = 0, limit: int = 100
-                 ) -> tuple[list[BlockedWorker], int]:
-    """One page of the project's block list (by annotator id) and its length."""
-    return crud.list_blocked_workers(session=session, project_id=project_id, offset=offset, limit=limit)
 
 
 #: How the terminal summary words each reason (crowdqa.quality.review_rules.Reason).

@@ -16,7 +16,7 @@ __all__ = ["register"]
 
 
 def _project(session, name: str):
-    from crowdqa.jobs.review import project_named
+    from crowdqa.jobs.blocklist import project_named
 
     try:
         return project_named(session=session, name=name)
@@ -26,7 +26,7 @@ def _project(session, name: str):
 
 def _list(args: argparse.Namespace) -> int:
     from crowdqa.api.commands.keys import _session
-    from crowdqa.jobs.review import list_blocked
+    from crowdqa.jobs.blocklist import list_blocked
 
     with _session() as session:
         rows, count = list_blocked(session=session, project_id=_project(session, args.project).id, limit=10**9)
@@ -42,7 +42,7 @@ def _add(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from crowdqa.api.commands.keys import _session
-    from crowdqa.jobs.review import block_workers
+    from crowdqa.jobs.blocklist import block_workers
 
     with _session() as session:
         project = _project(session, args.project)
@@ -61,7 +61,7 @@ def _add(args: argparse.Namespace) -> int:
 
 def _remove(args: argparse.Namespace) -> int:
     from crowdqa.api.commands.keys import _session
-    from crowdqa.jobs.review import unblock_worker
+    from crowdqa.jobs.blocklist import unblock_worker
 
     with _session() as session:
         project = _project(session, args.project)

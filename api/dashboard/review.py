@@ -20,7 +20,7 @@ from crowdqa.api.dashboard.pages import Csrf, _message, owned_job, router
 from crowdqa.api.dashboard.web import PageError, redirect, render
 from crowdqa.api.deps import SessionDep, SettingsDep
 from crowdqa.api.routes.review import ReviewRequest
-from crowdqa.jobs import review
+from crowdqa.jobs import blocklist, review
 from crowdqa.jobs.errors import JobNotRunnableError
 
 __all__ = ["review_page", "blocked_page"]
@@ -95,7 +95,7 @@ def _back(next_path: str) -> str:
 @router.get("/blocked")
 def blocked_page(request: Request, session: SessionDep, dash: DashSessionDep) -> HTMLResponse:
     """The project's block list, with an Unblock button per worker and a form to block one."""
-    rows, count = review.list_blocked(session=session, project_id=dash.project.id, limit=10_000)
+    rows, count = blocklist.list_blocked(session=session, project_id=dash.project.id, limit=10_000)
     return render(request, "blocked.html", {"rows": rows, "count": count}, dash=dash)
 
 
@@ -106,10 +106,10 @@ def block(request: Request, session: SessionDep, dash: DashSessionDep,
     """Block a worker (its later jobs fit without it) and go back where the form was."""
     check_csrf(request, dash, csrf)
     try:
-        review.block_workers(session=session, project_id=dash.project.id, annotators=[annotator.strip()],
-                             reason=reason.strip())
+        blocklist.block_workers(session=session, project_id=dash.project.id, annotators=[annotator.strip()],
+                                reason=reason.strip())
     except ValidationError as exc:
-        rows, count = review.list_blocked(session=session, project_id=dash.project.id, limit=10_000)
+        rows, count = blocklist.list_blocked(session=session, project_id=dash.project.id, limit=10_000)
         return render(request, "blocked.html", {"rows": rows, "count": count,
                                                 "error": f"not blocked: {_message(exc)}"},
                       dash=dash, status_code=422)
@@ -123,7 +123,7 @@ def unblock(request: Request, session: SessionDep, dash: DashSessionDep,
     """Unblock a worker: jobs started from now on fit with its labels again."""
     check_csrf(request, dash, csrf)
     try:
-        review.unblock_worker(session=session, project_id=dash.project.id, annotator=annotator)
+        blocklist.unblock_worker(session=session, project_id=dash.project.id, annotator=annotator)
     except LookupError as exc:
         raise PageError(404, str(exc)) from None
     return redirect(_back(next))

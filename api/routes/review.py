@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from crowdqa.api.deps import CurrentProjectDep, OwnedJobDep, SessionDep, SettingsDep
 from crowdqa.api.errors import ProblemError, problem_responses
-from crowdqa.jobs import review
+from crowdqa.jobs import blocklist, review
 from crowdqa.store.models import BlockedWorkerCreate, BlockedWorkerPublic, BlockedWorkersPublic
 
 __all__ = ["router", "ReviewRequest", "ReviewSummary"]
@@ -152,7 +152,7 @@ Limit = Annotated[int, Query(ge=1, le=1000, description="Rows to return (at most
 def list_blocked(session: SessionDep, project: CurrentProjectDep, offset: Offset = 0,
                  limit: Limit = 100) -> BlockedWorkersPublic:
     """The project's block list: annotators left out of the fit of its later jobs (still scored in their reports)."""
-    rows, count = review.list_blocked(session=session, project_id=project.id, offset=offset, limit=limit)
+    rows, count = blocklist.list_blocked(session=session, project_id=project.id, offset=offset, limit=limit)
     return BlockedWorkersPublic(data=[BlockedWorkerPublic.model_validate(r) for r in rows], count=count)
 
 
@@ -162,8 +162,8 @@ def block_worker(body: BlockedWorkerCreate, session: SessionDep, project: Curren
                  response: Response) -> BlockedWorkerPublic:
     """Block an annotator (e.g. mturk:A1B2C3): later jobs of the project fit without its labels and mark it in
     their reports; 201 when new, 200 when it was blocked already (its reason is updated)."""
-    [(row, created)] = review.block_workers(session=session, project_id=project.id, annotators=[body.annotator],
-                                            reason=body.reason)
+    [(row, created)] = blocklist.block_workers(session=session, project_id=project.id, annotators=[body.annotator],
+                                               reason=body.reason)
     if not created:
         response.status_code = status.HTTP_200_OK
     return BlockedWorkerPublic.model_validate(row)
@@ -175,7 +175,7 @@ def unblock_worker(annotator: Annotated[str, Path(max_length=300)], session: Ses
                    project: CurrentProjectDep) -> Response:
     """Unblock an annotator: jobs started from now on fit with its labels again."""
     try:
-        review.unblock_worker(session=session, project_id=project.id, annotator=annotator)
+        blocklist.unblock_worker(session=session, project_id=project.id, annotator=annotator)
     except LookupError as exc:
         raise ProblemError(404, str(exc)) from None
     return Response(status_code=status.HTTP_204_NO_CONTENT)
