@@ -12,7 +12,10 @@ only pairs sharing ``min_documents`` documents are wanted (a report's kappas), o
 of the (document, pair) rows' pair codes (int32 up to 46,340 annotators) finds the
 pairs that frequent, and a table of flags picks out their rows, so the many pairs of a
 large crowd that share one document cost one sorted key each and never reach the token
-count. Kappa is then a vectorised function of the stacked matrices.
+count. One-token documents (categorical items) need no second visit: a row's joint label is its two
+annotations' labels, taken with its code; with a small crowd (a table of every worker pair's cells no
+larger than the rows) one ``bincount`` of the cell codes counts every pair, with no sort at all.
+Kappa is then a vectorised function of the stacked matrices.
 
 Edge convention: as in :mod:`crowdqa.quality.agreement`, kappa is ``nan`` when the expected
 agreement is 1.
@@ -104,26 +107,43 @@ def pair_confusions(
         chosen[np.asarray(annotators, dtype=np.int64)] = True
         chosen = None if chosen.all() else chosen
 
+    one_token = corpus.n_tokens == corpus.n_docs
+    n_rows = sum(docs_k.shape[0] * (k * (k - 1) // 2) for k, docs_k in groups)
+    if one_token and n_w * n_w * k_cls * k_cls <= max(n_rows, 1 << 22):
+        return _one_token_table(corpus, groups, obs_base, chosen, min_documents)
+
     # Pass 1: the worker-pair code a * n_workers + b of every (document, pair) row (int32, half the memory
     # and sort time, when it fits; -1: a pair with an annotator left out); the pairs sharing enough
     # documents, in (a, b) order, from one sort of the codes; each row's pair number.
+    # One-token documents (categorical items): a row's joint label is its two annotations' labels, taken
+    # here with its code, so the kept rows are counted with one bincount and no second visit.
     code_dtype = np.int32 if n_w * n_w < np.iinfo(np.int32).max else np.int64
-    codes = []
+    codes, joint = [], []
     for k, docs_k in groups:
         pi, pj = np.triu_indices(k, 1)
         first_row = obs_base[docs_k][:, None]
-        wa = corpus.worker[(first_row + pi).ravel()].astype(code_dtype)
-        wb = corpus.worker[(first_row + pj).ravel()].astype(code_dtype)
+        ia, ib = (first_row + pi).ravel(), (first_row + pj).ravel()
+        wa = corpus.worker[ia].astype(code_dtype)
+        wb = corpus.worker[ib].astype(code_dtype)
         code = wa * code_dtype(n_w) + wb
         if chosen is not None:
             code[~(chosen[wa] & chosen[wb])] = -1
         codes.append(code)
+        if one_token:
+            joint.append(corpus.label[ia].astype(np.intp) * k_cls + corpus.label[ib])
     code = np.concatenate(codes) if len(codes) > 1 else codes[0]
     del codes
     uniq, n_docs = _frequent_codes(code[code >= 0] if chosen is not None else code, min_documents)
     kept_rows, kept_ids = _code_numbers(code, uniq, n_w * n_w)
     del code
     uniq, n_docs = uniq.astype(np.int64), n_docs.astype(np.int64)
+    shape = (uniq.shape[0], k_cls, k_cls)
+    if one_token:
+        joint = np.concatenate(joint) if len(joint) > 1 else joint[0]
+        cell = kept_ids * (k_cls * k_cls)
+        cell += joint[kept_rows]
+        total = np.bincount(cell, minlength=shape[0] * k_cls * k_cls).reshape(shape)
+        return PairConfusions(uniq // n_w, uniq % n_w, total, n_docs)
 
     # The kept (document, pair) rows of each group: their documents, pair columns and pair numbers.
     kept, row0 = [], 0
@@ -135,13 +155,44 @@ def pair_confusions(
         kept.append((k, docs_k[rows // n_cols], rows % n_cols, kept_ids[a:b]))
         row0 = end
     del kept_rows, kept_ids
-    shape = (uniq.shape[0], k_cls, k_cls)
     dense_cells = sum(int(corpus.doc_lengths[doc].sum()) for _, doc, _, _ in kept)
     if method == "dense" or (method == "auto" and dense_cells <= corpus.n_obs):
         total = _joint_dense(corpus, kept, obs_base, shape, chunk)
     else:
         total = _joint_sparse(corpus, kept, obs_base, n_in_doc, uniq, shape, method=method)
     return PairConfusions(uniq // n_w, uniq % n_w, total, n_docs)
+
+
+def _one_token_table(corpus: Corpus, groups: list, obs_base: NDArray, chosen: NDArray | None,
+                     min_documents: int) -> PairConfusions:
+    """:func:`pair_confusions` of one-token documents (categorical items) whose table of every
+    (worker pair, joint label) cell is no larger than the rows (or 4M cells).
+
+    A row's joint label is its two annotations' labels, so one ``bincount`` of the cell codes
+    ``((a * n_workers + b) * n_classes + label_a) * n_classes + label_b`` counts every pair at once;
+    a pair's documents are its cells' sum. No sort and no second visit of the rows.
+    """
+    n_w, k_cls = corpus.n_workers, corpus.n_classes
+    n_cells = n_w * n_w * k_cls * k_cls
+    table = np.zeros(n_cells + 1, dtype=np.int64)  # the last slot: rows of a pair left out
+    for k, docs_k in groups:
+        pi, pj = np.triu_indices(k, 1)
+        first_row = obs_base[docs_k][:, None]
+        ia, ib = (first_row + pi).ravel(), (first_row + pj).ravel()
+        wa, wb = corpus.worker[ia], corpus.worker[ib]
+        cell = wa.astype(np.intp) * n_w
+        cell += wb
+        cell *= k_cls
+        cell += corpus.label[ia]
+        cell *= k_cls
+        cell += corpus.label[ib]
+        if chosen is not None:
+            cell[~(chosen[wa] & chosen[wb])] = n_cells
+        table += np.bincount(cell, minlength=n_cells + 1)
+    table = table[:n_cells].reshape(n_w * n_w, k_cls, k_cls)
+    docs = table.sum(axis=(1, 2))
+    uniq = np.flatnonzero(docs >= max(int(min_documents), 1))
+    return PairConfusions(uniq // n_w, uniq % n_w, table[uniq], docs[uniq])
 
 
 def _joint_dense(corpus: Corpus, kept: list, obs_base: NDArray, shape: tuple, chunk: int) -> NDArray[np.int64]:

@@ -64,18 +64,41 @@ def test_int64_codes_beyond_46340_annotators(seed, min_documents):
         token=token, worker=worker, label=label, doc_lengths=lengths, token_start=np.zeros(n_tokens, int),
         token_end=np.ones(n_tokens, int), doc_ids=[f"d{d}" for d in range(30)], texts=["x" * int(n) for n in lengths],
         worker_ids=[f"w{i}" for i in range(n_ids)], worker_roles=["crowd"] * n_ids, class_names=["O", "A", "B"])
-    pc = pair_confusions(c, min_documents=min_documents)
-    got = {(int(a), int(b)): (cf.tolist(), int(d)) for a, b, cf, d in zip(pc.a, pc.b, pc.confusion, pc.documents,
-                                                                          strict=True)}
+    got = _as_dict(pair_confusions(c, min_documents=min_documents))
+    assert got == _by_loop(c, used, min_documents)
+    assert list(got) == sorted(got)  # pairs in (a, b) order
+
+
+def _as_dict(pc) -> dict:
+    return {(int(a), int(b)): (cf.tolist(), int(d)) for a, b, cf, d in zip(pc.a, pc.b, pc.confusion, pc.documents,
+                                                                           strict=True)}
+
+
+def _by_loop(c: Corpus, annotators: np.ndarray, min_documents: int) -> dict:
+    """The oracle: each pair of ``annotators`` from dense ``labels_of`` arrays, counted with ``np.add.at``."""
     want = {}
-    for i, a in enumerate(used.tolist()):
-        for b in used[i + 1:].tolist():
+    for i, a in enumerate(annotators.tolist()):
+        for b in annotators[i + 1:].tolist():
             la, lb = c.labels_of(a), c.labels_of(b)
             both = (la >= 0) & (lb >= 0)
             docs = len(set(c.token_doc[both].tolist()))
             if docs >= min_documents and docs:
-                cm = np.zeros((3, 3), dtype=int)
+                cm = np.zeros((c.n_classes, c.n_classes), dtype=int)
                 np.add.at(cm, (la[both], lb[both]), 1)
                 want[(a, b)] = (cm.tolist(), docs)
-    assert got == want
+    return want
+
+
+@pytest.mark.parametrize("min_documents", [1, 2, 3])
+@pytest.mark.parametrize("crowd_only", [False, True])
+def test_one_token_documents_match_brute_force(seed, min_documents, crowd_only):
+    """Oracle: dense labels_of counts for every pair of a categorical corpus (one-token items, where the joint
+    labels are taken with the pair codes), with and without an annotator subset."""
+    from tests.quality.test_report import categorical_corpus
+
+    c = categorical_corpus(seed, n_items=90, n_crowd=8)
+    chosen = c.workers_with_role("crowd") if crowd_only else np.arange(c.n_workers)
+    got = _as_dict(pair_confusions(c, annotators=chosen if crowd_only else None, min_documents=min_documents))
+    want = _by_loop(c, chosen, min_documents)
+    assert want and got == want
     assert list(got) == sorted(got)  # pairs in (a, b) order
