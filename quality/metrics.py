@@ -32,7 +32,8 @@ from numpy.typing import NDArray
 
 from crowdqa.aggregation.corpus import MISSING
 
-__all__ = ["PRF", "prf_from_counts", "safe_ratio", "token_counts", "token_prf", "per_label_prf", "grouped_counts"]
+__all__ = ["PRF", "prf_from_counts", "safe_ratio", "token_counts", "token_prf", "per_label_prf", "grouped_counts",
+           "grouped_outcomes"]
 
 
 @dataclass(frozen=True)
@@ -228,14 +229,43 @@ def grouped_counts(
     counts : ndarray of shape (n_groups, 3)
         Columns tp, fp, fn.
     """
+    return grouped_outcomes(pred_pos, ref_pos, group, n_groups=n_groups)[:, [3, 2, 1]]
+
+
+def grouped_outcomes(
+    pred_pos: NDArray[np.bool_], ref_pos: NDArray[np.bool_], group: NDArray, *, n_groups: int,
+    mask: NDArray[np.bool_] | None = None,
+) -> NDArray[np.int64]:
+    """The four binary outcomes per group, over the rows in ``mask`` (default all), in one ``bincount``.
+
+    Parameters
+    ----------
+    pred_pos, ref_pos : ndarray of shape (n_obs,) of bool
+    group : ndarray of shape (n_obs,) of int
+        Group index of each row, in ``[0, n_groups)``.
+    n_groups : int
+    mask : ndarray of shape (n_obs,) of bool, optional
+        The rows compared; the others are counted nowhere.
+
+    Returns
+    -------
+    outcomes : ndarray of shape (n_groups, 4)
+        Columns tn, fn, fp, tp (``2 * pred_pos + ref_pos``); a group with a compared row has a
+        positive row sum.
+    """
     pred_pos = np.asarray(pred_pos, dtype=bool)
     ref_pos = np.asarray(ref_pos, dtype=bool)
-    group = np.asarray(group, dtype=np.int64)
-    if not (pred_pos.shape == ref_pos.shape == group.shape):
-        raise ValueError(
-            f"pred_pos, ref_pos and group must have one shape, found {pred_pos.shape}, {ref_pos.shape}, {group.shape}"
-        )
-    # code 0 = tn, 1 = fn, 2 = fp, 3 = tp
-    code = pred_pos.astype(np.int64) * 2 + ref_pos
-    flat = np.bincount(group * 4 + code, minlength=n_groups * 4).reshape(n_groups, 4)
-    return np.stack([flat[:, 3], flat[:, 2], flat[:, 1]], axis=1).astype(np.int64)
+    group = np.asarray(group)
+    if not (pred_pos.shape == ref_pos.shape == group.shape) or (mask is not None and mask.shape != group.shape):
+        raise ValueError(f"pred_pos, ref_pos, group and mask must have one shape, found {pred_pos.shape}, "
+                         f"{ref_pos.shape}, {group.shape}" + ("" if mask is None else f", {mask.shape}"))
+    if mask is not None and 4 * np.count_nonzero(mask) < mask.shape[0]:  # few rows compared: take them first
+        pred_pos, ref_pos, group, mask = pred_pos[mask], ref_pos[mask], group[mask], None
+    # One code per row, built in place: group * 4 + 2 * pred_pos + ref_pos (a row left out: the last slot).
+    code = np.multiply(group, 4, dtype=np.intp)
+    code += pred_pos
+    code += pred_pos
+    code += ref_pos
+    if mask is not None:
+        code[~mask] = 4 * n_groups
+    return np.bincount(code, minlength=4 * n_groups + 1)[:4 * n_groups].reshape(n_groups, 4)

@@ -49,7 +49,7 @@ from crowdqa.aggregation.corpus import MISSING, Corpus
 from crowdqa.aggregation.spans import decode_spans
 from crowdqa.quality.agreement import krippendorff_alpha_corpus
 from crowdqa.quality.intervals import clopper_pearson_bounds, grouped_bootstrap_f1_bounds
-from crowdqa.quality.metrics import grouped_counts, per_label_prf, prf_from_counts
+from crowdqa.quality.metrics import grouped_counts, grouped_outcomes, per_label_prf, prf_from_counts
 from crowdqa.quality.pair_agreement import kappa_from_confusions, pair_confusions
 from crowdqa.quality.references import RULES, leave_one_out_references, reference_labels
 from crowdqa.quality.span_metrics import instance_counts
@@ -271,11 +271,15 @@ def _pair_counts(
     """
     pair, pair_worker = pairs
     n_pairs = pair_worker.shape[0]
-    # One-token documents: every annotation is its own pair (_obs_pairs).
-    used = valid if corpus.n_tokens == corpus.n_docs else np.bincount(pair[valid], minlength=n_pairs) > 0
     counts = None
-    if ref_pos is not None:
-        counts = grouped_counts(corpus.label[valid] > 0, ref_pos[valid], pair[valid], n_groups=n_pairs)[used]
+    if ref_pos is not None:  # one bincount gives the counts and which pairs have a compared token
+        outcomes = grouped_outcomes(corpus.label > 0, ref_pos, pair, n_groups=n_pairs, mask=valid)
+        used = outcomes.any(axis=1)
+        counts = outcomes[used][:, [3, 2, 1]]
+    elif corpus.n_tokens == corpus.n_docs:  # one-token documents: every annotation is its own pair (_obs_pairs)
+        used = valid
+    else:
+        used = np.bincount(pair[valid], minlength=n_pairs) > 0
     n_tokens = np.bincount(corpus.worker[valid], minlength=corpus.n_workers)
     return counts, pair_worker[used], n_tokens
 

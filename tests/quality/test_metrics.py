@@ -86,6 +86,23 @@ def test_grouped_counts_brute_force():
         assert got[k].tolist() == [int(np.sum(p[m] & r[m])), int(np.sum(p[m] & ~r[m])), int(np.sum(~p[m] & r[m]))]
 
 
+
+@pytest.mark.parametrize("share", [0.0, 0.1, 0.9, 1.0])
+def test_grouped_outcomes_with_mask_brute_force(share):
+    """Oracle: a Python loop over groups and the masked rows; sparse masks (rows taken first) and dense ones
+    (rows left out in place) alike."""
+    from crowdqa.quality.metrics import grouped_outcomes
+
+    rng = np.random.default_rng(3)
+    p, r, g = rng.random(300) < 0.4, rng.random(300) < 0.5, rng.integers(0, 7, 300).astype(np.int32)
+    mask = rng.random(300) < share
+    got = grouped_outcomes(p, r, g, n_groups=8, mask=mask)
+    for k in range(8):
+        m = (g == k) & mask
+        assert got[k].tolist() == [int(np.sum(~p[m] & ~r[m])), int(np.sum(~p[m] & r[m])), int(np.sum(p[m] & ~r[m])),
+                                   int(np.sum(p[m] & r[m]))]
+
+
 @settings(max_examples=150, deadline=None)
 @given(labels_pair)
 def test_properties(pair):
