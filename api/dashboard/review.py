@@ -35,9 +35,18 @@ def _rules(request: Request) -> dict[str, str]:
 
 
 def _outcome(session, settings, job, given: dict[str, str], **extra: Any):
-    body = ReviewRequest.model_validate({**given, **extra})
-    return review.review_job(session=session, settings=settings, job=job, rules=body.rules(),
-                             upload_id=body.upload_id)
+    """The review the rules in ``given`` make; a PageError saying why it was not made (bad rules 422, no such
+    upload 404, a job or upload that cannot be reviewed 409)."""
+    try:
+        body = ReviewRequest.model_validate({**given, **extra})
+        return review.review_job(session=session, settings=settings, job=job, rules=body.rules(),
+                                 upload_id=body.upload_id)
+    except (ValidationError, ValueError) as exc:
+        raise PageError(422, f"review not made: {_message(exc)}") from None
+    except LookupError as exc:
+        raise PageError(404, f"review not made: {exc}") from None
+    except JobNotRunnableError as exc:
+        raise PageError(409, f"review not made: {exc}") from None
 
 
 @router.get("/jobs/{job_id}/review")
@@ -50,12 +59,8 @@ def review_page(request: Request, job_id: str, session: SessionDep, settings: Se
     if "reject_below" in given:
         try:
             summary = _outcome(session, settings, job, given).summary
-        except (ValidationError, ValueError) as exc:
-            error, status = f"review not made: {_message(exc)}", 422
-        except LookupError as exc:
-            error, status = f"review not made: {exc}", 404
-        except JobNotRunnableError as exc:
-            error, status = f"review not made: {exc}", 409
+        except PageError as exc:  # shown on the form's page
+            error, status = exc.detail, exc.status
     query = urlencode(given)
     return render(request, "review.html", {
         "job": job, "form": given, "summary": summary, "error": error, "query": query,
@@ -70,14 +75,7 @@ def review_download(request: Request, job_id: str, session: SessionDep, settings
                     output: Annotated[str, Query(pattern="^(batch|bonuses)$")] = "batch") -> Response:
     """The reviewed batch-results CSV (or the bonus list), as the API's review action gives it."""
     job = owned_job(session, dash, job_id)
-    try:
-        outcome = _outcome(session, settings, job, _rules(request))
-    except (ValidationError, ValueError) as exc:
-        raise PageError(422, f"review not made: {_message(exc)}") from None
-    except LookupError as exc:
-        raise PageError(404, str(exc)) from None
-    except JobNotRunnableError as exc:
-        raise PageError(409, str(exc)) from None
+    outcome = _outcome(session, settings, job, _rules(request))
     if output == "bonuses":
         return Response(outcome.bonus_csv(), media_type="text/csv; charset=utf-8",
                         headers={"Content-Disposition": f'attachment; filename="{job.id}-bonuses.csv"'})

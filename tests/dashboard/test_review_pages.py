@@ -68,6 +68,10 @@ def test_bad_rules_and_other_projects_show_errors(client, keys, tmp_path):
     r = client.get(f"/ui/jobs/{job}/review?reject_below=0.2&bonus=1")
     assert r.status_code == 422 and "bonus and bonus_above go together" in r.text
     assert client.get(f"/ui/jobs/{job}/review.csv?reject_below=-1").status_code == 422
+    # The page and the download refuse an unknown upload alike (one place decides the status and the words).
+    for path in ("review", "review.csv"):
+        r = client.get(f"/ui/jobs/{job}/{path}?reject_below=0.2&upload_id=nope")
+        assert r.status_code == 404 and "review not made: " in r.text, path
     r = client.post("/ui/blocked", data={"annotator": "", "csrf": csrf})
     assert r.status_code == 422 and "not blocked" in r.text
     client.cookies.clear()
