@@ -149,13 +149,13 @@ def document_page(request: Request, job_id: str, doc: int, session: SessionDep, 
     """One document: the text with every annotator's spans stacked (experts, crowd, the aggregate) and the
     aggregate's token posteriors as shading."""
     job = owned_job(session, dash, job_id)
-    body = _finished_report(session, job)
+    _finished(check_finished, job=job)  # the report is not read: the method it names is the job row's
     result = load_job_result(settings=settings, job=job)
     try:
         layers = document_layers(result, doc)
     except IndexError:
         raise PageError(404, "no such document in this job") from None
-    return render(request, "document.html", {"job": job, "method": body.get("method"), "doc": doc,
+    return render(request, "document.html", {"job": job, "method": job.method.value, "doc": doc,
                                              "n_docs": result.corpus.n_docs,
                                              **viewer(layers, job, has_outside=result.corpus.has_outside,
                                                       class_names=result.corpus.class_names)}, dash=dash)

@@ -178,7 +178,7 @@ def test_workers_csv_defuses_spreadsheet_formulas(client, keys, tmp_path):
 
 def test_downloads_are_the_apis_and_refuse_a_job_that_is_not_finished(client, keys, settings):
     """Oracle: the API's own report and labels routes, byte for byte; once the job is not finished, every
-    download is the page's 409 naming its status."""
+    download (and the document viewer) is the page's 409 naming its status."""
     from crowdqa.store import crud
     from crowdqa.store.models import JobStatus
     from tests.api.conftest import auth, sample_dataset
@@ -193,8 +193,9 @@ def test_downloads_are_the_apis_and_refuse_a_job_that_is_not_finished(client, ke
     assert client.get(f"{job_url}/report.json").content == client.get(f"{api}/report", headers=auth(keys["a"])).content
     assert (client.get(f"{job_url}/labels?format=conll").content
             == client.get(f"{api}/labels?format=conll", headers=auth(keys["a"])).content)
+    assert 'posterior<span class="kind">mv</span>' in client.get(f"{job_url}/documents/0").text
     with Session(get_engine(settings)) as s:
         crud.update_job(session=s, job_id=job_id, status=JobStatus.failed, error="ValueError: boom")
-    for download in ("report.json", "labels", "workers.csv"):
+    for download in ("report.json", "labels", "workers.csv", "documents/0"):
         r = client.get(f"{job_url}/{download}")
         assert r.status_code == 409 and "is failed, not finished: ValueError: boom" in r.text, download
