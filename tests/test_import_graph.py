@@ -108,8 +108,14 @@ def test_the_help_check_sees_a_heavy_command() -> None:
 
 
 def test_review_help_lists_the_rules_own_choices() -> None:
-    """``crowdqa review`` writes the rules' choices again so that its ``--help`` loads no rules; they must agree."""
+    """``crowdqa review`` writes the rules' choices again so that its ``--help`` loads no rules, and the API's
+    request model as Literal types; all must agree with the rules' own tuples."""
+    from typing import get_args
+
     from crowdqa.api.commands import review as command
+    from crowdqa.api.routes import review as route
     from crowdqa.quality import review_rules as rules
 
-    assert (command.METRICS, command.AGAINST, command.DECIDE_BY) == (rules.METRICS, rules.AGAINST, rules.DECIDE_BY)
+    expected = (rules.METRICS, rules.AGAINST, rules.DECIDE_BY)
+    assert (command.METRICS, command.AGAINST, command.DECIDE_BY) == expected
+    assert tuple(get_args(t) for t in (route.Metric, route.Against, route.DecideBy)) == expected

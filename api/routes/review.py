@@ -17,6 +17,12 @@ __all__ = ["router", "ReviewRequest", "ReviewSummary"]
 
 router = APIRouter(tags=["review"])
 
+#: The rules' choices (crowdqa.quality.review_rules.METRICS, AGAINST, DECIDE_BY; a test pins them), written once
+#: for the request and the rules as applied.
+Metric = Literal["auto", "f1", "accuracy"]
+Against = Literal["aggregate", "expert"]
+DecideBy = Literal["interval", "estimate"]
+
 
 class ReviewRequest(BaseModel):
     """Body of ``POST /jobs/{id}/review``: the rules, which upload, and what to answer with."""
@@ -25,11 +31,11 @@ class ReviewRequest(BaseModel):
     reject_below: float = Field(ge=0, le=1, description="Reject workers whose score is below this.")
     min_tokens: int = Field(default=50, ge=0, description="Judge only workers with this many compared tokens "
                                                           "(items for categorical answers).")
-    metric: Literal["auto", "f1", "accuracy"] = Field(
+    metric: Metric = Field(
         default="auto", description="auto: F1 for span labels, accuracy for categorical answers.")
-    against: Literal["aggregate", "expert"] = Field(default="aggregate", description="What workers are scored "
+    against: Against = Field(default="aggregate", description="What workers are scored "
                                                     "against: the job's aggregate, or the experts.")
-    decide_by: Literal["interval", "estimate"] = Field(
+    decide_by: DecideBy = Field(
         default="interval", description="interval: reject only when the report's interval's upper bound is below "
                                         "reject_below (bonus only when its lower bound reaches bonus_above); "
                                         "estimate: compare the estimate.")
@@ -55,8 +61,8 @@ class AppliedRules(BaseModel):
     reject_below: float
     min_tokens: int
     metric: Literal["f1", "accuracy"]
-    against: Literal["aggregate", "expert"]
-    decide_by: Literal["interval", "estimate"]
+    against: Against
+    decide_by: DecideBy
     bonus: str | None
     bonus_above: float | None
     level: float | None = Field(description="Confidence level of the report's intervals the rules read "
