@@ -1,8 +1,8 @@
 """A job's life: start one on a dataset, re-run it, delete it (stopping it if it runs).
 
 A job row is committed, with its input checked, before it is enqueued, so the queue never holds a job the
-database does not know; a job the queue refuses fails at once with the reason. The API routes, the
-dashboard and the command line call these; a dataset's uploads are :mod:`crowdqa.jobs.uploads`'.
+database does not know; a job the queue refuses fails at once with the reason. The API routes and the
+dashboard call these; a dataset's uploads are :mod:`crowdqa.jobs.uploads`'.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ Uploads are parsed, checked to merge with the dataset's other uploads and commit
 corpus on disk, rows in the database) before any job can use them, so a job that dies never leaves a
 half-written dataset. A dataset is the list of its uploads' corpora; a job runs on a snapshot of that
 list, merged when it runs (:func:`load_job_corpus`). Stored files are content-addressed and shared between
-rows, so they go only when no row names them (:func:`collect_garbage`). The API routes, the dashboard and
-the command line call these.
+rows, so they go only when no row names them (:func:`collect_garbage`). The API routes and the dashboard
+call these (the command line reads files, not datasets: :mod:`crowdqa.jobs.local`).
 """
 
 from __future__ import annotations
