@@ -233,7 +233,7 @@ def _init_posterior(
     """Initial posteriors, ndarray of shape (n_tokens, n_classes): vote fractions or random rows."""
     n_tokens, n_classes = corpus.n_tokens, corpus.n_classes
     if init == "vote":
-        buf = _votes(corpus)  # (n_classes, n_tokens)
+        buf, _ = _votes(corpus)  # (n_classes, n_tokens)
         total = buf.sum(axis=0)
         buf[:, total == 0] = 1.0  # tokens nobody labelled: uniform (they do not inform the M-step)
         buf /= buf.sum(axis=0)

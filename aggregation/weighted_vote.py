@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
 from crowdqa.aggregation._params import Interval, Options
 from crowdqa.aggregation.corpus import Corpus
-from crowdqa.aggregation.majority_vote import TIE_RULES, MajorityVote, _break_ties, _votes
+from crowdqa.aggregation.majority_vote import TIE_RULES, MajorityVote, _votes
 
 __all__ = ["GoldMajorityVote", "Wawa", "ZeroBasedSkill", "agreement_rate"]
 
@@ -44,15 +44,16 @@ def agreement_rate(corpus: Corpus, reference: NDArray[np.int64]) -> NDArray[np.f
     skills : ndarray of shape (n_workers,)
         NaN for an annotator with no answer on a referenced token.
     """
-    ref = reference.take(corpus.token)
-    has_ref = ref >= 0
-    if has_ref.all():
-        right = np.bincount(corpus.worker_index[corpus.label == ref], minlength=corpus.n_workers)
+    has_ref = reference >= 0
+    if has_ref.all():  # the reference in the labels' dtype: a quarter of the bytes gathered per annotation
+        ref = reference.astype(corpus.label.dtype).take(corpus.token)
+        right = np.bincount(corpus.worker[corpus.label == ref], minlength=corpus.n_workers)
         seen = corpus.worker_answers
     else:  # the referenced answers first (gold: often a small share), then both counts over them only
-        obs = np.flatnonzero(has_ref)
-        worker = corpus.worker_index.take(obs)
-        right = np.bincount(worker[corpus.label.take(obs) == ref.take(obs)], minlength=corpus.n_workers)
+        obs = np.flatnonzero(has_ref.take(corpus.token))
+        worker = corpus.worker.take(obs)
+        right = np.bincount(worker[corpus.label.take(obs) == reference.take(corpus.token.take(obs))],
+                            minlength=corpus.n_workers)
         seen = np.bincount(worker, minlength=corpus.n_workers)
     with np.errstate(invalid="ignore"):  # 0/0 for annotators without referenced answers -> NaN, as documented
         return right / seen
@@ -61,7 +62,7 @@ def agreement_rate(corpus: Corpus, reference: NDArray[np.int64]) -> NDArray[np.f
 def _vote(corpus: Corpus, weights: NDArray[np.float64], *, tie_break: str, known: NDArray | None) -> NDArray[np.int64]:
     """Weighted vote of every token with the tie rule of :class:`MajorityVote`; known tokens keep their class."""
     rule = tie_break if corpus.has_outside else "lowest"  # as MajorityVote: categorical ties go to the lowest index
-    labels = _break_ties(_votes(corpus, np.nan_to_num(weights)), tie_break=rule)
+    _, labels = _votes(corpus, np.nan_to_num(weights), tie_break=rule)
     if known is not None:
         labels = np.where(known >= 0, known, labels)
     return labels

@@ -222,3 +222,35 @@ def test_entity_tie_rule_beats_lowest_on_pico_expert_dev():
     assert entity == pytest.approx(0.599, abs=0.01)
     assert lowest == pytest.approx(0.552, abs=0.01)
     assert entity > lowest + 0.03
+
+
+@pytest.mark.parametrize("block", [1, 2, 7])
+@settings(max_examples=15, deadline=None)
+@given(data_seed=st.integers(0, 2**31 - 1))
+def test_blocks_of_any_size_give_the_same_vote_tally_and_counts(block, data_seed):
+    """Oracles: naive_vote, a loop-tallied confusion, ``np.bincount`` of all workers at once; with blocks of
+    ``block`` annotations (fewer than a token's annotators: blocks of one token, or none) and unlabelled tokens."""
+    from crowdqa.aggregation import corpus as corpus_module
+    from crowdqa.aggregation import majority_vote
+
+    rng = np.random.default_rng(data_seed)
+    c, _ = random_corpus(rng, n_items=25, n_workers=5, n_classes=3, per_item=3, accuracy=(0.2, 0.6))
+    c = c._with_obs((c.token > 0) & (c.token != 12) & (c.token < 23))  # unlabelled first, middle and last tokens
+    weights = rng.integers(0, 4, size=5).astype(float)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(majority_vote, "BLOCK_OBS", block)
+        mp.setattr(corpus_module, "BLOCK_OBS", block)
+        mv = MajorityVote(weights=weights, tie_break="lowest").fit(c)
+        votes, _ = majority_vote._votes(c, weights)
+        c._cache.pop("worker_answers", None)
+        answers = c.worker_answers
+    for i, e in enumerate(naive_vote(c, weights, "lowest")):
+        if e is not None and weights[c.worker[c.token == i]].sum() > 0:
+            assert mv.labels_[i] == e, i
+    np.testing.assert_allclose(votes.T, c.vote_counts(weights), rtol=1e-12)
+    counts = np.zeros((5, 3, 3))
+    for i, w, o in zip(c.token.tolist(), c.worker.tolist(), c.label.tolist(), strict=True):
+        counts[w, mv.labels_[i], o] += 1
+    rows = counts.sum(axis=2, keepdims=True)
+    np.testing.assert_allclose(mv.worker_confusion_, np.where(rows > 0, counts / np.maximum(rows, 1), 1 / 3))
+    np.testing.assert_array_equal(answers, np.bincount(c.worker, minlength=5))
