@@ -362,9 +362,9 @@ class GoldMajorityVote(_SkillVote):
         known = self._start_fit(corpus, known)
         voters = corpus
         if known is None:
-            experts = corpus.workers_with_role("expert")
-            known = _vote(corpus.select_workers(experts), np.ones(corpus.n_workers), tie_break="lowest", known=None)
-            known[corpus.select_workers(experts).vote_counts().sum(axis=1) == 0] = -1
+            experts = corpus.select_role("expert")
+            known = _vote(experts, np.ones(corpus.n_workers), tie_break="lowest", known=None)
+            known[np.bincount(experts.token, minlength=corpus.n_tokens) == 0] = -1  # tokens no expert labelled
             voters = corpus.select_role("crowd")
         skills = agreement_rate(voters, known)
         rated = ~np.isnan(skills)
