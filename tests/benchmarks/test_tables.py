@@ -47,7 +47,11 @@ def _fakes() -> dict[str, dict]:
                                                    "crowdkit": {"capped": True}, "speedup_at_least": 150.0},
                                           "kos": {"classes": 2, "crowdqa": {"fit_seconds": 0.5, "accuracy": 0.51},
                                                   "crowdkit": {"fit_seconds": 20.0, "accuracy": 0.5}, "speedup": 40.0,
-                                                  "speedup_cpu": 30.0},
+                                                  "speedup_cpu": 30.0,
+                                                  "rerun": {"date": "2026-11-27 10:00 UTC",
+                                                            "command": "categorical_speed --row kos",
+                                                            "load_average_at_start": [1.5, 1, 1],
+                                                            "load_average_at_end": [2.0, 1, 1]}},
                                           "ibcc": {"classes": 3, "crowdqa": {"fit_seconds": 1.0, "accuracy": 0.87}}}},
         "ds_speed": {"setup": {"iterations": 100, "crowdkit": "ck", "crowdqa": "us", "n_classes": 3, "per_item": 3,
                                "n_workers": 500, "cpus": 2, "python": "3.11.7"},
@@ -181,7 +185,9 @@ def test_every_section_renders_with_its_command_and_machine(results):
     assert "| pico_participants | hmm-crowd | 9,000,000 | 60.00 s (50.00 s CPU) | – | – |" in md
     assert "2 cores, Python 3.11.7" in md  # ds_speed has no meta block: machine from its setup
     assert "| GLAD | 3 | 2.00 s | > 300 s (stopped) | > 150× | – | 0.8600 |" in md
-    assert "| KOS | 2 | 500.0 ms | 20.00 s | 40× | 30× | 0.5100 / 0.5000 |" in md
+    assert "| KOS † | 2 | 500.0 ms | 20.00 s | 40× | 30× | 0.5100 / 0.5000 |" in md
+    assert ("† Rerun 2026-11-27 10:00 UTC with `categorical_speed --row kos` (1-minute load "
+            "average 1.5 at the start, 2.0 at the end)") in md
     assert "| IBCC | 3 | 1.00 s | none | – | – | 0.8700 |" in md
     assert "about 139 expert documents" in md
     assert "| DawidSkene, experts clamped | ±0.013 | ±0.016 | – |" in md
