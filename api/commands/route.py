@@ -12,7 +12,6 @@ Label Studio or doccano tasks whose export reads back as the expert upload (--id
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from crowdqa.api.commands import COMMANDS
@@ -23,7 +22,7 @@ __all__ = ["register"]
 def _run(args: argparse.Namespace) -> int:
     from crowdqa.api.commands import UserError
     from crowdqa.api.commands._uploads import check_output, print_notes, read_uploads
-    from crowdqa.jobs.params import validate_params
+    from crowdqa.api.commands.aggregate import method_params
     from crowdqa.jobs.routing import RoutingOptions, parse_budget, route_corpus, write_routing
 
     # Everything that can be checked without the data, before any file is read.
@@ -36,13 +35,7 @@ def _run(args: argparse.Namespace) -> int:
         raise UserError(f"--{name.replace('_', '-')} {rest}") from None
     if args.use_experts and not args.expert:
         raise UserError("--use-experts needs --expert PATH")
-    try:
-        params = json.loads(args.params) if args.params else {}
-    except json.JSONDecodeError as exc:
-        raise UserError(f"--params must be a JSON object: {exc}") from None
-    if not isinstance(params, dict):
-        raise UserError(f"--params must be a JSON object, found {type(params).__name__}")
-    validate_params(args.method, params)
+    params = method_params(args)
     check_output(args.output, option="--output")
     if args.export_format and not args.export:
         raise UserError("--export-format needs --export PATH")

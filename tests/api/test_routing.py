@@ -118,6 +118,22 @@ def test_cli_refuses_a_bad_budget_in_one_line(budget, tmp_path, capsys):
     assert not (tmp_path / "n.csv").exists()
 
 
+@pytest.mark.parametrize(("params", "message"), [
+    ("[1]", "--params must be a JSON object, found list"),
+    ("{nope", "--params must be a JSON object: "),
+    ('{"nope": 1}', "params.nope: "),
+])
+def test_cli_refuses_bad_params_in_one_line_as_aggregate_does(params, message, tmp_path, capsys):
+    """Oracle: ``crowdqa aggregate``'s message for the same --params (one reading of the flag for both)."""
+    args = [str(SAMPLE / "crowd.jsonl"), "--format", "spans-jsonl", "--method", "ds", "--params", params]
+    assert main(["aggregate", *args, "--output", str(tmp_path / "a.jsonl")]) == 2
+    expected = capsys.readouterr().err
+    assert main(["route", *args, "--budget", "2", "--output", str(tmp_path / "r.csv")]) == 2
+    err = capsys.readouterr().err
+    assert err == expected and err.count("\n") == 1 and err.startswith(f"crowdqa: error: {message}")
+    assert not (tmp_path / "r.csv").exists()
+
+
 @pytest.mark.parametrize("tool", ["label-studio", "doccano"])
 def test_exported_tasks_come_back_as_the_expert_upload(tool, tmp_path):
     """Round trip: route, let a (simulated) expert label the exported tasks in the tool, read its export back
