@@ -373,7 +373,8 @@ class GoldMajorityVote(_SkillVote):
                 "GoldMajorityVote needs true labels for some tokens the voters labelled: pass known= "
                 "(a job: use_experts=true) or fit a corpus whose expert annotators labelled some of the same tokens"
             )
-        present = voters.worker_answers > 0
-        skills = np.where(rated, skills, np.where(present, np.mean(skills[rated]), np.nan))
+        if not rated.all():  # annotators without a known token: the crowd's mean skill, if they vote at all
+            present = voters.worker_answers > 0
+            skills = np.where(rated, skills, np.where(present, np.mean(skills[rated]), np.nan))
         self._finish(voters, skills, known, n_iter=1, converged=True)
         return self
