@@ -209,7 +209,9 @@ def review_file(path: str | Path, rules: ReviewRules, *, method: str, params: di
         raise IngestError("the file holds no labels (read as 'mturk-csv')", source=str(path))
     result = run_pipeline(parsed.corpus, method=method, params=params, use_experts=use_experts, progress=progress,
                           blocked=blocked)
-    return review_batch(batch, result.report.model_dump(mode="json"), rules, blocked=blocked), parsed
+    # The report as plain JSON data, as a job stores it and review_job reads it back (the typed model would
+    # validate it and dump the same dict again).
+    return review_batch(batch, result.report_data, rules, blocked=blocked), parsed
 
 
 def _batch_upload(session: Session, job: Job, upload_id: str | None) -> Upload:
