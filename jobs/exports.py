@@ -1,8 +1,10 @@
-"""What a finished job gives out: its report, its worker rows (a page, or all as CSV) and its labels as a file.
+"""What a finished job gives out: its worker rows (a page, or all as CSV), its labels as a file, and the review
+of its Mechanical Turk batch.
 
-The API's job routes and the dashboard's downloads call these; each raises
+The API's job routes and the dashboard's pages and downloads call these; each raises
 :class:`~crowdqa.jobs.errors.JobNotFinishedError` for a job that has not finished (or has no report), by the
-one check of :mod:`crowdqa.jobs.finished`.
+one check of :mod:`crowdqa.jobs.finished`. The review is :mod:`crowdqa.jobs.review`'s, made from the report
+and the batch file the job's dataset stores (the command line reviews a file without the store).
 """
 
 from __future__ import annotations
@@ -18,17 +20,20 @@ from pathlib import Path
 from sqlmodel import Session
 
 from crowdqa.ingest.formats import FORMATS, WRITE_FORMATS
+from crowdqa.ingest.mturk_review import read_batch
 from crowdqa.ingest.writers import csv_escape, write_labels
-from crowdqa.jobs.finished import check_finished
+from crowdqa.jobs.errors import JobNotRunnableError
+from crowdqa.jobs.finished import check_finished, finished_report
+from crowdqa.jobs.review import ReviewOutcome, ReviewRules, review_batch
 from crowdqa.jobs.uploads import load_job_corpus
 from crowdqa.quality.report_model import QualityReport
 from crowdqa.store import crud
 from crowdqa.store.artifacts import ArtifactStore
-from crowdqa.store.models import Job, WorkerScore
+from crowdqa.store.models import Job, Upload, WorkerScore
 from crowdqa.store.settings import Settings
 
 __all__ = ["QualityReport", "WORKER_COLUMNS", "LabelsFile", "label_formats", "worker_scores", "workers_csv",
-           "export_labels"]
+           "export_labels", "review_job"]
 
 #: The columns of a worker row, in the order the CSV export writes them (the store's sortable columns).
 WORKER_COLUMNS = crud.WORKER_SORT_KEYS
@@ -109,3 +114,42 @@ def export_labels(*, settings: Settings, job: Job, format: str) -> LabelsFile:
         shutil.rmtree(folder, ignore_errors=True)
         raise
     return LabelsFile(path=target, folder=folder, media_type=writer.media_type, filename=f"{job.id}{writer.suffix}")
+
+
+def _batch_upload(session: Session, job: Job, upload_id: str | None) -> Upload:
+    """The mturk-csv crowd upload of the job's dataset to review: ``upload_id``, or the only one."""
+    uploads, _ = crud.list_uploads(session=session, dataset_id=job.dataset_id, limit=10_000)
+    if upload_id is not None:
+        found = next((u for u in uploads if u.id == upload_id), None)
+        if found is None:
+            raise LookupError(f"no upload {upload_id!r} in the job's dataset")
+        if found.format != "mturk-csv":
+            raise ValueError(f"upload {upload_id} is {found.format}, not an mturk-csv batch-results file")
+        return found
+    batches = [u for u in uploads if u.format == "mturk-csv" and u.role == "crowd"]
+    if not batches:
+        raise JobNotRunnableError(f"the dataset of job {job.id} has no mturk-csv crowd upload to review")
+    if len(batches) > 1:
+        raise ValueError(f"the dataset holds {len(batches)} mturk-csv uploads; name one with upload_id "
+                         f"({', '.join(u.id for u in batches)})")
+    return batches[0]
+
+
+def review_job(*, session: Session, settings: Settings, job: Job, rules: ReviewRules,
+               upload_id: str | None = None) -> ReviewOutcome:
+    """Review the batch-results upload of a finished job's dataset by the job's report.
+
+    Raises JobNotFinishedError (the job is not finished, :func:`crowdqa.jobs.finished.check_finished`),
+    JobNotRunnableError (its dataset has no batch file, or the upload is not part of the job's snapshot),
+    LookupError (no such upload) and ValueError (rules).
+    """
+    report = finished_report(session=session, job=job)
+    upload = _batch_upload(session, job, upload_id)
+    store = ArtifactStore(settings.data_dir)
+    parts = store.snapshot_parts(job.corpus_sha256) or [job.corpus_sha256]
+    if upload.corpus_sha256 not in parts:
+        raise JobNotRunnableError(f"upload {upload.id} was added after job {job.id} ran: re-run the job to "
+                                  "review it")
+    batch = read_batch(store.path(upload.raw_path).read_bytes(), source=upload.filename)
+    blocked = crud.blocked_annotators(session=session, project_id=job.project_id)
+    return review_batch(batch, report, rules, blocked=blocked)

@@ -3,10 +3,10 @@
 The use case behind ``crowdqa review`` and ``POST /jobs/{id}/review``. Both doors come here with a
 batch-results file and the rules (:class:`crowdqa.quality.review_rules.ReviewRules`); the command
 line aggregates the batch itself (:func:`review_file`), the service reads the report of a finished
-job and the batch file stored with its dataset (:func:`review_job`). :func:`review_batch` does the
-rest for both: the rules decide per worker, every open assignment of the worker gets that decision
+job and the batch file stored with its dataset (:func:`crowdqa.jobs.exports.review_job`). :func:`review_batch`
+does the rest for both: the rules decide per worker, every open assignment of the worker gets that decision
 and its reason, and :class:`ReviewOutcome` holds the reviewed file's bytes, the summary and the
-bonus list.
+bonus list. Nothing here reads the store, so ``crowdqa review`` of a file loads none of it.
 """
 
 from __future__ import annotations
@@ -19,13 +19,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from sqlmodel import Session
-
 from crowdqa.ingest.errors import IngestError
 from crowdqa.ingest.mturk_review import BatchFile, RowDecision, assignments, read_batch, write_reviewed
 from crowdqa.ingest.writers import csv_escape
-from crowdqa.jobs.errors import JobNotRunnableError
-from crowdqa.jobs.finished import finished_report
 from crowdqa.quality.review_rules import (
     Decisions,
     ReviewRules,
@@ -36,13 +32,9 @@ from crowdqa.quality.review_rules import (
     interval_name,
     worker_evidence,
 )
-from crowdqa.store import crud
-from crowdqa.store.artifacts import ArtifactStore
-from crowdqa.store.models import Job, Upload
-from crowdqa.store.settings import Settings
 
 __all__ = ["ReviewRules", "interval_name",
-           "ReviewOutcome", "review_batch", "review_file", "review_job", "format_review", "BONUS_COLUMNS",
+           "ReviewOutcome", "review_batch", "review_file", "format_review", "BONUS_COLUMNS",
            "MTURK_PREFIX"]
 
 #: Annotator ids of Mechanical Turk workers are ``mturk:<WorkerId>`` (:mod:`crowdqa.ingest.mturk_csv`).
@@ -212,45 +204,6 @@ def review_file(path: str | Path, rules: ReviewRules, *, method: str, params: di
     # The report as plain JSON data, as a job stores it and review_job reads it back (the typed model would
     # validate it and dump the same dict again).
     return review_batch(batch, result.report_data, rules, blocked=blocked), parsed
-
-
-def _batch_upload(session: Session, job: Job, upload_id: str | None) -> Upload:
-    """The mturk-csv crowd upload of the job's dataset to review: ``upload_id``, or the only one."""
-    uploads, _ = crud.list_uploads(session=session, dataset_id=job.dataset_id, limit=10_000)
-    if upload_id is not None:
-        found = next((u for u in uploads if u.id == upload_id), None)
-        if found is None:
-            raise LookupError(f"no upload {upload_id!r} in the job's dataset")
-        if found.format != "mturk-csv":
-            raise ValueError(f"upload {upload_id} is {found.format}, not an mturk-csv batch-results file")
-        return found
-    batches = [u for u in uploads if u.format == "mturk-csv" and u.role == "crowd"]
-    if not batches:
-        raise JobNotRunnableError(f"the dataset of job {job.id} has no mturk-csv crowd upload to review")
-    if len(batches) > 1:
-        raise ValueError(f"the dataset holds {len(batches)} mturk-csv uploads; name one with upload_id "
-                         f"({', '.join(u.id for u in batches)})")
-    return batches[0]
-
-
-def review_job(*, session: Session, settings: Settings, job: Job, rules: ReviewRules,
-               upload_id: str | None = None) -> ReviewOutcome:
-    """Review the batch-results upload of a finished job's dataset by the job's report.
-
-    Raises JobNotFinishedError (the job is not finished, :func:`crowdqa.jobs.finished.check_finished`),
-    JobNotRunnableError (its dataset has no batch file, or the upload is not part of the job's snapshot),
-    LookupError (no such upload) and ValueError (rules).
-    """
-    report = finished_report(session=session, job=job)
-    upload = _batch_upload(session, job, upload_id)
-    store = ArtifactStore(settings.data_dir)
-    parts = store.snapshot_parts(job.corpus_sha256) or [job.corpus_sha256]
-    if upload.corpus_sha256 not in parts:
-        raise JobNotRunnableError(f"upload {upload.id} was added after job {job.id} ran: re-run the job to "
-                                  "review it")
-    batch = read_batch(store.path(upload.raw_path).read_bytes(), source=upload.filename)
-    blocked = crud.blocked_annotators(session=session, project_id=job.project_id)
-    return review_batch(batch, report, rules, blocked=blocked)
 
 
 #: How the terminal summary words each reason (crowdqa.quality.review_rules.Reason).

@@ -1,7 +1,7 @@
 """Dashboard pages for paying and blocking: a job's batch review and the project's block list.
 
 The review page reads its rules from the query string (a GET form: looking changes nothing), calls the
-same use case as ``POST /api/v1/jobs/{id}/review`` (:func:`crowdqa.jobs.review.review_job`) and shows the
+same use case as ``POST /api/v1/jobs/{id}/review`` (:func:`crowdqa.jobs.exports.review_job`) and shows the
 summary with download links for the reviewed batch and the bonus list; every worker has a Block button
 (a POST form with the CSRF token) that puts it on the project's block list.
 """
@@ -20,7 +20,7 @@ from crowdqa.api.dashboard.pages import Csrf, _message, owned_job, router
 from crowdqa.api.dashboard.web import PageError, redirect, render
 from crowdqa.api.deps import SessionDep, SettingsDep
 from crowdqa.api.routes.review import ReviewRequest
-from crowdqa.jobs import blocklist, review
+from crowdqa.jobs import blocklist, exports, review
 from crowdqa.jobs.errors import JobNotRunnableError
 
 __all__ = ["review_page", "blocked_page"]
@@ -39,8 +39,8 @@ def _outcome(session, settings, job, given: dict[str, str], **extra: Any):
     upload 404, a job or upload that cannot be reviewed 409)."""
     try:
         body = ReviewRequest.model_validate({**given, **extra})
-        return review.review_job(session=session, settings=settings, job=job, rules=body.rules(),
-                                 upload_id=body.upload_id)
+        return exports.review_job(session=session, settings=settings, job=job, rules=body.rules(),
+                                  upload_id=body.upload_id)
     except (ValidationError, ValueError) as exc:
         raise PageError(422, f"review not made: {_message(exc)}") from None
     except LookupError as exc:

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from crowdqa.api.deps import CurrentProjectDep, OwnedJobDep, SessionDep, SettingsDep
 from crowdqa.api.errors import ProblemError, problem_responses
-from crowdqa.jobs import blocklist, review
+from crowdqa.jobs import blocklist, exports, review
 from crowdqa.store.models import BlockedWorkerCreate, BlockedWorkerPublic, BlockedWorkersPublic
 
 __all__ = ["router", "ReviewRequest", "ReviewSummary"]
@@ -134,8 +134,8 @@ def review_job(job: OwnedJobDep, body: ReviewRequest, session: SessionDep, setti
     except ValueError as exc:
         raise ProblemError(422, str(exc)) from None
     try:
-        outcome = review.review_job(session=session, settings=settings, job=job, rules=rules,
-                                    upload_id=body.upload_id)
+        outcome = exports.review_job(session=session, settings=settings, job=job, rules=rules,
+                                     upload_id=body.upload_id)
     except LookupError as exc:
         raise ProblemError(404, str(exc)) from None
     if body.dry_run:

@@ -10,6 +10,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from hypothesis import given, settings
@@ -67,6 +70,21 @@ def test_a_higher_bar_also_rejects_the_whole_sentence_worker_and_pays_bonuses(ba
     assert [(b["WorkerId"], b["BonusAmount"]) for b in bonuses] == [("AGOOD1", "0.50"), ("AGOOD2", "0.50")]
     assert bonuses[0]["AssignmentId"] == "AS11AGOOD1" and bonuses[0]["Reason"].startswith("Bonus for quality: F1 1.00")
     assert outcome.summary["bonus_total"] == "1.00"
+
+
+def test_cli_review_of_a_file_loads_no_store(batch):
+    """``crowdqa review`` of a file without --project reads no rows: a fresh interpreter that ran it has loaded
+    neither the store nor its ORM (the review of a stored job is crowdqa.jobs.exports'); the same run with
+    --project does load them, so the check can fail."""
+    def loaded(*extra: str) -> set[str]:
+        argv = ["review", str(batch), "--method", "mv", "--reject-below", "0.2", "--dry-run", "--quiet", *extra]
+        code = f"import sys\nfrom crowdqa.api.cli import main\nmain({argv!r})\nprint(*sys.modules, file=sys.stderr)"
+        return set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                                  env={**os.environ, "CROWDQA_DATA_DIR": str(batch.parent / "data")}).stderr.split())
+
+    store = {"sqlalchemy", "sqlmodel", "crowdqa.store.crud", "crowdqa.store.models"}
+    assert store & loaded() == set()
+    assert store <= loaded("--project", "nope")
 
 
 def test_cli_review_writes_the_batch_back_and_dry_run_writes_nothing(batch, tmp_path, capsys):
