@@ -260,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
                  "load_average_at_start": result["setup"]["load_average_at_start"],
                  "load_average_at_end": result["setup"]["load_average_at_end"]}
         rows = {name: {**row, "rerun": stamp} for name, row in result["methods"].items()}
-        order = [*previous["methods"], *(r for r in rows if r not in previous["methods"])]
+        order = [name for name in [*METHODS, *VARIANTS] if name in rows or name in previous["methods"]]
         result = {**previous, "methods": {name: rows.get(name, previous["methods"].get(name)) for name in order}}
     path = write_results(path, result)
     print(f"wrote {path}")

@@ -92,6 +92,25 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def _file_date(path: Path) -> str:
+    """The day a results file without ``meta`` was last committed, else its modification day.
+
+    Its modification time alone is the day of the checkout in every fresh clone or worktree, so
+    regenerating the tables there rewrote these dates.
+    """
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "log", "-1", "--format=%cs", "--", path.name], cwd=path.parent,
+                             capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        out = None
+    if out is not None and out.returncode == 0 and out.stdout.strip():
+        return out.stdout.strip() + " (committed)"
+    mtime = datetime.datetime.fromtimestamp(path.stat().st_mtime, tz=datetime.UTC)
+    return mtime.strftime("%Y-%m-%d") + " (file date)"
+
+
 def _provenance(data: dict, path: Path, command: str) -> str:
     """One line naming the command, machine and date of a results file."""
     quick = path.stem.endswith("_quick")
@@ -107,8 +126,7 @@ def _provenance(data: dict, path: Path, command: str) -> str:
                  f"Python {setup.get('python') or data.get('python')}" if setup.get("python") or data.get("python")
                  else "", setup.get("platform", "")]
         machine = ", ".join(p for p in parts if p) or "machine not recorded"
-        mtime = datetime.datetime.fromtimestamp(path.stat().st_mtime, tz=datetime.UTC)
-        date = mtime.strftime("%Y-%m-%d") + " (file date)"
+        date = _file_date(path)
     note = " — **quick run**" if quick else ""
     return f"`{cmd}` · {machine} · {date} · `benchmarks/results/{path.name}`{note}"
 
@@ -210,6 +228,9 @@ def render_categorical_speed(d: dict, results: Path, quick: bool) -> str:
             return f"> {c.get('cap_seconds', s['cap_seconds']):.0f} s (stopped)"
         return f"failed: {c['failed']}" if "failed" in c else _ms(c["fit_seconds"])
 
+    # Rows rerun later (``--row``) carry their run's stamp; one mark per run, in the order first met.
+    stamps = list({json.dumps(r["rerun"], sort_keys=True): r["rerun"] for r in d["methods"].values() if "rerun" in r})
+    marks = ["†", "‡", "§", "¶", "#"]
     rows = []
     for m, r in d["methods"].items():
         us, ck = r["crowdqa"], r.get("crowdkit")
@@ -217,13 +238,13 @@ def render_categorical_speed(d: dict, results: Path, quick: bool) -> str:
                  else f"> {r['speedup_at_least']:.0f}×" if "speedup_at_least" in r else "–")
         cpu = f"{r['speedup_cpu']:.0f}×" if "speedup_cpu" in r else "–"
         acc = _f(us["accuracy"], 4) + (f" / {_f(ck['accuracy'], 4)}" if ck and "accuracy" in ck else "")
-        mark = " †" if "rerun" in r else ""
+        mark = f" {marks[stamps.index(json.dumps(r['rerun'], sort_keys=True)) % len(marks)]}" if "rerun" in r else ""
         rows.append([NAMES.get(m, m) + mark, r["classes"], _ms(us["fit_seconds"]), ck_cell(ck), ratio, cpu, acc])
-    reruns = {json.dumps(r["rerun"], sort_keys=True): r["rerun"] for r in d["methods"].values() if "rerun" in r}
     notes = "".join(
-        f"\n\n† Rerun {x['date']} with `{x['command']}` (1-minute load average {x['load_average_at_start'][0]:.1f} "
-        f"at the start, {x['load_average_at_end'][0]:.1f} at the end); the other rows are from the run above."
-        for x in reruns.values())
+        f"\n\n{marks[i % len(marks)]} Rerun {x['date']} with `{x['command']}` (1-minute load average "
+        f"{x['load_average_at_start'][0]:.1f} at the start, {x['load_average_at_end'][0]:.1f} at the end); "
+        "the rows without a mark are from the run above."
+        for i, x in enumerate(map(json.loads, stamps)))
     return (
         f"One synthetic crowd, {s['labels']:,} labels: {s['items']:,} items, {s['per_item']} answers each from "
         f"{s['workers']} one-coin workers (3 classes; 2 for KOS); every method with its defaults (a row named with "
