@@ -20,7 +20,6 @@ from crowdqa.api.dashboard.pages import job_page_response, owned_job, router
 from crowdqa.api.dashboard.web import PREFIX, SECURITY_HEADERS, PageError, render, templates
 from crowdqa.api.deps import QueueDep, SessionDep, SettingsDep
 from crowdqa.api.routes.jobs import LabelFormat, get_labels
-from crowdqa.ingest.formats import WRITE_FORMATS
 from crowdqa.jobs import exports, reconcile
 from crowdqa.jobs.errors import JobNotFinishedError
 from crowdqa.jobs.finished import check_finished, finished_report, finished_report_json
@@ -74,11 +73,7 @@ def report_context(session, settings, job: Job, *, sort: str, order: str, offset
             "levels": [lv for lv in levels if isinstance(lv[2], dict)],
             "accuracy": vs_expert.get("accuracy"), "per_label": vs_expert.get("token_per_label") or {},
             "agreement": body.get("agreement") or {},
-            "sort_keys": crud.WORKER_SORT_KEYS, "label_formats": _label_formats(body)}
-
-
-def _label_formats(body: dict[str, Any]) -> list[str]:
-    return exports.label_formats(body.get("kind")) or list(WRITE_FORMATS)
+            "sort_keys": crud.WORKER_SORT_KEYS, "label_formats": exports.label_formats(body.get("kind"))}
 
 
 @router.get("/jobs/{job_id}")

@@ -194,6 +194,9 @@ def test_downloads_are_the_apis_and_refuse_a_job_that_is_not_finished(client, ke
     assert (client.get(f"{job_url}/labels?format=conll").content
             == client.get(f"{api}/labels?format=conll", headers=auth(keys["a"])).content)
     assert 'posterior<span class="kind">mv</span>' in client.get(f"{job_url}/documents/0").text
+    # The job page offers the label formats of a span report (every one but the categorical table).
+    offered = re.findall(r'/labels\?format=([\w-]+)"', client.get(job_url).text)
+    assert offered == ["spans-jsonl", "conll", "ebm-nlp"]
     with Session(get_engine(settings)) as s:
         crud.update_job(session=s, job_id=job_id, status=JobStatus.failed, error="ValueError: boom")
     for download in ("report.json", "labels", "workers.csv", "documents/0"):
