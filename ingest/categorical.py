@@ -12,6 +12,7 @@ import csv
 import io
 import math
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -258,7 +259,7 @@ def _read_rows(rows: Iterator[tuple[int, list[str]]], cols: dict[str, int | None
 
 def _corpus(
     item: NDArray, worker: NDArray, label: NDArray, gold_item: NDArray, gold_label: NDArray, *,
-    item_ids: list[str], worker_ids: list[str], label_names: list[str], role: str, item_lengths: NDArray | None = None,
+    item_ids: list[str], worker_ids: list[str], label_names: list[str], role: str,
 ) -> Corpus:
     """The corpus of answers ``(item, worker, label)`` and gold labels ``(gold_item, gold_label)``.
 
@@ -291,8 +292,7 @@ def _corpus(
         packed >>= 16
         token, worker = packed // n_w, packed % n_w
         del packed
-    if item_lengths is None:
-        item_lengths = np.fromiter((len(s) for s in item_ids), dtype=np.int64, count=n_items)
+    item_lengths = np.fromiter(map(len, item_ids), dtype=np.int64, count=n_items)
     # One-token documents: the item id is the text and its token.
     return Corpus.from_arrays(token=token, worker=worker, label=label, doc_lengths=np.ones(n_items, dtype=np.int64),
                               token_start=np.zeros(n_items, dtype=np.int64), token_end=item_lengths, doc_ids=item_ids,
@@ -454,6 +454,17 @@ def _from_codes(columns: _Columns, cols: dict[str, int | None], *, role: str) ->
         return None
 
 
+#: In values joined by NUL: an empty value, or one with whitespace at an end (``\\s`` is ``str.isspace``).
+_UNCLEAN = re.compile(r"(?:^|\x00)(?:\x00|\s|$)|\s(?:\x00|$)")
+
+
 def _clean(values: list[str]) -> bool:
-    """Every value non-empty and without spaces at its ends (what the row loop's ``strip`` keeps)."""
-    return all(v and v == v.strip() for v in values)
+    """Every value non-empty and without spaces at its ends (what the row loop's ``strip`` keeps).
+
+    One regular-expression scan of the values joined by NUL (a million item ids: a few hundredths of a
+    second, against a tenth for a loop over the strings); a value holding a NUL is checked one by one.
+    """
+    joined = "\x00".join(values)
+    if joined.count("\x00") != len(values) - 1:
+        return all(v and v == v.strip() for v in values)
+    return _UNCLEAN.search(joined) is None

@@ -338,3 +338,13 @@ def test_files_above_the_byte_path_limit_go_to_arrow(tmp_path, monkeypatch):
     assert cat._read_columnar(path, {"item": None, "annotator": None, "label": None, "gold": None},
                               role="crowd") is not None
     assert_same_corpus(*_both_paths(path, monkeypatch))
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(st.text(alphabet=st.sampled_from(["a", "é", " ", "\t", "\n", "\x00", "\x1c", "\xa0", "\u3000"]),
+                               max_size=4), max_size=6))
+def test_clean_values_equal_the_strip_oracle(values):
+    """Oracle: each value non-empty and equal to its ``strip()``, checked one by one."""
+    import crowdqa.ingest.categorical as cat
+
+    assert cat._clean(values) == all(v and v == v.strip() for v in values)
