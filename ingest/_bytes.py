@@ -10,10 +10,12 @@ file and line of anything wrong.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["MAX_FIELD_BYTES", "padded", "line_bounds", "field_bounds", "field_codes", "joined"]
+__all__ = ["MAX_FIELD_BYTES", "read_padded", "padded", "line_bounds", "field_bounds", "field_codes", "joined"]
 
 #: Longest field (in bytes) :func:`field_codes` encodes; callers leave longer ones to their row loop.
 MAX_FIELD_BYTES = 32
@@ -25,9 +27,24 @@ _MIX = np.uint64(0x9E3779B97F4A7C15)
 _MANY = 1 << 12
 
 
-def padded(data: bytes) -> NDArray[np.uint8]:
-    """``data`` as a byte array followed by :data:`MAX_FIELD_BYTES` zero bytes (``field_codes`` reads whole words)."""
-    return np.frombuffer(data + bytes(MAX_FIELD_BYTES), dtype=np.uint8)
+def read_padded(path: str | os.PathLike) -> bytearray:
+    """The bytes of a file followed by :data:`MAX_FIELD_BYTES` zero bytes (``field_codes`` reads whole words).
+
+    Read into one buffer of the final size, so neither the padding nor a later slice (:func:`padded`) copies it.
+    Raises OSError as ``open`` does, or when the file changes size while it is read.
+    """
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        data = bytearray(size + MAX_FIELD_BYTES)
+        if fh.readinto(memoryview(data)[:size]) != size or fh.read(1):
+            raise OSError(f"{path}: the file changed while it was read")
+    return data
+
+
+def padded(data: bytearray, start: int) -> tuple[NDArray[np.uint8], int]:
+    """The bytes of :func:`read_padded`'s ``data`` from ``start`` on as an array (a view, not a copy), and how
+    many of them are the file's (the rest is the zero padding)."""
+    return np.frombuffer(data, dtype=np.uint8, offset=start), len(data) - MAX_FIELD_BYTES - start
 
 
 def line_bounds(body: NDArray[np.uint8], size: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:

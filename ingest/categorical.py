@@ -12,7 +12,6 @@ import csv
 import io
 import math
 import os
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -362,20 +361,18 @@ _Columns = dict[int, tuple[NDArray[np.int64], list[str]]]
 
 def _byte_columns(path: Path, *, delimiter: str, n_columns: int, columns: list[int]) -> _Columns | None:
     """The columns of a plain file, read as one byte array (:mod:`crowdqa.ingest._bytes`), or None."""
-    from crowdqa.ingest._bytes import field_bounds, field_codes, line_bounds, padded
+    from crowdqa.ingest._bytes import field_bounds, field_codes, line_bounds, padded, read_padded
 
     try:
         if path.stat().st_size > _BYTE_PATH_LIMIT:
             return None
-        data = path.read_bytes()
+        data = read_padded(path)
     except OSError:
         return None
-    if data.startswith(codecs.BOM_UTF8):
-        data = data[len(codecs.BOM_UTF8):]
     header_end = data.find(b"\n")
     if header_end < 0 or b'"' in data or b"\r" in data:
         return None  # quoting and line-ending rules: Arrow's parser
-    body, size = padded(data[header_end + 1:]), len(data) - header_end - 1
+    body, size = padded(data, header_end + 1)  # (a BOM is in the header line)
     del data
     text = body[:size]
     if np.count_nonzero(text < 32) != np.count_nonzero(text == 10) + np.count_nonzero(text == 9):
@@ -454,17 +451,9 @@ def _from_codes(columns: _Columns, cols: dict[str, int | None], *, role: str) ->
         return None
 
 
-#: In values joined by NUL: an empty value, or one with whitespace at an end (``\\s`` is ``str.isspace``).
-_UNCLEAN = re.compile(r"(?:^|\x00)(?:\x00|\s|$)|\s(?:\x00|$)")
-
-
 def _clean(values: list[str]) -> bool:
     """Every value non-empty and without spaces at its ends (what the row loop's ``strip`` keeps).
 
-    One regular-expression scan of the values joined by NUL (a million item ids: a few hundredths of a
-    second, against a tenth for a loop over the strings); a value holding a NUL is checked one by one.
+    Checked by C-level maps over the list (a million item ids: about 0.015 s, half a loop over them).
     """
-    joined = "\x00".join(values)
-    if joined.count("\x00") != len(values) - 1:
-        return all(v and v == v.strip() for v in values)
-    return _UNCLEAN.search(joined) is None
+    return all(values) and list(map(str.strip, values)) == list(values)

@@ -29,7 +29,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 from crowdqa.aggregation.corpus import Corpus, entity_type
-from crowdqa.ingest._bytes import field_bounds, field_codes, joined, line_bounds, padded
+from crowdqa.ingest._bytes import (
+    MAX_FIELD_BYTES,
+    field_bounds,
+    field_codes,
+    joined,
+    line_bounds,
+    padded,
+    read_padded,
+)
 from crowdqa.ingest._common import reader_log
 from crowdqa.ingest._io import read_text
 from crowdqa.ingest.build import class_names_for, corpus_from_token_labels
@@ -148,15 +156,16 @@ def _read_columnar(path: Path, *, role: str) -> Corpus | None:
     (:func:`_token_texts`), with no Python string per row.
     """
     try:
-        data = path.read_bytes()
+        data = read_padded(path)
     except OSError:
         return None
     if data.startswith((b"\xff\xfe", b"\xfe\xff", b"\xef\xbb\xbf")) or b"-DOCSTART-" in data:
         return None
     names = None
     at = 0  # where the rows start: after the header line, if any
-    first_end = data.find(b"\n")
-    first = data[: first_end if first_end >= 0 else len(data)]
+    n_bytes = len(data) - MAX_FIELD_BYTES  # the file's (then the zero padding)
+    first_end = data.find(b"\n", 0, n_bytes)
+    first = data[: first_end if first_end >= 0 else n_bytes]
     if first.lstrip().lower().startswith(b"# annotators:"):
         if re.search(rb"[\x00-\x08\x0a-\x1f]", first):
             return None  # a byte splitlines() cuts at: the line loop reads another header
@@ -166,14 +175,14 @@ def _read_columnar(path: Path, *, role: str) -> Corpus | None:
             return None
         if not names or len(set(names)) != len(names):
             return None
-        at = len(data) if first_end < 0 else first_end + 1
+        at = n_bytes if first_end < 0 else first_end + 1
     if np.any(np.frombuffer(data, dtype=np.uint8) >= 128):
         try:
             if re.search(_WIDE_SPACE, data.decode("utf-8")):
                 return None
         except UnicodeDecodeError:
             return None
-    body, size = padded(data[at:]), len(data) - at
+    body, size = padded(data, at)
     # Lines: a blank line (nothing at all between two newlines) ends a sentence.
     starts, ends = line_bounds(body, size)
     token_line = ends > starts

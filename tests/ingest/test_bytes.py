@@ -20,7 +20,7 @@ def _fields(rng: np.random.Generator, n_values: int, n_fields: int) -> list[byte
 
 
 def _codes(fields: list[bytes], *, first_seen: bool, many: int, monkeypatch):
-    body = _bytes.padded(b"\n".join(fields))
+    body, _ = _bytes.padded(bytearray(b"\n".join(fields) + bytes(_bytes.MAX_FIELD_BYTES)), 0)
     width = np.array([len(f) for f in fields], dtype=np.int64)
     start = np.concatenate([[0], np.cumsum(width + 1)[:-1]]).astype(np.int64)
     monkeypatch.setattr(_bytes, "_MANY", many)
@@ -44,6 +44,16 @@ def test_field_codes_equal_a_dict(monkeypatch, seed, many, first_seen, n_values)
     assert len(values) == len(set(values)) == len(set(text))
     if first_seen:
         assert values == list(dict.fromkeys(text))
+
+
+def test_read_padded(tmp_path):
+    """The file's bytes then MAX_FIELD_BYTES zeros; ``padded`` views them from an offset, with the file's size."""
+    path = tmp_path / "f.csv"
+    path.write_bytes(b"h\nab,c\n")
+    data = _bytes.read_padded(path)
+    assert bytes(data) == b"h\nab,c\n" + bytes(_bytes.MAX_FIELD_BYTES)
+    body, size = _bytes.padded(data, 2)
+    assert size == 5 and body[:size].tobytes() == b"ab,c\n" and not body[size:].any()
 
 
 def test_few_codes_grows_the_first_guess(seed):
