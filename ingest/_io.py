@@ -109,10 +109,9 @@ class Tree:
         self._zip: zipfile.ZipFile | None = None
         self._unpacked: Path | None = None  # a tar archive's private copy
         self._read = 0
-        if self.root.is_dir():
-            self._names = sorted(
-                p.relative_to(self.root).as_posix() for p in self.root.rglob("*") if p.is_file()
-            )
+        self._is_dir = self.root.is_dir()
+        if self._is_dir:
+            self._names = _folder_files(os.fspath(self.root))
         elif self.root.is_file() and zipfile.is_zipfile(self.root):
             self._zip = zipfile.ZipFile(self.root)
             self._names = self._check_zip(self._zip)
@@ -232,15 +231,17 @@ class Tree:
     def source(self, name: str) -> str:
         """How errors name a member: ``archive.zip/member`` or the file path."""
         real = self._real.get(name, name)
-        return str(self.root / real) if self.root.is_dir() else f"{self.root}/{real}"
+        if not self._is_dir:
+            return f"{self.root}/{real}"
+        root = str(self.root)  # (what str(self.root / real) gives, without making a path)
+        return real if root == "." else os.path.join(root, real)
 
     def read_bytes(self, name: str) -> bytes:
         """The bytes of one member (counted against the zip budget)."""
         name = self._real[name]
-        if self._unpacked is not None:
-            return self._unpacked.joinpath(name).read_bytes()
-        if self._zip is None:
-            return (self.root / name).read_bytes()
+        if self._zip is None:  # (string paths: a pathlib object per member costs more than reading a small one)
+            with open(os.path.join(self.folder, name), "rb") as fh:
+                return fh.read()
         budget = MAX_ZIP_BYTES - self._read
         with self._zip.open(name) as fh:
             data = fh.read(budget + 1)
@@ -267,6 +268,22 @@ class Tree:
     def iter_files(self, suffix: str) -> Iterator[str]:
         """Names ending in ``suffix`` (case-insensitive), sorted."""
         return (n for n in self.names if n.lower().endswith(suffix))
+
+
+def _folder_files(root: str) -> list[str]:
+    """Relative posix paths of the files below ``root``, sorted: regular files and links to them, in folders
+    that are not links (as ``Path.rglob`` walks them), by ``os.scandir`` (a stat only for links)."""
+    out: list[str] = []
+    stack = [("", root)]
+    while stack:
+        prefix, folder = stack.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append((f"{prefix}{entry.name}/", entry.path))
+                elif entry.is_file():
+                    out.append(prefix + entry.name)
+    return sorted(out)
 
 
 def _hidden(parts: Sequence[str]) -> bool:
