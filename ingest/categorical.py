@@ -361,7 +361,7 @@ _Columns = dict[int, tuple[NDArray[np.int64], list[str]]]
 
 def _byte_columns(path: Path, *, delimiter: str, n_columns: int, columns: list[int]) -> _Columns | None:
     """The columns of a plain file, read as one byte array (:mod:`crowdqa.ingest._bytes`), or None."""
-    from crowdqa.ingest._bytes import field_bounds, field_codes, line_bounds, padded, read_padded
+    from crowdqa.ingest._bytes import field_bounds, field_codes, line_bounds, other_controls, padded, read_padded
 
     try:
         if path.stat().st_size > _BYTE_PATH_LIMIT:
@@ -374,8 +374,7 @@ def _byte_columns(path: Path, *, delimiter: str, n_columns: int, columns: list[i
         return None  # quoting and line-ending rules: Arrow's parser
     body, size = padded(data, header_end + 1)  # (a BOM is in the header line)
     del data
-    text = body[:size]
-    if np.count_nonzero(text < 32) != np.count_nonzero(text == 10) + np.count_nonzero(text == 9):
+    if other_controls(body, size, below=32, allowed=(10, 9)):
         return None  # a control byte (the row loop's csv module treats some specially)
     starts, ends = line_bounds(body, size)
     full = ends > starts  # empty lines are skipped, as by the row loop

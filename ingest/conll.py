@@ -35,6 +35,7 @@ from crowdqa.ingest._bytes import (
     field_codes,
     joined,
     line_bounds,
+    other_controls,
     padded,
     read_padded,
 )
@@ -191,8 +192,7 @@ def _read_columnar(path: Path, *, role: str) -> Corpus | None:
     if n_rows == 0:
         return None
     delim = 9 if np.any(body[row_start[0]:row_end[0]] == 9) else 32
-    n_newlines = int(np.count_nonzero(body[:size] == 10))
-    if np.count_nonzero(body[:size] < 33) != n_newlines + np.count_nonzero(body[:size] == delim):
+    if other_controls(body, size, below=33, allowed=(10, delim)):
         return None  # whitespace other than single delimiters and newlines, or a control byte
     n_fields = int(np.count_nonzero(body[row_start[0]:row_end[0]] == delim)) + 1
     if names is None:

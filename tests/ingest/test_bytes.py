@@ -65,3 +65,16 @@ def test_few_codes_grows_the_first_guess(seed):
     codes, distinct = _bytes._few_codes(key, pool[:7])
     np.testing.assert_array_equal(distinct, np.unique(key))
     np.testing.assert_array_equal(codes, np.searchsorted(distinct, key))
+
+
+def test_scans_by_chunks_equal_whole_array_scans(monkeypatch, seed):
+    """Oracle: the comparisons over the whole array at once. Chunks of 7 bytes cut lines and fields anywhere."""
+    rng = np.random.default_rng(seed)
+    raw = rng.choice(np.array([0, 1, 9, 10, 13, 32, 44, 65, 200], dtype=np.uint8), size=1000)
+    body, size = _bytes.padded(bytearray(raw.tobytes() + bytes(_bytes.MAX_FIELD_BYTES)), 0)
+    monkeypatch.setattr(_bytes, "_SCAN", 7)
+    for value in (10, 44, 65):
+        np.testing.assert_array_equal(_bytes.find_byte(body, size, value), np.flatnonzero(raw == value))
+    expected = np.count_nonzero(raw < 33) - np.count_nonzero(raw == 10) - np.count_nonzero(raw == 9)
+    assert _bytes.other_controls(body, size, below=33, allowed=(10, 9)) == expected
+    assert _bytes.find_byte(body, 0, 10).size == 0
