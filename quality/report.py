@@ -166,16 +166,23 @@ def _accuracy_block(correct: int, compared: int) -> dict:
     return _accuracy_blocks(np.array([int(correct)]), np.array([int(compared)]))[0]
 
 
-def _add_worker_accuracy(blocks: list[dict | None], corpus: Corpus, valid_obs: NDArray, ref_obs: NDArray) -> None:
-    """Put each worker's accuracy (labels equal to ``ref_obs`` over the rows in ``valid_obs``) in its block."""
-    if all(block is None for block in blocks):  # nothing compared (e.g. a corpus without expert labels)
-        return
+def _worker_hits(corpus: Corpus, valid_obs: NDArray, ref_obs: NDArray) -> tuple[NDArray, NDArray]:
+    """Each worker's labels equal to ``ref_obs`` and labels compared, over the rows in ``valid_obs``."""
+    if not valid_obs.any():  # nothing compared (e.g. a corpus without expert labels)
+        zero = np.zeros(corpus.n_workers, dtype=np.int64)
+        return zero, zero
     # One bincount of (worker, outcome) codes; outcome 0 = not compared, 1 = compared and wrong, 2 = right.
     code = corpus.worker.astype(np.intp) * 3
     code += valid_obs
     code += valid_obs & (corpus.label == ref_obs)
     by_outcome = np.bincount(code, minlength=3 * corpus.n_workers).reshape(corpus.n_workers, 3)
-    correct, compared = by_outcome[:, 2], by_outcome[:, 1] + by_outcome[:, 2]
+    return by_outcome[:, 2], by_outcome[:, 1] + by_outcome[:, 2]
+
+
+def _add_worker_accuracy(blocks: list[dict | None], correct: NDArray, compared: NDArray) -> None:
+    """Put each worker's accuracy (``correct`` of ``compared`` labels, :func:`_worker_hits`) in its block."""
+    if all(block is None for block in blocks):
+        return
     for block, acc in zip(blocks, _accuracy_blocks(correct, compared), strict=True):
         if block is not None:
             block["accuracy"] = acc
@@ -264,8 +271,8 @@ def _obs_pairs(corpus: Corpus) -> tuple[NDArray, NDArray]:
 
 def _pair_counts(
     corpus: Corpus, pairs: tuple[NDArray, NDArray], valid: NDArray, ref_pos: NDArray | None
-) -> tuple[NDArray | None, NDArray, NDArray]:
-    """Counts per (worker, document) pair over the valid annotations, and their workers; tokens per worker.
+) -> tuple[NDArray | None, NDArray]:
+    """Counts per (worker, document) pair over the valid annotations, and their workers.
 
     ``ref_pos`` None: no counts (None), only which pairs are compared.
     """
@@ -280,8 +287,7 @@ def _pair_counts(
         used = valid
     else:
         used = np.bincount(pair[valid], minlength=n_pairs) > 0
-    n_tokens = np.bincount(corpus.worker[valid], minlength=corpus.n_workers)
-    return counts, pair_worker[used], n_tokens
+    return counts, pair_worker[used]
 
 
 def _check_labels(labels: NDArray, corpus: Corpus, name: str) -> NDArray[np.int64]:
@@ -430,12 +436,12 @@ def build_report_data(
     # never came from the fit, so giving experts to the aggregator does not bias them.
     ref_tok = ref[tok]
     valid_e = ref_tok != MISSING
-    ce, we, _ = _pair_counts(corpus, pairs, valid_e, None if categorical else ref_tok > 0)
+    ce, we = _pair_counts(corpus, pairs, valid_e, None if categorical else ref_tok > 0)
+    correct_e, compared_e = _worker_hits(corpus, valid_e, ref_tok)  # compared: each worker's tokens
     id_rank = _id_rank(corpus.worker_ids)
-    vs_expert = _worker_blocks(ce, we, np.bincount(corpus.worker[valid_e], minlength=corpus.n_workers),
-                               id_rank=id_rank, n_boot=n_boot, seed=seed, stream=2,
+    vs_expert = _worker_blocks(ce, we, compared_e, id_rank=id_rank, n_boot=n_boot, seed=seed, stream=2,
                                min_boot_docs=min_boot_docs)
-    _add_worker_accuracy(vs_expert, corpus, valid_e, ref_tok)
+    _add_worker_accuracy(vs_expert, correct_e, compared_e)
     # An expert is scored against the *other* experts (leave-one-out), never against a
     # reference that contains their own labels.
     experts = corpus.workers_with_role("expert")
@@ -457,10 +463,11 @@ def build_report_data(
         vs_expert[w]["accuracy"] = _accuracy_block(int(np.count_nonzero(lab_w == ref_w)), n_tok)
     agg_tok = agg[tok]
     valid_a = agg_tok != MISSING
-    ca, wa, n_tok_a = _pair_counts(corpus, pairs, valid_a, None if categorical else agg_tok > 0)
-    vs_agg = _worker_blocks(ca, wa, n_tok_a, id_rank=id_rank, n_boot=n_boot, seed=seed, stream=3,
+    ca, wa = _pair_counts(corpus, pairs, valid_a, None if categorical else agg_tok > 0)
+    correct_a, compared_a = _worker_hits(corpus, valid_a, agg_tok)
+    vs_agg = _worker_blocks(ca, wa, compared_a, id_rank=id_rank, n_boot=n_boot, seed=seed, stream=3,
                             min_boot_docs=min_boot_docs)
-    _add_worker_accuracy(vs_agg, corpus, valid_a, agg_tok)
+    _add_worker_accuracy(vs_agg, correct_a, compared_a)
     n_tok_w = np.bincount(corpus.worker, minlength=corpus.n_workers)
     docs_w = np.bincount(pairs[1], minlength=corpus.n_workers)
     workers = [
