@@ -186,3 +186,30 @@ def test_bad_input():
         grouped_bootstrap_f1_bounds(np.full((2, 3), 0.5), np.zeros(2, int), n_groups=1)
     with pytest.raises(ValueError, match="n_boot must be >= 1"):
         grouped_bootstrap_f1_bounds(np.zeros((2, 3)), np.zeros(2, int), n_groups=1, n_boot=0)
+
+
+@pytest.mark.parametrize("case", range(40))
+def test_uniform_below_is_numpys_integers(case, monkeypatch):
+    """Oracle: ``rng.integers(0, high, size)`` from the same seed gives the same numbers, and the generators
+    draw alike afterwards (the half of an output kept between draws included). Bounds of 1, small bounds,
+    bounds near 2**31 with tiny windows (rejections, each shifting the rest, and draws past the first batch),
+    a generator entered with a kept half, and an offset per column."""
+    from crowdqa.quality import intervals
+
+    g = np.random.default_rng(case)
+    top = [2, 50, 3000, 2**31 + 12345][case % 4]
+    if top > 1 << 16:
+        monkeypatch.setattr(intervals, "_MAX_BOUND", 2**32 - 1)
+        monkeypatch.setattr(intervals, "_WINDOW", 5)
+    high = g.integers(1, top + 1, int(g.integers(1, 25)))
+    n_rows = int(g.integers(1, 30))
+    a, b = np.random.default_rng([case, 9]), np.random.default_rng([case, 9])
+    if case % 3 == 0:  # a 32-bit draw first: half of an output is kept for the next draw
+        a.integers(0, 7)
+        b.integers(0, 7)
+    offset = g.integers(0, 10**6, high.size) if case % 2 else None
+    want = a.integers(0, high, size=(n_rows, high.size)) + (0 if offset is None else offset)
+    got = intervals._uniform_below(b, high, n_rows, offset=offset)
+    assert got.dtype == want.dtype and np.array_equal(got, want)
+    assert b.integers(0, 1000, 9).tolist() == a.integers(0, 1000, 9).tolist()
+    assert b.random(3).tolist() == a.random(3).tolist()
