@@ -213,3 +213,16 @@ def test_uniform_below_is_numpys_integers(case, monkeypatch):
     assert got.dtype == want.dtype and np.array_equal(got, want)
     assert b.integers(0, 1000, 9).tolist() == a.integers(0, 1000, 9).tolist()
     assert b.random(3).tolist() == a.random(3).tolist()
+
+
+def test_counts_too_big_to_pack_give_the_same_bounds(seed):
+    """Oracle: F1 does not change when every count is multiplied by 2**40 (exact in floating point), nor do the
+    draws; those counts are too big for tp and err to share one integer, so the resamples are summed apart."""
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(0, 10, size=(120, 3))
+    group = rng.integers(0, 8, 120)
+    small = grouped_bootstrap_f1_bounds(counts, group, n_groups=8, n_boot=300, rng=seed)
+    big = grouped_bootstrap_f1_bounds(counts * 2**40, group, n_groups=8, n_boot=300, rng=seed)
+    for s, b in zip(small, big, strict=True):
+        np.testing.assert_array_equal(s, b)
+    assert np.isfinite(small[0]).sum() >= 6
