@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
 from crowdqa.aggregation._params import RANDOM_STATE, InstanceOf, Interval, Options
 from crowdqa.aggregation.corpus import Corpus
-from crowdqa.aggregation.majority_vote import _votes
+from crowdqa.aggregation.majority_vote import _confusion_rows, _votes
 
 __all__ = ["DawidSkene"]
 
@@ -191,10 +191,7 @@ def _m_step(
     n_classes = posterior.shape[1]
     counts = _expected_counts(posterior, token=token, key=key, n_workers=n_workers)
     if model == "full":
-        conf = counts + alpha
-        rows = conf.sum(axis=2, keepdims=True)
-        with np.errstate(invalid="ignore", divide="ignore"):  # empty rows (alpha=0) fixed on the next line
-            conf = np.where(rows > 0, conf / rows, 1.0 / n_classes)
+        conf = _confusion_rows(counts + alpha)  # rows without data (alpha=0): uniform
     else:  # "one-coin" (the estimator checked its parameters)
         agree = np.trace(counts, axis1=1, axis2=2)
         seen = counts.sum(axis=(1, 2))

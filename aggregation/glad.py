@@ -24,6 +24,7 @@ from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
 from crowdqa.aggregation._params import Check, Interval, Options
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.aggregation.dawid_skene import _expected_counts, _normalise, _obs_key
+from crowdqa.aggregation.majority_vote import _confusion_rows
 
 __all__ = ["GLAD"]
 
@@ -551,10 +552,7 @@ class GLAD(BaseAggregator):
         post = post.T
 
         present = corpus.worker_answers > 0
-        counts = _expected_counts(post, token=token, key=_obs_key(corpus), n_workers=n_workers)
-        rows = counts.sum(axis=2, keepdims=True)
-        with np.errstate(invalid="ignore", divide="ignore"):  # empty rows are replaced on the same line
-            confusion = np.where(rows > 0, counts / rows, 1.0 / n_classes)
+        confusion = _confusion_rows(_expected_counts(post, token=token, key=_obs_key(corpus), n_workers=n_workers))
         self.proba_ = post
         self.labels_ = post.argmax(axis=1).astype(np.int64)
         self.alpha_ = alpha

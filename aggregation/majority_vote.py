@@ -151,10 +151,14 @@ def _empirical_confusion(corpus: Corpus, labels: NDArray[np.int64]) -> NDArray[n
         key *= n_classes
         key += corpus.label[o0:o0 + step]
         counts += np.bincount(key, minlength=size)
-    counts = counts.reshape(n_workers, n_classes, n_classes).astype(np.float64)
+    return _confusion_rows(counts.reshape(n_workers, n_classes, n_classes).astype(np.float64))
+
+
+def _confusion_rows(counts: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Confusion counts, ndarray of shape (n_workers, n_classes, n_classes), as rows that sum to 1 (empty: uniform)."""
     rows = counts.sum(axis=2, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):  # empty rows are replaced on the same line
-        return np.where(rows > 0, counts / rows, 1.0 / n_classes)
+        return np.where(rows > 0, counts / rows, 1.0 / counts.shape[2])
 
 
 class MajorityVote(BaseAggregator):
