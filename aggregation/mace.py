@@ -101,8 +101,9 @@ def _design(token: NDArray[np.int64], worker: NDArray[np.int32], label: NDArray[
     item_class = token.astype(np.intp) * n_classes + label
     order = np.argsort(item_class, kind="stable")
     item_class = item_class[order]
-    first = np.flatnonzero(np.concatenate([[True], item_class[1:] != item_class[:-1]])) if order.size else order
-    cell = np.cumsum(np.concatenate([[False], item_class[1:] != item_class[:-1]])) if order.size else order
+    new = np.concatenate([[True], item_class[1:] != item_class[:-1]]) if order.size else order.astype(bool)
+    first = np.flatnonzero(new)  # where each cell's run of answers starts
+    cell = np.cumsum(new) - 1
     cells = item_class[first]
     key = worker.astype(np.intp) * n_classes + label
     counts = np.bincount(key, minlength=n_workers * n_classes).reshape(n_workers, n_classes).astype(np.float64)
