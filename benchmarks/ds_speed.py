@@ -44,20 +44,32 @@ N_CLASSES = 3
 PER_ITEM = 3
 
 
-def make_data(n_items: int, *, seed: int = 0) -> dict[str, np.ndarray]:
-    """Synthetic crowd: arrays of shape (n_obs,) ``item`` (str), ``worker`` (str), ``label`` (int), and truth."""
+def one_coin_crowd(n_items: int, *, n_workers: int = N_WORKERS, seed: int = 0) -> dict[str, np.ndarray]:
+    """The synthetic crowd of this benchmark and ``benchmarks.whole_path``, as integers.
+
+    ``item``, ``worker``, ``label``: ndarray of shape (n_obs,), grouped by item; ``order``: a
+    permutation of the rows (an upload's rows come in no particular order; the caller applies
+    it, at once or in chunks); ``truth``: ndarray of shape (n_items,).
+    """
     rng = np.random.default_rng(seed)
     truth = rng.integers(0, N_CLASSES, size=n_items)
-    acc = rng.uniform(0.5, 0.95, size=N_WORKERS)
+    acc = rng.uniform(0.5, 0.95, size=n_workers)
     # PER_ITEM distinct annotators per item: a random first one plus distinct offsets.
-    first = rng.integers(0, N_WORKERS, size=n_items)
-    offsets = np.stack([np.zeros(n_items, np.int64), rng.integers(1, N_WORKERS // 2, size=n_items),
-                        rng.integers(N_WORKERS // 2, N_WORKERS, size=n_items)], axis=1)
-    workers = ((first[:, None] + offsets) % N_WORKERS).ravel()
-    items = np.repeat(np.arange(n_items), PER_ITEM)
-    right = rng.random(items.size) < acc[workers]
-    label = np.where(right, truth[items], (truth[items] + rng.integers(1, N_CLASSES, size=items.size)) % N_CLASSES)
-    order = rng.permutation(items.size)  # rows in no particular order, as in an upload
+    first = rng.integers(0, n_workers, size=n_items)
+    offsets = np.stack([np.zeros(n_items, np.int64), rng.integers(1, n_workers // 2, size=n_items),
+                        rng.integers(n_workers // 2, n_workers, size=n_items)], axis=1)
+    worker = ((first[:, None] + offsets) % n_workers).ravel()
+    item = np.repeat(np.arange(n_items), PER_ITEM)
+    right = rng.random(item.size) < acc[worker]
+    label = np.where(right, truth[item], (truth[item] + rng.integers(1, N_CLASSES, size=item.size)) % N_CLASSES)
+    return {"item": item, "worker": worker, "label": label, "order": rng.permutation(item.size), "truth": truth}
+
+
+def make_data(n_items: int, *, seed: int = 0) -> dict[str, np.ndarray]:
+    """Synthetic crowd: arrays of shape (n_obs,) ``item`` (str), ``worker`` (str), ``label`` (int), and truth."""
+    crowd = one_coin_crowd(n_items, seed=seed)
+    order, truth = crowd["order"], crowd["truth"]
+    items, workers, label = crowd["item"], crowd["worker"], crowd["label"]
     item_ids = np.char.add("item", np.char.zfill(np.arange(n_items).astype(str), 7))
     worker_ids = np.char.add("worker", np.char.zfill(np.arange(N_WORKERS).astype(str), 3))
     return {

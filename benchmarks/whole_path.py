@@ -39,12 +39,12 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.ds_speed import one_coin_crowd
 from benchmarks.tables import make_meta, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BIN = Path(sys.executable).parent
 N_WORKERS = 500
-N_CLASSES = 3
 PER_ITEM = 3
 
 CROWD_KIT = """
@@ -61,19 +61,8 @@ labels.to_csv(out)
 
 def write_data(n_labels: int, path: Path, *, seed: int = 0, n_workers: int = N_WORKERS) -> None:
     """The issue's synthetic crowd as ``task,worker,label`` rows (shuffled), written in chunks."""
-    N_WORKERS = n_workers  # noqa: N806 (the module default, or --workers)
-    n_items = n_labels // PER_ITEM
-    rng = np.random.default_rng(seed)
-    truth = rng.integers(0, N_CLASSES, n_items)
-    acc = rng.uniform(0.5, 0.95, N_WORKERS)
-    first = rng.integers(0, N_WORKERS, n_items)
-    offsets = np.stack([np.zeros(n_items, np.int64), rng.integers(1, N_WORKERS // 2, n_items),
-                        rng.integers(N_WORKERS // 2, N_WORKERS, n_items)], axis=1)
-    worker = ((first[:, None] + offsets) % N_WORKERS).ravel()
-    item = np.repeat(np.arange(n_items), PER_ITEM)
-    right = rng.random(item.size) < acc[worker]
-    label = np.where(right, truth[item], (truth[item] + rng.integers(1, N_CLASSES, item.size)) % N_CLASSES)
-    order = rng.permutation(item.size)
+    crowd = one_coin_crowd(n_labels // PER_ITEM, n_workers=n_workers, seed=seed)
+    item, worker, label, order = crowd["item"], crowd["worker"], crowd["label"], crowd["order"]
     with open(path, "w", encoding="utf-8") as fh:
         fh.write("task,worker,label\n")
         for s in range(0, order.size, 1_000_000):
