@@ -26,63 +26,22 @@ import argparse
 import json
 import os
 import platform
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections import defaultdict
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from benchmarks.service_overhead import _free_port, _percentiles, _wait_port  # noqa: E402
+from benchmarks.service_overhead import _percentiles, _service  # noqa: E402
 from benchmarks.tables import write_results  # noqa: E402
 
-BIN = Path(sys.executable).parent
 SAMPLE = REPO / "api" / "sample" / "crowd.jsonl"
 FINAL = ("finished", "failed")
-
-
-@contextmanager
-def service(mode: str, data_dir: Path, *, n_workers: int = 2):
-    """Start ``crowdqa serve`` (and Redis + ``n_workers`` workers in redis mode); yield (api_url, key)."""
-    procs: list[subprocess.Popen] = []
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CROWDQA_")}
-    env["CROWDQA_DATA_DIR"] = str(data_dir)
-    try:
-        if mode == "redis":
-            rport = _free_port()
-            procs.append(subprocess.Popen(["redis-server", "--port", str(rport), "--bind", "127.0.0.1", "--save", "",
-                                           "--appendonly", "no", "--dir", str(data_dir.parent)],
-                                          stdout=subprocess.DEVNULL, start_new_session=True))
-            _wait_port(rport)
-            env["CROWDQA_REDIS_URL"] = f"redis://127.0.0.1:{rport}/0"
-            for _ in range(n_workers):
-                procs.append(subprocess.Popen([str(BIN / "crowdqa"), "worker"], env=env, stdout=subprocess.DEVNULL,
-                                              stderr=subprocess.DEVNULL, start_new_session=True))
-        key = subprocess.run([str(BIN / "crowdqa"), "keys", "create", "--project", "load"], env=env, check=True,
-                             capture_output=True, text=True).stdout.strip().splitlines()[-1]
-        port = _free_port()
-        procs.append(subprocess.Popen([str(BIN / "crowdqa"), "serve", "--port", str(port), "--log-level", "warning"],
-                                      env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                      start_new_session=True))
-        _wait_port(port)
-        yield f"http://127.0.0.1:{port}/api/v1", key
-    finally:
-        for p in reversed(procs):
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(15)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait(5)
 
 
 class _Client(threading.Thread):
@@ -146,7 +105,7 @@ def run(mode: str, *, clients: int = 20, seconds: float = 30.0, n_workers: int =
     takes (bounded by ``drain``): a test asks for a number of jobs, not for a speed.
     """
     with tempfile.TemporaryDirectory(prefix="crowdqa-load-") as tmp, \
-            service(mode, Path(tmp) / "data", n_workers=n_workers) as (api, key):
+            _service(mode, Path(tmp) / "data", n_workers=n_workers, project="load") as (api, key, _):
         t0 = time.monotonic()
         deadline, drain_until = t0 + seconds, t0 + seconds + drain
         threads = [_Client(api, key, i, deadline, drain_until, min_rounds) for i in range(clients)]

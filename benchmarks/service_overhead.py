@@ -72,8 +72,12 @@ def cpu_seconds(pid: int) -> float | None:
 
 
 @contextmanager
-def _service(mode: str, data_dir: Path, api_workers: int = 1):
-    """Start the service (and Redis + a worker in redis mode); yield (api_url, key, pid of the API process)."""
+def _service(mode: str, data_dir: Path, api_workers: int = 1, *, n_workers: int = 1, project: str = "bench"):
+    """Start ``crowdqa serve`` (and Redis + ``n_workers`` workers in redis mode); yield (api_url, key, pid of the API).
+
+    Each process runs in a session of its own and is stopped with its whole process group (uvicorn's
+    ``--workers`` and rq's work-horses are children).
+    """
     procs: list[subprocess.Popen] = []
     env = {k: v for k, v in os.environ.items() if not k.startswith("CROWDQA_")}
     env["CROWDQA_DATA_DIR"] = str(data_dir)
@@ -81,27 +85,32 @@ def _service(mode: str, data_dir: Path, api_workers: int = 1):
         if mode == "redis":
             rport = _free_port()
             procs.append(subprocess.Popen(["redis-server", "--port", str(rport), "--bind", "127.0.0.1", "--save", "",
-                                           "--appendonly", "no"], stdout=subprocess.DEVNULL))
+                                           "--appendonly", "no", "--dir", str(data_dir.parent)],
+                                          stdout=subprocess.DEVNULL, start_new_session=True))
             _wait_port(rport)
             env["CROWDQA_REDIS_URL"] = f"redis://127.0.0.1:{rport}/0"
-            procs.append(subprocess.Popen([str(BIN / "crowdqa"), "worker"], env=env, stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL))
-        key = subprocess.run([str(BIN / "crowdqa"), "keys", "create", "--project", "bench"], env=env, check=True,
+            for _ in range(n_workers):
+                procs.append(subprocess.Popen([str(BIN / "crowdqa"), "worker"], env=env, stdout=subprocess.DEVNULL,
+                                              stderr=subprocess.DEVNULL, start_new_session=True))
+        key = subprocess.run([str(BIN / "crowdqa"), "keys", "create", "--project", project], env=env, check=True,
                              capture_output=True, text=True).stdout.strip().splitlines()[-1]
         port = _free_port()
         procs.append(subprocess.Popen([str(BIN / "crowdqa"), "serve", "--port", str(port), "--log-level", "warning",
                                        "--workers", str(api_workers)],
-                                      env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                                      env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      start_new_session=True))
         _wait_port(port)
         yield f"http://127.0.0.1:{port}/api/v1", key, procs[-1].pid
     finally:
         for p in reversed(procs):
-            p.send_signal(signal.SIGTERM)
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGTERM)
         for p in procs:
             try:
                 p.wait(15)
             except subprocess.TimeoutExpired:
-                p.kill()
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait(5)
 
 
 def _percentiles(values: list[float]) -> dict:
