@@ -27,12 +27,11 @@ Fit time: the median of up to ``repeats`` fits in this process, fewer once a met
 spent 20 s (crowd-kit's slowest take minutes per fit); crowd-kit's includes its pandas work,
 which is how it is used; building its DataFrame is not counted.
 
-Differences to know when reading the numbers: crowdqa's categorical reader puts an unused
-class ``"O"`` at index 0 when no answer is literally ``"O"`` (the corpus convention), so its
-one-coin model spreads a worker's errors over K - 1 = 2 other classes where crowd-kit,
-which only sees the observed answers, uses 1; crowd-kit breaks majority-vote ties by its
-own order, crowdqa by its documented rule (``tie_break="entity"``, lowest index among
-non-``O`` classes).
+Differences to know when reading the numbers: both libraries see the observed answers as the
+classes (crowdqa's categorical corpora have no outside class, see
+:attr:`crowdqa.aggregation.corpus.Corpus.has_outside`); crowd-kit breaks majority-vote ties by
+its own order (the most frequent label overall first), crowdqa by its documented rule (on
+categorical data the lowest class index), which is where their majority votes differ.
 """
 
 from __future__ import annotations
