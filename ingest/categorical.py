@@ -310,10 +310,11 @@ def _note_positional(names: list[str], chosen: dict, cols: dict, problems: Probl
 
 #: Bytes per block of Arrow's parser (blocks are parsed in parallel).
 _BLOCK_BYTES = 1 << 24
-#: Largest file read by the byte path. It saves importing pyarrow and pyarrow.compute (a fixed ~0.15-0.25 s),
-#: but sorts the keys of a column of many values (item ids) where Arrow hashes them: about where the two
-#: cross, measured with benchmarks.readers (300k rows, 7 MB: byte path faster; 3M rows, 75 MB: Arrow faster).
-_BYTE_PATH_LIMIT = 16 << 20
+#: Largest file read by the byte path. It saves importing pyarrow and pyarrow.compute (a fixed ~0.15-0.25 s) and
+#: took fewer CPU-s than Arrow's path on the issue-14 files (string ids, 1 item in 3 rows) of 7, 75 and 240 MB
+#: (0.87 against 1.1 user-s at 75 MB, 4.8-5.2 against 5.4-5.6 CPU-s at 240 MB), more at 715 MB (20-21.5 against
+#: 16.8: its whole-file temporaries of 30M rows, a fresh mapping each, cost as much system time as user time).
+_BYTE_PATH_LIMIT = 256 << 20
 
 
 def _read_columnar(path: Path, chosen: dict[str, str | None], *, role: str,
