@@ -327,8 +327,18 @@ class Corpus:
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | os.PathLike) -> None:
-        """Write the corpus to one ``.npz`` file (deflate level 1), atomically (temp file + rename)."""
+        """Write the corpus to one ``.npz`` file (:meth:`to_bytes`), atomically (temp file + rename)."""
         path = Path(path)
+        data = self.to_bytes()
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+
+    def to_bytes(self) -> bytes:
+        """The bytes of the ``.npz`` file :meth:`save` writes and :meth:`load` reads (deflate level 1)."""
         meta = {
             "version": _FORMAT_VERSION,
             "doc_ids": self.doc_ids,
@@ -337,18 +347,12 @@ class Corpus:
             "worker_roles": self.worker_roles,
             "class_names": self.class_names,
         }
-        data = npz_bytes(
+        return npz_bytes(
             {"token": self.token, "worker": self.worker, "label": self.label, "doc_lengths": self.doc_lengths,
              "token_start": self.token_start, "token_end": self.token_end,
              "meta": np.frombuffer(json.dumps(meta, ensure_ascii=False).encode("utf-8"), dtype=np.uint8)},
             compresslevel=1,
         )
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Corpus:

@@ -150,17 +150,8 @@ class ArtifactStore:
         return self.put_bytes(npz_bytes(arrays, compresslevel=None), kind=kind, suffix=".npz")
 
     def put_corpus(self, corpus: Corpus) -> Artifact:
-        """Store a corpus with :meth:`Corpus.save` (its own atomic write), then move it to its hash."""
-        fd, tmp = self._tempfile("corpora")
-        os.close(fd)
-        target = tmp.with_name(tmp.name + ".npz")
-        try:
-            corpus.save(target)
-            data_sha, size = _hash_file(target)
-            return self._commit(target, kind="corpora", sha=data_sha, size=size, suffix=".npz")
-        finally:
-            tmp.unlink(missing_ok=True)
-            target.unlink(missing_ok=True)
+        """Store a corpus as the file :meth:`Corpus.save` writes, hashed as it is written (not read back)."""
+        return self.put_bytes(corpus.to_bytes(), kind="corpora", suffix=".npz")
 
     # ------------------------------------------------------------ dataset snapshots and corpus indexes
     def put_snapshot(self, parts: list[str]) -> str:
