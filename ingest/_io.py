@@ -111,7 +111,7 @@ class Tree:
         self._read = 0
         self._is_dir = self.root.is_dir()
         if self._is_dir:
-            self._names = _folder_files(os.fspath(self.root))
+            self._names = sorted("/".join(parts) for parts in folder_files(self.root))
         elif self.root.is_file() and zipfile.is_zipfile(self.root):
             self._zip = zipfile.ZipFile(self.root)
             self._names = self._check_zip(self._zip)
@@ -270,20 +270,20 @@ class Tree:
         return (n for n in self.names if n.lower().endswith(suffix))
 
 
-def _folder_files(root: str) -> list[str]:
-    """Relative posix paths of the files below ``root``, sorted: regular files and links to them, in folders
-    that are not links (as ``Path.rglob`` walks them), by ``os.scandir`` (a stat only for links)."""
-    out: list[str] = []
-    stack = [("", root)]
+def folder_files(root: str | os.PathLike) -> list[tuple[str, ...]]:
+    """The path parts, below ``root``, of its files (regular files and links to them), in folders that are
+    not links (as ``Path.rglob`` walks them), unsorted; by ``os.scandir``, a stat only for links."""
+    out: list[tuple[str, ...]] = []
+    stack: list[tuple[tuple[str, ...], str]] = [((), os.fspath(root))]
     while stack:
-        prefix, folder = stack.pop()
+        parts, folder = stack.pop()
         with os.scandir(folder) as entries:
             for entry in entries:
                 if entry.is_dir(follow_symlinks=False):
-                    stack.append((f"{prefix}{entry.name}/", entry.path))
+                    stack.append(((*parts, entry.name), entry.path))
                 elif entry.is_file():
-                    out.append(prefix + entry.name)
-    return sorted(out)
+                    out.append((*parts, entry.name))
+    return out
 
 
 def _hidden(parts: Sequence[str]) -> bool:

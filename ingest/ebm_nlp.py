@@ -36,7 +36,7 @@ import numpy as np
 
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.ingest._common import reader_log
-from crowdqa.ingest._io import Tree, is_archive, read_text
+from crowdqa.ingest._io import Tree, folder_files, is_archive, read_text
 from crowdqa.ingest.build import _corpus_order, corpus_from_token_labels
 from crowdqa.ingest.errors import IngestError, ProblemLog
 
@@ -104,7 +104,7 @@ def read_ebm_nlp(path: str | os.PathLike, *, role: str = "crowd", problems: Prob
     phase = phase or path_phase or 1
     if phase not in (1, 2):
         raise IngestError(f"phase must be 1 or 2, found {phase!r}")
-    files = _ann_files(root)
+    files = sorted(parts for parts in folder_files(root) if parts[-1].endswith(".ann"))  # (sorted as rglob's paths)
     # Keep the files of the chosen phase (a path above the phase folders holds both).
     files = [rel for rel in files if _PHASES.get(next((p for p in rel if p in _PHASES), ""),
                                                  path_phase or phase) == phase]
@@ -181,21 +181,6 @@ def read_ebm_nlp(path: str | os.PathLike, *, role: str = "crowd", problems: Prob
 
 _EXPERT_ROLE = ("ebm-nlp takes its roles from its folders (gold/ = experts, the others = crowd); role 'expert' "
                 "would make the crowd workers experts: leave role out (or upload only a gold/ folder)")
-
-
-def _ann_files(root: Path) -> list[tuple[str, ...]]:
-    """The path parts, below ``root``, of every ``.ann`` file, in the order ``sorted(root.rglob("*.ann"))`` gives.
-
-    One ``os.walk`` and tuples of strings: pathlib's per-file objects cost more than the labels
-    themselves on a corpus of a few thousand files. Like ``rglob``, it does not descend into
-    linked folders.
-    """
-    out: list[tuple[str, ...]] = []
-    for folder, _, names in os.walk(root):
-        here = Path(folder).relative_to(root).parts
-        out.extend((*here, name) for name in names if name.endswith(".ann"))
-    out.sort()
-    return out
 
 
 #: Byte classes of an ``.ann`` file on the fast path: 1 for a digit, 0 for the ASCII whitespace ``str.split``
