@@ -58,9 +58,11 @@ def _votes(
     -------
     votes : ndarray of shape (n_classes, n_tokens)
     labels : ndarray of shape (n_tokens,)
-        :func:`_break_ties` of ``votes`` under ``tie_break``.
+        :func:`_break_ties` of ``votes`` under ``tie_break``; on categorical answers (no outside class
+        to avoid) every tie goes to the lowest index.
     """
     n_tokens, n_classes = corpus.n_tokens, corpus.n_classes
+    tie_break = tie_break if corpus.has_outside else "lowest"
     w = None if weights is None else np.asarray(weights, dtype=np.float64)
     votes = np.empty((n_classes, n_tokens))
     labels = np.empty(n_tokens, dtype=np.int64)
@@ -161,6 +163,41 @@ def _confusion_rows(counts: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.where(rows > 0, counts / rows, 1.0 / counts.shape[2])
 
 
+def _vote_fit(
+    corpus: Corpus, weights: NDArray[np.float64] | None, *, tie_break: str, known: NDArray[np.int64] | None
+) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """What :class:`MajorityVote` fits, for checked ``weights`` and ``known``; the skill-weighted votes end with it.
+
+    Returns
+    -------
+    labels : ndarray of shape (n_tokens,)
+    proba : ndarray of shape (n_tokens, n_classes)
+    class_prior : ndarray of shape (n_classes,)
+    worker_confusion : ndarray of shape (n_workers, n_classes, n_classes)
+    """
+    votes, labels = _votes(corpus, weights, tie_break=tie_break)
+    total = votes.sum(axis=0)
+    informed = total > 0
+    with np.errstate(invalid="ignore"):  # 0/0 in tokens nobody voted on, replaced below
+        proba = np.divide(votes, total, out=votes)
+    if known is not None:
+        idx = np.flatnonzero(known >= 0)
+        proba[:, idx] = 0.0
+        proba[known[idx], idx] = 1.0
+        labels[idx] = known[idx]
+        informed[idx] = True
+    n_classes = corpus.n_classes
+    n_informed = int(np.count_nonzero(informed))
+    blank = np.flatnonzero(~informed)
+    if blank.size:
+        proba[:, blank] = 0.0
+    prior = proba.sum(axis=1) / n_informed if n_informed else np.full(n_classes, 1.0 / n_classes)
+    proba[:, blank] = prior[:, None]
+    labels[blank] = int(np.argmax(prior))  # lowest index on ties
+    # proba.T: (n_tokens, n_classes), a view of the class-major buffer
+    return labels, proba.T, prior, _empirical_confusion(corpus, labels)
+
+
 class MajorityVote(BaseAggregator):
     """Per-token (weighted) majority vote over the annotators who labelled the token.
 
@@ -247,33 +284,8 @@ class MajorityVote(BaseAggregator):
         self : MajorityVote
         """
         known = self._start_fit(corpus, known)
-        # Categorical answers have no outside class to avoid: every tie goes to the lowest index.
-        votes, labels = _votes(corpus, _worker_weights(self.weights, corpus),  # (n_classes, n_tokens), (n_tokens,)
-                               tie_break=self.tie_break if corpus.has_outside else "lowest")
-        total = votes.sum(axis=0)
-        informed = total > 0
-        with np.errstate(invalid="ignore"):  # 0/0 in tokens nobody voted on, replaced below
-            proba = np.divide(votes, total, out=votes)
-        if known is not None:
-            idx = np.flatnonzero(known >= 0)
-            proba[:, idx] = 0.0
-            proba[known[idx], idx] = 1.0
-            labels[idx] = known[idx]
-            informed[idx] = True
-        n_classes = corpus.n_classes
-        n_informed = int(np.count_nonzero(informed))
-        blank = np.flatnonzero(~informed)
-        if blank.size:
-            proba[:, blank] = 0.0
-        prior = proba.sum(axis=1) / n_informed if n_informed else np.full(n_classes, 1.0 / n_classes)
-        proba[:, blank] = prior[:, None]
-        labels[blank] = int(np.argmax(prior))  # lowest index on ties
-        proba = proba.T  # (n_tokens, n_classes), a view of the class-major buffer
-
-        self.labels_ = labels
-        self.proba_ = proba
-        self.class_prior_ = prior
-        self.worker_confusion_ = _empirical_confusion(corpus, labels)
+        self.labels_, self.proba_, self.class_prior_, self.worker_confusion_ = _vote_fit(
+            corpus, _worker_weights(self.weights, corpus), tie_break=self.tie_break, known=known)
         self.n_iter_ = 0
         self.log_likelihood_: list[float] = []
         self.converged_ = True

@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
 from crowdqa.aggregation._params import Interval, Options
 from crowdqa.aggregation.corpus import Corpus
-from crowdqa.aggregation.majority_vote import TIE_RULES, MajorityVote, _votes
+from crowdqa.aggregation.majority_vote import TIE_RULES, _vote_fit, _votes
 
 __all__ = ["GoldMajorityVote", "Wawa", "ZeroBasedSkill", "agreement_rate"]
 
@@ -61,8 +61,7 @@ def agreement_rate(corpus: Corpus, reference: NDArray[np.int64]) -> NDArray[np.f
 
 def _vote(corpus: Corpus, weights: NDArray[np.float64], *, tie_break: str, known: NDArray | None) -> NDArray[np.int64]:
     """Weighted vote of every token with the tie rule of :class:`MajorityVote`; known tokens keep their class."""
-    rule = tie_break if corpus.has_outside else "lowest"  # as MajorityVote: categorical ties go to the lowest index
-    _, labels = _votes(corpus, np.nan_to_num(weights), tie_break=rule)
+    _, labels = _votes(corpus, np.nan_to_num(weights), tie_break=tie_break)
     if known is not None:
         labels = np.where(known >= 0, known, labels)
     return labels
@@ -75,11 +74,8 @@ class _SkillVote(BaseAggregator):
 
     def _finish(self, corpus: Corpus, skills: NDArray[np.float64], known: NDArray | None, *, n_iter: int,
                 converged: bool) -> None:
-        vote = MajorityVote(weights=np.nan_to_num(skills), tie_break=self.tie_break).fit(corpus, known=known)
-        self.labels_ = vote.labels_
-        self.proba_ = vote.proba_
-        self.class_prior_ = vote.class_prior_
-        self.worker_confusion_ = vote.worker_confusion_
+        self.labels_, self.proba_, self.class_prior_, self.worker_confusion_ = _vote_fit(
+            corpus, np.nan_to_num(skills), tie_break=self.tie_break, known=known)
         self.skills_ = skills
         self.n_iter_ = n_iter
         self.log_likelihood_: list[float] = []
