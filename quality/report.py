@@ -492,11 +492,12 @@ def build_report_data(
     crowd = corpus.workers_with_role("crowd")
     pc = pair_confusions(corpus, annotators=crowd, min_documents=min_pair_docs)
     crowd_k = kappa_from_confusions(pc.confusion)
-    ids = corpus.worker_ids
+    names = np.array(corpus.worker_ids, dtype=object)  # ids and kappas (nan -> None) as Python objects, by column
     crowd_pairs = [
-        {"a": ids[a], "b": ids[b], "documents": d, "tokens": t, "kappa": k if k == k else None}  # nan -> null
-        for a, b, d, t, k in zip(pc.a.tolist(), pc.b.tolist(), pc.documents.tolist(),
-                                 pc.confusion.sum(axis=(1, 2)).tolist(), crowd_k.tolist(), strict=True)
+        {"a": a, "b": b, "documents": d, "tokens": t, "kappa": k}
+        for a, b, d, t, k in zip(names[pc.a].tolist(), names[pc.b].tolist(), pc.documents.tolist(),
+                                 pc.confusion.reshape(-1, corpus.n_classes ** 2).sum(axis=1).tolist(),
+                                 np.where(np.isnan(crowd_k), None, crowd_k).tolist(), strict=True)
     ]
     finite = crowd_k[np.isfinite(crowd_k)]
     report = {

@@ -7,6 +7,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from crowdqa.aggregation.corpus import MISSING, Corpus
 from crowdqa.api.cli import main
@@ -379,3 +381,35 @@ def test_report_data_with_heldout_skills_and_bootstrap_is_the_typed_report():
     rep = build_report(categorical_corpus(2), np.zeros(60, int), method="mv", experts_used_in_fit=False, fit=fit,
                        n_boot=20, reference="e1")
     assert rep["kind"] == "categorical" and rep["fit"]["seconds"] == 0.5
+
+
+_VALUES = st.one_of(st.text(), st.integers(-10**20, 10**20), st.floats(allow_nan=True, allow_infinity=True),
+                    st.none(), st.booleans())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(min_size=1), min_size=1, max_size=5, unique=True), st.data())
+def test_rows_are_the_json_of_each_row(keys, data):
+    """Oracle: json.dumps of each row (NaN and inf as null, the report's separators), joined by the separator;
+    rows of one key order with str, int, float, None or bool values (the column-wise path and the encoder's),
+    and rows whose keys differ."""
+    from crowdqa.quality.report import _rows, plain_json
+
+    n = data.draw(st.integers(1, 6))
+    rows = [{k: data.draw(_VALUES) for k in keys} for _ in range(n)]
+    if data.draw(st.booleans()) and n > 1:
+        rows[-1] = dict(reversed(list(rows[-1].items())))
+    want = ",\n    ".join(json.dumps(plain_json(r), ensure_ascii=False, separators=(", ", ": ")) for r in rows)
+    assert _rows(rows, ",\n    ") == want
+
+
+def test_rows_of_worker_pairs_are_their_json():
+    """Oracle: json.dumps of each row, for rows shaped like the crowd kappas (ids, counts, a kappa that may be
+    NaN, inf or None) and for strings that need escaping."""
+    from crowdqa.quality.report import _rows, plain_json
+
+    kappas = [0.25, float("nan"), float("inf"), -float("inf"), None, 1, -0.0, 1e-300]
+    rows = [{"a": f'w"{i}\\é\n', "b": f"%s{i}", "documents": i, "tokens": 10**19 + i, "kappa": k}
+            for i, k in enumerate(kappas)]
+    want = ",\n".join(json.dumps(plain_json(r), ensure_ascii=False, separators=(", ", ": ")) for r in rows)
+    assert _rows(rows, ",\n") == want
