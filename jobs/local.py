@@ -24,9 +24,9 @@ from crowdqa.quality.report import TABLE_SORT_KEYS, dump_report, format_report
 if TYPE_CHECKING:
     from crowdqa.quality.report_model import QualityReport
 
-__all__ = ["ParseResult", "read_files", "summarize", "format_summary", "check_run", "max_iter", "is_categorical",
-           "default_output_format", "output_format", "aggregate", "write_aggregate", "write_report", "format_report",
-           "RULES", "TABLE_SORT_KEYS"]
+__all__ = ["ParseResult", "read_files", "summarize", "format_summary", "check_run", "check_reference", "max_iter",
+           "is_categorical", "default_output_format", "output_format", "aggregate", "write_aggregate", "write_report",
+           "format_report", "RULES", "TABLE_SORT_KEYS"]
 
 
 def read_files(uploads: list[dict[str, Any]]) -> ParseResult:
@@ -48,6 +48,14 @@ def check_run(*, use_experts: bool, reference: str, expert_files: int, role: str
         raise ValueError("--use-experts needs --expert PATH")
     if reference not in RULES and not expert_files and role != "expert":
         raise ValueError(f"--reference {reference!r} names an expert, but no --expert file is given")
+
+
+def check_reference(reference: str, corpus: Corpus) -> None:
+    """ValueError unless ``reference`` is a rule or an annotator of ``corpus`` (read: the expert ids are known)."""
+    if reference not in RULES and reference not in corpus.worker_ids:
+        experts = [corpus.worker_ids[w] for w in corpus.workers_with_role("expert")]
+        raise ValueError(f"--reference must be {' or '.join(RULES)} or an expert's id {experts[:5]}, "
+                         f"found {reference!r}")
 
 
 def max_iter(method: str, params: dict[str, Any]) -> int | None:
@@ -98,10 +106,7 @@ def aggregate(corpus: Corpus, *, method: str, params: dict[str, Any], use_expert
               progress: ProgressFn | None = None, start: ModelStart | None = None) -> PipelineResult:
     """Aggregate ``corpus`` and report against its experts, as a queued job does (from an earlier batch's
     model when ``start`` is given)."""
-    if reference not in RULES and reference not in corpus.worker_ids:
-        experts = [corpus.worker_ids[w] for w in corpus.workers_with_role("expert")]
-        raise ValueError(f"--reference must be {' or '.join(RULES)} or an expert's id {experts[:5]}, "
-                         f"found {reference!r}")
+    check_reference(reference, corpus)
     return run_pipeline(corpus, method=method, params=params, use_experts=use_experts, reference=reference,
                         progress=progress, start=start)
 

@@ -18,6 +18,7 @@ from crowdqa.aggregation.corpus import Corpus
 from crowdqa.ingest import read_corpus
 from crowdqa.ingest.aggregate_input import labels_from_corpus, read_aggregate
 from crowdqa.ingest.formats import AGGREGATE_FORMATS, READ_FORMATS
+from crowdqa.jobs.local import check_reference
 from crowdqa.quality.references import RULES
 from crowdqa.quality.report import TABLE_SORT_KEYS, build_report_data, format_report
 
@@ -41,14 +42,6 @@ def aggregate_format(path: str | Path, *, categorical: bool) -> str:
     if suffix == ".csv":
         return "categorical-csv" if categorical else "spans-csv"
     return {".conll": "conll", ".npz": "corpus"}.get(suffix, "spans-jsonl")
-
-
-def check_reference(reference: str, corpus: Corpus) -> None:
-    """ValueError unless ``reference`` is a rule or an annotator of ``corpus``."""
-    if reference not in RULES and reference not in corpus.worker_ids:
-        experts = [corpus.worker_ids[w] for w in corpus.workers_with_role("expert")]
-        raise ValueError(f"--reference must be {' or '.join(RULES)} or an expert's id {experts[:5]}, "
-                         f"found {reference!r}")
 
 
 def read_aggregate_labels(path: str | Path, corpus: Corpus, *, format: str | None = None,
