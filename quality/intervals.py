@@ -362,13 +362,17 @@ def _index_sums(group, tp, err, n_docs, groups, *, n_boot, rng, max_cells):
         g = groups[a:b]
         size = n_docs[g]
         # One slot per drawn document of a resample: a draw below the group's size, after its first row.
-        idx = _uniform_below(rng, np.repeat(size, size), n_boot, offset=np.repeat(start[g], size))
+        high, offset = np.repeat(size, size), np.repeat(start[g], size)
         at = np.concatenate([[0], np.cumsum(size)[:-1]])
-        if packed:
-            sums = np.add.reduceat(both[idx], at, axis=1)
-            yield g, (sums // base, sums % base)
-        else:
-            yield g, (np.add.reduceat(tp[idx], at, axis=1), np.add.reduceat(err[idx], at, axis=1))
+        sums = np.empty((2 - packed, n_boot, g.shape[0]), dtype=np.int64)
+        # A few resamples at a time (the draws follow one another in the generator: the same numbers as all
+        # at once), so the indices and the gathered counts stay small and in cache.
+        step = max(1, _WINDOW * 4 // high.shape[0])
+        for r in range(0, n_boot, step):
+            idx = _uniform_below(rng, high, min(step, n_boot - r), offset=offset)
+            for j, values in enumerate((both,) if packed else (tp, err)):
+                sums[j, r:r + step] = np.add.reduceat(values[idx], at, axis=1)
+        yield g, ((sums[0] // base, sums[0] % base) if packed else (sums[0], sums[1]))
 
 
 #: Draws of :func:`_uniform_below` computed at once (a rejection computes the rest of its window again), and
