@@ -226,3 +226,20 @@ def test_counts_too_big_to_pack_give_the_same_bounds(seed):
     for s, b in zip(small, big, strict=True):
         np.testing.assert_array_equal(s, b)
     assert np.isfinite(small[0]).sum() >= 6
+
+
+def test_resamples_drawn_a_few_at_a_time_are_those_drawn_at_once(seed, monkeypatch):
+    """Oracle: the bounds with every resample of a chunk drawn at once (a window larger than all draws) equal
+    those drawn a few resamples at a time (a tiny window), for the same seed."""
+    from crowdqa.quality import intervals
+
+    rng = np.random.default_rng(seed)
+    group = np.repeat(np.arange(9), [23] + [20] * 8)  # 183 draws a resample: an odd number of 32-bit halves
+    counts = rng.integers(0, 10, size=(group.shape[0], 3))
+    monkeypatch.setattr(intervals, "_WINDOW", 1 << 24)
+    whole = grouped_bootstrap_f1_bounds(counts, group, n_groups=9, n_boot=257, rng=seed)
+    monkeypatch.setattr(intervals, "_WINDOW", 16)
+    pieces = grouped_bootstrap_f1_bounds(counts, group, n_groups=9, n_boot=257, rng=seed)
+    for w, p in zip(whole, pieces, strict=True):
+        np.testing.assert_array_equal(w, p)
+    assert np.isfinite(whole[0]).sum() >= 7
