@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain, repeat
+from operator import attrgetter
 
 import numpy as np
 from numpy.typing import NDArray
@@ -106,23 +108,29 @@ def corpus_from_spans(*, documents: dict[str, str], assignments: Sequence[tuple[
     problems = problems or ProblemLog("fail")
     doc_index = {d: i for i, d in enumerate(documents)}
     texts = list(documents.values())
-    spans = [s for s in spans if _span_ok(s, doc_index, texts, types, problems)]
-    type_list = list(types) if types is not None else sorted({s.label for s in spans})
+    columns = _span_columns(spans, doc_index, texts, types)
+    if columns is None:  # a span fails a check: the span-by-span loop reports it (raised or skipped)
+        spans = [s for s in spans if _span_ok(s, doc_index, texts, types, problems)]
+        columns = _span_columns(spans, doc_index, texts, types)
+    span_doc, span_annotator, span_start, span_end, span_label = columns
+    type_list = list(types) if types is not None else sorted(set(span_label))
     type_id = {t: i + 1 for i, t in enumerate(type_list)}
-    annotators, pair_index = _assignment_index(doc_index, [*assignments, *((s.doc_id, s.annotator) for s in spans)],
-                                               problems)
+    if all(d in doc_index for d, _ in assignments):
+        annotators, pair_doc, pair_worker, span_pair = _pairs(doc_index, assignments, span_doc, span_annotator)
+    else:  # an assignment on an unknown document: the loop reports it
+        span_pairs = list(zip(span_doc, span_annotator, strict=True))
+        annotators, pair_index = _assignment_index(doc_index, [*assignments, *span_pairs], problems)
+        n_pairs = len(pair_index)
+        pair_doc = np.fromiter((k[0] for k in pair_index), dtype=np.int64, count=n_pairs)
+        pair_worker = np.fromiter((k[1] for k in pair_index), dtype=np.int64, count=n_pairs)
+        span_pair = np.fromiter((pair_index[(doc_index[d], annotators[a])] for d, a in span_pairs), np.int64,
+                                len(span_pairs))
     worker_ids = tuple(annotators)
     worker_roles = _check_roles(worker_ids, roles)
-    n_pairs = len(pair_index)
     return corpus_from_span_arrays(
         doc_ids=tuple(documents), texts=tuple(texts), worker_ids=worker_ids, worker_roles=worker_roles,
-        pair_doc=np.fromiter((k[0] for k in pair_index), dtype=np.int64, count=n_pairs),
-        pair_worker=np.fromiter((k[1] for k in pair_index), dtype=np.int64, count=n_pairs),
-        span_pair=np.fromiter((pair_index[(doc_index[s.doc_id], annotators[s.annotator])] for s in spans), np.int64,
-                              len(spans)),
-        span_start=np.fromiter((s.start for s in spans), np.int64, len(spans)),
-        span_end=np.fromiter((s.end for s in spans), np.int64, len(spans)),
-        span_type=np.fromiter((type_id[s.label] for s in spans), np.int64, len(spans)),
+        pair_doc=pair_doc, pair_worker=pair_worker, span_pair=span_pair, span_start=span_start, span_end=span_end,
+        span_type=np.fromiter(map(type_id.__getitem__, span_label), np.int64, len(span_label)),
         types=type_list, scheme=scheme, spans=spans, problems=problems,
     )
 
@@ -184,6 +192,48 @@ def _span_ok(s: Span, doc_index: dict[str, int], texts: list[str], types: Sequen
     if msg:
         problems.report(msg, source=s.source, line=s.line)
     return msg is None
+
+
+def _span_columns(spans: Sequence[Span], doc_index: dict[str, int], texts: list[str], types: Sequence[str] | None
+                  ) -> tuple[list[str], list[str], NDArray[np.int64], NDArray[np.int64], list[str]] | None:
+    """The spans as columns (document, annotator, start, end, label), or None if one fails a check of
+    :func:`_span_ok` (all checked at once: C-level maps over the spans and array comparisons)."""
+    n = len(spans)
+    span_doc = list(map(attrgetter("doc_id"), spans))
+    starts, ends = list(map(attrgetter("start"), spans)), list(map(attrgetter("end"), spans))
+    span_label = list(map(attrgetter("label"), spans))
+    labels = set(span_label)
+    if not (all(map(isinstance, starts, repeat(int, n))) and all(map(isinstance, ends, repeat(int, n)))):
+        return None
+    if not all(t and t != "O" and (types is None or t in types) for t in labels):
+        return None
+    doc = np.fromiter(map(doc_index.get, span_doc, repeat(-1, n)), np.int64, n)
+    try:
+        start, end = np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64)
+    except OverflowError:  # an offset past 64 bits: outside every document
+        return None
+    text_len = np.fromiter(map(len, texts), np.int64, len(texts))
+    if n and (doc.min() < 0 or start.min() < 0 or np.any(start >= end) or np.any(end > text_len[doc])):
+        return None
+    return span_doc, list(map(attrgetter("annotator"), spans)), start, end, span_label
+
+
+def _pairs(doc_index: dict[str, int], assignments: Sequence[tuple[str, str]], span_doc: list[str],
+           span_annotator: list[str]) -> tuple[dict[str, int], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+    """:func:`_assignment_index` when every assignment's document is known, at once: annotator -> index, the
+    unique (document, annotator) pairs in first-seen order over the assignments then the spans, and each
+    span's pair."""
+    annotators = {a: k for k, a in enumerate(dict.fromkeys(chain((a for _, a in assignments), span_annotator)))}
+    n_a, n_w = len(assignments), max(len(annotators), 1)
+    doc = np.fromiter(chain((doc_index[d] for d, _ in assignments), map(doc_index.__getitem__, span_doc)),
+                      np.int64, n_a + len(span_doc))
+    worker = np.fromiter(chain((annotators[a] for _, a in assignments), map(annotators.__getitem__, span_annotator)),
+                         np.int64, n_a + len(span_doc))
+    uniq, first, inverse = np.unique(doc * n_w + worker, return_index=True, return_inverse=True)
+    order = np.argsort(first)
+    rank = np.empty(order.size, dtype=np.int64)
+    rank[order] = np.arange(order.size)
+    return annotators, uniq[order] // n_w, uniq[order] % n_w, rank[inverse.ravel()][n_a:]
 
 
 def _assignment_index(doc_index: dict[str, int], assignments: Sequence[tuple[str, str]], problems: ProblemLog

@@ -236,3 +236,43 @@ def test_conflicts_match_a_greedy_loop_over_every_assignment(raw):
     kept = _drop_conflicts(np.arange(len(raw)), pair, first, last, kind, spans, log)
     assert kept.tolist() == expected
     assert len(log.problems) == len(raw) - len(expected)
+
+
+def test_pairs_equal_the_assignment_loop(seed):
+    """Oracle: ``_assignment_index``, the dict loop over assignments then spans. ``_pairs`` numbers annotators
+    and (document, annotator) pairs in the same first-seen order and gives each span its pair."""
+    from crowdqa.ingest.build import _assignment_index, _pairs
+
+    rng = np.random.default_rng(seed)
+    doc_index = {f"d{i}": i for i in range(30)}
+    assignments = [(f"d{rng.integers(30)}", f"a{rng.integers(12)}") for _ in range(60)]
+    span_doc = [f"d{rng.integers(30)}" for _ in range(200)]
+    span_annotator = [f"a{rng.integers(15)}" for _ in range(200)]  # a12-a14 only ever in spans
+    span_pairs = list(zip(span_doc, span_annotator, strict=True))
+    annotators, pair_index = _assignment_index(doc_index, [*assignments, *span_pairs], ProblemLog("fail"))
+    got_annotators, pair_doc, pair_worker, span_pair = _pairs(doc_index, assignments, span_doc, span_annotator)
+    assert got_annotators == annotators
+    assert list(zip(pair_doc.tolist(), pair_worker.tolist(), strict=True)) == list(pair_index)
+    assert span_pair.tolist() == [pair_index[(doc_index[d], annotators[a])] for d, a in span_pairs]
+
+
+def test_span_columns_refuse_what_the_span_loop_reports(seed):
+    """Oracle: ``_span_ok`` span by span. The columns are given exactly when no span would be reported."""
+    from crowdqa.ingest.build import _span_columns, _span_ok
+
+    rng = np.random.default_rng(seed)
+    doc_index, texts = {"d0": 0, "d1": 1}, ["x" * 10, "y" * 4]
+    odd = [("d9", 0, 1, "P"), ("d0", 2, 2, "P"), ("d0", -1, 2, "P"), ("d1", 0, 5, "P"), ("d0", True, 2, "P"),
+           ("d0", 0.0, 2, "P"), ("d0", np.int64(0), 2, "P"), ("d0", 0, 10**30, "P"), ("d0", 0, 2, ""),
+           ("d0", 0, 2, "O"), ("d0", 0, 2, "Q"), ("d0", 0, 2, None)]
+    for _ in range(200):
+        spans = [Span(f"d{rng.integers(2)}", "a", 0, 1 + int(rng.integers(3)), "P") for _ in range(int(rng.integers(5)))]
+        if rng.random() < 0.6:
+            d, s, e, lab = odd[rng.integers(len(odd))]
+            spans.insert(int(rng.integers(len(spans) + 1)), Span(d, "b", s, e, lab))
+        types = ["P"] if rng.random() < 0.5 else None
+        ok = all(_span_ok(s, doc_index, texts, types, ProblemLog("skip")) for s in spans)
+        columns = _span_columns(spans, doc_index, texts, types)
+        assert (columns is not None) == ok, spans
+        if ok:
+            assert columns[2].tolist() == [s.start for s in spans] and columns[3].tolist() == [s.end for s in spans]
