@@ -166,17 +166,15 @@ def _accuracy_block(correct: int, compared: int) -> dict:
     return _accuracy_blocks(np.array([int(correct)]), np.array([int(compared)]))[0]
 
 
-def _worker_hits(corpus: Corpus, valid_obs: NDArray, ref_obs: NDArray) -> tuple[NDArray, NDArray]:
-    """Each worker's labels equal to ``ref_obs`` and labels compared, over the rows in ``valid_obs``."""
-    if not valid_obs.any():  # nothing compared (e.g. a corpus without expert labels)
-        zero = np.zeros(corpus.n_workers, dtype=np.int64)
-        return zero, zero
+def _worker_hits(corpus: Corpus, valid_obs: NDArray, ref_obs: NDArray) -> tuple[NDArray, NDArray, NDArray]:
+    """Each worker's labels equal to ``ref_obs`` and labels compared, over the rows in ``valid_obs``, and all
+    of the worker's labels."""
     # One bincount of (worker, outcome) codes; outcome 0 = not compared, 1 = compared and wrong, 2 = right.
     code = corpus.worker.astype(np.intp) * 3
     code += valid_obs
     code += valid_obs & (corpus.label == ref_obs)
     by_outcome = np.bincount(code, minlength=3 * corpus.n_workers).reshape(corpus.n_workers, 3)
-    return by_outcome[:, 2], by_outcome[:, 1] + by_outcome[:, 2]
+    return by_outcome[:, 2], by_outcome[:, 1] + by_outcome[:, 2], by_outcome.sum(axis=1)
 
 
 def _add_worker_accuracy(blocks: list[dict | None], correct: NDArray, compared: NDArray) -> None:
@@ -250,22 +248,22 @@ def _obs_pairs(corpus: Corpus) -> tuple[NDArray, NDArray]:
     Notes
     -----
     Triplets are sorted by (token, worker) and an annotator present on a document
-    labels all of its tokens (both checked by ``Corpus``), so a document's annotations
-    form a (tokens x its annotators) block in row-major order: the pair of annotation
-    ``i`` is ``pair_base[d] + (i - obs_base[d]) % n_annotators[d]``; with one-token documents
-    (categorical items) every annotation is its own pair.
+    labels all of its tokens (both checked by ``Corpus``), so each token of document ``d`` lists
+    the document's ``n_annotators[d]`` annotators in the same order: the pair of annotation
+    ``i`` on token ``t`` is ``pair_base[d] + i - obs_base[t]``, one ``repeat`` of a per-token
+    offset; with one-token documents (categorical items) every annotation is its own pair.
     """
     if corpus.n_tokens == corpus.n_docs:
         return np.arange(corpus.n_obs, dtype=np.int64), corpus.worker.astype(np.int64)
-    n_in_doc = np.bincount(corpus.token, minlength=corpus.n_tokens)[corpus.doc_start[:-1]]
-    block = n_in_doc * corpus.doc_lengths  # annotations of each document
-    obs_base = np.cumsum(block) - block
+    per_token = np.bincount(corpus.token, minlength=corpus.n_tokens)
+    n_in_doc = per_token[corpus.doc_start[:-1]]
     pair_base = np.cumsum(n_in_doc) - n_in_doc
-    # The first row of a document's block lists its annotators.
-    pair_worker = corpus.worker[np.repeat(obs_base - pair_base, n_in_doc) + np.arange(int(n_in_doc.sum()))]
-    pair = np.arange(corpus.n_obs, dtype=np.int64) - np.repeat(obs_base, block)  # offset in the block
-    pair %= np.repeat(np.maximum(n_in_doc, 1), block)
-    pair += np.repeat(pair_base, block)
+    obs_base = np.cumsum(per_token) - per_token  # first annotation of each token
+    # The first token of a document lists its annotators.
+    pair_worker = corpus.worker[np.repeat(obs_base[corpus.doc_start[:-1]] - pair_base, n_in_doc)
+                                + np.arange(int(n_in_doc.sum()))]
+    pair = np.arange(corpus.n_obs, dtype=np.int64)
+    pair -= np.repeat(obs_base - pair_base[corpus.token_doc], per_token)
     return pair, pair_worker.astype(np.int64)
 
 
@@ -437,7 +435,7 @@ def build_report_data(
     ref_tok = ref[tok]
     valid_e = ref_tok != MISSING
     ce, we = _pair_counts(corpus, pairs, valid_e, None if categorical else ref_tok > 0)
-    correct_e, compared_e = _worker_hits(corpus, valid_e, ref_tok)  # compared: each worker's tokens
+    correct_e, compared_e, _ = _worker_hits(corpus, valid_e, ref_tok)  # compared: each worker's tokens
     id_rank = _id_rank(corpus.worker_ids)
     vs_expert = _worker_blocks(ce, we, compared_e, id_rank=id_rank, n_boot=n_boot, seed=seed, stream=2,
                                min_boot_docs=min_boot_docs)
@@ -464,11 +462,10 @@ def build_report_data(
     agg_tok = agg[tok]
     valid_a = agg_tok != MISSING
     ca, wa = _pair_counts(corpus, pairs, valid_a, None if categorical else agg_tok > 0)
-    correct_a, compared_a = _worker_hits(corpus, valid_a, agg_tok)
+    correct_a, compared_a, n_tok_w = _worker_hits(corpus, valid_a, agg_tok)
     vs_agg = _worker_blocks(ca, wa, compared_a, id_rank=id_rank, n_boot=n_boot, seed=seed, stream=3,
                             min_boot_docs=min_boot_docs)
     _add_worker_accuracy(vs_agg, correct_a, compared_a)
-    n_tok_w = np.bincount(corpus.worker, minlength=corpus.n_workers)
     docs_w = np.bincount(pairs[1], minlength=corpus.n_workers)
     workers = [
         {"annotator": corpus.worker_ids[w], "role": corpus.worker_roles[w], "documents": int(docs_w[w]),
