@@ -1,4 +1,5 @@
-"""The array paths of the line-based readers: lines, fields and field codes read from one byte array.
+"""The array paths of the line-based readers: lines, fields and field codes read from one byte array
+(and :func:`unique_sorted`, the readers' ``np.unique``).
 
 A reader that can take its whole file as bytes (CoNLL, a plain categorical CSV) finds the lines
 and fields from the positions of the newline and delimiter bytes and encodes each field by its
@@ -16,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = ["MAX_FIELD_BYTES", "read_padded", "padded", "find_byte", "other_controls", "line_bounds", "field_bounds",
-           "field_codes", "joined"]
+           "field_codes", "joined", "unique_sorted"]
 
 #: Longest field (in bytes) :func:`field_codes` encodes; callers leave longer ones to their row loop.
 MAX_FIELD_BYTES = 32
@@ -195,6 +196,13 @@ def _few_codes(key: NDArray[np.uint64], distinct: NDArray[np.uint64]) -> tuple[N
             codes[miss] = found
             return codes, distinct
         distinct = np.union1d(distinct, key[miss[unknown]])
+
+
+def unique_sorted(values: NDArray) -> NDArray:
+    """``np.unique(values)`` by a sort: numpy 2.4's ``np.unique`` hashes, which took 1.0 s on 3M int64 of 1M
+    distinct values against 0.027 s for a sort (0.044 against 0.010 s with 500 distinct values)."""
+    v = np.sort(values)
+    return v[_firsts(v)] if v.size else v
 
 
 def _firsts(ordered: NDArray) -> NDArray[np.bool_]:

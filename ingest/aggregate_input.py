@@ -32,6 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from crowdqa.aggregation.corpus import MISSING, Corpus
+from crowdqa.ingest._bytes import unique_sorted
 from crowdqa.ingest.build import span_token_ranges
 from crowdqa.ingest.formats import AGGREGATE_FORMATS
 from crowdqa.ingest.writers import csv_unescape
@@ -232,7 +233,7 @@ def labels_from_corpus(other: Corpus, corpus: Corpus, *, annotator: str | None =
     ndarray of shape (n_tokens,), int64
     """
     if annotator is None:
-        present = np.unique(other.worker)
+        present = unique_sorted(other.worker)
         if present.shape[0] != 1:
             names = [other.worker_ids[i] for i in present[:5]]
             raise ValueError(f"the aggregate has {present.shape[0]} annotators {names}; name the one to score")
@@ -253,7 +254,7 @@ def labels_from_corpus(other: Corpus, corpus: Corpus, *, annotator: str | None =
     remap = np.array([corpus.class_names.index(n) if n in corpus.class_names else -2 for n in other.class_names])
     m = other.worker == w
     tok, lab = other.token[m], other.label[m].astype(np.int64)
-    if lab.size and np.any(remap[np.unique(lab)] < 0):
+    if lab.size and np.any(remap[unique_sorted(lab)] < 0):
         raise ValueError(f"the aggregate's classes {list(other.class_names)} are not the corpus' classes")
     d = other.token_doc[tok]
     target = corpus.doc_start[dst[d]] + (tok - other.doc_start[d])

@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from crowdqa.aggregation.corpus import Corpus
+from crowdqa.ingest._bytes import unique_sorted
 from crowdqa.ingest._common import reader_log
 from crowdqa.ingest._io import decode_text
 from crowdqa.ingest.errors import IngestError, ProblemLog
@@ -438,9 +439,9 @@ def _from_codes(columns: _Columns, cols: dict[str, int | None], *, role: str) ->
         g_label = np.array([index.get(name, -1) for name in g_list], dtype=np.int64)[g_code]
         has = g_label >= 0
         n_lab = max(len(label_names), 1)
-        pairs = np.unique(item[has] * n_lab + g_label[has])
+        pairs = unique_sorted(item[has] * n_lab + g_label[has])
         gold_item = pairs // n_lab
-        if np.unique(gold_item).size != gold_item.size:  # an item with two gold values
+        if np.any(gold_item[1:] == gold_item[:-1]):  # an item with two gold values (pairs are sorted)
             return None
         gold_label = pairs % n_lab
     answered = item if i_ann is not None else np.zeros(0, dtype=np.int64)

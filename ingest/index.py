@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from crowdqa.aggregation.corpus import Corpus
+from crowdqa.ingest._bytes import unique_sorted
 from crowdqa.ingest.errors import IngestError
 from crowdqa.ingest.merge import _merged_classes
 from crowdqa.ingest.summary import summary_fields
@@ -155,16 +156,10 @@ def _token_hashes(corpus: Corpus) -> NDArray:
     return _segment_hashes(_mix(_mix(_mix(start) + end) + _positions(lengths)), lengths)
 
 
-def _unique_sorted(values: NDArray[np.int64]) -> NDArray[np.int64]:
-    """``np.unique(values)`` by a sort (numpy 2.4's hashing ``np.unique`` is far slower on millions of ints)."""
-    v = np.sort(values)
-    return v[np.r_[True, v[1:] != v[:-1]]] if v.size else v
-
-
 def index_corpus(corpus: Corpus) -> CorpusIndex:
     """The index of ``corpus``: document hashes and the unique (document, annotator) pairs, all vectorized."""
     n_w = max(corpus.n_workers, 1)
-    pairs = _unique_sorted(corpus.obs_doc * n_w + corpus.worker)
+    pairs = unique_sorted(corpus.obs_doc * n_w + corpus.worker)
     return CorpusIndex(
         doc_ids=_strs(corpus.doc_ids), doc_lengths=np.asarray(corpus.doc_lengths, dtype=np.int64),
         text_hash=_text_hashes(corpus.texts), token_hash=_token_hashes(corpus),
@@ -286,7 +281,7 @@ def index_union(parts: list[CorpusIndex]) -> IndexUnion:
     pairs = np.concatenate([dp[ix.pair_doc] * n_w + wp[ix.pair_worker]
                             for ix, dp, wp in zip(parts, doc_pos, worker_pos, strict=True)])
     if len(parts) > 1:  # one index's pairs are unique and sorted already
-        pairs = _unique_sorted(pairs)
+        pairs = unique_sorted(pairs)
     return IndexUnion(doc_lengths=np.concatenate([ix.doc_lengths for ix in parts])[doc_first],
                       worker_ids=np.concatenate([ix.worker_ids for ix in parts])[worker_first].tolist(),
                       worker_roles=np.concatenate([ix.worker_roles for ix in parts])[worker_first].tolist(),

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from crowdqa.aggregation.corpus import Corpus
+from crowdqa.ingest._bytes import unique_sorted
 from crowdqa.ingest._common import DocsFolder, SpanCollector, as_offset, csv_rows, json_lines, reader_log
 from crowdqa.ingest._io import read_text
 from crowdqa.ingest.build import Span, UnusualSpans, corpus_from_span_arrays
@@ -241,7 +242,7 @@ def _columnar_corpus(cols: dict, *, role: str, docs, category: str | None, schem
     else:
         encoded = pc.dictionary_encode(label)  # (JSON: null labels of empty rows get no code; never used)
         lab, names = raw_ints(encoded.indices)[rows], encoded.dictionary.to_pylist()
-    used = np.unique(lab).tolist()
+    used = unique_sorted(lab).tolist()
     if any(not names[k].strip() or names[k] == "O" for k in used):
         return None  # a blank label, or "O"
     # Texts, checked like the row loop's: every document's file, every span inside its text.

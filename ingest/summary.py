@@ -9,6 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from crowdqa.aggregation.corpus import Corpus
+from crowdqa.ingest._bytes import unique_sorted
 from crowdqa.ingest.errors import Problem
 from crowdqa.ingest.formats import ROLES
 
@@ -115,7 +116,7 @@ def annotator_coverage(pair_doc: NDArray[np.int64], pair_role: NDArray[np.int64]
     coverage = {"annotators_per_document": stats(np.ones(pair_doc.shape[0], dtype=bool))}
     for k, r in enumerate(ROLES):
         coverage[r] = stats(pair_role == k)
-    coverage["documents_with_expert"] = int(np.unique(pair_doc[pair_role == ROLES.index("expert")]).size)
+    coverage["documents_with_expert"] = int(unique_sorted(pair_doc[pair_role == ROLES.index("expert")]).size)
     return coverage
 
 

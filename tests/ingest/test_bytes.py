@@ -78,3 +78,12 @@ def test_scans_by_chunks_equal_whole_array_scans(monkeypatch, seed):
     expected = np.count_nonzero(raw < 33) - np.count_nonzero(raw == 10) - np.count_nonzero(raw == 9)
     assert _bytes.other_controls(body, size, below=33, allowed=(10, 9)) == expected
     assert _bytes.find_byte(body, 0, 10).size == 0
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int16, np.uint64])
+def test_unique_sorted_equals_np_unique(seed, dtype):
+    """Oracle: ``np.unique``."""
+    rng = np.random.default_rng(seed)
+    for n, m in ((0, 1), (1, 1), (500, 7), (5000, 4000)):
+        values = rng.integers(0, m, n).astype(dtype)
+        np.testing.assert_array_equal(_bytes.unique_sorted(values), np.unique(values))
