@@ -177,7 +177,7 @@ def _read_columnar(path: Path, *, role: str) -> Corpus | None:
         if not names or len(set(names)) != len(names):
             return None
         at = n_bytes if first_end < 0 else first_end + 1
-    if np.any(np.frombuffer(data, dtype=np.uint8) >= 128):
+    if not data.isascii():  # (one C scan, no array of a bool per byte)
         try:
             if re.search(_WIDE_SPACE, data.decode("utf-8")):
                 return None
