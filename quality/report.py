@@ -432,7 +432,9 @@ def build_report_data(
     pairs = _obs_pairs(corpus)
     # Workers and experts are scored on every expert token, clamped or not: their labels
     # never came from the fit, so giving experts to the aggregator does not bias them.
-    ref_tok = ref[tok]
+    # Each annotation's reference (and below its aggregate) label in the labels' own small dtype: the gathers
+    # over every annotation write a quarter of int64's memory.
+    ref_tok = ref.astype(corpus.label.dtype)[tok]
     valid_e = ref_tok != MISSING
     ce, we = _pair_counts(corpus, pairs, valid_e, None if categorical else ref_tok > 0)
     correct_e, compared_e, _ = _worker_hits(corpus, valid_e, ref_tok)  # compared: each worker's tokens
@@ -459,7 +461,7 @@ def build_report_data(
                         score_block(c_w, n_boot=n_boot, rng=np.random.default_rng([seed, 4, int(id_rank[w])]),
                                     min_boot_docs=min_boot_docs, tokens=n_tok))
         vs_expert[w]["accuracy"] = _accuracy_block(int(np.count_nonzero(lab_w == ref_w)), n_tok)
-    agg_tok = agg[tok]
+    agg_tok = agg.astype(corpus.label.dtype)[tok]
     valid_a = agg_tok != MISSING
     ca, wa = _pair_counts(corpus, pairs, valid_a, None if categorical else agg_tok > 0)
     correct_a, compared_a, n_tok_w = _worker_hits(corpus, valid_a, agg_tok)
