@@ -93,6 +93,7 @@ def test_use_experts_scores_the_aggregate_by_cross_fitting(seed):
     assert result.report.aggregate_vs_expert == expected.aggregate_vs_expert
     assert result.report.aggregate_scored_on == "held-out predictions (cross-fitting)"
     assert result.fit.cross_fit.folds == min(3, docs.size)
+    assert result.fit.cross_fit.expert_documents == docs.size
     assert result.report.aggregate_vs_expert.token.tokens == int((ref >= 0).sum())
 
 
