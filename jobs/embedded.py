@@ -15,7 +15,6 @@ import os
 import socket
 import threading
 import uuid
-from datetime import timedelta
 
 from rq import SimpleWorker
 from rq.serializers import JSONSerializer
@@ -109,7 +108,7 @@ def recover_jobs(settings: Settings) -> tuple[int, int]:
     failed only once its heartbeats stopped for ``stale_after`` seconds. Returns (failed, requeued).
     """
     queue = get_queue(settings)
-    cutoff = utcnow() - timedelta(seconds=settings.stale_after)
+    cutoff = crud.silent_since(settings.stale_after)  # (a job without a heartbeat counts as silent here)
     gone = []
     with open_session(settings) as s:
         for job_id, worker, beat in crud.running_jobs(session=s):
