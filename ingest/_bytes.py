@@ -67,7 +67,8 @@ def other_controls(body: NDArray[np.uint8], size: int, *, below: int, allowed: t
     n = 0
     for a in range(0, size, _SCAN):
         chunk = body[a:min(a + _SCAN, size)]
-        n += int(np.count_nonzero(chunk < below)) - sum(int(np.count_nonzero(chunk == v)) for v in allowed)
+        n += int(np.count_nonzero(chunk < below)) - sum(int(np.count_nonzero(chunk == v)) for v in allowed
+                                                         if v < below)
     return n
 
 

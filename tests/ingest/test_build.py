@@ -266,7 +266,8 @@ def test_span_columns_refuse_what_the_span_loop_reports(seed):
            ("d0", 0.0, 2, "P"), ("d0", np.int64(0), 2, "P"), ("d0", 0, 10**30, "P"), ("d0", 0, 2, ""),
            ("d0", 0, 2, "O"), ("d0", 0, 2, "Q"), ("d0", 0, 2, None)]
     for _ in range(200):
-        spans = [Span(f"d{rng.integers(2)}", "a", 0, 1 + int(rng.integers(3)), "P") for _ in range(int(rng.integers(5)))]
+        n = int(rng.integers(5))
+        spans = [Span(f"d{rng.integers(2)}", "a", 0, 1 + int(rng.integers(3)), "P") for _ in range(n)]
         if rng.random() < 0.6:
             d, s, e, lab = odd[rng.integers(len(odd))]
             spans.insert(int(rng.integers(len(spans) + 1)), Span(d, "b", s, e, lab))

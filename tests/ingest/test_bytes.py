@@ -77,6 +77,7 @@ def test_scans_by_chunks_equal_whole_array_scans(monkeypatch, seed):
         np.testing.assert_array_equal(_bytes.find_byte(body, size, value), np.flatnonzero(raw == value))
     expected = np.count_nonzero(raw < 33) - np.count_nonzero(raw == 10) - np.count_nonzero(raw == 9)
     assert _bytes.other_controls(body, size, below=33, allowed=(10, 9)) == expected
+    assert _bytes.other_controls(body, size, below=33, allowed=(10, 9, 65)) == expected  # (65 is not below 33)
     assert _bytes.find_byte(body, 0, 10).size == 0
 
 
