@@ -159,7 +159,7 @@ class ArtifactStore:
 
         A dataset (and each job, which keeps the dataset's sha256 when it is created) is the merge
         of its uploads' corpora: recording the list costs nothing in the size of the corpora, and
-        the merge happens when a job loads it (``crowdqa.jobs.service.load_job_corpus``).
+        the merge happens when a job loads it (``crowdqa.jobs.uploads.load_job_corpus``).
         """
         body = json.dumps({"corpora": list(parts)}).encode("utf-8")
         return self.put_bytes(body, kind="snapshots", suffix=".json").sha256

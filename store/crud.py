@@ -229,7 +229,7 @@ def delete_dataset(*, session: Session, dataset: Dataset) -> None:
     """Delete a dataset with its uploads, annotators, jobs and reports.
 
     Its files are shared by hash with any other row holding the same bytes; the caller
-    removes the ones nothing references any more (``crowdqa.jobs.service.collect_garbage``).
+    removes the ones nothing references any more (``crowdqa.jobs.uploads.collect_garbage``).
     """
     job_ids = select(Job.id).where(Job.dataset_id == dataset.id)
     session.exec(delete(WorkerScore).where(col(WorkerScore.job_id).in_(job_ids)))

@@ -1,7 +1,7 @@
 """Dashboard pages for signing in, datasets and jobs: parse the form, call the service layer, render.
 
-Every handler uses the same use cases as the API routes (``crowdqa.jobs.service``, ``crowdqa.store.crud``) with
-the project of the signed-in session, so a page can do nothing the project's key could not.
+Every handler uses the same use cases as the API routes (``crowdqa.jobs.uploads``, ``crowdqa.jobs.service``,
+``crowdqa.store.crud``) with the project of the signed-in session, so a page can do nothing the project's key could not.
 """
 
 from __future__ import annotations
