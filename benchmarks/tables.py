@@ -229,8 +229,8 @@ def render_categorical_speed(d: dict, results: Path, quick: bool) -> str:
         return f"failed: {c['failed']}" if "failed" in c else _ms(c["fit_seconds"])
 
     # Rows rerun later (``--row``) carry their run's stamp; one mark per run, in the order first met.
-    stamps = list({json.dumps(r["rerun"], sort_keys=True): r["rerun"] for r in d["methods"].values() if "rerun" in r})
-    marks = ["†", "‡", "§", "¶", "#"]
+    stamps = {json.dumps(r["rerun"], sort_keys=True): r["rerun"] for r in d["methods"].values() if "rerun" in r}
+    mark_of = {key: "†‡§¶#"[i % 5] for i, key in enumerate(stamps)}
     rows = []
     for m, r in d["methods"].items():
         us, ck = r["crowdqa"], r.get("crowdkit")
@@ -238,13 +238,14 @@ def render_categorical_speed(d: dict, results: Path, quick: bool) -> str:
                  else f"> {r['speedup_at_least']:.0f}×" if "speedup_at_least" in r else "–")
         cpu = f"{r['speedup_cpu']:.0f}×" if "speedup_cpu" in r else "–"
         acc = _f(us["accuracy"], 4) + (f" / {_f(ck['accuracy'], 4)}" if ck and "accuracy" in ck else "")
-        mark = f" {marks[stamps.index(json.dumps(r['rerun'], sort_keys=True)) % len(marks)]}" if "rerun" in r else ""
+        mark = f" {mark_of[json.dumps(r['rerun'], sort_keys=True)]}" if "rerun" in r else ""
         rows.append([NAMES.get(m, m) + mark, r["classes"], _ms(us["fit_seconds"]), ck_cell(ck), ratio, cpu, acc])
     notes = "".join(
-        f"\n\n{marks[i % len(marks)]} Rerun {x['date']} with `{x['command']}` (1-minute load average "
-        f"{x['load_average_at_start'][0]:.1f} at the start, {x['load_average_at_end'][0]:.1f} at the end); "
-        "the rows without a mark are from the run above."
-        for i, x in enumerate(map(json.loads, stamps)))
+        f"\n\n{mark} Rerun {x['date']} with `{x['command']}` (1-minute load average "
+        f"{x['load_average_at_start'][0]:.1f} at the start, {x['load_average_at_end'][0]:.1f} at the end)."
+        for mark, x in zip(mark_of.values(), stamps.values(), strict=True))
+    if notes:
+        notes += "\n\nThe rows without a mark are from the run above."
     return (
         f"One synthetic crowd, {s['labels']:,} labels: {s['items']:,} items, {s['per_item']} answers each from "
         f"{s['workers']} one-coin workers (3 classes; 2 for KOS); every method with its defaults (a row named with "
@@ -252,7 +253,8 @@ def render_categorical_speed(d: dict, results: Path, quick: bool) -> str:
         "outside the timed region for both; the fastest of 3 fits (fewer past 20 s; fits under 1 s repeated "
         "until 1 s is spent, at most 25); crowd-kit fits are stopped after "
         f"{s['cap_seconds']:.0f} s"
-        + "".join(f" ({m}: {v:.0f} s)" for m, v in s.get("cap_seconds_by_method", {}).items())
+        + (f" ({', '.join(f'{m}: {v:.0f} s' for m, v in s['cap_seconds_by_method'].items())})"
+           if s.get("cap_seconds_by_method") else "")
         + ", and the ratio is then a lower bound. Accuracy against the planted truth "
         "(GoldMajorityVote: given 10% of it, scored on the rest). The machine was shared"
         + (f" (1-minute load average {s['load_average_at_start'][0]:.1f} at the start, "

@@ -52,7 +52,14 @@ def _fakes() -> dict[str, dict]:
                                                             "command": "categorical_speed --row kos",
                                                             "load_average_at_start": [1.5, 1, 1],
                                                             "load_average_at_end": [2.0, 1, 1]}},
-                                          "ibcc": {"classes": 3, "crowdqa": {"fit_seconds": 1.0, "accuracy": 0.87}}}},
+                                          "ibcc": {"classes": 3, "crowdqa": {"fit_seconds": 1.0, "accuracy": 0.87}},
+                                          "mv": {"classes": 3, "crowdqa": {"fit_seconds": 0.004, "accuracy": 0.85},
+                                                 "crowdkit": {"fit_seconds": 0.08, "accuracy": 0.85}, "speedup": 20.0,
+                                                 "speedup_cpu": 19.0,
+                                                 "rerun": {"date": "2026-11-27 10:30 UTC",
+                                                           "command": "categorical_speed --row mv",
+                                                           "load_average_at_start": [1.0, 1, 1],
+                                                           "load_average_at_end": [1.2, 1, 1]}}}},
         "ds_speed": {"setup": {"iterations": 100, "crowdkit": "ck", "crowdqa": "us", "n_classes": 3, "per_item": 3,
                                "n_workers": 500, "cpus": 2, "python": "3.11.7"},
                      "headline": [{"n_labels": 300000, "crowdkit": ck, "crowdqa": us, "speedup_fit": 100.0,
@@ -188,6 +195,10 @@ def test_every_section_renders_with_its_command_and_machine(results):
     assert "| KOS † | 2 | 500.0 ms | 20.00 s | 40× | 30× | 0.5100 / 0.5000 |" in md
     assert ("† Rerun 2026-11-27 10:00 UTC with `categorical_speed --row kos` (1-minute load "
             "average 1.5 at the start, 2.0 at the end)") in md
+    # A second rerun has a mark of its own; one line says what the unmarked rows are.
+    assert "| MajorityVote ‡ | 3 | 4.0 ms | 80.0 ms | 20× | 19× | 0.8500 / 0.8500 |" in md
+    assert "‡ Rerun 2026-11-27 10:30 UTC with `categorical_speed --row mv`" in md
+    assert md.count("without a mark are from the run above") == 1
     assert "| IBCC | 3 | 1.00 s | none | – | – | 0.8700 |" in md
     assert "about 139 expert documents" in md
     assert "| DawidSkene, experts clamped | ±0.013 | ±0.016 | – |" in md
