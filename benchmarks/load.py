@@ -105,7 +105,7 @@ def run(mode: str, *, clients: int = 20, seconds: float = 30.0, n_workers: int =
     takes (bounded by ``drain``): a test asks for a number of jobs, not for a speed.
     """
     with tempfile.TemporaryDirectory(prefix="crowdqa-load-") as tmp, \
-            _service(mode, Path(tmp) / "data", n_workers=n_workers, project="load") as (api, key, _):
+            _service(mode, Path(tmp) / "data", n_workers=n_workers) as (api, key, _):
         t0 = time.monotonic()
         deadline, drain_until = t0 + seconds, t0 + seconds + drain
         threads = [_Client(api, key, i, deadline, drain_until, min_rounds) for i in range(clients)]

@@ -72,7 +72,7 @@ def cpu_seconds(pid: int) -> float | None:
 
 
 @contextmanager
-def _service(mode: str, data_dir: Path, api_workers: int = 1, *, n_workers: int = 1, project: str = "bench"):
+def _service(mode: str, data_dir: Path, api_workers: int = 1, *, n_workers: int = 1):
     """Start ``crowdqa serve`` (and Redis + ``n_workers`` workers in redis mode); yield (api_url, key, pid of the API).
 
     Each process runs in a session of its own and is stopped with its whole process group (uvicorn's
@@ -92,7 +92,7 @@ def _service(mode: str, data_dir: Path, api_workers: int = 1, *, n_workers: int 
             for _ in range(n_workers):
                 procs.append(subprocess.Popen([str(BIN / "crowdqa"), "worker"], env=env, stdout=subprocess.DEVNULL,
                                               stderr=subprocess.DEVNULL, start_new_session=True))
-        key = subprocess.run([str(BIN / "crowdqa"), "keys", "create", "--project", project], env=env, check=True,
+        key = subprocess.run([str(BIN / "crowdqa"), "keys", "create", "--project", "bench"], env=env, check=True,
                              capture_output=True, text=True).stdout.strip().splitlines()[-1]
         port = _free_port()
         procs.append(subprocess.Popen([str(BIN / "crowdqa"), "serve", "--port", str(port), "--log-level", "warning",
