@@ -2,8 +2,9 @@
 
 The use cases behind ``crowdqa blocked``, the ``/blocked-workers`` routes and the dashboard's Block buttons. A
 blocked worker is still scored in the reports and marked there; a job reads the list as it starts
-(:func:`crowdqa.store.crud.blocked_annotators`), and so does a review (:mod:`crowdqa.jobs.review`). This module
-reads and writes rows only, so ``crowdqa blocked`` loads none of the review.
+(:func:`crowdqa.store.crud.blocked_annotators`), and so does the review of a stored job
+(:func:`crowdqa.jobs.exports.review_job`) or of a file with ``crowdqa review --project``. This module reads and
+writes rows only, so ``crowdqa blocked`` loads none of the review.
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 """Whether a job has finished: the one check made by every action that needs a finished job's results.
 
-Its report, worker rows and labels (:mod:`crowdqa.jobs.exports`), a review of its batch
-(:mod:`crowdqa.jobs.review`), a routing list (:mod:`crowdqa.jobs.routing`) and a new batch started from
-its model (:mod:`crowdqa.jobs.batches`) all ask here, so a job that is not finished is refused with one
-message, :class:`~crowdqa.jobs.errors.JobNotFinishedError` (409 through the API). The module reads the job
-row and the store only, never the queue: ``crowdqa review --help`` imports the review use case, and rq and
-redis would cost it their import time.
+Its report, worker rows and labels and a review of its batch (:mod:`crowdqa.jobs.exports`), a routing list
+(:mod:`crowdqa.jobs.routing`) and a new batch started from its model (:mod:`crowdqa.jobs.batches`) all ask
+here, so a job that is not finished is refused with one message, :class:`~crowdqa.jobs.errors.JobNotFinishedError`
+(409 through the API). The module reads the job row and the store only, never the queue: commands such as
+``crowdqa route`` import the routing use case, and rq and redis would cost them their import time.
 """
 
 from __future__ import annotations
