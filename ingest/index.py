@@ -29,7 +29,7 @@ __all__ = ["CorpusIndex", "IndexUnion", "index_corpus", "index_union", "check_me
 
 #: How :attr:`CorpusIndex.text_hash` and ``token_hash`` are computed (:func:`_segment_hashes`); an index stored
 #: with another rule (or none: SHA-1 per document, before) is not comparable and is made again from its corpus.
-HASHING = "splitmix64-sum-64"
+HASHING = "splitmix64-sum-64-length-bit"
 
 
 class KindConflict(IngestError):
@@ -106,7 +106,9 @@ def _positions(lengths: NDArray[np.int64]) -> NDArray[np.uint64]:
 def _segment_hashes(keys: NDArray[np.uint64], lengths: NDArray[np.int64]) -> NDArray:
     """A 64-bit hash of each segment of ``keys`` (segments of ``lengths``, laid end to end).
 
-    The hash is ``mix(sum of mix(key) over the segment, modulo 2**64, xor mix(length))``. A key must say
+    The hash is ``mix(sum of mix(key) over the segment, modulo 2**64, xor mix(length + 2**63))``: the top bit
+    keeps the length term from equalling a one-key segment's term (without it, the text ``"\x01"``, whose key
+    is 1, hashed as the empty text: ``mix(1) xor mix(1) == mix(0) xor mix(0) == 0``). A key must say
     both the element and its position in the segment (the callers build it so): then equal segments hash
     equal, and a changed, moved, added or removed element moves the sum as a random 64-bit number does, so
     two different documents with one id hash equal with odds of about 2**-64. Vectorized over all segments
@@ -127,7 +129,7 @@ def _segment_hashes(keys: NDArray[np.uint64], lengths: NDArray[np.int64]) -> NDA
     sums = np.zeros(lengths.size, dtype=np.uint64)
     if keys.size:  # reduceat over the non-empty segments only (an empty one adds nothing)
         sums[filled] = np.add.reduceat(_mix(keys), (np.cumsum(lengths) - lengths)[filled])
-    return _mix(sums ^ _mix(lengths.astype(np.uint64)))
+    return _mix(sums ^ _mix(lengths.astype(np.uint64) | np.uint64(1 << 63)))
 
 
 def _text_hashes(texts: tuple[str, ...], *, chunk_chars: int = 1 << 23) -> NDArray:

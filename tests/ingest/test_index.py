@@ -45,7 +45,7 @@ def _mix_int(x: int) -> int:
 
 def _reference_hashes(keys: list[list[int]]) -> list[str]:
     """Oracle: the documented rule of ``_segment_hashes`` as a loop over segments, in Python ints."""
-    return [_mix_int((sum(_mix_int(k) for k in seg) % 2**64) ^ _mix_int(len(seg))) for seg in keys]
+    return [_mix_int((sum(_mix_int(k) for k in seg) % 2**64) ^ _mix_int(len(seg) + 2**63)) for seg in keys]
 
 
 @settings(max_examples=60, deadline=None)
@@ -60,8 +60,9 @@ def test_segment_hashes_match_a_loop(segments):
 
 def test_text_hashes_see_position_and_length():
     """A swapped pair of characters, an added space and an empty text all change the hash."""
-    h = _text_hashes(("ab", "ba", "ab ", "", "ab")).tolist()
+    h = _text_hashes(("ab", "ba", "ab ", "", "ab", "\x01")).tolist()
     assert len(set(h[:4])) == 4 and h[4] == h[0]
+    assert h[5] != h[3]  # one character of code point 1 (key 1) against the empty text (hypothesis found it)
 
 
 @settings(max_examples=80, deadline=None)
