@@ -166,15 +166,24 @@ def _accuracy_block(correct: int, compared: int) -> dict:
     return _accuracy_blocks(np.array([int(correct)]), np.array([int(compared)]))[0]
 
 
-def _worker_hits(corpus: Corpus, valid_obs: NDArray, ref_obs: NDArray) -> tuple[NDArray, NDArray, NDArray]:
-    """Each worker's labels equal to ``ref_obs`` and labels compared, over the rows in ``valid_obs``, and all
-    of the worker's labels."""
-    # One bincount of (worker, outcome) codes; outcome 0 = not compared, 1 = compared and wrong, 2 = right.
-    code = corpus.worker.astype(np.intp) * 3
-    code += valid_obs
-    code += valid_obs & (corpus.label == ref_obs)
-    by_outcome = np.bincount(code, minlength=3 * corpus.n_workers).reshape(corpus.n_workers, 3)
-    return by_outcome[:, 2], by_outcome[:, 1] + by_outcome[:, 2], by_outcome.sum(axis=1)
+def _worker_hits(corpus: Corpus, valid_e: NDArray, ref_e: NDArray, valid_a: NDArray, ref_a: NDArray
+                 ) -> tuple[NDArray, NDArray, NDArray, NDArray, NDArray]:
+    """Each worker's labels equal to the expert reference ``ref_e`` and labels compared with it (over the rows
+    in ``valid_e``), the same against the aggregate ``ref_a`` (``valid_a``), and all of the worker's labels.
+
+    One bincount of (worker, outcome against the experts, outcome against the aggregate) codes; an outcome is
+    0 = not compared, 1 = compared and wrong, 2 = right.
+    """
+    code = corpus.worker.astype(np.intp) * 9
+    for valid, ref, weight in ((valid_e, ref_e, 3), (valid_a, ref_a, 1)):
+        outcome = valid.astype(np.int8)
+        outcome += valid & (corpus.label == ref)
+        if weight > 1:
+            outcome *= weight
+        code += outcome
+    by_outcome = np.bincount(code, minlength=9 * corpus.n_workers).reshape(corpus.n_workers, 3, 3)
+    e, a = by_outcome.sum(axis=2), by_outcome.sum(axis=1)
+    return e[:, 2], e[:, 1] + e[:, 2], a[:, 2], a[:, 1] + a[:, 2], e.sum(axis=1)
 
 
 def _add_worker_accuracy(blocks: list[dict | None], correct: NDArray, compared: NDArray) -> None:
@@ -436,8 +445,11 @@ def build_report_data(
     # over every annotation write a quarter of int64's memory.
     ref_tok = ref.astype(corpus.label.dtype)[tok]
     valid_e = ref_tok != MISSING
+    agg_tok = agg.astype(corpus.label.dtype)[tok]
+    valid_a = agg_tok != MISSING
+    # compared: each worker's tokens on either side; n_tok_w: all of them
+    correct_e, compared_e, correct_a, compared_a, n_tok_w = _worker_hits(corpus, valid_e, ref_tok, valid_a, agg_tok)
     ce, we = _pair_counts(corpus, pairs, valid_e, None if categorical else ref_tok > 0)
-    correct_e, compared_e, _ = _worker_hits(corpus, valid_e, ref_tok)  # compared: each worker's tokens
     id_rank = _id_rank(corpus.worker_ids)
     vs_expert = _worker_blocks(ce, we, compared_e, id_rank=id_rank, n_boot=n_boot, seed=seed, stream=2,
                                min_boot_docs=min_boot_docs)
@@ -461,10 +473,7 @@ def build_report_data(
                         score_block(c_w, n_boot=n_boot, rng=np.random.default_rng([seed, 4, int(id_rank[w])]),
                                     min_boot_docs=min_boot_docs, tokens=n_tok))
         vs_expert[w]["accuracy"] = _accuracy_block(int(np.count_nonzero(lab_w == ref_w)), n_tok)
-    agg_tok = agg.astype(corpus.label.dtype)[tok]
-    valid_a = agg_tok != MISSING
     ca, wa = _pair_counts(corpus, pairs, valid_a, None if categorical else agg_tok > 0)
-    correct_a, compared_a, n_tok_w = _worker_hits(corpus, valid_a, agg_tok)
     vs_agg = _worker_blocks(ca, wa, compared_a, id_rank=id_rank, n_boot=n_boot, seed=seed, stream=3,
                             min_boot_docs=min_boot_docs)
     _add_worker_accuracy(vs_agg, correct_a, compared_a)
