@@ -60,7 +60,8 @@ def test_every_door_refuses_an_unfinished_job_with_the_same_409(client, keys, se
 
 
 def test_the_review_use_case_loads_no_queue():
-    """``crowdqa review`` imports crowdqa.jobs.review: the finished check must not bring rq or redis."""
+    """The use cases commands import (``crowdqa review``: jobs.review; ``crowdqa route``: jobs.routing, which asks
+    the finished check, as jobs.batches does) load no queue: the finished check must not bring rq or redis."""
     code = ("import sys, crowdqa.jobs.review, crowdqa.jobs.batches, crowdqa.jobs.routing\n"
             "print(' '.join(sys.modules))")
     loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
