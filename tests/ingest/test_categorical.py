@@ -348,3 +348,14 @@ def test_clean_values_equal_the_strip_oracle(values):
     import crowdqa.ingest.categorical as cat
 
     assert cat._clean(values) == all(v and v == v.strip() for v in values)
+
+
+def test_read_by_position_is_noted_once(tmp_path):
+    """A header that names no column gets one note, whether the byte path, Arrow's path (a quoted cell) or the
+    row loop (a duplicate row, skipped) reads the file."""
+    from crowdqa.ingest import read_corpus
+
+    for name, body in (("bytes.csv", "q1,u,a\nq2,u,b\n"), ("arrow.csv", '"q1",u,a\nq2,u,b\n'),
+                       ("loop.csv", "q1,u,a\nq1,u,b\n")):
+        parsed = read_corpus(_write(tmp_path, "foo,bar,baz\n" + body, name), format="categorical", on_error="skip")
+        assert sum("read by position" in n for n in parsed.notes) == 1, (name, parsed.notes)
