@@ -168,3 +168,28 @@ def test_whole_path_api_point_and_api_only_merge(tmp_path, monkeypatch):
     assert "crowdqa" not in by[6000, "ds"] and by[6000, "ds"]["api"]["method_seen"] == "ds"
     md = tables.render_whole_path(d, results, False)
     assert md.count("| 3,000 | MV |") == 2 and md.count("| 6,000 | MV |") == 1 and "CPU-s)" in md
+
+
+def test_categorical_speed_row_replaces_only_the_named_row(tmp_path):
+    """``--row ibcc`` (no crowd-kit peer: one child process) measures that row again and keeps the rest of the
+    file as it was. Oracle: the previous file's other rows and meta, unchanged; the rows in METHODS' order."""
+    pytest.importorskip("crowdkit")
+    from benchmarks import categorical_speed
+
+    old_row = {"classes": 3, "crowdqa": {"fit_seconds": 9.0, "fit_cpu_seconds": 9.0, "fits": 1, "accuracy": 0.5}}
+    other = {"classes": 3, "crowdqa": {"fit_seconds": 1.0, "fit_cpu_seconds": 1.0, "fits": 3, "accuracy": 0.8},
+             "crowdkit": {"fit_seconds": 2.0, "fit_cpu_seconds": 2.0, "fits": 3, "accuracy": 0.8},
+             "speedup": 2.0, "speedup_cpu": 2.0}
+    previous = {"setup": {"labels": 300, "items": 100, "cap_seconds": 5.0}, "meta": {"command": "first run"},
+                "methods": {"ibcc": old_row, "mv": other, "mace, 1 restart": other}}
+    path = tmp_path / "categorical_speed.json"
+    path.write_text(json.dumps(previous), encoding="utf-8")
+    assert categorical_speed.main(["--labels", "300", "--row", "ibcc", "--out", str(tmp_path)]) == 0
+    now = json.loads(path.read_text(encoding="utf-8"))
+    assert list(now["methods"]) == ["mv", "ibcc", "mace, 1 restart"]
+    assert now["setup"] == previous["setup"] and now["meta"] == previous["meta"]
+    assert now["methods"]["mv"] == other and now["methods"]["mace, 1 restart"] == other
+    ibcc = now["methods"]["ibcc"]
+    assert ibcc["crowdqa"]["fits"] >= 3 and ibcc["crowdqa"]["fit_seconds"] != 9.0 and "crowdkit" not in ibcc
+    assert ibcc["rerun"]["command"] == "python -m benchmarks.categorical_speed --row ibcc"
+    assert len(ibcc["rerun"]["load_average_at_end"]) == 3
