@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 from crowdqa.aggregation.corpus import MISSING, Corpus
 from crowdqa.aggregation.spans import decode_spans
 from crowdqa.jobs.finished import check_finished
-from crowdqa.jobs.service import load_job_corpus
+from crowdqa.jobs.uploads import load_job_corpus
 from crowdqa.quality.inspect import (
     document_disagreement,
     document_entropy,

@@ -20,7 +20,7 @@ from crowdqa.jobs.errors import JobNotRunnableError, QueueUnavailableError
 from crowdqa.jobs.params import validate_params
 from crowdqa.jobs.queue import cancel_job, enqueue_job
 from crowdqa.jobs.reconcile import reconcile_job
-from crowdqa.jobs.uploads import collect_garbage, load_job_corpus  # noqa: F401 - load_job_corpus: jobs.results
+from crowdqa.jobs.uploads import collect_garbage
 from crowdqa.store import crud
 from crowdqa.store.models import Dataset, Job, JobCreate, JobRerun, JobStatus, utcnow
 from crowdqa.store.settings import Settings
