@@ -635,6 +635,11 @@ def plain_json(value: Any) -> Any:
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(", ", ": "))
 
 
+#: Rows of a list encoded and written at once (125k worker pairs in one call made strings of 10 MB, fresh
+#: memory each: 20% more time, in page faults).
+_ROWS_AT_ONCE = 1024
+
+
 def _compact(value: Any) -> str:
     """One value as compact JSON by the C encoder; the slow :func:`plain_json` walk only where it must."""
     try:
@@ -660,7 +665,11 @@ def dump_report(report: QualityReport | dict, fh: IO[str], *, _indent: str = "")
         if isinstance(value, dict) and value:
             dump_report(value, fh, _indent=inner)
         elif isinstance(value, list) and value and isinstance(value[0], dict | list):
-            fh.write("[\n" + inner + "  " + _rows(value, ",\n" + inner + "  ") + "\n" + inner + "]")
+            sep = ",\n" + inner + "  "
+            fh.write("[\n" + inner + "  ")
+            for at in range(0, len(value), _ROWS_AT_ONCE):  # small strings: no fresh memory for each one
+                fh.write((sep if at else "") + _rows(value[at:at + _ROWS_AT_ONCE], sep))
+            fh.write("\n" + inner + "]")
         else:
             fh.write(_compact(value))
     fh.write("\n" + _indent + "}" if report else "}")

@@ -413,3 +413,23 @@ def test_rows_of_worker_pairs_are_their_json():
             for i, k in enumerate(kappas)]
     want = ",\n".join(json.dumps(plain_json(r), ensure_ascii=False, separators=(", ", ": ")) for r in rows)
     assert _rows(rows, ",\n") == want
+
+
+def test_dump_report_in_batches_of_rows_is_the_same_file(monkeypatch):
+    """Oracle: the file written with every list of rows encoded at once equals the one written a few rows at
+    a time (batches of 2 and 3 rows: worker and crowd-pair lists split unevenly)."""
+    import io
+
+    from crowdqa.quality import report as report_module
+
+    corpus = random_corpus(4, n_docs=20, n_crowd=7)
+    report = build_report_data(corpus, np.zeros(corpus.n_tokens, dtype=np.int64), method="mv",
+                               experts_used_in_fit=False, n_boot=20, min_pair_docs=1)
+    texts = []
+    for batch in (10**9, 2, 3):
+        monkeypatch.setattr(report_module, "_ROWS_AT_ONCE", batch)
+        buf = io.StringIO()
+        report_module.dump_report(report, buf)
+        texts.append(buf.getvalue())
+    assert len(report["agreement"]["crowd_kappa"]) > 3 and len(report["workers"]) > 3
+    assert texts[0] == texts[1] == texts[2]
