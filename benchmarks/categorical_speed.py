@@ -250,7 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     result = run(n_labels, cap, caps, args.row)
     command = "python -m benchmarks.categorical_speed" + (" --quick" if args.quick else "") + "".join(
-        f" --{k} {v}" for k, v in (("cap", args.cap), *(("cap-for", c) for c in args.cap_for)) if v is not None)
+        f" --{k} {v}" for k, v in (("labels", args.labels), ("cap", args.cap), *(("cap-for", c) for c in args.cap_for))
+        if v is not None)
     if previous is None:
         result["meta"] = make_meta(command, seconds=time.perf_counter() - t0)
     else:  # the named rows replace theirs, each stamped with this run; the rest of the file is kept

@@ -191,5 +191,5 @@ def test_categorical_speed_row_replaces_only_the_named_row(tmp_path):
     assert now["methods"]["mv"] == other and now["methods"]["mace, 1 restart"] == other
     ibcc = now["methods"]["ibcc"]
     assert ibcc["crowdqa"]["fits"] >= 3 and ibcc["crowdqa"]["fit_seconds"] != 9.0 and "crowdkit" not in ibcc
-    assert ibcc["rerun"]["command"] == "python -m benchmarks.categorical_speed --row ibcc"
+    assert ibcc["rerun"]["command"] == "python -m benchmarks.categorical_speed --labels 300 --row ibcc"
     assert len(ibcc["rerun"]["load_average_at_end"]) == 3
