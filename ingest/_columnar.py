@@ -29,8 +29,7 @@ _BLOCK = 1 << 24
 
 
 def read_csv_columns(
-    path, *, delimiter: str, n_columns: int, columns: Sequence[int], header: bool = True, quoting: bool = True,
-    block_size: int = _BLOCK,
+    path, *, delimiter: str, n_columns: int, columns: Sequence[int], block_size: int = _BLOCK,
 ) -> dict[int, object] | None:
     """Read columns of a CSV/TSV file (a header row of ``n_columns`` names first) as Arrow string arrays.
 
@@ -42,10 +41,6 @@ def read_csv_columns(
         Fields of every row; a row with another number of fields ends the fast path.
     columns : sequence of int
         0-based indices of the columns to keep.
-    header : bool, default=True
-        Whether the first row is a header (skipped).
-    quoting : bool, default=True
-        CSV quoting (``"a,b"``); off for formats where a quote is an ordinary character.
     block_size : int
         Bytes per parsed block; blocks are parsed in parallel, so a smaller one lets a file of a
         few MB use both cores (a row longer than a block gives None).
@@ -64,9 +59,9 @@ def read_csv_columns(
     try:
         table = pv.read_csv(
             path,
-            read_options=pv.ReadOptions(column_names=names, skip_rows=1 if header else 0, block_size=block_size),
-            parse_options=pv.ParseOptions(delimiter=delimiter, newlines_in_values=quoting, quote_char='"' if quoting
-                                          else False, double_quote=quoting, ignore_empty_lines=True),
+            read_options=pv.ReadOptions(column_names=names, skip_rows=1, block_size=block_size),
+            parse_options=pv.ParseOptions(delimiter=delimiter, newlines_in_values=True, quote_char='"',
+                                          double_quote=True, ignore_empty_lines=True),
             convert_options=pv.ConvertOptions(
                 column_types={n: pa.string() for n in keep}, include_columns=keep,
                 strings_can_be_null=False, quoted_strings_can_be_null=False,
@@ -102,11 +97,8 @@ def read_json_columns(path: str | os.PathLike, *, keys: Sequence[str]) -> dict[s
     return out
 
 
-def clean_strings(array, *, inner_space: bool = True) -> bool:
-    """True when every value is a non-empty string without spaces at its ends (what ``strip`` keeps).
-
-    With ``inner_space=False`` a space anywhere fails too (fields a ``str.split()`` would cut).
-    """
+def clean_strings(array) -> bool:
+    """True when every value is a non-empty string without spaces at its ends (what ``strip`` keeps)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -116,8 +108,7 @@ def clean_strings(array, *, inner_space: bool = True) -> bool:
         return array.null_count == 0 and len(array) == 0
     if pc.min(pc.utf8_length(array)).as_py() == 0:  # (no scalar argument: pyarrow converts those with pandas)
         return False
-    pattern = f"^{_SPACE}|{_SPACE}$" if inner_space else _SPACE
-    return not pc.any(pc.match_substring_regex(array, pattern)).as_py()
+    return not pc.any(pc.match_substring_regex(array, f"^{_SPACE}|{_SPACE}$")).as_py()
 
 
 def factorize(array) -> tuple[NDArray[np.int64], object]:
