@@ -387,6 +387,7 @@ def build_report_data(
     if clamped.shape != (n_tokens,):
         raise ValueError(f"clamped must have shape ({n_tokens},), found {clamped.shape}")
     ref = reference_labels(corpus, rule=reference)
+    doc_has_ref = np.bincount(corpus.token_doc[ref != MISSING], minlength=corpus.n_docs) > 0
     # The aggregate is scored against the experts on held-out predictions when given
     # (cross-fitting), else on its own labels outside the clamped tokens.
     ev = agg if heldout is None else _check_labels(heldout, corpus, "heldout")
@@ -407,7 +408,6 @@ def build_report_data(
             c, n_tok = _token_doc_counts(ev, ref, expert_ok, corpus)
             token = score_block(c, n_boot=n_boot, rng=np.random.default_rng([seed, 0]),
                                 min_boot_docs=min_boot_docs, tokens=n_tok)
-            doc_has_ref = np.bincount(corpus.token_doc[ref != MISSING], minlength=corpus.n_docs) > 0
             doc_out = np.bincount(corpus.token_doc[excluded | ~ev_ok], minlength=corpus.n_docs) > 0
             spans = _span_blocks(corpus, np.maximum(ev, 0), np.maximum(ref, 0), doc_has_ref & ~doc_out,
                                  n_boot=n_boot, seed=seed, min_boot_docs=min_boot_docs)
@@ -523,8 +523,7 @@ def build_report_data(
         "counts": {
             "documents": int(corpus.n_docs), "tokens": int(n_tokens), "annotations": int(corpus.n_obs),
             "crowd_workers": int(crowd.shape[0]), "experts": int(experts.shape[0]),
-            "expert_documents": int(np.count_nonzero(
-                np.bincount(corpus.token_doc[ref != MISSING], minlength=corpus.n_docs))),
+            "expert_documents": int(np.count_nonzero(doc_has_ref)),
             "clamped_tokens": int(np.count_nonzero(clamped)),
         },
         "aggregate_vs_expert": agg_block,
