@@ -174,7 +174,7 @@ def _one_token_table(corpus: Corpus, groups: list, obs_base: NDArray, chosen: ND
     """
     n_w, k_cls = corpus.n_workers, corpus.n_classes
     n_cells = n_w * n_w * k_cls * k_cls
-    table = np.zeros(n_cells + 1, dtype=np.int64)  # the last slot: rows of a pair left out
+    table = None  # n_cells + 1 counts, the last slot: rows of a pair left out
     for k, docs_k in groups:
         pi, pj = np.triu_indices(k, 1)
         first_row = obs_base[docs_k][:, None]
@@ -188,7 +188,8 @@ def _one_token_table(corpus: Corpus, groups: list, obs_base: NDArray, chosen: ND
         cell += corpus.label[ib]
         if chosen is not None:
             cell[~(chosen[wa] & chosen[wb])] = n_cells
-        table += np.bincount(cell, minlength=n_cells + 1)
+        counts = np.bincount(cell, minlength=n_cells + 1)
+        table = counts if table is None else table + counts
     table = table[:n_cells].reshape(n_w * n_w, k_cls, k_cls)
     docs = table.sum(axis=(1, 2))
     uniq = np.flatnonzero(docs >= max(int(min_documents), 1))
