@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
+
+import numpy as np
 
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.ingest._common import DocsFolder, SpanCollector, reader_log
 from crowdqa.ingest._io import Tree
-from crowdqa.ingest.build import Span
+from crowdqa.ingest.build import Span, UnusualSpans, corpus_from_span_columns
 from crowdqa.ingest.errors import IngestError, ProblemLog
 
 __all__ = ["read_brat"]
@@ -52,7 +55,6 @@ def read_brat(path: str | os.PathLike, *, role: str = "crowd", problems: Problem
     """
     problems = reader_log(role, problems)
     extra = DocsFolder(docs) if docs is not None else None
-    found = SpanCollector(role=role, problems=problems, category=category)
     with Tree(path) as tree:
         ann_files = list(tree.iter_files(".ann"))
         if not ann_files:
@@ -66,34 +68,110 @@ def read_brat(path: str | os.PathLike, *, role: str = "crowd", problems: Problem
         txt_by_doc: dict[str, list[str]] = {}
         for n in tree.iter_files(".txt"):
             txt_by_doc.setdefault(Path(n).stem, []).append(n)
-
-        seen: dict[tuple[str, str], str] = {}
-        for name in ann_files:
-            folder, _, fname = name.rpartition("/")
-            annotator, doc_id = folder.rsplit("/", 1)[-1], fname[: -len(".ann")]
-            src = tree.source(name)
-            if (doc_id, annotator) in seen:
-                problems.report(
-                    f"duplicate assignment: {annotator!r} annotated {doc_id!r} twice (also {seen[doc_id, annotator]})",
-                    source=src,
-                )
-                continue
-            text = _text_for(tree, doc_id, folder, txt_by_doc, extra)
-            if text is None:
-                problems.report(f"no text for document {doc_id!r}: add {doc_id}.txt or give docs=DIR", source=src)
-                continue
-            own, content = text
-            earlier = found.other_text(doc_id, content)
-            if earlier is not None:
-                problems.report(f"text of {doc_id!r} differs from {earlier}", source=tree.source(own) if own else src)
-                continue
-            spans = _parse_ann(tree.read_text(name), annotator, doc_id, src, problems)
-            if spans is None:
-                continue
-            seen[doc_id, annotator] = src
-            found.add(doc_id, content, [annotator], spans,
-                      text_source=tree.source(own) if own else f"docs/{doc_id}.txt")
+        fast = _read_at_once(tree, ann_files, txt_by_doc, extra, role=role, category=category, scheme=scheme)
+        if fast is not None:
+            return fast
+        found = SpanCollector(role=role, problems=problems, category=category)
+        _assignments(tree, ann_files, txt_by_doc, extra, found,
+                     parse=lambda content, annotator, doc_id, src: _parse_ann(content, annotator, doc_id, src,
+                                                                              problems))
     return found.corpus(scheme=scheme)
+
+
+def _assignments(tree: Tree, ann_files: list[str], txt_by_doc: dict[str, list[str]], extra: DocsFolder | None,
+                 found: SpanCollector, *, parse: Callable[[str, str, str, str], list[Span] | None]) -> None:
+    """Hand every ``.ann`` file's assignment (its text, its spans by ``parse``) to ``found``, reporting to
+    ``found.problems`` a duplicate assignment, a document without a text or with two different texts."""
+    problems = found.problems
+    seen: dict[tuple[str, str], str] = {}
+    for name in ann_files:
+        folder, _, fname = name.rpartition("/")
+        annotator, doc_id = folder.rsplit("/", 1)[-1], fname[: -len(".ann")]
+        src = tree.source(name)
+        if (doc_id, annotator) in seen:
+            problems.report(
+                f"duplicate assignment: {annotator!r} annotated {doc_id!r} twice (also {seen[doc_id, annotator]})",
+                source=src,
+            )
+            continue
+        text = _text_for(tree, doc_id, folder, txt_by_doc, extra)
+        if text is None:
+            problems.report(f"no text for document {doc_id!r}: add {doc_id}.txt or give docs=DIR", source=src)
+            continue
+        own, content = text
+        earlier = found.other_text(doc_id, content)
+        if earlier is not None:
+            problems.report(f"text of {doc_id!r} differs from {earlier}", source=tree.source(own) if own else src)
+            continue
+        spans = parse(tree.read_text(name), annotator, doc_id, src)
+        if spans is None:
+            continue
+        seen[doc_id, annotator] = src
+        found.add(doc_id, content, [annotator], spans, text_source=tree.source(own) if own else f"docs/{doc_id}.txt")
+
+
+#: In the ``.ann`` files laid end to end, each after a line ``NUL <file number>``: those lines, and the ``T``
+#: lines of the usual shape ``T<id><TAB><label> <start> <end>`` (ASCII digits, one fragment) then a tab or
+#: the line's end.
+_LINE = re.compile(r"^(?:\x00(\d+)|T[^\t\n]*\t([^ \t\n]+) ([0-9]+) ([0-9]+)(?:\t|\r?$))", re.M)
+#: What sends the files to the line loop: a NUL (it would pass for a file's marker), or a line break of
+#: ``str.splitlines`` other than ``\n`` and ``\r\n`` (the loop would cut lines there).
+_UNUSUAL = re.compile("\x00|\r(?!\n)|[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+
+
+def _read_at_once(tree: Tree, ann_files: list[str], txt_by_doc: dict[str, list[str]], extra: DocsFolder | None, *,
+                  role: str, category: str | None, scheme: str) -> Corpus | None:
+    """The corpus with every ``T`` line parsed at once, or None to let the line loop read the files.
+
+    The assignments are checked as the loop checks them (:func:`_assignments`), giving up at the first
+    problem; the ``.ann`` files are then laid end to end and every ``T`` line found by one
+    regular-expression scan, and the spans built as columns
+    (:func:`crowdqa.ingest.build.corpus_from_span_columns`), with no :class:`Span` per span. Anything
+    the loop would report or read otherwise (a ``T`` line of another shape, a discontinuous span, a span
+    outside its text, over whitespace only or of two types on a token) gives None: the loop reads the
+    files again and names the file and line.
+    """
+    contents: list[tuple[str, str, str]] = []
+
+    def keep(content: str, annotator: str, doc_id: str, src: str) -> list[Span]:
+        contents.append((content, annotator, doc_id))
+        return []
+
+    found = SpanCollector(role=role, problems=ProblemLog("fail"))
+    try:
+        _assignments(tree, ann_files, txt_by_doc, extra, found, parse=keep)
+    except IngestError:
+        return None
+    if any(_UNUSUAL.search(content) for content, _, _ in contents):
+        return None
+    text = "".join(f"\x00{k}\n{content}\n" for k, (content, _, _) in enumerate(contents))
+    matches = _LINE.findall(text)
+    if len(matches) != len(contents) + text.count("\nT"):
+        return None  # a T line of another shape
+    number, label, start, end = zip(*matches, strict=True) if matches else ((), (), (), ())
+    is_span = np.array([not k for k in number], dtype=bool)
+    file_of = np.cumsum(~is_span)[is_span] - 1
+    rows = np.flatnonzero(is_span)
+    labels = [label[i] for i in rows.tolist()]
+    if category is not None:
+        keep_rows = [lab == category for lab in labels]
+        rows, file_of = rows[keep_rows], file_of[keep_rows]
+        labels = [lab for lab, k in zip(labels, keep_rows, strict=True) if k]
+    try:
+        starts = np.array([start[i] for i in rows.tolist()], dtype=np.int64).tolist()
+        ends = np.array([end[i] for i in rows.tolist()], dtype=np.int64).tolist()
+    except OverflowError:  # an offset past 64 bits: the loop reports it outside its text
+        return None
+    annotator_of = [a for _, a, _ in contents]
+    doc_of = [d for _, _, d in contents]
+    files = file_of.tolist()
+    try:
+        return corpus_from_span_columns(
+            documents=found.documents, assignments=found.assignments, span_doc=[doc_of[k] for k in files],
+            span_annotator=[annotator_of[k] for k in files], span_start=starts, span_end=ends, span_label=labels,
+            roles=found.roles, scheme=scheme)
+    except UnusualSpans:
+        return None
 
 
 def _text_for(

@@ -36,7 +36,8 @@ from crowdqa.ingest.errors import IngestError, ProblemLog
 from crowdqa.ingest.formats import choice_message
 from crowdqa.ingest.tokenize import offsets_from_tokens, tokenize_many
 
-__all__ = ["Span", "UnusualSpans", "corpus_from_spans", "corpus_from_span_arrays", "corpus_from_token_labels",
+__all__ = ["Span", "UnusualSpans", "corpus_from_spans", "corpus_from_span_columns", "corpus_from_span_arrays",
+           "corpus_from_token_labels",
            "class_names_for", "span_token_ranges"]
 
 
@@ -112,6 +113,33 @@ def corpus_from_spans(*, documents: dict[str, str], assignments: Sequence[tuple[
     if columns is None:  # a span fails a check: the span-by-span loop reports it (raised or skipped)
         spans = [s for s in spans if _span_ok(s, doc_index, texts, types, problems)]
         columns = _span_columns(spans, doc_index, texts, types)
+    return _columns_corpus(documents, doc_index, texts, assignments, columns, roles=roles, scheme=scheme,
+                           types=types, spans=spans, problems=problems)
+
+
+def corpus_from_span_columns(*, documents: dict[str, str], assignments: Sequence[tuple[str, str]],
+                             span_doc: list[str], span_annotator: list[str], span_start: list[int],
+                             span_end: list[int], span_label: list[str], roles: dict[str, str], scheme: str = "auto"
+                             ) -> Corpus:
+    """:func:`corpus_from_spans` of spans given as columns (a reader's fast path, with no :class:`Span` per span).
+
+    Raises :class:`UnusualSpans` where :func:`corpus_from_spans` would report a span (unknown document,
+    offsets outside the text, a blank or ``"O"`` label, a span over whitespace only, two types on one
+    token): the reader's own loop, which keeps each span's file and line, reads the input then.
+    """
+    doc_index = {d: i for i, d in enumerate(documents)}
+    texts = list(documents.values())
+    columns = _checked_columns(span_doc, span_annotator, span_start, span_end, span_label, doc_index, texts, None)
+    if columns is None or not all(d in doc_index for d, _ in assignments):
+        raise UnusualSpans("a span or an assignment fails a check")
+    return _columns_corpus(documents, doc_index, texts, assignments, columns, roles=roles, scheme=scheme, types=None,
+                           spans=None, problems=ProblemLog("fail"))
+
+
+def _columns_corpus(documents: dict[str, str], doc_index: dict[str, int], texts: list[str],
+                    assignments: Sequence[tuple[str, str]], columns: tuple, *, roles: dict[str, str], scheme: str,
+                    types: Sequence[str] | None, spans: Sequence[Span] | None, problems: ProblemLog) -> Corpus:
+    """The corpus of checked span columns (:func:`_checked_columns`): assignments, types, then the arrays."""
     span_doc, span_annotator, span_start, span_end, span_label = columns
     type_list = list(types) if types is not None else sorted(set(span_label))
     type_id = {t: i + 1 for i, t in enumerate(type_list)}
@@ -197,15 +225,21 @@ def _span_ok(s: Span, doc_index: dict[str, int], texts: list[str], types: Sequen
 def _span_columns(spans: Sequence[Span], doc_index: dict[str, int], texts: list[str], types: Sequence[str] | None
                   ) -> tuple[list[str], list[str], NDArray[np.int64], NDArray[np.int64], list[str]] | None:
     """The spans as columns (document, annotator, start, end, label), or None if one fails a check of
-    :func:`_span_ok` (all checked at once: C-level maps over the spans and array comparisons)."""
-    n = len(spans)
-    span_doc = list(map(attrgetter("doc_id"), spans))
-    starts, ends = list(map(attrgetter("start"), spans)), list(map(attrgetter("end"), spans))
-    span_label = list(map(attrgetter("label"), spans))
-    labels = set(span_label)
+    :func:`_span_ok` (:func:`_checked_columns`; the columns by C-level maps over the spans)."""
+    return _checked_columns(list(map(attrgetter("doc_id"), spans)), list(map(attrgetter("annotator"), spans)),
+                            list(map(attrgetter("start"), spans)), list(map(attrgetter("end"), spans)),
+                            list(map(attrgetter("label"), spans)), doc_index, texts, types)
+
+
+def _checked_columns(span_doc: list[str], span_annotator: list[str], starts: list, ends: list, span_label: list[str],
+                     doc_index: dict[str, int], texts: list[str], types: Sequence[str] | None
+                     ) -> tuple[list[str], list[str], NDArray[np.int64], NDArray[np.int64], list[str]] | None:
+    """The span columns with the offsets as arrays, or None if a span fails a check of :func:`_span_ok` (all
+    checked at once: maps over the columns and array comparisons)."""
+    n = len(span_doc)
     if not (all(map(isinstance, starts, repeat(int, n))) and all(map(isinstance, ends, repeat(int, n)))):
         return None
-    if not all(t and t != "O" and (types is None or t in types) for t in labels):
+    if not all(t and t != "O" and (types is None or t in types) for t in set(span_label)):
         return None
     doc = np.fromiter(map(doc_index.get, span_doc, repeat(-1, n)), np.int64, n)
     try:
@@ -215,7 +249,7 @@ def _span_columns(spans: Sequence[Span], doc_index: dict[str, int], texts: list[
     text_len = np.fromiter(map(len, texts), np.int64, len(texts))
     if n and (doc.min() < 0 or start.min() < 0 or np.any(start >= end) or np.any(end > text_len[doc])):
         return None
-    return span_doc, list(map(attrgetter("annotator"), spans)), start, end, span_label
+    return span_doc, span_annotator, start, end, span_label
 
 
 def _pairs(doc_index: dict[str, int], assignments: Sequence[tuple[str, str]], span_doc: list[str],
