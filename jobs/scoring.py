@@ -19,14 +19,11 @@ from crowdqa.ingest import read_corpus
 from crowdqa.ingest.aggregate_input import labels_from_corpus, read_aggregate
 from crowdqa.ingest.formats import AGGREGATE_FORMATS, READ_FORMATS
 from crowdqa.jobs.local import check_reference
-from crowdqa.quality.references import RULES
-from crowdqa.quality.report import TABLE_SORT_KEYS, build_report_data, format_report
+from crowdqa.quality.report import build_report_data, format_report
 
-__all__ = ["AGGREGATE_FORMATS", "READABLE_FORMATS", "RULES", "TABLE_SORT_KEYS", "aggregate_format",
-           "check_reference", "read_aggregate_labels", "score_aggregate", "format_report"]
+__all__ = ["AGGREGATE_FORMATS", "aggregate_format", "check_reference", "read_aggregate_labels", "score_aggregate",
+           "format_report"]
 
-#: Every format an aggregate may come in: the aggregate formats, then any upload format.
-READABLE_FORMATS = tuple(sorted(set(AGGREGATE_FORMATS) | set(READ_FORMATS)))
 
 
 def aggregate_format(path: str | Path, *, categorical: bool) -> str:
@@ -55,7 +52,8 @@ def read_aggregate_labels(path: str | Path, corpus: Corpus, *, format: str | Non
     corpus : Corpus
         The crowd corpus the aggregate was computed from.
     format : str, optional
-        One of :data:`READABLE_FORMATS`; default by :func:`aggregate_format`.
+        An aggregate format (:data:`AGGREGATE_FORMATS`) or any upload format; default by
+        :func:`aggregate_format`.
     annotator : str, optional
         For an upload format with several annotators: which one is the aggregate.
     options : dict, optional

@@ -93,10 +93,8 @@ def loaded_by(argv: list[str]) -> set[str]:
                               check=True).stderr.split())
 
 
-@pytest.mark.parametrize("argv", [["--help"]] + [
-    pytest.param([name, "--help"], marks=pytest.mark.xfail(
-        strict=True, reason="its register reads choices from crowdqa.jobs.scoring, which imports numpy"))
-    if name == "report" else [name, "--help"] for name in COMMANDS], ids=lambda argv: " ".join(argv))
+@pytest.mark.parametrize("argv", [["--help"]] + [[name, "--help"] for name in COMMANDS],
+                         ids=lambda argv: " ".join(argv))
 def test_help_loads_no_heavy_module(argv: list[str]) -> None:
     assert HEAVY & loaded_by(argv) == set()
 

@@ -15,10 +15,13 @@ from crowdqa.api.commands._uploads import (
     read_uploads,
     upload_options,
 )
-from crowdqa.jobs.local import check_run, write_report
-from crowdqa.jobs.scoring import READABLE_FORMATS, RULES, format_report, read_aggregate_labels, score_aggregate
+from crowdqa.ingest.formats import AGGREGATE_FORMATS, READ_FORMATS
 
 __all__ = ["register", "run"]
+
+#: Every format an aggregate may come in: the aggregate formats, then any upload format (read as one more
+#: upload and aligned by document id).
+READABLE_FORMATS = tuple(sorted(set(AGGREGATE_FORMATS) | set(READ_FORMATS)))
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -44,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--experts-used-in-fit", action="store_true",
                    help="say that the aggregate was fitted with the expert labels")
     p.add_argument("--reference", default="union",
-                   help=f"expert reference: {' or '.join(RULES)} (default union), or one expert's annotator id")
+                   help="expert reference: union or majority (default union), or one expert's annotator id")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (default 1000)")
     p.add_argument("--json", metavar="OUT.json", help="write the full report as JSON to this file")
@@ -55,6 +58,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Read corpus and aggregate, build the report, print the table, write JSON."""
+    from crowdqa.jobs.local import check_run, write_report  # numpy and the readers: not for ``--help``
+    from crowdqa.jobs.scoring import format_report, read_aggregate_labels, score_aggregate
+
     check_output(args.json, option="--json")
     check_sort(args)
     if not Path(args.aggregate).exists():
