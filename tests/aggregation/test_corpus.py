@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import zipfile
 
@@ -11,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crowdqa.aggregation.corpus import MISSING, Corpus, npz_bytes, sort_rows
+from tests.utils.factories import synthetic_corpus
 
 
 def tiny(**over) -> dict:
@@ -114,3 +116,21 @@ def test_npz_bytes_is_what_numpy_load_reads(compresslevel):
             assert loaded[name].dtype == array.dtype and np.array_equal(loaded[name], array)
     methods = {i.compress_type for i in zipfile.ZipFile(io.BytesIO(data)).infolist()}
     assert methods == {zipfile.ZIP_STORED if compresslevel is None else zipfile.ZIP_DEFLATED}
+
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**16), pick=st.lists(st.integers(0, 6), max_size=7))
+def test_select_workers_equals_the_checked_subset(seed, pick):
+    """select_workers skips the second validation; oracle: the same rows through the checked constructor,
+    which raises on any broken invariant, give an equal corpus; the subset's caches are its own."""
+    c = synthetic_corpus(n_docs=15, doc_len=5, n_crowd=5, n_expert=2, seed=seed)
+    parent_answers = c.worker_answers.tolist()  # fills the parent's cache first
+    keep = np.isin(c.worker, pick)
+    sub = c.select_workers(pick)
+    fields = {f.name: getattr(c, f.name) for f in dataclasses.fields(Corpus) if f.init}
+    checked = Corpus(**{**fields, "token": c.token[keep], "worker": c.worker[keep], "label": c.label[keep]})
+    assert sub.equals(checked)
+    assert not (sub.token.flags.writeable or sub.worker.flags.writeable or sub.label.flags.writeable)
+    assert sub.worker_answers.tolist() == checked.worker_answers.tolist()
+    assert c.worker_answers.tolist() == parent_answers
