@@ -190,6 +190,38 @@ class Corpus:
         return self._cache["token_doc"]
 
     @property
+    def doc_obs_start(self) -> NDArray[np.int64]:
+        """ndarray of shape (n_docs + 1,): first annotation of each document, then n_obs.
+
+        Annotations are sorted by token, so a document's are one run (empty for a document without
+        tokens or annotators); found by a binary search of each document's first token.
+        """
+        if "doc_obs_start" not in self._cache:
+            start = np.searchsorted(self.token, self.doc_start).astype(np.int64, copy=False)
+            start.flags.writeable = False
+            self._cache["doc_obs_start"] = start
+        return self._cache["doc_obs_start"]
+
+    @property
+    def doc_annotators(self) -> NDArray[np.int64]:
+        """ndarray of shape (n_docs,): how many annotators labelled each document (0 for one without tokens).
+
+        An annotator present on a document labels all of its tokens, so each of its tokens lists the same
+        annotators: a document's annotations over its tokens.
+        """
+        if "doc_annotators" not in self._cache:
+            n = np.diff(self.doc_obs_start) // np.maximum(self.doc_lengths, 1)
+            n.flags.writeable = False
+            self._cache["doc_annotators"] = n
+        return self._cache["doc_annotators"]
+
+    @property
+    def single_token_docs(self) -> bool:
+        """True when no document has more than one token (categorical items; a document may have none), so
+        each annotation is its annotator's only one on its document."""
+        return self.n_docs == 0 or int(self.doc_lengths.max()) <= 1
+
+    @property
     def worker_answers(self) -> NDArray[np.int64]:
         """ndarray of shape (n_workers,): number of annotations of each annotator (0: listed, never answered)."""
         if "worker_answers" not in self._cache:

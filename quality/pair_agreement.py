@@ -94,8 +94,7 @@ def pair_confusions(
     # Annotations are sorted by (token, worker) and an annotator present on a document labels all of its
     # tokens: document d's annotations are the (tokens x n_in_doc[d]) block starting at obs_base[d], and
     # its first row lists its annotators in worker order.
-    n_in_doc = np.bincount(corpus.token, minlength=corpus.n_tokens)[corpus.doc_start[:-1]]
-    obs_base = np.concatenate([[0], np.cumsum(n_in_doc * corpus.doc_lengths)[:-1]])
+    n_in_doc, obs_base = corpus.doc_annotators, corpus.doc_obs_start[:-1]
     ks = np.flatnonzero(np.bincount(n_in_doc))
     groups = [(k, np.flatnonzero(n_in_doc == k)) for k in ks[ks >= 2].tolist()]
     z = np.zeros(0, dtype=np.int64)
@@ -107,7 +106,7 @@ def pair_confusions(
         chosen[np.asarray(annotators, dtype=np.int64)] = True
         chosen = None if chosen.all() else chosen
 
-    one_token = corpus.n_tokens == corpus.n_docs
+    one_token = corpus.single_token_docs
     n_rows = sum(docs_k.shape[0] * (k * (k - 1) // 2) for k, docs_k in groups)
     if one_token and n_w * n_w * k_cls * k_cls <= max(n_rows, 1 << 22):
         return _one_token_table(corpus, groups, obs_base, chosen, min_documents)

@@ -260,16 +260,16 @@ def _obs_pairs(corpus: Corpus) -> tuple[NDArray, NDArray]:
     labels all of its tokens (both checked by ``Corpus``), so each token of document ``d`` lists
     the document's ``n_annotators[d]`` annotators in the same order: the pair of annotation
     ``i`` on token ``t`` is ``pair_base[d] + i - obs_base[t]``, one ``repeat`` of a per-token
-    offset; with one-token documents (categorical items) every annotation is its own pair.
+    offset; with no document longer than one token (categorical items) every annotation is its own pair.
     """
-    if corpus.n_tokens == corpus.n_docs:
+    if corpus.single_token_docs:
         return np.arange(corpus.n_obs, dtype=np.int64), corpus.worker.astype(np.int64)
     per_token = np.bincount(corpus.token, minlength=corpus.n_tokens)
-    n_in_doc = per_token[corpus.doc_start[:-1]]
+    n_in_doc = corpus.doc_annotators
     pair_base = np.cumsum(n_in_doc) - n_in_doc
     obs_base = np.cumsum(per_token) - per_token  # first annotation of each token
     # The first token of a document lists its annotators.
-    pair_worker = corpus.worker[np.repeat(obs_base[corpus.doc_start[:-1]] - pair_base, n_in_doc)
+    pair_worker = corpus.worker[np.repeat(corpus.doc_obs_start[:-1] - pair_base, n_in_doc)
                                 + np.arange(int(n_in_doc.sum()))]
     # int32 while the annotations fit: half the fresh memory of an array over every annotation.
     dtype = np.int32 if corpus.n_obs < np.iinfo(np.int32).max else np.int64
@@ -292,7 +292,7 @@ def _pair_counts(
         outcomes = grouped_outcomes(corpus.label > 0, ref_pos, pair, n_groups=n_pairs, mask=valid)
         used = outcomes.any(axis=1)
         counts = outcomes[used][:, [3, 2, 1]]
-    elif corpus.n_tokens == corpus.n_docs:  # one-token documents: every annotation is its own pair (_obs_pairs)
+    elif corpus.single_token_docs:  # every annotation is its own pair (_obs_pairs)
         used = valid
     else:
         used = np.bincount(pair[valid], minlength=n_pairs) > 0

@@ -102,3 +102,35 @@ def test_one_token_documents_match_brute_force(seed, min_documents, crowd_only):
     want = _by_loop(c, chosen, min_documents)
     assert want and got == want
     assert list(got) == sorted(got)  # pairs in (a, b) order
+
+
+def corpus_with_empty_documents(seed: int, lengths: list[int], *, n_workers: int = 4, n_classes: int = 3) -> Corpus:
+    """Documents of the given token counts (0: a document without tokens, e.g. a whitespace-only text), each
+    labelled on all its tokens by a random subset of at least two of ``n_workers`` annotators."""
+    rng = np.random.default_rng(seed)
+    starts = np.concatenate([[0], np.cumsum(lengths)])
+    token, worker = [], []
+    for d in range(len(lengths)):
+        who = np.sort(rng.choice(n_workers, size=int(rng.integers(2, n_workers + 1)), replace=False))
+        for t in range(int(starts[d]), int(starts[d + 1])):
+            token += [t] * who.size
+            worker += who.tolist()
+    n_tokens = int(starts[-1])
+    return Corpus.from_arrays(
+        token=token, worker=worker, label=rng.integers(0, n_classes, len(token)), doc_lengths=lengths,
+        token_start=np.zeros(n_tokens, int), token_end=np.ones(n_tokens, int),
+        doc_ids=[f"d{d}" for d in range(len(lengths))], texts=["x" * max(n, 1) for n in lengths],
+        worker_ids=[f"w{i}" for i in range(n_workers)], worker_roles=["crowd"] * n_workers,
+        class_names=[f"c{k}" for k in range(n_classes)])
+
+
+@pytest.mark.parametrize("lengths", [[0, 1, 2], [1, 2, 0], [2, 0, 1, 0], [0, 1, 1, 1], [3, 0, 0, 2, 1]],
+                         ids=["first", "last", "middle-and-last", "one-token-and-empty", "many"])
+@pytest.mark.parametrize("min_documents", [1, 2])
+def test_documents_without_tokens(seed, lengths, min_documents):
+    """Oracle: dense labels_of counts. A document without tokens (a whitespace-only text) has no annotators:
+    it is no shared document, takes no other document's annotations (last: no index past the tokens), and
+    does not make the other documents one-token ones (as many documents as tokens)."""
+    c = corpus_with_empty_documents(seed, lengths)
+    got = _as_dict(pair_confusions(c, min_documents=min_documents))
+    assert got == _by_loop(c, np.arange(c.n_workers), min_documents)

@@ -90,3 +90,14 @@ def test_obs_pairs_match_the_document_gather(seed):
     c = random_corpus(seed, n_docs=20, n_crowd=6, n_experts=2)
     got, want = _obs_pairs(c), _old_obs_pairs(c)
     assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+
+
+@pytest.mark.parametrize("lengths", [[0, 2, 1], [1, 2, 0], [0, 1, 1, 1], [3, 0, 0, 2, 1, 0]])
+def test_obs_pairs_of_documents_without_tokens(seed, lengths):
+    """Oracle: the document gather, which gives a document without tokens no pair (it has no annotations); the
+    other documents' pairs are not those of one-token documents though there are as many documents as tokens."""
+    from tests.quality.test_pair_agreement import corpus_with_empty_documents
+
+    c = corpus_with_empty_documents(seed, lengths)
+    got, want = _obs_pairs(c), _old_obs_pairs(c)
+    assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
