@@ -45,12 +45,14 @@ def test_code_numbers_match_a_dict(values, kept, n_codes):
 
 
 @pytest.mark.parametrize("min_documents", [1, 2])
-def test_int64_codes_beyond_46340_annotators(seed, min_documents):
+@pytest.mark.parametrize("max_length", [3, 1], ids=["documents", "one-token"])
+def test_int64_codes_beyond_46340_annotators(seed, min_documents, max_length):
     """Oracle: dense labels_of counts for every pair, with 50,000 annotator ids (pair codes past int32, so
-    the int64 codes and the searched lookup run)."""
+    the int64 codes and the searched lookup run). One-token documents with so many ids (a table of every
+    pair's cells far larger than the rows) take the sorted codes' path with each row's joint label."""
     rng = np.random.default_rng(seed)
     n_ids, used = 50_000, np.sort(rng.choice(50_000, 8, replace=False))
-    lengths = rng.integers(1, 4, 30)
+    lengths = rng.integers(1, max_length + 1, 30)
     token, worker, label = [], [], []
     start = np.concatenate([[0], np.cumsum(lengths)])
     for d in range(30):
