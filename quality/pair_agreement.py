@@ -28,6 +28,7 @@ References
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -118,10 +119,7 @@ def pair_confusions(
     # here with its code, so the kept rows are counted with one bincount and no second visit.
     code_dtype = np.int32 if n_w * n_w < np.iinfo(np.int32).max else np.int64
     codes, joint = [], []
-    for k, docs_k in groups:
-        pi, pj = np.triu_indices(k, 1)
-        first_row = obs_base[docs_k][:, None]
-        ia, ib = (first_row + pi).ravel(), (first_row + pj).ravel()
+    for ia, ib in _row_pairs(groups, obs_base):
         wa = corpus.worker[ia].astype(code_dtype)
         wb = corpus.worker[ib].astype(code_dtype)
         code = wa * code_dtype(n_w) + wb
@@ -162,6 +160,16 @@ def pair_confusions(
     return PairConfusions(uniq // n_w, uniq % n_w, total, n_docs)
 
 
+def _row_pairs(groups: list, obs_base: NDArray) -> Iterator[tuple[NDArray, NDArray]]:
+    """For each group ``(k, docs_k)`` of documents with ``k`` annotators, the annotations of both sides of
+    every (document, pair) row on the documents' first tokens: ``ia[r]``, ``ib[r]`` of row
+    ``r = local document * k (k - 1) / 2 + pair column``, the pair columns those of ``np.triu_indices(k, 1)``."""
+    for k, docs_k in groups:
+        pi, pj = np.triu_indices(k, 1)
+        first_row = obs_base[docs_k][:, None]
+        yield (first_row + pi).ravel(), (first_row + pj).ravel()
+
+
 def _one_token_table(corpus: Corpus, groups: list, obs_base: NDArray, chosen: NDArray | None,
                      min_documents: int) -> PairConfusions:
     """:func:`pair_confusions` of one-token documents (categorical items) whose table of every
@@ -174,10 +182,7 @@ def _one_token_table(corpus: Corpus, groups: list, obs_base: NDArray, chosen: ND
     n_w, k_cls = corpus.n_workers, corpus.n_classes
     n_cells = n_w * n_w * k_cls * k_cls
     table = None  # n_cells + 1 counts, the last slot: rows of a pair left out
-    for k, docs_k in groups:
-        pi, pj = np.triu_indices(k, 1)
-        first_row = obs_base[docs_k][:, None]
-        ia, ib = (first_row + pi).ravel(), (first_row + pj).ravel()
+    for ia, ib in _row_pairs(groups, obs_base):
         wa, wb = corpus.worker[ia], corpus.worker[ib]
         cell = wa.astype(np.intp) * n_w
         cell += wb
