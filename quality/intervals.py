@@ -393,6 +393,11 @@ def _uniform_below(rng: np.random.Generator, high: NDArray, n_rows: int, *, offs
     rejection (probability below ``h / 2**32``) is drawn again on its own and the rest of its window, shifted,
     is computed again. Any other generator, a big-endian machine, or a bound of 1 or past ``_MAX_BOUND`` takes
     ``rng.integers``.
+
+    This is what numpy's C ``random_bounded_uint64`` does for each element (Lemire's method, the Generator's
+    own; numpy 2.4 installed here). Should a numpy draw otherwise, these stay uniform draws below each bound
+    (Lemire's method is exact) and keep this algorithm's numbers, but are no longer ``integers()``'s (whose new
+    numbers only the fallbacks above would take): ``test_uniform_below_is_numpys_integers`` fails then.
     """
     high = np.asarray(high, dtype=np.int64)
     bg = rng.bit_generator
