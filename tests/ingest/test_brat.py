@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -82,4 +83,41 @@ def test_clean_folder_takes_the_fast_path(tmp_path, monkeypatch):
         anns = list(tree.iter_files(".ann"))
         assert brat._read_at_once(tree, anns, {}, brat.DocsFolder(tmp_path / "docs"), role="crowd", category=None,
                                   scheme="auto") is not None
+    assert_same_corpus(_read(root, monkeypatch, fast=True), _read(root, monkeypatch, fast=False))
+
+
+def _folder(base, files: dict[tuple[str, str], str]):
+    """An upload of ``.ann`` files by (annotator, document), the texts in ``base/docs``."""
+    (base / "docs").mkdir()
+    for d in {d for _, d in files}:
+        (base / "docs" / f"{d}.txt").write_text(TEXT, encoding="utf-8")
+    root = base / "ann"
+    for (annotator, doc), content in files.items():
+        (root / annotator).mkdir(parents=True, exist_ok=True)
+        (root / annotator / f"{doc}.ann").write_bytes(content.encode("utf-8"))
+    return root
+
+
+def test_category_on_the_fast_path(tmp_path, monkeypatch):
+    """Oracle: the line loop. A clean folder of two labels read with ``category`` is read by the fast path,
+    which keeps that label's spans only (a P span and an I span over other tokens: nothing sends it to the loop)."""
+    import crowdqa.ingest.brat as brat
+    from crowdqa.ingest._io import Tree
+
+    root = _folder(tmp_path, {("alice", "d1"): "T1\tP 0 8\tPatients\nT2\tI 32 38\tdrug X\n",
+                              ("bob", "d1"): "T1\tI 32 38\tdrug X\nT2\tP 0 8\tPatients\r\n"})
+    with Tree(root) as tree:
+        fast = brat._read_at_once(tree, list(tree.iter_files(".ann")), {}, brat.DocsFolder(tmp_path / "docs"),
+                                  role="crowd", category="P", scheme="auto")
+    assert fast is not None and not any("I" in c.split("-")[-1] for c in fast.class_names)
+    assert_same_corpus(fast, _read(root, monkeypatch, fast=False, category="P"))
+
+
+@pytest.mark.parametrize("brk", ["\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029", "\r", "\x00"],
+                         ids=repr)
+def test_line_breaks_of_splitlines_go_to_the_line_loop(tmp_path, monkeypatch, brk):
+    """Oracle: the line loop, which cuts lines where ``str.splitlines`` does: a T line after any of its line
+    breaks (or after a NUL, which the fast path's file markers would take for one of theirs) is read."""
+    root = _folder(tmp_path, {("alice", "d1"): f"T1\tP 0 8\tPatients{brk}T2\tI 32 38\tdrug X\n",
+                              ("bob", "d1"): f"T1\tP 0 8\tx\n{brk}1\nT2\tP 15 21\tasthma\n"})
     assert_same_corpus(_read(root, monkeypatch, fast=True), _read(root, monkeypatch, fast=False))
