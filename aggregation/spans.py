@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 
 from crowdqa.aggregation.corpus import MISSING, Corpus
 
-__all__ = ["SpanArray", "decode_spans"]
+__all__ = ["SpanArray", "decode_spans", "span_bounds"]
 
 
 @dataclass(frozen=True)
@@ -129,32 +129,60 @@ def decode_spans(labels: NDArray, corpus: Corpus) -> SpanArray:
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(f"labels must be in [-1, {n_classes}), found {int(labels[i])} at token {i}")
 
-    lab = np.where(labels == MISSING, 0, labels).astype(np.int64)
-    class_entity = corpus.class_entity
-    is_begin = np.array([c.startswith("B-") for c in corpus.class_names], dtype=bool)
-    etype = class_entity[lab]  # (n_tokens,), 0 = outside
-    positive = etype > 0
-
-    # A token starts a span if it is positive and it cannot continue its predecessor:
-    # first token of a document, predecessor of another type (or O), or a B- tag.
     doc_first = np.zeros(n_tokens, dtype=bool)
     doc_first[corpus.doc_start[:-1][corpus.doc_lengths > 0]] = True
-    prev_type = np.empty(n_tokens, dtype=np.int64)
-    prev_type[0] = 0
-    prev_type[1:] = etype[:-1]
-    starts = positive & (doc_first | (prev_type != etype) | is_begin[lab])
-    # A span ends after token i when token i + 1 does not continue it.
-    cont_next = np.zeros(n_tokens, dtype=bool)
-    cont_next[:-1] = positive[1:] & ~starts[1:]
-    ends = positive & ~cont_next
-
-    first = np.flatnonzero(starts).astype(np.int64)
-    last = np.flatnonzero(ends).astype(np.int64) + 1
+    first, last, etype = span_bounds(labels, doc_first, corpus=corpus)
     return SpanArray(
         doc=corpus.token_doc[first].astype(np.int64),
         first=first,
         last=last,
-        type=etype[first],
+        type=etype,
         start=corpus.token_start[first].astype(np.int64),
         end=corpus.token_end[last - 1].astype(np.int64),
     )
+
+
+def span_bounds(
+    labels: NDArray, new_sequence: NDArray[np.bool_], *, corpus: Corpus
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+    """The spans of label sequences laid end to end, by the rules of :func:`decode_spans`.
+
+    A sequence plays the part of a document: a span never crosses the start of one. The sequences may be
+    the corpus's documents (:func:`decode_spans`) or any others, such as each annotator's labels of each
+    document one after the other, so that all annotators are decoded at once.
+
+    Parameters
+    ----------
+    labels : ndarray of shape (n_positions,)
+        Class indices into ``corpus.class_names`` (checked by the caller); ``MISSING`` counts as ``O``.
+    new_sequence : ndarray of shape (n_positions,) of bool
+        True where a sequence begins (at least at position 0).
+    corpus : Corpus
+        Gives the label scheme (class names) only.
+
+    Returns
+    -------
+    first, last : ndarray of shape (n_spans,)
+        First position of each span and one past its last, in position order.
+    type : ndarray of shape (n_spans,)
+        Entity type index + 1, as in :attr:`Corpus.class_entity`.
+    """
+    n = labels.shape[0]
+    lab = np.where(labels == MISSING, 0, labels).astype(np.int64)
+    is_begin = np.array([c.startswith("B-") for c in corpus.class_names], dtype=bool)
+    etype = corpus.class_entity[lab]  # (n_positions,), 0 = outside
+    positive = etype > 0
+
+    # A position starts a span if it is positive and it cannot continue its predecessor:
+    # first of a sequence, predecessor of another type (or O), or a B- tag.
+    prev_type = np.empty(n, dtype=np.int64)
+    prev_type[:1] = 0
+    prev_type[1:] = etype[:-1]
+    starts = positive & (new_sequence | (prev_type != etype) | is_begin[lab])
+    # A span ends after position i when position i + 1 does not continue it.
+    cont_next = np.zeros(n, dtype=bool)
+    cont_next[:-1] = positive[1:] & ~starts[1:]
+    ends = positive & ~cont_next
+
+    first = np.flatnonzero(starts).astype(np.int64)
+    return first, np.flatnonzero(ends).astype(np.int64) + 1, etype[first]
