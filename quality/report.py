@@ -28,10 +28,13 @@ Rules
 * A worker's ``vs_expert`` covers the documents both the worker and the experts
   labelled; an expert is compared with the reference built from the *other* experts
   (``null`` when there is no other expert, or when the reference is that expert);
-  ``vs_aggregate`` covers all of the worker's documents.
+  ``vs_aggregate`` covers all of the worker's documents. A crowd worker's ``span_vs_expert``
+  (span labels only) is ``span_strict`` of its labels against the reference, on the documents of its
+  ``vs_expert``; experts have none (``null``).
 
 Per-worker counts come from one ``bincount`` over the COO arrays for all workers at
-once, and every worker's bootstrap is drawn in one pass
+once (span counts from one decoding of every (worker, document) pair, :func:`_worker_span_counts`),
+and every worker's bootstrap is drawn in one pass
 (:func:`crowdqa.quality.intervals.grouped_bootstrap_f1_bounds`), at a cost that follows the
 workers' distinct per-document counts, not a loop over workers.
 """
@@ -46,13 +49,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from crowdqa.aggregation.corpus import MISSING, Corpus
-from crowdqa.aggregation.spans import decode_spans
+from crowdqa.aggregation.spans import decode_spans, span_bounds
 from crowdqa.quality.agreement import krippendorff_alpha_corpus
 from crowdqa.quality.intervals import clopper_pearson_bounds, grouped_bootstrap_f1_bounds
 from crowdqa.quality.metrics import grouped_counts, grouped_outcomes, per_label_prf, prf_from_counts
 from crowdqa.quality.pair_agreement import kappa_from_confusions, pair_confusions
 from crowdqa.quality.references import RULES, leave_one_out_references, reference_labels
-from crowdqa.quality.span_metrics import instance_counts
+from crowdqa.quality.span_metrics import CharSpans, instance_counts
 
 if TYPE_CHECKING:  # the typed models (pydantic) are imported where a typed report is asked for, not here
     from crowdqa.quality.report_model import FitRecord, QualityReport
@@ -203,12 +206,13 @@ def _id_rank(ids: tuple[str, ...]) -> NDArray[np.int64]:
 
 
 def _worker_blocks(
-    counts: NDArray | None, pair_worker: NDArray, n_tokens: NDArray, *, id_rank: NDArray, n_boot: int, seed: int,
-    stream: int, min_boot_docs: int,
+    counts: NDArray | None, pair_worker: NDArray, n_tokens: NDArray | None, *, id_rank: NDArray, n_boot: int,
+    seed: int, stream: int, min_boot_docs: int,
 ) -> list[dict | None]:
     """Score blocks for all workers from per-(worker, document) counts (rows in any order).
 
     ``counts`` None (categorical answers, scored by accuracy only): blocks of ``documents`` and ``tokens``.
+    ``n_tokens`` None (span scores): blocks without ``tokens``.
     The bootstrap numbers the workers by ``id_rank`` (:func:`_id_rank`), so a worker's interval does not
     depend on the order of the upload's rows.
     """
@@ -236,12 +240,15 @@ def _worker_blocks(
             out.append(None)
             continue
         f_ci = _ci(f_lo[w], f_hi[w]) if boot[w] else None
-        out.append({
+        block = {
             "precision": _num(p[w]), "recall": _num(r[w]), "f1": _num(f[w]),
             "tp": int(tp[w]), "fp": int(fp[w]), "fn": int(fn[w]),
             "precision_ci": _ci(p_lo[w], p_hi[w]), "recall_ci": _ci(r_lo[w], r_hi[w]), "f1_ci": f_ci,
-            "documents": int(n_docs[w]), "tokens": int(n_tokens[w]),
-        })
+            "documents": int(n_docs[w]),
+        }
+        if n_tokens is not None:
+            block["tokens"] = int(n_tokens[w])
+        out.append(block)
     return out
 
 
@@ -297,6 +304,83 @@ def _pair_counts(
     else:
         used = np.bincount(pair[valid], minlength=n_pairs) > 0
     return counts, pair_worker[used]
+
+
+def _worker_span_counts(
+    corpus: Corpus, pairs: tuple[NDArray, NDArray], *, ref: NDArray, docs: NDArray[np.bool_], annotators: NDArray
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Strict span ``tp, fp, fn`` of every (annotator, document) pair on the documents in ``docs`` against
+    ``ref``, for the ``annotators`` given, all pairs at once.
+
+    Each pair is a pseudo-document: the annotator's labels of the document's tokens, pairs laid end to end
+    in pair order (document, then annotator). Its labels and the reference's on the same tokens are decoded
+    once each (:func:`crowdqa.aggregation.spans.span_bounds`, a span never crossing a pair) and matched by
+    :func:`crowdqa.quality.span_metrics.instance_counts` with the pairs as documents: the counts of decoding
+    each annotator's labels alone and matching them with the reference's spans of each document.
+
+    Parameters
+    ----------
+    pairs : (ndarray of shape (n_obs,), ndarray of shape (n_pairs,))
+        Each annotation's pair and each pair's annotator, from :func:`_obs_pairs`.
+    ref : ndarray of shape (n_tokens,)
+        Reference class indices; ``MISSING`` counts as ``O``.
+    docs : ndarray of shape (n_docs,) of bool
+    annotators : ndarray of shape (n_annotators,)
+
+    Returns
+    -------
+    counts : ndarray of shape (n_scored_pairs, 3)
+        ``tp, fp, fn`` of each pair with an annotator in ``annotators`` on a document in ``docs``.
+    worker : ndarray of shape (n_scored_pairs,)
+        The annotator of each of these pairs.
+
+    Notes
+    -----
+    Only the annotations on the documents in ``docs`` are read (one run of rows per document,
+    :attr:`Corpus.doc_obs_start`), and no row is sorted: a row on token ``t`` of document ``d``
+    goes to position ``t - doc_start[d]`` of its pair's pseudo-document.
+    """
+    pair, pair_worker = pairs
+    d = np.flatnonzero(docs)
+    lo = corpus.doc_obs_start[d]
+    n = corpus.doc_obs_start[d + 1] - lo
+    rows = np.repeat(lo - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))
+    scored = np.zeros(corpus.n_workers, dtype=bool)
+    scored[annotators] = True
+    rows = rows[scored[corpus.worker[rows]]]
+    # The pairs these rows make, numbered 0, 1, ... in pair order.
+    used = np.zeros(pair_worker.shape[0], dtype=bool)
+    used[pair[rows]] = True
+    p = (np.cumsum(used) - 1)[pair[rows]]
+    n_pairs = int(np.count_nonzero(used))
+    tok = corpus.token[rows]
+    doc = corpus.token_doc[tok]
+    p_len = np.zeros(n_pairs, dtype=np.int64)
+    p_len[p] = corpus.doc_lengths[doc]
+    p_base = np.cumsum(p_len) - p_len
+    # Pseudo-document order: an annotator labels every token of a document it is on, so the positions
+    # are 0 .. n_rows - 1, each once.
+    pos = p_base[p] + (tok - corpus.doc_start[doc])
+    seq_tok = np.empty_like(tok)
+    seq_tok[pos] = tok
+    seq_lab = np.empty(pos.shape[0], dtype=corpus.label.dtype)
+    seq_lab[pos] = corpus.label[rows]
+    new_pair = np.zeros(pos.shape[0], dtype=bool)
+    new_pair[p_base] = True
+    seq_pair = np.repeat(np.arange(n_pairs, dtype=np.int64), p_len)
+    gold, pred = (_pair_spans(corpus, lab, new_pair=new_pair, seq_tok=seq_tok, seq_pair=seq_pair)
+                  for lab in (ref[seq_tok], seq_lab))
+    counts = instance_counts(gold, pred, mode="strict", n_docs=n_pairs)
+    return counts, pair_worker[used]
+
+
+def _pair_spans(corpus: Corpus, labels: NDArray, *, new_pair: NDArray, seq_tok: NDArray, seq_pair: NDArray
+                ) -> CharSpans:
+    """The spans of pseudo-document labels, each in its pair (as its document) with the character offsets of
+    its tokens (:func:`_worker_span_counts`)."""
+    first, last, etype = span_bounds(labels, new_pair, corpus=corpus)
+    return CharSpans(doc=seq_pair[first], start=corpus.token_start[seq_tok[first]].astype(np.int64),
+                     end=corpus.token_end[seq_tok[last - 1]].astype(np.int64), type=etype)
 
 
 def _check_labels(labels: NDArray, corpus: Corpus, name: str) -> NDArray[np.int64]:
@@ -479,11 +563,19 @@ def build_report_data(
     vs_agg = _worker_blocks(ca, wa, compared_a, id_rank=id_rank, n_boot=n_boot, seed=seed, stream=3,
                             min_boot_docs=min_boot_docs)
     _add_worker_accuracy(vs_agg, correct_a, compared_a)
+    # A crowd worker's strict spans against the experts, on the documents of its vs_expert (those with the
+    # reference): all workers at once, each (worker, document) pair a pseudo-document.
+    span_e: list[dict | None] = [None] * corpus.n_workers
+    crowd = corpus.workers_with_role("crowd")
+    if not categorical and np.any(doc_has_ref) and crowd.shape[0]:
+        cs, ws = _worker_span_counts(corpus, pairs, ref=ref, docs=doc_has_ref, annotators=crowd)
+        span_e = [_score(b) for b in _worker_blocks(cs, ws, None, id_rank=id_rank, n_boot=n_boot, seed=seed,
+                                                     stream=5, min_boot_docs=min_boot_docs)]
     docs_w = np.bincount(pairs[1], minlength=corpus.n_workers)
     workers = [
         {"annotator": corpus.worker_ids[w], "role": corpus.worker_roles[w], "documents": int(docs_w[w]),
-         "tokens": int(n_tok_w[w]), "vs_expert": vs_expert[w], "vs_aggregate": vs_agg[w],
-         "skill": None if skills is None else _num(float(skills[w])), "blocked": False}
+         "tokens": int(n_tok_w[w]), "vs_expert": vs_expert[w], "span_vs_expert": span_e[w],
+         "vs_aggregate": vs_agg[w], "skill": None if skills is None else _num(float(skills[w])), "blocked": False}
         for w in range(corpus.n_workers)
     ]
 
@@ -499,7 +591,6 @@ def build_report_data(
                   "f1": _num(f)}
                  for a, b, cm, k, f in zip(pe.a.tolist(), pe.b.tolist(), pe.confusion, pe_kappa, pe_f1, strict=True)]
     alpha = krippendorff_alpha_corpus(corpus)
-    crowd = corpus.workers_with_role("crowd")
     pc = pair_confusions(corpus, annotators=crowd, min_documents=min_pair_docs)
     crowd_k = kappa_from_confusions(pc.confusion)
     names = np.array(corpus.worker_ids, dtype=object)  # ids and kappas (nan -> None) as Python objects, by column
@@ -711,17 +802,18 @@ def _row(name: str, b: dict | None, width: int) -> str:
 
 
 def _span_worker_rows(workers: list[dict], shown: list[int], width: int) -> list[str]:
-    """Worker rows for span labels: token P/R/F1 against the experts and against the aggregate."""
+    """Worker rows for span labels: token P/R/F1 against the experts, strict span F1 against the experts, and
+    token P/R/F1 against the aggregate."""
     lines = [f"  {'annotator':<{width}}  {'role':<6} {'docs':>5} {'tokens':>7}  "
-             f"{'P(exp)':>6} {'R(exp)':>6} {'F1(exp)':>7} {'F1 95% CI':<13} {'docs(exp)':>9}  "
+             f"{'P(exp)':>6} {'R(exp)':>6} {'F1(exp)':>7} {'F1 95% CI':<13} {'docs(exp)':>9} {'spanF1(exp)':>11}  "
              f"{'P(agg)':>6} {'R(agg)':>6} {'F1(agg)':>7}"]
     for i in shown:
         w = workers[i]
-        e, a = w["vs_expert"] or {}, w["vs_aggregate"] or {}
+        e, a, s = w["vs_expert"] or {}, w["vs_aggregate"] or {}, w.get("span_vs_expert") or {}
         lines.append(
             f"  {w['annotator']:<{width}}  {w['role']:<6} {w['documents']:>5} {w['tokens']:>7}  "
             f"{_fmt(e.get('precision')):>6} {_fmt(e.get('recall')):>6} {_fmt(e.get('f1')):>7} "
-            f"{_fmt_ci(e.get('f1_ci')):<13} {e.get('documents', 0):>9}  "
+            f"{_fmt_ci(e.get('f1_ci')):<13} {e.get('documents', 0):>9} {_fmt(s.get('f1')):>11}  "
             f"{_fmt(a.get('precision')):>6} {_fmt(a.get('recall')):>6} {_fmt(a.get('f1')):>7}"
         )
     return lines
@@ -740,15 +832,18 @@ def _categorical_worker_rows(workers: list[dict], shown: list[int], width: int) 
     return lines
 
 
-#: Sort keys of the terminal worker table: score keys order worst first (workers without a score last).
-TABLE_SORT_KEYS = ("f1", "precision", "recall", "accuracy", "documents", "annotator")
+#: Sort keys of the terminal worker table: score keys order worst first (workers without a score last);
+#: ``span_f1`` is a worker's strict span F1 against the experts (``span_vs_expert``).
+TABLE_SORT_KEYS = ("f1", "precision", "recall", "span_f1", "accuracy", "documents", "annotator")
+#: The keys a categorical report's table cannot be sorted by: it has no P/R/F1 (:func:`_categorical_view`).
+_SPAN_ONLY_KEYS = ("f1", "precision", "recall", "span_f1")
 
 
 def _table_order(workers: list[dict], sort: str | None, categorical: bool) -> list[int]:
     """Row order of the worker table: by ``sort`` (default: F1, or accuracy for categorical answers)."""
     sort = sort or ("accuracy" if categorical else "f1")
-    if sort not in TABLE_SORT_KEYS or (categorical and sort in ("f1", "precision", "recall")):
-        allowed = [k for k in TABLE_SORT_KEYS if not (categorical and k in ("f1", "precision", "recall"))]
+    if sort not in TABLE_SORT_KEYS or (categorical and sort in _SPAN_ONLY_KEYS):
+        allowed = [k for k in TABLE_SORT_KEYS if not (categorical and k in _SPAN_ONLY_KEYS)]
         raise ValueError(f"sort must be one of {', '.join(allowed)}" + (" for categorical answers" if categorical
                                                                        else "") + f", found {sort!r}")
     if sort == "annotator":
@@ -757,6 +852,8 @@ def _table_order(workers: list[dict], sort: str | None, categorical: bool) -> li
         return sorted(range(len(workers)), key=lambda i: (-workers[i]["documents"], workers[i]["annotator"]))
 
     def score(i: int) -> float | None:
+        if sort == "span_f1":
+            return (workers[i].get("span_vs_expert") or {}).get("f1")
         block = workers[i]["vs_expert"] or {}
         return (block.get("accuracy") or {}).get("value") if sort == "accuracy" else block.get(sort)
 

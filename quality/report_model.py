@@ -109,6 +109,10 @@ class WorkerReport(BaseModel):
     tokens: int
     vs_expert: Score | CategoricalScore | None = Field(description="On the documents both the annotator and the "
                                                                    "experts labelled; null without any.")
+    span_vs_expert: Score | None = Field(
+        default=None, description="A crowd worker's strict spans (same start and length, as the aggregate's "
+                                  "span_strict) against the expert reference, on the documents of vs_expert; null "
+                                  "without any, for experts and for categorical answers.")
     vs_aggregate: Score | CategoricalScore | None = Field(description="On all of the annotator's documents.")
     skill: float | None = Field(description="The aggregator's own score of the annotator (fit.skill says what it "
                                             "measures); null when the method has none.")

@@ -50,8 +50,8 @@ def add_option_arguments(p: argparse.ArgumentParser, names: list[str]) -> None:
 def add_table_arguments(p: argparse.ArgumentParser) -> None:
     """``--sort`` and ``--top`` for the terminal worker table."""
     p.add_argument("--sort", default=None, metavar="KEY",
-                   help="order of the worker table: f1, precision, recall, accuracy (worst first), or documents, "
-                        "annotator; default f1 for span labels, accuracy for categorical answers")
+                   help="order of the worker table: f1, precision, recall, span_f1, accuracy (worst first), or "
+                        "documents, annotator; default f1 for span labels, accuracy for categorical answers")
     p.add_argument("--top", "--max-workers", dest="top", type=int, default=40, metavar="N",
                    help="worker rows in the table (default 40)")
 
