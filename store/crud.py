@@ -515,7 +515,7 @@ def stored_report(*, job_id: str, report: QualityReport | dict[str, Any]) -> Sto
         rows.append(dict(
             job_id=job_id, annotator=text_safe(w["annotator"]), role=w["role"], documents=w["documents"],
             tokens=w["tokens"], precision=ve["precision"], recall=ve["recall"], f1=ve["f1"],
-            span_f1=None,  # a worker entry scores tokens; span scores are the aggregate's
+            span_f1=(w.get("span_vs_expert") or {}).get("f1"),  # a crowd worker's strict spans vs the experts
             agreement_precision=va["precision"], agreement_recall=va["recall"], agreement_f1=va["f1"],
             accuracy=ve["accuracy"], agreement_accuracy=va["accuracy"], detail=w,
         ))
