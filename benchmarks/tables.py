@@ -128,7 +128,12 @@ def _provenance(data: dict, path: Path, command: str) -> str:
         machine = ", ".join(p for p in parts if p) or "machine not recorded"
         date = _file_date(path)
     note = " — **quick run**" if quick else ""
-    return f"`{cmd}` · {machine} · {date} · `benchmarks/results/{path.name}`{note}"
+    earlier, before = [], (meta or {}).get("merged_with")
+    while before:  # a --merge run keeps the points of the runs before it: name each of them too
+        earlier.append(f"`{before['command']}` ({before.get('date', 'date not recorded')})")
+        before = before.get("merged_with")
+    merged = f" · with the points kept from {', '.join(earlier)}" if earlier else ""
+    return f"`{cmd}` · {machine} · {date}{merged} · `benchmarks/results/{path.name}`{note}"
 
 
 def _png(results: Path, stem: str, quick: bool, alt: str) -> str:

@@ -260,3 +260,18 @@ def test_bsc_seq_section(results):
     assert "| HMMCrowd | 0.880 | 0.870 / 0.890 | 2.50 s | 0.742 |" in md
     assert "BSC-seq / HMMCrowd = 1.50× for the fit, 1.33× for the whole path." in md
     assert "late (2): late start 0.750, early stop 0.050." in md
+
+
+def test_a_merged_run_names_every_run_whose_points_it_kept(tmp_path):
+    """A --merge run's meta keeps the earlier run's meta (and so on back): the line names them all, newest first."""
+    first = {"command": "python -m benchmarks.whole_path --sizes 3e5", "date": "2026-01-01 00:00 UTC"}
+    second = {"command": "python -m benchmarks.whole_path --sizes 3e7 --no-peer", "date": "2026-01-02 00:00 UTC",
+              "merged_with": first}
+    last = {"command": "python -m benchmarks.whole_path --sizes 1e6 --api-only", "date": "2026-01-03 00:00 UTC",
+            "machine": "Fake CPU", "merged_with": second}
+    line = tables._provenance({"meta": last}, tmp_path / "whole_path.json", "unused")
+    assert line == ("`python -m benchmarks.whole_path --sizes 1e6 --api-only` · Fake CPU · 2026-01-03 00:00 UTC · "
+                    "with the points kept from `python -m benchmarks.whole_path --sizes 3e7 --no-peer` "
+                    "(2026-01-02 00:00 UTC), `python -m benchmarks.whole_path --sizes 3e5` (2026-01-01 00:00 UTC) · "
+                    "`benchmarks/results/whole_path.json`")
+    assert "kept" not in tables._provenance({"meta": first}, tmp_path / "whole_path.json", "unused")
