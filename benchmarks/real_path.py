@@ -7,9 +7,11 @@ Data (../shared/data, or ``$CROWDQA_SHARED_DATA``; the run stops with a message 
 * Snow et al. 2008 RTE and TEMP (``categorical/snow2008_*.tsv``, as distributed: annotation id, worker
   id, item id, response, gold) and Welinder et al. 2010 Bluebirds (``categorical/welinder2010_bluebirds``,
   written once to an ``item,annotator,label,gold`` CSV as in :mod:`benchmarks.categorical`);
-* PICO (Nguyen et al. 2017): the Participants crowd spans of train, dev and test
+* PICO (Nguyen et al. 2017): the Participants crowd spans of train, dev, test and expert-dev
   (``pico/annotations/*/PICO-annos-crowdsourcing.json``, concatenated once into one JSON Lines file)
-  with the abstracts of ``pico/docs``, and the medical student's spans as the expert file.
+  with the abstracts of ``pico/docs``, and the medical student's spans as the expert file. The expert-dev
+  crowd spans are the crowd's labels of the 64 documents the experts labelled: without them no crowd label
+  meets an expert one and the report has nothing to score against the experts, which is not a user's study.
 
 Each run is its own process, one after the other; wall seconds, CPU seconds and peak RSS come from
 ``os.wait4`` (see :func:`benchmarks.whole_path._run`); the best (least CPU) of ``--repeats`` runs is kept
@@ -95,7 +97,8 @@ def datasets(tmp: Path) -> list[dict]:
         out.append({"name": "bluebirds", "path": _bluebirds_csv(tmp), "kind": "categorical",
                     "args": ["--format", "categorical"], "methods": ("mv", "ds")})
     pico = DATA / "pico"
-    splits = [pico / "annotations" / s / "PICO-annos-crowdsourcing.json" for s in ("train", "dev", "test")]
+    splits = [pico / "annotations" / s / "PICO-annos-crowdsourcing.json"
+              for s in ("train", "dev", "test", "expert-dev")]
     if all(p.exists() for p in splits) and (pico / "docs").is_dir():
         crowd = tmp / "pico_crowd.jsonl"
         with open(crowd, "w", encoding="utf-8") as fh:
