@@ -367,7 +367,8 @@ class GoldMajorityVote(_SkillVote):
         if not rated.any():
             raise ValueError(
                 "GoldMajorityVote needs true labels for some tokens the voters labelled: pass known= "
-                "(a job: use_experts=true) or fit a corpus whose expert annotators labelled some of the same tokens"
+                "(a job: use_experts=true; the command line: --use-experts) or fit a corpus whose expert annotators "
+                "labelled some of the same tokens"
             )
         if not rated.all():  # annotators without a known token: the crowd's mean skill, if they vote at all
             present = voters.worker_answers > 0

@@ -115,6 +115,9 @@ class Format:
     aggregate : bool
         Whether :func:`crowdqa.ingest.aggregate_input.read_aggregate` reads an aggregate in this
         format back onto a corpus' tokens.
+    experts : bool
+        Whether one file of this format can hold expert labels beside the crowd's (a gold column,
+        ``gold/`` folders, a role per row, stored roles), so that using the experts needs no second file.
     """
 
     name: str
@@ -123,6 +126,7 @@ class Format:
     options: tuple[str, ...] = ()
     writer: Writer | None = None
     aggregate: bool = False
+    experts: bool = False
 
 
 _SPANS = ("docs", "category", "scheme")
@@ -134,15 +138,15 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
            ("text_column", "answer_column", "id_column", "category", "keep_rejected", "scheme")),
     Format("spans-jsonl", "one character span per JSON line, with the spans-csv keys",
            "crowdqa.ingest.spans_table:read_spans_jsonl", _SPANS,
-           writer=Writer("application/x-ndjson", ".jsonl"), aggregate=True),
+           writer=Writer("application/x-ndjson", ".jsonl"), aggregate=True, experts=True),
     Format("spans-csv", "one character span per row: doc_id, annotator, start, end, label (role, text optional)",
-           "crowdqa.ingest.spans_table:read_spans_csv", _SPANS, aggregate=True),
+           "crowdqa.ingest.spans_table:read_spans_csv", _SPANS, aggregate=True, experts=True),
     Format("conll", "CoNLL columns: a token and one tag per annotator on each line, blank lines between sentences",
            "crowdqa.ingest.conll:read_conll",
            writer=Writer("text/plain; charset=utf-8", ".conll"), aggregate=True),
     Format("ebm-nlp", "EBM-NLP corpus folder (or archive): tokens and per-worker token label files",
            "crowdqa.ingest.ebm_nlp:read_ebm_nlp", ("category",),
-           writer=Writer("application/zip", ".zip", folder=True), aggregate=True),
+           writer=Writer("application/zip", ".zip", folder=True), aggregate=True, experts=True),
     Format("pico-jsonl", "PICO crowd annotations (Nguyen et al. 2017): one JSON document per line",
            "crowdqa.ingest.pico_jsonl:read_pico_jsonl", ("docs", "category")),
     Format("brat", "brat standoff: one folder per annotator of <doc>.txt and <doc>.ann",
@@ -153,11 +157,11 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
            "crowdqa.ingest.doccano:read_doccano", ("text_column", "id_column", "category", "scheme")),
     Format("categorical", "one answer per row: item, annotator, label (and an optional gold column)",
            "crowdqa.ingest.categorical:read_categorical",
-           ("id_column", "annotator_column", "answer_column", "gold_column")),
+           ("id_column", "annotator_column", "answer_column", "gold_column"), experts=True),
     Format("categorical-csv", "item,label rows: an aggregate of categorical answers",
            writer=Writer("text/csv; charset=utf-8", ".csv"), aggregate=True),
     Format("corpus", "a corpus .npz written by crowdqa (crowdqa ingest --save); roles as stored",
-           "crowdqa.ingest._io:read_corpus_npz", aggregate=True),
+           "crowdqa.ingest._io:read_corpus_npz", aggregate=True, experts=True),
 )}
 
 #: Upload formats (:func:`crowdqa.ingest.read_corpus` reads them).

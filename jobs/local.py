@@ -15,6 +15,7 @@ from crowdqa.aggregation import make_aggregator
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.ingest import ParseResult, read_merged
 from crowdqa.ingest.errors import IngestError
+from crowdqa.ingest.formats import FORMATS
 from crowdqa.ingest.summary import format_summary, summarize
 from crowdqa.ingest.writers import write_labels
 from crowdqa.jobs.pipeline import ModelStart, PipelineResult, ProgressFn, run_pipeline
@@ -41,11 +42,13 @@ def read_files(uploads: list[dict[str, Any]]) -> ParseResult:
     return result
 
 
-def check_run(*, use_experts: bool, reference: str, expert_files: int, role: str) -> None:
-    """Refuse, before any file is read, what needs expert uploads when none is given: ``use_experts`` (it
-    clamps the ``--expert`` files' labels), or an expert as the reference (unless the dump itself is experts')."""
-    if use_experts and not expert_files:
-        raise ValueError("--use-experts needs --expert PATH")
+def check_run(*, use_experts: bool, reference: str, expert_files: int, role: str, input_format: str) -> None:
+    """Refuse, before any file is read, what needs expert labels when none can be read: ``use_experts`` (it
+    clamps the experts' labels) with no ``--expert`` file and an ``input_format`` whose files hold no expert labels
+    (a categorical file's gold column, EBM-NLP's gold folders, a span table's roles do), or an expert as the
+    reference (unless the dump itself is experts')."""
+    if use_experts and not expert_files and not FORMATS[input_format].experts:
+        raise ValueError(f"--use-experts needs --expert PATH (a {input_format} file holds no expert labels)")
     if reference not in RULES and not expert_files and role != "expert":
         raise ValueError(f"--reference {reference!r} names an expert, but no --expert file is given")
 

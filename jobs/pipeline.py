@@ -147,7 +147,8 @@ def run_pipeline(
     clamped = np.zeros(corpus.n_tokens, dtype=bool)
     if use_experts:
         if len(corpus.workers_with_role("expert")) == 0:
-            raise ValueError("use_experts needs expert labels: upload a file with role 'expert' first")
+            raise ValueError("use_experts needs expert labels, and the data has none: give the experts' labels "
+                             "(an upload with role 'expert'; on the command line, --expert PATH)")
         known = reference_labels(corpus, rule=reference)
         clamped = known >= 0
 

@@ -65,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
     check_sort(args)
     if not Path(args.aggregate).exists():
         raise UserError(f"--aggregate {args.aggregate}: no such file or folder")
-    check_run(use_experts=False, reference=args.reference, expert_files=len(args.expert), role=args.role)
+    check_run(use_experts=False, reference=args.reference, expert_files=len(args.expert), role=args.role,
+              input_format=args.format)
     parsed = read_uploads(args)
     print_notes(parsed)
     labels = read_aggregate_labels(args.aggregate, parsed.corpus, format=args.aggregate_format,

@@ -23,6 +23,7 @@ def _run(args: argparse.Namespace) -> int:
     from crowdqa.api.commands import UserError
     from crowdqa.api.commands._uploads import check_output, print_notes, read_uploads
     from crowdqa.api.commands.aggregate import method_params
+    from crowdqa.jobs.local import check_run
     from crowdqa.jobs.routing import RoutingOptions, parse_budget, route_corpus, write_routing
 
     # Everything that can be checked without the data, before any file is read.
@@ -33,8 +34,8 @@ def _run(args: argparse.Namespace) -> int:
     except ValueError as exc:  # "half_width must be ..." -> "--half-width must be ..."
         name, rest = str(exc).split(" ", 1)
         raise UserError(f"--{name.replace('_', '-')} {rest}") from None
-    if args.use_experts and not args.expert:
-        raise UserError("--use-experts needs --expert PATH")
+    check_run(use_experts=args.use_experts, reference=args.reference, expert_files=len(args.expert), role=args.role,
+              input_format=args.format)
     params = method_params(args)
     check_output(args.output, option="--output")
     if args.export_format and not args.export:

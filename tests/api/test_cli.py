@@ -124,7 +124,7 @@ def test_aggregate_conll_round_trip(tmp_path):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--method", "ds", "--use-experts"], "--use-experts needs --expert"),
+    (["--method", "ds", "--use-experts"], "use_experts needs expert labels, and the data has none"),
     (["--method", "ds", "--params", "[1]"], "--params must be a JSON object"),
     (["--method", "ds", "--params", '{"bogus": 1}'], "unknown parameter 'bogus'"),
 ])
@@ -156,3 +156,30 @@ def test_default_output_format_follows_the_output_suffix():
     assert default_output_format("ebm-nlp", output="agg_dir") == "ebm-nlp"
     assert default_output_format("categorical", output="labels.csv") == "categorical-csv"
     assert default_output_format("conll") == "conll"
+
+
+def test_use_experts_takes_the_gold_column_of_the_one_file(tmp_path, capsys):
+    """A categorical file's gold column is read as an expert: --use-experts needs no --expert file, and
+    gold-mv (skills from the known labels) runs on the one file, scored by cross-fitting."""
+    rows = ["task,worker,label,gold"]
+    for item in range(40):
+        truth = "ab"[item % 2]
+        rows += [f"t{item},w{w},{truth if (item + w) % 5 else 'ab'[(item + 1) % 2]},{truth if w == 0 else ''}"
+                 for w in range(4)]
+    path = tmp_path / "answers.csv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    report = tmp_path / "report.json"
+    assert main(["aggregate", str(path), "--format", "categorical", "--method", "gold-mv", "--use-experts",
+                 "--output", str(tmp_path / "labels.csv"), "--report", str(report), "--quiet"]) == 0
+    body = json.loads(report.read_text())
+    assert body["experts_used_in_fit"] is True and body["aggregate_scored_on"].startswith("held-out")
+    assert body["aggregate_vs_expert"]["accuracy"]["compared"] == 40
+
+
+def test_use_experts_with_a_format_that_holds_no_experts_is_refused_before_reading(tmp_path, capsys):
+    """CoNLL columns name no roles: without --expert the command stops before it opens the (absent) file."""
+    status = main(["aggregate", str(tmp_path / "absent.conll"), "--format", "conll", "--method", "ds",
+                   "--use-experts", "--output", str(tmp_path / "o.conll")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and err == ["crowdqa: error: --use-experts needs --expert PATH (a conll file holds no expert "
+                                   "labels)"]
