@@ -18,6 +18,7 @@ from crowdqa.ingest.errors import IngestError
 from crowdqa.ingest.formats import FORMATS
 from crowdqa.ingest.summary import format_summary, summarize
 from crowdqa.ingest.writers import write_labels
+from crowdqa.jobs.params import check_uses_experts
 from crowdqa.jobs.pipeline import ModelStart, PipelineResult, ProgressFn, run_pipeline
 from crowdqa.quality.references import RULES
 from crowdqa.quality.report import TABLE_SORT_KEYS, dump_report, format_report
@@ -42,11 +43,15 @@ def read_files(uploads: list[dict[str, Any]]) -> ParseResult:
     return result
 
 
-def check_run(*, use_experts: bool, reference: str, expert_files: int, role: str, input_format: str) -> None:
+def check_run(*, use_experts: bool, reference: str, expert_files: int, role: str, input_format: str,
+              method: str | None = None) -> None:
     """Refuse, before any file is read, what needs expert labels when none can be read: ``use_experts`` (it
     clamps the experts' labels) with no ``--expert`` file and an ``input_format`` whose files hold no expert labels
     (a categorical file's gold column, EBM-NLP's gold folders, a span table's roles do), or an expert as the
-    reference (unless the dump itself is experts')."""
+    reference (unless the dump itself is experts'); a ``method`` that learns from the experts' labels only, without
+    ``use_experts`` (:func:`crowdqa.jobs.params.check_uses_experts`)."""
+    if method is not None:
+        check_uses_experts(method, use_experts=use_experts)
     if use_experts and not expert_files and not FORMATS[input_format].experts:
         raise ValueError(f"--use-experts needs --expert PATH (a {input_format} file holds no expert labels)")
     if reference not in RULES and not expert_files and role != "expert":

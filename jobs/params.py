@@ -15,9 +15,23 @@ from crowdqa.aggregation.registry import METHODS
 from crowdqa.aggregation.registry import validate_params as check
 from crowdqa.jobs.errors import JobParamsError
 
-__all__ = ["METHODS", "validate_params", "method_defaults"]
+__all__ = ["METHODS", "NEEDS_EXPERTS", "check_uses_experts", "validate_params", "method_defaults"]
 
 _UNKNOWN = re.compile(r"found unknown parameter '([^']+)'")
+
+#: Methods that learn only from true labels (GoldMajorityVote's skills are each worker's accuracy on them). A job
+#: or command fits the crowd alone unless ``use_experts`` clamps the experts' labels, so without it they have
+#: nothing to learn from.
+NEEDS_EXPERTS: frozenset[str] = frozenset({"gold-mv"})
+
+
+def check_uses_experts(method: str, *, use_experts: bool) -> None:
+    """ValueError when ``method`` learns from the experts' labels only and ``use_experts`` is off: refused when a
+    job or command is asked for, before any data is read, instead of failing in the fit."""
+    if method in NEEDS_EXPERTS and not use_experts:
+        raise ValueError(f"{method} learns each worker's skill from the experts' labels, and without use_experts "
+                         f"the fit sees the crowd alone: run it with use_experts (a job: \"use_experts\": true; the "
+                         f"command line: --use-experts)")
 
 
 def validate_params(method: str, params: dict[str, Any] | None) -> dict[str, Any]:

@@ -96,7 +96,7 @@ def _run(args: argparse.Namespace) -> int:
 
     # Everything that can be checked without the data, before any file is read.
     local.check_run(use_experts=args.use_experts, reference=args.reference, expert_files=len(args.expert),
-                    role=args.role, input_format=args.format)
+                    role=args.role, input_format=args.format, method=args.method)
     params = method_params(args)
     check_sort(args)
     folder_out = (args.output_format or local.default_output_format(args.format, output=args.output)) == "ebm-nlp"

@@ -35,7 +35,7 @@ def _run(args: argparse.Namespace) -> int:
         name, rest = str(exc).split(" ", 1)
         raise UserError(f"--{name.replace('_', '-')} {rest}") from None
     check_run(use_experts=args.use_experts, reference=args.reference, expert_files=len(args.expert), role=args.role,
-              input_format=args.format)
+              input_format=args.format, method=args.method)
     params = method_params(args)
     check_output(args.output, option="--output")
     if args.export_format and not args.export:

@@ -183,3 +183,14 @@ def test_use_experts_with_a_format_that_holds_no_experts_is_refused_before_readi
     err = capsys.readouterr().err.strip().splitlines()
     assert status == 2 and err == ["crowdqa: error: --use-experts needs --expert PATH (a conll file holds no expert "
                                    "labels)"]
+
+
+def test_gold_mv_without_use_experts_is_refused_before_reading(tmp_path, capsys):
+    """gold-mv fitted on the crowd alone has nothing to learn from: one line naming the switch, the (absent)
+    file never opened."""
+    status = main(["aggregate", str(tmp_path / "absent.csv"), "--format", "categorical", "--method", "gold-mv",
+                   "--output", str(tmp_path / "o.csv")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1
+    assert err[0].startswith("crowdqa: error: gold-mv learns each worker's skill from the experts' labels")
+    assert "--use-experts" in err[0]
