@@ -25,7 +25,8 @@ from numpy.typing import NDArray
 
 from crowdqa.aggregation.roles import ROLES
 
-__all__ = ["Corpus", "MISSING", "ROLES", "entity_type", "first_unordered_row", "npz_bytes", "sort_rows"]
+__all__ = ["Corpus", "MISSING", "ROLES", "entity_type", "first_unordered_row", "npz_bytes", "run_indices",
+           "sort_rows"]
 
 #: Sentinel used only in *dense derived views* (e.g. :meth:`Corpus.labels_of`)
 #: for tokens an annotator did not label. The COO arrays never contain it.
@@ -490,6 +491,20 @@ def _check_corpus(c: Corpus) -> None:
 
 
 _CHUNK = 1 << 20  # rows per chunk: keeps validation's temporaries near 10 MB at any corpus size
+
+
+def run_indices(start: NDArray, length: NDArray) -> NDArray[np.int64]:
+    """The indices of runs laid end to end: ``start[0] .. start[0] + length[0] - 1``, then the next run's.
+
+    One ``repeat`` of each run's offset and one ``arange``, no loop over the runs (a document's
+    annotations from :attr:`Corpus.doc_obs_start`, a span's tokens, ...).
+
+    >>> run_indices(np.array([5, 0, 9]), np.array([2, 0, 3])).tolist()
+    [5, 6, 9, 10, 11]
+    """
+    start = np.asarray(start, dtype=np.int64)
+    length = np.asarray(length, dtype=np.int64)
+    return np.repeat(start - (np.cumsum(length) - length), length) + np.arange(int(length.sum()), dtype=np.int64)
 
 
 def first_unordered_row(token: NDArray, worker: NDArray, n_workers: int) -> int | None:

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from crowdqa.aggregation.corpus import MISSING, Corpus
+from crowdqa.aggregation.corpus import MISSING, Corpus, run_indices
 from crowdqa.ingest._bytes import unique_sorted
 from crowdqa.ingest.build import span_token_ranges
 from crowdqa.ingest.formats import AGGREGATE_FORMATS
@@ -68,7 +68,7 @@ def labels_from_spans(
     b_class, i_class = _type_classes(corpus)
     out = np.zeros(corpus.n_tokens, dtype=np.int64)
     lengths = last - first
-    tok = np.repeat(first, lengths) + (np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths))
+    tok = run_indices(first, lengths)
     span_of = np.repeat(np.arange(first.shape[0]), lengths)
     is_first = tok == first[span_of]
     out[tok] = np.where(is_first, b_class[t[span_of]], i_class[t[span_of]])

@@ -48,7 +48,7 @@ from typing import IO, TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from crowdqa.aggregation.corpus import MISSING, Corpus
+from crowdqa.aggregation.corpus import MISSING, Corpus, run_indices
 from crowdqa.aggregation.spans import decode_spans, span_bounds
 from crowdqa.quality.agreement import krippendorff_alpha_corpus
 from crowdqa.quality.intervals import clopper_pearson_bounds, grouped_bootstrap_f1_bounds
@@ -276,8 +276,7 @@ def _obs_pairs(corpus: Corpus) -> tuple[NDArray, NDArray]:
     pair_base = np.cumsum(n_in_doc) - n_in_doc
     obs_base = np.cumsum(per_token) - per_token  # first annotation of each token
     # The first token of a document lists its annotators.
-    pair_worker = corpus.worker[np.repeat(corpus.doc_obs_start[:-1] - pair_base, n_in_doc)
-                                + np.arange(int(n_in_doc.sum()))]
+    pair_worker = corpus.worker[run_indices(corpus.doc_obs_start[:-1], n_in_doc)]
     # int32 while the annotations fit: half the fresh memory of an array over every annotation.
     dtype = np.int32 if corpus.n_obs < np.iinfo(np.int32).max else np.int64
     pair = np.arange(corpus.n_obs, dtype=dtype)
@@ -344,7 +343,7 @@ def _worker_span_counts(
     d = np.flatnonzero(docs)
     lo = corpus.doc_obs_start[d]
     n = corpus.doc_obs_start[d + 1] - lo
-    rows = np.repeat(lo - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))
+    rows = run_indices(lo, n)
     scored = np.zeros(corpus.n_workers, dtype=bool)
     scored[annotators] = True
     rows = rows[scored[corpus.worker[rows]]]

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crowdqa.aggregation.corpus import MISSING, Corpus, npz_bytes, sort_rows
+from crowdqa.aggregation.corpus import MISSING, Corpus, npz_bytes, run_indices, sort_rows
 from tests.utils.factories import synthetic_corpus
 
 
@@ -134,3 +134,13 @@ def test_select_workers_equals_the_checked_subset(seed, pick):
     assert not (sub.token.flags.writeable or sub.worker.flags.writeable or sub.label.flags.writeable)
     assert sub.worker_answers.tolist() == checked.worker_answers.tolist()
     assert c.worker_answers.tolist() == parent_answers
+
+
+@given(runs=st.lists(st.tuples(st.integers(0, 50), st.integers(0, 6)), max_size=12))
+def test_run_indices_lays_the_runs_end_to_end(runs):
+    """Oracle: the ranges concatenated by a Python loop (empty runs included)."""
+    start = np.array([a for a, _ in runs], dtype=np.int64)
+    length = np.array([n for _, n in runs], dtype=np.int64)
+    expected = [i for a, n in runs for i in range(a, a + n)]
+    got = run_indices(start, length)
+    assert got.dtype == np.int64 and got.tolist() == expected
