@@ -7,7 +7,7 @@ ties are resolved by a documented, deterministic rule
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import ClassVar
 
 import numpy as np
@@ -43,40 +43,66 @@ def _token_blocks(corpus: Corpus) -> list[tuple[int, int, int, int]]:
             if b[0] < b[1]]
 
 
-def _votes(
-    corpus: Corpus, weights: NDArray[np.float64] | None = None, *, tie_break: str = "lowest"
-) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    """Per-token (weighted) label counts, class-major, and the winning class of each token.
+def _vote_blocks(
+    corpus: Corpus, weights: NDArray[np.float64] | None, *, tie_break: str
+) -> Iterator[tuple[int, int, NDArray[np.float64], NDArray[np.int64]]]:
+    """The class-major (weighted) label counts and the winning classes, block by block of whole tokens.
 
     :meth:`Corpus.vote_counts` transposed, built as such: the vote and its tie rule then
     run along contiguous rows (one elementwise operation per class), where reductions over
     the short last axis of an (n_tokens, n_classes) array are many times slower. Counted and
-    decided block by block of whole tokens (:func:`_token_blocks`; why: :data:`~crowdqa.aggregation.corpus.BLOCK_OBS`),
-    one ``np.bincount`` each.
+    decided block by block (:func:`_token_blocks`; why: :data:`~crowdqa.aggregation.corpus.BLOCK_OBS`),
+    one ``np.bincount`` each, so that what a caller keeps of a block (the counts, their fractions,
+    only the winners) is taken while the block is in cache.
+
+    Yields
+    ------
+    t0, t1 : int
+        The block's first and end token; the blocks cover every token, in order.
+    votes : ndarray of shape (n_classes, t1 - t0)
+    labels : ndarray of shape (t1 - t0,)
+        :func:`_break_ties` of ``votes`` under ``tie_break``; on categorical answers (no outside class
+        to avoid) every tie goes to the lowest index.
+    """
+    n_classes = corpus.n_classes
+    tie_break = tie_break if corpus.has_outside else "lowest"
+    w = None if weights is None else np.asarray(weights, dtype=np.float64)
+    for t0, t1, o0, o1 in _token_blocks(corpus):
+        width = t1 - t0
+        cell = np.multiply(corpus.label[o0:o1], width, dtype=np.intp)  # label * width + token - t0, in place
+        cell += corpus.token[o0:o1]
+        cell -= t0
+        block = np.bincount(cell, weights=None if w is None else w.take(corpus.worker[o0:o1]),
+                            minlength=n_classes * width).reshape(n_classes, width)
+        yield t0, t1, block, _break_ties(block, tie_break=tie_break)
+
+
+def _votes(
+    corpus: Corpus, weights: NDArray[np.float64] | None = None, *, tie_break: str = "lowest"
+) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """Per-token (weighted) label counts, class-major, and the winning class of each token (:func:`_vote_blocks`).
 
     Returns
     -------
     votes : ndarray of shape (n_classes, n_tokens)
     labels : ndarray of shape (n_tokens,)
-        :func:`_break_ties` of ``votes`` under ``tie_break``; on categorical answers (no outside class
-        to avoid) every tie goes to the lowest index.
     """
-    n_tokens, n_classes = corpus.n_tokens, corpus.n_classes
-    tie_break = tie_break if corpus.has_outside else "lowest"
-    w = None if weights is None else np.asarray(weights, dtype=np.float64)
-    votes = np.empty((n_classes, n_tokens))
-    labels = np.empty(n_tokens, dtype=np.int64)
-    for t0, t1, o0, o1 in _token_blocks(corpus):  # they cover every token
-        width = t1 - t0
-        cell = corpus.label[o0:o1].astype(np.intp)  # label * width + token - t0, in place
-        cell *= width
-        cell += corpus.token[o0:o1]
-        cell -= t0
-        block = np.bincount(cell, weights=None if w is None else w.take(corpus.worker[o0:o1]),
-                            minlength=n_classes * width).reshape(n_classes, width)
+    votes = np.empty((corpus.n_classes, corpus.n_tokens))
+    labels = np.empty(corpus.n_tokens, dtype=np.int64)
+    for t0, t1, block, winners in _vote_blocks(corpus, weights, tie_break=tie_break):
         votes[:, t0:t1] = block
-        labels[t0:t1] = _break_ties(block, tie_break=tie_break)
+        labels[t0:t1] = winners
     return votes, labels
+
+
+def _vote_labels(
+    corpus: Corpus, weights: NDArray[np.float64] | None = None, *, tie_break: str = "lowest"
+) -> NDArray[np.int64]:
+    """The winning class of each token alone: no (n_classes, n_tokens) table is built (:func:`_vote_blocks`)."""
+    labels = np.empty(corpus.n_tokens, dtype=np.int64)
+    for t0, t1, _, winners in _vote_blocks(corpus, weights, tie_break=tie_break):
+        labels[t0:t1] = winners
+    return labels
 
 
 def _break_ties(votes: NDArray[np.float64], *, tie_break: str) -> NDArray[np.int64]:
@@ -98,17 +124,18 @@ def _break_ties(votes: NDArray[np.float64], *, tie_break: str) -> NDArray[np.int
     if n_classes == 0:
         return np.zeros(n_tokens, dtype=np.int64)
     top = votes.max(axis=0)
-    # Weighted votes are float sums; classes within a few ulps of the top count are tied.
-    floor = top - 16 * np.finfo(np.float64).eps * np.maximum(np.abs(top), 1.0)
+    # Weighted votes are float sums of weights >= 0; classes within a few ulps of the top count are tied.
+    floor = top - 16 * np.finfo(np.float64).eps * np.maximum(top, 1.0)
     # The lowest tied class from `first` on wins ("entity": first = 1; "lowest": first = 0). Counting, class
     # by class, the columns whose classes first..k are all below the top gives that index minus `first`
     # without a boolean-mask assignment per class (those cost 20x an elementwise operation).
     first = 1 if tie_break == "entity" and n_classes > 1 else 0
-    labels = np.full(n_tokens, first, dtype=np.int64)
-    below = np.ones(n_tokens, dtype=bool)
-    for k in range(first, n_classes - 1):  # one pass per class, each over all tokens
+    below = votes[first] < floor
+    labels = below.astype(np.int64)
+    for k in range(first + 1, n_classes - 1):  # one pass per class, each over all tokens
         below &= votes[k] < floor
         labels += below
+    labels += first
     if first:  # "entity" with no tied class after O: O is the only top class
         below &= votes[n_classes - 1] < floor
         labels *= ~below
@@ -175,20 +202,25 @@ def _vote_fit(
     class_prior : ndarray of shape (n_classes,)
     worker_confusion : ndarray of shape (n_workers, n_classes, n_classes)
     """
-    votes, labels = _votes(corpus, weights, tie_break=tie_break)
-    total = votes.sum(axis=0)
-    informed = total > 0
+    n_tokens, n_classes = corpus.n_tokens, corpus.n_classes
+    proba = np.empty((n_classes, n_tokens))  # class-major; the vote fractions, block by block
+    labels = np.empty(n_tokens, dtype=np.int64)
+    informed = np.empty(n_tokens, dtype=bool)
     with np.errstate(invalid="ignore"):  # 0/0 in tokens nobody voted on, replaced below
-        proba = np.divide(votes, total, out=votes)
+        for t0, t1, block, winners in _vote_blocks(corpus, weights, tie_break=tie_break):
+            labels[t0:t1] = winners
+            total = block.sum(axis=0)
+            np.greater(total, 0, out=informed[t0:t1])
+            np.divide(block, total, out=proba[:, t0:t1])
     if known is not None:
         idx = np.flatnonzero(known >= 0)
-        proba[:, idx] = 0.0
-        proba[known[idx], idx] = 1.0
-        labels[idx] = known[idx]
+        classes = known[idx]
+        for k in range(n_classes):  # one-hot columns, a class row at a time (a 2-d fancy index costs 1.5x)
+            proba[k, idx] = classes == k
+        labels[idx] = classes
         informed[idx] = True
-    n_classes = corpus.n_classes
     n_informed = int(np.count_nonzero(informed))
-    blank = np.flatnonzero(~informed)
+    blank = np.flatnonzero(~informed) if n_informed < n_tokens else np.empty(0, dtype=np.intp)  # a scan saved
     if blank.size:
         proba[:, blank] = 0.0
     prior = proba.sum(axis=1) / n_informed if n_informed else np.full(n_classes, 1.0 / n_classes)

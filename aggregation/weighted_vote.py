@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
 from crowdqa.aggregation._params import Interval, Options
 from crowdqa.aggregation.corpus import Corpus
-from crowdqa.aggregation.majority_vote import TIE_RULES, _vote_fit, _votes
+from crowdqa.aggregation.majority_vote import TIE_RULES, _vote_fit, _vote_labels
 
 __all__ = ["GoldMajorityVote", "Wawa", "ZeroBasedSkill", "agreement_rate"]
 
@@ -61,7 +61,7 @@ def agreement_rate(corpus: Corpus, reference: NDArray[np.int64]) -> NDArray[np.f
 
 def _vote(corpus: Corpus, weights: NDArray[np.float64], *, tie_break: str, known: NDArray | None) -> NDArray[np.int64]:
     """Weighted vote of every token with the tie rule of :class:`MajorityVote`; known tokens keep their class."""
-    _, labels = _votes(corpus, np.nan_to_num(weights), tie_break=tie_break)
+    labels = _vote_labels(corpus, np.nan_to_num(weights), tie_break=tie_break)
     if known is not None:
         labels = np.where(known >= 0, known, labels)
     return labels
