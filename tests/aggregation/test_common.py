@@ -135,7 +135,10 @@ def test_known_tokens_are_clamped(method, params, is_em, seed):
     # disagrees with the planted truth (O B I O) on tokens 0, 1, 2 and 3.
     # (Binary corpora: inside, inside, outside, inside.)
     known[:4] = [1, 2, 0, 1] if corpus.n_classes == 3 else [1, 1, 0, 1]
+    given = known.copy()
+    # an int64 known reaches the fit as a read-only view of the caller's array: a fit that wrote into it raises
     est = _fit(make_aggregator(method, params), corpus, known=known)
+    np.testing.assert_array_equal(known, given)
     np.testing.assert_array_equal(est.labels_[:4], known[:4])
     np.testing.assert_allclose(est.proba_[:4], np.eye(corpus.n_classes)[known[:4]], atol=1e-12)
 
@@ -146,6 +149,11 @@ def test_bad_known_raises(method, params, is_em, seed):
     est = make_aggregator(method, params)
     with pytest.raises(ValueError, match="known must have shape"):
         est.fit(corpus, known=np.zeros(3, dtype=int))
+    for bad in (-2, corpus.n_classes):
+        known = np.full(corpus.n_tokens, -1)
+        known[5] = bad
+        with pytest.raises(ValueError, match=rf"known must be -1 or in \[0, {corpus.n_classes}\), found {bad} at token 5"):
+            est.fit(corpus, known=known)
 
 
 @pytest.mark.parametrize(("method", "params", "is_em"), ESTIMATORS)
