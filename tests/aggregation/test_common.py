@@ -152,7 +152,8 @@ def test_bad_known_raises(method, params, is_em, seed):
     for bad in (-2, corpus.n_classes):
         known = np.full(corpus.n_tokens, -1)
         known[5] = bad
-        with pytest.raises(ValueError, match=rf"known must be -1 or in \[0, {corpus.n_classes}\), found {bad} at token 5"):
+        message = rf"known must be -1 or in \[0, {corpus.n_classes}\), found {bad} at token 5"
+        with pytest.raises(ValueError, match=message):
             est.fit(corpus, known=known)
 
 
