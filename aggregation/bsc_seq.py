@@ -119,7 +119,7 @@ def _previous_labels(corpus: Corpus, *, start: int) -> NDArray[np.int64]:
     -------
     ndarray of shape (n_obs,)
     """
-    per_token = np.bincount(corpus.token, minlength=corpus.n_tokens)
+    per_token = np.diff(corpus.token_obs_start)
     has_prev = ~doc_first(corpus)[corpus.token]
     pos = np.where(has_prev, np.arange(corpus.n_obs) - per_token[corpus.token], 0)
     return np.where(has_prev, corpus.label[pos].astype(np.int64), start)

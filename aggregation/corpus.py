@@ -204,6 +204,21 @@ class Corpus:
         return self._cache["doc_obs_start"]
 
     @property
+    def token_obs_start(self) -> NDArray[np.int64]:
+        """ndarray of shape (n_tokens + 1,): first annotation of each token, then n_obs.
+
+        Annotations are sorted by token, so a token's are one run. The check of a new corpus counts them
+        (its coverage rule compares each token's run with its document's first), so a checked corpus has
+        them at no further cost; a subset that skips the check counts them on first use.
+        """
+        if "token_obs_start" not in self._cache:
+            start = np.zeros(self.n_tokens + 1, dtype=np.int64)
+            np.cumsum(np.bincount(self.token, minlength=self.n_tokens), out=start[1:])
+            start.flags.writeable = False
+            self._cache["token_obs_start"] = start
+        return self._cache["token_obs_start"]
+
+    @property
     def doc_annotators(self) -> NDArray[np.int64]:
         """ndarray of shape (n_docs,): how many annotators labelled each document (0 for one without tokens).
 
@@ -576,12 +591,8 @@ def _check_coverage(c: Corpus) -> None:
     coverage holds iff each token's block equals the block of its document's first
     token. Compared row by row through an offset per token, in chunks, without sorting.
     """
-    n_tokens = c.token_start.shape[0]
-    per_token = np.bincount(c.token, minlength=n_tokens)
-    block = np.zeros(n_tokens + 1, dtype=np.int64)
-    np.cumsum(per_token, out=block[1:])
-    doc_start = np.zeros(c.n_docs + 1, dtype=np.int64)
-    np.cumsum(c.doc_lengths, out=doc_start[1:])
+    block, doc_start = c.token_obs_start, c.doc_start
+    per_token = np.diff(block)
     first = np.repeat(doc_start[:-1], c.doc_lengths)
     bad = np.flatnonzero(per_token != per_token[first])
     if bad.size:

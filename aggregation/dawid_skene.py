@@ -421,7 +421,7 @@ class DawidSkene(BaseAggregator):
         token = corpus.token
         key = _obs_key(corpus)
         # Tokens with neither annotations nor a known class carry no information about the prior.
-        empty = np.bincount(token, minlength=corpus.n_tokens) == 0
+        empty = np.diff(corpus.token_obs_start) == 0
         unlabelled = np.flatnonzero(empty if known is None else empty & (known < 0))
         e_args = {"token": token, "key": key, "n_tokens": corpus.n_tokens, "known": known}
         m_args = {

@@ -523,7 +523,7 @@ class GLAD(BaseAggregator):
             # int64 worker ids and item pointers: the M-step's CSR views then need no index conversion per call.
             m_args = {"token": token, "worker": worker.astype(np.int64), "n_workers": n_workers,
                       "n_classes": n_classes, "alpha_mean": a_mean, "log_beta_mean": b_mean,
-                      "indptr": np.concatenate([[0], np.cumsum(np.bincount(token, minlength=n_items))])}
+                      "indptr": corpus.token_obs_start}
         monitor = self._monitor(callback)
         converged = False
         for _ in range(int(self.max_iter)):

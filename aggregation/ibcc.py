@@ -163,7 +163,7 @@ class IBCC(BaseAggregator):
         np.fill_diagonal(alpha0, float(self.diagonal_prior))
         nu0 = np.full(n_classes, float(self.class_prior_strength) / n_classes)
         token, key = corpus.token, _obs_key(corpus)
-        labelled = np.bincount(token, minlength=n_items) > 0
+        labelled = np.diff(corpus.token_obs_start) > 0
         if known is not None:
             labelled |= known >= 0
         # Items with neither labels nor a known class are left out of the model (their

@@ -185,7 +185,7 @@ class KOS(BaseAggregator):
         score = np.bincount(token, weights=answer * y, minlength=n_items)
         top = np.abs(score).max(initial=0.0)
         labels = (score < 0).astype(np.int64)
-        voted = np.bincount(token, minlength=n_items) > 0
+        voted = np.diff(corpus.token_obs_start) > 0
         if known is not None:
             labels = np.where(known >= 0, known, labels)
             voted |= known >= 0

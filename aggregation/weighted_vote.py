@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 
 from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
 from crowdqa.aggregation._params import Interval, Options
-from crowdqa.aggregation.corpus import Corpus
+from crowdqa.aggregation.corpus import Corpus, run_indices
 from crowdqa.aggregation.majority_vote import TIE_RULES, _vote_fit, _vote_labels
 
 __all__ = ["GoldMajorityVote", "Wawa", "ZeroBasedSkill", "agreement_rate"]
@@ -49,10 +49,13 @@ def agreement_rate(corpus: Corpus, reference: NDArray[np.int64]) -> NDArray[np.f
         ref = reference.astype(corpus.label.dtype).take(corpus.token)
         right = np.bincount(corpus.worker[corpus.label == ref], minlength=corpus.n_workers)
         seen = corpus.worker_answers
-    else:  # the referenced answers first (gold: often a small share), then both counts over them only
-        obs = np.flatnonzero(has_ref.take(corpus.token))
+    else:  # the referenced tokens' answers alone (gold: often a small share), each token's run of annotations
+        tokens = np.flatnonzero(has_ref)
+        start = corpus.token_obs_start
+        length = start.take(tokens + 1) - start.take(tokens)
+        obs = run_indices(start.take(tokens), length)
         worker = corpus.worker.take(obs)
-        right = np.bincount(worker[corpus.label.take(obs) == reference.take(corpus.token.take(obs))],
+        right = np.bincount(worker[corpus.label.take(obs) == np.repeat(reference.take(tokens), length)],
                             minlength=corpus.n_workers)
         seen = np.bincount(worker, minlength=corpus.n_workers)
     with np.errstate(invalid="ignore"):  # 0/0 for annotators without referenced answers -> NaN, as documented
@@ -129,7 +132,7 @@ class Wawa(_SkillVote):
 
     Examples
     --------
-    >>> from crowdqa.aggregation.corpus import Corpus
+    >>> from crowdqa.aggregation.corpus import Corpus, run_indices
     >>> c = Corpus.from_arrays(token=[0, 0, 0, 1, 1, 1, 2, 2], worker=[0, 1, 2, 0, 1, 2, 0, 2],
     ...     label=[1, 1, 0, 0, 0, 1, 1, 0], doc_lengths=[1, 1, 1], token_start=[0, 0, 0],
     ...     token_end=[1, 1, 1], doc_ids=["a", "b", "c"], texts=["a", "b", "c"],
@@ -219,7 +222,7 @@ class ZeroBasedSkill(_SkillVote):
 
     Examples
     --------
-    >>> from crowdqa.aggregation.corpus import Corpus
+    >>> from crowdqa.aggregation.corpus import Corpus, run_indices
     >>> c = Corpus.from_arrays(token=[0, 0, 0, 1, 1, 1, 2, 2], worker=[0, 1, 2, 0, 1, 2, 0, 2],
     ...     label=[1, 1, 0, 0, 0, 1, 1, 0], doc_lengths=[1, 1, 1], token_start=[0, 0, 0],
     ...     token_end=[1, 1, 1], doc_ids=["a", "b", "c"], texts=["a", "b", "c"],
@@ -325,7 +328,7 @@ class GoldMajorityVote(_SkillVote):
     Examples
     --------
     >>> import numpy as np
-    >>> from crowdqa.aggregation.corpus import Corpus
+    >>> from crowdqa.aggregation.corpus import Corpus, run_indices
     >>> c = Corpus.from_arrays(token=[0, 0, 0, 1, 1, 1], worker=[0, 1, 2, 0, 1, 2],
     ...     label=[0, 0, 1, 1, 0, 1], doc_lengths=[1, 1], token_start=[0, 0], token_end=[1, 1],
     ...     doc_ids=["t1", "t2"], texts=["a", "b"], worker_ids=["p1", "p2", "p3"],

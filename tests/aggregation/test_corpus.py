@@ -134,6 +134,12 @@ def test_select_workers_equals_the_checked_subset(seed, pick):
     assert not (sub.token.flags.writeable or sub.worker.flags.writeable or sub.label.flags.writeable)
     assert sub.worker_answers.tolist() == checked.worker_answers.tolist()
     assert c.worker_answers.tolist() == parent_answers
+    # token_obs_start: counted by the check of `checked`, on first use by the unchecked subset; oracle: a loop
+    for corpus in (sub, checked):
+        runs = corpus.token_obs_start
+        assert runs.dtype == np.int64 and runs.shape == (corpus.n_tokens + 1,) and runs[-1] == corpus.n_obs
+        for t in range(corpus.n_tokens):
+            assert np.flatnonzero(corpus.token == t).tolist() == list(range(runs[t], runs[t + 1]))
 
 
 @given(runs=st.lists(st.tuples(st.integers(0, 50), st.integers(0, 6)), max_size=12))
