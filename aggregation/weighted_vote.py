@@ -51,9 +51,9 @@ def agreement_rate(corpus: Corpus, reference: NDArray[np.int64]) -> NDArray[np.f
         seen = corpus.worker_answers
     else:  # the referenced tokens' answers alone (gold: often a small share), each token's run of annotations
         tokens = np.flatnonzero(has_ref)
-        start = corpus.token_obs_start
-        length = start.take(tokens + 1) - start.take(tokens)
-        obs = run_indices(start.take(tokens), length)
+        first = corpus.token_obs_start.take(tokens)
+        length = corpus.token_obs_start.take(tokens + 1) - first
+        obs = run_indices(first, length)
         worker = corpus.worker.take(obs)
         right = np.bincount(worker[corpus.label.take(obs) == np.repeat(reference.take(tokens), length)],
                             minlength=corpus.n_workers)
@@ -132,7 +132,7 @@ class Wawa(_SkillVote):
 
     Examples
     --------
-    >>> from crowdqa.aggregation.corpus import Corpus, run_indices
+    >>> from crowdqa.aggregation.corpus import Corpus
     >>> c = Corpus.from_arrays(token=[0, 0, 0, 1, 1, 1, 2, 2], worker=[0, 1, 2, 0, 1, 2, 0, 2],
     ...     label=[1, 1, 0, 0, 0, 1, 1, 0], doc_lengths=[1, 1, 1], token_start=[0, 0, 0],
     ...     token_end=[1, 1, 1], doc_ids=["a", "b", "c"], texts=["a", "b", "c"],
@@ -222,7 +222,7 @@ class ZeroBasedSkill(_SkillVote):
 
     Examples
     --------
-    >>> from crowdqa.aggregation.corpus import Corpus, run_indices
+    >>> from crowdqa.aggregation.corpus import Corpus
     >>> c = Corpus.from_arrays(token=[0, 0, 0, 1, 1, 1, 2, 2], worker=[0, 1, 2, 0, 1, 2, 0, 2],
     ...     label=[1, 1, 0, 0, 0, 1, 1, 0], doc_lengths=[1, 1, 1], token_start=[0, 0, 0],
     ...     token_end=[1, 1, 1], doc_ids=["a", "b", "c"], texts=["a", "b", "c"],
@@ -328,7 +328,7 @@ class GoldMajorityVote(_SkillVote):
     Examples
     --------
     >>> import numpy as np
-    >>> from crowdqa.aggregation.corpus import Corpus, run_indices
+    >>> from crowdqa.aggregation.corpus import Corpus
     >>> c = Corpus.from_arrays(token=[0, 0, 0, 1, 1, 1], worker=[0, 1, 2, 0, 1, 2],
     ...     label=[0, 0, 1, 1, 0, 1], doc_lengths=[1, 1], token_start=[0, 0], token_end=[1, 1],
     ...     doc_ids=["t1", "t2"], texts=["a", "b"], worker_ids=["p1", "p2", "p3"],
