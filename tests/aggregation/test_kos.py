@@ -25,12 +25,18 @@ def test_one_round_matches_the_update_equations(seed):
     corpus, _ = random_corpus(rng, n_items=8, n_workers=4, n_classes=2, per_item=3)
     a = np.where(corpus.label == 0, 1.0, -1.0)
     y0 = rng.normal(1.0, 1.0, corpus.n_obs)
-    x, y = _iterate(a, y0, token=corpus.token, worker=corpus.worker, n_items=8, n_workers=4)
+    item_sum = np.bincount(corpus.token, weights=a * y0, minlength=8)
+    x, y, ay = np.empty_like(y0), np.empty_like(y0), a * y0
+    score = _iterate(a, ay, item_sum, x, y, token=corpus.token, worker=corpus.worker_index, n_items=8, n_workers=4)
     edges = list(zip(corpus.token.tolist(), corpus.worker.tolist(), strict=True))
     want_x = [sum(a[f] * y0[f] for f, (i2, w2) in enumerate(edges) if i2 == i and w2 != w) for i, w in edges]
     want_y = [sum(a[f] * want_x[f] for f, (i2, w2) in enumerate(edges) if w2 == w and i2 != i) for i, w in edges]
+    want_y = np.asarray(want_y) / np.abs(want_y).max()
     np.testing.assert_allclose(x, want_x, atol=1e-12)
-    np.testing.assert_allclose(y, np.asarray(want_y) / np.abs(want_y).max(), atol=1e-12)
+    np.testing.assert_allclose(y, want_y, atol=1e-12)
+    np.testing.assert_allclose(ay, a * want_y, atol=1e-12)
+    want_score = [sum(a[f] * want_y[f] for f, (i2, _) in enumerate(edges) if i2 == i) for i in range(8)]
+    np.testing.assert_allclose(score, want_score, atol=1e-12)
 
 
 def test_non_binary_corpus_raises(seed):
@@ -56,9 +62,11 @@ def test_matches_crowdkit(name, tmp_path):
     first = int(classes[0])
     a = np.where(crowd.label == first, 1.0, -1.0)
     np.random.seed(0)  # noqa: NPY002 - crowd-kit's legacy global draw, reproduced
-    y = np.random.normal(loc=1, scale=1, size=crowd.n_obs)  # noqa: NPY002
-    args = {"token": crowd.token, "worker": crowd.worker, "n_items": crowd.n_tokens, "n_workers": crowd.n_workers}
+    ay = a * np.random.normal(loc=1, scale=1, size=crowd.n_obs)  # noqa: NPY002
+    score = np.bincount(crowd.token, weights=ay, minlength=crowd.n_tokens)
+    args = {"token": crowd.token, "worker": crowd.worker_index, "n_items": crowd.n_tokens,
+            "n_workers": crowd.n_workers}
+    x, y = np.empty_like(ay), np.empty_like(ay)
     for _ in range(100):
-        _, y = _iterate(a, y, **args)
-    score = np.bincount(crowd.token, weights=a * y, minlength=crowd.n_tokens)
+        score = _iterate(a, ay, score, x, y, **args)
     np.testing.assert_array_equal(np.where(score > 0, first, 1 - first), theirs)
