@@ -169,7 +169,8 @@ class IBCC(BaseAggregator):
         # Items with neither labels nor a known class are left out of the model (their
         # posterior is the predictive E[kappa]); their log Z_i is removed from the bound.
         n_blank = int(np.count_nonzero(~labelled))
-        e_args = {"token": token, "key": key, "n_tokens": n_items, "known": known}
+        scratch = np.empty(corpus.n_obs)  # the gathers of every step, in one buffer (see DawidSkene.fit)
+        e_args = {"token": token, "key": key, "n_tokens": n_items, "known": known, "scratch": scratch}
 
         alpha = np.broadcast_to(alpha0, (n_workers, n_classes, n_classes)).copy()
         nu = nu0.copy()
@@ -180,7 +181,7 @@ class IBCC(BaseAggregator):
             post, ll = _e_step(log_kappa, _expected_log(alpha), **e_args)
             bound = (ll - n_blank * float(logsumexp(log_kappa))
                      - dirichlet_kl(alpha, alpha0) - dirichlet_kl(nu, nu0))
-            alpha = alpha0 + _expected_counts(post, token=token, key=key, n_workers=n_workers)
+            alpha = alpha0 + _expected_counts(post, token=token, key=key, n_workers=n_workers, scratch=scratch)
             nu = nu0 + post[labelled].sum(axis=0)
             if monitor.report(bound):
                 converged = True
