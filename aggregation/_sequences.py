@@ -124,16 +124,26 @@ def text_features(tokens: list[str], *, n_tokens: int, features: tuple[str, ...]
     shape : ndarray of shape (n_tokens, n_features) of bool
         One column per shape feature, in the order of ``features``.
     """
-    word = vocab = None
-    if "word" in features:
-        index: dict[str, int] = {}
-        word = np.fromiter((index.setdefault(t.lower() if lowercase else t, len(index)) for t in tokens),
-                           dtype=np.int64, count=n_tokens)
-        vocab = sp.csr_array((np.ones(n_tokens), (np.arange(n_tokens), word)), shape=(n_tokens, max(len(index), 1)))
     names = [f for f in features if f != "word"]
     shape = np.zeros((n_tokens, len(names)), dtype=bool)
-    for j, name in enumerate(names):  # one pass per feature over the token strings
-        shape[:, j] = np.fromiter(map(SHAPE_FEATURES[name], tokens), dtype=bool, count=n_tokens)
+    if not features:
+        return None, None, shape
+    # One pass over the token strings numbers the distinct strings in order of first appearance; the word ids
+    # and the shape features (each a function of the string) are then taken per distinct string and gathered.
+    index: dict[str, int] = {}
+    ids = np.fromiter((index.setdefault(t, len(index)) for t in tokens), dtype=np.int64, count=n_tokens)
+    distinct = list(index)
+    for j, name in enumerate(names):
+        shape[:, j] = np.fromiter(map(SHAPE_FEATURES[name], distinct), dtype=bool, count=len(distinct)).take(ids)
+    if "word" not in features:
+        return None, None, shape
+    word, n_words = ids, len(distinct)
+    if lowercase:  # numbered in order of first appearance of the lower-cased word, as the tokens give it
+        lower: dict[str, int] = {}
+        word = np.fromiter((lower.setdefault(w.lower(), len(lower)) for w in distinct), dtype=np.int64,
+                           count=len(distinct)).take(ids)
+        n_words = len(lower)
+    vocab = sp.csr_array((np.ones(n_tokens), (np.arange(n_tokens), word)), shape=(n_tokens, max(n_words, 1)))
     return word, vocab, shape
 
 

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from crowdqa.aggregation._base import ConvergenceWarning
-from crowdqa.aggregation._sequences import sentence_starts
+from crowdqa.aggregation._sequences import SHAPE_FEATURES, sentence_starts, text_features
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.aggregation.hmm_crowd import (
     HMMCrowd,
@@ -594,3 +594,25 @@ def test_auto_max_iter_follows_the_authors_schedules(options, class_names, steps
     corpus = random_corpus(np.random.default_rng(0), n_docs=4, class_names=class_names)
     model = HMMCrowd(**options).fit(corpus)
     assert model.n_iter_ == len(model.log_likelihood_) == steps == model.resolved_max_iter(corpus.n_classes)
+
+
+@settings(max_examples=60, deadline=None)
+@given(tokens=st.lists(st.sampled_from(["The", "the", "THE", "2x", "a", "A.", ",", "É", "é", "", "Ab", "aB", "ǅ"]),
+                       max_size=40),
+       features=st.lists(st.sampled_from(["word", *SHAPE_FEATURES]), unique=True), lowercase=st.booleans())
+def test_text_features_equal_a_loop_over_the_tokens(tokens, features, lowercase):
+    """Oracle: every token's features computed from its own string, word ids numbered by a dict in token order."""
+    word, vocab, shape = text_features(tokens, n_tokens=len(tokens), features=tuple(features), lowercase=lowercase)
+    names = [f for f in features if f != "word"]
+    expected = np.zeros((len(tokens), len(names)), dtype=bool)
+    for i, t in enumerate(tokens):
+        expected[i] = [SHAPE_FEATURES[f](t) for f in names]
+    np.testing.assert_array_equal(shape, expected)
+    if "word" not in features:
+        assert word is None and vocab is None
+        return
+    index: dict[str, int] = {}
+    ids = [index.setdefault(t.lower() if lowercase else t, len(index)) for t in tokens]
+    assert word.tolist() == ids
+    assert vocab.shape == (len(tokens), max(len(index), 1))
+    np.testing.assert_array_equal(vocab.toarray(), np.eye(max(len(index), 1))[np.array(ids, dtype=np.int64)])
