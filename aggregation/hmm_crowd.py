@@ -8,7 +8,7 @@ from typing import ClassVar
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
-from scipy.special import digamma, gammaln, logsumexp, xlogy
+from scipy.special import digamma, gammaln, xlogy
 
 from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
 from crowdqa.aggregation._forward_backward import (
@@ -23,6 +23,7 @@ from crowdqa.aggregation._forward_backward import (
 from crowdqa.aggregation._params import InstanceOf, Interval, Options
 from crowdqa.aggregation._sequences import FEATURES, layout, text_features, token_text
 from crowdqa.aggregation.corpus import Corpus
+from crowdqa.aggregation.dawid_skene import _normalise
 from crowdqa.aggregation.majority_vote import _break_ties
 
 __all__ = ["HMMCrowd"]
@@ -116,8 +117,9 @@ def _dawid_skene_init(design: _Design, *, n_workers: int, n_rounds: int, diagona
         counts = prior_counts + _worker_counts(design.crowd, post, n_workers=n_workers)
         log_conf = np.log(counts / counts.sum(axis=2, keepdims=True))
         prior = smoothing + post.sum(axis=0)
-        log_post = np.log(prior / prior.sum()) + _log_emissions(crowd=design.crowd, log_confusion=log_conf)
-        post = _clamp(np.exp(log_post - logsumexp(log_post, axis=1, keepdims=True)), design)
+        log_joint = np.log(prior / prior.sum()) + _log_emissions(crowd=design.crowd, log_confusion=log_conf)
+        post, _ = _normalise(np.ascontiguousarray(log_joint.T))  # class-major: 1.0 s of scipy's logsumexp on PICO
+        post = _clamp(post.T, design)
     return post
 
 
