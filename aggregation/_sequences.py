@@ -101,8 +101,8 @@ def sentence_starts(tokens: list[str], *, doc_first: NDArray[np.bool_]) -> NDArr
 
 
 def text_features(tokens: list[str], *, n_tokens: int, features: tuple[str, ...], lowercase: bool
-                  ) -> tuple[NDArray[np.int64] | None, sp.csr_array | None, NDArray[np.bool_]]:
-    """Word ids, their one-hot matrix and the shape indicators of every token.
+                  ) -> tuple[NDArray[np.int64] | None, sp.csr_array | None, NDArray[np.bool_], tuple[str, ...]]:
+    """Word ids, their one-hot matrix, the shape indicators of every token and the words.
 
     Parameters
     ----------
@@ -123,11 +123,13 @@ def text_features(tokens: list[str], *, n_tokens: int, features: tuple[str, ...]
         One-hot ``word``.
     shape : ndarray of shape (n_tokens, n_features) of bool
         One column per shape feature, in the order of ``features``.
+    words : tuple of str
+        The word of each id (lower-cased with ``lowercase``); empty without ``"word"``.
     """
     names = [f for f in features if f != "word"]
     shape = np.zeros((n_tokens, len(names)), dtype=bool)
     if not features:
-        return None, None, shape
+        return None, None, shape, ()
     # One pass over the token strings numbers the distinct strings in order of first appearance; the word ids
     # and the shape features (each a function of the string) are then taken per distinct string and gathered.
     index: dict[str, int] = {}
@@ -136,15 +138,15 @@ def text_features(tokens: list[str], *, n_tokens: int, features: tuple[str, ...]
     for j, name in enumerate(names):
         shape[:, j] = np.fromiter(map(SHAPE_FEATURES[name], distinct), dtype=bool, count=len(distinct)).take(ids)
     if "word" not in features:
-        return None, None, shape
-    word, n_words = ids, len(distinct)
+        return None, None, shape, ()
+    word, words = ids, tuple(distinct)
     if lowercase:  # numbered in order of first appearance of the lower-cased word, as the tokens give it
         lower: dict[str, int] = {}
         word = np.fromiter((lower.setdefault(w.lower(), len(lower)) for w in distinct), dtype=np.int64,
                            count=len(distinct)).take(ids)
-        n_words = len(lower)
-    vocab = sp.csr_array((np.ones(n_tokens), (np.arange(n_tokens), word)), shape=(n_tokens, max(n_words, 1)))
-    return word, vocab, shape
+        words = tuple(lower)
+    vocab = sp.csr_array((np.ones(n_tokens), (np.arange(n_tokens), word)), shape=(n_tokens, max(len(words), 1)))
+    return word, vocab, shape, words
 
 
 @dataclass(frozen=True)

@@ -141,7 +141,7 @@ def _build_design(corpus: Corpus, *, known: NDArray[np.int64] | None, annotator_
     crowd = sp.csr_array((np.ones(corpus.n_obs), (corpus.token, column)), shape=(n_tokens, n_workers * n_prev * k))
 
     tokens = token_text(corpus) if features or sequences == "sentence" else []
-    _, vocab, shape = text_features(tokens, n_tokens=n_tokens, features=features, lowercase=lowercase)
+    _, vocab, shape, _ = text_features(tokens, n_tokens=n_tokens, features=features, lowercase=lowercase)
     seqs = layout(corpus, known=known, sequences=sequences, tokens=tokens)
     active, start = seqs.active, seqs.start
     design = _Design(k, n_workers, n_prev, crowd, vocab, shape, None, active, start[active[start]], seqs.seq_first,

@@ -50,6 +50,7 @@ class _Design:
     first: NDArray[np.int64]  # first token of each active sequence
     pairs: NDArray[np.int64]  # tokens t of active documents whose successor t + 1 is in the same sequence
     buckets: list[tuple[NDArray[np.int64], NDArray[np.int64]]]  # (token index (n_seqs_b, max_len), lengths)
+    words: tuple[str, ...]  # the word of each word id (text_features); empty without the "word" feature
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ def _build_design(corpus: Corpus, *, known: NDArray[np.int64] | None, features: 
         shape=(n_tokens, corpus.n_workers * n_classes),
     )
     tokens = token_text(corpus) if features or sequences == "sentence" else []
-    word, vocab, shape = text_features(tokens, n_tokens=n_tokens, features=features, lowercase=lowercase)
+    word, vocab, shape, words = text_features(tokens, n_tokens=n_tokens, features=features, lowercase=lowercase)
     if shape_emission == "shared" and shape.shape[1]:
         # The authors' emission: the shape features are extra "words" of the same
         # multinomial, emitted only when present (util.get_features, HMM.pr_obs).
@@ -92,7 +93,7 @@ def _build_design(corpus: Corpus, *, known: NDArray[np.int64] | None, features: 
     active, seq_first, start = seqs.active, seqs.seq_first, seqs.start
     pairs = np.flatnonzero(active[:-1] & ~seq_first[1:])
     return _Design(n_classes, crowd, word, vocab, shape, known, active, seq_first, start[active[start]], pairs,
-                   _bucket_index(start, lengths=seqs.lengths, n_tokens=n_tokens))
+                   _bucket_index(start, lengths=seqs.lengths, n_tokens=n_tokens), words)
 
 
 def _dawid_skene_init(design: _Design, *, n_workers: int, n_rounds: int, diagonal: float,
@@ -665,7 +666,7 @@ class HMMCrowd(BaseAggregator):
         design = _build_design(corpus, known=known, features=tuple(self.features), lowercase=self.lowercase,
                                sequences=self.sequences, shape_emission=self.shape_emission)
         if self.warm_start and self._has_batch_state():
-            params = self._carried(corpus)  # the earlier fit's factors, annotators and words matched
+            params = self._carried(corpus, design)  # the earlier fit's factors, annotators and words matched
         else:
             init = _dawid_skene_init(design, n_workers=n_workers, n_rounds=self.init_rounds,
                                      diagonal=self.init_diagonal, smoothing=self.worker_smoothing)
@@ -701,21 +702,16 @@ class HMMCrowd(BaseAggregator):
                                       fill=int(self.class_prior_.argmax()))
         self.worker_ids_ = tuple(corpus.worker_ids)
         self.worker_labels_ = np.bincount(corpus.worker, minlength=n_workers)
-        self.vocabulary_ = tuple(self._words(corpus)) if params.log_word is not None else ()
+        self.vocabulary_ = design.words if params.log_word is not None else ()
         self.log_start_, self.log_transition_ = params.log_start, params.log_trans
         self.log_word_emission_ = params.log_word if params.log_word is not None else np.zeros((0, 0))
         self.log_shape_emission_ = params.log_shape
         return self
 
-    def _words(self, corpus: Corpus) -> dict[str, int]:
-        """Word -> column of the word emission, as :func:`text_features` numbers them (first occurrence)."""
-        if "word" not in self.features:
-            return {}
-        return dict.fromkeys(t.lower() if self.lowercase else t for t in token_text(corpus))
-
-    def _carried(self, corpus: Corpus) -> _Params:
-        """The fitted factors carried to ``corpus``: annotators by id (a new one gets the crowd average), word
-        columns by text (a word the fit never saw gets log factor 0 in every state: no evidence)."""
+    def _carried(self, corpus: Corpus, design: _Design) -> _Params:
+        """The fitted factors carried to ``corpus`` (whose design is ``design``): annotators by id (a new one gets
+        the crowd average), word columns by text (a word the fit never saw gets log factor 0 in every state: no
+        evidence)."""
         from crowdqa.aggregation.batches import carry_workers
 
         if corpus.n_classes != self.class_prior_.shape[0]:
@@ -726,7 +722,7 @@ class HMMCrowd(BaseAggregator):
         log_word = None
         if self.log_word_emission_.size:
             old = {w: i for i, w in enumerate(self.vocabulary_)}
-            where = np.fromiter((old.get(w, -1) for w in self._words(corpus)), dtype=np.int64)
+            where = np.fromiter((old.get(w, -1) for w in design.words), dtype=np.int64, count=len(design.words))
             words = np.where(where >= 0, self.log_word_emission_[:, np.maximum(where, 0)], 0.0)
             # Shape features sharing the word multinomial follow the words (shape_emission="shared").
             log_word = np.hstack([words, self.log_word_emission_[:, len(self.vocabulary_):]])
@@ -738,7 +734,7 @@ class HMMCrowd(BaseAggregator):
         """Labels and posteriors of ``corpus`` under the fitted factors: one forward-backward and the decoder."""
         design = _build_design(corpus, known=None, features=tuple(self.features), lowercase=self.lowercase,
                                sequences=self.sequences, shape_emission=self.shape_emission)
-        params = self._carried(corpus)
+        params = self._carried(corpus, design)
         _, post, _ = _e_step(params, design)
         post[~design.active] = self.class_prior_
         labels = _decode_labels(corpus, design, params, post, decode=self.decode,

@@ -602,17 +602,19 @@ def test_auto_max_iter_follows_the_authors_schedules(options, class_names, steps
        features=st.lists(st.sampled_from(["word", *SHAPE_FEATURES]), unique=True), lowercase=st.booleans())
 def test_text_features_equal_a_loop_over_the_tokens(tokens, features, lowercase):
     """Oracle: every token's features computed from its own string, word ids numbered by a dict in token order."""
-    word, vocab, shape = text_features(tokens, n_tokens=len(tokens), features=tuple(features), lowercase=lowercase)
+    word, vocab, shape, words = text_features(tokens, n_tokens=len(tokens), features=tuple(features),
+                                              lowercase=lowercase)
     names = [f for f in features if f != "word"]
     expected = np.zeros((len(tokens), len(names)), dtype=bool)
     for i, t in enumerate(tokens):
         expected[i] = [SHAPE_FEATURES[f](t) for f in names]
     np.testing.assert_array_equal(shape, expected)
     if "word" not in features:
-        assert word is None and vocab is None
+        assert word is None and vocab is None and words == ()
         return
     index: dict[str, int] = {}
     ids = [index.setdefault(t.lower() if lowercase else t, len(index)) for t in tokens]
     assert word.tolist() == ids
+    assert words == tuple(index)
     assert vocab.shape == (len(tokens), max(len(index), 1))
     np.testing.assert_array_equal(vocab.toarray(), np.eye(max(len(index), 1))[np.array(ids, dtype=np.int64)])
