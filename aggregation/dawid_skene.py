@@ -19,7 +19,7 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
+from crowdqa.aggregation._base import BaseAggregator, ProgressCallback, one_hot_columns
 from crowdqa.aggregation._params import RANDOM_STATE, InstanceOf, Interval, Options
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.aggregation.majority_vote import _confusion_rows, _votes
@@ -132,8 +132,7 @@ def _normalise(joint: NDArray[np.float64], known: NDArray[np.int64] | None = Non
     log_z = top + np.log(total)
     if known is None:
         return joint, float(log_z.sum())
-    joint[:, idx] = 0.0
-    joint[known[idx], idx] = 1.0
+    one_hot_columns(joint, idx, known[idx])
     return joint, float(log_z[known < 0].sum()) + ll_known
 
 
@@ -248,8 +247,7 @@ def _init_posterior(
         buf = rng.dirichlet(np.ones(n_classes), size=n_tokens).T.copy()
     if known is not None:
         idx = np.flatnonzero(known >= 0)
-        buf[:, idx] = 0.0
-        buf[known[idx], idx] = 1.0
+        one_hot_columns(buf, idx, known[idx])
     return buf.T
 
 
@@ -277,7 +275,7 @@ def _supervised_start(
     n_classes = conf.shape[1]
     onehot = np.zeros((n_classes, known.shape[0]))  # unknown tokens contribute nothing
     idx = np.flatnonzero(known >= 0)
-    onehot[known[idx], idx] = 1.0
+    one_hot_columns(onehot, idx, known[idx])
     mass = _expected_counts(onehot.T, token=token, key=key, n_workers=n_workers).sum(axis=2)  # (w, t)
     _, conf_known = _m_step(onehot.T, token=token, key=key, n_workers=n_workers, alpha=alpha, model=model)
     has = mass > 0 if model == "full" else np.broadcast_to(mass.sum(axis=1, keepdims=True) > 0, mass.shape)
