@@ -363,7 +363,7 @@ class GoldMajorityVote(_SkillVote):
         if known is None:
             experts = corpus.select_role("expert")
             known = _vote(experts, np.ones(corpus.n_workers), tie_break="lowest", known=None)
-            known[np.bincount(experts.token, minlength=corpus.n_tokens) == 0] = -1  # tokens no expert labelled
+            known[np.diff(experts.token_obs_start) == 0] = -1  # tokens no expert labelled
             voters = corpus.select_role("crowd")
         skills = agreement_rate(voters, known)
         rated = ~np.isnan(skills)
