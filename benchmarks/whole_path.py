@@ -39,13 +39,11 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.ds_speed import one_coin_crowd
+from benchmarks.ds_speed import N_WORKERS, PER_ITEM, one_coin_crowd
 from benchmarks.tables import make_meta, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BIN = Path(sys.executable).parent
-N_WORKERS = 500
-PER_ITEM = 3
 
 CROWD_KIT = """
 import sys, time
