@@ -117,3 +117,26 @@ def test_review_help_lists_the_rules_own_choices() -> None:
     expected = (rules.METRICS, rules.AGAINST, rules.DECIDE_BY)
     assert (command.METRICS, command.AGAINST, command.DECIDE_BY) == expected
     assert tuple(get_args(t) for t in (route.Metric, route.Against, route.DecideBy)) == expected
+
+
+def test_table_and_reference_help_list_the_reports_own_keys() -> None:
+    """``--sort`` and ``--reference`` write the report's keys again in their help so that ``--help`` loads no
+    report code (numpy); the lists must agree with ``quality.report.TABLE_SORT_KEYS`` and
+    ``quality.references.RULES``."""
+    import argparse
+    import re
+
+    from crowdqa.api.commands import aggregate, report, route
+    from crowdqa.quality.references import RULES
+    from crowdqa.quality.report import TABLE_SORT_KEYS
+
+    for command in (aggregate, report, route):
+        parser = argparse.ArgumentParser()
+        command.register(parser.add_subparsers())
+        sub = next(iter(parser._subparsers._group_actions[0].choices.values()))  # noqa: SLF001 - argparse's own
+        helps = {a.dest: a.help for a in sub._actions}  # noqa: SLF001
+        if command is not route:  # route prints no worker table
+            listed = re.findall(r"[a-z_0-9]+", helps["sort"].split(";")[0].split(":", 1)[1])
+            assert [w for w in listed if w not in ("worst", "first", "or")] == list(TABLE_SORT_KEYS), command.__name__
+        named = set(re.findall(r"[a-z_]+", helps["reference"].split("(")[0]))
+        assert set(RULES) <= named, command.__name__
