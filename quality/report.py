@@ -271,10 +271,10 @@ def _obs_pairs(corpus: Corpus) -> tuple[NDArray, NDArray]:
     """
     if corpus.single_token_docs:
         return np.arange(corpus.n_obs, dtype=np.int64), corpus.worker.astype(np.int64)
-    per_token = np.bincount(corpus.token, minlength=corpus.n_tokens)
+    obs_start = corpus.token_obs_start  # the corpus's check counted each token's annotations already
+    per_token, obs_base = np.diff(obs_start), obs_start[:-1]  # obs_base: first annotation of each token
     n_in_doc = corpus.doc_annotators
     pair_base = np.cumsum(n_in_doc) - n_in_doc
-    obs_base = np.cumsum(per_token) - per_token  # first annotation of each token
     # The first token of a document lists its annotators.
     pair_worker = corpus.worker[run_indices(corpus.doc_obs_start[:-1], n_in_doc)]
     # int32 while the annotations fit: half the fresh memory of an array over every annotation.
