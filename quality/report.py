@@ -742,10 +742,10 @@ def _compact(value: Any) -> str:
 def dump_report(report: QualityReport | dict, fh: IO[str], *, _indent: str = "") -> None:
     """Write a report as JSON to ``fh``: nested blocks indented, each row of a list on one line.
 
-    Every list of rows (workers, pair kappas) is encoded by one call of the C encoder and its rows put
-    on lines of their own, so a report of 5,000 workers and 100,000 worker pairs takes a fraction of
-    ``json.dump(..., indent=2)``'s time, and stays readable (one worker per line). NaN and inf become
-    ``null``; numpy values become numbers.
+    Every list of rows (workers, pair kappas) is encoded by the C encoder, one call per ``_ROWS_AT_ONCE``
+    rows, and its rows put on lines of their own, so a report of 5,000 workers and 100,000 worker pairs
+    takes a fraction of ``json.dump(..., indent=2)``'s time, and stays readable (one worker per line).
+    NaN and inf become ``null``; numpy values become numbers.
     """
     if not isinstance(report, dict):  # the typed model
         report = report.model_dump(mode="json")
