@@ -21,6 +21,7 @@ from crowdqa.jobs.params import check_uses_experts, validate_params
 from crowdqa.jobs.queue import cancel_job, enqueue_job
 from crowdqa.jobs.reconcile import reconcile_job
 from crowdqa.jobs.uploads import collect_garbage
+from crowdqa.quality.references import RULES
 from crowdqa.store import crud
 from crowdqa.store.models import Dataset, Job, JobCreate, JobRerun, JobStatus, utcnow
 from crowdqa.store.settings import Settings
@@ -36,10 +37,11 @@ def _check_job_input(session: Session, dataset: Dataset, job_in: JobCreate) -> N
     roles = (dataset.summary or {}).get("annotators") or {}
     if job_in.use_experts and isinstance(roles, dict) and roles.get("expert") in (0, None, {}, []):
         raise ValueError("use_experts needs expert labels: upload a file with role 'expert' first")
-    if job_in.reference not in ("union", "majority"):
+    if job_in.reference not in RULES:
         experts = crud.annotator_ids(session=session, dataset_id=dataset.id, role="expert")
         if job_in.reference not in experts:
-            raise ValueError(f"reference must be 'union', 'majority' or an expert of the dataset {sorted(experts)}, "
+            rules = ", ".join(repr(r) for r in RULES)
+            raise ValueError(f"reference must be {rules} or an expert of the dataset {sorted(experts)}, "
                              f"found {job_in.reference!r}")
     check_start(session=session, dataset=dataset, job_in=job_in)  # from_job / frozen: a new batch
 
