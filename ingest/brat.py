@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
@@ -68,20 +69,37 @@ def read_brat(path: str | os.PathLike, *, role: str = "crowd", problems: Problem
         txt_by_doc: dict[str, list[str]] = {}
         for n in tree.iter_files(".txt"):
             txt_by_doc.setdefault(Path(n).stem, []).append(n)
-        fast = _read_at_once(tree, ann_files, txt_by_doc, extra, role=role, category=category, scheme=scheme)
+        # The fast path's reads (member, text) in the order made, which the line loop makes too: if the fast
+        # path gives up, the loop takes them again instead of reading every member twice (the I/O, and a zip's
+        # budget, counted per read). Equal texts (one document's .txt in each annotator's folder) share a string.
+        taken: deque[tuple[str, str]] = deque()
+        texts: dict[str, str] = {}
+
+        def record(name: str) -> str:
+            text = tree.read_text(name)
+            taken.append((name, texts.setdefault(text, text)))
+            return taken[-1][1]
+
+        def replay(name: str) -> str:
+            return taken.popleft()[1] if taken and taken[0][0] == name else tree.read_text(name)
+
+        fast = _read_at_once(tree, ann_files, txt_by_doc, extra, role=role, category=category, scheme=scheme,
+                             read=record)
         if fast is not None:
             return fast
         found = SpanCollector(role=role, problems=problems, category=category)
-        _assignments(tree, ann_files, txt_by_doc, extra, found,
+        _assignments(tree, ann_files, txt_by_doc, extra, found, read=replay,
                      parse=lambda content, annotator, doc_id, src: _parse_ann(content, annotator, doc_id, src,
                                                                               problems))
     return found.corpus(scheme=scheme)
 
 
 def _assignments(tree: Tree, ann_files: list[str], txt_by_doc: dict[str, list[str]], extra: DocsFolder | None,
-                 found: SpanCollector, *, parse: Callable[[str, str, str, str], list[Span] | None]) -> None:
+                 found: SpanCollector, *, read: Callable[[str], str],
+                 parse: Callable[[str, str, str, str], list[Span] | None]) -> None:
     """Hand every ``.ann`` file's assignment (its text, its spans by ``parse``) to ``found``, reporting to
-    ``found.problems`` a duplicate assignment, a document without a text or with two different texts."""
+    ``found.problems`` a duplicate assignment, a document without a text or with two different texts.
+    ``read`` reads a member of ``tree`` as text."""
     problems = found.problems
     seen: dict[tuple[str, str], str] = {}
     for name in ann_files:
@@ -94,7 +112,7 @@ def _assignments(tree: Tree, ann_files: list[str], txt_by_doc: dict[str, list[st
                 source=src,
             )
             continue
-        text = _text_for(tree, doc_id, folder, txt_by_doc, extra)
+        text = _text_for(read, doc_id, folder, txt_by_doc, extra)
         if text is None:
             problems.report(f"no text for document {doc_id!r}: add {doc_id}.txt or give docs=DIR", source=src)
             continue
@@ -103,7 +121,7 @@ def _assignments(tree: Tree, ann_files: list[str], txt_by_doc: dict[str, list[st
         if earlier is not None:
             problems.report(f"text of {doc_id!r} differs from {earlier}", source=tree.source(own) if own else src)
             continue
-        spans = parse(tree.read_text(name), annotator, doc_id, src)
+        spans = parse(read(name), annotator, doc_id, src)
         if spans is None:
             continue
         seen[doc_id, annotator] = src
@@ -120,7 +138,7 @@ _UNUSUAL = re.compile("\x00|\r(?!\n)|[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 
 
 def _read_at_once(tree: Tree, ann_files: list[str], txt_by_doc: dict[str, list[str]], extra: DocsFolder | None, *,
-                  role: str, category: str | None, scheme: str) -> Corpus | None:
+                  role: str, category: str | None, scheme: str, read: Callable[[str], str]) -> Corpus | None:
     """The corpus with every ``T`` line parsed at once, or None to let the line loop read the files.
 
     The assignments are checked as the loop checks them (:func:`_assignments`), giving up at the first
@@ -128,8 +146,8 @@ def _read_at_once(tree: Tree, ann_files: list[str], txt_by_doc: dict[str, list[s
     regular-expression scan, and the spans built as columns
     (:func:`crowdqa.ingest.build.corpus_from_span_columns`), with no :class:`Span` per span. Anything
     the loop would report or read otherwise (a ``T`` line of another shape, a discontinuous span, a span
-    outside its text, over whitespace only or of two types on a token) gives None: the loop reads the
-    files again and names the file and line.
+    outside its text, over whitespace only or of two types on a token) gives None: the loop parses the
+    files again (taking the members ``read`` read, not reading them anew) and names the file and line.
     """
     contents: list[tuple[str, str, str]] = []
 
@@ -139,7 +157,7 @@ def _read_at_once(tree: Tree, ann_files: list[str], txt_by_doc: dict[str, list[s
 
     found = SpanCollector(role=role, problems=ProblemLog("fail"))
     try:
-        _assignments(tree, ann_files, txt_by_doc, extra, found, parse=keep)
+        _assignments(tree, ann_files, txt_by_doc, extra, found, read=read, parse=keep)
     except IngestError:
         return None
     if any(_UNUSUAL.search(content) for content, _, _ in contents):
@@ -175,13 +193,13 @@ def _read_at_once(tree: Tree, ann_files: list[str], txt_by_doc: dict[str, list[s
 
 
 def _text_for(
-    tree: Tree, doc_id: str, folder: str, txt_by_doc: dict[str, list[str]], extra: DocsFolder | None
+    read: Callable[[str], str], doc_id: str, folder: str, txt_by_doc: dict[str, list[str]], extra: DocsFolder | None
 ) -> tuple[str | None, str] | None:
     candidates = txt_by_doc.get(doc_id, [])
     own = f"{folder}/{doc_id}.txt"
     ordered = ([own] if own in candidates else []) + [c for c in candidates if c != own]
     if ordered:
-        return ordered[0], tree.read_text(ordered[0])
+        return ordered[0], read(ordered[0])
     if extra is not None:
         text = extra.get(doc_id)
         if text is not None:

@@ -82,7 +82,7 @@ def test_clean_folder_takes_the_fast_path(tmp_path, monkeypatch):
     with Tree(root) as tree:
         anns = list(tree.iter_files(".ann"))
         assert brat._read_at_once(tree, anns, {}, brat.DocsFolder(tmp_path / "docs"), role="crowd", category=None,
-                                  scheme="auto") is not None
+                                  scheme="auto", read=tree.read_text) is not None
     assert_same_corpus(_read(root, monkeypatch, fast=True), _read(root, monkeypatch, fast=False))
 
 
@@ -108,7 +108,7 @@ def test_category_on_the_fast_path(tmp_path, monkeypatch):
                               ("bob", "d1"): "T1\tI 32 38\tdrug X\nT2\tP 0 8\tPatients\r\n"})
     with Tree(root) as tree:
         fast = brat._read_at_once(tree, list(tree.iter_files(".ann")), {}, brat.DocsFolder(tmp_path / "docs"),
-                                  role="crowd", category="P", scheme="auto")
+                                  role="crowd", category="P", scheme="auto", read=tree.read_text)
     assert fast is not None and not any("I" in c.split("-")[-1] for c in fast.class_names)
     assert_same_corpus(fast, _read(root, monkeypatch, fast=False, category="P"))
 
@@ -121,3 +121,33 @@ def test_line_breaks_of_splitlines_go_to_the_line_loop(tmp_path, monkeypatch, br
     root = _folder(tmp_path, {("alice", "d1"): f"T1\tP 0 8\tPatients{brk}T2\tI 32 38\tdrug X\n",
                               ("bob", "d1"): f"T1\tP 0 8\tx\n{brk}1\nT2\tP 15 21\tasthma\n"})
     assert_same_corpus(_read(root, monkeypatch, fast=True), _read(root, monkeypatch, fast=False))
+
+
+def test_the_line_loop_takes_the_fast_paths_reads(tmp_path, monkeypatch):
+    """Oracle: the line loop alone. When the fast path gives up (a discontinuous span, read by the loop), every
+    member (``.ann`` and ``.txt``) is read from the upload as often as by the loop alone: the loop takes again
+    what the fast path read, so neither the I/O nor a zip's budget (counted per read) is spent twice."""
+    from collections import Counter
+
+    import crowdqa.ingest.brat as brat
+    from crowdqa.ingest._io import Tree
+
+    root = tmp_path / "ann"
+    for annotator, content in (("alice", "T1\tP 0 8;9 13\tPatients asthma\n"), ("bob", "T1\tP 0 8\tPatients\n")):
+        (root / annotator).mkdir(parents=True)
+        (root / annotator / "d1.ann").write_text(content, encoding="utf-8")
+        (root / annotator / "d1.txt").write_text(TEXT, encoding="utf-8")
+    reads: Counter = Counter()
+    read_bytes = Tree.read_bytes
+
+    def counted(self, name):
+        reads[name] += 1
+        return read_bytes(self, name)
+
+    monkeypatch.setattr(Tree, "read_bytes", counted)
+    fast = brat.read_brat(root)
+    fast_reads, reads = reads, Counter()
+    with monkeypatch.context() as m:
+        m.setattr(brat, "_read_at_once", lambda *a, **k: None)
+        assert_same_corpus(fast, brat.read_brat(root))
+    assert fast_reads == reads == Counter({"alice/d1.ann": 1, "alice/d1.txt": 1, "bob/d1.ann": 1, "bob/d1.txt": 1})
