@@ -143,16 +143,12 @@ def _columns_corpus(documents: dict[str, str], doc_index: dict[str, int], texts:
     span_doc, span_annotator, span_start, span_end, span_label = columns
     type_list = list(types) if types is not None else sorted(set(span_label))
     type_id = {t: i + 1 for i, t in enumerate(type_list)}
-    if all(d in doc_index for d, _ in assignments):
-        annotators, pair_doc, pair_worker, span_pair = _pairs(doc_index, assignments, span_doc, span_annotator)
-    else:  # an assignment on an unknown document: the loop reports it
-        span_pairs = list(zip(span_doc, span_annotator, strict=True))
-        annotators, pair_index = _assignment_index(doc_index, [*assignments, *span_pairs], problems)
-        n_pairs = len(pair_index)
-        pair_doc = np.fromiter((k[0] for k in pair_index), dtype=np.int64, count=n_pairs)
-        pair_worker = np.fromiter((k[1] for k in pair_index), dtype=np.int64, count=n_pairs)
-        span_pair = np.fromiter((pair_index[(doc_index[d], annotators[a])] for d, a in span_pairs), np.int64,
-                                len(span_pairs))
+    if not all(d in doc_index for d, _ in assignments):  # reported, then left out (they name no annotator)
+        for d, _ in assignments:
+            if d not in doc_index:
+                problems.report(f"assignment on unknown document {d!r}")
+        assignments = [(d, a) for d, a in assignments if d in doc_index]
+    annotators, pair_doc, pair_worker, span_pair = _pairs(doc_index, assignments, span_doc, span_annotator)
     worker_ids = tuple(annotators)
     worker_roles = _check_roles(worker_ids, roles)
     return corpus_from_span_arrays(
@@ -254,9 +250,8 @@ def _checked_columns(span_doc: list[str], span_annotator: list[str], starts: lis
 
 def _pairs(doc_index: dict[str, int], assignments: Sequence[tuple[str, str]], span_doc: list[str],
            span_annotator: list[str]) -> tuple[dict[str, int], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
-    """:func:`_assignment_index` when every assignment's document is known, at once: annotator -> index, the
-    unique (document, annotator) pairs in first-seen order over the assignments then the spans, and each
-    span's pair."""
+    """Annotator -> index, the unique (document index, annotator index) pairs in first-seen order over the
+    assignments then the spans, and each span's pair (all documents known), at once."""
     annotators = {a: k for k, a in enumerate(dict.fromkeys(chain((a for _, a in assignments), span_annotator)))}
     n_a, n_w = len(assignments), max(len(annotators), 1)
     doc = np.fromiter(chain((doc_index[d] for d, _ in assignments), map(doc_index.__getitem__, span_doc)),
@@ -268,20 +263,6 @@ def _pairs(doc_index: dict[str, int], assignments: Sequence[tuple[str, str]], sp
     rank = np.empty(order.size, dtype=np.int64)
     rank[order] = np.arange(order.size)
     return annotators, uniq[order] // n_w, uniq[order] % n_w, rank[inverse.ravel()][n_a:]
-
-
-def _assignment_index(doc_index: dict[str, int], assignments: Sequence[tuple[str, str]], problems: ProblemLog
-                      ) -> tuple[dict[str, int], dict[tuple[int, int], int]]:
-    """Annotator -> index and unique (document index, annotator index) -> assignment index, in first-seen order."""
-    annotators: dict[str, int] = {}
-    pair_index: dict[tuple[int, int], int] = {}
-    for d, a in assignments:
-        if d not in doc_index:
-            problems.report(f"assignment on unknown document {d!r}")
-            continue
-        w = annotators.setdefault(a, len(annotators))
-        pair_index.setdefault((doc_index[d], w), len(pair_index))
-    return annotators, pair_index
 
 
 class UnusualSpans(Exception):

@@ -238,10 +238,20 @@ def test_conflicts_match_a_greedy_loop_over_every_assignment(raw):
     assert len(log.problems) == len(raw) - len(expected)
 
 
+def _assignment_index(doc_index, assignments):
+    """Annotator -> index and unique (document index, annotator index) -> pair index, in first-seen order, by a
+    dict loop (the builder's loop before ``_pairs``)."""
+    annotators, pair_index = {}, {}
+    for d, a in assignments:
+        w = annotators.setdefault(a, len(annotators))
+        pair_index.setdefault((doc_index[d], w), len(pair_index))
+    return annotators, pair_index
+
+
 def test_pairs_equal_the_assignment_loop(seed):
     """Oracle: ``_assignment_index``, the dict loop over assignments then spans. ``_pairs`` numbers annotators
     and (document, annotator) pairs in the same first-seen order and gives each span its pair."""
-    from crowdqa.ingest.build import _assignment_index, _pairs
+    from crowdqa.ingest.build import _pairs
 
     rng = np.random.default_rng(seed)
     doc_index = {f"d{i}": i for i in range(30)}
@@ -249,7 +259,7 @@ def test_pairs_equal_the_assignment_loop(seed):
     span_doc = [f"d{rng.integers(30)}" for _ in range(200)]
     span_annotator = [f"a{rng.integers(15)}" for _ in range(200)]  # a12-a14 only ever in spans
     span_pairs = list(zip(span_doc, span_annotator, strict=True))
-    annotators, pair_index = _assignment_index(doc_index, [*assignments, *span_pairs], ProblemLog("fail"))
+    annotators, pair_index = _assignment_index(doc_index, [*assignments, *span_pairs])
     got_annotators, pair_doc, pair_worker, span_pair = _pairs(doc_index, assignments, span_doc, span_annotator)
     assert got_annotators == annotators
     assert list(zip(pair_doc.tolist(), pair_worker.tolist(), strict=True)) == list(pair_index)
@@ -277,3 +287,21 @@ def test_span_columns_refuse_what_the_span_loop_reports(seed):
         assert (columns is not None) == ok, spans
         if ok:
             assert columns[2].tolist() == [s.start for s in spans] and columns[3].tolist() == [s.end for s in spans]
+
+
+def test_assignments_on_unknown_documents_are_reported_and_left_out():
+    """Oracle: the corpus of the other assignments. An assignment on a document the corpus lacks fails the
+    read, or with on_error=skip is reported and left out, its annotator ('z', in no other assignment) too."""
+    documents = {"d1": "a b c", "d2": "d e"}
+    known = [("d2", "v"), ("d1", "w"), ("d1", "v")]
+    spans = [Span("d1", "w", 0, 1, "X"), Span("d2", "u", 2, 3, "X")]
+    roles = {"u": "crowd", "v": "crowd", "w": "expert", "z": "crowd"}
+    with pytest.raises(IngestError, match="assignment on unknown document 'd9'"):
+        corpus_from_spans(documents=documents, assignments=[("d9", "z"), *known], spans=spans, roles=roles)
+    log = ProblemLog("skip")
+    got = corpus_from_spans(documents=documents, assignments=[known[0], ("d9", "z"), *known[1:], ("d8", "w")],
+                            spans=spans, roles=roles, problems=log)
+    assert [p.message for p in log.problems] == ["assignment on unknown document 'd9'",
+                                                 "assignment on unknown document 'd8'"]
+    expected = corpus_from_spans(documents=documents, assignments=known, spans=spans, roles=roles)
+    assert got.equals(expected) and got.worker_ids == ("v", "w", "u")
