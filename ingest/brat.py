@@ -175,11 +175,8 @@ def _read_at_once(tree: Tree, ann_files: list[str], txt_by_doc: dict[str, list[s
         keep_rows = [lab == category for lab in labels]
         rows, file_of = rows[keep_rows], file_of[keep_rows]
         labels = [lab for lab, k in zip(labels, keep_rows, strict=True) if k]
-    try:
-        starts = np.array([start[i] for i in rows.tolist()], dtype=np.int64).tolist()
-        ends = np.array([end[i] for i in rows.tolist()], dtype=np.int64).tolist()
-    except OverflowError:  # an offset past 64 bits: the loop reports it outside its text
-        return None
+    picked = rows.tolist()
+    starts, ends = [int(start[i]) for i in picked], [int(end[i]) for i in picked]  # (past 64 bits: refused below)
     annotator_of = [a for _, a, _ in contents]
     doc_of = [d for _, _, d in contents]
     files = file_of.tolist()
