@@ -56,8 +56,8 @@ def check_known(known: NDArray | None, corpus: Corpus) -> NDArray[np.int64] | No
     if k.size and (k.min() < -1 or k.max() >= corpus.n_classes):  # two reductions, no mask unless one is out
         i = int(np.flatnonzero((k < -1) | (k >= corpus.n_classes))[0])
         raise ValueError(f"known must be -1 or in [0, {corpus.n_classes}), found {int(k[i])} at token {i}")
-    # int64 already: a read-only view, not a copy (at 100k tokens the copy's fresh pages cost 0.27 ms, a
-    # sixth of a weighted vote); no fit writes into known, and the view makes sure of it
+    # int64 already: a read-only view, not a copy (a copy is fresh memory whose pages the kernel must map, a
+    # real share of a vote's time); no fit writes into known, and the view makes sure of it
     out = k.astype(np.int64, copy=False).view()
     out.flags.writeable = False
     return out
@@ -67,7 +67,7 @@ def one_hot_columns(table: NDArray[np.float64], columns: NDArray[np.intp], class
     """Set ``table[:, columns]`` to the one-hot vectors of ``classes``, in place: how a class-major table of
     posteriors or vote fractions (n_classes, n_tokens) takes the known tokens' classes.
 
-    A class row at a time, each one elementwise assignment (a 2-d fancy index costs 1.5x).
+    A class row at a time, each one elementwise assignment (cheaper than one 2-d fancy index).
     """
     for k in range(table.shape[0]):
         table[k, columns] = classes == k

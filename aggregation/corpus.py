@@ -37,8 +37,8 @@ _FORMAT_VERSION = 1
 #: Annotations per block of the per-annotation passes that run on every fit (the votes and tallies
 #: of ``aggregation.majority_vote``, :attr:`Corpus.worker_answers`). Over whole arrays their
 #: temporaries (a cast index, a gathered weight per annotation) are fresh memory on every call, and
-#: at 300k labels the page faults that map it cost more than the arithmetic (2 µs each, ~550 per
-#: 300k-element index array, measured); a block's (256 KiB an array) stay in cache and are reused.
+#: the page faults that map it can cost more than the arithmetic; a block's (256 KiB an array) stay in
+#: cache and are reused.
 BLOCK_OBS = 1 << 15
 
 
@@ -359,7 +359,7 @@ class Corpus:
         ``whole_workers=True`` (:meth:`select_workers`) says ``keep`` selects whole annotators; the subset is
         then not checked again: the rows of a valid corpus kept in order stay sorted and unique, their indices
         in range, and an annotator kept whole still labels every token of its documents or none. Validation
-        runs once, where a corpus enters (on PICO a second check cost about 0.06 CPU-s before each fit).
+        runs once, where a corpus enters, not again before each fit.
         """
         arrays = {name: getattr(self, name)[keep] for name in ("token", "worker", "label")}
         if not whole_workers:

@@ -432,8 +432,7 @@ class DawidSkene(BaseAggregator):
         empty = np.diff(corpus.token_obs_start) == 0
         unlabelled = np.flatnonzero(empty if known is None else empty & (known < 0))
         # One buffer per annotation for the gathers of every E- and M-step: a fresh array of that size for each
-        # class of each step was new memory every time (on PICO's 8.8M labels a third of the fit's time went to
-        # the kernel mapping and zeroing it).
+        # class of each step was new memory every time, which the kernel must map and zero.
         scratch = np.empty(corpus.n_obs)
         e_args = {"token": token, "key": key, "n_tokens": corpus.n_tokens, "known": known, "scratch": scratch}
         m_args = {

@@ -40,8 +40,8 @@ def _iterate(
     and the unscaled messages grow geometrically (crowd-kit stops at :math:`10^{300}`).
 
     The messages are written into ``x``, ``y`` and ``ay``, one array per annotation each, allocated once
-    per fit: fresh arrays of that size every round made the allocator return and map memory again and
-    again (about 1,150 page faults a round at 300k labels, 1.5x the fit's time, measured).
+    per fit: fresh arrays of that size every round made the allocator return memory to the kernel and map
+    it again every round.
 
     Parameters
     ----------
