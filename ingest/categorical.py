@@ -311,10 +311,9 @@ def _note_positional(names: list[str], chosen: dict, cols: dict, problems: Probl
 
 #: Bytes per block of Arrow's parser (blocks are parsed in parallel).
 _BLOCK_BYTES = 1 << 24
-#: Largest file read by the byte path. It saves importing pyarrow and pyarrow.compute (a fixed ~0.15-0.25 s) and
-#: took fewer CPU-s than Arrow's path on the issue-14 files (string ids, 1 item in 3 rows) of 7, 75 and 240 MB
-#: (0.87 against 1.1 user-s at 75 MB, 4.8-5.2 against 5.4-5.6 CPU-s at 240 MB), more at 715 MB (20-21.5 against
-#: 16.8: its whole-file temporaries of 30M rows, a fresh mapping each, cost as much system time as user time).
+#: Largest file read by the byte path. It saves importing pyarrow and pyarrow.compute and took fewer CPU-s than
+#: Arrow's path on the issue-14 files (string ids, 1 item in 3 rows) up to 240 MB, more at 715 MB: its whole-file
+#: temporaries, a fresh mapping each, then cost as much system time as user time (benchmarks.readers).
 _BYTE_PATH_LIMIT = 256 << 20
 
 
@@ -455,6 +454,6 @@ def _from_codes(columns: _Columns, cols: dict[str, int | None], *, role: str) ->
 def _clean(values: list[str]) -> bool:
     """Every value non-empty and without spaces at its ends (what the row loop's ``strip`` keeps).
 
-    Checked by C-level maps over the list (a million item ids: about 0.015 s, half a loop over them).
+    Checked by C-level maps over the list, not a Python loop over it.
     """
     return all(values) and list(map(str.strip, values)) == list(values)

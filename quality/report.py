@@ -726,8 +726,8 @@ def plain_json(value: Any) -> Any:
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(", ", ": "))
 
 
-#: Rows of a list encoded and written at once (125k worker pairs in one call made strings of 10 MB, fresh
-#: memory each: 20% more time, in page faults).
+#: Rows of a list encoded and written at once (all of a large list in one call made strings of many MB, fresh
+#: memory each, whose page faults cost more than the encoding saved).
 _ROWS_AT_ONCE = 1024
 
 
