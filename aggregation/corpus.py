@@ -281,6 +281,35 @@ class Corpus:
         return self.token_doc[self.token]
 
     @property
+    def worker_rank(self) -> NDArray[np.intp]:
+        """ndarray of shape (n_workers,): each annotator's position among the annotators sorted by id.
+
+        Readers number annotators (and documents) by first appearance, so another export of the
+        same annotations numbers them otherwise. An estimator that draws one random value per
+        annotator draws them in this canonical order, ``rng.uniform(size=n_workers)[worker_rank]``,
+        so that a seed gives every annotator the same start whatever the row order.
+        """
+        if "worker_rank" not in self._cache:
+            self._cache["worker_rank"] = _ranks(np.argsort(np.array(self.worker_ids, dtype=object), kind="stable"))
+        return self._cache["worker_rank"]
+
+    @property
+    def obs_rank(self) -> NDArray[np.intp]:
+        """ndarray of shape (n_obs,): each annotation's position in the canonical order of annotations.
+
+        The canonical order sorts annotations by document id, then token position in the
+        document, then annotator id (:attr:`worker_rank`): ``rng.normal(size=n_obs)[obs_rank]``
+        gives each annotation the same draw for any row order of an export.
+        """
+        if "obs_rank" not in self._cache:
+            doc_rank = _ranks(np.argsort(np.array(self.doc_ids, dtype=object), kind="stable"))
+            token_doc = self.token_doc[self.token]
+            position = self.token - self.doc_start[token_doc]
+            order = np.lexsort((self.worker_rank[self.worker], position, doc_rank[token_doc]))
+            self._cache["obs_rank"] = _ranks(order)
+        return self._cache["obs_rank"]
+
+    @property
     def has_outside(self) -> bool:
         """True if class 0 is the outside class ``"O"`` (span tasks); False for categorical answers."""
         return self.class_names[0] == "O"
@@ -520,6 +549,14 @@ def run_indices(start: NDArray, length: NDArray) -> NDArray[np.int64]:
     start = np.asarray(start, dtype=np.int64)
     length = np.asarray(length, dtype=np.int64)
     return np.repeat(start - (np.cumsum(length) - length), length) + np.arange(int(length.sum()), dtype=np.int64)
+
+
+def _ranks(order: NDArray) -> NDArray[np.intp]:
+    """The inverse of a permutation: ``ranks[order[i]] == i``, read-only."""
+    ranks = np.empty(order.size, dtype=np.intp)
+    ranks[order] = np.arange(order.size, dtype=np.intp)
+    ranks.flags.writeable = False
+    return ranks
 
 
 def first_unordered_row(token: NDArray, worker: NDArray, n_workers: int) -> int | None:

@@ -187,7 +187,8 @@ class KOS(BaseAggregator):
         token, worker = corpus.token, corpus.worker_index
         answer = np.where(corpus.label == 0, 1.0, -1.0)
         args = {"token": token, "worker": worker, "n_items": n_items, "n_workers": n_workers}
-        ay = answer * rng.normal(1.0, 1.0, size=corpus.n_obs)
+        # drawn in the canonical annotation order: a seed means the same start for any row order
+        ay = answer * rng.normal(1.0, 1.0, size=corpus.n_obs)[corpus.obs_rank]
         score = np.bincount(token, weights=ay, minlength=n_items)
         x, y = np.empty_like(ay), np.empty_like(ay)
         decision = np.zeros(n_items, dtype=bool)

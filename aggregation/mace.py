@@ -310,8 +310,10 @@ class MACE(BaseAggregator):
     draws :math:`U(1, 1.5)`; it multiplies probabilities (no log space) and adds
     :math:`10^{-8}` inside the log-likelihood; and it indexes its expected strategy
     counts by sorted worker and label values while its parameters are in order of first
-    appearance, so its :math:`\xi_w` belong to other workers unless the input happens to
-    be sorted (tests feed it workers and labels in sorted order of appearance).
+    appearance, so its :math:`\xi_w` belong to other workers unless the rows happen to
+    be sorted by worker. This estimator draws its starts in the canonical
+    annotator order (:attr:`Corpus.worker_rank <crowdqa.aggregation.corpus.Corpus.worker_rank>`),
+    so its result does not depend on the row order.
 
     References
     ----------
@@ -388,8 +390,9 @@ class MACE(BaseAggregator):
 
         best = None
         for restart in range(int(self.n_restarts)):
-            spamming = rng.uniform(1.0, 1.0 + noise, size=(n_workers, 2))
-            strategy = rng.uniform(1.0, 1.0 + noise, size=(n_workers, n_classes))
+            # drawn in the canonical annotator order: a seed means the same start for any row order
+            spamming = rng.uniform(1.0, 1.0 + noise, size=(n_workers, 2))[corpus.worker_rank]
+            strategy = rng.uniform(1.0, 1.0 + noise, size=(n_workers, n_classes))[corpus.worker_rank]
             spamming /= spamming.sum(axis=1, keepdims=True)
             strategy /= strategy.sum(axis=1, keepdims=True)
             monitor = self._monitor(progress)

@@ -138,7 +138,7 @@ def _trimmed_means(values: NDArray[np.float64], groups: _Groups, own: NDArray[np
 
 
 def _signs(row: NDArray[np.int64], col: NDArray[np.int64], value: NDArray[np.float64], n_workers: int,
-           rng: np.random.Generator) -> NDArray[np.float64]:
+           start: NDArray[np.float64]) -> NDArray[np.float64]:
     r"""The sign of every worker's :math:`s` from the signs of :math:`C` (the authors' ``sign_determination``).
 
     Workers are nodes; a negative :math:`C_{ij}` joins :math:`i` and :math:`j` (opposite
@@ -148,6 +148,9 @@ def _signs(row: NDArray[np.int64], col: NDArray[np.int64], value: NDArray[np.flo
     fits :math:`C`; each connected part is oriented so that most of its workers are
     positive. Computed as the lowest eigenvector of :math:`D^{-1/2} A D^{-1/2}`, which
     has the random walk's eigenvalues. Workers whose :math:`C` row sums to 0 get 0.
+    ``start`` (one positive value per worker) starts the iterative eigensolver on large
+    parts: a middle node starts at the mean of its two workers' values, so the start does
+    not depend on how the workers are numbered.
 
     Returns
     -------
@@ -164,6 +167,7 @@ def _signs(row: NDArray[np.int64], col: NDArray[np.int64], value: NDArray[np.flo
     r = np.concatenate([row[neg], row[pos], mid, col[pos], mid])
     c = np.concatenate([col[neg], mid, row[pos], mid, col[pos]])
     size = n_workers + n_mid
+    node_start = np.concatenate([start, 0.5 * (start[row[pos]] + start[col[pos]])])
     adj = sp.csr_matrix((np.ones(r.size), (r, c)), shape=(size, size))
     degree = np.asarray(adj.sum(axis=1)).ravel()
     signs = np.zeros(n_workers)
@@ -179,7 +183,7 @@ def _signs(row: NDArray[np.int64], col: NDArray[np.int64], value: NDArray[np.flo
         if nodes.size <= 256:
             vec = np.linalg.eigh(norm.toarray())[1][:, 0]
         else:
-            vec = eigsh(norm, k=1, which="SA", v0=rng.uniform(0.5, 1.5, nodes.size))[1][:, 0]
+            vec = eigsh(norm, k=1, which="SA", v0=node_start[nodes])[1][:, 0]
         s = np.sign(vec * d)[: workers.size]
         signs[workers] = s * (np.sign(s.sum()) or 1.0)
     return np.where(valid, signs, 0.0)
@@ -299,7 +303,8 @@ class MMSR(BaseAggregator):
         # F from the fewest co-workers among the annotators with labels (the vocabulary may list others).
         present = corpus.worker_answers > 0
         trim = max(int(degree[present].min()) // 2 - 1, 0) if present.any() else 0
-        u, v = rng.uniform(size=n_workers), rng.uniform(size=n_workers)
+        # drawn in the canonical annotator order: a seed means the same start for any row order
+        u, v = rng.uniform(size=n_workers)[corpus.worker_rank], rng.uniform(size=n_workers)[corpus.worker_rank]
         by_col, by_row = _groups(col, n_workers), _groups(row, n_workers)
         history: list[float] = []
         converged = not row.size  # no two workers share an item: nothing to complete
@@ -318,7 +323,7 @@ class MMSR(BaseAggregator):
                 converged = True
                 break
         scale = np.sqrt(np.linalg.norm(u) / np.linalg.norm(v)) if row.size else 1.0
-        s = _signs(row, col, value, n_workers, rng) * u / scale
+        s = _signs(row, col, value, n_workers, rng.uniform(0.5, 1.5, size=n_workers)[corpus.worker_rank]) * u / scale
         floor = 1.0 / np.sqrt(n_items)
         s = np.clip(s, -1.0 / (k - 1) + floor, 1.0 - floor)
         p = s * (k - 1) / k + 1.0 / k

@@ -122,9 +122,10 @@ class Wawa(_SkillVote):
     measure agreement with the experts there, and keep it in the output.
 
     crowd-kit 1.4.2's ``Wawa`` computes the same skills; its ``predict`` fails with
-    scikit-learn >= 1.6 (``__sklearn_tags__``), and its majority vote breaks ties
-    towards the label that is most frequent overall (the order of
-    ``DataFrame.value_counts``), where this one breaks them by :data:`TIE_RULES`.
+    scikit-learn >= 1.6 (``__sklearn_tags__``), and its majority vote (with pandas 3.1)
+    breaks a tie towards the tied label that appears first in the rows, so a re-export
+    of the same answers in another row order can change its labels; this one breaks
+    ties by :data:`TIE_RULES`, whatever the row order.
 
     References
     ----------
