@@ -7,6 +7,7 @@ from fastapi import APIRouter, FastAPI
 from crowdqa.api import dashboard
 from crowdqa.api.errors import install_error_handlers
 from crowdqa.api.lifespan import BodyLimitMiddleware, lifespan
+from crowdqa.api.openapi import install_openapi, operation_id
 from crowdqa.api.routes import batches, datasets, health, jobs, keys, meta, review, routing
 
 API_PREFIX = "/api/v1"
@@ -18,6 +19,7 @@ app = FastAPI(
     lifespan=lifespan,
     docs_url=None,  # served by crowdqa.api.routes.meta from the package's own Swagger UI assets
     redoc_url=None,
+    generate_unique_id_function=operation_id,
 )
 install_error_handlers(app)
 app.add_middleware(BodyLimitMiddleware)
@@ -31,6 +33,7 @@ api_router.include_router(batches.router)
 api_router.include_router(keys.router)
 api_router.include_router(review.router)
 app.include_router(api_router)
+install_openapi(app)
 app.include_router(meta.index_router)
 meta.install_docs(app)
 dashboard.install(app)  # the web dashboard under /ui; browsers asking for / are sent there

@@ -13,11 +13,12 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import ConfigDict, field_validator
+from pydantic import ConfigDict, SerializerFunctionWrapHandler, field_validator, model_serializer
 from sqlalchemy import JSON, DateTime, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from crowdqa.aggregation.registry import METHODS
+from crowdqa.quality.report_model import WorkerReport
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -146,6 +147,61 @@ class Dataset(DatasetBase, table=True):
     n_uploads: int = 0
 
 
+class _OmitNone(SQLModel):
+    """A JSON column's public shape whose optional keys are left out, not null, when absent (as stored)."""
+
+    @model_serializer(mode="wrap")
+    def _omit_none(self, handler: SerializerFunctionWrapHandler):  # unannotated: the schema stays the model's
+        return {k: v for k, v in handler(self).items() if v is not None}
+
+
+class CoverageStats(SQLModel):
+    """Annotators per document."""
+
+    min: int
+    median: float
+    max: int
+
+
+class Coverage(SQLModel):
+    """Annotators per document, overall and per role, and the documents an expert labelled."""
+
+    model_config = ConfigDict(extra="allow")
+    annotators_per_document: CoverageStats
+    crowd: CoverageStats
+    expert: CoverageStats
+    documents_with_expert: int
+
+
+class ParseSummary(_OmitNone):
+    """What a file (or a dataset's merged corpus) holds: ``crowdqa.ingest.summary.summarize``."""
+
+    model_config = ConfigDict(extra="allow")
+    documents: int
+    tokens: int
+    annotations: int = Field(description="Labels (one per token an annotator labelled).")
+    annotators: dict[str, int] = Field(description="Annotators by role.")
+    labels: list[str] = Field(description="The class names.")
+    label_counts: dict[str, int] = Field(description="Labels per class.")
+    coverage: Coverage
+    skipped: int | None = Field(default=None, description="Rows skipped (on_error=skip).")
+    problems: list[str] | None = Field(default=None, description="The first 20 skipped rows, with their lines.")
+    dropped: dict[str, int] | None = Field(default=None, description="Rows left out by rule, by reason.")
+    notes: list[str] | None = Field(default=None, description="What the reader assumed or left out.")
+
+
+class JobProgress(_OmitNone):
+    """What a job is doing: its stage and, while fitting, the EM iteration and log-likelihood."""
+
+    model_config = ConfigDict(extra="allow")
+    stage: str | None = Field(default=None, description="queued, reading, fitting, cross-fitting, scoring, writing, "
+                                                        "done.")
+    stage_seconds: float | None = Field(default=None, description="Seconds in the current stage so far.")
+    stages: dict[str, float] | None = Field(default=None, description="Seconds of every finished stage.")
+    iteration: int | None = Field(default=None, description="EM iteration (or the last one, when done).")
+    log_likelihood: float | None = Field(default=None, description="Objective at that iteration.")
+
+
 class _UtcTimes(SQLModel):
     """Public models give every timestamp as timezone-aware UTC (SQLite returns naive ones)."""
 
@@ -160,7 +216,7 @@ class DatasetPublic(_UtcTimes, DatasetBase):
     created_at: datetime
     n_uploads: int
     corpus_sha256: str | None
-    summary: dict[str, Any] | None = Field(description="Parse summary of the merged corpus (ingest.summarize).")
+    summary: ParseSummary | None = Field(description="Parse summary of the merged corpus.")
 
 
 class DatasetsPublic(SQLModel):
@@ -195,7 +251,7 @@ class UploadPublic(_UtcTimes):
     options: dict[str, Any]
     size: int
     sha256: str
-    summary: dict[str, Any] = Field(description="Parse summary of this file (ingest.summarize).")
+    summary: ParseSummary = Field(description="Parse summary of this file.")
     problems: list[str] = Field(description="Rows skipped under on_error=skip.")
     created_at: datetime
 
@@ -271,7 +327,7 @@ class JobPublic(_UtcTimes, JobBase):
     id: str
     dataset_id: str
     status: JobStatus
-    progress: dict[str, Any] = Field(description="stage, iteration, log_likelihood while running.")
+    progress: JobProgress = Field(description="stage, iteration, log_likelihood while running.")
     timings: dict[str, Any] = Field(description="Seconds per stage (load, fit, report, save).")
     error: str | None
     attempts: int
@@ -330,7 +386,7 @@ class WorkerScorePublic(SQLModel):
     agreement_f1: float | None = Field(description="Token F1 against the aggregate.")
     accuracy: float | None = Field(description="Share of tokens (categorical: items) labelled as the experts.")
     agreement_accuracy: float | None = Field(description="Share of tokens (items) labelled as the aggregate.")
-    detail: dict[str, Any] = Field(description="The worker's full entry of the report.")
+    detail: WorkerReport = Field(description="The worker's full entry of the report.")
 
 
 class WorkerScoresPublic(SQLModel):

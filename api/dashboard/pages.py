@@ -270,9 +270,14 @@ def start_job(request: Request, dataset_id: str, session: SessionDep, settings: 
 
 
 # ---------------------------------------------------------------- jobs
+def _progress_of(job: Job | JobPublic) -> dict[str, Any]:
+    """The job's progress as a dict: a row holds the JSON, a public job the typed JobProgress."""
+    return job.progress if isinstance(job.progress, dict) else job.progress.model_dump()
+
+
 def job_progress(job: Job | JobPublic) -> dict[str, Any]:
     """What the progress poll returns: status, stage, iteration, log-likelihood, error."""
-    p = job.progress or {}
+    p = _progress_of(job)
     return {"status": job.status.value, "stage": p.get("stage"), "iteration": p.get("iteration"),
             "log_likelihood": p.get("log_likelihood"), "stage_seconds": p.get("stage_seconds"),
             "error": job.error}
@@ -337,8 +342,8 @@ def job_page_response(request: Request, session, settings, dash: DashboardSessio
     body = report.get("report")
     if body is not None:
         history = (body.get("fit") or {}).get("log_likelihood") or []
-    elif (job.progress or {}).get("log_likelihood") is not None:
-        history = [job.progress["log_likelihood"]]
+    elif _progress_of(job).get("log_likelihood") is not None:
+        history = [_progress_of(job)["log_likelihood"]]
     return render(request, "job.html", {"job": job, "dataset": dataset, "progress": job_progress(job),
                                         "ll_curve": line_curve(history), "error": error, "report": None, **report},
                   dash=dash, status_code=status_code)

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Response
 
 from crowdqa.api.deps import OwnedJobDep, SettingsDep
 from crowdqa.api.errors import problem_responses
+from crowdqa.api.openapi import download_response
 from crowdqa.jobs.batches import job_model, model_bytes
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
@@ -18,8 +19,8 @@ router = APIRouter(prefix="/jobs", tags=["jobs"])
     "/{job_id}/model",
     response_class=Response,
     responses={**problem_responses(404, 409),
-               200: {"description": "The fitted model as .npz (plain arrays; annotators by id).",
-                     "content": {"application/octet-stream": {}}}},
+               200: download_response("The fitted model as .npz (plain arrays; annotators by id).",
+                                      "application/octet-stream")},
 )
 def get_model(job: OwnedJobDep, settings: SettingsDep) -> Response:
     """The finished job's fitted model: what a later batch starts from (``from_job``, ``--from-model``)."""

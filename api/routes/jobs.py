@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Response, status
@@ -10,6 +11,7 @@ from starlette.background import BackgroundTask
 
 from crowdqa.api.deps import CurrentProjectDep, OwnedJobDep, QueueDep, SessionDep, SettingsDep
 from crowdqa.api.errors import problem_responses
+from crowdqa.api.openapi import download_response
 from crowdqa.ingest.formats import FORMATS, WRITE_FORMATS
 from crowdqa.jobs import exports, reconcile, service
 from crowdqa.jobs.exports import QualityReport
@@ -21,7 +23,10 @@ router = APIRouter(prefix="/jobs", tags=["jobs"])
 
 Offset = Annotated[int, Query(ge=0, le=10**9, description="Rows to skip.")]
 Limit = Annotated[int, Query(ge=1, le=1000, description="Rows to return (at most 1000).")]
-SortKey = Literal[crud.WORKER_SORT_KEYS]  # the store's sortable columns, one list for both
+#: The store's sortable columns, one list for both; named enums, so OpenAPI (and a generated client) has them
+#: as the components WorkerSortKey and SortOrder.
+WorkerSortKey = StrEnum("WorkerSortKey", [(k, k) for k in crud.WORKER_SORT_KEYS])
+SortOrder = StrEnum("SortOrder", [("asc", "asc"), ("desc", "desc")])
 LabelFormat = Literal[WRITE_FORMATS]  # type: ignore[valid-type]
 
 
@@ -66,32 +71,37 @@ def get_report(job: OwnedJobDep, session: SessionDep) -> Response:
     return Response(finished_report_json(session=session, job=job), media_type="application/json")
 
 
-@router.get("/{job_id}/workers", responses={**problem_responses(404, 409),
-                                            200: {"content": {"text/csv": {}},
-                                                  "description": "Worker rows (JSON, or CSV with format=csv)."}})
-def list_workers(job: OwnedJobDep, session: SessionDep,
-                 sort: Annotated[SortKey | None, Query(
-                     description="Column to sort by; nulls last. Default: f1 for span reports, accuracy for "
-                                 "categorical ones (which have no precision, recall or F1).")] = None,
-                 order: Annotated[Literal["asc", "desc"], Query()] = "asc",
-                 offset: Offset = 0, limit: Limit = 100,
-                 format: Annotated[Literal["json", "csv"], Query(
-                     description="csv: every row (offset and limit apply too) as a spreadsheet.")] = "json",
-                 ) -> WorkerScoresPublic:
-    """Per-annotator scores of a finished job, sorted and paged (or as CSV)."""
+SortQuery = Annotated[WorkerSortKey | None, Query(
+    description="Column to sort by; nulls last. Default: f1 for span reports, accuracy for categorical ones (which "
+                "have no precision, recall or F1).")]
+OrderQuery = Annotated[SortOrder, Query()]
+
+
+@router.get("/{job_id}/workers", responses=problem_responses(404, 409))
+def list_workers(job: OwnedJobDep, session: SessionDep, sort: SortQuery = None, order: OrderQuery = SortOrder.asc,
+                 offset: Offset = 0, limit: Limit = 100) -> WorkerScoresPublic:
+    """Per-annotator scores of a finished job, sorted and paged (the same rows as a spreadsheet:
+    ``GET /jobs/{id}/workers.csv``)."""
     rows, count = exports.worker_scores(session=session, job=job, sort=sort, order=order, offset=offset, limit=limit)
-    if format == "csv":
-        return Response(exports.workers_csv(rows), media_type="text/csv; charset=utf-8",  # type: ignore[return-value]
-                        headers={"Content-Disposition": f'attachment; filename="{job.id}-workers.csv"'})
     return WorkerScoresPublic(data=[WorkerScorePublic.model_validate(r) for r in rows], count=count)
+
+
+@router.get("/{job_id}/workers.csv", response_class=Response, responses={
+    **problem_responses(404, 409), 200: download_response("The worker rows as CSV.", "text/csv; charset=utf-8")})
+def export_workers(job: OwnedJobDep, session: SessionDep, sort: SortQuery = None, order: OrderQuery = SortOrder.asc,
+                   offset: Offset = 0, limit: Limit = 1000) -> Response:
+    """The per-annotator rows of ``GET /jobs/{id}/workers`` (same sort, order and paging) as a spreadsheet."""
+    rows, _ = exports.worker_scores(session=session, job=job, sort=sort, order=order, offset=offset, limit=limit)
+    return Response(exports.workers_csv(rows), media_type="text/csv; charset=utf-8",
+                    headers={"Content-Disposition": f'attachment; filename="{job.id}-workers.csv"'})
 
 
 @router.get(
     "/{job_id}/labels",
     response_class=StreamingResponse,
     responses={**problem_responses(404, 409),
-               200: {"description": "The aggregate in the chosen format, streamed.",
-                     "content": {FORMATS[f].writer.media_type: {} for f in WRITE_FORMATS}}},
+               200: download_response("The aggregate in the chosen format, streamed.",
+                                      *(FORMATS[f].writer.media_type for f in WRITE_FORMATS))},
 )
 def get_labels(job: OwnedJobDep, settings: SettingsDep,
                format: Annotated[LabelFormat, Query(description="Output format (ebm-nlp comes as a zip).")]

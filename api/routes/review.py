@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from crowdqa.api.deps import CurrentProjectDep, OwnedJobDep, SessionDep, SettingsDep
 from crowdqa.api.errors import ProblemError, problem_responses
+from crowdqa.api.openapi import download_response
 from crowdqa.jobs import blocklist, exports, review
 from crowdqa.store.models import BlockedWorkerCreate, BlockedWorkerPublic, BlockedWorkersPublic
 
@@ -25,7 +26,7 @@ DecideBy = Literal["interval", "estimate"]
 
 
 class ReviewRequest(BaseModel):
-    """Body of ``POST /jobs/{id}/review``: the rules, which upload, and what to answer with."""
+    """Body of ``POST /jobs/{id}/review`` and its ``/batch`` and ``/bonuses`` files: the rules and which upload."""
 
     model_config = ConfigDict(extra="forbid")
     reject_below: float = Field(ge=0, le=1, description="Reject workers whose score is below this.")
@@ -44,9 +45,6 @@ class ReviewRequest(BaseModel):
     bonus_above: float | None = Field(default=None, ge=0, le=1, description="The bonus threshold.")
     upload_id: str | None = Field(default=None, max_length=64, description="The mturk-csv crowd upload to review "
                                   "(default: the dataset's only one).")
-    dry_run: bool = Field(default=False, description="Answer with the summary (JSON) and write nothing.")
-    output: Literal["batch", "bonuses"] = Field(
-        default="batch", description="batch: the reviewed batch-results CSV; bonuses: the bonus list CSV.")
 
     def rules(self) -> review.ReviewRules:
         """The rules (ValueError naming one that does not hold with the others)."""
@@ -117,37 +115,51 @@ class ReviewSummary(BaseModel):
     decisions: list[WorkerDecision]
 
 
-_CSV = {"text/csv": {"schema": {"type": "string"}}}
-
-
-@router.post("/jobs/{job_id}/review", responses={
-    **problem_responses(404, 409),
-    200: {"description": "The summary (dry_run), else the reviewed batch-results CSV (output=batch, encoded as "
-                         "uploaded) or the bonus list (output=bonuses).",
-          "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ReviewSummary"}}, **_CSV}}})
-def review_job(job: OwnedJobDep, body: ReviewRequest, session: SessionDep, settings: SettingsDep) -> ReviewSummary:
-    """Approve or reject every open assignment of the job's Mechanical Turk batch by rules on the workers' scores
-    in the job's report, and list the bonuses; the batch file comes back with Approve, Reject and
-    RequesterFeedback filled and every other byte as uploaded."""
+def _review(job, body: ReviewRequest, session, settings) -> review.ReviewOutcome:
     try:
         rules = body.rules()
     except ValueError as exc:
         raise ProblemError(422, str(exc)) from None
     try:
-        outcome = exports.review_job(session=session, settings=settings, job=job, rules=rules,
-                                     upload_id=body.upload_id)
+        return exports.review_job(session=session, settings=settings, job=job, rules=rules, upload_id=body.upload_id)
     except LookupError as exc:
         raise ProblemError(404, str(exc)) from None
-    if body.dry_run:
-        return ReviewSummary.model_validate(outcome.summary)
+
+
+def _counted(outcome: review.ReviewOutcome, filename: str) -> dict[str, str]:
     a = outcome.summary["assignments"]
-    headers = {"X-Review-Approved": str(a["approved"]), "X-Review-Rejected": str(a["rejected"])}
-    if body.output == "bonuses":
-        headers["Content-Disposition"] = f'attachment; filename="{job.id}-bonuses.csv"'
-        return Response(outcome.bonus_csv(), media_type="text/csv; charset=utf-8",  # type: ignore[return-value]
-                        headers=headers)
-    headers["Content-Disposition"] = f'attachment; filename="{job.id}-reviewed.csv"'
-    return Response(outcome.reviewed_csv(), media_type=outcome.media_type, headers=headers)  # type: ignore[return-value]
+    return {"X-Review-Approved": str(a["approved"]), "X-Review-Rejected": str(a["rejected"]),
+            "Content-Disposition": f'attachment; filename="{filename}"'}
+
+
+@router.post("/jobs/{job_id}/review", responses=problem_responses(404, 409))
+def review_job(job: OwnedJobDep, body: ReviewRequest, session: SessionDep, settings: SettingsDep) -> ReviewSummary:
+    """What the rules decide for the job's Mechanical Turk batch: every worker's verdict on its score in the job's
+    report, the assignment counts and the bonus list. Nothing is written; the files are ``/review/batch`` and
+    ``/review/bonuses`` with the same body."""
+    return ReviewSummary.model_validate(_review(job, body, session, settings).summary)
+
+
+@router.post("/jobs/{job_id}/review/batch", response_class=Response, responses={
+    **problem_responses(404, 409),
+    200: download_response("The reviewed batch-results CSV, encoded as uploaded (X-Review-Approved and "
+                           "X-Review-Rejected count the decisions).", "text/csv")})
+def review_batch(job: OwnedJobDep, body: ReviewRequest, session: SessionDep, settings: SettingsDep) -> Response:
+    """The job's Mechanical Turk batch with Approve, Reject and RequesterFeedback filled by the rules and every
+    other byte as uploaded: the file to upload on the requester site."""
+    outcome = _review(job, body, session, settings)
+    return Response(outcome.reviewed_csv(), media_type=outcome.media_type,
+                    headers=_counted(outcome, f"{job.id}-reviewed.csv"))
+
+
+@router.post("/jobs/{job_id}/review/bonuses", response_class=Response, responses={
+    **problem_responses(404, 409),
+    200: download_response("The bonus list: WorkerId, AssignmentId, BonusAmount, Reason.", "text/csv; charset=utf-8")})
+def review_bonuses(job: OwnedJobDep, body: ReviewRequest, session: SessionDep, settings: SettingsDep) -> Response:
+    """The bonuses the rules grant, one row per worker at or above ``bonus_above`` (empty without ``bonus``)."""
+    outcome = _review(job, body, session, settings)
+    return Response(outcome.bonus_csv(), media_type="text/csv; charset=utf-8",
+                    headers=_counted(outcome, f"{job.id}-bonuses.csv"))
 
 
 Offset = Annotated[int, Query(ge=0, le=10**9, description="Rows to skip.")]

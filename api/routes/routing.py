@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query, Response
 
 from crowdqa.api.deps import OwnedJobDep, SettingsDep
 from crowdqa.api.errors import problem_responses
+from crowdqa.api.openapi import download_response
 from crowdqa.ingest.formats import ROUTING_EXPORTS
 from crowdqa.jobs.routing import RoutingOptions, route_job, routing_bytes
 from crowdqa.store.models import RoutingPublic
@@ -49,8 +50,7 @@ def get_routing(job: OwnedJobDep, settings: SettingsDep, budget: Budget, half_wi
     "/{job_id}/routing/export",
     response_class=Response,
     responses={**problem_responses(404, 409),
-               200: {"description": "The routing list as a file.",
-                     "content": {m: {} for m, _ in DOWNLOADS.values()}}},
+               200: download_response("The routing list as a file.", *(m for m, _ in DOWNLOADS.values()))},
 )
 def export_routing(
     job: OwnedJobDep, settings: SettingsDep, budget: Budget, half_width: HalfWidth = 0.05,

@@ -65,7 +65,7 @@ def test_categorical_worker_list_sorts_by_accuracy(client, keys, tmp_path):
     assert accuracies == sorted(accuracies) and accuracies[0] == pytest.approx(0.4)
     r = client.get(f"/api/v1/jobs/{job}/workers?sort=f1", headers=auth(key))
     assert r.status_code == 422 and "accuracy" in r.json()["detail"]
-    text = client.get(f"/api/v1/jobs/{job}/workers?format=csv", headers=auth(key))
+    text = client.get(f"/api/v1/jobs/{job}/workers.csv", headers=auth(key))
     assert text.headers["content-type"].startswith("text/csv")
     table = list(csv.DictReader(text.text.splitlines()))
     assert [t["annotator"] for t in table] == [r["annotator"] for r in rows]

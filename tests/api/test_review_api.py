@@ -38,7 +38,7 @@ def test_review_job_summary_batch_and_bonuses(client, keys, tmp_path):
     key = keys["a"]
     _, job, path = _batch_job(client, key, tmp_path)
     rules = {"reject_below": 0.5, "min_tokens": 50, "bonus": "0.50", "bonus_above": 0.9}
-    r = client.post(f"{API}/jobs/{job}/review", headers=auth(key), json={**rules, "dry_run": True})
+    r = client.post(f"{API}/jobs/{job}/review", headers=auth(key), json=rules)
     assert r.status_code == 200 and r.headers["content-type"] == "application/json", r.text
     summary = r.json()
     assert summary["assignments"] == {"approved": 36, "rejected": 23, "left": {"already approved": 1},
@@ -47,12 +47,12 @@ def test_review_job_summary_batch_and_bonuses(client, keys, tmp_path):
         "AGOOD1": "approve", "AGOOD2": "approve", "AMISS3": "approve", "AWHOLE4": "reject", "ASPAM5": "reject"}
     assert summary["bonus_total"] == "1.00" and summary["rules"]["metric"] == "f1"
     expected, _ = review_file(path, ReviewRules(**rules), method="mv")
-    r = client.post(f"{API}/jobs/{job}/review", headers=auth(key), json=rules)
+    r = client.post(f"{API}/jobs/{job}/review/batch", headers=auth(key), json=rules)
     assert r.status_code == 200 and r.headers["content-type"] == "text/csv; charset=utf-8"
     assert r.headers["x-review-rejected"] == "23" and "attachment" in r.headers["content-disposition"]
     assert r.content == expected.reviewed_csv()
     assert r.content.startswith(b"\xef\xbb\xbf")  # the upload's byte-order mark is kept
-    r = client.post(f"{API}/jobs/{job}/review", headers=auth(key), json={**rules, "output": "bonuses"})
+    r = client.post(f"{API}/jobs/{job}/review/bonuses", headers=auth(key), json=rules)
     rows = list(csv.DictReader(io.StringIO(r.text)))
     assert [(b["WorkerId"], b["BonusAmount"]) for b in rows] == [("AGOOD1", "0.50"), ("AGOOD2", "0.50")]
 
@@ -83,8 +83,7 @@ def test_review_errors_name_what_is_wrong(client, keys, tmp_path):
     assert r.status_code == 404  # another project's job
     r = client.post(f"{API}/jobs/{job}/review", headers=auth(key), json={**rules, "upload_id": "nope"})
     assert r.status_code == 404 and "no upload 'nope'" in r.json()["detail"]
-    r = client.post(f"{API}/jobs/{job}/review", headers=auth(key), json={**rules, "against": "expert",
-                                                                         "dry_run": True})
+    r = client.post(f"{API}/jobs/{job}/review", headers=auth(key), json={**rules, "against": "expert"})
     assert r.status_code == 200 and r.json()["workers"]["rejected"] == 0  # no expert overlap: nobody judged
     # A dataset without a batch file: 409.
     from tests.api.conftest import sample_dataset
@@ -127,7 +126,7 @@ def test_block_list_endpoints_and_later_jobs_fit_without_the_blocked(client, key
     spam = next(w for w in report["workers"] if w["annotator"] == "mturk:ASPAM5")
     assert spam["blocked"] is True and spam["vs_aggregate"]["f1"] == 0.0  # still scored
     summary = client.post(f"{API}/jobs/{later}/review", headers=auth(key),
-                          json={"reject_below": 0.2, "dry_run": True}).json()
+                          json={"reject_below": 0.2}).json()
     assert next(d for d in summary["decisions"] if d["worker"] == "ASPAM5")["blocked"] is True
     # Unblock; again is a 404 problem.
     assert client.delete(f"{API}/blocked-workers/mturk:ASPAM5", headers=auth(keys["b"])).status_code == 404
@@ -151,7 +150,7 @@ def test_cli_review_of_a_file_with_project_applies_its_block_list_as_a_job_does(
     assert r.status_code == 201
     _, job, path = _batch_job(client, key, tmp_path)
     rules = {"reject_below": 0.5, "min_tokens": 50, "bonus": "0.50", "bonus_above": 0.9}
-    api = client.post(f"{API}/jobs/{job}/review", headers=auth(key), json={**rules, "dry_run": True}).json()
+    api = client.post(f"{API}/jobs/{job}/review", headers=auth(key), json={**rules}).json()
     assert next(d for d in api["decisions"] if d["worker"] == "ASPAM5")["blocked"] is True
 
     def cli(*extra: str) -> dict:
@@ -180,7 +179,7 @@ def test_review_on_redis_with_a_worker_process(redis_client, keys, start_worker,
     _, job, path = _batch_job(redis_client, key, tmp_path, method="ds")
     report = redis_client.get(f"{API}/jobs/{job}/report", headers=auth(key)).json()
     assert report["blocked_workers"] == ["mturk:AWHOLE4"]
-    r = redis_client.post(f"{API}/jobs/{job}/review", headers=auth(key), json={"reject_below": 0.2})
+    r = redis_client.post(f"{API}/jobs/{job}/review/batch", headers=auth(key), json={"reject_below": 0.2})
     assert r.status_code == 200, r.text
     rows = list(csv.DictReader(io.StringIO(r.content.decode("utf-8-sig"), newline="")))
     rejected = {row["WorkerId"] for row in rows if row["Reject"]}

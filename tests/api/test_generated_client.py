@@ -1,0 +1,144 @@
+"""What an integrator meets: a client generated from the served OpenAPI document does the README flow.
+
+The document is fetched from a running ``crowdqa serve``, validated with ``openapi-spec-validator``,
+turned into a client package by ``openapi-python-client`` and imported; the README's flow then
+runs through that client alone (no raw HTTP): a dataset, the crowd and expert uploads, a job,
+polling, the typed report, the worker rows and their CSV, and a 404 and a 422 read as typed
+``Problem`` objects.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.utils.services import free_port, wait_for_port
+
+BIN = Path(sys.executable).parent
+SAMPLE = Path(__file__).resolve().parents[2] / "api" / "sample"
+GENERATOR = BIN / "openapi-python-client"
+
+pytestmark = pytest.mark.skipif(not GENERATOR.exists() or not (BIN / "crowdqa").exists(),
+                                reason="openapi-python-client or crowdqa is not installed in this environment "
+                                       "(pip install -e '.[test]')")
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """A real ``crowdqa serve`` (embedded) and a key of a project, for the whole module."""
+    tmp = tmp_path_factory.mktemp("generated-client")
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CROWDQA_")}
+    env.update(CROWDQA_DATA_DIR=str(tmp / "data"), PYTHONUNBUFFERED="1")
+    key = subprocess.run([str(BIN / "crowdqa"), "keys", "create", "--project", "integrator"], env=env,
+                         capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
+    server = subprocess.Popen([str(BIN / "crowdqa"), "serve", "--port", str(port), "--log-level", "warning"],
+                              env=env, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_for_port(port, timeout=60)
+        yield {"url": f"http://127.0.0.1:{port}", "key": key, "tmp": tmp}
+    finally:
+        server.send_signal(signal.SIGTERM)
+        log, _ = server.communicate(timeout=30)
+        assert "Traceback" not in log, log
+
+
+@pytest.fixture(scope="module")
+def document(served) -> dict:
+    return httpx.get(f"{served['url']}/openapi.json", timeout=30).json()
+
+
+@pytest.fixture(scope="module")
+def client_package(served, document):
+    """The generated client, imported as ``crowdqa_client`` (removed from sys.modules afterwards)."""
+    tmp = served["tmp"]
+    (tmp / "openapi.json").write_text(json.dumps(document))
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    out = subprocess.run([str(GENERATOR), "generate", "--path", str(tmp / "openapi.json"), "--output-path",
+                          str(tmp / "crowdqa_client"), "--meta", "none"], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Warning" not in out.stdout + out.stderr, out.stdout + out.stderr  # every schema understood
+    sys.path.insert(0, str(tmp))
+    try:
+        yield importlib.import_module("crowdqa_client")
+    finally:
+        sys.path.remove(str(tmp))
+        for name in [m for m in sys.modules if m == "crowdqa_client" or m.startswith("crowdqa_client.")]:
+            del sys.modules[name]
+
+
+def test_the_served_document_is_valid_openapi(document):
+    from openapi_spec_validator import validate
+
+    validate(document)  # raises on any error
+    for path, operations in document["paths"].items():
+        for method, op in operations.items():
+            for code, response in op["responses"].items():
+                content = response.get("content", {})
+                if code[0] == "4" or "application/problem+json" in content:  # errors: problem+json alone
+                    assert list(content) == ["application/problem+json"], (method, path, code)
+                    assert content["application/problem+json"]["schema"]["$ref"].endswith("/Problem")
+                elif "$ref" in content.get("application/json", {}).get("schema", {}):  # typed JSON: JSON only
+                    assert list(content) == ["application/json"], (method, path, code)
+            assert "_api_v1_" not in op["operationId"], op["operationId"]  # short ids: the client's names
+
+
+def test_the_readme_flow_through_the_generated_client_alone(served, client_package):
+    from crowdqa_client import AuthenticatedClient
+    from crowdqa_client.api.datasets import create_dataset, create_job, create_upload
+    from crowdqa_client.api.jobs import export_workers, get_job, get_report, list_workers
+    from crowdqa_client.models import (
+        DatasetCreate,
+        JobCreate,
+        Method,
+        Problem,
+        QualityReport,
+        SortOrder,
+        UploadForm,
+        UploadFormFormat,
+        UploadFormRole,
+        WorkerSortKey,
+    )
+    from crowdqa_client.types import File
+
+    client = AuthenticatedClient(base_url=served["url"], token=served["key"], timeout=60)
+    dataset = create_dataset.sync(client=client, body=DatasetCreate(name="sample"))
+    for name, role in (("crowd.jsonl", UploadFormRole.CROWD), ("expert.jsonl", UploadFormRole.EXPERT)):
+        with open(SAMPLE / name, "rb") as fh:
+            upload = create_upload.sync(dataset.id, client=client, body=UploadForm(
+                file=File(payload=fh, file_name=name), format_=UploadFormFormat.SPANS_JSONL, role=role))
+        assert not isinstance(upload, Problem), upload
+        assert upload.summary.documents == 40 if role == UploadFormRole.CROWD else upload.summary.documents == 20
+    job = create_job.sync(dataset.id, client=client, body=JobCreate(method=Method.MV, use_experts=False))
+    assert not isinstance(job, Problem), job
+    deadline = time.monotonic() + 120
+    while (polled := get_job.sync(job.id, client=client)).status not in ("finished", "failed"):
+        assert time.monotonic() < deadline, polled
+        time.sleep(0.5)
+    assert polled.status == "finished", polled.error
+    assert polled.progress.stage == "done" and polled.progress.stages  # typed progress
+
+    report = get_report.sync(job.id, client=client)
+    assert isinstance(report, QualityReport) and report.method == "mv"
+    rows = list_workers.sync(job.id, client=client, sort=WorkerSortKey.F1, order=SortOrder.ASC, limit=5)
+    assert rows.count == 11 and len(rows.data) == 5
+    worst = rows.data[0]
+    assert worst.annotator == "mturk:A10SPAM" and worst.detail.annotator == worst.annotator  # typed detail
+    csv_text = export_workers.sync(job.id, client=client, sort=WorkerSortKey.F1, order=SortOrder.ASC)
+    assert csv_text.splitlines()[0].startswith("annotator,") and "mturk:A10SPAM" in csv_text.splitlines()[1]
+
+    missing = get_job.sync("0" * 32, client=client)
+    assert isinstance(missing, Problem) and missing.status == 404 and missing.title == "Not Found"
+    refused = create_job.sync(dataset.id, client=client,
+                              body=JobCreate.from_dict({"method": "ds", "params": {"no_such_parameter": 1}}))
+    assert isinstance(refused, Problem) and refused.status == 422 and "no_such_parameter" in refused.detail
