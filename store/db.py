@@ -13,6 +13,7 @@ from sqlmodel import Session, SQLModel, create_engine, select
 from crowdqa.store import models  # noqa: F401  (registers the tables on SQLModel.metadata)
 from crowdqa.store.errors import ConfigurationError, SchemaVersionError
 from crowdqa.store.models import SCHEMA_VERSION, SchemaInfo
+from crowdqa.store.private import make_private_dir, prepare_sqlite_file
 from crowdqa.store.settings import Settings, masked_url
 
 __all__ = ["make_engine", "init_db", "get_engine", "open_session"]
@@ -29,11 +30,12 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
 
 
 def make_engine(settings: Settings) -> Engine:
-    """Build the engine for ``settings.database_url`` (SQLite: the data dir is created)."""
+    """Build the engine for ``settings.database_url`` (SQLite: the data dir and the file are created private)."""
     url = settings.database_url
     assert url is not None  # filled in by Settings
     if url.startswith("sqlite"):
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dir(settings.data_dir)
+        prepare_sqlite_file(url)
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
