@@ -62,11 +62,11 @@ def check_authorization(authorization: str | None, *, session: Session) -> Calle
     """
     scheme, _, token = (authorization or "").strip().partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
-        raise ProblemError(401, "send 'Authorization: Bearer <key>'", headers=_CHALLENGE)
+        raise ProblemError(401, "send 'Authorization: Bearer <key>'", headers=dict(_CHALLENGE))
     try:
         key, project = keys.check_key(session=session, key=token.strip())
     except KeyRefusedError as exc:
-        raise ProblemError(401, str(exc), headers=_CHALLENGE) from None
+        raise ProblemError(401, str(exc), headers=dict(_CHALLENGE)) from None
     return Caller(key=key, project=project)
 
 
