@@ -21,6 +21,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
+from starlette.applications import Starlette
 from starlette.types import Scope
 
 __all__ = ["FailureThrottle", "client_address", "throttle_of"]
@@ -72,7 +73,7 @@ def client_address(scope: Scope) -> str:
     return str(client[0]) if client else "unknown"
 
 
-def throttle_of(app) -> FailureThrottle:
+def throttle_of(app: Starlette) -> FailureThrottle:
     """The app's throttle, made from the settings on first use (the lifespan makes a new one per start)."""
     throttle = getattr(app.state, "auth_throttle", None)
     if throttle is None:
