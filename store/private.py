@@ -35,14 +35,20 @@ _SECRET_BYTES = 32
 
 
 def make_private_dir(path: str | os.PathLike) -> Path:
-    """Create ``path`` (and missing parents) 0700 if it does not exist; an existing folder keeps its mode."""
+    """Create ``path`` (and missing parents) 0700 if it does not exist; an existing folder keeps its mode.
+
+    Raises :class:`ConfigurationError` when ``path`` (or a parent) is a file.
+    """
     folder = Path(path)
-    if not folder.is_dir():
+    if folder.is_dir():
+        return folder
+    try:
         folder.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            folder.mkdir(mode=0o700)
-        except FileExistsError:  # made by another process meanwhile
-            pass
+        folder.mkdir(mode=0o700)
+    except FileExistsError:  # made by another process meanwhile, or a file of that name
+        if not folder.is_dir():
+            raise ConfigurationError(f"{folder.resolve()} is not a directory; point CROWDQA_DATA_DIR (or the "
+                                     "SQLite URL) at a folder") from None
     return folder
 
 

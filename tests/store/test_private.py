@@ -11,7 +11,7 @@ from sqlalchemy import text
 from crowdqa.store.artifacts import ArtifactStore
 from crowdqa.store.db import _engine_for, get_engine
 from crowdqa.store.errors import ConfigurationError
-from crowdqa.store.private import SECRET_NAME, _secret_of, server_secret, write_private_file
+from crowdqa.store.private import SECRET_NAME, _secret_of, make_private_dir, server_secret, write_private_file
 from crowdqa.store.settings import Settings
 
 
@@ -76,6 +76,14 @@ def test_the_server_secret_is_made_once_0600(tmp_path, loose_umask):
     with pytest.raises(ConfigurationError, match="fewer than the 32"):
         server_secret(tmp_path / "data")
     _secret_of.cache_clear()
+
+
+def test_a_data_directory_that_is_a_file_is_one_line(tmp_path):
+    (tmp_path / "data").write_text("not a folder")
+    with pytest.raises(ConfigurationError, match="is not a directory; point CROWDQA_DATA_DIR"):
+        make_private_dir(tmp_path / "data")
+    with pytest.raises(ConfigurationError, match="is not a directory"):
+        make_private_dir(tmp_path / "data" / "inner")
 
 
 def test_private_files_are_written_0600(tmp_path, loose_umask):
