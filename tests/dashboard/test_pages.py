@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 from sqlmodel import Session, select
 
-from crowdqa.api.dashboard.auth import SESSION_COOKIE, SESSION_SECONDS, new_session_cookie, read_session
+from crowdqa.api.dashboard.auth import SESSION_COOKIE, SESSION_SECONDS, end_session, new_session_cookie, read_session
 from crowdqa.store import crud
 from crowdqa.store.db import get_engine
 from crowdqa.store.models import WebSession, utcnow
@@ -168,6 +168,23 @@ def test_revoking_or_expiring_the_key_ends_its_sessions(client, keys, settings):
     form = client.get("/ui/signin")
     r = client.post("/ui/signin", data={"key": other["key"], "login_token": _token(form.text, "login_token")})
     assert r.status_code == 401 and "expired at" in r.text
+
+
+@pytest.mark.postgres
+def test_sign_out_and_revocation_end_sessions_on_postgres(pg_settings):
+    """The session rows on a real PostgreSQL: sign-out deletes one, revoking the key deletes the rest (cascade)."""
+    from crowdqa.jobs import keys as key_cases
+
+    with Session(get_engine(pg_settings)) as s:
+        made = key_cases.create_key(session=s, project_name="pg")
+        first, project = new_session_cookie(session=s, key=made.key)
+        second, _ = new_session_cookie(session=s, key=made.key)
+        assert read_session(session=s, cookie=first).project.id == project.id
+        assert end_session(session=s, cookie=first) and read_session(session=s, cookie=first) is None
+        assert read_session(session=s, cookie=second) is not None
+        assert key_cases.revoke_key(session=s, prefix=made.prefix)
+        assert read_session(session=s, cookie=second) is None
+        assert s.exec(select(WebSession)).all() == []
 
 
 def test_failed_sign_ins_are_throttled_per_address(client, keys, monkeypatch):
