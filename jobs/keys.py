@@ -98,9 +98,8 @@ def check_key(*, session: Session, key: str, now: datetime | None = None) -> tup
     row = crud.find_api_key(session=session, key=key.strip())
     if row is None:
         raise KeyRefusedError("unknown API key")
-    expires_at = aware(row.expires_at)
-    if expires_at is not None and expires_at <= (now or utcnow()):
-        raise KeyRefusedError(f"the API key {row.prefix} expired at {expires_at:%Y-%m-%d %H:%M:%S} UTC")
+    if crud.key_expired(row, now=now):
+        raise KeyRefusedError(f"the API key {row.prefix} expired at {aware(row.expires_at):%Y-%m-%d %H:%M:%S} UTC")
     project = crud.get_project(session=session, project_id=row.project_id)
     if project is None:
         raise KeyRefusedError("unknown API key")

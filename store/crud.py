@@ -48,6 +48,7 @@ __all__ = [
     "get_api_key",
     "any_api_key",
     "find_api_key",
+    "key_expired",
     "authenticate",
     "list_api_keys",
     "revoke_api_key",
@@ -178,10 +179,15 @@ def find_api_key(*, session: Session, key: str) -> ApiKey | None:
     return row
 
 
+def key_expired(key: ApiKey, *, now: datetime | None = None) -> bool:
+    """True once ``key`` is past its expiry (a key without one never expires)."""
+    return key.expires_at is not None and aware(key.expires_at) <= (now or utcnow())
+
+
 def authenticate(*, session: Session, key: str, now: datetime | None = None) -> Project | None:
     """The project of ``key``, or None for an unknown or expired key."""
     row = find_api_key(session=session, key=key)
-    if row is None or (row.expires_at is not None and aware(row.expires_at) <= (now or utcnow())):
+    if row is None or key_expired(row, now=now):
         return None
     return session.get(Project, row.project_id)
 

@@ -117,7 +117,7 @@ def read_session(*, session: Session, cookie: str | None, now: float | None = No
         return None
     row, key = found
     moment = datetime.fromtimestamp(time.time() if now is None else now, UTC)
-    if aware(row.expires_at) <= moment or (key.expires_at is not None and aware(key.expires_at) <= moment):
+    if aware(row.expires_at) <= moment or crud.key_expired(key, now=moment):
         return None
     project = crud.get_project(session=session, project_id=key.project_id)
     if project is None:
