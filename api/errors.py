@@ -57,19 +57,21 @@ def problem_response(status: int, detail: str | None = None, *, errors: list | N
 
 
 _DESCRIPTIONS = {
-    401: "Missing or unknown API key.",
+    401: "Missing, unknown or expired API key.",
+    403: "The key may not do this (only an admin key creates or revokes keys).",
     404: "No such resource in the key's project.",
     409: "The resource is not in a state that allows this.",
     413: "The upload exceeds the configured size limit.",
     422: "The request or the uploaded file is invalid.",
+    429: "Too many requests from this address or project; retry after the Retry-After header's seconds.",
     503: "The job queue (Redis) is unavailable; nothing was lost, retry later.",
 }
 
 
 def problem_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI ``responses`` entries for these problem status codes (401 and 422 always included)."""
+    """OpenAPI ``responses`` entries for these problem status codes (401, 422 and 429 always included)."""
     out: dict[int | str, dict[str, Any]] = {}
-    for code in sorted({401, 422, *codes}):
+    for code in sorted({401, 422, 429, *codes}):
         out[code] = {"model": Problem, "description": _DESCRIPTIONS.get(code, HTTPStatus(code).phrase),
                      "content": {PROBLEM_JSON: {}}}
     return out

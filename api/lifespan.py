@@ -34,6 +34,7 @@ _FORM_OVERHEAD = 64 * 1024
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings = get_settings()
+    app.state.auth_throttle = None  # a new start forgets failed sign-ins (made from the settings on first use)
     took_lock = False
     if settings.embedded:
         # Before the database is touched: a second embedded server on this data would take the

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 __all__ = ["JobError", "QueueUnavailableError", "JobNotRunnableError", "JobNotFinishedError", "DatasetBusyError",
-           "JobCancelled", "UploadConflictError", "JobParamsError", "JobModelMissingError"]
+           "JobCancelled", "UploadConflictError", "JobParamsError", "JobModelMissingError", "KeyRefusedError",
+           "KeyScopeError"]
 
 
 class JobError(Exception):
@@ -41,6 +42,14 @@ class JobParamsError(JobError, ValueError):
     def __init__(self, message: str, *, field: str) -> None:
         super().__init__(message)
         self.field = field
+
+
+class KeyRefusedError(JobError):
+    """An API key that authenticates nothing: malformed, unknown (or revoked), or expired; the message says which."""
+
+
+class KeyScopeError(JobError):
+    """A key that may not do this: only an admin key creates and revokes keys."""
 
 
 class JobCancelled(BaseException):  # noqa: N818 - a signal to unwind, like KeyboardInterrupt

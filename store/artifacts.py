@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 
 from crowdqa.aggregation.corpus import Corpus, npz_bytes
 from crowdqa.store.errors import ArtifactMissingError, UploadTooLargeError
+from crowdqa.store.private import make_private_dir
 
 __all__ = ["Artifact", "ArtifactStore", "artifact_path", "safe_suffix"]
 
@@ -75,7 +76,7 @@ class ArtifactStore:
         return Artifact(path=str(final.relative_to(self.root)), sha256=sha, size=size)
 
     def _tempfile(self, kind: str) -> tuple[int, Path]:
-        folder = self.root / kind / "tmp"
+        folder = make_private_dir(self.root) / kind / "tmp"
         folder.mkdir(parents=True, exist_ok=True)
         fd, name = tempfile.mkstemp(dir=folder, prefix=".part-")
         return fd, Path(name)

@@ -31,6 +31,7 @@ from crowdqa.store.models import (
     Project,
     Report,
     Upload,
+    WebSession,
     WorkerScore,
     aware,
     utcnow,
@@ -46,9 +47,14 @@ __all__ = [
     "create_api_key",
     "get_api_key",
     "any_api_key",
+    "find_api_key",
+    "key_expired",
     "authenticate",
     "list_api_keys",
     "revoke_api_key",
+    "create_web_session",
+    "get_web_session",
+    "delete_web_session",
     "create_dataset",
     "get_dataset",
     "list_datasets",
@@ -138,11 +144,13 @@ def get_or_create_project(*, session: Session, name: str) -> Project:
     return find_project(session=session, name=name) or create_project(session=session, name=name)
 
 
-def create_api_key(*, session: Session, project_id: str) -> str:
+def create_api_key(*, session: Session, project_id: str, admin: bool = False,
+                   expires_at: datetime | None = None) -> str:
     """Create a key for the project and return its secret (shown once; only its sha256 is kept)."""
     prefix = secrets.token_hex(6)
     key = f"{KEY_PREFIX}_{prefix}_{secrets.token_urlsafe(32)}"
-    session.add(ApiKey(project_id=project_id, prefix=prefix, key_hash=_hash_key(key)))
+    session.add(ApiKey(project_id=project_id, prefix=prefix, key_hash=_hash_key(key), admin=admin,
+                       expires_at=expires_at))
     session.commit()
     return key
 
@@ -152,18 +160,34 @@ def get_api_key(*, session: Session, prefix: str) -> ApiKey | None:
     return session.exec(select(ApiKey).where(ApiKey.prefix == prefix)).first()
 
 
-def any_api_key(*, session: Session) -> bool:
-    """True if the database holds at least one key."""
-    return session.exec(select(ApiKey.id).limit(1)).first() is not None
+def any_api_key(*, session: Session, project_id: str | None = None) -> bool:
+    """True if the database (or the project) holds at least one key."""
+    stmt = select(ApiKey.id)
+    if project_id is not None:
+        stmt = stmt.where(ApiKey.project_id == project_id)
+    return session.exec(stmt.limit(1)).first() is not None
 
 
-def authenticate(*, session: Session, key: str) -> Project | None:
-    """The project of ``key``, or None; the hash comparison takes constant time."""
+def find_api_key(*, session: Session, key: str) -> ApiKey | None:
+    """The row of the whole key ``key`` (expired or not), or None; the hash comparison takes constant time."""
     parts = key.split("_", 2)
     if len(parts) != 3 or parts[0] != KEY_PREFIX:
         return None
     row = get_api_key(session=session, prefix=parts[1])
     if row is None or not hmac.compare_digest(row.key_hash, _hash_key(key)):
+        return None
+    return row
+
+
+def key_expired(key: ApiKey, *, now: datetime | None = None) -> bool:
+    """True once ``key`` is past its expiry (a key without one never expires)."""
+    return key.expires_at is not None and aware(key.expires_at) <= (now or utcnow())
+
+
+def authenticate(*, session: Session, key: str, now: datetime | None = None) -> Project | None:
+    """The project of ``key``, or None for an unknown or expired key."""
+    row = find_api_key(session=session, key=key)
+    if row is None or key_expired(row, now=now):
         return None
     return session.get(Project, row.project_id)
 
@@ -185,6 +209,29 @@ def revoke_api_key(*, session: Session, prefix: str, project_id: str | None = No
     if project_id is not None:
         stmt = stmt.where(ApiKey.project_id == project_id)
     result = session.exec(stmt)
+    session.commit()
+    return bool(result.rowcount)
+
+
+def create_web_session(*, session: Session, token_hash: str, key_id: str, expires_at: datetime) -> WebSession:
+    """Record a dashboard sign-in (and forget the sign-ins that have ended)."""
+    session.exec(delete(WebSession).where(WebSession.expires_at < utcnow()))
+    row = WebSession(token_hash=token_hash, key_id=key_id, expires_at=expires_at)
+    session.add(row)
+    session.commit()
+    session.refresh(row)
+    return row
+
+
+def get_web_session(*, session: Session, token_hash: str) -> tuple[WebSession, ApiKey] | None:
+    """The sign-in with this token hash and its key (still stored), or None."""
+    stmt = select(WebSession, ApiKey).where(WebSession.token_hash == token_hash, WebSession.key_id == ApiKey.id)
+    return session.exec(stmt).first()
+
+
+def delete_web_session(*, session: Session, token_hash: str) -> bool:
+    """End a sign-in; True if it existed."""
+    result = session.exec(delete(WebSession).where(WebSession.token_hash == token_hash))
     session.commit()
     return bool(result.rowcount)
 

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from crowdqa.store.errors import DataDirLockedError
+from crowdqa.store.private import make_private_dir
 
 __all__ = ["LOCK_NAME", "acquire_data_dir", "held_data_dirs", "release_data_dir"]
 
@@ -53,7 +54,7 @@ def acquire_data_dir(data_dir: str | os.PathLike, *, port: int | None = None) ->
     with _guard:
         if key in _held:
             return folder / LOCK_NAME
-        folder.mkdir(parents=True, exist_ok=True)
+        make_private_dir(folder)
         path = folder / LOCK_NAME
         fh = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held open for the process' life
         try:

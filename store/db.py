@@ -5,17 +5,18 @@ from __future__ import annotations
 import time
 from functools import lru_cache
 
-from sqlalchemy import event
-from sqlalchemy.engine import Engine
+from sqlalchemy import DateTime, event, text
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError, OperationalError, ProgrammingError
 from sqlmodel import Session, SQLModel, create_engine, select
 
 from crowdqa.store import models  # noqa: F401  (registers the tables on SQLModel.metadata)
 from crowdqa.store.errors import ConfigurationError, SchemaVersionError
 from crowdqa.store.models import SCHEMA_VERSION, SchemaInfo
+from crowdqa.store.private import make_private_dir, prepare_sqlite_file
 from crowdqa.store.settings import Settings, masked_url
 
-__all__ = ["make_engine", "init_db", "get_engine", "open_session"]
+__all__ = ["make_engine", "init_db", "get_engine", "open_session", "MIGRATIONS"]
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
@@ -29,11 +30,12 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
 
 
 def make_engine(settings: Settings) -> Engine:
-    """Build the engine for ``settings.database_url`` (SQLite: the data dir is created)."""
+    """Build the engine for ``settings.database_url`` (SQLite: the data dir and the file are created private)."""
     url = settings.database_url
     assert url is not None  # filled in by Settings
     if url.startswith("sqlite"):
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dir(settings.data_dir)
+        prepare_sqlite_file(url)
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
@@ -56,14 +58,41 @@ def init_db(engine: Engine) -> None:
             time.sleep(0.1 * (attempt + 1))
 
 
+def _keys_get_scopes_and_expiry(conn: Connection) -> None:
+    """3 -> 4: keys gain ``admin`` and ``expires_at``; the dashboard's session table is new (create_all).
+
+    Every key that exists becomes an admin key: before version 4 any key could create and revoke
+    keys, so a deployment's rotation scripts keep working; the operator narrows them by making
+    ordinary keys and revoking the old ones. No key expires.
+    """
+    when = DateTime(timezone=True).compile(dialect=conn.dialect)
+    conn.execute(text("ALTER TABLE apikey ADD COLUMN admin BOOLEAN NOT NULL DEFAULT TRUE"))
+    conn.execute(text(f"ALTER TABLE apikey ADD COLUMN expires_at {when}"))
+
+
+#: The steps from an older schema version to the next, applied in order at start.
+MIGRATIONS = {3: _keys_get_scopes_and_expiry}
+
+
 def _init_db_once(engine: Engine) -> None:
     SQLModel.metadata.create_all(engine)
     with Session(engine) as session:
         info = session.exec(select(SchemaInfo)).first()
-        if info is None:
+        version = None if info is None else info.version
+    if version is None:
+        with Session(engine) as session:
             session.add(SchemaInfo(id=1, version=SCHEMA_VERSION))
             session.commit()
-        elif info.version != SCHEMA_VERSION:
+        return
+    while version in MIGRATIONS and version < SCHEMA_VERSION:
+        with engine.begin() as conn:  # one step, one transaction (PostgreSQL: the DDL too)
+            MIGRATIONS[version](conn)
+            conn.execute(text("UPDATE crowdqa_schema SET version = :new WHERE version = :old"),
+                         {"new": version + 1, "old": version})
+        version += 1
+    with Session(engine) as session:
+        info = session.exec(select(SchemaInfo)).first()
+        if info.version != SCHEMA_VERSION:
             raise SchemaVersionError(
                 f"database schema version {SCHEMA_VERSION} expected, found {info.version}: "
                 "migrate the database or point CROWDQA_DATABASE_URL at a new one"

@@ -27,6 +27,7 @@ __all__ = [
     "SchemaInfo",
     "Project",
     "ApiKey",
+    "WebSession",
     "DatasetBase",
     "DatasetCreate",
     "Dataset",
@@ -57,8 +58,10 @@ __all__ = [
     "aware",
 ]
 
-#: Bump when a table changes; :func:`crowdqa.store.db.init_db` refuses a database of another version.
-SCHEMA_VERSION = 3  # 2: worker accuracy columns; 3: jobs' from_job and frozen (new batches)
+#: Bump when a table changes; :func:`crowdqa.store.db.init_db` migrates the versions it knows
+#: (``crowdqa.store.db.MIGRATIONS``) and refuses any other.
+SCHEMA_VERSION = 4  # 2: worker accuracy columns; 3: jobs' from_job and frozen (new batches);
+#                     4: keys' admin and expires_at, dashboard sessions (issue 35)
 
 
 def new_id() -> str:
@@ -109,13 +112,34 @@ class Project(SQLModel, table=True):
 
 
 class ApiKey(SQLModel, table=True):
-    """An API key, stored as the sha256 of the secret; ``prefix`` finds the row."""
+    """An API key, stored as the sha256 of the secret; ``prefix`` finds the row.
+
+    An ``admin`` key may also create and revoke the project's keys; a key past its ``expires_at``
+    (None: never) authenticates nothing.
+    """
 
     id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
     project_id: str = Field(foreign_key="project.id", index=True, ondelete="CASCADE")
     prefix: str = Field(unique=True, index=True, max_length=16)
     key_hash: str = Field(max_length=64)
     created_at: datetime = Field(default_factory=utcnow, sa_type=DateTime(timezone=True))
+    admin: bool = Field(default=False)
+    expires_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))
+
+
+class WebSession(SQLModel, table=True):
+    """A dashboard sign-in: the sha256 of its cookie's token, the key it was made with, and its end.
+
+    Signing out deletes the row, and revoking the key deletes it with the key (cascade), so a
+    cookie replayed after either finds nothing.
+    """
+
+    __tablename__ = "web_session"
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    token_hash: str = Field(unique=True, index=True, max_length=64)
+    key_id: str = Field(foreign_key="apikey.id", index=True, ondelete="CASCADE")
+    created_at: datetime = Field(default_factory=utcnow, sa_type=DateTime(timezone=True))
+    expires_at: datetime = Field(sa_type=DateTime(timezone=True), index=True)
 
 
 # ---------------------------------------------------------------- datasets

@@ -38,6 +38,13 @@ class Settings(BaseSettings):
     gc_grace: float = Field(default=900.0, ge=0, description="Unreferenced files younger than this many seconds "
                             "are kept when deleted rows are collected (an upload of the same bytes may be in flight).")
     queue_name: str = Field(default="aggregate")
+    auth_failure_burst: int = Field(default=20, ge=1, description="Failed authentications (401s, refused "
+                                    "sign-ins) an address may have in a row before it gets 429.")
+    auth_failures_per_minute: float = Field(default=10.0, gt=0, description="How fast an address earns "
+                                            "failed attempts back after a burst.")
+    cookie_secure: bool = Field(default=False, description="Mark the dashboard's cookies Secure even when the "
+                                "server sees plain http (behind a TLS proxy whose forwarded headers it does not "
+                                "trust). They are Secure whenever the request's scheme is https.")
 
     @field_validator("database_url", "redis_url")
     @classmethod

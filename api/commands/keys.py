@@ -35,9 +35,14 @@ def _create(args: argparse.Namespace) -> int:
     name = args.project.strip()
     if not name or len(name) > 200:
         raise UserError("--project must be a name of 1 to 200 characters")
+    if args.expires_in is not None and not 0 < args.expires_in <= keys.MAX_EXPIRES_IN_DAYS:
+        raise UserError(f"--expires-in must be more than 0 and at most {keys.MAX_EXPIRES_IN_DAYS} days")
     with _session() as session:
-        made = keys.create_key(session=session, project_name=name)
-    print(f"created an API key for project {name!r} (id {made.project_id}); it is shown once:")
+        made = keys.create_key(session=session, project_name=name, admin=args.admin, expires_in_days=args.expires_in)
+    scope = "an admin key" if made.admin else "an API key"
+    scope += " (the project's first key is an admin key)" if made.admin and not args.admin else ""
+    until = f", valid until {made.expires_at:%Y-%m-%d %H:%M:%S} UTC" if made.expires_at else ""
+    print(f"created {scope} for project {name!r} (id {made.project_id}){until}; it is shown once:")
     print(made.key)
     return 0
 
@@ -47,9 +52,11 @@ def _list(args: argparse.Namespace) -> int:
 
     with _session() as session:
         rows = keys.list_keys(session=session, project_name=args.project)
-    print(f"{'key prefix':<14} {'project':<24} created")
+    print(f"{'key prefix':<14} {'project':<24} {'scope':<6} {'created':<19}  expires")
     for key in rows:
-        print(f"{key.prefix:<14} {key.project:<24} {key.created_at:%Y-%m-%d %H:%M:%S}")
+        expires = f"{key.expires_at:%Y-%m-%d %H:%M:%S}" if key.expires_at else "never"
+        print(f"{key.prefix:<14} {key.project:<24} {'admin' if key.admin else 'key':<6} "
+              f"{key.created_at:%Y-%m-%d %H:%M:%S}  {expires}")
     if not rows:
         print("no keys" + (f" for project {args.project!r}" if args.project else ""), file=sys.stderr)
     return 0
@@ -74,9 +81,15 @@ def register(subparsers) -> None:
                        description="Create an API key for a project (the project is created if new). The key is "
                                    "printed once, alone on the last line.")
     c.add_argument("--project", required=True, help="project name")
+    c.add_argument("--admin", action="store_true",
+                   help="an admin key: it may also create and revoke the project's keys (a project's first key "
+                        "is one anyway)")
+    c.add_argument("--expires-in", type=float, default=None, metavar="DAYS",
+                   help="the key stops working after DAYS days (default: never)")
     c.set_defaults(func=_create)
-    ls = sub.add_parser("list", help="list the keys (prefix, project, creation time); secrets are never shown",
-                        description="List the keys by prefix (the part after cqa_), project and creation time.")
+    ls = sub.add_parser("list", help="list the keys (prefix, project, scope, creation, expiry); never secrets",
+                        description="List the keys by prefix (the part after cqa_), project, scope (admin or "
+                                    "ordinary), creation time and expiry (UTC).")
     ls.add_argument("--project", default=None, help="only this project's keys")
     ls.set_defaults(func=_list)
     r = sub.add_parser("revoke", help="revoke a key by its prefix (or the whole key)",

@@ -31,6 +31,19 @@ def _listen(host: str, port: int):
     return sock
 
 
+def _tell_first_key(key: str, data_dir) -> None:
+    """Write the first key to a 0600 file; show it on a terminal only, never into a log."""
+    import sys
+
+    from crowdqa.store.private import FIRST_KEY_NAME, write_private_file
+
+    path = write_private_file(data_dir / FIRST_KEY_NAME, key + "\n").resolve()
+    print(f"crowdqa: first start: created project 'default' with an admin API key, written to {path} "
+          "(readable by this user only; delete it once the key is kept elsewhere)", flush=True)
+    if sys.stdout.isatty():
+        print(f"crowdqa: the key (shown once): {key}", flush=True)
+
+
 def _run(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -51,15 +64,15 @@ def _run(args: argparse.Namespace) -> int:
         key = keys.ensure_first_key(session=session)
     print(f"crowdqa: {describe(settings)}", flush=True)
     if key:
-        print("crowdqa: first start: created project 'default' with this API key (shown once):", flush=True)
-        print(key, flush=True)
+        _tell_first_key(key, settings.data_dir)
     print(f"crowdqa: serving on http://{args.host}:{args.port}/api/v1 (OpenAPI at /docs)", flush=True)
+    proxy = {"proxy_headers": args.proxy_headers, "forwarded_allow_ips": args.forwarded_allow_ips}
     config = uvicorn.Config("crowdqa.api.main:app", host=args.host, port=args.port, log_level=args.log_level,
-                            workers=args.workers)
+                            workers=args.workers, **proxy)
     if args.workers > 1:
         sock.close()  # uvicorn's supervisor binds its own shared socket for its processes
         uvicorn.run("crowdqa.api.main:app", host=args.host, port=args.port, log_level=args.log_level,
-                    workers=args.workers)
+                    workers=args.workers, **proxy)
         return 0
     uvicorn.Server(config).run(sockets=[sock])
     return 0
@@ -74,4 +87,10 @@ def register(subparsers) -> None:
     p.add_argument("--workers", type=int, default=1,
                    help="API processes (default 1; more than 1 needs CROWDQA_REDIS_URL)")
     p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
+    p.add_argument("--proxy-headers", action=argparse.BooleanOptionalAction, default=True,
+                   help="behind a TLS proxy: take the client's address and the scheme (https: Secure cookies) from "
+                        "X-Forwarded-For/-Proto when the proxy is one of --forwarded-allow-ips (uvicorn's; default on)")
+    p.add_argument("--forwarded-allow-ips", default=None, metavar="IPS",
+                   help="comma-separated addresses or networks of the proxies whose forwarded headers are trusted, "
+                        "or '*' (uvicorn's; default $FORWARDED_ALLOW_IPS or 127.0.0.1)")
     p.set_defaults(func=_run)

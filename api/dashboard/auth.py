@@ -1,15 +1,19 @@
 """Dashboard sign-in: an API key becomes a signed, HttpOnly, SameSite=Strict session cookie.
 
-The cookie names the key (its public prefix), an expiry and a random nonce, signed with
-HMAC-SHA256 under the key's stored hash, a secret the server holds and the browser never
-sees. So a session:
+Signing in records a session row (:class:`~crowdqa.store.models.WebSession`) holding the sha256
+of a random token, the key it was made with and its end; the cookie carries the token and an
+HMAC-SHA256 of it under the server secret (``<data dir>/server-secret``, 0600, never in the
+database). So a session:
 
-* works in every API process (no server-side session table, no shared secret to configure);
+* cannot be forged from the database: a copy of it (or of one ``apikey`` row) holds neither the
+  secret nor any token, only hashes;
+* works in every API process that shares the data directory and the database;
 * belongs to one key, hence one project: every page looks rows up with that project's id,
   exactly as the API does with a Bearer key, so a cookie never reaches another project;
-* dies with its key (a revoked key has no row to verify against) or at its expiry.
+* ends at sign-out (its row is deleted, so a replayed cookie finds nothing), when its key is
+  revoked (the row goes with the key) or expires, or after :data:`SESSION_SECONDS`.
 
-Every form carries a CSRF token derived from the same nonce (synchronizer token); the
+Every form carries a CSRF token derived from the session's token (synchronizer token); the
 sign-in form, used before a session exists, checks a random double-submit cookie instead.
 The cookie's path is ``/ui``: it is never sent to ``/api/v1``, whose only credential stays
 the ``Authorization`` header.
@@ -22,24 +26,28 @@ import hmac
 import secrets
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Annotated
 
 from fastapi import Depends, Request
 from sqlmodel import Session
 
 from crowdqa.api.deps import SessionDep
+from crowdqa.jobs import keys
 from crowdqa.store import crud
-from crowdqa.store.models import Project
+from crowdqa.store.models import Project, aware
+from crowdqa.store.private import server_secret
+from crowdqa.store.settings import get_settings
 
 __all__ = ["SESSION_COOKIE", "LOGIN_COOKIE", "COOKIE_PATH", "SESSION_SECONDS", "DashboardSession",
-           "SignInRequired", "CsrfError", "new_session_cookie", "read_session", "check_csrf", "DashSessionDep",
-           "check_same_origin"]
+           "SignInRequired", "CsrfError", "new_session_cookie", "read_session", "end_session", "check_csrf",
+           "DashSessionDep", "check_same_origin", "cookie_secure"]
 
 SESSION_COOKIE = "crowdqa_session"
 LOGIN_COOKIE = "crowdqa_login"
 COOKIE_PATH = "/ui"
 SESSION_SECONDS = 8 * 3600
-_VERSION = "v1"
+_VERSION = "v2"
 
 
 class SignInRequired(Exception):
@@ -59,41 +67,73 @@ class DashboardSession:
     csrf: str
 
 
-def _mac(secret: str, *parts: str) -> str:
-    return hmac.new(secret.encode("ascii"), "|".join(parts).encode("utf-8"), hashlib.sha256).hexdigest()
+def _mac(secret: bytes, *parts: str) -> str:
+    return hmac.new(secret, "|".join(parts).encode("utf-8"), hashlib.sha256).hexdigest()
 
 
-def new_session_cookie(*, session: Session, key: str, now: float | None = None) -> tuple[str, Project] | None:
-    """A session cookie value for a valid API key (and its project), or None for an unknown key."""
-    project = crud.authenticate(session=session, key=key.strip())
-    if project is None:
+def _secret() -> bytes:
+    return server_secret(get_settings().data_dir)
+
+
+def _token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode("ascii")).hexdigest()
+
+
+def _token_of(cookie: str | None, secret: bytes) -> str | None:
+    """The session token of a well-formed cookie whose MAC is the server's, else None."""
+    if not cookie or len(cookie) > 200 or not cookie.isascii():
         return None
-    prefix = key.strip().split("_", 2)[1]
-    row = crud.get_api_key(session=session, prefix=prefix)
-    if row is None:
+    parts = cookie.split(".")
+    if len(parts) != 3 or parts[0] != _VERSION:
         return None
-    expires = str(int((time.time() if now is None else now) + SESSION_SECONDS))
-    nonce = secrets.token_urlsafe(18)
-    return ".".join((_VERSION, prefix, expires, nonce, _mac(row.key_hash, "session", prefix, expires, nonce))), project
+    _, token, mac = parts
+    return token if hmac.compare_digest(mac, _mac(secret, "session", token)) else None
+
+
+def new_session_cookie(*, session: Session, key: str, now: float | None = None) -> tuple[str, Project]:
+    """Sign in with an API key: record a session; return its cookie value and the key's project.
+
+    Raises :class:`~crowdqa.jobs.errors.KeyRefusedError` (its message says why) for an unknown or
+    expired key. The session ends after :data:`SESSION_SECONDS` or when the key expires, if sooner.
+    """
+    moment = time.time() if now is None else now
+    row, project = keys.check_key(session=session, key=key, now=datetime.fromtimestamp(moment, UTC))
+    ends = datetime.fromtimestamp(moment + SESSION_SECONDS, UTC)
+    if row.expires_at is not None:
+        ends = min(ends, aware(row.expires_at))
+    token = secrets.token_urlsafe(32)
+    crud.create_web_session(session=session, token_hash=_token_hash(token), key_id=row.id, expires_at=ends)
+    return ".".join((_VERSION, token, _mac(_secret(), "session", token))), project
 
 
 def read_session(*, session: Session, cookie: str | None, now: float | None = None) -> DashboardSession | None:
-    """The session a cookie value stands for, or None (malformed, forged, expired, or its key revoked)."""
-    if not cookie or len(cookie) > 300:
+    """The session a cookie value stands for, or None (malformed, forged, ended, or its key revoked or expired)."""
+    secret = _secret()
+    token = _token_of(cookie, secret)
+    if token is None:
         return None
-    parts = cookie.split(".")
-    if len(parts) != 5 or parts[0] != _VERSION or not parts[2].isdigit():
+    found = crud.get_web_session(session=session, token_hash=_token_hash(token))
+    if found is None:
         return None
-    _, prefix, expires, nonce, mac = parts
-    if int(expires) < (time.time() if now is None else now):
+    row, key = found
+    moment = datetime.fromtimestamp(time.time() if now is None else now, UTC)
+    if aware(row.expires_at) <= moment or crud.key_expired(key, now=moment):
         return None
-    row = crud.get_api_key(session=session, prefix=prefix)
-    if row is None or not hmac.compare_digest(mac, _mac(row.key_hash, "session", prefix, expires, nonce)):
-        return None
-    project = crud.get_project(session=session, project_id=row.project_id)
+    project = crud.get_project(session=session, project_id=key.project_id)
     if project is None:
         return None
-    return DashboardSession(project=project, key_prefix=prefix, csrf=_mac(row.key_hash, "csrf", prefix, nonce))
+    return DashboardSession(project=project, key_prefix=key.prefix, csrf=_mac(secret, "csrf", token))
+
+
+def end_session(*, session: Session, cookie: str | None) -> bool:
+    """Sign out: delete the session of this cookie, so the cookie opens nothing again; True if it existed."""
+    token = _token_of(cookie, _secret())
+    return token is not None and crud.delete_web_session(session=session, token_hash=_token_hash(token))
+
+
+def cookie_secure(request: Request) -> bool:
+    """Whether the dashboard's cookies get ``Secure``: https as seen (or forwarded by a trusted proxy), or forced."""
+    return request.url.scheme == "https" or get_settings().cookie_secure
 
 
 def check_same_origin(request: Request) -> None:

@@ -24,6 +24,8 @@ from crowdqa.api.dashboard.auth import (
     DashSessionDep,
     check_csrf,
     check_same_origin,
+    cookie_secure,
+    end_session,
     new_session_cookie,
     read_session,
 )
@@ -31,10 +33,11 @@ from crowdqa.api.dashboard.charts import line_curve
 from crowdqa.api.dashboard.web import PREFIX, PageError, redirect, render
 from crowdqa.api.deps import QueueDep, SessionDep, SettingsDep
 from crowdqa.api.errors import ProblemError
+from crowdqa.api.throttle import client_address, throttle_of
 from crowdqa.ingest.formats import READ_FORMATS, ROLES, UPLOAD_OPTIONS, choice_message
 from crowdqa.jobs import reconcile, service, uploads
 from crowdqa.jobs.batches import batch_methods, start_candidates
-from crowdqa.jobs.errors import DatasetBusyError, JobNotRunnableError, QueueUnavailableError
+from crowdqa.jobs.errors import DatasetBusyError, JobNotRunnableError, KeyRefusedError, QueueUnavailableError
 from crowdqa.jobs.params import method_defaults
 from crowdqa.store import crud
 from crowdqa.store.errors import UploadTooLargeError
@@ -56,10 +59,6 @@ def _message(exc: Exception) -> str:
         return f"{'.'.join(str(p) for p in first.get('loc', ()))}: {first.get('msg', 'invalid value')}"
     text = getattr(exc, "detail", None) or str(exc)
     return str(text).splitlines()[0] if text else type(exc).__name__
-
-
-def _secure(request: Request) -> bool:
-    return request.url.scheme == "https"
 
 
 def owned_dataset(session, dash: DashboardSession, dataset_id: str) -> Dataset:
@@ -87,40 +86,51 @@ def signin_form(request: Request, session: SessionDep) -> HTMLResponse:
     token = secrets.token_urlsafe(24)
     response = render(request, "signin.html", {"login_token": token})
     response.set_cookie(LOGIN_COOKIE, token, max_age=600, path=COOKIE_PATH, httponly=True, samesite="strict",
-                        secure=_secure(request))
+                        secure=cookie_secure(request))
+    return response
+
+
+def _signin_refused(request: Request, error: str, status_code: int, headers: dict[str, str] | None = None):
+    token = secrets.token_urlsafe(24)
+    response = render(request, "signin.html", {"login_token": token, "error": error}, status_code=status_code)
+    response.set_cookie(LOGIN_COOKIE, token, max_age=600, path=COOKIE_PATH, httponly=True, samesite="strict",
+                        secure=cookie_secure(request))
+    response.headers.update(headers or {})
     return response
 
 
 @router.post("/signin")
 def signin(request: Request, session: SessionDep, key: Annotated[str, Form(max_length=300)],
            login_token: Annotated[str, Form(max_length=100)]) -> Response:
-    """Exchange an API key for a session cookie."""
+    """Exchange an API key for a session cookie (throttled per address like the API's 401s)."""
     import hmac
 
     check_same_origin(request)
     expected = request.cookies.get(LOGIN_COOKIE) or ""
     if not expected or not hmac.compare_digest(expected, login_token):
         raise CsrfError("the sign-in form expired; reload it and try again")
-    made = new_session_cookie(session=session, key=key)
-    if made is None:
-        token = secrets.token_urlsafe(24)
-        response = render(request, "signin.html", {"login_token": token, "error": "unknown API key"},
-                          status_code=401)
-        response.set_cookie(LOGIN_COOKIE, token, max_age=600, path=COOKIE_PATH, httponly=True, samesite="strict",
-                            secure=_secure(request))
-        return response
-    cookie, _ = made
+    throttle, client = throttle_of(request.app), client_address(request.scope)
+    wait = throttle.retry_after(client)
+    if wait:
+        return _signin_refused(request, f"too many failed sign-ins from this address; try again in {wait} s", 429,
+                               {"Retry-After": str(wait)})
+    try:
+        cookie, _ = new_session_cookie(session=session, key=key)
+    except KeyRefusedError as exc:
+        throttle.failed(client)
+        return _signin_refused(request, str(exc), 401)
     response = redirect("/")
     response.set_cookie(SESSION_COOKIE, cookie, max_age=SESSION_SECONDS, path=COOKIE_PATH, httponly=True,
-                        samesite="strict", secure=_secure(request))
+                        samesite="strict", secure=cookie_secure(request))
     response.delete_cookie(LOGIN_COOKIE, path=COOKIE_PATH)
     return response
 
 
 @router.post("/signout")
-def signout(request: Request, dash: DashSessionDep, csrf: Csrf = None) -> Response:
-    """Forget the session cookie."""
+def signout(request: Request, session: SessionDep, dash: DashSessionDep, csrf: Csrf = None) -> Response:
+    """End the session: its row is deleted, so the cookie (or a copy of it) opens nothing again."""
     check_csrf(request, dash, csrf)
+    end_session(session=session, cookie=request.cookies.get(SESSION_COOKIE))
     response = redirect("/signin")
     response.delete_cookie(SESSION_COOKIE, path=COOKIE_PATH, httponly=True, samesite="strict")
     return response

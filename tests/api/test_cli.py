@@ -147,6 +147,27 @@ def test_keys_create_prints_the_key_last(settings, capsys):
     assert "needs CROWDQA_REDIS_URL" in capsys.readouterr().err
 
 
+def test_keys_create_admin_and_expiring_keys(settings, capsys):
+    """Issue 35 item 6: the first key of a project and `--admin` keys are admin keys; `--expires-in DAYS`."""
+    assert main(["keys", "create", "--project", "lab"]) == 0
+    out = capsys.readouterr().out
+    assert "created an admin key" in out and "first key is an admin key" in out
+    assert main(["keys", "create", "--project", "lab", "--expires-in", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "created an API key" in out and "valid until" in out
+    assert main(["keys", "create", "--project", "lab", "--admin"]) == 0
+    assert "created an admin key for project 'lab'" in capsys.readouterr().out
+    assert main(["keys", "list", "--project", "lab"]) == 0
+    rows = capsys.readouterr().out.splitlines()[1:]
+    assert [(r.split()[2], r.split()[-1] == "never") for r in rows] == [("admin", True), ("key", False),
+                                                                        ("admin", True)]
+    for bad in ("0", "-1", "nan", "4000"):
+        assert main(["keys", "create", "--project", "lab", "--expires-in", bad]) == 2
+        assert "--expires-in must be more than 0" in capsys.readouterr().err
+    with Session(get_engine(settings)) as s:
+        assert len(crud.list_api_keys(session=s, project_name="lab")) == 3
+
+
 def test_default_output_format_follows_the_output_suffix():
     """An output named *.jsonl gets spans even for EBM-NLP input; no suffix falls back to the input's kind."""
     from crowdqa.jobs.local import default_output_format

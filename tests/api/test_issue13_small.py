@@ -45,7 +45,7 @@ def test_keys_list_create_and_revoke_in_the_api(client, keys):
     key = keys["a"]
     listed = client.get("/api/v1/keys", headers=auth(key)).json()
     assert listed["count"] == 1 and listed["data"][0]["prefix"] == key.split("_")[1]
-    new = client.post("/api/v1/keys", headers=auth(key)).json()
+    new = client.post("/api/v1/keys", headers=auth(key), json={"admin": True}).json()
     assert new["key"].startswith("cqa_") and client.get("/api/v1/keys", headers=auth(key)).json()["count"] == 2
     assert client.delete(f"/api/v1/keys/{key.split('_')[1]}", headers=auth(new["key"])).status_code == 204
     assert client.get("/api/v1/keys", headers=auth(key)).status_code == 401

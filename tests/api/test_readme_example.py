@@ -21,7 +21,7 @@ BIN = Path(sys.executable).parent
 
 @pytest.mark.skipif(not (BIN / "crowdqa").exists(), reason="crowdqa is not installed in this environment")
 def test_readme_example_against_crowdqa_serve(tmp_path):
-    """`crowdqa serve` (embedded) prints a first key; the README steps upload, run HMM-Crowd and fetch a report."""
+    """`crowdqa serve` (embedded) writes a first key; the README steps upload, run HMM-Crowd and fetch a report."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("CROWDQA_")}
     env.update(PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}", CROWDQA_DATA_DIR=str(tmp_path / "crowdqa-data"),
@@ -45,8 +45,11 @@ def test_readme_example_against_crowdqa_serve(tmp_path):
         log, _ = server.communicate(timeout=30)
     # uvicorn shuts down gracefully, then re-raises the SIGTERM it caught (hence -15).
     assert server.returncode in (0, -signal.SIGTERM) and "Traceback" not in log, log
-    keys = re.findall(r"^cqa_\S+$", log, flags=re.M)
-    assert len(keys) == 1, log  # created and printed once, on first start
+    # Issue 35 item 6: the first key goes to a 0600 file in the data directory, not into the (non-tty) log.
+    first = tmp_path / "crowdqa-data" / "first-key.txt"
+    keys = re.findall(r"^cqa_\S+$", first.read_text(), flags=re.M)
+    assert len(keys) == 1 and os.stat(first).st_mode & 0o777 == 0o600
+    assert keys[0] not in log and "cqa_" not in log and str(first) in log, log
     # The first-start key is a working key of the project "default".
     server = subprocess.Popen([str(BIN / "crowdqa"), "serve", "--port", str(port), "--log-level", "warning"],
                               env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -57,4 +60,4 @@ def test_readme_example_against_crowdqa_serve(tmp_path):
     finally:
         server.send_signal(signal.SIGTERM)
         log, _ = server.communicate(timeout=30)
-    assert not re.findall(r"^cqa_\S+$", log, flags=re.M)  # no new key on the second start
+    assert "first start" not in log and first.read_text().strip() == keys[0]  # no new key on the second start

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.api.conftest import client, keys, settings  # noqa: F401  (the API's TestClient fixtures, reused)
+from tests.api.conftest import client, keys, pg_settings, settings  # noqa: F401  (the API's TestClient fixtures, reused)
 from tests.utils.services import free_port, wait_for_port
 
 REPO = Path(__file__).resolve().parents[2]

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import re
 import time
+from datetime import timedelta
 
 import pytest
-from sqlmodel import Session
+from sqlmodel import Session, select
 
-from crowdqa.api.dashboard.auth import SESSION_COOKIE, SESSION_SECONDS, new_session_cookie, read_session
+from crowdqa.api.dashboard.auth import SESSION_COOKIE, SESSION_SECONDS, end_session, new_session_cookie, read_session
+from crowdqa.store import crud
 from crowdqa.store.db import get_engine
+from crowdqa.store.models import WebSession, utcnow
+from crowdqa.store.settings import get_settings
 from tests.api.conftest import SAMPLE, wait_job
+from tests.utils.factories import auth
 
 
 def _token(html: str, name: str) -> str:
@@ -93,13 +100,118 @@ def test_sessions_expire_and_cannot_be_forged(settings, keys):
         cookie, project = new_session_cookie(session=s, key=keys["a"])
         assert read_session(session=s, cookie=cookie).project.id == project.id
         assert read_session(session=s, cookie=cookie, now=time.time() + SESSION_SECONDS + 1) is None
-        version, prefix, expires, nonce, mac = cookie.split(".")
-        later = str(int(expires) + 10**6)
-        assert read_session(session=s, cookie=".".join((version, prefix, later, nonce, mac))) is None
-        assert read_session(session=s, cookie=".".join((version, prefix, expires, nonce, "0" * 64))) is None
-        other = new_session_cookie(session=s, key=keys["b"])[0].split(".")[1]
-        assert read_session(session=s, cookie=".".join((version, other, expires, nonce, mac))) is None
-        assert read_session(session=s, cookie="garbage") is None
+        version, token, mac = cookie.split(".")
+        other = new_session_cookie(session=s, key=keys["b"])[0].split(".")
+        for forged in (f"{version}.{token}.{'0' * 64}", f"{version}.{other[1]}.{mac}", f"{version}.{token}x.{mac}",
+                       f"v1.{token}.{mac}", "garbage", f"{version}.{token}.{mac[:-1]}\u00e9"):
+            assert read_session(session=s, cookie=forged) is None, forged
+        assert read_session(session=s, cookie=cookie).project.id == project.id
+
+
+def _old_scheme_cookie(row, *, expires: int) -> str:
+    """A cookie as main signed them before issue 35: HMAC under the key's stored sha256, in every apikey row."""
+    nonce = "n" * 24
+    mac = hmac.new(row.key_hash.encode("ascii"), "|".join(("session", row.prefix, str(expires), nonce)).encode(),
+                   hashlib.sha256).hexdigest()
+    return ".".join(("v1", row.prefix, str(expires), nonce, mac))
+
+
+def test_a_cookie_forged_from_a_copy_of_the_apikey_row_is_refused(client, keys, settings):
+    """Issue 35 item 5: reading only the apikey row of crowdqa.db was enough to build a session cookie.
+
+    The forger has the row (prefix, sha256) and even the session table's hashes; the server secret
+    is in neither, and no stored value is a cookie's token."""
+    sign_in(client, keys["a"])  # a live session of A, whose stored row the forger also reads
+    client.cookies.clear()
+    with Session(get_engine(settings)) as s:
+        row = crud.get_api_key(session=s, prefix=keys["a"].split("_")[1])
+        stored = s.exec(select(WebSession)).one()
+    later = int(time.time()) + 3600
+    mac = hmac.new(row.key_hash.encode(), f"session|{stored.token_hash}".encode(), hashlib.sha256).hexdigest()
+    forged = [_old_scheme_cookie(row, expires=later), f"v2.{stored.token_hash}.{mac}"]
+    for cookie in forged:
+        client.cookies.set(SESSION_COOKIE, cookie, path="/ui")
+        r = client.get("/ui/", follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"] == "/ui/signin", cookie
+        client.cookies.clear()
+
+
+def test_a_cookie_replayed_after_sign_out_is_refused(client, keys):
+    """Issue 35 item 6: sign-out only deleted the cookie, so a copy of it stayed valid for 8 hours."""
+    csrf = sign_in(client, keys["a"])
+    cookie = client.cookies.get(SESSION_COOKIE)
+    assert client.get("/ui/", follow_redirects=False).status_code == 200
+    r = client.post("/ui/signout", data={"csrf": csrf}, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/ui/signin"
+    client.cookies.clear()
+    client.cookies.set(SESSION_COOKIE, cookie, path="/ui")
+    r = client.get("/ui/", follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/ui/signin"
+
+
+def test_revoking_or_expiring_the_key_ends_its_sessions(client, keys, settings):
+    sign_in(client, keys["a"])
+    assert client.get("/ui/", follow_redirects=False).status_code == 200
+    other = client.post("/api/v1/keys", headers=auth(keys["a"]), json={"expires_in_days": 1}).json()
+    assert client.delete(f"/api/v1/keys/{keys['a'].split('_')[1]}", headers=auth(keys["a"])).status_code == 204
+    assert client.get("/ui/", follow_redirects=False).status_code == 303
+    client.cookies.clear()
+    sign_in(client, other["key"])
+    assert client.get("/ui/", follow_redirects=False).status_code == 200
+    with Session(get_engine(settings)) as s:  # the key's day is over
+        row = crud.get_api_key(session=s, prefix=other["prefix"])
+        row.expires_at = utcnow() - timedelta(seconds=1)
+        s.add(row)
+        s.commit()
+    assert client.get("/ui/", follow_redirects=False).status_code == 303
+    client.cookies.clear()
+    form = client.get("/ui/signin")
+    r = client.post("/ui/signin", data={"key": other["key"], "login_token": _token(form.text, "login_token")})
+    assert r.status_code == 401 and "expired at" in r.text
+
+
+@pytest.mark.postgres
+def test_sign_out_and_revocation_end_sessions_on_postgres(pg_settings):
+    """The session rows on a real PostgreSQL: sign-out deletes one, revoking the key deletes the rest (cascade)."""
+    from crowdqa.jobs import keys as key_cases
+
+    with Session(get_engine(pg_settings)) as s:
+        made = key_cases.create_key(session=s, project_name="pg")
+        first, project = new_session_cookie(session=s, key=made.key)
+        second, _ = new_session_cookie(session=s, key=made.key)
+        assert read_session(session=s, cookie=first).project.id == project.id
+        assert end_session(session=s, cookie=first) and read_session(session=s, cookie=first) is None
+        assert read_session(session=s, cookie=second) is not None
+        assert key_cases.revoke_key(session=s, prefix=made.prefix)
+        assert read_session(session=s, cookie=second) is None
+        assert s.exec(select(WebSession)).all() == []
+
+
+def test_failed_sign_ins_are_throttled_per_address(client, keys, monkeypatch):
+    monkeypatch.setenv("CROWDQA_AUTH_FAILURE_BURST", "3")
+    get_settings.cache_clear()
+    client.app.state.auth_throttle = None  # made again from the settings above
+    page, codes = client.get("/ui/signin"), []
+    for _ in range(4):  # each refusal hands out a new form token
+        page = client.post("/ui/signin", data={"key": "cqa_nope_nope", "login_token": _token(page.text, "login_token")})
+        codes.append(page.status_code)
+    assert codes == [401, 401, 401, 429]
+    r = client.post("/ui/signin", data={"key": keys["a"], "login_token": _token(page.text, "login_token")},
+                    follow_redirects=False)
+    assert r.status_code == 429 and int(r.headers["retry-after"]) >= 1 and "too many failed sign-ins" in r.text
+    assert SESSION_COOKIE not in r.headers.get("set-cookie", "")
+
+
+def test_cookies_are_secure_when_forced_or_forwarded_as_https(client, keys, monkeypatch):
+    """Issue 35 item 6: cookies got Secure only when the server itself saw https."""
+    def flags() -> str:
+        r = client.get("/ui/signin")
+        return r.headers["set-cookie"].lower()
+
+    assert "secure" not in flags()
+    monkeypatch.setenv("CROWDQA_COOKIE_SECURE", "true")
+    get_settings.cache_clear()
+    assert "; secure" in flags()
 
 
 @pytest.mark.parametrize("name", ["<script>alert(1)</script>", "\"' onmouseover=alert(1) x='"])

@@ -66,6 +66,18 @@ def test_api_keys_are_hashed_and_checked(session):
     assert crud.authenticate(session=session, key="cqa_" + key_a.split("_")[1] + "_") is None
 
 
+def test_an_expired_key_authenticates_nothing(session):
+    """Issue 35 item 6: the expiry is a stored, timezone-aware moment, compared the same on SQLite and PostgreSQL."""
+    p = crud.create_project(session=session, name="a")
+    end = utcnow() + timedelta(hours=1)
+    key = crud.create_api_key(session=session, project_id=p.id, expires_at=end)
+    assert crud.authenticate(session=session, key=key).id == p.id
+    assert crud.authenticate(session=session, key=key, now=end - timedelta(seconds=1)).id == p.id
+    assert crud.authenticate(session=session, key=key, now=end) is None
+    row = crud.find_api_key(session=session, key=key)
+    assert row.admin is False and crud.key_expired(row, now=end + timedelta(days=1))
+
+
 def test_datasets_are_per_project_and_paged(session):
     """A project lists and reads only its datasets; pages and counts are exact."""
     a = crud.create_project(session=session, name="a")

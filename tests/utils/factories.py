@@ -6,8 +6,8 @@ import numpy as np
 from sqlmodel import Session
 
 from crowdqa.aggregation.corpus import Corpus
+from crowdqa.jobs import keys
 from crowdqa.quality.report_model import QualityReport
-from crowdqa.store import crud
 
 
 def synthetic_corpus(*, n_docs: int = 20, doc_len: int = 12, n_crowd: int = 6, n_expert: int = 1,
@@ -50,9 +50,9 @@ def synthetic_corpus(*, n_docs: int = 20, doc_len: int = 12, n_crowd: int = 6, n
 
 
 def project_with_key(session: Session, name: str) -> tuple[str, str]:
-    """Create a project and a key; return (project_id, key)."""
-    project = crud.get_or_create_project(session=session, name=name)
-    return project.id, crud.create_api_key(session=session, project_id=project.id)
+    """Create a project and a key (its first key is an admin key, as in use); return (project_id, key)."""
+    made = keys.create_key(session=session, project_name=name)
+    return made.project_id, made.key
 
 
 def auth(key: str) -> dict[str, str]:

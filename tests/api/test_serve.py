@@ -1,0 +1,101 @@
+"""`crowdqa serve` as a deployment runs it: the first key on a terminal and in a 0600 file, behind a TLS proxy."""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.utils.services import free_port, wait_for_port
+
+BIN = Path(sys.executable).parent
+pytestmark = pytest.mark.skipif(not (BIN / "crowdqa").exists(), reason="crowdqa is not installed in this environment")
+
+
+def _env(data_dir: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CROWDQA_") and k != "FORWARDED_ALLOW_IPS"}
+    env.update(CROWDQA_DATA_DIR=str(data_dir), CROWDQA_AUTH_FAILURE_BURST="2", PYTHONUNBUFFERED="1")
+    return env
+
+
+def _read_until(fd: int, marker: str, *, timeout: float = 60.0) -> str:
+    out, deadline = b"", time.monotonic() + timeout
+    while marker.encode() not in out and time.monotonic() < deadline:
+        if select.select([fd], [], [], 0.5)[0]:
+            try:
+                out += os.read(fd, 4096)
+            except OSError:  # the server exited: the pty is closed
+                break
+    return out.decode(errors="replace")
+
+
+def _stop(server: subprocess.Popen) -> None:
+    server.send_signal(signal.SIGTERM)
+    try:
+        server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
+def _signin_cookie_secure(base: str, headers: dict[str, str]) -> bool:
+    cookie = httpx.get(f"{base}/ui/signin", headers=headers).headers["set-cookie"].lower()
+    return "; secure" in cookie
+
+
+def test_first_key_on_a_terminal_and_forwarded_headers_from_a_trusted_proxy(tmp_path):
+    """Issue 35 item 6: the first key went to stdout (a service log); no forwarded-headers option for TLS."""
+    port, data = free_port(), tmp_path / "data"
+    leader, follower = pty.openpty()
+    server = subprocess.Popen([str(BIN / "crowdqa"), "serve", "--port", str(port), "--log-level", "warning"],
+                              env=_env(data), cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=follower, stderr=follower)
+    os.close(follower)
+    try:
+        said = _read_until(leader, "serving on")
+        wait_for_port(port, timeout=60)
+        key = (data / "first-key.txt").read_text().strip()
+        assert os.stat(data / "first-key.txt").st_mode & 0o777 == 0o600
+        assert re.search(rf"the key \(shown once\): {re.escape(key)}\s", said), said
+        assert str((data / "first-key.txt").resolve()) in said
+        base = f"http://127.0.0.1:{port}"
+        # The proxy on 127.0.0.1 (uvicorn's default trusted address) says the browser used https.
+        assert _signin_cookie_secure(base, {"X-Forwarded-Proto": "https"})
+        assert not _signin_cookie_secure(base, {})
+        # Throttled by the client's forwarded address, not the proxy's: another client is not held back.
+        bad = {"Authorization": f"Bearer {key}x", "X-Forwarded-For": "203.0.113.5"}
+        codes = [httpx.get(f"{base}/api/v1/datasets", headers=bad).status_code for _ in range(3)]
+        assert codes == [401, 401, 429]
+        good = {"Authorization": f"Bearer {key}", "X-Forwarded-For": "203.0.113.6"}
+        assert httpx.get(f"{base}/api/v1/datasets", headers=good).status_code == 200
+    finally:
+        _stop(server)
+        os.close(leader)
+
+
+def test_forwarded_headers_of_an_untrusted_peer_are_ignored(tmp_path):
+    port, data = free_port(), tmp_path / "data"
+    server = subprocess.Popen([str(BIN / "crowdqa"), "serve", "--port", str(port), "--log-level", "warning",
+                               "--forwarded-allow-ips", "10.9.9.9"],
+                              env=_env(data), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_for_port(port, timeout=60)
+        base = f"http://127.0.0.1:{port}"
+        assert not _signin_cookie_secure(base, {"X-Forwarded-Proto": "https"})
+        key = (data / "first-key.txt").read_text().strip()
+        codes = [httpx.get(f"{base}/api/v1/datasets", headers={"Authorization": f"Bearer {key}x",
+                                                               "X-Forwarded-For": f"203.0.113.{i}"}).status_code
+                 for i in range(3)]
+        assert codes == [401, 401, 429]  # every request is the peer's own address
+    finally:
+        _stop(server)
+        log = server.stdout.read()
+    assert "first start" in log and key not in log and "Traceback" not in log, log
