@@ -38,7 +38,8 @@ def test_review_a_batch_download_it_and_block_the_spammer(server, page_of, tmp_p
     with page.expect_download() as info:
         page.click("#download-reviewed")
     reviewed = info.value.path().read_bytes()
-    api = httpx.post(f"{server.url}/api/v1/jobs/{job}/review", headers={"Authorization": f"Bearer {server.keys['a']}"},
+    api = httpx.post(f"{server.url}/api/v1/jobs/{job}/review/batch",
+                     headers={"Authorization": f"Bearer {server.keys['a']}"},
                      json={"reject_below": 0.5, "bonus": "0.50", "bonus_above": 0.9})
     assert reviewed == api.content and reviewed.startswith(b"\xef\xbb\xbf")
     # Block the spammer from its row; the page comes back with it marked, and the block list has it.

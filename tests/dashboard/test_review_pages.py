@@ -36,7 +36,7 @@ def test_review_page_shows_the_summary_and_downloads_what_the_api_gives(client, 
     counts = re.sub(r"\s+", " ", re.search(r'<p id="review-counts">(.*?)</p>', r.text, re.S).group(1))
     assert "<strong>36</strong> assignments approved, <strong>24</strong> rejected" in counts
     assert "workers: 3 approved, 2 rejected" in counts
-    api = client.post(f"/api/v1/jobs/{job}/review", headers=auth(key),
+    api = client.post(f"/api/v1/jobs/{job}/review/batch", headers=auth(key),
                       json={"reject_below": 0.5, "min_tokens": 50, "bonus": "0.50", "bonus_above": 0.9})
     download = client.get(f"/ui/jobs/{job}/review.csv?{query}")
     assert download.status_code == 200 and download.content == api.content
