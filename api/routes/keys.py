@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Path, Response, status
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from crowdqa.api.deps import AdminCallerDep, CurrentProjectDep, SessionDep
 from crowdqa.api.errors import ProblemError, problem_responses
@@ -32,7 +32,7 @@ class KeyCreate(BaseModel):
     """Body of ``POST /keys`` (optional: an ordinary key that never expires)."""
 
     model_config = ConfigDict(extra="forbid")
-    admin: bool = Field(default=False, description="Make an admin key (it may create and revoke keys).")
+    admin: StrictBool = Field(default=False, description="Make an admin key (it may create and revoke keys).")
     expires_in_days: float | None = Field(default=None, gt=0, le=keys.MAX_EXPIRES_IN_DAYS,
                                           description="Days until the key stops working (null: never).")
 
