@@ -10,10 +10,12 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from crowdqa.aggregation.limits import describe_bounds
+
 if TYPE_CHECKING:  # the method table imports without numpy (crowdqa aggregate --help)
     from crowdqa.aggregation._base import BaseAggregator
 
-__all__ = ["METHODS", "aggregator_class", "make_aggregator", "validate_params"]
+__all__ = ["METHODS", "aggregator_class", "describe_bounds", "make_aggregator", "validate_params"]
 
 #: method id -> (module, class). A module is imported when its method is first asked for:
 #: the estimators bring scipy's optimisers, sparse and special functions, which a
@@ -67,7 +69,7 @@ def validate_params(method: str, params: dict | None = None) -> None:
     >>> validate_params("ds", {"max_iter": 0})
     Traceback (most recent call last):
     ...
-    ValueError: max_iter must be an integer >= 1, found 0
+    ValueError: max_iter must be an integer in [1, 10000], found 0
     """
     make_aggregator(method, params)._validate_params()
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from crowdqa.aggregation.registry import METHODS
+from crowdqa.aggregation.registry import METHODS, describe_bounds
 from crowdqa.aggregation.registry import validate_params as check
 from crowdqa.jobs.errors import JobParamsError
 
-__all__ = ["METHODS", "NEEDS_EXPERTS", "check_uses_experts", "validate_params", "method_defaults"]
+__all__ = ["METHODS", "NEEDS_EXPERTS", "describe_bounds", "check_uses_experts", "validate_params", "method_defaults"]
 
 _UNKNOWN = re.compile(r"found unknown parameter '([^']+)'")
 
@@ -61,7 +61,7 @@ def validate_params(method: str, params: dict[str, Any] | None) -> dict[str, Any
     >>> validate_params("ds", {"max_iter": "ten"})
     Traceback (most recent call last):
     ...
-    crowdqa.jobs.errors.JobParamsError: params.max_iter: max_iter must be an integer >= 1, found 'ten'
+    crowdqa.jobs.errors.JobParamsError: params.max_iter: max_iter must be an integer in [1, 10000], found 'ten'
     """
     params = dict(params or {})
     if method not in METHODS:

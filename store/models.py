@@ -17,7 +17,7 @@ from pydantic import ConfigDict, SerializerFunctionWrapHandler, field_validator,
 from sqlalchemy import JSON, DateTime, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from crowdqa.aggregation.registry import METHODS
+from crowdqa.aggregation.registry import METHODS, describe_bounds
 from crowdqa.quality.report_model import WorkerReport
 
 __all__ = [
@@ -297,9 +297,14 @@ class Annotator(SQLModel, table=True):
 
 
 # ---------------------------------------------------------------- jobs
+#: What ``params`` of a job may hold (OpenAPI shows it): the method's own table, with upper bounds on the work.
+PARAMS_DESCRIPTION = (f"The method's parameters (the README's Aggregators section lists them), checked when the job "
+                      f"is asked for (422 naming params.<name>); upper bounds: {describe_bounds()}.")
+
+
 class JobBase(SQLModel):
     method: Method
-    params: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    params: dict[str, Any] = Field(default_factory=dict, sa_type=JSON, description=PARAMS_DESCRIPTION)
     use_experts: bool = False
     reference: str = Field(default="union", max_length=300,
                            description="Expert reference: union, majority or an expert's annotator id.")
@@ -321,7 +326,7 @@ class JobRerun(SQLModel):
 
     model_config = ConfigDict(extra="forbid")
     method: Method | None = None
-    params: dict[str, Any] | None = None
+    params: dict[str, Any] | None = Field(default=None, description=PARAMS_DESCRIPTION)
     use_experts: bool | None = None
     reference: str | None = Field(default=None, max_length=300)
 
