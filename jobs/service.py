@@ -17,7 +17,7 @@ from sqlmodel import Session
 from crowdqa.jobs import cancel
 from crowdqa.jobs.batches import check_start
 from crowdqa.jobs.errors import JobNotRunnableError, QueueUnavailableError
-from crowdqa.jobs.params import check_uses_experts, validate_params
+from crowdqa.jobs.params import check_data_kind, data_kind, validate_params
 from crowdqa.jobs.queue import cancel_job, enqueue_job
 from crowdqa.jobs.reconcile import reconcile_job
 from crowdqa.jobs.uploads import collect_garbage
@@ -33,7 +33,7 @@ def _check_job_input(session: Session, dataset: Dataset, job_in: JobCreate) -> N
     if not dataset.corpus_sha256:
         raise JobNotRunnableError(f"dataset {dataset.id} has no uploads yet: upload a crowd file first")
     validate_params(str(job_in.method), dict(job_in.params))  # JobParamsError naming the field
-    check_uses_experts(str(job_in.method), use_experts=job_in.use_experts)
+    check_data_kind(str(job_in.method), **data_kind(dataset.summary), use_experts=job_in.use_experts)
     roles = (dataset.summary or {}).get("annotators") or {}
     if job_in.use_experts and isinstance(roles, dict) and roles.get("expert") in (0, None, {}, []):
         raise ValueError("use_experts needs expert labels: upload a file with role 'expert' first")

@@ -113,7 +113,9 @@ def _run(args: argparse.Namespace) -> int:
     corpus, problems = parsed.corpus, parsed.problems
     progress.end()
     print_notes(parsed)
-    # What needs the data, before fitting: the output format (categorical answers are written as such).
+    # What needs the data, before fitting: the method's data-kind rules (classes, sequences), the output format
+    # (categorical answers are written as such).
+    local.check_method_data(args.method, corpus)
     out_format = local.output_format(corpus, input_format=args.format, output=args.output, given=args.output_format)
     check_output(args.output, option="--output", folder=out_format == "ebm-nlp")
     # The sizes only: the parse summary (crowdqa ingest) also walks every label for its coverage statistics.
