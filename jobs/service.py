@@ -19,6 +19,7 @@ from crowdqa.jobs.batches import check_start
 from crowdqa.jobs.errors import JobNotRunnableError, QueueUnavailableError
 from crowdqa.jobs.params import check_data_kind, data_kind, validate_params
 from crowdqa.jobs.queue import cancel_job, enqueue_job
+from crowdqa.jobs.quotas import check_job_quota
 from crowdqa.jobs.reconcile import reconcile_job
 from crowdqa.jobs.uploads import collect_garbage
 from crowdqa.quality.references import RULES
@@ -61,6 +62,7 @@ def _enqueue_or_fail(*, session: Session, settings: Settings, queue: Queue, job:
 def start_job(*, session: Session, settings: Settings, queue: Queue, dataset: Dataset, job_in: JobCreate) -> Job:
     """Create a job on the dataset's current corpus, commit it, then enqueue it."""
     _check_job_input(session, dataset, job_in)
+    check_job_quota(session=session, settings=settings, project_id=dataset.project_id)
     job = crud.create_job(session=session, dataset=dataset, job_in=job_in)
     return _enqueue_or_fail(session=session, settings=settings, queue=queue, job=job)
 
@@ -80,6 +82,7 @@ def rerun_job(*, session: Session, settings: Settings, queue: Queue, job: Job,
         _check_job_input(session, crud.get_dataset(session=session, project_id=job.project_id,
                                                    dataset_id=job.dataset_id), job_in)
         given = {k: getattr(job_in, k) for k in given}
+    check_job_quota(session=session, settings=settings, project_id=job.project_id)  # it becomes queued again
     crud.clear_report(session=session, job_id=job.id)
     crud.update_job(session=session, job_id=job.id, status=JobStatus.queued, error=None, progress={},
                     timings={}, artifacts={}, started_at=None, finished_at=None, heartbeat_at=None,

@@ -266,6 +266,15 @@ class Upload(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow, sa_type=DateTime(timezone=True))
 
 
+class UploadAttempt(SQLModel, table=True):
+    """One upload request of a project: what ``CROWDQA_MAX_UPLOADS_PER_HOUR`` counts (refused and deleted uploads
+    too); rows older than an hour are removed when the next one is counted."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: str = Field(foreign_key="project.id", index=True, ondelete="CASCADE")
+    at: datetime = Field(default_factory=utcnow, sa_type=DateTime(timezone=True), index=True)
+
+
 class UploadPublic(_UtcTimes):
     id: str
     dataset_id: str

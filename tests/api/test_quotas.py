@@ -1,0 +1,119 @@
+"""Issue 35 item 4: per-project limits. A key's project may have at most CROWDQA_MAX_ACTIVE_JOBS queued or running
+jobs, CROWDQA_MAX_UPLOADS_PER_HOUR upload requests in any hour and CROWDQA_MAX_PROJECT_BYTES of uploads kept; past a
+limit the request is a 429 problem+json with Retry-After, nothing is queued or kept, and the other project is not
+affected."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from crowdqa.jobs.embedded import EmbeddedWorker
+from crowdqa.store.settings import get_settings
+from tests.api.conftest import SAMPLE, auth, sample_dataset, upload, wait_job
+
+
+@pytest.fixture
+def idle_worker(monkeypatch):
+    """The embedded worker takes no job (each waits for its stop), so queued jobs stay queued."""
+    monkeypatch.setattr(EmbeddedWorker, "_loop", lambda self, *a: self._stop.wait())
+
+
+def _is_429(r) -> int:
+    assert r.status_code == 429 and r.headers["content-type"].startswith("application/problem+json"), r.text
+    return int(r.headers["Retry-After"])
+
+
+def test_the_101st_job_post_of_a_project_is_a_429_with_retry_after(idle_worker, client, keys):
+    """The review's case: 100 job POSTs from one key were all accepted. Now the default limit holds (20 queued
+    or running), the rest are 429; another project still gets its job; deleting a job frees a place."""
+    key = keys["a"]
+    ds = sample_dataset(client, key, experts=False)
+    limit = get_settings().max_active_jobs
+    codes = [client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key), json={"method": "mv"}) for _ in range(101)]
+    assert [r.status_code for r in codes[:limit]] == [202] * limit
+    assert _is_429(codes[-1]) == 30 and all(r.status_code == 429 for r in codes[limit:])
+    assert "CROWDQA_MAX_ACTIVE_JOBS" in codes[-1].json()["detail"]
+    assert client.get(f"/api/v1/datasets/{ds}/jobs", headers=auth(key)).json()["count"] == limit
+    other = sample_dataset(client, keys["b"], experts=False)
+    assert client.post(f"/api/v1/datasets/{other}/jobs", headers=auth(keys["b"]),
+                       json={"method": "mv"}).status_code == 202
+    assert client.delete(f"/api/v1/jobs/{codes[0].json()['id']}", headers=auth(key)).status_code == 204
+    assert client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key), json={"method": "mv"}).status_code == 202
+
+
+def test_uploads_per_hour(settings, monkeypatch, keys, tmp_path):
+    monkeypatch.setenv("CROWDQA_MAX_UPLOADS_PER_HOUR", "3")
+    get_settings.cache_clear()
+    from fastapi.testclient import TestClient
+
+    from crowdqa.api.main import app
+
+    with TestClient(app) as client:
+        key = keys["a"]
+        ds = client.post("/api/v1/datasets", headers=auth(key), json={"name": "x"}).json()["id"]
+        bad = tmp_path / "bad.jsonl"
+        bad.write_text("not json\n")
+        assert upload(client, key, ds, bad).status_code == 422  # a refused upload counts too
+        assert upload(client, key, ds, SAMPLE / "crowd.jsonl").status_code == 201
+        assert upload(client, key, ds, SAMPLE / "expert.jsonl", role="expert").status_code == 201
+        r = upload(client, key, ds, SAMPLE / "crowd.jsonl")
+        assert 3500 < _is_429(r) <= 3601 and "CROWDQA_MAX_UPLOADS_PER_HOUR" in r.json()["detail"]
+        assert client.get(f"/api/v1/datasets/{ds}/uploads", headers=auth(key)).json()["count"] == 2
+        other = client.post("/api/v1/datasets", headers=auth(keys["b"]), json={"name": "y"}).json()["id"]
+        assert upload(client, keys["b"], other, SAMPLE / "crowd.jsonl").status_code == 201
+
+
+def test_bytes_kept_per_project(settings, monkeypatch, keys):
+    size = (SAMPLE / "crowd.jsonl").stat().st_size
+    monkeypatch.setenv("CROWDQA_MAX_PROJECT_BYTES", str(size + 10))
+    get_settings.cache_clear()
+    from fastapi.testclient import TestClient
+
+    from crowdqa.api.main import app
+
+    with TestClient(app) as client:
+        key = keys["a"]
+        ds = client.post("/api/v1/datasets", headers=auth(key), json={"name": "x"}).json()["id"]
+        assert upload(client, key, ds, SAMPLE / "crowd.jsonl").status_code == 201
+        r = upload(client, key, ds, SAMPLE / "expert.jsonl", role="expert")
+        _is_429(r)
+        assert "CROWDQA_MAX_PROJECT_BYTES" in r.json()["detail"]
+        assert client.get(f"/api/v1/datasets/{ds}/uploads", headers=auth(key)).json()["count"] == 1
+        kept = {hashlib.sha256(p.read_bytes()).hexdigest() for p in (settings.data_dir / "uploads").rglob("*")
+                if p.is_file()}
+        assert hashlib.sha256((SAMPLE / "crowd.jsonl").read_bytes()).hexdigest() in kept
+        assert hashlib.sha256((SAMPLE / "expert.jsonl").read_bytes()).hexdigest() not in kept  # not kept
+        other = client.post("/api/v1/datasets", headers=auth(keys["b"]), json={"name": "y"}).json()["id"]
+        assert upload(client, keys["b"], other, SAMPLE / "crowd.jsonl").status_code == 201
+
+
+def test_the_limits_are_in_the_openapi_document(client):
+    paths = client.get("/openapi.json").json()["paths"]
+    for path, method in [("/api/v1/datasets/{dataset_id}/jobs", "post"), ("/api/v1/jobs/{job_id}/rerun", "post"),
+                         ("/api/v1/datasets/{dataset_id}/uploads", "post")]:
+        answer = paths[path][method]["responses"]["429"]
+        assert "Retry-After" in answer["headers"] and "CROWDQA_MAX_ACTIVE_JOBS" in answer["description"]
+
+
+def test_a_job_past_its_cpu_budget_fails_for_good_with_the_reason(settings, monkeypatch, keys):
+    """A job of 100 MACE restarts of 10,000 iterations each (allowed by the bounds) would hold a worker for long:
+    past CROWDQA_JOB_CPU_SECONDS it fails at its next checkpoint, with the reason, and is not retried."""
+    monkeypatch.setenv("CROWDQA_JOB_CPU_SECONDS", "1")
+    get_settings.cache_clear()
+    from fastapi.testclient import TestClient
+
+    from crowdqa.api.main import app
+
+    with TestClient(app) as client:
+        key = keys["a"]
+        ds = sample_dataset(client, key, experts=False)
+        r = client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key),
+                        json={"method": "mace", "params": {"n_restarts": 100, "max_iter": 10000}})
+        assert r.status_code == 202, r.text
+        job = wait_job(client, r.json()["id"], key, timeout=120)
+        assert job["status"] == "failed", job
+        assert job["error"].startswith("CPU budget exceeded: stopped while fitting after ")
+        assert "past the job's budget of 1 (CROWDQA_JOB_CPU_SECONDS)" in job["error"]
+        assert job["attempts"] == 1 and "retrying" not in job["error"]
