@@ -44,6 +44,7 @@ __all__ = [
     "stored_upload_bytes",
     "record_upload_attempt",
     "add_upload_attempt",
+    "job_projects",
     "referenced_artifacts",
     "create_project",
     "get_project",
@@ -685,3 +686,10 @@ def add_upload_attempt(*, session: Session, project_id: str) -> None:
     """Count one upload request of the project (committed at once: a failed upload counts too)."""
     session.add(UploadAttempt(project_id=project_id))
     session.commit()
+
+
+def job_projects(*, session: Session, job_ids: list[str]) -> dict[str, str]:
+    """Job id -> project id of the jobs among ``job_ids`` that still exist."""
+    if not job_ids:
+        return {}
+    return dict(session.exec(select(Job.id, Job.project_id).where(col(Job.id).in_(job_ids))).all())
