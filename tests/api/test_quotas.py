@@ -117,3 +117,43 @@ def test_a_job_past_its_cpu_budget_fails_for_good_with_the_reason(settings, monk
         assert job["error"].startswith("CPU budget exceeded: stopped while fitting after ")
         assert "past the job's budget of 1 (CROWDQA_JOB_CPU_SECONDS)" in job["error"]
         assert job["attempts"] == 1 and "retrying" not in job["error"]
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+def test_limits_and_the_cpu_budget_in_production(pg_settings, redis_url, monkeypatch):
+    """The production setup (PostgreSQL, a real Redis, a `crowdqa worker` process): the same limits from the
+    database, and the CPU budget enforced in the worker's forked work horse."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from fastapi.testclient import TestClient
+    from sqlmodel import Session
+
+    from crowdqa.api.main import app
+    from crowdqa.store.db import get_engine
+    from tests.utils.factories import project_with_key
+
+    for name, value in (("REDIS_URL", redis_url), ("MAX_ACTIVE_JOBS", "2"), ("MAX_UPLOADS_PER_HOUR", "2"),
+                        ("JOB_CPU_SECONDS", "1")):
+        monkeypatch.setenv(f"CROWDQA_{name}", value)
+    get_settings.cache_clear()
+    with Session(get_engine(get_settings())) as s:
+        _, key = project_with_key(s, "prod")
+    with TestClient(app) as client:
+        ds = sample_dataset(client, key)  # two uploads
+        _is_429(upload(client, key, ds, SAMPLE / "crowd.jsonl"))
+        long_job = {"method": "mace", "params": {"n_restarts": 100, "max_iter": 10000}}
+        ids = [client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key), json=long_job) for _ in range(3)]
+        assert [r.status_code for r in ids] == [202, 202, 429]  # no worker yet: both stay queued
+        worker = subprocess.Popen([str(Path(sys.executable).with_name("crowdqa")), "worker"], env=dict(os.environ),
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            job = wait_job(client, ids[0].json()["id"], key, timeout=120)
+        finally:
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait(10)
+    assert job["status"] == "failed" and job["error"].startswith("CPU budget exceeded: stopped while fitting"), job
