@@ -157,3 +157,22 @@ def test_limits_and_the_cpu_budget_in_production(pg_settings, redis_url, monkeyp
             os.killpg(worker.pid, signal.SIGKILL)
             worker.wait(10)
     assert job["status"] == "failed" and job["error"].startswith("CPU budget exceeded: stopped while fitting"), job
+
+
+def test_the_dashboard_says_the_limit_on_the_job_form(idle_worker, settings, monkeypatch, keys):
+    """The dashboard's form goes through the same door: past the limit the page says why, with status 429."""
+    from fastapi.testclient import TestClient
+
+    from crowdqa.api.main import app
+    from tests.dashboard.test_pages import sign_in
+
+    monkeypatch.setenv("CROWDQA_MAX_ACTIVE_JOBS", "1")
+    get_settings.cache_clear()
+    with TestClient(app) as client:
+        ds = sample_dataset(client, keys["a"], experts=False)
+        csrf = sign_in(client, keys["a"])
+        first = client.post(f"/ui/datasets/{ds}/jobs", data={"method": "mv", "params": "{}", "csrf": csrf},
+                            follow_redirects=False)
+        assert first.status_code == 303, first.text
+        r = client.post(f"/ui/datasets/{ds}/jobs", data={"method": "mv", "params": "{}", "csrf": csrf})
+        assert r.status_code == 429 and "job not started" in r.text and "CROWDQA_MAX_ACTIVE_JOBS" in r.text
