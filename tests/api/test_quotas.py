@@ -176,3 +176,27 @@ def test_the_dashboard_says_the_limit_on_the_job_form(idle_worker, settings, mon
         assert first.status_code == 303, first.text
         r = client.post(f"/ui/datasets/{ds}/jobs", data={"method": "mv", "params": "{}", "csrf": csrf})
         assert r.status_code == 429 and "job not started" in r.text and "CROWDQA_MAX_ACTIVE_JOBS" in r.text
+
+
+def test_a_rerun_counts_as_a_new_active_job(idle_worker, settings, monkeypatch, keys):
+    """A re-run puts a finished job back in the queue: past the limit it is a 429 too, and the job stays finished."""
+    from fastapi.testclient import TestClient
+    from sqlmodel import Session
+
+    from crowdqa.api.main import app
+    from crowdqa.store import crud
+    from crowdqa.store.db import get_engine
+    from crowdqa.store.models import JobStatus
+
+    monkeypatch.setenv("CROWDQA_MAX_ACTIVE_JOBS", "1")
+    get_settings.cache_clear()
+    with TestClient(app) as client:
+        key = keys["a"]
+        ds = sample_dataset(client, key, experts=False)
+        done = client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key), json={"method": "mv"}).json()["id"]
+        with Session(get_engine(get_settings())) as s:  # as if it had run (the worker here takes nothing)
+            crud.update_job(session=s, job_id=done, status=JobStatus.failed, error="stopped for the test")
+        assert client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key), json={"method": "mv"}).status_code == 202
+        r = client.post(f"/api/v1/jobs/{done}/rerun", headers=auth(key))
+        assert _is_429(r) == 30 and "CROWDQA_MAX_ACTIVE_JOBS" in r.json()["detail"]
+        assert client.get(f"/api/v1/jobs/{done}", headers=auth(key)).json()["status"] == "failed"
