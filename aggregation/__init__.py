@@ -20,7 +20,7 @@ _HOME = {
     "BaseAggregator": "crowdqa.aggregation._base", "ConvergenceWarning": "crowdqa.aggregation._base",
     "Corpus": "crowdqa.aggregation.corpus", "MISSING": "crowdqa.aggregation.corpus",
     "make_aggregator": "crowdqa.aggregation.registry",
-    **{name: module for module, name in METHODS.values()},
+    **{entry.name: entry.module for entry in METHODS.values()},
 }
 
 __all__ = ["METHODS", *_HOME]

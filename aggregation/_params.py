@@ -6,7 +6,7 @@ this project's messages). :func:`check_params` checks a parameter dict against s
 table; :meth:`BaseAggregator._validate_params` runs it at the start of ``fit``, and
 :func:`crowdqa.aggregation.registry.validate_params` runs it at request time, before any data
 is read. A failed check raises ``ValueError`` naming the parameter, what it may be and
-what was found: ``max_iter must be an integer >= 1, found 0``.
+what was found: ``max_iter must be an integer in [1, 10000], found 0``.
 
 A parameter is valid if any one of its constraints accepts it; ``None`` in a list
 accepts ``None``. No constraint accepts a ``bool`` as a number (JSON ``true`` is not 1).
@@ -22,7 +22,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Check", "InstanceOf", "Interval", "Options", "RANDOM_STATE", "check_params"]
+from crowdqa.aggregation.limits import MAX_INNER_ITER, MAX_ITER, MAX_RESTARTS
+
+__all__ = ["Check", "InstanceOf", "Interval", "Options", "RANDOM_STATE", "ITERATIONS", "RESTARTS", "INNER_ITERATIONS",
+           "check_params"]
 
 
 class _Constraint:
@@ -135,6 +138,14 @@ RANDOM_STATE: list = [
     InstanceOf((np.random.Generator, np.random.BitGenerator, np.random.SeedSequence), "a numpy.random.Generator"),
     None,
 ]
+
+
+#: ``max_iter`` and the like: at least one iteration, at most :data:`~crowdqa.aggregation.limits.MAX_ITER`.
+ITERATIONS = Interval(int, 1, MAX_ITER)
+#: ``n_restarts``: at least one run, at most :data:`~crowdqa.aggregation.limits.MAX_RESTARTS`.
+RESTARTS = Interval(int, 1, MAX_RESTARTS)
+#: An optimiser's iterations inside one M-step, at most :data:`~crowdqa.aggregation.limits.MAX_INNER_ITER`.
+INNER_ITERATIONS = Interval(int, 1, MAX_INNER_ITER)
 
 
 def _describe(constraint: Any) -> str:

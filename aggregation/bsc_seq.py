@@ -32,7 +32,7 @@ from crowdqa.aggregation._forward_backward import (
     _log_emissions,
     _viterbi_corpus,
 )
-from crowdqa.aggregation._params import InstanceOf, Interval, Options
+from crowdqa.aggregation._params import ITERATIONS, InstanceOf, Interval, Options
 from crowdqa.aggregation._sequences import FEATURES, doc_first, layout, text_features, token_text
 from crowdqa.aggregation.corpus import Corpus
 
@@ -447,7 +447,7 @@ class BayesianSequenceCombination(BaseAggregator):
 
     _parameter_constraints: ClassVar[dict[str, list]] = {
         "annotator_model": [Options(_ANNOTATOR_MODELS)], "sequences": [Options(_SEQUENCES)],
-        "decode": [Options(_DECODERS)], "max_iter": [Interval(int, 1, None)], "tol": [Interval(float, 0, None), None],
+        "decode": [Options(_DECODERS)], "max_iter": [ITERATIONS], "tol": [Interval(float, 0, None), None],
         "alpha0": [Interval(float, 0, None, closed="neither")], "epsilon0": [Interval(float, 0, None)],
         "gamma0": [Interval(float, 0, None, closed="neither")], "nu0": [Interval(float, 0, None, closed="neither")],
         "features": [FEATURES],

@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from crowdqa.aggregation._base import BaseAggregator, ProgressCallback, one_hot_columns
-from crowdqa.aggregation._params import RANDOM_STATE, InstanceOf, Interval, Options
+from crowdqa.aggregation._params import ITERATIONS, RANDOM_STATE, InstanceOf, Interval, Options
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.aggregation.majority_vote import _confusion_rows, _votes
 
@@ -378,7 +378,7 @@ class DawidSkene(BaseAggregator):
     #: Fitted attributes a new batch is aggregated with (:mod:`crowdqa.aggregation.batches`).
     _batch_state: ClassVar[tuple[str, ...]] = ("class_prior_", "worker_confusion_", "worker_ids_", "worker_labels_")
     _parameter_constraints: ClassVar[dict[str, list]] = {
-        "max_iter": [Interval(int, 1, None)],
+        "max_iter": [ITERATIONS],
         "tol": [Interval(float, 0, None), None],
         "alpha": [Interval(float, 0, None)],
         "model": [Options(_MODELS)],

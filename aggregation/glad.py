@@ -21,7 +21,7 @@ from scipy.optimize import minimize
 from scipy.special import expit, log_expit
 
 from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
-from crowdqa.aggregation._params import Check, Interval, Options
+from crowdqa.aggregation._params import INNER_ITERATIONS, ITERATIONS, Check, Interval, Options
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.aggregation.dawid_skene import _expected_counts, _normalise, _obs_key
 from crowdqa.aggregation.majority_vote import _confusion_rows
@@ -476,10 +476,10 @@ class GLAD(BaseAggregator):
     skill_description: ClassVar[str | None] = "ability alpha (0: guessing, negative: adversarial)"
 
     _parameter_constraints: ClassVar[dict[str, list]] = {
-        "max_iter": [Interval(int, 1, None)],
+        "max_iter": [ITERATIONS],
         "tol": [Interval(float, 0, None), None],
         "m_step": [Options(("newton", "cg"))],
-        "m_step_max_iter": [Interval(int, 1, None), None],
+        "m_step_max_iter": [INNER_ITERATIONS, None],
         "m_step_tol": [Interval(float, 0, None, closed="neither")],
         "alpha_prior_mean": [Interval(float)],
         "beta_prior_mean": [Interval(float)],

@@ -20,10 +20,11 @@ from crowdqa.aggregation._forward_backward import (
     _viterbi,
     _xi_sum,
 )
-from crowdqa.aggregation._params import InstanceOf, Interval, Options
+from crowdqa.aggregation._params import ITERATIONS, InstanceOf, Interval, Options
 from crowdqa.aggregation._sequences import FEATURES, layout, text_features, token_text
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.aggregation.dawid_skene import _normalise
+from crowdqa.aggregation.limits import MAX_ITER
 from crowdqa.aggregation.majority_vote import _break_ties
 
 __all__ = ["HMMCrowd"]
@@ -604,7 +605,7 @@ class HMMCrowd(BaseAggregator):
         "wrong_mass": [Options(_WRONG_MASS)],
         "start_smoothing": [Interval(float, 0, None, closed="neither"), None],
         "init_smoothing": [Interval(float, 0, None, closed="neither"), None],
-        "max_iter": [Interval(int, 1, None), Options(("auto",))], "init_rounds": [Interval(int, 0, None)],
+        "max_iter": [ITERATIONS, Options(("auto",))], "init_rounds": [Interval(int, 0, MAX_ITER)],
         "tol": [Interval(float, 0, None), None], "worker_smoothing": [Interval(float, 0, None)],
         "pseudo_count": [Interval(float, 0, None, closed="neither")],
         "init_diagonal": [Interval(float, 0, 1, closed="neither")],

@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 from scipy.special import digamma, gammaln, logsumexp
 
 from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
-from crowdqa.aggregation._params import Interval
+from crowdqa.aggregation._params import ITERATIONS, Interval
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.aggregation.dawid_skene import _e_step, _expected_counts, _obs_key
 
@@ -135,7 +135,7 @@ class IBCC(BaseAggregator):
     skill_description: ClassVar[str | None] = "expected accuracy under the posterior confusion matrix"
 
     _parameter_constraints: ClassVar[dict[str, list]] = {
-        "max_iter": [Interval(int, 1, None)],
+        "max_iter": [ITERATIONS],
         "tol": [Interval(float, 0, None), None],
         "diagonal_prior": [Interval(float, 0, None, closed="neither")],
         "off_diagonal_prior": [Interval(float, 0, None, closed="neither")],

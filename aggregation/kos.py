@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
-from crowdqa.aggregation._params import RANDOM_STATE, Interval
+from crowdqa.aggregation._params import ITERATIONS, RANDOM_STATE
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.aggregation.majority_vote import _empirical_confusion
 
@@ -159,7 +159,7 @@ class KOS(BaseAggregator):
     skill_description: ClassVar[str | None] = "reliability in [-1, 1]: agreement with the messages of the items"
 
     _parameter_constraints: ClassVar[dict[str, list]] = {
-        "max_iter": [Interval(int, 1, None)],
+        "max_iter": [ITERATIONS],
         "random_state": RANDOM_STATE,
     }
 

@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 from scipy.special import digamma
 
 from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
-from crowdqa.aggregation._params import RANDOM_STATE, Interval, Options
+from crowdqa.aggregation._params import ITERATIONS, RANDOM_STATE, RESTARTS, Interval, Options
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.aggregation.ibcc import dirichlet_kl
 
@@ -337,8 +337,8 @@ class MACE(BaseAggregator):
     skill_description: ClassVar[str | None] = "competence: probability of knowing (not spamming) the answer"
 
     _parameter_constraints: ClassVar[dict[str, list]] = {
-        "n_restarts": [Interval(int, 1, None)],
-        "max_iter": [Interval(int, 1, None)],
+        "n_restarts": [RESTARTS],
+        "max_iter": [ITERATIONS],
         "tol": [Interval(float, 0, None), None],
         "method": [Options(_METHODS)],
         "smoothing": [Interval(float, 0, None, closed="neither"), None],

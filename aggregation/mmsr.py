@@ -19,7 +19,7 @@ from scipy.sparse.linalg import eigsh
 
 from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
 from crowdqa.aggregation._forward_backward import _buckets
-from crowdqa.aggregation._params import RANDOM_STATE, Interval
+from crowdqa.aggregation._params import ITERATIONS, RANDOM_STATE, Interval
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.aggregation.majority_vote import _empirical_confusion
 
@@ -277,7 +277,7 @@ class MMSR(BaseAggregator):
     skill_description: ClassVar[str | None] = "estimated probability of a right answer (one-coin)"
 
     _parameter_constraints: ClassVar[dict[str, list]] = {
-        "max_iter": [Interval(int, 1, None)],
+        "max_iter": [ITERATIONS],
         "tol": [Interval(float, 0, None)],
         "random_state": RANDOM_STATE,
     }

@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
-from crowdqa.aggregation._params import Interval, Options
+from crowdqa.aggregation._params import ITERATIONS, Interval, Options
 from crowdqa.aggregation.corpus import Corpus, run_indices
 from crowdqa.aggregation.majority_vote import TIE_RULES, _vote_fit, _vote_labels
 
@@ -236,7 +236,7 @@ class ZeroBasedSkill(_SkillVote):
 
     _parameter_constraints: ClassVar[dict[str, list]] = {
         **_SkillVote._parameter_constraints,
-        "max_iter": [Interval(int, 1, None)],
+        "max_iter": [ITERATIONS],
         "tol": [Interval(float, 0, None), None],
         "lr_init": [Interval(float, 0, 1, closed="right")],
         "lr_steps_to_reduce": [Interval(int, 1, None)],

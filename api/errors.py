@@ -19,6 +19,7 @@ from crowdqa.jobs.errors import (
     JobNotRunnableError,
     JobParamsError,
     QueueUnavailableError,
+    QuotaExceededError,
     UploadConflictError,
 )
 from crowdqa.store.errors import ArtifactMissingError, UploadTooLargeError
@@ -63,7 +64,9 @@ _DESCRIPTIONS = {
     409: "The resource is not in a state that allows this.",
     413: "The upload exceeds the configured size limit.",
     422: "The request or the uploaded file is invalid.",
-    429: "Too many requests from this address or project; retry after the Retry-After header's seconds.",
+    429: "Too many requests: failed authentications from this address, or a limit of the project "
+         "(CROWDQA_MAX_ACTIVE_JOBS, CROWDQA_MAX_UPLOADS_PER_HOUR, CROWDQA_MAX_PROJECT_BYTES); retry after the "
+         "Retry-After header's seconds.",
     503: "The job queue (Redis) is unavailable; nothing was lost, retry later.",
 }
 
@@ -74,6 +77,9 @@ def problem_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
     for code in sorted({401, 422, 429, *codes}):
         out[code] = {"model": Problem, "description": _DESCRIPTIONS.get(code, HTTPStatus(code).phrase),
                      "content": {PROBLEM_JSON: {}}}
+        if code == 429:
+            out[code]["headers"] = {"Retry-After": {"description": "Seconds to wait before asking again.",
+                                                    "schema": {"type": "integer"}}}
     return out
 
 
@@ -137,6 +143,10 @@ def install_error_handlers(app: FastAPI) -> None:
     # JobNotRunnableError's handler serves its subclasses too (JobNotFinishedError, JobModelMissingError).
     for conflict in (UploadConflictError, JobNotRunnableError, DatasetBusyError):
         app.exception_handler(conflict)(_conflict)
+
+    @app.exception_handler(QuotaExceededError)
+    async def _quota(_: Request, exc: QuotaExceededError):
+        return problem_response(429, str(exc), headers={"Retry-After": str(exc.retry_after)})
 
     @app.exception_handler(QueueUnavailableError)
     async def _queue_down(_: Request, exc: QueueUnavailableError):

@@ -6,6 +6,11 @@ signal handlers (allowed in the main thread only) nor uses the SIGALRM job timeo
 :class:`ThreadWorker` uses ``TimerDeathPenalty`` and a no-op ``_install_signal_handlers``.
 A forking ``Worker`` cannot be used: its child would write to its own copy of the
 in-memory server.
+
+Fair scheduling: the embedded worker runs ``CROWDQA_EMBEDDED_WORKERS`` jobs at once (default 2), one thread
+each, and :class:`FairShare` picks what a free thread takes: the oldest queued job of the project served
+longest ago among the projects with no job running here. One project's long job (or a hundred of them)
+therefore holds one thread at most, and the other projects' jobs run beside it in turn.
 """
 
 from __future__ import annotations
@@ -14,9 +19,12 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 
-from rq import SimpleWorker
+from rq import Queue, SimpleWorker
+from rq.exceptions import NoSuchJobError
+from rq.job import Job as RqJob
 from rq.serializers import JSONSerializer
 from rq.timeouts import TimerDeathPenalty
 
@@ -27,7 +35,7 @@ from crowdqa.store.db import open_session
 from crowdqa.store.models import JobStatus, aware, utcnow
 from crowdqa.store.settings import Settings
 
-__all__ = ["ThreadWorker", "EmbeddedWorker", "recover_jobs", "EMBEDDED_PREFIX", "embedded_worker_name"]
+__all__ = ["ThreadWorker", "FairShare", "EmbeddedWorker", "recover_jobs", "EMBEDDED_PREFIX", "embedded_worker_name"]
 
 logger = logging.getLogger(__name__)
 
@@ -50,31 +58,109 @@ class ThreadWorker(SimpleWorker):
         pass
 
 
+class FairShare:
+    """What the embedded worker's threads take from the queue, one project at a time.
+
+    A free thread takes the oldest queued job of the project whose last job started longest ago (never served:
+    first), skipping the projects that have a job running here; it takes nothing when only those are queued
+    (their next job waits for the running one). A queued id whose row is gone is taken too, so that the task
+    finds it deleted and it leaves the queue.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._lock = threading.Lock()
+        self._running: dict[str, str] = {}  # job id -> project id, for the jobs running here
+        self._served: dict[str, int] = {}  # project id -> turn of its last started job
+        self._turn = 0
+
+    def take(self, queue: Queue) -> tuple[RqJob, Queue] | None:
+        """Remove the next fair job from ``queue`` and return it with the queue (rq's dequeue result), or None."""
+        with self._lock:
+            while True:
+                ids = queue.get_job_ids()
+                if not ids:
+                    return None
+                with open_session(self.settings) as s:
+                    owner = crud.job_projects(session=s, job_ids=ids)
+                busy = set(self._running.values())
+                ready = [(self._served.get(owner.get(j, ""), -1), i, j)
+                         for i, j in enumerate(ids) if owner.get(j) not in busy]
+                if not ready:
+                    return None
+                job_id = min(ready)[2]
+                queue.remove(job_id)
+                try:
+                    job = RqJob.fetch(job_id, connection=queue.connection, serializer=queue.serializer)
+                except NoSuchJobError:
+                    continue  # deleted meanwhile: look again
+                if job_id in owner:
+                    self._turn += 1
+                    self._served[owner[job_id]] = self._turn
+                    self._running[job_id] = owner[job_id]
+                return job, queue
+
+    def done(self, job_id: str) -> None:
+        """The job ``job_id`` ended (however): its project may run its next job."""
+        with self._lock:
+            self._running.pop(job_id, None)
+        enqueued.set()  # wake the idle threads: a deferred job may now run
+
+    def running_projects(self) -> set[str]:
+        """Projects with a job running on this worker now."""
+        with self._lock:
+            return set(self._running.values())
+
+
+class _FairThreadWorker(ThreadWorker):
+    """A ThreadWorker that dequeues through a :class:`FairShare` shared with the other threads."""
+
+    def __init__(self, *args, share: FairShare, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.share = share
+
+    def dequeue_job_and_maintain_ttl(self, timeout: int | None, max_idle_time: int | None = None):
+        self.heartbeat()
+        return self.share.take(self.queues[0])
+
+    def execute_job(self, job: RqJob, queue: Queue):
+        try:
+            return super().execute_job(job, queue)
+        finally:
+            self.share.done(job.id)
+
+
 class EmbeddedWorker:
-    """Poll the in-process queue and run its jobs on a :class:`ThreadWorker` in a daemon thread."""
+    """Poll the in-process queue and run its jobs on ``settings.embedded_workers`` daemon threads, fairly."""
 
     def __init__(self, settings: Settings, *, poll_interval: float = 1.0) -> None:
         self.settings = settings
         self.poll_interval = poll_interval
         self.queue = get_queue(settings)
-        self.worker = ThreadWorker([self.queue], connection=self.queue.connection, serializer=JSONSerializer,
-                                   name=embedded_worker_name())
+        self.share = FairShare(settings)
+        self.workers = [_FairThreadWorker([self.queue], connection=self.queue.connection, serializer=JSONSerializer,
+                                          name=embedded_worker_name(), share=self.share)
+                        for _ in range(settings.embedded_workers)]
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="crowdqa-embedded-worker", daemon=True)
+        self._threads = [threading.Thread(target=self._loop, args=(worker,), name=f"crowdqa-embedded-worker-{i}",
+                                          daemon=True) for i, worker in enumerate(self.workers)]
 
     def start(self) -> EmbeddedWorker:
-        self._thread.start()
+        for thread in self._threads:
+            thread.start()
         return self
 
-    def _loop(self) -> None:
+    def _loop(self, worker: ThreadWorker) -> None:
         while not self._stop.is_set():
             try:
                 if self.queue.count:
-                    # Burst: run what is queued, then come back to polling (stop() is honoured between jobs).
-                    self.worker.work(burst=True, logging_level="WARNING")
+                    # Burst: run what is queued (and fair to take), then come back to polling (stop() is honoured
+                    # between jobs).
+                    worker.work(burst=True, logging_level="WARNING")
             except Exception:  # noqa: BLE001 - keep serving; the job row records its own failure
                 logger.exception("embedded worker loop failed")
-            # Sleep until this process enqueues something (or the poll interval passes, as a safety net).
+            # Sleep until this process enqueues something or a job ends (or the poll interval passes, as a
+            # safety net).
             enqueued.wait(self.poll_interval)
             enqueued.clear()
 
@@ -85,10 +171,13 @@ class EmbeddedWorker:
         to the queue here; its thread dies with the process and its late writes find it not running.
         """
         self._stop.set()
-        self.worker._stop_requested = True  # rq's flag: take no further job from the queue
+        for worker in self.workers:
+            worker._stop_requested = True  # rq's flag: take no further job from the queue
         cancel.request_shutdown()
         enqueued.set()
-        self._thread.join(timeout)
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
         left = cancel.running_here()
         if left:
             with open_session(self.settings) as s:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 __all__ = ["JobError", "QueueUnavailableError", "JobNotRunnableError", "JobNotFinishedError", "DatasetBusyError",
            "JobCancelled", "UploadConflictError", "JobParamsError", "JobModelMissingError", "KeyRefusedError",
-           "KeyScopeError"]
+           "KeyScopeError", "QuotaExceededError", "BudgetExceededError"]
 
 
 class JobError(Exception):
@@ -50,6 +50,20 @@ class KeyRefusedError(JobError):
 
 class KeyScopeError(JobError):
     """A key that may not do this: only an admin key creates and revokes keys."""
+
+
+class QuotaExceededError(JobError):
+    """A per-project limit (``CROWDQA_MAX_*``) is reached; ``retry_after`` says in how many seconds to try again."""
+
+    status = 429
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = max(1, int(retry_after))
+
+
+class BudgetExceededError(JobError):
+    """A running job used more CPU time than ``CROWDQA_JOB_CPU_SECONDS``: it fails for good with this reason."""
 
 
 class JobCancelled(BaseException):  # noqa: N818 - a signal to unwind, like KeyboardInterrupt

@@ -18,7 +18,7 @@ from crowdqa.ingest.errors import IngestError
 from crowdqa.ingest.formats import FORMATS
 from crowdqa.ingest.summary import format_summary, summarize
 from crowdqa.ingest.writers import write_labels
-from crowdqa.jobs.params import check_uses_experts
+from crowdqa.jobs.params import check_data_kind
 from crowdqa.jobs.pipeline import ModelStart, PipelineResult, ProgressFn, run_pipeline
 from crowdqa.quality.references import RULES
 from crowdqa.quality.report import TABLE_SORT_KEYS, dump_report, format_report
@@ -26,9 +26,9 @@ from crowdqa.quality.report import TABLE_SORT_KEYS, dump_report, format_report
 if TYPE_CHECKING:
     from crowdqa.quality.report_model import QualityReport
 
-__all__ = ["ParseResult", "read_files", "summarize", "format_summary", "check_run", "check_reference", "max_iter",
-           "is_categorical", "default_output_format", "output_format", "aggregate", "write_aggregate", "write_report",
-           "format_report", "RULES", "TABLE_SORT_KEYS"]
+__all__ = ["ParseResult", "read_files", "summarize", "format_summary", "check_run", "check_method_data",
+           "check_reference", "max_iter", "is_categorical", "default_output_format", "output_format", "aggregate",
+           "write_aggregate", "write_report", "format_report", "RULES", "TABLE_SORT_KEYS"]
 
 
 def read_files(uploads: list[dict[str, Any]]) -> ParseResult:
@@ -49,13 +49,20 @@ def check_run(*, use_experts: bool, reference: str, expert_files: int, role: str
     clamps the experts' labels) with no ``--expert`` file and an ``input_format`` whose files hold no expert labels
     (a categorical file's gold column, EBM-NLP's gold folders, a span table's roles do), or an expert as the
     reference (unless the dump itself is experts'); a ``method`` that learns from the experts' labels only, without
-    ``use_experts`` (:func:`crowdqa.jobs.params.check_uses_experts`)."""
-    if method is not None:
-        check_uses_experts(method, use_experts=use_experts)
+    ``use_experts``, or a sequence model on a categorical format (the method's registry entry,
+    :func:`crowdqa.aggregation.registry.check_data_kind`)."""
+    if method is not None:  # the method's data-kind rules that the options already decide
+        check_data_kind(method, use_experts=use_experts, categorical=True if input_format == "categorical" else None)
     if use_experts and not expert_files and not FORMATS[input_format].experts:
         raise ValueError(f"--use-experts needs --expert PATH (a {input_format} file holds no expert labels)")
     if reference not in RULES and not expert_files and role != "expert":
         raise ValueError(f"--reference {reference!r} names an expert, but no --expert file is given")
+
+
+def check_method_data(method: str, corpus: Corpus) -> None:
+    """ValueError unless ``method``'s registry entry allows ``corpus`` (its classes; token sequences or categorical
+    answers): the data-kind rules :func:`check_run` could not decide before the file was read."""
+    check_data_kind(method, n_classes=corpus.n_classes, categorical=is_categorical(corpus))
 
 
 def check_reference(reference: str, corpus: Corpus) -> None:

@@ -1,4 +1,4 @@
-"""Check a method's parameters when a job is asked for, not when it runs.
+"""Check a method's parameters, and that the data suits it, when a job is asked for, not when it runs.
 
 The aggregator's parameter table (``_parameter_constraints``, checked by
 :func:`crowdqa.aggregation.registry.validate_params` without fitting) is the one list of what a method
@@ -11,27 +11,26 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from crowdqa.aggregation.registry import METHODS
+from crowdqa.aggregation.registry import METHODS, check_data_kind, describe_bounds
 from crowdqa.aggregation.registry import validate_params as check
 from crowdqa.jobs.errors import JobParamsError
 
-__all__ = ["METHODS", "NEEDS_EXPERTS", "check_uses_experts", "validate_params", "method_defaults"]
+__all__ = ["METHODS", "check_data_kind", "data_kind", "describe_bounds", "validate_params", "method_defaults"]
 
 _UNKNOWN = re.compile(r"found unknown parameter '([^']+)'")
 
-#: Methods that learn only from true labels (GoldMajorityVote's skills are each worker's accuracy on them). A job
-#: or command fits the crowd alone unless ``use_experts`` clamps the experts' labels, so without it they have
-#: nothing to learn from.
-NEEDS_EXPERTS: frozenset[str] = frozenset({"gold-mv"})
 
-
-def check_uses_experts(method: str, *, use_experts: bool) -> None:
-    """ValueError when ``method`` learns from the experts' labels only and ``use_experts`` is off: refused when a
-    job or command is asked for, before any data is read, instead of failing in the fit."""
-    if method in NEEDS_EXPERTS and not use_experts:
-        raise ValueError(f"{method} learns each worker's skill from the experts' labels, and without use_experts "
-                         f"the fit sees the crowd alone: run it with use_experts (a job: \"use_experts\": true; the "
-                         f"command line: --use-experts)")
+def data_kind(summary: dict | None) -> dict[str, Any]:
+    """``n_classes`` and ``categorical`` of a dataset from its parse summary, for :func:`check_data_kind` (an empty
+    dict when there is no summary yet). Categorical answers are one-token items without the outside class ``O``."""
+    summary = summary or {}
+    labels, docs, tokens = summary.get("labels"), summary.get("documents"), summary.get("tokens")
+    if not isinstance(labels, list) or not labels:
+        return {}
+    kind: dict[str, Any] = {"n_classes": len(labels)}
+    if isinstance(docs, int) and isinstance(tokens, int):
+        kind["categorical"] = labels[0] != "O" and docs == tokens
+    return kind
 
 
 def validate_params(method: str, params: dict[str, Any] | None) -> dict[str, Any]:
@@ -61,7 +60,7 @@ def validate_params(method: str, params: dict[str, Any] | None) -> dict[str, Any
     >>> validate_params("ds", {"max_iter": "ten"})
     Traceback (most recent call last):
     ...
-    crowdqa.jobs.errors.JobParamsError: params.max_iter: max_iter must be an integer >= 1, found 'ten'
+    crowdqa.jobs.errors.JobParamsError: params.max_iter: max_iter must be an integer in [1, 10000], found 'ten'
     """
     params = dict(params or {})
     if method not in METHODS:

@@ -17,8 +17,9 @@ from sqlmodel import Session
 from crowdqa.jobs import cancel
 from crowdqa.jobs.batches import check_start
 from crowdqa.jobs.errors import JobNotRunnableError, QueueUnavailableError
-from crowdqa.jobs.params import check_uses_experts, validate_params
+from crowdqa.jobs.params import check_data_kind, data_kind, validate_params
 from crowdqa.jobs.queue import cancel_job, enqueue_job
+from crowdqa.jobs.quotas import check_job_quota
 from crowdqa.jobs.reconcile import reconcile_job
 from crowdqa.jobs.uploads import collect_garbage
 from crowdqa.quality.references import RULES
@@ -33,7 +34,7 @@ def _check_job_input(session: Session, dataset: Dataset, job_in: JobCreate) -> N
     if not dataset.corpus_sha256:
         raise JobNotRunnableError(f"dataset {dataset.id} has no uploads yet: upload a crowd file first")
     validate_params(str(job_in.method), dict(job_in.params))  # JobParamsError naming the field
-    check_uses_experts(str(job_in.method), use_experts=job_in.use_experts)
+    check_data_kind(str(job_in.method), **data_kind(dataset.summary), use_experts=job_in.use_experts)
     roles = (dataset.summary or {}).get("annotators") or {}
     if job_in.use_experts and isinstance(roles, dict) and roles.get("expert") in (0, None, {}, []):
         raise ValueError("use_experts needs expert labels: upload a file with role 'expert' first")
@@ -61,6 +62,7 @@ def _enqueue_or_fail(*, session: Session, settings: Settings, queue: Queue, job:
 def start_job(*, session: Session, settings: Settings, queue: Queue, dataset: Dataset, job_in: JobCreate) -> Job:
     """Create a job on the dataset's current corpus, commit it, then enqueue it."""
     _check_job_input(session, dataset, job_in)
+    check_job_quota(session=session, settings=settings, project_id=dataset.project_id)
     job = crud.create_job(session=session, dataset=dataset, job_in=job_in)
     return _enqueue_or_fail(session=session, settings=settings, queue=queue, job=job)
 
@@ -80,6 +82,7 @@ def rerun_job(*, session: Session, settings: Settings, queue: Queue, job: Job,
         _check_job_input(session, crud.get_dataset(session=session, project_id=job.project_id,
                                                    dataset_id=job.dataset_id), job_in)
         given = {k: getattr(job_in, k) for k in given}
+    check_job_quota(session=session, settings=settings, project_id=job.project_id)  # it becomes queued again
     crud.clear_report(session=session, job_id=job.id)
     crud.update_job(session=session, job_id=job.id, status=JobStatus.queued, error=None, progress={},
                     timings={}, artifacts={}, started_at=None, finished_at=None, heartbeat_at=None,

@@ -5,7 +5,8 @@ from the store, runs :func:`crowdqa.jobs.pipeline.run_pipeline`, publishes progr
 iteration, log-likelihood) and heartbeats to the job row while it runs, and saves the
 labels, posteriors, worker models and the report. Bad input (an unknown parameter, no
 crowd labels) fails the job for good with its reason; an unexpected error is retried by
-rq's retry policy while retries are left, then fails the job.
+rq's retry policy while retries are left, then fails the job. A job that uses more CPU time than
+``CROWDQA_JOB_CPU_SECONDS`` fails for good at its next checkpoint (between EM iterations and stages).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from sqlmodel import Session
 
 from crowdqa.jobs import cancel
 from crowdqa.jobs.batches import start_from_job
-from crowdqa.jobs.errors import JobCancelled
+from crowdqa.jobs.errors import BudgetExceededError, JobCancelled
 from crowdqa.jobs.pipeline import run_pipeline
 from crowdqa.jobs.uploads import load_job_corpus
 from crowdqa.quality.report import plain_json
@@ -70,6 +71,9 @@ class _Progress:
 
     def __init__(self, settings: Settings, job_id: str) -> None:
         self.settings, self.job_id = settings, job_id
+        # The job's CPU time is its thread's: the fit runs in the thread that calls back (one BLAS thread, see
+        # aggregation._base), the embedded worker's or the work horse's main thread.
+        self.cpu_start = time.thread_time()
         self.last_write = 0.0
         self.stage: str | None = None
         self.started = time.monotonic()
@@ -77,8 +81,15 @@ class _Progress:
         self.state: dict[str, Any] = {}
 
     def __call__(self, stage: str, iteration: int | None, log_likelihood: float | None) -> None:
-        # Between EM iterations and stages: the place where a deleted job or a stopping server stops it.
+        # Between EM iterations and stages: the place where a deleted job or a stopping server stops it, and where
+        # a job past its CPU-time budget fails.
         cancel.checkpoint(self.job_id)
+        used = time.thread_time() - self.cpu_start
+        if used > self.settings.job_cpu_seconds:
+            raise BudgetExceededError(
+                f"stopped while {stage} after {used:.1f} CPU seconds, past the job's budget of "
+                f"{self.settings.job_cpu_seconds:g} (CROWDQA_JOB_CPU_SECONDS): lower max_iter or n_restarts, or "
+                f"split the dataset")
         now = time.monotonic()
         if stage != self.stage:
             if self.stage is not None:
@@ -183,6 +194,9 @@ def _run_claimed(settings: Settings, job: Job, rq_job) -> str:
         return "cancelled"
     except INPUT_ERRORS as exc:
         fail_or_requeue(settings, job_id, reason=f"{type(exc).__name__}: {exc}", retries_left=0)
+        return JobStatus.failed.value
+    except BudgetExceededError as exc:  # running it again would use the same time: fail for good
+        fail_or_requeue(settings, job_id, reason=f"CPU budget exceeded: {exc}", retries_left=0)
         return JobStatus.failed.value
     except BaseException as exc:
         retries = int(getattr(rq_job, "retries_left", 0) or 0) if rq_job is not None else 0

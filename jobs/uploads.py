@@ -35,6 +35,7 @@ from crowdqa.ingest.index import (
 from crowdqa.ingest.merge import merge_corpora
 from crowdqa.ingest.summary import summarize
 from crowdqa.jobs.errors import DatasetBusyError, UploadConflictError
+from crowdqa.jobs.quotas import check_stored_bytes, check_upload_rate
 from crowdqa.quality.report import plain_json
 from crowdqa.store import crud
 from crowdqa.store.artifacts import ArtifactStore, safe_suffix
@@ -126,14 +127,20 @@ def add_upload(*, session: Session, settings: Settings, dataset: Dataset, stream
     """Store, parse and merge one uploaded file into ``dataset``; return its row.
 
     ``docs_stream`` is an optional zip of ``<doc_id>.txt`` texts for span formats that do not
-    carry them (PICO, spans tables without a text column, brat). Raises UploadTooLargeError
-    past the size limit and IngestError (or ValueError) for a file that cannot be read or does
-    not merge with the dataset's earlier uploads; nothing is recorded then.
+    carry them (PICO, spans tables without a text column, brat). Raises QuotaExceededError past
+    the project's limits (uploads per hour, bytes kept), UploadTooLargeError past the size limit
+    and IngestError (or ValueError) for a file that cannot be read or does not merge with the
+    dataset's earlier uploads; nothing is recorded then.
     """
+    # The project's limits (429): uploads per hour, and bytes kept, before a byte is read and again once the
+    # upload's size is known.
+    check_stored_bytes(session=session, settings=settings, project_id=dataset.project_id)
+    check_upload_rate(session=session, settings=settings, project_id=dataset.project_id)
     store = ArtifactStore(settings.data_dir)
     raw = store.put_stream(stream, kind="uploads", suffix=safe_suffix(filename), limit=settings.max_upload_bytes)
     docs = None
     try:
+        check_stored_bytes(session=session, settings=settings, project_id=dataset.project_id, incoming=raw.size)
         if docs_stream is not None:
             docs = store.put_stream(docs_stream, kind="docs", suffix=".zip", limit=settings.max_upload_bytes)
             options = {**options, "docs_sha256": docs.sha256}

@@ -31,6 +31,7 @@ from crowdqa.store.models import (
     Project,
     Report,
     Upload,
+    UploadAttempt,
     WebSession,
     WorkerScore,
     aware,
@@ -39,6 +40,11 @@ from crowdqa.store.models import (
 
 __all__ = [
     "database_available",
+    "count_active_jobs",
+    "stored_upload_bytes",
+    "record_upload_attempt",
+    "add_upload_attempt",
+    "job_projects",
     "referenced_artifacts",
     "create_project",
     "get_project",
@@ -649,3 +655,41 @@ def list_blocked_workers(*, session: Session, project_id: str, offset: int = 0,
 def blocked_annotators(*, session: Session, project_id: str) -> frozenset[str]:
     """Every annotator id on the project's block list."""
     return frozenset(session.exec(select(BlockedWorker.annotator).where(BlockedWorker.project_id == project_id)))
+
+
+# ---------------------------------------------------------------- per-project limits
+def count_active_jobs(*, session: Session, project_id: str) -> int:
+    """The project's queued and running jobs."""
+    stmt = select(func.count()).select_from(Job).where(
+        Job.project_id == project_id, col(Job.status).in_([JobStatus.queued, JobStatus.running]))
+    return int(session.exec(stmt).one())
+
+
+def stored_upload_bytes(*, session: Session, project_id: str) -> int:
+    """Bytes of the uploaded files the project's datasets keep."""
+    stmt = select(func.coalesce(func.sum(Upload.size), 0)).select_from(Upload).join(
+        Dataset, col(Dataset.id) == col(Upload.dataset_id)).where(Dataset.project_id == project_id)
+    return int(session.exec(stmt).one())
+
+
+def record_upload_attempt(*, session: Session, project_id: str, since: datetime) -> list[datetime]:
+    """Forget the project's upload attempts before ``since`` and return the times of the others, oldest first
+    (the new attempt is not recorded: see :func:`add_upload_attempt`)."""
+    session.exec(delete(UploadAttempt).where(UploadAttempt.project_id == project_id,
+                                             col(UploadAttempt.at) < since))
+    session.commit()
+    stmt = select(UploadAttempt.at).where(UploadAttempt.project_id == project_id).order_by(col(UploadAttempt.at))
+    return [aware(t) for t in session.exec(stmt)]
+
+
+def add_upload_attempt(*, session: Session, project_id: str) -> None:
+    """Count one upload request of the project (committed at once: a failed upload counts too)."""
+    session.add(UploadAttempt(project_id=project_id))
+    session.commit()
+
+
+def job_projects(*, session: Session, job_ids: list[str]) -> dict[str, str]:
+    """Job id -> project id of the jobs among ``job_ids`` that still exist."""
+    if not job_ids:
+        return {}
+    return dict(session.exec(select(Job.id, Job.project_id).where(col(Job.id).in_(job_ids))).all())

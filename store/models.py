@@ -17,7 +17,7 @@ from pydantic import ConfigDict, SerializerFunctionWrapHandler, field_validator,
 from sqlalchemy import JSON, DateTime, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from crowdqa.aggregation.registry import METHODS
+from crowdqa.aggregation.registry import METHODS, describe_bounds
 from crowdqa.quality.report_model import WorkerReport
 
 __all__ = [
@@ -266,6 +266,15 @@ class Upload(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow, sa_type=DateTime(timezone=True))
 
 
+class UploadAttempt(SQLModel, table=True):
+    """One upload request of a project: what ``CROWDQA_MAX_UPLOADS_PER_HOUR`` counts (refused and deleted uploads
+    too); rows older than an hour are removed when the next one is counted."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: str = Field(foreign_key="project.id", index=True, ondelete="CASCADE")
+    at: datetime = Field(default_factory=utcnow, sa_type=DateTime(timezone=True), index=True)
+
+
 class UploadPublic(_UtcTimes):
     id: str
     dataset_id: str
@@ -297,9 +306,14 @@ class Annotator(SQLModel, table=True):
 
 
 # ---------------------------------------------------------------- jobs
+#: What ``params`` of a job may hold (OpenAPI shows it): the method's own table, with upper bounds on the work.
+PARAMS_DESCRIPTION = (f"The method's parameters (the README's Aggregators section lists them), checked when the job "
+                      f"is asked for (422 naming params.<name>); upper bounds: {describe_bounds()}.")
+
+
 class JobBase(SQLModel):
     method: Method
-    params: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    params: dict[str, Any] = Field(default_factory=dict, sa_type=JSON, description=PARAMS_DESCRIPTION)
     use_experts: bool = False
     reference: str = Field(default="union", max_length=300,
                            description="Expert reference: union, majority or an expert's annotator id.")
@@ -321,7 +335,7 @@ class JobRerun(SQLModel):
 
     model_config = ConfigDict(extra="forbid")
     method: Method | None = None
-    params: dict[str, Any] | None = None
+    params: dict[str, Any] | None = Field(default=None, description=PARAMS_DESCRIPTION)
     use_experts: bool | None = None
     reference: str | None = Field(default=None, max_length=300)
 

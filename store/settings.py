@@ -45,6 +45,17 @@ class Settings(BaseSettings):
     cookie_secure: bool = Field(default=False, description="Mark the dashboard's cookies Secure even when the "
                                 "server sees plain http (behind a TLS proxy whose forwarded headers it does not "
                                 "trust). They are Secure whenever the request's scheme is https.")
+    # Per-project limits: one tenant cannot take the service (its worker, its disk) from the others.
+    max_active_jobs: int = Field(default=20, gt=0, description="Queued and running jobs one project may have at "
+                                 "once; more are refused with 429.")
+    max_uploads_per_hour: int = Field(default=60, gt=0, description="Upload requests one project may make in any "
+                                      "hour (refused and deleted ones count too); more are refused with 429.")
+    max_project_bytes: int = Field(default=5 * 1024**3, gt=0, description="Bytes of uploaded files one project "
+                                   "may keep; an upload past it is refused with 429 and not kept.")
+    job_cpu_seconds: float = Field(default=900.0, gt=0, description="CPU seconds one job may use; it fails with "
+                                   "the reason at its next checkpoint past it.")
+    embedded_workers: int = Field(default=2, ge=1, le=16, description="Jobs the embedded worker runs at once, "
+                                  "at most one per project.")
 
     @field_validator("database_url", "redis_url")
     @classmethod

@@ -113,7 +113,9 @@ def _run(args: argparse.Namespace) -> int:
     corpus, problems = parsed.corpus, parsed.problems
     progress.end()
     print_notes(parsed)
-    # What needs the data, before fitting: the output format (categorical answers are written as such).
+    # What needs the data, before fitting: the method's data-kind rules (classes, sequences), the output format
+    # (categorical answers are written as such).
+    local.check_method_data(args.method, corpus)
     out_format = local.output_format(corpus, input_format=args.format, output=args.output, given=args.output_format)
     check_output(args.output, option="--output", folder=out_format == "ebm-nlp")
     # The sizes only: the parse summary (crowdqa ingest) also walks every label for its coverage statistics.
@@ -162,14 +164,15 @@ def _model_start(args: argparse.Namespace):
 
 def register(subparsers) -> None:
     from crowdqa.api.commands._uploads import add_table_arguments, add_upload_arguments
-    from crowdqa.jobs.params import METHODS
+    from crowdqa.jobs.params import METHODS, describe_bounds
 
     p = subparsers.add_parser("aggregate", help=COMMANDS["aggregate"][1],
                               description=__doc__.split("\n", 1)[1].strip(),
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     add_upload_arguments(p, path_help="the crowd annotations (file, folder or zip)", metavar="CROWD_PATH")
     p.add_argument("--method", required=True, choices=list(METHODS), help="aggregation method")
-    p.add_argument("--params", help='method parameters as JSON, e.g. \'{"max_iter": 50}\'')
+    p.add_argument("--params", help='method parameters as JSON, e.g. \'{"max_iter": 50}\'; upper bounds: '
+                   + describe_bounds())
     p.add_argument("--use-experts", action="store_true",
                    help="clamp the expert labels while fitting; the aggregate is then scored against the experts by "
                         "4-fold cross-fitting over the expert documents")

@@ -37,7 +37,13 @@ from crowdqa.api.throttle import client_address, throttle_of
 from crowdqa.ingest.formats import READ_FORMATS, ROLES, UPLOAD_OPTIONS, choice_message
 from crowdqa.jobs import reconcile, service, uploads
 from crowdqa.jobs.batches import batch_methods, start_candidates
-from crowdqa.jobs.errors import DatasetBusyError, JobNotRunnableError, KeyRefusedError, QueueUnavailableError
+from crowdqa.jobs.errors import (
+    DatasetBusyError,
+    JobNotRunnableError,
+    KeyRefusedError,
+    QueueUnavailableError,
+    QuotaExceededError,
+)
 from crowdqa.jobs.params import method_defaults
 from crowdqa.store import crud
 from crowdqa.store.errors import UploadTooLargeError
@@ -48,7 +54,8 @@ __all__ = ["router", "owned_dataset", "owned_job"]
 router = APIRouter(prefix=PREFIX, include_in_schema=False)
 
 #: What a form may get wrong (a file that cannot be read is a ValueError); the page shows the message.
-FORM_ERRORS = (ValueError, JobNotRunnableError, QueueUnavailableError, UploadTooLargeError, ProblemError)
+FORM_ERRORS = (ValueError, JobNotRunnableError, QueueUnavailableError, UploadTooLargeError, ProblemError,
+               QuotaExceededError)
 
 Csrf = Annotated[str | None, Form(alias="csrf")]
 
@@ -273,7 +280,8 @@ def start_job(request: Request, dataset_id: str, session: SessionDep, settings: 
         job = service.start_job(session=session, settings=settings, queue=queue, dataset=dataset, job_in=job_in)
     except (ValidationError, *FORM_ERRORS) as exc:
         session.rollback()
-        status = 409 if isinstance(exc, JobNotRunnableError) else 503 if isinstance(exc, QueueUnavailableError) else 422
+        status = 409 if isinstance(exc, JobNotRunnableError) else 503 if isinstance(exc, QueueUnavailableError) \
+            else getattr(exc, "status", 422)
         return _dataset_page(request, session, dash, dataset, error=f"job not started: {_message(exc)}",
                              status_code=status, form=form)
     return redirect(f"/jobs/{job.id}")

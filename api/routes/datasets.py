@@ -57,7 +57,7 @@ def delete_dataset(dataset: OwnedDatasetDep, session: SessionDep, settings: Sett
 
 
 @router.post("/{dataset_id}/uploads", status_code=status.HTTP_201_CREATED,
-             responses=problem_responses(404, 409, 413), dependencies=[Depends(refuse_unknown_fields)])
+             responses=problem_responses(404, 409, 413, 429), dependencies=[Depends(refuse_unknown_fields)])
 def create_upload(dataset: OwnedDatasetDep, session: SessionDep, settings: SettingsDep,
                   form: Annotated[UploadForm, Form(media_type="multipart/form-data")]) -> UploadPublic:
     """Upload one file (crowd or expert): it is stored, parsed and merged into the dataset's corpus."""
@@ -92,7 +92,7 @@ def list_uploads(dataset: OwnedDatasetDep, session: SessionDep, offset: Offset =
 @router.post(
     "/{dataset_id}/jobs",
     status_code=status.HTTP_202_ACCEPTED,
-    responses={**problem_responses(404, 409, 503),
+    responses={**problem_responses(404, 409, 429, 503),
                202: {"description": "Queued; poll the Location.",
                      "headers": {"Location": {"schema": {"type": "string"}}}}},
 )

@@ -53,7 +53,8 @@ def delete_job(job: OwnedJobDep, session: SessionDep, settings: SettingsDep, que
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
-@router.post("/{job_id}/rerun", status_code=status.HTTP_202_ACCEPTED, responses=problem_responses(404, 409, 503))
+@router.post("/{job_id}/rerun", status_code=status.HTTP_202_ACCEPTED,
+             responses=problem_responses(404, 409, 429, 503))
 def rerun_job(job: OwnedJobDep, session: SessionDep, settings: SettingsDep, queue: QueueDep,
               response: Response, changes: JobRerun | None = None) -> JobPublic:
     """Run a finished or failed job again on the same corpus snapshot; an optional body changes its method,

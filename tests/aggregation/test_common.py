@@ -256,9 +256,9 @@ def test_validate_params_names_the_parameter(method, params, is_em):
 
 
 @pytest.mark.parametrize(("params", "message"), [
-    ({"max_iter": 0}, "max_iter must be an integer >= 1, found 0"),
-    ({"max_iter": 2.0}, "max_iter must be an integer >= 1, found 2.0"),
-    ({"max_iter": True}, "max_iter must be an integer >= 1, found True"),
+    ({"max_iter": 0}, "max_iter must be an integer in [1, 10000], found 0"),
+    ({"max_iter": 2.0}, "max_iter must be an integer in [1, 10000], found 2.0"),
+    ({"max_iter": True}, "max_iter must be an integer in [1, 10000], found True"),
     ({"tol": float("nan")}, "tol must be >= 0 or None, found nan"),
     ({"alpha": "0.1"}, "alpha must be >= 0, found '0.1'"),
     ({"model": "two-coin"}, "model must be one of ('full', 'one-coin'), found 'two-coin'"),

@@ -364,7 +364,7 @@ def test_random_init_is_reproducible(seed):
         ({"model": "two-coin"}, "model must be one of"),
         ({"init": "mv"}, "init must be one of"),
         ({"alpha": -1.0}, "alpha must be >= 0, found -1.0"),
-        ({"max_iter": 0}, "max_iter must be an integer >= 1, found 0"),
+        ({"max_iter": 0}, r"max_iter must be an integer in \[1, 10000\], found 0"),
         ({"tol": -1e-3}, "tol must be >= 0"),
     ],
 )

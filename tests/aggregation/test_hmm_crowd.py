@@ -534,7 +534,7 @@ def test_callback_gets_each_iteration_and_max_iter_warns(seed):
 @pytest.mark.parametrize(("param", "value", "match"), [
     ("decode", "beam", "decode must be one of"),
     ("worker_model", "one-coin", "worker_model must be one of"),
-    ("max_iter", 0, "max_iter must be an integer >= 1"),
+    ("max_iter", 0, "max_iter must be an integer in"),
     ("pseudo_count", 0.0, "pseudo_count must be > 0"),
     ("features", ("word", "suffix"), "features must be a tuple of 'word' and names in"),
     ("sequences", "paragraph", "sequences must be one of"),

@@ -26,6 +26,14 @@ _json_rows = st.lists(st.fixed_dictionaries({}, optional={
     "text": st.text(max_size=40)}), max_size=6).map(lambda rows: "\n".join(json.dumps(r) for r in rows).encode())
 
 
+@pytest.fixture(autouse=True)
+def _no_project_limits(monkeypatch):
+    """Each fuzz test sends a project's uploads or jobs by the dozen: above the per-project limits (tested in
+    test_quotas.py), which would answer 429 before the parsers under test are reached. Set before ``settings``."""
+    monkeypatch.setenv("CROWDQA_MAX_UPLOADS_PER_HOUR", "100000")
+    monkeypatch.setenv("CROWDQA_MAX_ACTIVE_JOBS", "100000")
+
+
 @hsettings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(fmt=st.sampled_from(FORMATS), body=st.one_of(st.binary(max_size=400), _json_rows),
        role=st.sampled_from(["crowd", "expert"]))

@@ -12,6 +12,14 @@ from tests.reliability.hostile import TEXT, cases, zip_bytes
 DOCS_ZIP = zip_bytes({"d1.txt": TEXT.encode()})
 
 
+@pytest.fixture(autouse=True)
+def _no_project_limits(monkeypatch):
+    """Every hostile case is an upload of one project, by the hundred: above the per-project limits (tested in
+    tests/api/test_quotas.py), which would answer 429 before the readers under test. Set before ``settings``."""
+    monkeypatch.setenv("CROWDQA_MAX_UPLOADS_PER_HOUR", "100000")
+    monkeypatch.setenv("CROWDQA_MAX_ACTIVE_JOBS", "100000")
+
+
 def _snapshot(client, key: str, ds: str, job: str) -> dict:
     """What a user reads back of a dataset and its finished job (bytes, so any change shows)."""
     get = lambda url: client.get(url, headers=auth(key))  # noqa: E731
