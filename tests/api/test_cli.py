@@ -137,6 +137,23 @@ def test_aggregate_user_errors_are_one_line(tmp_path, capsys, argv, message):
     assert "Traceback" not in "\n".join(err)
 
 
+@pytest.mark.parametrize("argv, message", [
+    (["aggregate", "x.csv", "--methd", "mv"], "crowdqa aggregate: error: unrecognized option --methd "
+                                              "(did you mean --method?)"),
+    (["agregate", "x.csv"], "invalid choice: 'agregate' (did you mean 'aggregate'?)"),
+    (["aggregate", "x.csv", "-f", "conl", "--method", "mv", "--output", "o"],
+     "invalid choice: 'conl' (did you mean 'conll'?)"),
+    (["ingest"], "crowdqa ingest: error: the following arguments are required: PATH, --format/-f"),
+])
+def test_argument_errors_are_one_line_with_a_suggestion(capsys, argv, message):
+    """Issue 30 item 9: argparse printed 17 lines of usage first, and ``--methd mv`` said only that
+    --method is required. Oracle: one stderr line holding the expected words, status 2."""
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.count("\n") == 1 and message in err and "usage:" not in err
+
+
 def test_keys_create_prints_the_key_last(settings, capsys):
     """`crowdqa keys create --project NAME` prints the key alone on its last line; it authenticates."""
     assert main(["keys", "create", "--project", "lab"]) == 0
