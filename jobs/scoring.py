@@ -42,7 +42,8 @@ def aggregate_format(path: str | Path, *, categorical: bool) -> str:
 
 
 def read_aggregate_labels(path: str | Path, corpus: Corpus, *, format: str | None = None,
-                          annotator: str | None = None, options: dict[str, Any] | None = None) -> NDArray:
+                          annotator: str | None = None, options: dict[str, Any] | None = None,
+                          remarks: list[str] | None = None) -> NDArray:
     """The aggregate at ``path`` as one label per token of ``corpus``.
 
     Parameters
@@ -58,6 +59,9 @@ def read_aggregate_labels(path: str | Path, corpus: Corpus, *, format: str | Non
         For an upload format with several annotators: which one is the aggregate.
     options : dict, optional
         Reader options of an upload format (as for the crowd file).
+    remarks : list of str, optional
+        Gets what the reader of an upload format noted or skipped (:meth:`ParseResult.remarks`), for the
+        caller to print: a span over whitespace alone, a row ``on_error="skip"`` left out.
 
     Returns
     -------
@@ -71,8 +75,10 @@ def read_aggregate_labels(path: str | Path, corpus: Corpus, *, format: str | Non
         raise ValueError(f"--aggregate {path} is a folder: give --aggregate-format ebm-nlp (or a file)")
     if fmt in AGGREGATE_FORMATS:
         return read_aggregate(p, corpus, format=fmt)
-    other = read_corpus(p, format=fmt, **(options or {})).corpus
-    return labels_from_corpus(other, corpus, annotator=annotator)
+    parsed = read_corpus(p, format=fmt, **(options or {}))
+    if remarks is not None:
+        remarks.extend(parsed.remarks())
+    return labels_from_corpus(parsed.corpus, corpus, annotator=annotator)
 
 
 def score_aggregate(corpus: Corpus, labels: NDArray, *, method: str, experts_used_in_fit: bool, reference: str,

@@ -154,6 +154,40 @@ def test_argument_errors_are_one_line_with_a_suggestion(capsys, argv, message):
     assert exc.value.code == 2 and err.count("\n") == 1 and message in err and "usage:" not in err
 
 
+def _pico(tmp_path, name: str, lines: list[str]):
+    (tmp_path / "docs").mkdir(exist_ok=True)
+    (tmp_path / "docs" / "d1.txt").write_text("Adults with type 2 diabetes were given therapy .")
+    (tmp_path / "docs" / "d2.txt").write_text("Children with asthma  and their parents .")
+    (tmp_path / name).write_text("\n".join(lines) + "\n")
+    return str(tmp_path / name)
+
+
+def test_report_counts_whitespace_spans_and_every_skip(tmp_path, capsys):
+    """Issue 30 item 8: ``report --aggregate`` of an aggregate with spans over whitespace alone failed, and
+    ``--on-error skip`` then skipped rows without a word. Oracle: the spans written below (two over blanks,
+    one past the end of its document in the aggregate, one in the crowd file)."""
+    crowd = _pico(tmp_path, "crowd.json", ['{"docid": "d1", "Participants": {"a": [[0, 26]], "b": [[0, 6]]}}',
+                                           '{"docid": "d2", "Participants": {"a": [[0, 20]], "b": [[0, 80]]}}'])
+    expert = _pico(tmp_path, "expert.json", ['{"docid": "d1", "Participants": {"e": [[0, 26]]}}',
+                                             '{"docid": "d2", "Participants": {"e": [[0, 20]]}}'])
+    agg = ['{"docid": "d1", "Participants": {"HMMCrowd": [[0, 26], [6, 7]]}}',
+           '{"docid": "d2", "Participants": {"HMMCrowd": [[0, 20], [20, 22]]}}']
+    argv = ["report", crowd, "-f", "pico-jsonl", "--docs", str(tmp_path / "docs"), "--expert", expert,
+            "--aggregate-format", "pico-jsonl", "--n-boot", "10", "--aggregate"]
+    crowd_ok = _pico(tmp_path, "crowd_ok.json", (tmp_path / "crowd.json").read_text().replace("80", "8").split("\n"))
+    assert main([argv[0], crowd_ok, *argv[2:], _pico(tmp_path, "agg.json", agg)]) == 0
+    err = capsys.readouterr().err
+    assert "2 span(s) cover only whitespace (no token) and are left out; the first: " in err
+    assert f"{tmp_path / 'agg.json'}:1: span [6, 7) of document 'd1'" in err and "error" not in err
+
+    agg.append('{"docid": "d3", "Participants": {"HMMCrowd": [[0, 2]]}}')
+    assert main([*argv, _pico(tmp_path, "agg2.json", agg), "--on-error", "skip"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert [line.split(";")[0] for line in err if "left out" in line and "bad row" in line] == [
+        "crowdqa: note: --on-error=skip left out 1 bad row(s)"] * 2
+    assert any("crowd.json:2: span [0, 80) is not inside document 'd2'" in line for line in err)
+
+
 def test_keys_create_prints_the_key_last(settings, capsys):
     """`crowdqa keys create --project NAME` prints the key alone on its last line; it authenticates."""
     assert main(["keys", "create", "--project", "lab"]) == 0
