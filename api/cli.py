@@ -39,10 +39,10 @@ class OneLineParser(argparse.ArgumentParser):
         self._seen = list(sys.argv[1:] if args is None else args)
         return super().parse_known_args(args, namespace)
 
-    def _unknown_option(self) -> str | None:
-        """The first option-like argument no action of this parser takes, with the nearest one's name."""
+    def _unknown_option(self, candidates: Sequence[str]) -> str | None:
+        """The first option-like argument of ``candidates`` no action of this parser takes, with the nearest."""
         known = [o for o in self._option_string_actions if o.startswith("--")]
-        for arg in self._seen:
+        for arg in candidates:
             if arg == "--":
                 break
             if not arg.startswith("-") or arg == "-" or self._parse_optional(arg) is None:
@@ -54,9 +54,21 @@ class OneLineParser(argparse.ArgumentParser):
             return f"unrecognized option {name}" + (f" (did you mean {close[0]}?)" if close else "")
         return None
 
+    def _chosen_command(self) -> OneLineParser | None:
+        """The subcommand's parser this parser handed the arguments to, if any."""
+        command = next((a for a in self._seen if not a.startswith("-")), None)
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+                return action.choices[command]
+        return None
+
     def error(self, message: str):  # type: ignore[override] - same contract: print and exit 2
         """Print ``prog: error: message (see prog --help)`` on one line and exit with status 2."""
-        unknown = self._unknown_option()
+        extra = message.startswith("unrecognized arguments: ")
+        chosen = self._chosen_command() if extra else None
+        if chosen is not None:  # arguments the subcommand left over: its options are the ones to suggest
+            chosen.error(message)
+        unknown = self._unknown_option(message.split()[2:] if extra else self._seen)
         if unknown is not None:
             message = unknown
         elif (m := _INVALID_CHOICE.search(message)) is not None:

@@ -144,6 +144,8 @@ def test_aggregate_user_errors_are_one_line(tmp_path, capsys, argv, message):
     (["aggregate", "x.csv", "-f", "conl", "--method", "mv", "--output", "o"],
      "invalid choice: 'conl' (did you mean 'conll'?)"),
     (["ingest"], "crowdqa ingest: error: the following arguments are required: PATH, --format/-f"),
+    (["aggregate", "x.csv", "-f", "conll", "--method", "mv", "--output", "o", "--n-bot", "9"],
+     "crowdqa aggregate: error: unrecognized option --n-bot "),
 ])
 def test_argument_errors_are_one_line_with_a_suggestion(capsys, argv, message):
     """Issue 30 item 9: argparse printed 17 lines of usage first, and ``--methd mv`` said only that
