@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # the method table imports without numpy (crowdqa aggregate --help)
     from crowdqa.aggregation._base import BaseAggregator
 
-__all__ = ["METHODS", "aggregator_class", "make_aggregator", "validate_params"]
+__all__ = ["METHODS", "aggregator_class", "make_aggregator", "validate_params", "check_memory"]
 
 #: method id -> (module, class). A module is imported when its method is first asked for:
 #: the estimators bring scipy's optimisers, sparse and special functions, which a
@@ -32,6 +32,15 @@ METHODS: dict[str, tuple[str, str]] = {
     "mmsr": ("crowdqa.aggregation.mmsr", "MMSR"),
     "ibcc": ("crowdqa.aggregation.ibcc", "IBCC"),
 }
+
+
+def check_memory(method: str | None, shape, *, report: bool = True) -> int:
+    """Refuse, before anything is allocated, a fit of ``method`` (and its report) whose estimated memory on a
+    corpus of ``shape`` exceeds ``CROWDQA_MAX_MEMORY``: the hook both doors call; each method's estimate is
+    in :mod:`crowdqa.aggregation.memory` (``FIT_ARRAYS``). Returns the estimate in bytes."""
+    from crowdqa.aggregation.memory import check_memory as check
+
+    return check(method, shape, report=report)
 
 
 def aggregator_class(method: str) -> type[BaseAggregator]:

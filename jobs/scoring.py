@@ -15,6 +15,8 @@ from typing import Any
 from numpy.typing import NDArray
 
 from crowdqa.aggregation.corpus import Corpus
+from crowdqa.aggregation.memory import Shape
+from crowdqa.aggregation.registry import check_memory
 from crowdqa.ingest import read_corpus
 from crowdqa.ingest.aggregate_input import labels_from_corpus, read_aggregate
 from crowdqa.ingest.formats import AGGREGATE_FORMATS, READ_FORMATS
@@ -86,6 +88,7 @@ def score_aggregate(corpus: Corpus, labels: NDArray, *, method: str, experts_use
     """The quality report of ``labels`` on ``corpus``, with the seconds it took, as plain JSON data in
     :class:`~crowdqa.quality.report_model.QualityReport`'s shape (the command line needs no pydantic)."""
     check_reference(reference, corpus)
+    check_memory(None, Shape.of_corpus(corpus))  # the report's pair confusions grow with the square of the classes
     t0 = time.perf_counter()
     report = build_report_data(corpus, labels, method=method, experts_used_in_fit=experts_used_in_fit,
                                reference=reference, seed=seed, n_boot=n_boot)
