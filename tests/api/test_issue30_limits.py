@@ -1,5 +1,6 @@
-"""Both doors refuse a run whose estimated memory exceeds CROWDQA_MAX_MEMORY (issue 30 item 5): the command
-line with one line (exit 2), the API with a 422 before anything is queued."""
+"""Issue 30's limits at the doors: both refuse a run whose estimated memory exceeds CROWDQA_MAX_MEMORY (item 5:
+the command line with one line, exit 2; the API with a 422 before anything is queued), and the API reads the
+conll-folders format (item 10)."""
 
 from __future__ import annotations
 
@@ -37,3 +38,21 @@ def test_the_api_refuses_with_a_422_before_queueing(client, keys, tmp_path, monk
     assert r.status_code == 422 and r.headers["content-type"].startswith("application/problem+json")
     assert "more than the limit of 64.0 MiB (CROWDQA_MAX_MEMORY)" in r.json()["detail"]
     assert client.get(f"/api/v1/datasets/{ds}/jobs", headers=auth(key)).json()["data"] == []
+
+
+def test_the_api_reads_conll_folders_as_a_zip(client, keys, tmp_path):
+    """Issue 30 item 10 through the API door: the format comes from ingest/formats.py, a zip of the folder."""
+    import zipfile
+
+    from tests.ingest.test_conll_folders import _write
+
+    root = _write(tmp_path / "rodrigues")
+    with zipfile.ZipFile(tmp_path / "r.zip", "w") as z:
+        for f in sorted(root.rglob("*.txt")):
+            z.write(f, f.relative_to(tmp_path).as_posix())
+    key = keys["a"]
+    ds = client.post("/api/v1/datasets", headers=auth(key), json={"name": "rodrigues"}).json()["id"]
+    r = upload(client, key, ds, tmp_path / "r.zip", format="conll-folders")
+    assert r.status_code == 201, r.text
+    summary = client.get(f"/api/v1/datasets/{ds}", headers=auth(key)).json()["summary"]
+    assert summary["documents"] == 4 and summary["annotators"] == {"crowd": 2, "expert": 1}
