@@ -26,6 +26,8 @@ __all__ = ["Shape", "MemoryLimitError", "max_memory", "fit_bytes", "report_bytes
 
 _FLOAT = 8
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+#: Cells of the report's pair kappas counted at once (:data:`crowdqa.quality.pair_agreement.KAPPA_CELLS`).
+KAPPA_CELLS = 1 << 24
 #: Share of RAM a run may take when ``CROWDQA_MAX_MEMORY`` is not set.
 DEFAULT_SHARE = 0.5
 
@@ -71,9 +73,9 @@ def _parts(s: Shape) -> dict[str, tuple[float, str]]:
                   f"word emissions: {k:,} classes x up to {s.n_tokens:,} distinct words"),
         "sequential": (s.n_workers * k ** 3 * _FLOAT,
                        f"sequential annotator models: {s.n_workers:,} annotators x {k:,} x {k:,} x {k:,}"),
-        "pairs": (s.n_workers * (s.n_workers - 1) // 2 * k * k * _FLOAT,
+        "pairs": (min(s.n_workers * (s.n_workers - 1) // 2 * k * k, KAPPA_CELLS) * _FLOAT,
                   f"the report's pair confusions: up to {s.n_workers * (s.n_workers - 1) // 2:,} annotator pairs x "
-                  f"{k:,} x {k:,} classes"),
+                  f"{k:,} x {k:,} classes, counted {KAPPA_CELLS:,} cells at a time"),
     }
 
 
