@@ -76,7 +76,7 @@ def read_aggregate_labels(path: str | Path, corpus: Corpus, *, format: str | Non
     if p.is_dir() and fmt != "ebm-nlp" and fmt not in READ_FORMATS:
         raise ValueError(f"--aggregate {path} is a folder: give --aggregate-format ebm-nlp (or a file)")
     if fmt in AGGREGATE_FORMATS:
-        return read_aggregate(p, corpus, format=fmt)
+        return read_aggregate(p, corpus, format=fmt, remarks=remarks)
     parsed = read_corpus(p, format=fmt, **(options or {}))
     if remarks is not None:
         remarks.extend(parsed.remarks())

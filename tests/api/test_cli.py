@@ -190,6 +190,19 @@ def test_report_counts_whitespace_spans_and_every_skip(tmp_path, capsys):
     assert any("crowd.json:2: span [0, 80) is not inside document 'd2'" in line for line in err)
 
 
+def test_report_counts_whitespace_spans_of_an_aggregate_format(tmp_path, capsys):
+    """Item 8 for an aggregate in crowdqa's own spans-jsonl: a span over the blank at [8, 9) of trial-000 ("Eligible
+    participants ...") was dropped without a word; now a note counts it."""
+    rows = [{"doc_id": "trial-000", "annotator": "agg", "start": 27, "end": 58, "label": "Participants"},
+            {"doc_id": "trial-000", "annotator": "agg", "start": 8, "end": 9, "label": "Participants"}]
+    (tmp_path / "agg.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    status = main(["report", str(SAMPLE / "crowd.jsonl"), "-f", "spans-jsonl", "--expert", str(SAMPLE / "expert.jsonl"),
+                   "--aggregate", str(tmp_path / "agg.jsonl"), "--n-boot", "10"])
+    err = capsys.readouterr().err
+    assert status == 0 and "crowdqa: note: 1 span(s) cover only whitespace (no token) and are left out; the first: " \
+        f"{tmp_path / 'agg.jsonl'}:2" in err
+
+
 def test_keys_create_prints_the_key_last(settings, capsys):
     """`crowdqa keys create --project NAME` prints the key alone on its last line; it authenticates."""
     assert main(["keys", "create", "--project", "lab"]) == 0
