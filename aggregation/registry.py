@@ -19,8 +19,8 @@ from crowdqa.aggregation.limits import describe_bounds
 if TYPE_CHECKING:  # the method table imports without numpy (crowdqa aggregate --help)
     from crowdqa.aggregation._base import BaseAggregator
 
-__all__ = ["METHODS", "MethodEntry", "aggregator_class", "check_data_kind", "describe_bounds", "make_aggregator",
-           "validate_params"]
+__all__ = ["METHODS", "MethodEntry", "aggregator_class", "check_data_kind", "check_memory", "describe_bounds",
+           "make_aggregator", "validate_params"]
 
 
 @dataclass(frozen=True)
@@ -125,6 +125,15 @@ def check_data_kind(method: str, *, n_classes: int | None = None, categorical: b
         raise ValueError(f"{method} learns each worker's skill from the experts' labels, and without use_experts "
                          f"the fit sees the crowd alone: run it with use_experts (a job: \"use_experts\": true; the "
                          f"command line: --use-experts)")
+
+
+def check_memory(method: str | None, shape, *, report: bool = True) -> int:
+    """Refuse, before anything is allocated, a fit of ``method`` (and its report) whose estimated memory on a
+    corpus of ``shape`` exceeds ``CROWDQA_MAX_MEMORY``: the hook both doors call; each method's estimate is
+    in :mod:`crowdqa.aggregation.memory` (``FIT_ARRAYS``). Returns the estimate in bytes."""
+    from crowdqa.aggregation.memory import check_memory as check
+
+    return check(method, shape, report=report)
 
 
 def aggregator_class(method: str) -> type[BaseAggregator]:

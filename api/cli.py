@@ -9,8 +9,10 @@ hold no logic. Errors a user can fix (bad file, bad option) print one line,
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
+import re
 import sys
 from collections.abc import Sequence
 
@@ -18,7 +20,63 @@ from crowdqa.api.commands import COMMANDS, UserError, cli_wording
 from crowdqa.jobs.errors import JobError
 from crowdqa.store.errors import StoreError
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "OneLineParser"]
+
+_INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)$")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line, with a "did you mean" for a misspelt option or choice.
+
+    argparse prints the whole usage (17 lines for ``aggregate``) and, for ``--methd mv``, complains that
+    ``--method`` is missing instead of naming the typo; the API answers one problem line, and so does this.
+    Subparsers made by ``add_subparsers`` are of the same class, so every subcommand behaves alike.
+    """
+
+    _seen: Sequence[str] = ()
+
+    def parse_known_args(self, args=None, namespace=None):  # noqa: D102 - argparse's signature
+        self._seen = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
+    def _unknown_option(self, candidates: Sequence[str]) -> str | None:
+        """The first option-like argument of ``candidates`` no action of this parser takes, with the nearest."""
+        known = [o for o in self._option_string_actions if o.startswith("--")]
+        for arg in candidates:
+            if arg == "--":
+                break
+            if not arg.startswith("-") or arg == "-" or self._parse_optional(arg) is None:
+                continue
+            name = arg.split("=", 1)[0]
+            if name in self._option_string_actions or any(o.startswith(name) for o in known):
+                continue
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            return f"unrecognized option {name}" + (f" (did you mean {close[0]}?)" if close else "")
+        return None
+
+    def _chosen_command(self) -> OneLineParser | None:
+        """The subcommand's parser this parser handed the arguments to, if any."""
+        command = next((a for a in self._seen if not a.startswith("-")), None)
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+                return action.choices[command]
+        return None
+
+    def error(self, message: str):  # type: ignore[override] - same contract: print and exit 2
+        """Print ``prog: error: message (see prog --help)`` on one line and exit with status 2."""
+        extra = message.startswith("unrecognized arguments: ")
+        chosen = self._chosen_command() if extra else None
+        if chosen is not None:  # arguments the subcommand left over: its options are the ones to suggest
+            chosen.error(message)
+        unknown = self._unknown_option(message.split()[2:] if extra else self._seen)
+        if unknown is not None:
+            message = unknown
+        elif (m := _INVALID_CHOICE.search(message)) is not None:
+            choices = [c.strip().strip("'") for c in m[2].split(",")]
+            close = difflib.get_close_matches(m[1], choices, n=1, cutoff=0.6)
+            hint = f"did you mean '{close[0]}'?" if close else f"choose from {m[2]}"
+            message = message[:m.start()] + f"invalid choice: '{m[1]}' ({hint})"
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
@@ -28,7 +86,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     and a typo is still refused, without importing the command modules. Without ``argv`` every
     command's full parser is built.
     """
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="crowdqa",
         description="Aggregate crowd annotations and measure every worker and aggregate against the experts.",
     )

@@ -56,6 +56,15 @@ class ParseResult:
     #: Rows left out by rule, by reason (``{"rejected": 17}``).
     dropped: dict[str, int] = field(default_factory=dict)
 
+    def remarks(self) -> list[str]:
+        """The notes, then one line counting the rows ``on_error="skip"`` left out (naming the first) and one per
+        reason rows were left out by rule: what a command prints beside its output, so no skip goes unsaid."""
+        out = list(self.notes)
+        if self.problems:
+            out.append(f"on_error=skip left out {len(self.problems)} bad row(s); the first: {self.problems[0]}")
+        out.extend(f"left out {n} {reason} row(s)" for reason, n in self.dropped.items())
+        return out
+
 
 def check_options(options: dict[str, Any], *, client: bool = False, source: str = "") -> None:
     """Refuse an option that is not in :data:`~crowdqa.ingest.formats.UPLOAD_OPTIONS` (or that an API client

@@ -101,14 +101,14 @@ def _span_rows(path: Path, fmt: str) -> list[dict]:
     return [dict(r) | {"_line": n} for n, r in enumerate(reader, 2)]
 
 
-def _read_spans(path: Path, corpus: Corpus, fmt: str) -> NDArray[np.int64]:
+def _read_spans(path: Path, corpus: Corpus, fmt: str, remarks: list[str] | None = None) -> NDArray[np.int64]:
     rows = _span_rows(path, fmt)
     doc_index = {d: i for i, d in enumerate(corpus.doc_ids)}
     types = {t: i + 1 for i, t in enumerate(corpus.entity_types)}
     annotators = {str(r["annotator"]) for r in rows if r.get("annotator") not in (None, "")}
     if len(annotators) > 1:
         raise ValueError(f"{path}: an aggregate has one annotator, found {len(annotators)}: {sorted(annotators)[:3]}")
-    doc, start, end, typ = [], [], [], []
+    doc, start, end, typ, lines = [], [], [], [], []
     for r in rows:
         where = f"{path}:{r['_line']}"
         if r.get("start") in (None, "") and r.get("end") in (None, ""):
@@ -128,11 +128,19 @@ def _read_spans(path: Path, corpus: Corpus, fmt: str) -> NDArray[np.int64]:
         if not 0 <= s < e <= len(corpus.texts[doc_index[d]]):
             raise ValueError(f"{where}: span [{s}, {e}) is not inside document {d!r}")
         doc.append(doc_index[d])
+        lines.append(r["_line"])
         start.append(s)
         end.append(e)
         typ.append(types[lab])
-    return labels_from_spans(corpus, doc=np.array(doc, dtype=np.int64), start=np.array(start, dtype=np.int64),
-                             end=np.array(end, dtype=np.int64), type_index=np.array(typ, dtype=np.int64))
+    doc_a, start_a, end_a = (np.array(x, dtype=np.int64) for x in (doc, start, end))
+    if remarks is not None:
+        first, last = span_token_ranges(texts=corpus.texts, doc_lengths=corpus.doc_lengths,
+                                        token_start=corpus.token_start, token_end=corpus.token_end,
+                                        span_doc=doc_a, span_start=start_a, span_end=end_a)
+        if np.any(blank := first >= last):
+            remarks.append(f"{int(blank.sum())} span(s) cover only whitespace (no token) and are left out; the "
+                           f"first: {path}:{lines[int(np.flatnonzero(blank)[0])]}")
+    return labels_from_spans(corpus, doc=doc_a, start=start_a, end=end_a, type_index=np.array(typ, dtype=np.int64))
 
 
 def _read_conll(path: Path, corpus: Corpus) -> NDArray[np.int64]:
@@ -267,7 +275,8 @@ def _read_corpus_npz(path: Path, corpus: Corpus) -> NDArray[np.int64]:
     return labels_from_corpus(Corpus.load(path), corpus)
 
 
-def read_aggregate(path: str | os.PathLike, corpus: Corpus, *, format: str) -> NDArray[np.int64]:  # noqa: A002
+def read_aggregate(path: str | os.PathLike, corpus: Corpus, *, format: str,  # noqa: A002
+                   remarks: list[str] | None = None) -> NDArray[np.int64]:
     """Read an aggregate onto the corpus' tokens.
 
     Parameters
@@ -277,6 +286,8 @@ def read_aggregate(path: str | os.PathLike, corpus: Corpus, *, format: str) -> N
         The corpus the aggregate was computed from (same documents and tokens).
     format : str
         One of :data:`AGGREGATE_FORMATS`.
+    remarks : list of str, optional
+        Gets a warning counting the spans that cover only whitespace (no token), which are left out.
 
     Returns
     -------
@@ -293,7 +304,7 @@ def read_aggregate(path: str | os.PathLike, corpus: Corpus, *, format: str) -> N
     if not path.exists():
         raise FileNotFoundError(2, "No such file or directory", str(path))
     if format in ("spans-jsonl", "spans-csv"):
-        return _read_spans(path, corpus, format)
+        return _read_spans(path, corpus, format, remarks)
     if format == "conll":
         return _read_conll(path, corpus)
     if format == "ebm-nlp":

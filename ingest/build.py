@@ -337,9 +337,11 @@ def corpus_from_span_arrays(
     empty = first >= last
     if spans is None and empty.any():
         raise UnusualSpans("a span covers no token")
-    for i in np.flatnonzero(empty):  # only spans covering nothing but whitespace
-        s = spans[i]
-        problems.report(f"span [{s.start}, {s.end}) covers no token (whitespace only)", source=s.source, line=s.line)
+    if empty.any():  # spans over whitespace alone: nothing to label, so a warning with a count, not an error
+        s = spans[int(np.flatnonzero(empty)[0])]
+        where = s.source + (f":{s.line}" if s.line is not None else "")
+        problems.note(f"{int(empty.sum())} span(s) cover only whitespace (no token) and are left out; the first: "
+                      f"{where + ': ' if where else ''}span [{s.start}, {s.end}) of document {s.doc_id!r}")
     live = np.flatnonzero(~empty)
     live = _drop_conflicts(live, sp_pair, first, last, sp_type, spans, problems)
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +38,6 @@ from crowdqa.ingest._bytes import (
     line_bounds,
     other_controls,
     padded,
-    read_padded,
 )
 from crowdqa.ingest._common import reader_log
 from crowdqa.ingest._io import read_text
@@ -140,8 +140,28 @@ def read_conll(path: str | os.PathLike, *, role: str = "crowd", problems: Proble
 _WIDE_SPACE = "[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
 
 
+#: Bytes of the file the columnar path parses at once (whole sentences: a part ends at a blank line). Its
+#: arrays take some twenty times the bytes they parse, so parts keep the peak near the size of the result.
+PART_BYTES = 1 << 19
+
+
+@dataclass
+class _Part:
+    """One part's present cells, sentences and tokens, with tags as indices into the reader's tag list."""
+
+    row: NDArray[np.int32]
+    column: NDArray[np.int32]
+    tag: NDArray[np.int32]
+    doc_lengths: NDArray[np.int64]
+    first_doc: NDArray[np.int64]  # per annotator column: the part's first sentence it labels (n_docs: none)
+    texts: tuple[str, ...]
+    start: NDArray[np.int32]
+    lengths: NDArray[np.int32]
+
+
 def _read_columnar(path: Path, *, role: str) -> Corpus | None:
-    """The whole file read as one byte array, or None for the line loop.
+    """The file read part by part as byte arrays (:data:`PART_BYTES` of whole sentences each), or None for the
+    line loop.
 
     Applies to files whose fields are separated by single tabs (or single spaces) throughout, with
     no other whitespace or control byte (no ``\r``, no line of only spaces, no empty field), no
@@ -154,51 +174,93 @@ def _read_columnar(path: Path, *, role: str) -> Corpus | None:
 
     Fields are found from the positions of the newline and delimiter bytes; tags are encoded by
     their bytes (:mod:`crowdqa.ingest._bytes`) and token texts copied out of the bytes
-    (:func:`_token_texts`), with no Python string per row.
+    (:func:`_token_texts`), with no Python string per row. Parts, not the whole file, are held as
+    arrays, so the peak memory follows the corpus, not the file's bytes times the arrays per byte.
     """
     try:
-        data = read_padded(path)
+        fh = open(path, "rb")  # noqa: SIM115 - closed below, on every return
     except OSError:
         return None
-    if data.startswith((b"\xff\xfe", b"\xfe\xff", b"\xef\xbb\xbf")) or b"-DOCSTART-" in data:
+    with fh:
+        first = fh.readline()
+        if first.startswith((b"\xff\xfe", b"\xfe\xff", b"\xef\xbb\xbf")):
+            return None
+        names = None
+        rest = first
+        if first.lstrip().lower().startswith(b"# annotators:"):
+            line = first[:-1] if first.endswith(b"\n") else first
+            if re.search(rb"[\x00-\x08\x0a-\x1f]", line):
+                return None  # a byte splitlines() cuts at: the line loop reads another header
+            try:
+                names = line.decode("utf-8").split(":", 1)[1].split()
+            except UnicodeDecodeError:
+                return None
+            if not names or len(set(names)) != len(names):
+                return None
+            rest = b""
+        tags: dict[str, int] = {}
+        parts: list[_Part] = []
+        layout: list = [names, None]  # annotator names, then (delimiter, n_fields) from the first row
+        for chunk in _sentence_parts(fh, rest):
+            part = _columnar_part(chunk, layout, tags, role=role)
+            if part is None:
+                return None
+            parts.append(part)
+    if not parts:
         return None
-    names = None
-    at = 0  # where the rows start: after the header line, if any
-    n_bytes = len(data) - MAX_FIELD_BYTES  # the file's (then the zero padding)
-    first_end = data.find(b"\n", 0, n_bytes)
-    first = data[: first_end if first_end >= 0 else n_bytes]
-    if first.lstrip().lower().startswith(b"# annotators:"):
-        if re.search(rb"[\x00-\x08\x0a-\x1f]", first):
-            return None  # a byte splitlines() cuts at: the line loop reads another header
+    return _joined_parts(parts, list(tags), layout[0], role=role)
+
+
+def _sentence_parts(fh, head: bytes):
+    """The file's bytes from ``head`` on in parts of about :data:`PART_BYTES`, each ending after a blank line
+    (or at the end of the file), so no sentence is cut."""
+    buffer = bytearray(head)
+    while True:
+        more = fh.read(PART_BYTES)
+        buffer += more
+        cut = buffer.rfind(b"\n\n") + 2 if more else len(buffer)
+        if cut < 2 and more:
+            continue  # no sentence ends yet: read on
+        if cut:
+            yield bytes(buffer[:cut])
+            del buffer[:cut]
+        if not more:
+            return
+
+
+def _columnar_part(chunk: bytes, layout: list, tags: dict[str, int], *, role: str) -> _Part | None:
+    """One part's cells by the columnar rules of :func:`_read_columnar`, or None where the line loop must read."""
+    if b"-DOCSTART-" in chunk:
+        return None
+    if not chunk.isascii():  # (one C scan, no array of a bool per byte)
         try:
-            names = first.decode("utf-8").split(":", 1)[1].split()
-        except UnicodeDecodeError:
-            return None
-        if not names or len(set(names)) != len(names):
-            return None
-        at = n_bytes if first_end < 0 else first_end + 1
-    if not data.isascii():  # (one C scan, no array of a bool per byte)
-        try:
-            if re.search(_WIDE_SPACE, data.decode("utf-8")):
+            if re.search(_WIDE_SPACE, chunk.decode("utf-8")):
                 return None
         except UnicodeDecodeError:
             return None
-    body, size = padded(data, at)
+    data = bytearray(len(chunk) + MAX_FIELD_BYTES)
+    data[:len(chunk)] = chunk
+    body, size = padded(data, 0)
     # Lines: a blank line (nothing at all between two newlines) ends a sentence.
     starts, ends = line_bounds(body, size)
     token_line = ends > starts
     row_start, row_end = starts[token_line], ends[token_line]
     n_rows = row_start.size
     if n_rows == 0:
-        return None
-    delim = 9 if np.any(body[row_start[0]:row_end[0]] == 9) else 32
+        none = np.zeros(0, np.int64)  # blank lines alone: no sentence (first_doc 0 = n_docs: no annotator)
+        return None if layout[1] is None else _Part(none, none, none, none, np.zeros(len(layout[0]), np.int64),
+                                                    (), none, none)
+    if layout[1] is None:
+        delim = 9 if np.any(body[row_start[0]:row_end[0]] == 9) else 32
+        n_fields = int(np.count_nonzero(body[row_start[0]:row_end[0]] == delim)) + 1
+        if layout[0] is None:
+            layout[0] = [f"{role}:{i}" for i in range(1, n_fields)]
+        if n_fields != len(layout[0]) + 1 or n_fields < 2:
+            return None
+        layout[1] = (delim, n_fields)
+    delim, n_fields = layout[1]
     if other_controls(body, size, below=33, allowed=(10, delim)):
         return None  # whitespace other than single delimiters and newlines, or a control byte
-    n_fields = int(np.count_nonzero(body[row_start[0]:row_end[0]] == delim)) + 1
-    if names is None:
-        names = [f"{role}:{i}" for i in range(1, n_fields)]
-    if n_fields != len(names) + 1 or n_fields < 2:
-        return None
     bounds = field_bounds(body, size, row_start, row_end, delimiter=delim, n_fields=n_fields)
     if bounds is None:
         return None
@@ -215,35 +277,53 @@ def _read_columnar(path: Path, *, role: str) -> Corpus | None:
     if encoded is None:
         return None
     codes, vocab = encoded
-    seen = set(vocab) - {"O", _MISSING}
-    bio = any(t[:2] in ("B-", "I-") for t in seen)
-    class_names = class_names_for(sorted({entity_type(t) for t in seen}), "bio" if bio else "io")
-    class_id = {c: i for i, c in enumerate(class_names)}
-    if any(t not in class_id and t != _MISSING for t in vocab):
-        return None  # a tag the schema does not have (e.g. "B-" alone)
-    n_ann = len(names)
-    label = np.array([class_id.get(t, -1) for t in vocab], dtype=np.int16)[codes].reshape(n_rows, n_ann)
+    n_ann = n_fields - 1
+    tag = np.array([-1 if t == _MISSING else tags.setdefault(t, len(tags)) for t in vocab],
+                   dtype=np.int64)[codes].reshape(n_rows, n_ann)
     del codes
     doc_start = np.concatenate([[0], np.cumsum(doc_lengths)])
-    missing = np.add.reduceat(label < 0, doc_start[:-1], axis=0, dtype=np.int64)  # (n_docs, n_ann)
+    missing = np.add.reduceat(tag < 0, doc_start[:-1], axis=0, dtype=np.int64)  # (n_docs, n_ann)
     if np.any((missing > 0) & (missing < doc_lengths[:, None])):
         return None  # "?" mixed with tags in a sentence: the line loop names the line
     present_doc = missing == 0
-    # Annotators in order of first appearance (sentence by sentence, columns left to right), as the line loop.
     first_doc = np.where(present_doc.any(axis=0), present_doc.argmax(axis=0), n_docs)
+    cell = np.flatnonzero(tag.ravel() >= 0)  # (row, column) cells present, row by row
+    row, column = np.divmod(cell, n_ann)
+    texts, start, lengths = _token_texts(body, row_start, bounds[:, 1], doc_lengths)
+    # Narrow types: every part's cells are kept until the end (a part's rows and columns are few).
+    return _Part(row.astype(np.int32), column.astype(np.int32), tag.ravel()[cell].astype(np.int32), doc_lengths,
+                 first_doc, texts, start.astype(np.int32), lengths.astype(np.int32))
+
+
+def _joined_parts(parts: list[_Part], vocab: list[str], names: list[str], *, role: str) -> Corpus | None:
+    """The corpus of every part: tags mapped to the schema, annotators numbered by first appearance."""
+    seen = set(vocab) - {"O"}
+    bio = any(t[:2] in ("B-", "I-") for t in seen)
+    class_names = class_names_for(sorted({entity_type(t) for t in seen}), "bio" if bio else "io")
+    class_id = {c: i for i, c in enumerate(class_names)}
+    if any(t not in class_id for t in vocab):
+        return None  # a tag the schema does not have (e.g. "B-" alone)
+    doc_lengths = np.concatenate([p.doc_lengths for p in parts])
+    n_docs = doc_lengths.size
+    doc_base = np.cumsum([0] + [p.doc_lengths.size for p in parts])
+    # Annotators in order of first appearance (sentence by sentence, columns left to right), as the line loop.
+    first_doc = np.min([np.where(p.first_doc < p.doc_lengths.size, p.first_doc + base, n_docs)
+                        for p, base in zip(parts, doc_base, strict=False)], axis=0)
     used = np.flatnonzero(first_doc < n_docs)
     order = used[np.lexsort((used, first_doc[used]))]
-    label = label[:, order].ravel()
-    cell = np.flatnonzero(label >= 0)  # (row, worker) cells present, sorted by (token, worker)
-    labels = label[cell]
-    row, worker = np.divmod(cell, order.size)
-    del cell, label
-    texts, start, lengths = _token_texts(body, row_start, bounds[:, 1], doc_lengths)
+    rank = np.full(len(names), -1, dtype=np.int64)
+    rank[order] = np.arange(order.size)
+    row_base = np.cumsum([0] + [int(p.doc_lengths.sum()) for p in parts])
+    token = np.concatenate([p.row.astype(np.int64) + base for p, base in zip(parts, row_base, strict=False)])
+    worker = np.concatenate([rank[p.column] for p in parts]).astype(np.int32)
+    label = np.array([class_id[t] for t in vocab], dtype=np.int16)[np.concatenate([p.tag for p in parts])]
+    by_cell = np.lexsort((worker, token))  # rows are in order already; within a row, by annotator number
     worker_ids = [names[k] for k in order.tolist()]
     return Corpus(
-        token=row.astype(np.int64), worker=worker.astype(np.int32), label=labels,
-        doc_lengths=doc_lengths, token_start=start, token_end=start + lengths,
-        doc_ids=tuple(map(str, range(1, n_docs + 1))), texts=texts,
+        token=token[by_cell], worker=worker[by_cell], label=label[by_cell],
+        doc_lengths=doc_lengths, token_start=np.concatenate([p.start for p in parts]).astype(np.int64),
+        token_end=np.concatenate([p.start + p.lengths for p in parts]).astype(np.int64),
+        doc_ids=tuple(map(str, range(1, n_docs + 1))), texts=tuple(t for p in parts for t in p.texts),
         worker_ids=tuple(worker_ids), worker_roles=tuple(role for _ in worker_ids), class_names=class_names,
     )
 

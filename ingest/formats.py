@@ -144,6 +144,9 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
     Format("conll", "CoNLL columns: a token and one tag per annotator on each line, blank lines between sentences",
            "crowdqa.ingest.conll:read_conll",
            writer=Writer("text/plain; charset=utf-8", ".conll"), aggregate=True),
+    Format("conll-folders", "Rodrigues et al.'s per-worker CoNLL folders (folder or zip): ground_truth/<HIT>.txt "
+           "and mturk_train_data/<worker>/<HIT>.txt", "crowdqa.ingest.conll_folders:read_conll_folders",
+           experts=True),
     Format("ebm-nlp", "EBM-NLP corpus folder (or archive): tokens and per-worker token label files",
            "crowdqa.ingest.ebm_nlp:read_ebm_nlp", ("category",),
            writer=Writer("application/zip", ".zip", folder=True), aggregate=True, experts=True),

@@ -97,7 +97,7 @@ def default_output_format(input_format: str, *, output: str | None = None, categ
         for suffix, fmt in by_suffix.items():
             if str(output).lower().endswith(suffix):
                 return fmt
-    return {"conll": "conll", "ebm-nlp": "ebm-nlp"}.get(input_format, "spans-jsonl")
+    return {"conll": "conll", "conll-folders": "conll", "ebm-nlp": "ebm-nlp"}.get(input_format, "spans-jsonl")
 
 
 def output_format(corpus: Corpus, *, input_format: str, output: str, given: str | None) -> str:

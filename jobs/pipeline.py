@@ -19,6 +19,8 @@ from numpy.typing import NDArray
 from crowdqa.aggregation import make_aggregator
 from crowdqa.aggregation.batches import carry_workers, fitted_state, restore_state, supports_batches
 from crowdqa.aggregation.corpus import MISSING, Corpus
+from crowdqa.aggregation.memory import Shape
+from crowdqa.aggregation.registry import check_memory
 from crowdqa.quality.references import reference_labels
 from crowdqa.quality.report import build_report_data
 
@@ -140,6 +142,7 @@ def run_pipeline(
             f"{corpus.n_tokens} tokens)"
         )
     aggregator = _aggregator(method, params, start, corpus)
+    check_memory(method, Shape.of_corpus(corpus))  # before the fit allocates: one line / 422 instead of a crash
     if start is not None and start.frozen and use_experts:
         raise ValueError("a frozen model is not refitted, so clamped expert labels would teach it nothing: "
                          "start EM from the earlier model instead (not frozen), or leave use_experts off")

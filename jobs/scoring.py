@@ -15,6 +15,8 @@ from typing import Any
 from numpy.typing import NDArray
 
 from crowdqa.aggregation.corpus import Corpus
+from crowdqa.aggregation.memory import Shape
+from crowdqa.aggregation.registry import check_memory
 from crowdqa.ingest import read_corpus
 from crowdqa.ingest.aggregate_input import labels_from_corpus, read_aggregate
 from crowdqa.ingest.formats import AGGREGATE_FORMATS, READ_FORMATS
@@ -42,7 +44,8 @@ def aggregate_format(path: str | Path, *, categorical: bool) -> str:
 
 
 def read_aggregate_labels(path: str | Path, corpus: Corpus, *, format: str | None = None,
-                          annotator: str | None = None, options: dict[str, Any] | None = None) -> NDArray:
+                          annotator: str | None = None, options: dict[str, Any] | None = None,
+                          remarks: list[str] | None = None) -> NDArray:
     """The aggregate at ``path`` as one label per token of ``corpus``.
 
     Parameters
@@ -58,6 +61,9 @@ def read_aggregate_labels(path: str | Path, corpus: Corpus, *, format: str | Non
         For an upload format with several annotators: which one is the aggregate.
     options : dict, optional
         Reader options of an upload format (as for the crowd file).
+    remarks : list of str, optional
+        Gets what the reader of an upload format noted or skipped (:meth:`ParseResult.remarks`), for the
+        caller to print: a span over whitespace alone, a row ``on_error="skip"`` left out.
 
     Returns
     -------
@@ -70,9 +76,11 @@ def read_aggregate_labels(path: str | Path, corpus: Corpus, *, format: str | Non
     if p.is_dir() and fmt != "ebm-nlp" and fmt not in READ_FORMATS:
         raise ValueError(f"--aggregate {path} is a folder: give --aggregate-format ebm-nlp (or a file)")
     if fmt in AGGREGATE_FORMATS:
-        return read_aggregate(p, corpus, format=fmt)
-    other = read_corpus(p, format=fmt, **(options or {})).corpus
-    return labels_from_corpus(other, corpus, annotator=annotator)
+        return read_aggregate(p, corpus, format=fmt, remarks=remarks)
+    parsed = read_corpus(p, format=fmt, **(options or {}))
+    if remarks is not None:
+        remarks.extend(parsed.remarks())
+    return labels_from_corpus(parsed.corpus, corpus, annotator=annotator)
 
 
 def score_aggregate(corpus: Corpus, labels: NDArray, *, method: str, experts_used_in_fit: bool, reference: str,
@@ -80,6 +88,7 @@ def score_aggregate(corpus: Corpus, labels: NDArray, *, method: str, experts_use
     """The quality report of ``labels`` on ``corpus``, with the seconds it took, as plain JSON data in
     :class:`~crowdqa.quality.report_model.QualityReport`'s shape (the command line needs no pydantic)."""
     check_reference(reference, corpus)
+    check_memory(None, Shape.of_corpus(corpus))  # the report's pair confusions grow with the square of the classes
     t0 = time.perf_counter()
     report = build_report_data(corpus, labels, method=method, experts_used_in_fit=experts_used_in_fit,
                                reference=reference, seed=seed, n_boot=n_boot)

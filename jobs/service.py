@@ -14,6 +14,8 @@ from rq.exceptions import InvalidJobOperation, NoSuchJobError
 from rq.serializers import JSONSerializer
 from sqlmodel import Session
 
+from crowdqa.aggregation.memory import Shape
+from crowdqa.aggregation.registry import check_memory
 from crowdqa.jobs import cancel
 from crowdqa.jobs.batches import check_start
 from crowdqa.jobs.errors import JobNotRunnableError, QueueUnavailableError
@@ -45,6 +47,9 @@ def _check_job_input(session: Session, dataset: Dataset, job_in: JobCreate) -> N
             raise ValueError(f"reference must be {rules} or an expert of the dataset {sorted(experts)}, "
                              f"found {job_in.reference!r}")
     check_start(session=session, dataset=dataset, job_in=job_in)  # from_job / frozen: a new batch
+    shape = Shape.of_summary(dataset.summary or {})
+    if shape is not None:  # the stored summary's sizes: refused now (422), not after the worker loads the corpus
+        check_memory(str(job_in.method), shape)
 
 
 def _enqueue_or_fail(*, session: Session, settings: Settings, queue: Queue, job: Job) -> Job:

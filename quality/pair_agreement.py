@@ -29,7 +29,7 @@ References
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -37,7 +37,7 @@ from numpy.typing import NDArray
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.quality.intervals import _chunks
 
-__all__ = ["PairConfusions", "pair_confusions", "kappa_from_confusions"]
+__all__ = ["PairConfusions", "PairKappas", "pair_confusions", "pair_kappas", "kappa_from_confusions"]
 
 
 @dataclass(frozen=True)
@@ -317,6 +317,72 @@ def _code_numbers(code: NDArray, uniq: NDArray, n_codes: int) -> tuple[NDArray[n
         at = np.minimum(np.searchsorted(uniq, code[rows]), uniq.shape[0] - 1)
         rows = rows[uniq[at] == code[rows]]
     return rows, np.searchsorted(uniq, code[rows])
+
+
+@dataclass(frozen=True)
+class PairKappas:
+    """Cohen's kappa of annotator pairs that share documents, with what it was computed from.
+
+    Attributes
+    ----------
+    a, b : ndarray of shape (n_pairs,)
+        Annotator indices, ``a < b``.
+    kappa : ndarray of shape (n_pairs,)
+        ``nan`` where the expected agreement is 1.
+    tokens, documents : ndarray of shape (n_pairs,)
+        Tokens and documents both labelled.
+    """
+
+    a: NDArray[np.int64]
+    b: NDArray[np.int64]
+    kappa: NDArray[np.float64]
+    tokens: NDArray[np.int64]
+    documents: NDArray[np.int64]
+
+
+#: Largest number of joint-count cells (pairs x classes x classes) :func:`pair_kappas` counts in one pass.
+KAPPA_CELLS = 1 << 24
+
+
+def pair_kappas(corpus: Corpus, *, annotators: NDArray | None = None, min_documents: int = 1,
+                max_cells: int = KAPPA_CELLS) -> PairKappas:
+    """Cohen's kappa of every annotator pair sharing ``min_documents`` documents, in bounded memory.
+
+    Kappa needs of each pair's confusion only its diagonal and its two margins. While every pair's
+    K x K table fits in ``max_cells`` it is :func:`pair_confusions` and :func:`kappa_from_confusions`;
+    with many classes (1,225 pairs of 50 annotators x 1,000 classes are 9.1 GiB of tables) the classes
+    are taken in blocks: each pass keeps one block's classes and merges all the others into one, so it
+    counts (block + 1)^2 cells per pair, and its block's diagonal cells and margins are exact.
+    """
+    k_cls = corpus.n_classes
+    n_ann = corpus.n_workers if annotators is None else int(np.asarray(annotators).size)
+    most_pairs = max(n_ann * (n_ann - 1) // 2, 1)
+    if most_pairs * k_cls * k_cls <= max_cells:
+        pc = pair_confusions(corpus, annotators=annotators, min_documents=min_documents)
+        return PairKappas(pc.a, pc.b, kappa_from_confusions(pc.confusion),
+                          pc.confusion.sum(axis=(1, 2)), pc.documents)
+    block = max(int(np.sqrt(max_cells / most_pairs)) - 1, 1)
+    agree = rows = None
+    for k0 in range(0, k_cls, block):
+        k1 = min(k0 + block, k_cls)
+        keep = np.zeros(k_cls, dtype=np.int16)  # 0: every class outside the block; the block's as 1..
+        keep[k0:k1] = np.arange(1, k1 - k0 + 1, dtype=np.int16)
+        merged = replace(corpus, label=keep[corpus.label],
+                         class_names=("", *(f"{k}" for k in range(k0, k1))))
+        pc = pair_confusions(merged, annotators=annotators, min_documents=min_documents)
+        if agree is None:
+            agree, rows = np.zeros(pc.a.size, dtype=np.int64), np.zeros(pc.a.size, dtype=np.float64)
+            first, tokens = pc, pc.confusion.sum(axis=(1, 2))
+        inner = pc.confusion[:, 1:, 1:]
+        agree += np.trace(inner, axis1=1, axis2=2)
+        rows += np.einsum("pi,pi->p", inner.sum(axis=2) + pc.confusion[:, 1:, 0],
+                          inner.sum(axis=1) + pc.confusion[:, 0, 1:])
+    n = tokens.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p_e = rows / (n * n)
+        kappa = (agree / n - p_e) / (1.0 - p_e)
+    kappa = np.where((n > 0) & ~np.isclose(p_e, 1.0, rtol=0.0, atol=1e-15), kappa, np.nan)
+    return PairKappas(first.a, first.b, kappa, tokens, first.documents)
 
 
 def kappa_from_confusions(confusion: NDArray) -> NDArray[np.float64]:

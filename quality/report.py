@@ -53,7 +53,7 @@ from crowdqa.aggregation.spans import decode_spans, span_bounds
 from crowdqa.quality.agreement import krippendorff_alpha_corpus
 from crowdqa.quality.intervals import clopper_pearson_bounds, grouped_bootstrap_f1_bounds
 from crowdqa.quality.metrics import grouped_counts, grouped_outcomes, per_label_prf, prf_from_counts
-from crowdqa.quality.pair_agreement import kappa_from_confusions, pair_confusions
+from crowdqa.quality.pair_agreement import kappa_from_confusions, pair_confusions, pair_kappas
 from crowdqa.quality.references import RULES, leave_one_out_references, reference_labels
 from crowdqa.quality.span_metrics import CharSpans, instance_counts
 
@@ -590,13 +590,13 @@ def build_report_data(
                   "f1": _num(f)}
                  for a, b, cm, k, f in zip(pe.a.tolist(), pe.b.tolist(), pe.confusion, pe_kappa, pe_f1, strict=True)]
     alpha = krippendorff_alpha_corpus(corpus)
-    pc = pair_confusions(corpus, annotators=crowd, min_documents=min_pair_docs)
-    crowd_k = kappa_from_confusions(pc.confusion)
+    pc = pair_kappas(corpus, annotators=crowd, min_documents=min_pair_docs)  # no K x K table per pair
+    crowd_k = pc.kappa
     names = np.array(corpus.worker_ids, dtype=object)  # ids and kappas (nan -> None) as Python objects, by column
     crowd_pairs = [
         {"a": a, "b": b, "documents": d, "tokens": t, "kappa": k}
         for a, b, d, t, k in zip(names[pc.a].tolist(), names[pc.b].tolist(), pc.documents.tolist(),
-                                 pc.confusion.reshape(-1, corpus.n_classes ** 2).sum(axis=1).tolist(),
+                                 pc.tokens.tolist(),
                                  np.where(np.isnan(crowd_k), None, crowd_k).tolist(), strict=True)
     ]
     finite = crowd_k[np.isfinite(crowd_k)]

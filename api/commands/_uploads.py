@@ -101,6 +101,6 @@ def check_output(path: str | None, *, option: str, folder: bool = False) -> None
 
 
 def print_notes(result: ParseResult) -> None:
-    """Print on stderr what the readers assumed or left out by rule (the summary's notes)."""
-    for note in result.notes:
+    """Print on stderr what the readers assumed or left out (the summary's notes, skips and rows dropped by rule)."""
+    for note in result.remarks():
         print(f"crowdqa: note: {cli_wording(note)}", file=sys.stderr)

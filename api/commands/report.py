@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
-from crowdqa.api.commands import COMMANDS, UserError
+from crowdqa.api.commands import COMMANDS, UserError, cli_wording
 from crowdqa.api.commands._uploads import (
     add_table_arguments,
     add_upload_arguments,
@@ -69,8 +70,11 @@ def run(args: argparse.Namespace) -> int:
               input_format=args.format)
     parsed = read_uploads(args)
     print_notes(parsed)
+    remarks: list[str] = []
     labels = read_aggregate_labels(args.aggregate, parsed.corpus, format=args.aggregate_format,
-                                   annotator=args.aggregate_annotator, options=upload_options(args))
+                                   annotator=args.aggregate_annotator, options=upload_options(args), remarks=remarks)
+    for remark in remarks:
+        print(f"crowdqa: note: {cli_wording(remark)}", file=sys.stderr)
     report = score_aggregate(parsed.corpus, labels,
                              method=args.method or args.aggregate_annotator or Path(args.aggregate).stem,
                              experts_used_in_fit=args.experts_used_in_fit, reference=args.reference,

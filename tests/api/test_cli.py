@@ -137,6 +137,72 @@ def test_aggregate_user_errors_are_one_line(tmp_path, capsys, argv, message):
     assert "Traceback" not in "\n".join(err)
 
 
+@pytest.mark.parametrize("argv, message", [
+    (["aggregate", "x.csv", "--methd", "mv"], "crowdqa aggregate: error: unrecognized option --methd "
+                                              "(did you mean --method?)"),
+    (["agregate", "x.csv"], "invalid choice: 'agregate' (did you mean 'aggregate'?)"),
+    (["aggregate", "x.csv", "-f", "conl", "--method", "mv", "--output", "o"],
+     "invalid choice: 'conl' (did you mean 'conll'?)"),
+    (["ingest"], "crowdqa ingest: error: the following arguments are required: PATH, --format/-f"),
+    (["aggregate", "x.csv", "-f", "conll", "--method", "mv", "--output", "o", "--n-bot", "9"],
+     "crowdqa aggregate: error: unrecognized option --n-bot "),
+])
+def test_argument_errors_are_one_line_with_a_suggestion(capsys, argv, message):
+    """Issue 30 item 9: argparse printed 17 lines of usage first, and ``--methd mv`` said only that
+    --method is required. Oracle: one stderr line holding the expected words, status 2."""
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.count("\n") == 1 and message in err and "usage:" not in err
+
+
+def _pico(tmp_path, name: str, lines: list[str]):
+    (tmp_path / "docs").mkdir(exist_ok=True)
+    (tmp_path / "docs" / "d1.txt").write_text("Adults with type 2 diabetes were given therapy .")
+    (tmp_path / "docs" / "d2.txt").write_text("Children with asthma  and their parents .")
+    (tmp_path / name).write_text("\n".join(lines) + "\n")
+    return str(tmp_path / name)
+
+
+def test_report_counts_whitespace_spans_and_every_skip(tmp_path, capsys):
+    """Issue 30 item 8: ``report --aggregate`` of an aggregate with spans over whitespace alone failed, and
+    ``--on-error skip`` then skipped rows without a word. Oracle: the spans written below (two over blanks,
+    one past the end of its document in the aggregate, one in the crowd file)."""
+    crowd = _pico(tmp_path, "crowd.json", ['{"docid": "d1", "Participants": {"a": [[0, 26]], "b": [[0, 6]]}}',
+                                           '{"docid": "d2", "Participants": {"a": [[0, 20]], "b": [[0, 80]]}}'])
+    expert = _pico(tmp_path, "expert.json", ['{"docid": "d1", "Participants": {"e": [[0, 26]]}}',
+                                             '{"docid": "d2", "Participants": {"e": [[0, 20]]}}'])
+    agg = ['{"docid": "d1", "Participants": {"HMMCrowd": [[0, 26], [6, 7]]}}',
+           '{"docid": "d2", "Participants": {"HMMCrowd": [[0, 20], [20, 22]]}}']
+    argv = ["report", crowd, "-f", "pico-jsonl", "--docs", str(tmp_path / "docs"), "--expert", expert,
+            "--aggregate-format", "pico-jsonl", "--n-boot", "10", "--aggregate"]
+    crowd_ok = _pico(tmp_path, "crowd_ok.json", (tmp_path / "crowd.json").read_text().replace("80", "8").split("\n"))
+    assert main([argv[0], crowd_ok, *argv[2:], _pico(tmp_path, "agg.json", agg)]) == 0
+    err = capsys.readouterr().err
+    assert "2 span(s) cover only whitespace (no token) and are left out; the first: " in err
+    assert f"{tmp_path / 'agg.json'}:1: span [6, 7) of document 'd1'" in err and "error" not in err
+
+    agg.append('{"docid": "d3", "Participants": {"HMMCrowd": [[0, 2]]}}')
+    assert main([*argv, _pico(tmp_path, "agg2.json", agg), "--on-error", "skip"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert [line.split(";")[0] for line in err if "left out" in line and "bad row" in line] == [
+        "crowdqa: note: --on-error=skip left out 1 bad row(s)"] * 2
+    assert any("crowd.json:2: span [0, 80) is not inside document 'd2'" in line for line in err)
+
+
+def test_report_counts_whitespace_spans_of_an_aggregate_format(tmp_path, capsys):
+    """Item 8 for an aggregate in crowdqa's own spans-jsonl: a span over the blank at [8, 9) of trial-000 ("Eligible
+    participants ...") was dropped without a word; now a note counts it."""
+    rows = [{"doc_id": "trial-000", "annotator": "agg", "start": 27, "end": 58, "label": "Participants"},
+            {"doc_id": "trial-000", "annotator": "agg", "start": 8, "end": 9, "label": "Participants"}]
+    (tmp_path / "agg.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    status = main(["report", str(SAMPLE / "crowd.jsonl"), "-f", "spans-jsonl", "--expert", str(SAMPLE / "expert.jsonl"),
+                   "--aggregate", str(tmp_path / "agg.jsonl"), "--n-boot", "10"])
+    err = capsys.readouterr().err
+    assert status == 0 and "crowdqa: note: 1 span(s) cover only whitespace (no token) and are left out; the first: " \
+        f"{tmp_path / 'agg.jsonl'}:2" in err
+
+
 def test_keys_create_prints_the_key_last(settings, capsys):
     """`crowdqa keys create --project NAME` prints the key alone on its last line; it authenticates."""
     assert main(["keys", "create", "--project", "lab"]) == 0

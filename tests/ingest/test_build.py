@@ -109,7 +109,6 @@ def test_conflict_skip_keeps_the_first_span_and_other_annotators_may_disagree():
     [
         (Span("d", "w", 0, 99, "X"), "not inside document"),
         (Span("d", "w", 3, 2, "X"), "not inside document"),
-        (Span("d", "w", 1, 2, "X"), "covers no token"),
         (Span("e", "w", 0, 1, "X"), "unknown document"),
         (Span("d", "w", 0, 1, "O"), "other than 'O'"),
     ],
@@ -117,6 +116,20 @@ def test_conflict_skip_keeps_the_first_span_and_other_annotators_may_disagree():
 def test_bad_spans_are_reported(span, message):
     with pytest.raises(IngestError, match=message):
         corpus_from_spans(documents={"d": "a b"}, assignments=[], spans=[span], roles={"w": "crowd"})
+
+
+@pytest.mark.parametrize("on_error", ["fail", "skip"])
+def test_whitespace_only_spans_are_a_warning_with_a_count(on_error):
+    """Issue 30 item 8: a span over whitespace alone (the PICO authors' published aggregate has some) covers no
+    token; it was an error (a skipped row under on_error=skip). Now it is left out with one note that counts
+    such spans and names the first; the other spans are read."""
+    log = ProblemLog(on_error)
+    spans = [Span("d", "w", 1, 2, "X", "f.jsonl", 3), Span("d", "w", 0, 1, "X"), Span("d", "w", 3, 4, "X")]
+    c = corpus_from_spans(documents={"d": "a b  c"}, assignments=[], spans=spans, roles={"w": "crowd"},
+                          scheme="io", problems=log)
+    assert c.labels_of(0).tolist() == [1, 0, 0] and log.problems == []
+    assert log.notes == ["2 span(s) cover only whitespace (no token) and are left out; the first: "
+                         "f.jsonl:3: span [1, 2) of document 'd'"]
 
 
 def test_token_labels_checks_length_and_duplicates():

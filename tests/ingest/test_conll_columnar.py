@@ -31,9 +31,10 @@ _TOKENS = st.sampled_from(["EU", "rejects", "é", "a\"b", "1,5", "-DOCSTART-", "
 @given(header=st.booleans(), sep=st.sampled_from(["\t", " ", "  "]), n_ann=st.integers(1, 4),
        sentences=st.lists(st.lists(st.tuples(_TOKENS, st.lists(_TAGS, min_size=4, max_size=4)), min_size=1,
                                    max_size=4), min_size=1, max_size=5),
-       coherent=st.booleans())
-def test_fast_path_equals_the_line_loop(tmp_path, monkeypatch, header, sep, n_ann, sentences, coherent):
-    """Any file gives the same corpus or the same one-line error by either path."""
+       coherent=st.booleans(), part=st.sampled_from([1, 24, conll.PART_BYTES]))
+def test_fast_path_equals_the_line_loop(tmp_path, monkeypatch, header, sep, n_ann, sentences, coherent, part):
+    """Any file gives the same corpus or the same one-line error by either path, read in parts of any size."""
+    monkeypatch.setattr(conll, "PART_BYTES", part)
     lines = ["# annotators: " + " ".join(f"ann{i}" for i in range(n_ann))] if header else []
     for sent in sentences:
         # coherent: each annotator labels a whole sentence or none of it (what real files hold)
@@ -57,9 +58,12 @@ def test_clean_file_takes_the_fast_path(tmp_path, monkeypatch, seed):
         for t in range(int(rng.integers(1, 9))):
             lines.append("\t".join([f"w{t}"] + [tags[rng.integers(0, 5)] if w else "?" for w in who]))
         lines.append("")
+    lines.insert(8, "")  # two blank lines in a row
     path = tmp_path / "b.conll"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     from pathlib import Path
 
     assert conll._read_columnar(Path(path), role="crowd") is not None
-    assert_same_corpus(_read(path, monkeypatch, fast=True), _read(path, monkeypatch, fast=False))
+    for part in (7, 100, conll.PART_BYTES):  # one part, or many, cut after a blank line
+        monkeypatch.setattr(conll, "PART_BYTES", part)
+        assert_same_corpus(_read(path, monkeypatch, fast=True), _read(path, monkeypatch, fast=False))

@@ -136,3 +136,46 @@ def test_documents_without_tokens(seed, lengths, min_documents):
     c = corpus_with_empty_documents(seed, lengths)
     got = _as_dict(pair_confusions(c, min_documents=min_documents))
     assert got == _by_loop(c, np.arange(c.n_workers), min_documents)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("per_item, max_cells", [(1, 1), (4, 1), (4, 50), (4, 600)])
+def test_pair_kappas_in_class_blocks_equal_sklearn(seed, per_item, max_cells):
+    """Issue 30 item 5: the report's pair kappas took every pair's K x K table at once (9.1 GiB for 1,225 pairs and
+    1,000 classes); pair_kappas takes the classes in blocks. Oracle: sklearn's cohen_kappa_score on each pair's
+    shared tokens (documents of several tokens, so the per-document blocks are exercised; one-token items too)."""
+    from sklearn.metrics import cohen_kappa_score
+
+    from crowdqa.quality.pair_agreement import pair_kappas
+
+    rng = np.random.default_rng(seed)
+    n_docs, n_workers, k = 40, 6, 9
+    lengths = rng.integers(1, 5, size=n_docs) if per_item > 1 else np.ones(n_docs, dtype=np.int64)
+    rows = []
+    for d in range(n_docs):
+        first = int(lengths[:d].sum())
+        for w in sorted(rng.choice(n_workers, size=3, replace=False).tolist()):
+            rows += [(first + t, w, int(rng.integers(0, k)) if rng.random() < 0.6 else 0) for t in range(lengths[d])]
+    rows.sort()
+    token, worker, label = (np.array(x) for x in zip(*rows, strict=True))
+    n_tok = int(lengths.sum())
+    corpus = Corpus.from_arrays(token=token, worker=worker, label=label, doc_lengths=lengths,
+                                token_start=np.zeros(n_tok), token_end=np.ones(n_tok),
+                                doc_ids=[f"d{d}" for d in range(n_docs)], texts=["x " * 4] * n_docs,
+                                worker_ids=[f"w{w}" for w in range(n_workers)], worker_roles=["crowd"] * n_workers,
+                                class_names=["O", *[f"c{i}" for i in range(1, k)]])
+    got = pair_kappas(corpus, min_documents=2, max_cells=max_cells)
+    assert got.a.size > 0
+    for a, b, kappa, tokens in zip(got.a, got.b, got.kappa, got.tokens, strict=True):
+        la, lb = corpus.labels_of(int(a)), corpus.labels_of(int(b))
+        both = (la >= 0) & (lb >= 0)
+        assert tokens == both.sum()
+        want = cohen_kappa_score(la[both], lb[both])
+        assert kappa == pytest.approx(want, abs=1e-12) or (np.isnan(kappa) and np.isnan(want))
+
+
+def test_memory_estimate_counts_the_cells_pair_kappas_counts():
+    from crowdqa.aggregation.memory import KAPPA_CELLS as ESTIMATED
+    from crowdqa.quality.pair_agreement import KAPPA_CELLS
+
+    assert ESTIMATED == KAPPA_CELLS

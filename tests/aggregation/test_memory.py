@@ -1,0 +1,54 @@
+"""Memory estimates and refusals (issue 30 item 5: 20,000 distinct answers on 20,000 items died with
+``ArrayMemoryError: Unable to allocate 147. GiB`` in the majority vote; 1,000 classes on 5,000 items in the
+report's pair confusions). Oracles: the sizes of the arrays written out by hand, the limit's spellings, and
+the one line / 422 of both doors."""
+
+from __future__ import annotations
+
+import pytest
+
+from crowdqa.aggregation.memory import (
+    FIT_ARRAYS,
+    MemoryLimitError,
+    Shape,
+    check_memory,
+    fit_bytes,
+    max_memory,
+    report_bytes,
+)
+from crowdqa.aggregation.registry import METHODS
+
+
+def test_every_method_has_an_estimate():
+    assert set(FIT_ARRAYS) == set(METHODS)
+
+
+def test_the_issue_cases_by_hand():
+    # 20,000 classes, 49 workers: one confusion table is 49 x 20,000^2 float64 = 146.0 GiB (numpy said 147. GiB)
+    many = Shape(n_tokens=20_000, n_obs=60_000, n_workers=49, n_classes=20_000)
+    assert fit_bytes("mv", many)[0] == 3 * 49 * 20_000**2 * 8 + 2 * 20_000 * 20_000 * 8
+    assert "49 annotators x 20,000 x 20,000 classes" in fit_bytes("mv", many)[1]
+    with pytest.raises(MemoryLimitError, match=r"^mv and its report on this data would need about 596\.3 GiB "
+                                               r"\(largest part: per-annotator confusion matrices: 49 annotators x "
+                                               r"20,000 x 20,000 classes\), more than the limit of 12\.0 GiB "
+                                               r"\(CROWDQA_MAX_MEMORY\)"):
+        check_memory("mv", many, limit=12 << 30)
+    # 1,000 classes, 50 workers: the report's 1,225 pairs x 1,000^2 (9.1 GiB of tables) are counted in passes of
+    # at most 2^24 cells; measured: 1.6 GiB peak for the whole command (18.3 GiB before the passes)
+    pairs = Shape(n_tokens=5_000, n_obs=15_000, n_workers=50, n_classes=1_000)
+    assert report_bytes(pairs)[0] == 50 * 1_000**2 * 8 + 2 * 5_000 * 1_000 * 8 + 2 * (1 << 24) * 8
+    assert check_memory("mv", pairs, limit=12 << 30) < 2 << 30
+    usual = Shape(n_tokens=1_400_000, n_obs=8_800_000, n_workers=310, n_classes=3)  # PICO with BIO tags
+    assert check_memory("hmm-crowd", usual, limit=2 << 30) < 2 << 30
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("", 12 << 30), ("8G", 8 << 30), ("512M", 512 << 20), ("1.5GiB", 3 << 29), ("25%", 6 << 30), ("4096", 4096),
+])
+def test_the_limit(value, expected):
+    assert max_memory({"CROWDQA_MAX_MEMORY": value}, ram=lambda: 24 << 30) == expected
+
+
+def test_a_bad_limit_is_named():
+    with pytest.raises(ValueError, match="CROWDQA_MAX_MEMORY must be bytes .* found 'lots'"):
+        max_memory({"CROWDQA_MAX_MEMORY": "lots"})
