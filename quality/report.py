@@ -616,6 +616,7 @@ def build_report_data(
             "documents": int(corpus.n_docs), "tokens": int(n_tokens), "annotations": int(corpus.n_obs),
             "crowd_workers": int(crowd.shape[0]), "experts": int(experts.shape[0]),
             "expert_documents": int(np.count_nonzero(doc_has_ref)),
+            "expert_documents_without_crowd": 0,  # set by the caller that left them out (the reader's merge)
             "clamped_tokens": int(np.count_nonzero(clamped)),
         },
         "aggregate_vs_expert": agg_block,
@@ -896,6 +897,10 @@ def format_report(report: QualityReport | dict, *, max_workers: int = 40, sort: 
         else:
             lines.append(f"{counts['documents']} documents, {counts['tokens']} tokens, {counts['crowd_workers']} "
                          f"crowd workers, {counts['experts']} experts on {counts['expert_documents']} documents")
+        if counts.get("expert_documents_without_crowd"):
+            lines.append(f"note: {counts['expert_documents_without_crowd']} expert "
+                         f"{'items' if categorical else 'documents'} matched no crowd "
+                         f"{'item' if categorical else 'document'} and are left out")
     lines.append("")
     agg = report.get("aggregate_vs_expert")
     if categorical:

@@ -167,6 +167,9 @@ class Counts(BaseModel):
     crowd_workers: int
     experts: int
     expert_documents: int
+    expert_documents_without_crowd: int = Field(
+        default=0, description="Expert-labelled documents (items) that matched no crowd document by id: left out "
+                               "of the aggregate and of every score.")
     clamped_tokens: int = Field(description="Tokens whose expert label was given to the fit.")
 
 
