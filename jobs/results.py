@@ -87,15 +87,26 @@ def load_job_result(*, settings: Settings, job: Job) -> JobResult:
 
 
 def disputed_documents(result: JobResult, *, by: str = "entropy", limit: int = 15) -> list[dict[str, Any]]:
-    """The documents ranked by the mean posterior entropy of their tokens (``by="entropy"``) or by the share of
-    crowd labels differing from the aggregate (``by="disagreement"``); ties in document order."""
+    """The documents the crowd disputes, ranked by the mean posterior entropy of their tokens (``by="entropy"``)
+    or by the share of crowd labels differing from the aggregate (``by="disagreement"``); ties by the other
+    measure, then in document order.
+
+    A document is disputed when a crowd label of it differs from the aggregate (so also wherever two crowd
+    workers differ). A document the crowd labelled unanimously, as the aggregate, is never listed, however
+    uncertain the model's posterior is there (a one-token sentence under a sequence model's prior is), so the
+    list can be shorter than ``limit``, or empty.
+    """
     if by not in ("entropy", "disagreement"):
         raise ValueError(f"by must be 'entropy' or 'disagreement', found {by!r}")
     corpus = result.corpus
+    crowd = corpus.workers_with_role("crowd")
     entropy = document_entropy(corpus, result.proba)
-    disagreement = document_disagreement(corpus, result.labels, workers=corpus.workers_with_role("crowd"))
-    key = entropy if by == "entropy" else np.nan_to_num(disagreement, nan=-1.0)
-    order = np.lexsort((np.arange(corpus.n_docs), -key))[:limit]
+    disagreement = document_disagreement(corpus, result.labels, workers=crowd)
+    differs = np.nan_to_num(disagreement, nan=0.0)
+    disputed = differs > 0
+    first, second = (entropy, differs) if by == "entropy" else (differs, entropy)
+    order = np.lexsort((np.arange(corpus.n_docs), -second, -first, ~disputed))
+    order = order[disputed[order]][:limit]
     return [{"index": int(d), "id": corpus.doc_ids[d], "entropy": float(entropy[d]),
              "disagreement": None if np.isnan(disagreement[d]) else float(disagreement[d]),
              "tokens": int(corpus.doc_lengths[d])} for d in order]

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
@@ -839,25 +840,39 @@ TABLE_SORT_KEYS = ("f1", "precision", "recall", "span_f1", "accuracy", "document
 _SPAN_ONLY_KEYS = ("f1", "precision", "recall", "span_f1")
 
 
-def _table_order(workers: list[dict], sort: str | None, categorical: bool) -> list[int]:
-    """Row order of the worker table: by ``sort`` (default: F1, or accuracy for categorical answers)."""
+def _id_key(annotator: str) -> tuple:
+    """Natural order of annotator ids: digit runs by value (``"2"`` before ``"10"``), the rest as text."""
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", annotator))
+
+
+def _table_order(workers: list[dict], sort: str | None, categorical: bool) -> tuple[list[int], str]:
+    """Row order of the worker table by ``sort`` (default: F1, or accuracy for categorical answers), and what
+    the scores are against: ``"experts"``, or ``"the aggregate"`` when no worker has a score against the
+    experts (their ids match no crowd document, or there are none), so the table is still worst first.
+    Ties, and ``sort="annotator"``, go by the annotator id in natural order (``1, 2, 10``)."""
     sort = sort or ("accuracy" if categorical else "f1")
     if sort not in TABLE_SORT_KEYS or (categorical and sort in _SPAN_ONLY_KEYS):
         allowed = [k for k in TABLE_SORT_KEYS if not (categorical and k in _SPAN_ONLY_KEYS)]
         raise ValueError(f"sort must be one of {', '.join(allowed)}" + (" for categorical answers" if categorical
                                                                        else "") + f", found {sort!r}")
+    ids = [_id_key(w["annotator"]) for w in workers]
     if sort == "annotator":
-        return sorted(range(len(workers)), key=lambda i: workers[i]["annotator"])
+        return sorted(range(len(workers)), key=lambda i: ids[i]), ""
     if sort == "documents":
-        return sorted(range(len(workers)), key=lambda i: (-workers[i]["documents"], workers[i]["annotator"]))
+        return sorted(range(len(workers)), key=lambda i: (-workers[i]["documents"], ids[i])), ""
 
-    def score(i: int) -> float | None:
+    def score(i: int, against: str) -> float | None:
         if sort == "span_f1":
-            return (workers[i].get("span_vs_expert") or {}).get("f1")
-        block = workers[i]["vs_expert"] or {}
+            return (workers[i].get("span_vs_expert") or {}).get("f1") if against == "vs_expert" else None
+        block = workers[i][against] or {}
         return (block.get("accuracy") or {}).get("value") if sort == "accuracy" else block.get(sort)
 
-    return sorted(range(len(workers)), key=lambda i: (score(i) is None, score(i) or 0.0, workers[i]["annotator"]))
+    against = "vs_expert"
+    if all(score(i, against) is None for i in range(len(workers))) and sort != "span_f1":
+        against = "vs_aggregate"
+    scores = [score(i, against) for i in range(len(workers))]
+    order = sorted(range(len(workers)), key=lambda i: (scores[i] is None, scores[i] or 0.0, ids[i]))
+    return order, "experts" if against == "vs_expert" else "the aggregate"
 
 
 def format_report(report: QualityReport | dict, *, max_workers: int = 40, sort: str | None = None) -> str:
@@ -919,11 +934,13 @@ def format_report(report: QualityReport | dict, *, max_workers: int = 40, sort: 
                 lines.append("  " + _row(key, agg[key], 12))
     lines.append("")
     workers = report.get("workers", [])
-    order = _table_order(workers, sort, categorical)
+    order, against = _table_order(workers, sort, categorical)
     shown = order[:max_workers]
     width = max([len(workers[i]["annotator"]) for i in shown] + [9])
-    lines.append(f"Workers ({len(workers)}, by {sort or ('accuracy' if categorical else 'f1')}; vs experts on shared "
-                 "documents, vs the aggregate on all their documents)")
+    by = sort or ("accuracy" if categorical else "f1")
+    by += f" against {against}, worst first" if against else ""
+    lines.append(f"Workers ({len(workers)}, by {by}; vs experts on shared documents, vs the aggregate on all their "
+                 "documents)")
     rows = _categorical_worker_rows if categorical else _span_worker_rows
     lines += rows(workers, shown, width)
     if len(workers) > max_workers:

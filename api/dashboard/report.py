@@ -54,14 +54,19 @@ def _worker_href(job: Job):
     return lambda annotator: f"{PREFIX}/jobs/{job.id}/worker?id={quote(annotator, safe='')}"
 
 
-def report_context(session, settings, job: Job, *, sort: str, order: str, offset: int, against: str | None,
+def report_context(session, settings, job: Job, *, sort: str | None, order: str, offset: int, against: str | None,
                    docs_by: str) -> dict[str, Any]:
     """Everything the report part of the job page shows (the scatter against the experts when any worker
-    has a score against them, else against the aggregate, unless ``against`` says which)."""
+    has a score against them, else against the aggregate, unless ``against`` says which). The worker table
+    is sorted worst first unless ``sort`` says otherwise: by F1 (categorical answers: accuracy) against the
+    experts, or against the aggregate when no worker has a score against the experts."""
     body = _finished_report(session, job)
+    scored = any(isinstance(w.get("vs_expert"), dict) for w in body.get("workers") or [])
     if against is None:
-        scored = any(isinstance(w.get("vs_expert"), dict) for w in body.get("workers") or [])
         against = "expert" if scored else "aggregate"
+    if sort is None:
+        sort = crud.DEFAULT_SORT.get(str(body.get("kind")), "f1")
+        sort = sort if scored else f"agreement_{sort}"
     rows, count = crud.list_worker_scores(session=session, job_id=job.id, sort=sort, order=order, offset=offset,
                                           limit=PAGE)
     scatter = precision_recall_scatter(body, against=against, worker_href=_worker_href(job))
@@ -79,7 +84,7 @@ def report_context(session, settings, job: Job, *, sort: str, order: str, offset
 @router.get("/jobs/{job_id}")
 def job_page(request: Request, job_id: str, session: SessionDep, settings: SettingsDep, queue: QueueDep,
              dash: DashSessionDep,
-             sort: Annotated[Literal[crud.WORKER_SORT_KEYS], Query()] = "annotator",  # type: ignore[valid-type]
+             sort: Annotated[Literal[crud.WORKER_SORT_KEYS] | None, Query()] = None,  # type: ignore[valid-type]
              order: Annotated[Literal["asc", "desc"], Query()] = "asc",
              offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
              against: Annotated[Literal["expert", "aggregate"] | None, Query()] = None,
