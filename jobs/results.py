@@ -26,12 +26,13 @@ from crowdqa.quality.inspect import (
     worker_document_disagreement,
 )
 from crowdqa.quality.references import reference_labels
+from crowdqa.quality.report import headline_level, span_levels
 from crowdqa.store.artifacts import ArtifactStore
 from crowdqa.store.models import Job
 from crowdqa.store.settings import Settings
 
-__all__ = ["JobResult", "load_job_result", "disputed_documents", "WorkerDetails", "worker_details", "DocumentLayers",
-           "document_layers"]
+__all__ = ["score_levels", "JobResult", "load_job_result", "disputed_documents", "WorkerDetails", "worker_details",
+           "DocumentLayers", "document_layers"]
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,24 @@ def load_job_result(*, settings: Settings, job: Job) -> JobResult:
         return str(a[name]["path"]), str(a[name]["sha256"])
 
     return _load(str(settings.data_dir), job.corpus_sha256, key("labels"), key("proba"), key("worker_confusion"))
+
+
+#: How a page names each score level of a span report, in the report's order.
+LEVEL_TITLES = {"token": "tokens (any type)", "span_location": "spans: location only",
+                "span_location_relaxed": "spans: location, length within 2 characters",
+                "span_location_and_type": "spans: location and type (conlleval)",
+                "span_overlap": "spans: overlap (partial match)"}
+
+
+def score_levels(report: dict[str, Any]) -> list[tuple[str, str, dict, bool]]:
+    """The score levels of a span report's aggregate as ``(key, title, block, headline)``, the headline first
+    (conlleval's on BIO labels), reading a report stored with the seed's names (``span_strict``, ...) too."""
+    agg = report.get("aggregate_vs_expert") or {}
+    levels = {"token": agg.get("token"), **span_levels(agg)}
+    head = headline_level(report)
+    return [(key, LEVEL_TITLES[key], block, key == head) for key, block in sorted(levels.items(),
+                                                                              key=lambda kv: kv[0] != head)
+            if isinstance(block, dict)]
 
 
 def disputed_documents(result: JobResult, *, by: str = "entropy", limit: int = 15) -> list[dict[str, Any]]:

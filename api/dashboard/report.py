@@ -23,7 +23,14 @@ from crowdqa.api.routes.jobs import LabelFormat, get_labels
 from crowdqa.jobs import exports, reconcile
 from crowdqa.jobs.errors import JobNotFinishedError
 from crowdqa.jobs.finished import check_finished, finished_report, finished_report_json
-from crowdqa.jobs.results import DocumentLayers, disputed_documents, document_layers, load_job_result, worker_details
+from crowdqa.jobs.results import (
+    DocumentLayers,
+    disputed_documents,
+    document_layers,
+    load_job_result,
+    score_levels,
+    worker_details,
+)
 from crowdqa.store import crud
 from crowdqa.store.models import Job, JobStatus
 
@@ -32,8 +39,6 @@ __all__ = ["report_context", "viewer"]
 PAGE = 25
 #: Longest text the viewer draws; longer documents are cut there (with a note), so a 1 MB line stays a page.
 MAX_TEXT = 20_000
-SCORE_LEVELS = (("token", "tokens"), ("span_strict", "spans, strict"), ("span_relaxed", "spans, relaxed"),
-                ("span_type", "spans, type"))
 
 
 def _finished(read, **kwargs):
@@ -72,10 +77,9 @@ def report_context(session, settings, job: Job, *, sort: str | None, order: str,
     scatter = precision_recall_scatter(body, against=against, worker_href=_worker_href(job))
     disputed = disputed_documents(load_job_result(settings=settings, job=job), by=docs_by)
     vs_expert = body.get("aggregate_vs_expert") or {}
-    levels = [(name, title, vs_expert.get(name)) for name, title in SCORE_LEVELS]
     return {"report": body, "workers": rows, "worker_count": count, "sort": sort, "order": order, "offset": offset,
             "page": PAGE, "scatter": scatter, "against": against, "disputed": disputed, "docs_by": docs_by,
-            "levels": [lv for lv in levels if isinstance(lv[2], dict)],
+            "levels": score_levels(body), "per_type": vs_expert.get("span_per_type") or {},
             "accuracy": vs_expert.get("accuracy"), "per_label": vs_expert.get("token_per_label") or {},
             "agreement": body.get("agreement") or {},
             "sort_keys": crud.WORKER_SORT_KEYS, "label_formats": exports.label_formats(body.get("kind"))}
