@@ -15,7 +15,7 @@ from fastapi import Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from crowdqa.api.dashboard.auth import DashSessionDep
-from crowdqa.api.dashboard.charts import confusion_matrix, precision_recall_scatter, shade_class
+from crowdqa.api.dashboard.charts import accuracy_scatter, confusion_matrix, precision_recall_scatter, shade_class
 from crowdqa.api.dashboard.pages import job_page_response, owned_job, router
 from crowdqa.api.dashboard.web import PREFIX, SECURITY_HEADERS, PageError, render, templates
 from crowdqa.api.deps import QueueDep, SessionDep, SettingsDep
@@ -74,11 +74,16 @@ def report_context(session, settings, job: Job, *, sort: str | None, order: str,
         sort = sort if scored else f"agreement_{sort}"
     rows, count = crud.list_worker_scores(session=session, job_id=job.id, sort=sort, order=order, offset=offset,
                                           limit=PAGE)
-    scatter = precision_recall_scatter(body, against=against, worker_href=_worker_href(job))
+    categorical = body.get("kind") == "categorical"
+    plot = accuracy_scatter if categorical else precision_recall_scatter  # categorical answers have no P and R
+    scatter = plot(body, against=against, worker_href=_worker_href(job))
     disputed = disputed_documents(load_job_result(settings=settings, job=job), by=docs_by)
     vs_expert = body.get("aggregate_vs_expert") or {}
     return {"report": body, "workers": rows, "worker_count": count, "sort": sort, "order": order, "offset": offset,
-            "page": PAGE, "scatter": scatter, "against": against, "disputed": disputed, "docs_by": docs_by,
+            "page": PAGE, "scatter": None if categorical else scatter,
+            "accuracy_plot": scatter if categorical else None,
+            "against": against, "disputed": disputed, "docs_by": docs_by,
+            "mturk_batch": exports.has_batch(session=session, job=job),
             "levels": score_levels(body), "per_type": vs_expert.get("span_per_type") or {},
             "accuracy": vs_expert.get("accuracy"), "per_label": vs_expert.get("token_per_label") or {},
             "agreement": body.get("agreement") or {},
@@ -128,6 +133,7 @@ def worker_page(request: Request, job_id: str, session: SessionDep, settings: Se
         "job": job, "annotator": id, "role": details.role, "entry": entry,
         "estimated": confusion_matrix(details.estimated, labels), "measured": measured, "worst": details.worst,
         "documents": details.documents, "method": body.get("method"), "reference": job.reference,
+        "categorical": body.get("kind") == "categorical",
     }, dash=dash)
 
 
@@ -222,11 +228,14 @@ def download_workers(job_id: str, session: SessionDep, dash: DashSessionDep) -> 
 @router.get("/jobs/{job_id}/scatter.svg")
 def download_scatter(request: Request, job_id: str, session: SessionDep, dash: DashSessionDep,
                      against: Annotated[Literal["expert", "aggregate"], Query()] = "expert") -> Response:
-    """The precision-recall scatter as a standalone SVG file."""
+    """The precision-recall scatter (categorical answers: accuracy against items) as a standalone SVG file."""
     job = owned_job(session, dash, job_id)
     body = _finished_report(session, job)
-    scatter = precision_recall_scatter(body, against=against)
-    response = templates.TemplateResponse(request, "scatter.svg", {"scatter": scatter, "standalone": True},
+    if body.get("kind") == "categorical":
+        name, context = "accuracy.svg", {"accuracy_plot": accuracy_scatter(body, against=against)}
+    else:
+        name, context = "scatter.svg", {"scatter": precision_recall_scatter(body, against=against)}
+    response = templates.TemplateResponse(request, name, {**context, "standalone": True},
                                           media_type="image/svg+xml")
     response.headers.update(SECURITY_HEADERS)
     response.headers["Content-Disposition"] = f'attachment; filename="{job.id}-scatter-{against}.svg"'
