@@ -96,7 +96,7 @@ def export_labels(*, settings: Settings, job: Job, format: str) -> LabelsFile:
         raise ValueError(f"format must be one of {', '.join(WRITE_FORMATS)}, found {format!r}")
     store = ArtifactStore(settings.data_dir)
     labels = store.load_arrays(job.artifacts["labels"])["labels"]
-    corpus = load_job_corpus(store, job.corpus_sha256)
+    corpus = load_job_corpus(store, job.corpus_sha256, n_tokens=len(labels))
     writer = FORMATS[format].writer
     folder = Path(tempfile.mkdtemp(prefix="crowdqa-labels-"))
     target = folder / f"labels{writer.suffix}"

@@ -68,7 +68,8 @@ def _load(data_dir: str, corpus_sha: str, labels: tuple[str, str], proba: tuple[
 
     found = arrays(labels)
     return JobResult(
-        corpus=load_job_corpus(store, corpus_sha),  # a dataset snapshot: the merge of its uploads
+        # A dataset snapshot: the merge of its uploads (with the documents the job's labels cover).
+        corpus=load_job_corpus(store, corpus_sha, n_tokens=len(found["labels"])),
         labels=np.asarray(found["labels"], dtype=np.int64),
         clamped=np.asarray(found["clamped"], dtype=bool),
         proba=np.asarray(arrays(proba)["proba"], dtype=np.float64),

@@ -50,18 +50,29 @@ logger = logging.getLogger(__name__)
 _dataset_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
 
 
-def load_job_corpus(store: ArtifactStore, sha: str) -> Corpus:
+def load_job_corpus(store: ArtifactStore, sha: str, *, n_tokens: int | None = None) -> Corpus:
     """The corpus a job runs on: a dataset snapshot (the merge of its uploads' corpora) or one corpus file,
-    without the documents only experts labelled (:func:`job_corpus`)."""
-    return job_corpus(store, sha)[0]
+    without the documents only experts labelled (:func:`job_corpus`).
+
+    ``n_tokens`` is the length of a finished job's stored labels: a job that ran before expert-only documents
+    were left out has labels on them too, and gets the corpus it ran on (all documents) to read them with.
+    """
+    merged = _merged(store, sha)
+    if n_tokens is not None and n_tokens == merged.n_tokens:
+        return merged
+    return drop_expert_only(merged, source="the dataset's expert uploads")[0]
 
 
 def job_corpus(store: ArtifactStore, sha: str) -> tuple[Corpus, int]:
     """:func:`load_job_corpus` and how many expert documents it left out because no crowd annotator labelled
     them (:func:`crowdqa.ingest.merge.drop_expert_only`; IngestError when no expert document matches)."""
+    return drop_expert_only(_merged(store, sha), source="the dataset's expert uploads")
+
+
+def _merged(store: ArtifactStore, sha: str) -> Corpus:
+    """A dataset snapshot's uploads merged (:func:`crowdqa.ingest.merge.merge_corpora`), or one corpus file."""
     parts = store.snapshot_parts(sha)
-    corpus = store.load_corpus(sha) if parts is None else merge_corpora([store.load_corpus(p) for p in parts])
-    return drop_expert_only(corpus, source="the dataset's expert uploads")
+    return store.load_corpus(sha) if parts is None else merge_corpora([store.load_corpus(p) for p in parts])
 
 
 def extract_docs(zip_path: Path, target: Path, *, max_bytes: int, max_files: int = 1_000_000) -> int:

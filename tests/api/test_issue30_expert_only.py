@@ -89,7 +89,7 @@ def _ingest_json(capsys) -> str:
     return capsys.readouterr().out
 
 
-def test_api_expert_upload_that_matches_no_crowd_item_is_422(client, keys, tmp_path):
+def test_api_expert_upload_that_matches_no_crowd_item_is_422(client, keys, settings, tmp_path):
     """After a crowd upload, an expert upload whose ids match none is refused (422 problem+json) and the
     dataset is unchanged; one that matches some is accepted, and its summary counts matched and unmatched apart
     (before: 201, ``documents_with_expert`` 30 for 30 phantom items)."""
@@ -112,6 +112,15 @@ def test_api_expert_upload_that_matches_no_crowd_item_is_422(client, keys, tmp_p
     report = client.get(f"/api/v1/jobs/{done['id']}/report", headers=auth(key)).json()
     assert report["counts"]["documents"] == 30 and report["counts"]["expert_documents_without_crowd"] == 5
     assert report["aggregate_vs_expert"]["accuracy"]["compared"] == 12
+    labels = client.get(f"/api/v1/jobs/{done['id']}/labels?format=categorical-csv", headers=auth(key)).text
+    assert len(labels.strip().splitlines()) == 31 and "Q" not in labels  # a header and the 30 crowd items
+    # A job stored before expert-only items were left out has labels on all 35: it reads the corpus it ran on.
+    from crowdqa.jobs.uploads import load_job_corpus
+    from crowdqa.store.artifacts import ArtifactStore
+
+    sha = client.get(f"/api/v1/datasets/{ds}", headers=auth(key)).json()["corpus_sha256"]
+    store = ArtifactStore(settings.data_dir)
+    assert load_job_corpus(store, sha).n_docs == 30 and load_job_corpus(store, sha, n_tokens=35).n_docs == 35
 
 
 def test_api_expert_upload_first_is_accepted_and_the_job_refuses_a_mismatch(client, keys, tmp_path):
