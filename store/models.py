@@ -194,7 +194,11 @@ class Coverage(SQLModel):
     annotators_per_document: CoverageStats
     crowd: CoverageStats
     expert: CoverageStats
-    documents_with_expert: int
+    documents_with_expert: int = Field(description="Documents (items) both an expert and a crowd annotator labelled; "
+                                                   "without any crowd annotator, every expert document.")
+    expert_documents_without_crowd: int = Field(
+        default=0, description="Expert documents (items) no crowd annotator labelled: their ids match no crowd "
+                               "document, so they are not aggregated nor scored.")
 
 
 class ParseSummary(_OmitNone):
