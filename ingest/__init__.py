@@ -55,6 +55,8 @@ class ParseResult:
     notes: list[str] = field(default_factory=list)
     #: Rows left out by rule, by reason (``{"rejected": 17}``).
     dropped: dict[str, int] = field(default_factory=dict)
+    #: Expert-labelled documents (items) that matched no crowd document, left out (:func:`read_merged`).
+    unmatched_expert_documents: int = 0
 
     def remarks(self) -> list[str]:
         """The notes, then one line counting the rows ``on_error="skip"`` left out (naming the first) and one per
@@ -155,8 +157,9 @@ def read_merged(uploads: Sequence[dict]) -> ParseResult:
     Returns
     -------
     ParseResult
-        The merged corpus (:func:`crowdqa.ingest.merge.merge_corpora`), every upload's problems,
-        and the first upload's format.
+        The merged corpus (:func:`crowdqa.ingest.merge.merge_corpora`) without the documents only experts
+        labelled (:func:`crowdqa.ingest.merge.drop_expert_only`, counted in ``unmatched_expert_documents`` and
+        a note), every upload's problems, and the first upload's format.
 
     Notes
     -----
@@ -165,7 +168,7 @@ def read_merged(uploads: Sequence[dict]) -> ParseResult:
     IO uploads whose format takes a scheme are read again as BIO, so the merge keeps
     every entity boundary instead of failing.
     """
-    from crowdqa.ingest.merge import merge_corpora  # numpy loads here, not when the CLI builds its parser
+    from crowdqa.ingest.merge import drop_expert_only, merge_corpora  # numpy loads here, not for the CLI's parser
 
     if not uploads:
         raise IngestError("nothing to read: no upload given")
@@ -176,10 +179,20 @@ def read_merged(uploads: Sequence[dict]) -> ParseResult:
             takes = FORMATS[u["format"]].options
             if sch == "io" and "scheme" in takes and u.get("scheme") in (None, "auto"):
                 results[i] = read_corpus(**{**u, "scheme": "bio"})
-    corpus = merge_corpora([r.corpus for r in results])
+    experts = ", ".join(str(u["path"]) for u in uploads if u.get("role") == "expert") or str(uploads[0]["path"])
+    corpus, unmatched = drop_expert_only(merge_corpora([r.corpus for r in results]), source=experts)
     dropped: dict[str, int] = {}
     for r in results:
         for k, v in r.dropped.items():
             dropped[k] = dropped.get(k, 0) + v
+    notes = [n for r in results for n in r.notes]
+    if unmatched:
+        notes.append(unmatched_note(unmatched))
     return ParseResult(corpus=corpus, problems=[p for r in results for p in r.problems], format=results[0].format,
-                       notes=[n for r in results for n in r.notes], dropped=dropped)
+                       notes=notes, dropped=dropped, unmatched_expert_documents=unmatched)
+
+
+def unmatched_note(n: int) -> str:
+    """The note for ``n`` expert documents that matched no crowd document."""
+    return (f"{n} expert document(s) (items) matched no crowd document by id and are left out: only documents "
+            f"the crowd labelled are aggregated and scored")

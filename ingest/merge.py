@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import NDArray
 
 from crowdqa.aggregation.corpus import Corpus, first_unordered_row, sort_rows
 from crowdqa.ingest.build import class_names_for
 from crowdqa.ingest.categorical import natural_key
 from crowdqa.ingest.errors import IngestError
 
-__all__ = ["merge_corpora"]
+__all__ = ["merge_corpora", "drop_expert_only", "select_documents"]
 
 
 def _merged_classes(corpora: Sequence[Corpus]) -> tuple[str, ...]:
@@ -123,3 +124,68 @@ def merge_corpora(corpora: Sequence[Corpus]) -> Corpus:
         class_names=class_names,
     )
     return Corpus(token=token, worker=worker, label=label, **arrays)
+
+
+def drop_expert_only(corpus: Corpus, *, source: str = "") -> tuple[Corpus, int]:
+    """Leave out the documents (categorical: items) that only experts labelled.
+
+    An aggregate is the crowd's: a document no crowd annotator labelled would get the model's prior (or,
+    clamped, the experts' own labels) and read as if the crowd had answered it. Such documents come from an
+    expert file whose ids do not match the crowd's (another prefix, another numbering) or that covers more
+    than the crowd did. A corpus without crowd labels (an expert upload on its own) or without expert labels
+    is returned as it is.
+
+    Parameters
+    ----------
+    corpus : Corpus
+    source : str, default=""
+        The expert file(s), named in the error.
+
+    Returns
+    -------
+    corpus : Corpus
+        The documents with at least one crowd label, in their order; every annotator is kept.
+    n_expert_only : int
+        How many expert-labelled documents matched no crowd document and were left out.
+
+    Raises
+    ------
+    IngestError
+        When experts labelled documents but none of them is a crowd document (the ids do not match).
+    """
+    crowd_docs, expert_docs = _role_documents(corpus)
+    expert_only = expert_docs & ~crowd_docs
+    if not crowd_docs.any() or not expert_only.any():
+        return corpus, 0
+    n_expert_only = int(np.count_nonzero(expert_only))
+    if not (expert_docs & crowd_docs).any():
+        crowd_ids = [corpus.doc_ids[d] for d in np.flatnonzero(crowd_docs)[:3]]
+        expert_ids = [corpus.doc_ids[d] for d in np.flatnonzero(expert_docs)[:3]]
+        raise IngestError(f"none of the {n_expert_only} expert documents (items) matches a crowd document by id "
+                          f"(expert ids {expert_ids}, crowd ids {crowd_ids}): the expert labels grade nothing",
+                          source=source)
+    return select_documents(corpus, crowd_docs), n_expert_only
+
+
+def _role_documents(corpus: Corpus) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """Which documents a crowd annotator and which an expert labelled: two masks of shape (n_docs,)."""
+    is_expert = np.asarray([r == "expert" for r in corpus.worker_roles], dtype=bool)
+    if corpus.n_obs == 0 or not is_expert.size:
+        return np.zeros(corpus.n_docs, dtype=bool), np.zeros(corpus.n_docs, dtype=bool)
+    by_expert = is_expert[corpus.worker]
+    doc = corpus.obs_doc
+    return (np.bincount(doc[~by_expert], minlength=corpus.n_docs) > 0,
+            np.bincount(doc[by_expert], minlength=corpus.n_docs) > 0)
+
+
+def select_documents(corpus: Corpus, keep: NDArray[np.bool_]) -> Corpus:
+    """The documents where ``keep`` (shape (n_docs,)) is set, with their tokens and annotations, in order."""
+    keep_token = np.repeat(keep, corpus.doc_lengths)
+    new_token = np.cumsum(keep_token) - 1  # a kept token's index in the subset
+    rows = keep_token[corpus.token]
+    return Corpus(token=new_token[corpus.token[rows]], worker=corpus.worker[rows], label=corpus.label[rows],
+                  doc_lengths=corpus.doc_lengths[keep], token_start=corpus.token_start[keep_token],
+                  token_end=corpus.token_end[keep_token],
+                  doc_ids=tuple(d for d, k in zip(corpus.doc_ids, keep.tolist(), strict=True) if k),
+                  texts=tuple(t for t, k in zip(corpus.texts, keep.tolist(), strict=True) if k),
+                  worker_ids=corpus.worker_ids, worker_roles=corpus.worker_roles, class_names=corpus.class_names)

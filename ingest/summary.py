@@ -93,8 +93,10 @@ def summary_fields(*, n_docs: int, n_tokens: int, n_obs: int, worker_roles: Sequ
 
 
 def annotator_coverage(pair_doc: NDArray[np.int64], pair_role: NDArray[np.int64], *, n_docs: int) -> dict:
-    """Annotators per document (``min``, ``median``, ``max``), overall and per role, and the documents an
-    expert labelled.
+    """Annotators per document (``min``, ``median``, ``max``), overall and per role, the documents both an
+    expert and a crowd annotator labelled (``documents_with_expert``; without any crowd annotator, all the expert
+    documents) and those only experts labelled (``expert_documents_without_crowd``: they match no crowd document,
+    so no aggregate covers them).
 
     Parameters
     ----------
@@ -116,7 +118,13 @@ def annotator_coverage(pair_doc: NDArray[np.int64], pair_role: NDArray[np.int64]
     coverage = {"annotators_per_document": stats(np.ones(pair_doc.shape[0], dtype=bool))}
     for k, r in enumerate(ROLES):
         coverage[r] = stats(pair_role == k)
-    coverage["documents_with_expert"] = int(unique_sorted(pair_doc[pair_role == ROLES.index("expert")]).size)
+    # Documents only experts labelled are not aggregated (crowdqa.ingest.merge.drop_expert_only): counted apart
+    # when there is a crowd to match (an expert file on its own, or uploaded first, has every document "with expert").
+    expert_docs = unique_sorted(pair_doc[pair_role == ROLES.index("expert")])
+    crowd = pair_role == ROLES.index("crowd")
+    matched = np.isin(expert_docs, pair_doc[crowd]) if crowd.any() else np.ones(expert_docs.size, dtype=bool)
+    coverage["documents_with_expert"] = int(np.count_nonzero(matched))
+    coverage["expert_documents_without_crowd"] = int(expert_docs.size - np.count_nonzero(matched))
     return coverage
 
 
@@ -149,6 +157,9 @@ def format_summary(summary: dict, *, wording: Callable[[str], str] = str) -> str
         f"  crowd:  {trio(cov['crowd'])}",
         f"  expert: {trio(cov['expert'])}; documents with an expert: {cov['documents_with_expert']}",
     ]
+    if cov.get("expert_documents_without_crowd"):
+        lines.append(f"expert documents no crowd annotator labelled: {cov['expert_documents_without_crowd']} "
+                     "(not aggregated)")
     if summary.get("skipped"):
         lines.append(f"skipped rows: {summary['skipped']}")
         lines.extend(f"  {p}" for p in summary["problems"])

@@ -32,8 +32,8 @@ from crowdqa.store.artifacts import ArtifactStore
 from crowdqa.store.models import Job, Upload, WorkerScore
 from crowdqa.store.settings import Settings
 
-__all__ = ["QualityReport", "WORKER_COLUMNS", "LabelsFile", "label_formats", "worker_scores", "workers_csv",
-           "export_labels", "review_job"]
+__all__ = ["QualityReport", "has_batch", "WORKER_COLUMNS", "LabelsFile", "label_formats", "worker_scores",
+           "workers_csv", "export_labels", "review_job"]
 
 #: The columns of a worker row, in the order the CSV export writes them (the store's sortable columns).
 WORKER_COLUMNS = crud.WORKER_SORT_KEYS
@@ -96,7 +96,7 @@ def export_labels(*, settings: Settings, job: Job, format: str) -> LabelsFile:
         raise ValueError(f"format must be one of {', '.join(WRITE_FORMATS)}, found {format!r}")
     store = ArtifactStore(settings.data_dir)
     labels = store.load_arrays(job.artifacts["labels"])["labels"]
-    corpus = load_job_corpus(store, job.corpus_sha256)
+    corpus = load_job_corpus(store, job.corpus_sha256, n_tokens=len(labels))
     writer = FORMATS[format].writer
     folder = Path(tempfile.mkdtemp(prefix="crowdqa-labels-"))
     target = folder / f"labels{writer.suffix}"
@@ -114,6 +114,12 @@ def export_labels(*, settings: Settings, job: Job, format: str) -> LabelsFile:
         shutil.rmtree(folder, ignore_errors=True)
         raise
     return LabelsFile(path=target, folder=folder, media_type=writer.media_type, filename=f"{job.id}{writer.suffix}")
+
+
+def has_batch(*, session: Session, job: Job) -> bool:
+    """True when the job's dataset holds a Mechanical Turk batch-results (mturk-csv) crowd upload to review."""
+    uploads, _ = crud.list_uploads(session=session, dataset_id=job.dataset_id, limit=10_000)
+    return any(u.format == "mturk-csv" and u.role == "crowd" for u in uploads)
 
 
 def _batch_upload(session: Session, job: Job, upload_id: str | None) -> Upload:

@@ -118,12 +118,14 @@ def output_format(corpus: Corpus, *, input_format: str, output: str, given: str 
 
 
 def aggregate(corpus: Corpus, *, method: str, params: dict[str, Any], use_experts: bool, reference: str,
-              progress: ProgressFn | None = None, start: ModelStart | None = None) -> PipelineResult:
+              progress: ProgressFn | None = None, start: ModelStart | None = None,
+              unmatched_expert_documents: int = 0) -> PipelineResult:
     """Aggregate ``corpus`` and report against its experts, as a queued job does (from an earlier batch's
-    model when ``start`` is given)."""
+    model when ``start`` is given); ``unmatched_expert_documents`` is the reader's count of expert documents
+    left out (:attr:`ParseResult.unmatched_expert_documents`)."""
     check_reference(reference, corpus)
     return run_pipeline(corpus, method=method, params=params, use_experts=use_experts, reference=reference,
-                        progress=progress, start=start)
+                        progress=progress, start=start, unmatched_expert_documents=unmatched_expert_documents)
 
 
 def write_aggregate(result: PipelineResult, corpus: Corpus, *, output: str, format: str) -> None:

@@ -116,6 +116,7 @@ def run_pipeline(
     seed: int = 0,
     blocked: frozenset[str] = frozenset(),
     start: ModelStart | None = None,
+    unmatched_expert_documents: int = 0,
 ) -> PipelineResult:
     """Fit ``method`` on the crowd annotators of ``corpus`` and report against its experts.
 
@@ -130,6 +131,8 @@ def run_pipeline(
     With ``start`` (a new batch) the aggregator carries an earlier fit: ``start.frozen`` predicts
     with its parameters and fits nothing; otherwise EM starts from them (``warm_start``); the
     annotators are matched by id, a new one starting from the crowd average.
+    ``unmatched_expert_documents`` (the expert documents the reader left out because no crowd annotator
+    labelled them: :func:`crowdqa.ingest.merge.drop_expert_only`) is reported in ``counts``.
     Raises ValueError for an unknown method or parameter, or a corpus without crowd labels.
     """
     crowd_ids = corpus.workers_with_role("crowd")
@@ -229,6 +232,7 @@ def run_pipeline(
     for entry, blocked in zip(report["workers"], excluded.tolist(), strict=True):
         entry["blocked"] = blocked  # left out of the fit, scored like the others
     report["blocked_workers"] = [corpus.worker_ids[w] for w in np.flatnonzero(excluded)]
+    report["counts"]["expert_documents_without_crowd"] = int(unmatched_expert_documents)
     report_seconds = time.perf_counter() - t1
     report["fit"]["stages"]["scoring"] = round(report_seconds, 6)
     return PipelineResult(

@@ -26,12 +26,13 @@ from crowdqa.quality.inspect import (
     worker_document_disagreement,
 )
 from crowdqa.quality.references import reference_labels
+from crowdqa.quality.report import headline_level, span_levels
 from crowdqa.store.artifacts import ArtifactStore
 from crowdqa.store.models import Job
 from crowdqa.store.settings import Settings
 
-__all__ = ["JobResult", "load_job_result", "disputed_documents", "WorkerDetails", "worker_details", "DocumentLayers",
-           "document_layers"]
+__all__ = ["score_levels", "JobResult", "load_job_result", "disputed_documents", "WorkerDetails", "worker_details",
+           "DocumentLayers", "document_layers"]
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,8 @@ def _load(data_dir: str, corpus_sha: str, labels: tuple[str, str], proba: tuple[
 
     found = arrays(labels)
     return JobResult(
-        corpus=load_job_corpus(store, corpus_sha),  # a dataset snapshot: the merge of its uploads
+        # A dataset snapshot: the merge of its uploads (with the documents the job's labels cover).
+        corpus=load_job_corpus(store, corpus_sha, n_tokens=len(found["labels"])),
         labels=np.asarray(found["labels"], dtype=np.int64),
         clamped=np.asarray(found["clamped"], dtype=bool),
         proba=np.asarray(arrays(proba)["proba"], dtype=np.float64),
@@ -86,16 +88,45 @@ def load_job_result(*, settings: Settings, job: Job) -> JobResult:
     return _load(str(settings.data_dir), job.corpus_sha256, key("labels"), key("proba"), key("worker_confusion"))
 
 
+#: How a page names each score level of a span report, in the report's order.
+LEVEL_TITLES = {"token": "tokens (any type)", "span_location": "spans: location only",
+                "span_location_relaxed": "spans: location, length within 2 characters",
+                "span_location_and_type": "spans: location and type (conlleval)",
+                "span_overlap": "spans: overlap (partial match)"}
+
+
+def score_levels(report: dict[str, Any]) -> list[tuple[str, str, dict, bool]]:
+    """The score levels of a span report's aggregate as ``(key, title, block, headline)``, the headline first
+    (conlleval's on BIO labels), reading a report stored with the seed's names (``span_strict``, ...) too."""
+    agg = report.get("aggregate_vs_expert") or {}
+    levels = {"token": agg.get("token"), **span_levels(agg)}
+    head = headline_level(report)
+    return [(key, LEVEL_TITLES[key], block, key == head) for key, block in sorted(levels.items(),
+                                                                              key=lambda kv: kv[0] != head)
+            if isinstance(block, dict)]
+
+
 def disputed_documents(result: JobResult, *, by: str = "entropy", limit: int = 15) -> list[dict[str, Any]]:
-    """The documents ranked by the mean posterior entropy of their tokens (``by="entropy"``) or by the share of
-    crowd labels differing from the aggregate (``by="disagreement"``); ties in document order."""
+    """The documents the crowd disputes, ranked by the mean posterior entropy of their tokens (``by="entropy"``)
+    or by the share of crowd labels differing from the aggregate (``by="disagreement"``); ties by the other
+    measure, then in document order.
+
+    A document is disputed when a crowd label of it differs from the aggregate (so also wherever two crowd
+    workers differ). A document the crowd labelled unanimously, as the aggregate, is never listed, however
+    uncertain the model's posterior is there (a one-token sentence under a sequence model's prior is), so the
+    list can be shorter than ``limit``, or empty.
+    """
     if by not in ("entropy", "disagreement"):
         raise ValueError(f"by must be 'entropy' or 'disagreement', found {by!r}")
     corpus = result.corpus
+    crowd = corpus.workers_with_role("crowd")
     entropy = document_entropy(corpus, result.proba)
-    disagreement = document_disagreement(corpus, result.labels, workers=corpus.workers_with_role("crowd"))
-    key = entropy if by == "entropy" else np.nan_to_num(disagreement, nan=-1.0)
-    order = np.lexsort((np.arange(corpus.n_docs), -key))[:limit]
+    disagreement = document_disagreement(corpus, result.labels, workers=crowd)
+    differs = np.nan_to_num(disagreement, nan=0.0)
+    disputed = differs > 0
+    first, second = (entropy, differs) if by == "entropy" else (differs, entropy)
+    order = np.lexsort((np.arange(corpus.n_docs), -second, -first, ~disputed))
+    order = order[disputed[order]][:limit]
     return [{"index": int(d), "id": corpus.doc_ids[d], "entropy": float(entropy[d]),
              "disagreement": None if np.isnan(disagreement[d]) else float(disagreement[d]),
              "tokens": int(corpus.doc_lengths[d])} for d in order]

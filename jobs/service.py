@@ -38,6 +38,12 @@ def _check_job_input(session: Session, dataset: Dataset, job_in: JobCreate) -> N
     validate_params(str(job_in.method), dict(job_in.params))  # JobParamsError naming the field
     check_data_kind(str(job_in.method), **data_kind(dataset.summary), use_experts=job_in.use_experts)
     roles = (dataset.summary or {}).get("annotators") or {}
+    coverage = (dataset.summary or {}).get("coverage") or {}
+    if (isinstance(roles, dict) and roles.get("crowd") and roles.get("expert")
+            and coverage.get("documents_with_expert") == 0 and coverage.get("expert_documents_without_crowd")):
+        raise ValueError(f"none of the dataset's {coverage['expert_documents_without_crowd']} expert documents "
+                         "(items) matches a crowd document by id: the expert labels would grade nothing; upload "
+                         "experts' labels with the crowd's ids, or delete the expert upload")
     if job_in.use_experts and isinstance(roles, dict) and roles.get("expert") in (0, None, {}, []):
         raise ValueError("use_experts needs expert labels: upload a file with role 'expert' first")
     if job_in.reference not in RULES:

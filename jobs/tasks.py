@@ -26,7 +26,7 @@ from crowdqa.jobs import cancel
 from crowdqa.jobs.batches import start_from_job
 from crowdqa.jobs.errors import BudgetExceededError, JobCancelled
 from crowdqa.jobs.pipeline import run_pipeline
-from crowdqa.jobs.uploads import load_job_corpus
+from crowdqa.jobs.uploads import job_corpus
 from crowdqa.quality.report import plain_json
 from crowdqa.store import crud
 from crowdqa.store.artifacts import ArtifactStore
@@ -173,13 +173,14 @@ def _run_claimed(settings: Settings, job: Job, rq_job) -> str:
         t0 = time.perf_counter()
         progress = _Progress(settings, job_id)
         progress("reading", None, None)
-        corpus = load_job_corpus(ArtifactStore(settings.data_dir), job.corpus_sha256)
+        corpus, unmatched = job_corpus(ArtifactStore(settings.data_dir), job.corpus_sha256)
         with Session(get_engine(settings)) as s:
             blocked = crud.blocked_annotators(session=s, project_id=job.project_id)  # the list as the job starts
         timings = {"load": round(time.perf_counter() - t0, 6)}
         result = run_pipeline(corpus, method=str(job.method),
                               params=job.params, use_experts=job.use_experts, reference=job.reference,
-                              progress=progress, blocked=blocked, start=start_from_job(settings, job))
+                              progress=progress, blocked=blocked, start=start_from_job(settings, job),
+                              unmatched_expert_documents=unmatched)
         timings.update(result.timings)
         progress("writing", None, None)
         _save_results(settings, job, result, timings)

@@ -32,7 +32,7 @@ from crowdqa.ingest.index import (
     index_union,
     summarize_indexes,
 )
-from crowdqa.ingest.merge import merge_corpora
+from crowdqa.ingest.merge import drop_expert_only, merge_corpora
 from crowdqa.ingest.summary import summarize
 from crowdqa.jobs.errors import DatasetBusyError, UploadConflictError
 from crowdqa.jobs.quotas import check_stored_bytes, check_upload_rate
@@ -42,20 +42,37 @@ from crowdqa.store.artifacts import ArtifactStore, safe_suffix
 from crowdqa.store.models import Dataset, Upload
 from crowdqa.store.settings import Settings
 
-__all__ = ["load_job_corpus", "extract_docs", "parse_upload", "add_upload", "delete_upload", "delete_dataset",
-           "collect_garbage"]
+__all__ = ["load_job_corpus", "job_corpus", "extract_docs", "parse_upload", "add_upload", "delete_upload",
+           "delete_dataset", "collect_garbage"]
 
 logger = logging.getLogger(__name__)
 
 _dataset_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
 
 
-def load_job_corpus(store: ArtifactStore, sha: str) -> Corpus:
-    """The corpus a job runs on: a dataset snapshot (the merge of its uploads' corpora) or one corpus file."""
+def load_job_corpus(store: ArtifactStore, sha: str, *, n_tokens: int | None = None) -> Corpus:
+    """The corpus a job runs on: a dataset snapshot (the merge of its uploads' corpora) or one corpus file,
+    without the documents only experts labelled (:func:`job_corpus`).
+
+    ``n_tokens`` is the length of a finished job's stored labels: a job that ran before expert-only documents
+    were left out has labels on them too, and gets the corpus it ran on (all documents) to read them with.
+    """
+    merged = _merged(store, sha)
+    if n_tokens is not None and n_tokens == merged.n_tokens:
+        return merged
+    return drop_expert_only(merged, source="the dataset's expert uploads")[0]
+
+
+def job_corpus(store: ArtifactStore, sha: str) -> tuple[Corpus, int]:
+    """:func:`load_job_corpus` and how many expert documents it left out because no crowd annotator labelled
+    them (:func:`crowdqa.ingest.merge.drop_expert_only`; IngestError when no expert document matches)."""
+    return drop_expert_only(_merged(store, sha), source="the dataset's expert uploads")
+
+
+def _merged(store: ArtifactStore, sha: str) -> Corpus:
+    """A dataset snapshot's uploads merged (:func:`crowdqa.ingest.merge.merge_corpora`), or one corpus file."""
     parts = store.snapshot_parts(sha)
-    if parts is None:
-        return store.load_corpus(sha)
-    return merge_corpora([store.load_corpus(p) for p in parts])
+    return store.load_corpus(sha) if parts is None else merge_corpora([store.load_corpus(p) for p in parts])
 
 
 def extract_docs(zip_path: Path, target: Path, *, max_bytes: int, max_files: int = 1_000_000) -> int:
@@ -207,6 +224,7 @@ def _parse_and_merge(*, session: Session, store: ArtifactStore, dataset: Dataset
         except KindConflict as exc:
             raise UploadConflictError(str(exc)) from None
         state = _dataset_state(store, [*parts, own.sha256], [*indexes, new_index])
+        _refuse_unmatched_experts(state["summary"], new_index, filename=filename)
         upload = Upload(
             dataset_id=dataset.id, filename=crud.text_safe(filename or "upload")[:300], format=format, role=role,
             options=plain_json(options), size=raw.size, sha256=raw.sha256, raw_path=raw.path,
@@ -215,6 +233,19 @@ def _parse_and_merge(*, session: Session, store: ArtifactStore, dataset: Dataset
             problems=[str(p) for p in parsed.problems][:1000],
         )
         return crud.add_upload(session=session, dataset=dataset, upload=upload, **state)
+
+
+def _refuse_unmatched_experts(summary: dict, new_index: CorpusIndex, *, filename: str) -> None:
+    """Refuse an upload of expert labels when the dataset has crowd labels and no document both have (the
+    ids do not match). An expert upload before any crowd upload is accepted: a job refuses it later, if the
+    crowd's documents still match none of the experts'."""
+    coverage, roles = summary["coverage"], summary["annotators"]
+    if "expert" not in new_index.worker_roles.tolist() or not roles["crowd"] or coverage["documents_with_expert"]:
+        return
+    n = coverage.get("expert_documents_without_crowd", 0)
+    raise IngestError(f"none of the dataset's {n} expert documents (items) matches a crowd document by id: "
+                      "the expert labels would grade nothing (check the id column and its prefixes)",
+                      source=_shown_name(filename))
 
 
 def _shown_name(filename: str | None) -> str:

@@ -16,9 +16,14 @@ Rules
   clamped token. Workers and experts are still scored on them: their labels never came
   from the fit.
 * ``token`` scores: positive = any non-``O`` label, over the tokens both sides cover.
-  ``span_strict`` / ``span_relaxed`` / ``span_type``: NLP Sandbox instance scores on the
-  decoded spans (same start and length / same start, length within +-2 characters /
-  same start, length and type), on the documents the experts labelled.
+  Span scores (:data:`SPAN_LEVELS`), on the decoded spans of the documents the experts labelled:
+  ``span_location`` (same start and length, any type; the seed's ``span_strict``, the NLP Sandbox's
+  location-only "strict"), ``span_location_relaxed`` (same start, length within +-2 characters, any type;
+  was ``span_relaxed``), ``span_location_and_type`` (same start, length and type: conlleval's figure on
+  BIO labels; was ``span_type``), ``span_overlap`` (a span that shares a character with one of the other
+  side, any type; :func:`~crowdqa.quality.span_metrics.overlap_counts`) and ``span_per_type``
+  (conlleval's per-type P/R/F1). ``headline`` names the score to lead with: conlleval's on BIO labels,
+  ``token`` on inside/outside ones.
 * Every score block carries ``tp, fp, fn``, Clopper-Pearson intervals for precision
   and recall, and a document-level bootstrap interval for F1 (``null`` for fewer than
   ``min_boot_docs`` documents, where resampling documents says nothing).
@@ -29,7 +34,7 @@ Rules
   labelled; an expert is compared with the reference built from the *other* experts
   (``null`` when there is no other expert, or when the reference is that expert);
   ``vs_aggregate`` covers all of the worker's documents. A crowd worker's ``span_vs_expert``
-  (span labels only) is ``span_strict`` of its labels against the reference, on the documents of its
+  (span labels only) is ``span_location`` of its labels against the reference, on the documents of its
   ``vs_expert``; experts have none (``null``).
 
 Per-worker counts come from one ``bincount`` over the COO arrays for all workers at
@@ -43,6 +48,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
@@ -55,7 +61,13 @@ from crowdqa.quality.intervals import clopper_pearson_bounds, grouped_bootstrap_
 from crowdqa.quality.metrics import grouped_counts, grouped_outcomes, per_label_prf, prf_from_counts
 from crowdqa.quality.pair_agreement import kappa_from_confusions, pair_confusions, pair_kappas
 from crowdqa.quality.references import RULES, leave_one_out_references, reference_labels
-from crowdqa.quality.span_metrics import CharSpans, instance_counts
+from crowdqa.quality.span_metrics import (
+    LEGACY_SPAN_KEYS,
+    CharSpans,
+    instance_counts,
+    overlap_counts,
+    per_type_counts,
+)
 
 if TYPE_CHECKING:  # the typed models (pydantic) are imported where a typed report is asked for, not here
     from crowdqa.quality.report_model import FitRecord, QualityReport
@@ -137,20 +149,54 @@ def _doc_counts(pred_pos: NDArray, ref_pos: NDArray, doc: NDArray, n_docs: int) 
     return counts[np.bincount(doc, minlength=n_docs) > 0]
 
 
+#: The span levels of a report, each with its NLP Sandbox instance mode (None: the overlap match), and the keys
+#: the seed named them by, still read in stored reports (:func:`span_levels`): ``span_strict`` ignored the
+#: type, ``span_relaxed`` too, and ``span_type`` is conlleval's figure.
+SPAN_LEVELS = (("span_location", "strict"), ("span_location_relaxed", "relaxed"),
+               ("span_location_and_type", "type"), ("span_overlap", None))
+
+
+def span_levels(agg: dict | None) -> dict[str, dict | None]:
+    """The span score blocks of a report's ``aggregate_vs_expert`` by their names (:data:`SPAN_LEVELS`),
+    reading the seed's keys (``span_strict``, ``span_relaxed``, ``span_type``) of a report stored before."""
+    agg = agg or {}
+    old = {new: agg[key] for key, new in LEGACY_SPAN_KEYS.items() if key in agg}
+    return {key: agg.get(key, old.get(key)) for key, _ in SPAN_LEVELS if key in agg or key in old}
+
+
+def headline_level(report: dict) -> str:
+    """The score a span report leads with: its ``aggregate_vs_expert.headline``, or for a report stored before
+    there was one, conlleval's (``span_location_and_type``) on BIO labels and ``token`` on inside/outside ones."""
+    agg = report.get("aggregate_vs_expert") or {}
+    if agg.get("headline"):
+        return str(agg["headline"])
+    return "span_location_and_type" if any(str(k).startswith("B-") for k in report.get("labels") or ()) else "token"
+
+
 def _span_blocks(
     corpus: Corpus, pred: NDArray, ref: NDArray, docs: NDArray[np.bool_], *, n_boot: int, seed: int,
     min_boot_docs: int,
 ) -> dict:
-    """span_strict / span_relaxed / span_type blocks on the documents in ``docs``."""
+    """The :data:`SPAN_LEVELS` blocks and the per-type scores (``span_per_type``) on the documents in ``docs``."""
     if not np.any(docs):
-        return {"span_strict": None, "span_relaxed": None, "span_type": None}
+        return {**{key: None for key, _ in SPAN_LEVELS}, "span_per_type": {}}
     ps = decode_spans(pred, corpus)
     rs = decode_spans(ref, corpus)
     ps, rs = ps.select(docs[ps.doc]), rs.select(docs[rs.doc])
     out = {}
-    for i, (key, mode) in enumerate((("span_strict", "strict"), ("span_relaxed", "relaxed"), ("span_type", "type"))):
-        c = instance_counts(rs, ps, mode=mode, n_docs=corpus.n_docs)[docs]
+    for i, (key, mode) in enumerate(SPAN_LEVELS):
+        if mode is None:
+            c = overlap_counts(rs, ps, n_docs=corpus.n_docs)[docs]
+        else:
+            c = instance_counts(rs, ps, mode=mode, n_docs=corpus.n_docs)[docs]
         out[key] = score_block(c, n_boot=n_boot, rng=np.random.default_rng([seed, 1, i]), min_boot_docs=min_boot_docs)
+    by_type = per_type_counts(rs, ps, n_types=len(corpus.entity_types) + 1)
+    out["span_per_type"] = {}
+    for t, name in enumerate(corpus.entity_types, start=1):
+        tp, fp, fn = (int(v) for v in by_type[t])
+        p, r, f = prf_from_counts(tp, fp, fn)
+        out["span_per_type"][name] = {"precision": _num(p), "recall": _num(r), "f1": _num(f), "tp": tp, "fp": fp,
+                                      "fn": fn}
     return out
 
 
@@ -509,7 +555,10 @@ def build_report_data(
             "token_confusion": {"labels": list(corpus.class_names), "rows": "predicted", "columns": "actual",
                                 "matrix": confusion.tolist()},
             "accuracy": _accuracy_block(correct, n_tok),
-            **{key: _score(block) for key, block in spans.items()},
+            **{key: _score(block) for key, block in spans.items() if key != "span_per_type"},
+            "span_per_type": spans.get("span_per_type", {}),
+            # conlleval's figure leads for BIO labels (typed chunks); the token score for inside/outside ones.
+            "headline": "span_location_and_type" if corpus.scheme == "bio" and not categorical else "token",
             "token_per_label": {
                 corpus.class_names[k]: {
                     "precision": _num(per_label["precision"][k]), "recall": _num(per_label["recall"][k]),
@@ -616,6 +665,7 @@ def build_report_data(
             "documents": int(corpus.n_docs), "tokens": int(n_tokens), "annotations": int(corpus.n_obs),
             "crowd_workers": int(crowd.shape[0]), "experts": int(experts.shape[0]),
             "expert_documents": int(np.count_nonzero(doc_has_ref)),
+            "expert_documents_without_crowd": 0,  # set by the caller that left them out (the reader's merge)
             "clamped_tokens": int(np.count_nonzero(clamped)),
         },
         "aggregate_vs_expert": agg_block,
@@ -838,25 +888,39 @@ TABLE_SORT_KEYS = ("f1", "precision", "recall", "span_f1", "accuracy", "document
 _SPAN_ONLY_KEYS = ("f1", "precision", "recall", "span_f1")
 
 
-def _table_order(workers: list[dict], sort: str | None, categorical: bool) -> list[int]:
-    """Row order of the worker table: by ``sort`` (default: F1, or accuracy for categorical answers)."""
+def _id_key(annotator: str) -> tuple:
+    """Natural order of annotator ids: digit runs by value (``"2"`` before ``"10"``), the rest as text."""
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", annotator))
+
+
+def _table_order(workers: list[dict], sort: str | None, categorical: bool) -> tuple[list[int], str]:
+    """Row order of the worker table by ``sort`` (default: F1, or accuracy for categorical answers), and what
+    the scores are against: ``"experts"``, or ``"the aggregate"`` when no worker has a score against the
+    experts (their ids match no crowd document, or there are none), so the table is still worst first.
+    Ties, and ``sort="annotator"``, go by the annotator id in natural order (``1, 2, 10``)."""
     sort = sort or ("accuracy" if categorical else "f1")
     if sort not in TABLE_SORT_KEYS or (categorical and sort in _SPAN_ONLY_KEYS):
         allowed = [k for k in TABLE_SORT_KEYS if not (categorical and k in _SPAN_ONLY_KEYS)]
         raise ValueError(f"sort must be one of {', '.join(allowed)}" + (" for categorical answers" if categorical
                                                                        else "") + f", found {sort!r}")
+    ids = [_id_key(w["annotator"]) for w in workers]
     if sort == "annotator":
-        return sorted(range(len(workers)), key=lambda i: workers[i]["annotator"])
+        return sorted(range(len(workers)), key=lambda i: ids[i]), ""
     if sort == "documents":
-        return sorted(range(len(workers)), key=lambda i: (-workers[i]["documents"], workers[i]["annotator"]))
+        return sorted(range(len(workers)), key=lambda i: (-workers[i]["documents"], ids[i])), ""
 
-    def score(i: int) -> float | None:
+    def score(i: int, against: str) -> float | None:
         if sort == "span_f1":
-            return (workers[i].get("span_vs_expert") or {}).get("f1")
-        block = workers[i]["vs_expert"] or {}
+            return (workers[i].get("span_vs_expert") or {}).get("f1") if against == "vs_expert" else None
+        block = workers[i][against] or {}
         return (block.get("accuracy") or {}).get("value") if sort == "accuracy" else block.get(sort)
 
-    return sorted(range(len(workers)), key=lambda i: (score(i) is None, score(i) or 0.0, workers[i]["annotator"]))
+    against = "vs_expert"
+    if all(score(i, against) is None for i in range(len(workers))) and sort != "span_f1":
+        against = "vs_aggregate"
+    scores = [score(i, against) for i in range(len(workers))]
+    order = sorted(range(len(workers)), key=lambda i: (scores[i] is None, scores[i] or 0.0, ids[i]))
+    return order, "experts" if against == "vs_expert" else "the aggregate"
 
 
 def format_report(report: QualityReport | dict, *, max_workers: int = 40, sort: str | None = None) -> str:
@@ -896,6 +960,10 @@ def format_report(report: QualityReport | dict, *, max_workers: int = 40, sort: 
         else:
             lines.append(f"{counts['documents']} documents, {counts['tokens']} tokens, {counts['crowd_workers']} "
                          f"crowd workers, {counts['experts']} experts on {counts['expert_documents']} documents")
+        if counts.get("expert_documents_without_crowd"):
+            lines.append(f"note: {counts['expert_documents_without_crowd']} expert "
+                         f"{'items' if categorical else 'documents'} matched no crowd "
+                         f"{'item' if categorical else 'document'} and are left out")
     lines.append("")
     agg = report.get("aggregate_vs_expert")
     if categorical:
@@ -909,16 +977,26 @@ def format_report(report: QualityReport | dict, *, max_workers: int = 40, sort: 
         lines.append(f"  accuracy {_fmt(a['value'])} {_fmt_ci(a['ci'])}  ({a['correct']} of {a['compared']} items)   "
                      f"macro F1 over the labels {_fmt(agg.get('macro_f1'))}")
     else:
-        for key in ("token", "span_strict", "span_relaxed", "span_type"):
-            if key in agg:
-                lines.append("  " + _row(key, agg[key], 12))
+        levels = {"token": agg.get("token"), **span_levels(agg)}
+        head = headline_level(report)
+        for key in sorted(levels, key=lambda k: k != head):  # the headline first, then the report's order
+            mark = ""
+            if key == head:
+                mark = "   <- headline" + (" (conlleval)" if key == "span_location_and_type" else "")
+            lines.append("  " + _row(key, levels[key], 22) + mark)
+        per_type = agg.get("span_per_type") or {}
+        if len(per_type) > 1:
+            lines.append("  per type (location and type): " + ", ".join(
+                f"{name} F1 {_fmt(b['f1'])} (tp {b['tp']} fp {b['fp']} fn {b['fn']})" for name, b in per_type.items()))
     lines.append("")
     workers = report.get("workers", [])
-    order = _table_order(workers, sort, categorical)
+    order, against = _table_order(workers, sort, categorical)
     shown = order[:max_workers]
     width = max([len(workers[i]["annotator"]) for i in shown] + [9])
-    lines.append(f"Workers ({len(workers)}, by {sort or ('accuracy' if categorical else 'f1')}; vs experts on shared "
-                 "documents, vs the aggregate on all their documents)")
+    by = sort or ("accuracy" if categorical else "f1")
+    by += f" against {against}, worst first" if against else ""
+    lines.append(f"Workers ({len(workers)}, by {by}; vs experts on shared documents, vs the aggregate on all their "
+                 "documents)")
     rows = _categorical_worker_rows if categorical else _span_worker_rows
     lines += rows(workers, shown, width)
     if len(workers) > max_workers:

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from crowdqa.quality.span_metrics import LEGACY_SPAN_KEYS
 
 __all__ = ["Interval", "Accuracy", "Score", "LabelScore", "Confusion", "AggregateScores",
            "CategoricalScore", "CategoricalAggregateScores", "WorkerReport", "ExpertPair", "CrowdPair",
@@ -72,14 +74,36 @@ class Confusion(BaseModel):
 class AggregateScores(BaseModel):
     """The aggregate against the experts, for span labels."""
 
-    token: Score
+    token: Score = Field(description="Positive (non-O) tokens, any type.")
     token_confusion: Confusion
     accuracy: Accuracy
-    span_strict: Score | None = Field(description="Spans with the same start and length.")
-    span_relaxed: Score | None = Field(description="Spans with the same start and a length within 2 characters.")
-    span_type: Score | None = Field(description="Spans with the same start, length and type.")
+    span_location: Score | None = Field(
+        description="Spans with the same start and length, of any type (the NLP Sandbox's 'strict'; was "
+                    "span_strict).")
+    span_location_relaxed: Score | None = Field(
+        description="Spans with the same start and a length within 2 characters, of any type (was span_relaxed).")
+    span_location_and_type: Score | None = Field(
+        description="Spans with the same start, length and type: conlleval's exact chunk match on BIO labels "
+                    "(was span_type).")
+    span_overlap: Score | None = Field(
+        default=None, description="Spans sharing a character with a span of the other side, of any type; each "
+                                  "span counts once (tp = the fewer of predictions and references found).")
+    span_per_type: dict[str, LabelScore] = Field(
+        default_factory=dict, description="Per entity type, spans with the same start, length and type "
+                                          "(conlleval's per-type lines).")
+    headline: Literal["token", "span_location_and_type"] = Field(
+        default="token", description="The score to lead with: conlleval's (span_location_and_type) on BIO "
+                                     "labels, token on inside/outside labels.")
     token_per_label: dict[str, LabelScore]
     token_macro_f1: float | None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _seed_names(cls, data: Any) -> Any:
+        """Read a report stored with the seed's names (span_strict, span_relaxed, span_type)."""
+        if isinstance(data, dict) and any(k in data for k in LEGACY_SPAN_KEYS):
+            data = {LEGACY_SPAN_KEYS.get(k, k): v for k, v in data.items()}
+        return data
 
 
 class CategoricalScore(BaseModel):
@@ -110,9 +134,9 @@ class WorkerReport(BaseModel):
     vs_expert: Score | CategoricalScore | None = Field(description="On the documents both the annotator and the "
                                                                    "experts labelled; null without any.")
     span_vs_expert: Score | None = Field(
-        default=None, description="A crowd worker's strict spans (same start and length, as the aggregate's "
-                                  "span_strict) against the expert reference, on the documents of vs_expert; null "
-                                  "without any, for experts and for categorical answers.")
+        default=None, description="A crowd worker's spans by location (same start and length, any type, as the "
+                                  "aggregate's span_location) against the expert reference, on the documents of "
+                                  "vs_expert; null without any, for experts and for categorical answers.")
     vs_aggregate: Score | CategoricalScore | None = Field(description="On all of the annotator's documents.")
     skill: float | None = Field(description="The aggregator's own score of the annotator (fit.skill says what it "
                                             "measures); null when the method has none.")
@@ -167,6 +191,9 @@ class Counts(BaseModel):
     crowd_workers: int
     experts: int
     expert_documents: int
+    expert_documents_without_crowd: int = Field(
+        default=0, description="Expert-labelled documents (items) that matched no crowd document by id: left out "
+                               "of the aggregate and of every score.")
     clamped_tokens: int = Field(description="Tokens whose expert label was given to the fit.")
 
 

@@ -19,6 +19,12 @@ NLP Sandbox (nlpsandbox-client @e51720b, ``nlpsandboxclient/evaluation.py``)
   and computes F1 from the rounded values; crowdqa reports unrounded values, and
   "no prediction" or "no reference" gives ``nan`` (the reference returns 0).
 
+The report names these by what they compare (issue 30): ``strict`` is **location** (start and length,
+any type), ``relaxed`` **location, relaxed** and ``type`` **location and type**, which on spans decoded
+from BIO labels is conlleval's exact chunk match (CoNLL-2000 shared task, ``conlleval.pl``; seqeval's
+default mode). :func:`overlap_counts` adds the **overlap** ("partial") match and :func:`per_type_counts`
+conlleval's per-type scores.
+
 nervaluate (1.2.1) and seqeval (1.2.2) rules are stated in their functions.
 
 References
@@ -42,11 +48,14 @@ from numpy.typing import NDArray
 from crowdqa.quality.metrics import PRF, make_prf, prf_from_counts
 
 __all__ = [
+    "LEGACY_SPAN_KEYS",
     "CharSpans",
     "dedupe_by_start",
     "instance_match",
     "instance_counts",
     "instance_prf",
+    "overlap_counts",
+    "per_type_counts",
     "annotation_tokens",
     "token_set_counts",
     "nervaluate_scores",
@@ -58,6 +67,10 @@ __all__ = [
 ]
 
 INSTANCE_MODES = ("strict", "relaxed", "type")
+#: The report's names of the instance scores before issue 30 (``strict`` and ``relaxed`` ignore the type),
+#: mapped to their names now; stored reports keep the old keys and are read through this.
+LEGACY_SPAN_KEYS = {"span_strict": "span_location", "span_relaxed": "span_location_relaxed",
+                    "span_type": "span_location_and_type"}
 
 
 @dataclass(frozen=True)
@@ -163,6 +176,81 @@ def instance_prf(gold, pred, *, mode: str = "strict", tolerance: int = 2) -> PRF
     n_docs = int(max(np.max(gold.doc, initial=-1), np.max(pred.doc, initial=-1))) + 1
     c = instance_counts(gold, pred, mode=mode, n_docs=n_docs, tolerance=tolerance).sum(axis=0)
     return make_prf(*c)
+
+
+def _overlapped(spans, other) -> NDArray[np.bool_]:
+    """Which of ``spans`` overlap (share a character with) some span of ``other`` in the same document.
+
+    ``other`` must be disjoint within each document (spans decoded from one label per token are): the span of
+    ``other`` that starts last before a span's end then has the largest end of those, so one
+    ``searchsorted`` decides.
+    """
+    if len(other) == 0 or len(spans) == 0:
+        return np.zeros(len(spans), dtype=bool)
+    ok = _key(other.doc, other.start)
+    order = np.argsort(ok, kind="stable")
+    j = np.searchsorted(ok[order], _key(spans.doc, spans.end), side="left") - 1
+    jj = order[np.maximum(j, 0)]
+    return (j >= 0) & (np.asarray(other.doc)[jj] == np.asarray(spans.doc)) & (
+        np.asarray(other.end)[jj] > np.asarray(spans.start))
+
+
+def overlap_counts(gold, pred, *, n_docs: int) -> NDArray[np.int64]:
+    """Per-document tp, fp, fn of the overlap ("partial") match, location only.
+
+    A predicted span is found if it shares a character with a reference span, of any type; a reference
+    span is found if a prediction shares one with it. Each span counts once however many it overlaps:
+    ``tp`` is the smaller of the predictions found and the references found in the document, so one long
+    prediction over two reference spans is one hit and one miss. Spans within each side must be disjoint
+    (decoded from one label per token).
+
+    Returns
+    -------
+    ndarray of shape (n_docs, 3)
+
+    Examples
+    --------
+    >>> g = CharSpans.from_lists([0, 0, 0], [0, 10, 20], [5, 14, 24])
+    >>> p = CharSpans.from_lists([0, 0], [2, 9], [4, 30])
+    >>> overlap_counts(g, p, n_docs=1).tolist()
+    [[2, 0, 1]]
+    """
+    found_pred = np.bincount(np.asarray(pred.doc)[_overlapped(pred, gold)], minlength=n_docs)
+    found_gold = np.bincount(np.asarray(gold.doc)[_overlapped(gold, pred)], minlength=n_docs)
+    tp = np.minimum(found_pred, found_gold)
+    n_pred = np.bincount(np.asarray(pred.doc), minlength=n_docs)
+    n_gold = np.bincount(np.asarray(gold.doc), minlength=n_docs)
+    return np.stack([tp, n_pred - tp, n_gold - tp], axis=1).astype(np.int64)
+
+
+def per_type_counts(gold, pred, *, n_types: int) -> NDArray[np.int64]:
+    """tp, fp, fn of each entity type under the location-and-type match (conlleval's per-type lines).
+
+    Parameters
+    ----------
+    gold, pred : spans
+        ``type`` in ``[0, n_types)``.
+    n_types : int
+
+    Returns
+    -------
+    ndarray of shape (n_types, 3)
+        A prediction of type t is a tp of t when the reference has a span of type t with its start and
+        length, else an fp of t; a reference span of type t not found so is an fn of t.
+
+    Examples
+    --------
+    >>> g = CharSpans.from_lists([0, 0], [0, 10], [5, 14], [1, 2])
+    >>> p = CharSpans.from_lists([0, 0], [0, 10], [5, 14], [1, 1])
+    >>> per_type_counts(g, p, n_types=3).tolist()
+    [[0, 0, 0], [1, 1, 0], [0, 0, 1]]
+    """
+    gold, pred = dedupe_by_start(gold), dedupe_by_start(pred)
+    hit = instance_match(gold, pred, mode="type")
+    tp = np.bincount(pred.type[hit], minlength=n_types)
+    n_pred = np.bincount(pred.type, minlength=n_types)
+    n_gold = np.bincount(gold.type, minlength=n_types)
+    return np.stack([tp, n_pred - tp, n_gold - tp], axis=1).astype(np.int64)
 
 
 _TREEBANK_LEAD = re.compile(r"^[\(\[\{\"'`]+")

@@ -194,7 +194,11 @@ class Coverage(SQLModel):
     annotators_per_document: CoverageStats
     crowd: CoverageStats
     expert: CoverageStats
-    documents_with_expert: int
+    documents_with_expert: int = Field(description="Documents (items) both an expert and a crowd annotator labelled; "
+                                                   "without any crowd annotator, every expert document.")
+    expert_documents_without_crowd: int = Field(
+        default=0, description="Expert documents (items) no crowd annotator labelled: their ids match no crowd "
+                               "document, so they are not aggregated nor scored.")
 
 
 class ParseSummary(_OmitNone):
@@ -416,9 +420,9 @@ class WorkerScorePublic(SQLModel):
     precision: float | None = Field(description="Token precision against the expert reference.")
     recall: float | None = Field(description="Token recall against the expert reference.")
     f1: float | None = Field(description="Token F1 against the expert reference.")
-    span_f1: float | None = Field(description="Strict span F1 (same start and length) against the expert "
-                                              "reference, on the documents of f1 (the report's span_vs_expert); "
-                                              "null for experts and categorical answers.")
+    span_f1: float | None = Field(description="Span F1 by location (same start and length, any type) against the "
+                                              "expert reference, on the documents of f1 (the report's "
+                                              "span_vs_expert); null for experts and categorical answers.")
     agreement_precision: float | None = Field(description="Token precision against the aggregate.")
     agreement_recall: float | None = Field(description="Token recall against the aggregate.")
     agreement_f1: float | None = Field(description="Token F1 against the aggregate.")

@@ -123,7 +123,8 @@ def _run(args: argparse.Namespace) -> int:
     say(f"crowdqa: read {corpus.n_docs} documents, {corpus.n_tokens} tokens, annotators {roles}"
         + (f"; skipped {len(problems)} bad rows" if problems else ""))
     result = local.aggregate(corpus, method=args.method, params=params, use_experts=args.use_experts,
-                             reference=args.reference, progress=progress, start=start)
+                             reference=args.reference, progress=progress, start=start,
+                             unmatched_expert_documents=parsed.unmatched_expert_documents)
     progress("writing", None, None)
     local.write_aggregate(result, corpus, output=args.output, format=out_format)
     progress.end()

@@ -79,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
                              method=args.method or args.aggregate_annotator or Path(args.aggregate).stem,
                              experts_used_in_fit=args.experts_used_in_fit, reference=args.reference,
                              seed=args.seed, n_boot=args.n_boot)
+    report["counts"]["expert_documents_without_crowd"] = parsed.unmatched_expert_documents
     print(format_report(report, max_workers=args.top, sort=args.sort))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Axis", "ScatterPoint", "Scatter", "precision_recall_scatter", "Curve", "line_curve", "shade_class",
-           "Matrix", "confusion_matrix"]
+__all__ = ["Axis", "ScatterPoint", "Scatter", "precision_recall_scatter", "AccuracyPoint", "accuracy_scatter",
+           "Curve", "line_curve", "shade_class", "Matrix", "confusion_matrix"]
 
 
 @dataclass(frozen=True)
@@ -62,15 +62,16 @@ class Scatter:
     height: int
     x: Axis
     y: Axis
-    points: list[ScatterPoint]
+    points: list[ScatterPoint] | list[AccuracyPoint]
     against: str
     missing: int = 0  # workers with no score against this reference (not drawn)
+    missing_experts: int = 0  # of those, experts (compared with the other experts only)
     x_ticks: list[tuple[float, str]] = field(default_factory=list)
     y_ticks: list[tuple[float, str]] = field(default_factory=list)
 
 
 def _interval(block: dict[str, Any], name: str) -> str:
-    ci = block.get(f"{name}_ci")
+    ci = block.get(f"{name}_ci" if name else "ci")
     return f" ({ci[0]:.3f}-{ci[1]:.3f})" if isinstance(ci, list | tuple) and len(ci) == 2 else ""
 
 
@@ -123,6 +124,75 @@ def precision_recall_scatter(report: dict[str, Any], *, against: str = "expert",
                                    r=7.0, tokens=int(agg.get("tokens") or 0), title=title))
     return Scatter(width=width, height=height, x=x, y=y, points=points, against=against, missing=missing,
                    x_ticks=x.ticks(), y_ticks=y.ticks())
+
+
+@dataclass(frozen=True)
+class AccuracyPoint:
+    """One annotator (or the aggregate) of categorical answers: accuracy against the number of items."""
+
+    label: str
+    kind: str  # "crowd", "expert" or "aggregate"
+    accuracy: float
+    items: int
+    x: float
+    y: float
+    title: str
+    href: str | None = None
+
+
+def _accuracy(block: Any) -> dict[str, Any] | None:
+    """The accuracy block (``value``, ``compared``, ``ci``) of a categorical report entry, or None."""
+    acc = block.get("accuracy") if isinstance(block, dict) else None
+    return acc if isinstance(acc, dict) and acc.get("value") is not None and acc.get("compared") else None
+
+
+def _round_up(n: int) -> float:
+    """The smallest round number of items at least ``n`` whose fifths are whole (the axis' ticks): 5, 10, 15, 20,
+    25, 30, 40, 50, 60, 80, 100, 150, ..."""
+    scale = 10.0 ** max(math.floor(math.log10(max(n, 1))) - 1, 0)
+    return next(float(m * scale) for m in (5, 10, 15, 20, 25, 30, 40, 50, 60, 80, 100) if m * scale >= n)
+
+
+def accuracy_scatter(report: dict[str, Any], *, against: str = "expert", worker_href=None,
+                     width: int = 560, height: int = 420) -> Scatter:
+    """Every annotator's accuracy (y) against the items it was compared on (x), versus the experts or the
+    aggregate, for categorical answers (which have no precision and recall).
+
+    The hover text gives the Clopper-Pearson interval, so a worker with few items shows how little its
+    accuracy says. The aggregate's accuracy against the experts is one more point, kind ``"aggregate"``.
+    Annotators compared on no item (an expert against the experts when there is no other expert) are counted
+    in ``missing``.
+    """
+    if against not in ("expert", "aggregate"):
+        raise ValueError(f"against must be 'expert' or 'aggregate', found {against!r}")
+    left, right, top, bottom = 52, 16, 14, 44
+    workers = report.get("workers") or []
+    blocks = [_accuracy(w.get(f"vs_{against}")) for w in workers]
+    agg = _accuracy(report.get("aggregate_vs_expert")) if against == "expert" else None
+    most = max([int(b["compared"]) for b in blocks if b] + ([int(agg["compared"])] if agg else []) + [1])
+    x = Axis(0.0, _round_up(most), left, width - right)  # five ticks at round numbers of items
+    y = Axis(0.0, 1.0, height - bottom, top)
+    name = "the experts" if against == "expert" else "the aggregate"
+    points = []
+    for w, b in zip(workers, blocks, strict=True):
+        if b is None:
+            continue
+        a, n = float(b["value"]), int(b["compared"])
+        title = (f"{w['annotator']} ({w.get('role', 'crowd')}): accuracy vs {name} {a:.3f}{_interval(b, '')} "
+                 f"on {n} items")
+        points.append(AccuracyPoint(label=str(w["annotator"]), kind=str(w.get("role", "crowd")), accuracy=a, items=n,
+                                    x=x(n), y=y(a), title=title,
+                                    href=worker_href(str(w["annotator"])) if worker_href else None))
+    if agg is not None:
+        a, n = float(agg["value"]), int(agg["compared"])
+        points.append(AccuracyPoint(label="aggregate", kind="aggregate", accuracy=a, items=n, x=x(n), y=y(a),
+                                    title=f"aggregate ({report.get('method')}) vs the experts: accuracy {a:.3f}"
+                                          f"{_interval(agg, '')} on {n} items"))
+    return Scatter(width=width, height=height, x=x, y=y, points=points, against=against,
+                           missing=sum(b is None for b in blocks),
+                           missing_experts=sum(b is None and w.get("role") == "expert"
+                                               for w, b in zip(workers, blocks, strict=True)),
+                           x_ticks=x.ticks(), y_ticks=y.ticks())
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from fastapi import Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from crowdqa.api.dashboard.auth import DashSessionDep
-from crowdqa.api.dashboard.charts import confusion_matrix, precision_recall_scatter, shade_class
+from crowdqa.api.dashboard.charts import accuracy_scatter, confusion_matrix, precision_recall_scatter, shade_class
 from crowdqa.api.dashboard.pages import job_page_response, owned_job, router
 from crowdqa.api.dashboard.web import PREFIX, SECURITY_HEADERS, PageError, render, templates
 from crowdqa.api.deps import QueueDep, SessionDep, SettingsDep
@@ -23,7 +23,14 @@ from crowdqa.api.routes.jobs import LabelFormat, get_labels
 from crowdqa.jobs import exports, reconcile
 from crowdqa.jobs.errors import JobNotFinishedError
 from crowdqa.jobs.finished import check_finished, finished_report, finished_report_json
-from crowdqa.jobs.results import DocumentLayers, disputed_documents, document_layers, load_job_result, worker_details
+from crowdqa.jobs.results import (
+    DocumentLayers,
+    disputed_documents,
+    document_layers,
+    load_job_result,
+    score_levels,
+    worker_details,
+)
 from crowdqa.store import crud
 from crowdqa.store.models import Job, JobStatus
 
@@ -32,8 +39,6 @@ __all__ = ["report_context", "viewer"]
 PAGE = 25
 #: Longest text the viewer draws; longer documents are cut there (with a note), so a 1 MB line stays a page.
 MAX_TEXT = 20_000
-SCORE_LEVELS = (("token", "tokens"), ("span_strict", "spans, strict"), ("span_relaxed", "spans, relaxed"),
-                ("span_type", "spans, type"))
 
 
 def _finished(read, **kwargs):
@@ -54,23 +59,32 @@ def _worker_href(job: Job):
     return lambda annotator: f"{PREFIX}/jobs/{job.id}/worker?id={quote(annotator, safe='')}"
 
 
-def report_context(session, settings, job: Job, *, sort: str, order: str, offset: int, against: str | None,
+def report_context(session, settings, job: Job, *, sort: str | None, order: str, offset: int, against: str | None,
                    docs_by: str) -> dict[str, Any]:
     """Everything the report part of the job page shows (the scatter against the experts when any worker
-    has a score against them, else against the aggregate, unless ``against`` says which)."""
+    has a score against them, else against the aggregate, unless ``against`` says which). The worker table
+    is sorted worst first unless ``sort`` says otherwise: by F1 (categorical answers: accuracy) against the
+    experts, or against the aggregate when no worker has a score against the experts."""
     body = _finished_report(session, job)
+    scored = any(isinstance(w.get("vs_expert"), dict) for w in body.get("workers") or [])
     if against is None:
-        scored = any(isinstance(w.get("vs_expert"), dict) for w in body.get("workers") or [])
         against = "expert" if scored else "aggregate"
+    if sort is None:
+        sort = crud.DEFAULT_SORT.get(str(body.get("kind")), "f1")
+        sort = sort if scored else f"agreement_{sort}"
     rows, count = crud.list_worker_scores(session=session, job_id=job.id, sort=sort, order=order, offset=offset,
                                           limit=PAGE)
-    scatter = precision_recall_scatter(body, against=against, worker_href=_worker_href(job))
+    categorical = body.get("kind") == "categorical"
+    plot = accuracy_scatter if categorical else precision_recall_scatter  # categorical answers have no P and R
+    scatter = plot(body, against=against, worker_href=_worker_href(job))
     disputed = disputed_documents(load_job_result(settings=settings, job=job), by=docs_by)
     vs_expert = body.get("aggregate_vs_expert") or {}
-    levels = [(name, title, vs_expert.get(name)) for name, title in SCORE_LEVELS]
     return {"report": body, "workers": rows, "worker_count": count, "sort": sort, "order": order, "offset": offset,
-            "page": PAGE, "scatter": scatter, "against": against, "disputed": disputed, "docs_by": docs_by,
-            "levels": [lv for lv in levels if isinstance(lv[2], dict)],
+            "page": PAGE, "scatter": None if categorical else scatter,
+            "accuracy_plot": scatter if categorical else None,
+            "against": against, "disputed": disputed, "docs_by": docs_by,
+            "mturk_batch": exports.has_batch(session=session, job=job),
+            "levels": score_levels(body), "per_type": vs_expert.get("span_per_type") or {},
             "accuracy": vs_expert.get("accuracy"), "per_label": vs_expert.get("token_per_label") or {},
             "agreement": body.get("agreement") or {},
             "sort_keys": crud.WORKER_SORT_KEYS, "label_formats": exports.label_formats(body.get("kind"))}
@@ -79,7 +93,7 @@ def report_context(session, settings, job: Job, *, sort: str, order: str, offset
 @router.get("/jobs/{job_id}")
 def job_page(request: Request, job_id: str, session: SessionDep, settings: SettingsDep, queue: QueueDep,
              dash: DashSessionDep,
-             sort: Annotated[Literal[crud.WORKER_SORT_KEYS], Query()] = "annotator",  # type: ignore[valid-type]
+             sort: Annotated[Literal[crud.WORKER_SORT_KEYS] | None, Query()] = None,  # type: ignore[valid-type]
              order: Annotated[Literal["asc", "desc"], Query()] = "asc",
              offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
              against: Annotated[Literal["expert", "aggregate"] | None, Query()] = None,
@@ -119,6 +133,7 @@ def worker_page(request: Request, job_id: str, session: SessionDep, settings: Se
         "job": job, "annotator": id, "role": details.role, "entry": entry,
         "estimated": confusion_matrix(details.estimated, labels), "measured": measured, "worst": details.worst,
         "documents": details.documents, "method": body.get("method"), "reference": job.reference,
+        "categorical": body.get("kind") == "categorical",
     }, dash=dash)
 
 
@@ -213,11 +228,14 @@ def download_workers(job_id: str, session: SessionDep, dash: DashSessionDep) -> 
 @router.get("/jobs/{job_id}/scatter.svg")
 def download_scatter(request: Request, job_id: str, session: SessionDep, dash: DashSessionDep,
                      against: Annotated[Literal["expert", "aggregate"], Query()] = "expert") -> Response:
-    """The precision-recall scatter as a standalone SVG file."""
+    """The precision-recall scatter (categorical answers: accuracy against items) as a standalone SVG file."""
     job = owned_job(session, dash, job_id)
     body = _finished_report(session, job)
-    scatter = precision_recall_scatter(body, against=against)
-    response = templates.TemplateResponse(request, "scatter.svg", {"scatter": scatter, "standalone": True},
+    if body.get("kind") == "categorical":
+        name, context = "accuracy.svg", {"accuracy_plot": accuracy_scatter(body, against=against)}
+    else:
+        name, context = "scatter.svg", {"scatter": precision_recall_scatter(body, against=against)}
+    response = templates.TemplateResponse(request, name, {**context, "standalone": True},
                                           media_type="image/svg+xml")
     response.headers.update(SECURITY_HEADERS)
     response.headers["Content-Disposition"] = f'attachment; filename="{job.id}-scatter-{against}.svg"'

@@ -38,7 +38,7 @@ report = json.load(open("report.json"))
 print("aggregate (%s) vs expert:" % report["method"])
 for level, s in report["aggregate_vs_expert"].items():
     if isinstance(s, dict) and "f1" in s:
-        print("  %-13s P=%.3f R=%.3f F1=%.3f" % (level, s["precision"], s["recall"], s["f1"]))'
+        print("  %-22s P=%.3f R=%.3f F1=%.3f" % (level, s["precision"], s["recall"], s["f1"]))'
 curl -sS --fail-with-body -H "$AUTH" "$API/jobs/$JOB/workers?sort=f1&order=asc&limit=5" | python3 -c '
 import json, sys
 fmt = lambda x: "n/a" if x is None else "%.3f" % x

@@ -448,7 +448,7 @@ def test_cli_aggregates_a_multi_column_conll_file(tmp_path):
     import json
 
     scored = json.loads(report.read_text())
-    assert scored["method"] == "bsc-seq" and scored["aggregate_vs_expert"]["span_type"]["f1"] > 0.5
+    assert scored["method"] == "bsc-seq" and scored["aggregate_vs_expert"]["span_location_and_type"]["f1"] > 0.5
 
 
 def test_previous_labels_equal_a_loop(seed):

@@ -44,7 +44,7 @@ def test_categorical_reports_carry_no_span_scores(tmp_path):
     w1 = c.labels_of(c.worker_ids.index("W1"))
     rep = build_report(c, w1, method="w1", experts_used_in_fit=False, n_boot=10).model_dump(mode="json")
     agg = rep["aggregate_vs_expert"]
-    assert rep["kind"] == "categorical" and "token" not in agg and "span_strict" not in agg
+    assert rep["kind"] == "categorical" and "token" not in agg and "span_location" not in agg
     assert agg["accuracy"]["value"] == pytest.approx(0.4) and set(agg["per_class"]) == {"A", "B", "C"}
     w = next(x for x in rep["workers"] if x["annotator"] == "W1")
     assert set(w["vs_expert"]) <= {"accuracy", "documents", "tokens"}

@@ -113,7 +113,7 @@ def test_schema_and_perfect_aggregate(seed):
     json.dumps(rep)
     assert rep["method"] == "ds" and rep["labels"] == list(c.class_names) and rep["experts_used_in_fit"] is True
     assert {k: rep["fit"][k] for k in fit} == fit
-    for key in ("token", "span_strict", "span_relaxed"):
+    for key in ("token", "span_location", "span_location_relaxed", "span_location_and_type", "span_overlap"):
         block = rep["aggregate_vs_expert"][key]
         assert SCORE_KEYS <= set(block)
         assert block["fp"] == block["fn"] == 0
@@ -123,7 +123,7 @@ def test_schema_and_perfect_aggregate(seed):
     assert {"expert_kappa", "krippendorff_alpha"} <= set(rep["agreement"])
     assert [(p["a"], p["b"]) for p in rep["agreement"]["expert_kappa"]] == [("e0", "e1")]
     text = format_report(rep)
-    assert "span_strict" in text and "c0" in text and "Krippendorff" in text
+    assert "span_location" in text and "c0" in text and "Krippendorff" in text
     # Same seed, same report.
     again = build_report(c, agg, method="ds", experts_used_in_fit=True, fit=fit, n_boot=100, seed=seed)
     assert again == rep
@@ -151,7 +151,7 @@ def test_clamped_tokens_are_never_scored():
     some = build_report(c, np.ones(c.n_tokens, int), method="mv", experts_used_in_fit=True, clamped=part, n_boot=10)
     assert full["aggregate_vs_expert"]["token"]["tokens"] - some["aggregate_vs_expert"]["token"]["tokens"] == int(
         c.doc_lengths[0])
-    assert some["aggregate_vs_expert"]["span_strict"]["documents"] == full["aggregate_vs_expert"]["span_strict"][
+    assert some["aggregate_vs_expert"]["span_location"]["documents"] == full["aggregate_vs_expert"]["span_location"][
         "documents"] - 1
 
 
@@ -215,7 +215,7 @@ def test_report_command_end_to_end(tmp_path, capsys):
     assert rep["method"] == "mv"
     tok = rep["aggregate_vs_expert"]["token"]
     assert (tok["tp"], tok["fp"], tok["fn"]) == (2, 0, 0)
-    assert rep["aggregate_vs_expert"]["span_strict"]["tp"] == 1
+    assert rep["aggregate_vs_expert"]["span_location"]["tp"] == 1
     w = {r["annotator"]: r for r in rep["workers"]}
     assert (w["w2"]["vs_expert"]["tp"], w["w2"]["vs_expert"]["fp"], w["w2"]["vs_expert"]["fn"]) == (1, 1, 1)
     assert w["w3"]["vs_expert"]["precision"] is None and w["w3"]["vs_expert"]["recall"] == 0.0
@@ -307,7 +307,7 @@ def test_categorical_report_is_printed_as_accuracy(tmp_path):
     text = format_report(rep)
     assert "3 items, 2 crowd workers, 1 experts on 3 items" in text
     assert "accuracy 0.667" in text and "(2 of 3 items)" in text
-    assert "Acc(exp)" in text and "span_strict" not in text
+    assert "Acc(exp)" in text and "span_location" not in text
 
 
 def test_dump_report_is_the_report_as_json(tmp_path):

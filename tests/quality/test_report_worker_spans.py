@@ -137,7 +137,7 @@ def test_hand_worked_worker_spans():
 
 
 def test_strict_spans_ignore_the_type():
-    """Strict: the same start and length, of any type (the aggregate's span_strict); a longer span is wrong."""
+    """Strict: the same start and length, of any type (the aggregate's span_location); a longer span is wrong."""
     c = _corpus({"e": {0: [1, 2, 0, 3]}, "a": {0: [3, 4, 0, 3]}, "b": {0: [1, 0, 0, 3]}}, [4])
     rep = _check(c)
     got = {w["annotator"]: w["span_vs_expert"] for w in rep["workers"]}
