@@ -26,6 +26,7 @@ from numpy.typing import NDArray
 from scipy.special import digamma, gammaln
 
 from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
+from crowdqa.aggregation._bio import bio_rules
 from crowdqa.aggregation._forward_backward import (
     _bucket_index,
     _forward_backward_corpus,
@@ -66,26 +67,6 @@ class _Design:
     ok_start: NDArray[np.bool_]  # (n_classes,) classes a sequence may start with
     ok_trans: NDArray[np.bool_]  # (n_classes, n_classes) allowed moves [from, to]
     begin: NDArray[np.int64]  # (n_classes,) the B-X class of each I-X (itself otherwise)
-
-
-def _bio_rules(class_names: tuple[str, ...]) -> tuple[NDArray[np.bool_], NDArray[np.bool_], NDArray[np.int64]]:
-    """Allowed starts (K,), allowed transitions (K, K) and the ``B-X`` class of each class (K,).
-
-    ``I-X`` may follow only ``B-X`` or ``I-X`` and may not start a sequence; every
-    other move is allowed (all of them when the names carry no ``B-``/``I-`` prefixes).
-    An ``I-X`` whose ``B-X`` is not in the schema is left unconstrained.
-    """
-    k = len(class_names)
-    prefix = np.array([n[:2] for n in class_names])
-    kind = np.array([n[2:] if p in ("B-", "I-") else "" for n, p in zip(class_names, prefix, strict=True)])
-    begin = np.arange(k)
-    for j in np.flatnonzero(prefix == "I-"):
-        match = np.flatnonzero((prefix == "B-") & (kind == kind[j]))
-        begin[j] = match[0] if match.size else j
-    constrained = begin != np.arange(k)
-    same = (kind[:, None] == kind[None, :]) & (kind[:, None] != "")
-    ok_trans = ~constrained[None, :] | same
-    return ~constrained, ok_trans, begin
 
 
 def _repair_bio(labels: NDArray[np.int64], *, design: _Design) -> NDArray[np.int64]:
@@ -129,7 +110,7 @@ def _build_design(corpus: Corpus, *, known: NDArray[np.int64] | None, annotator_
                   features: tuple[str, ...], lowercase: bool, sequences: str) -> _Design:
     """The one-hot crowd matrix (indexed by previous label for ``seq``), text features and batches."""
     n_tokens, k, n_workers = corpus.n_tokens, corpus.n_classes, corpus.n_workers
-    ok_start, ok_trans, begin = _bio_rules(corpus.class_names)
+    ok_start, ok_trans, begin = bio_rules(corpus.class_names)
     if annotator_model == "seq":
         # Before a document's first token the annotator has said nothing: "O" when the
         # schema has an outside class (the paper's convention), else an extra value.
