@@ -17,6 +17,7 @@ sequence at once; sufficient statistics are sparse products over the COO annotat
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -25,7 +26,8 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 from scipy.special import digamma, gammaln
 
-from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
+from crowdqa.aggregation._base import BaseAggregator, ConvergenceWarning, ProgressCallback
+from crowdqa.aggregation._bio import bio_rules
 from crowdqa.aggregation._forward_backward import (
     _bucket_index,
     _forward_backward_corpus,
@@ -35,12 +37,14 @@ from crowdqa.aggregation._forward_backward import (
 from crowdqa.aggregation._params import ITERATIONS, InstanceOf, Interval, Options
 from crowdqa.aggregation._sequences import FEATURES, doc_first, layout, text_features, token_text
 from crowdqa.aggregation.corpus import Corpus
+from crowdqa.aggregation.dawid_skene import DawidSkene
 
 __all__ = ["BayesianSequenceCombination"]
 
 _ANNOTATOR_MODELS = ("seq", "cm", "acc")
 _SEQUENCES = ("document", "sentence")
 _DECODERS = ("viterbi", "marginal")
+_INITS = ("vote", "ds")
 #: Pseudo-count of an annotator label that breaks BIO after that annotator's previous
 #: label (``O`` then ``I-X``): the paper's value for disallowed transitions. Not zero,
 #: because crowd labels may break BIO (IOB1 data), and their counts must stay possible.
@@ -66,26 +70,6 @@ class _Design:
     ok_start: NDArray[np.bool_]  # (n_classes,) classes a sequence may start with
     ok_trans: NDArray[np.bool_]  # (n_classes, n_classes) allowed moves [from, to]
     begin: NDArray[np.int64]  # (n_classes,) the B-X class of each I-X (itself otherwise)
-
-
-def _bio_rules(class_names: tuple[str, ...]) -> tuple[NDArray[np.bool_], NDArray[np.bool_], NDArray[np.int64]]:
-    """Allowed starts (K,), allowed transitions (K, K) and the ``B-X`` class of each class (K,).
-
-    ``I-X`` may follow only ``B-X`` or ``I-X`` and may not start a sequence; every
-    other move is allowed (all of them when the names carry no ``B-``/``I-`` prefixes).
-    An ``I-X`` whose ``B-X`` is not in the schema is left unconstrained.
-    """
-    k = len(class_names)
-    prefix = np.array([n[:2] for n in class_names])
-    kind = np.array([n[2:] if p in ("B-", "I-") else "" for n, p in zip(class_names, prefix, strict=True)])
-    begin = np.arange(k)
-    for j in np.flatnonzero(prefix == "I-"):
-        match = np.flatnonzero((prefix == "B-") & (kind == kind[j]))
-        begin[j] = match[0] if match.size else j
-    constrained = begin != np.arange(k)
-    same = (kind[:, None] == kind[None, :]) & (kind[:, None] != "")
-    ok_trans = ~constrained[None, :] | same
-    return ~constrained, ok_trans, begin
 
 
 def _repair_bio(labels: NDArray[np.int64], *, design: _Design) -> NDArray[np.int64]:
@@ -129,7 +113,7 @@ def _build_design(corpus: Corpus, *, known: NDArray[np.int64] | None, annotator_
                   features: tuple[str, ...], lowercase: bool, sequences: str) -> _Design:
     """The one-hot crowd matrix (indexed by previous label for ``seq``), text features and batches."""
     n_tokens, k, n_workers = corpus.n_tokens, corpus.n_classes, corpus.n_workers
-    ok_start, ok_trans, begin = _bio_rules(corpus.class_names)
+    ok_start, ok_trans, begin = bio_rules(corpus.class_names)
     if annotator_model == "seq":
         # Before a document's first token the annotator has said nothing: "O" when the
         # schema has an outside class (the paper's convention), else an extra value.
@@ -257,18 +241,23 @@ def _expected_counts(design: _Design, post: NDArray[np.float64], xi: NDArray[np.
     return stats
 
 
-def _vote_counts(corpus: Corpus, design: _Design, *, acc: bool) -> dict[str, NDArray[np.float64]]:
-    """Statistics from the vote fractions, as if they were ``q(t)``: the starting point of VB.
+def _initial_counts(corpus: Corpus, design: _Design, *, acc: bool, init: str) -> dict[str, NDArray[np.float64]]:
+    """Statistics of a simple aggregate taken as ``q(t)``: the starting point of VB.
 
-    Each token's ``q`` is its annotators' vote fractions (uniform without votes, one-hot
-    when clamped); a pair of neighbours counts ``q_i q_{i+1}^T`` on the moves BIO allows.
-    The authors start from a simple aggregate too (Dawid-Skene, in their code); vote
-    fractions are as good here at a fraction of the cost (see ``benchmarks/bsc_seq.py``).
+    ``init="vote"``: each token's annotators' vote fractions (uniform without votes);
+    ``init="ds"``: token-level Dawid-Skene posteriors (the authors start from a simple
+    aggregate too; their code offers majority vote and Dawid-Skene). Clamped tokens are
+    one-hot either way; a pair of neighbours counts ``q_i q_{i+1}^T`` on the moves BIO allows.
     """
     k = design.n_classes
-    votes = corpus.vote_counts()
-    n = votes.sum(axis=1, keepdims=True)
-    q = np.where(n > 0, votes / np.where(n > 0, n, 1.0), 1.0 / k) * design.active[:, None]
+    if init == "ds":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # a start, not a result
+            q = DawidSkene().fit(corpus, known=design.known).proba_ * design.active[:, None]
+    else:
+        votes = corpus.vote_counts()
+        n = votes.sum(axis=1, keepdims=True)
+        q = np.where(n > 0, votes / np.where(n > 0, n, 1.0), 1.0 / k) * design.active[:, None]
     if design.known is not None:
         clamped = design.known >= 0
         q[clamped] = np.eye(k)[design.known[clamped]]
@@ -348,14 +337,18 @@ class BayesianSequenceCombination(BaseAggregator):
         ``"seq"``: an annotator's label depends on the true label and on that
         annotator's previous label (BSC-seq); ``"cm"``: a full confusion matrix
         (IBCC-like); ``"acc"``: one accuracy, wrong labels uniform over the others.
-    max_iter : int, default=20
-        VB iterations at most (the authors' cap).
+    max_iter : int, default=100
+        VB iterations at most. The authors cap at 20, which a small project can hit
+        before the bound settles; an iteration costs a forward-backward pass, and fits
+        converge in 10-20 (``benchmarks/seq_protocol.py``), so the cap is a guard.
     tol : float or None, default=1e-5
         Stop when the relative change of the ELBO, ``|dL| / max(|L|, 1)``, is below it;
         None runs exactly ``max_iter`` iterations with no convergence test or warning.
     alpha0 : float, default=1.0
         Dirichlet pseudo-count of every label in each row of an annotator model (the
-        paper's :math:`\alpha_0`).
+        paper's :math:`\alpha_0`). This default and ``epsilon0``'s, ``nu0``'s and
+        ``init``'s were chosen by the protocol of ``benchmarks/README.md``
+        (``python -m benchmarks.seq_protocol``).
     epsilon0 : float, default=1.0
         Extra pseudo-count on the correct label (the paper's :math:`\epsilon_0`): the
         prior belief that annotators beat chance, which also keeps the classes from
@@ -363,8 +356,15 @@ class BayesianSequenceCombination(BaseAggregator):
     gamma0 : float, default=1.0
         Dirichlet pseudo-count of every allowed start and transition (the paper's
         :math:`\gamma_0`); moves that BIO forbids have no prior mass.
-    nu0 : float, default=1.0
-        Dirichlet pseudo-count of the text emissions (the authors' ``nu0``).
+    nu0 : float, default=0.01
+        Dirichlet pseudo-count of each word in each state's word emissions (the authors'
+        ``nu0``, whose class default is 1). With a vocabulary of thousands of words the
+        prior's mass is ``nu0`` times the vocabulary per state: at 1 it outweighs the
+        counts of the rare states (``I-MISC``, or every entity state of a small project),
+        so a word seen once looks likelier under a rare state than under ``O`` and spans
+        are cut or invented. 0.01 was chosen by the written protocol on two
+        development sets together (``benchmarks/README.md``); at 1 BSC-seq lost to
+        majority vote on small synthetic projects (``tests/aggregation/test_bsc_seq.py``).
     features : tuple of str, default=("word",)
         Token emissions of each state: ``"word"`` (the token text, the authors' text
         model) and any word shape of :data:`crowdqa.aggregation._sequences.SHAPE_FEATURES`;
@@ -380,6 +380,9 @@ class BayesianSequenceCombination(BaseAggregator):
         ``labels_`` from the most probable sequence of ``q(t)`` (valid BIO by
         construction), or from each token's marginal (lowest class on ties; an
         ``I-X`` that cannot follow its predecessor becomes ``B-X``).
+    init : {"vote", "ds"}, default="vote"
+        The ``q(t)`` that VB starts from: vote fractions, or token-level Dawid-Skene
+        posteriors (see :func:`_initial_counts`).
 
     Attributes
     ----------
@@ -417,7 +420,7 @@ class BayesianSequenceCombination(BaseAggregator):
     once; each optimal :math:`q(\theta)` is the prior's Dirichlet plus expected counts.
     ``log_likelihood_`` is :math:`\log\tilde Z - \sum KL(q(\theta)\,\|\,p(\theta))`,
     evaluated after each E-step. The parameter posteriors start from the vote fractions
-    taken as ``q(t)`` (the authors start from Dawid-Skene).
+    (``init="vote"``) or Dawid-Skene's posteriors (``init="ds"``) taken as ``q(t)``.
     Symbols: :math:`\kappa` = ``start_``, :math:`A` = ``transition_``,
     :math:`\pi` = ``worker_model_``.
 
@@ -447,17 +450,18 @@ class BayesianSequenceCombination(BaseAggregator):
 
     _parameter_constraints: ClassVar[dict[str, list]] = {
         "annotator_model": [Options(_ANNOTATOR_MODELS)], "sequences": [Options(_SEQUENCES)],
-        "decode": [Options(_DECODERS)], "max_iter": [ITERATIONS], "tol": [Interval(float, 0, None), None],
+        "decode": [Options(_DECODERS)], "init": [Options(_INITS)],
+        "max_iter": [ITERATIONS], "tol": [Interval(float, 0, None), None],
         "alpha0": [Interval(float, 0, None, closed="neither")], "epsilon0": [Interval(float, 0, None)],
         "gamma0": [Interval(float, 0, None, closed="neither")], "nu0": [Interval(float, 0, None, closed="neither")],
         "features": [FEATURES],
         "lowercase": [InstanceOf((bool,), "True or False")],
     }
 
-    def __init__(self, *, annotator_model: str = "seq", max_iter: int = 20, tol: float | None = 1e-5,
-                 alpha0: float = 1.0, epsilon0: float = 1.0, gamma0: float = 1.0, nu0: float = 1.0,
+    def __init__(self, *, annotator_model: str = "seq", max_iter: int = 100, tol: float | None = 1e-5,
+                 alpha0: float = 1.0, epsilon0: float = 1.0, gamma0: float = 1.0, nu0: float = 0.01,
                  features: tuple[str, ...] = ("word",), lowercase: bool = False, sequences: str = "sentence",
-                 decode: str = "viterbi") -> None:
+                 decode: str = "viterbi", init: str = "vote") -> None:
         self.annotator_model = annotator_model
         self.max_iter = max_iter
         self.tol = tol
@@ -469,6 +473,7 @@ class BayesianSequenceCombination(BaseAggregator):
         self.lowercase = lowercase
         self.sequences = sequences
         self.decode = decode
+        self.init = init
 
     def fit(self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None
             ) -> BayesianSequenceCombination:
@@ -492,7 +497,7 @@ class BayesianSequenceCombination(BaseAggregator):
         priors = _priors(design, annotator_model=self.annotator_model, alpha0=self.alpha0, epsilon0=self.epsilon0,
                          gamma0=self.gamma0, nu0=self.nu0)
         acc = self.annotator_model == "acc"
-        params = _m_step(_vote_counts(corpus, design, acc=acc), priors)
+        params = _m_step(_initial_counts(corpus, design, acc=acc, init=self.init), priors)
         monitor = self._monitor(callback)
         converged = False
         for _ in range(self.max_iter):

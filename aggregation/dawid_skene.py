@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from crowdqa.aggregation._base import BaseAggregator, ProgressCallback, one_hot_columns
+from crowdqa.aggregation._bio import bio_decode
 from crowdqa.aggregation._params import ITERATIONS, RANDOM_STATE, InstanceOf, Interval, Options
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.aggregation.majority_vote import _confusion_rows, _votes
@@ -320,7 +321,10 @@ class DawidSkene(BaseAggregator):
     Attributes
     ----------
     labels_ : ndarray of shape (n_tokens,)
-        Argmax of ``proba_``; ties go to the lowest class index.
+        Argmax of ``proba_`` (ties to the lowest class index); on a BIO corpus, each
+        document's most probable *valid* BIO sequence under ``proba_``
+        (:func:`crowdqa.aggregation._bio.bio_decode`), so that no span is split or cut
+        by a token whose argmax breaks BIO.
     proba_ : ndarray of shape (n_tokens, n_classes)
         Posteriors :math:`q_i`. Tokens nobody labelled get ``class_prior_``; tokens
         in ``known`` are one-hot.
@@ -461,7 +465,7 @@ class DawidSkene(BaseAggregator):
         posterior, _ = _e_step(_safe_log(prior), _safe_log(conf), **e_args)
 
         self.proba_ = np.ascontiguousarray(posterior)
-        self.labels_ = self.proba_.argmax(axis=1).astype(np.int64)
+        self.labels_ = bio_decode(self.proba_, corpus)
         self.worker_confusion_ = conf
         self.class_prior_ = prior
         self._record_run(monitor.history, converged)
@@ -481,8 +485,8 @@ class DawidSkene(BaseAggregator):
 
     def _predict_batch(self, corpus: Corpus) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """Labels and posteriors of ``corpus``'s tokens under the fitted parameters (one E-step, nothing refitted;
-        ties to the lowest class, as ``labels_``)."""
+        valid BIO on a BIO corpus, as ``labels_``)."""
         prior, conf = self._carried(corpus)
         post, _ = _e_step(_safe_log(prior), _safe_log(conf), token=corpus.token, key=_obs_key(corpus),
                           n_tokens=corpus.n_tokens, known=None)
-        return post.argmax(axis=1).astype(np.int64), post
+        return bio_decode(post, corpus), post

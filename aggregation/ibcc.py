@@ -15,6 +15,7 @@ from numpy.typing import NDArray
 from scipy.special import digamma, gammaln, logsumexp
 
 from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
+from crowdqa.aggregation._bio import bio_decode
 from crowdqa.aggregation._params import ITERATIONS, Interval
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.aggregation.dawid_skene import _e_step, _expected_counts, _obs_key
@@ -81,7 +82,9 @@ class IBCC(BaseAggregator):
     Attributes
     ----------
     labels_ : ndarray of shape (n_items,)
-        Argmax of ``proba_``; ties go to the lowest class index.
+        Argmax of ``proba_`` (ties to the lowest class index); on a BIO corpus, each
+        document's most probable valid BIO sequence under ``proba_``
+        (:func:`crowdqa.aggregation._bio.bio_decode`).
     proba_ : ndarray of shape (n_items, n_classes)
         :math:`q_i` after the final E-step; one-hot on ``known`` items;
         ``class_prior_`` on items nobody labelled.
@@ -195,7 +198,7 @@ class IBCC(BaseAggregator):
         present = corpus.worker_answers > 0
         accuracy = np.einsum("t,wtt->w", kappa, confusion)
         self.proba_ = post
-        self.labels_ = post.argmax(axis=1).astype(np.int64)
+        self.labels_ = bio_decode(post, corpus)
         self.alpha_ = alpha
         self.nu_ = nu
         self.worker_confusion_ = confusion

@@ -653,6 +653,40 @@ def render_bsc_seq(d: dict, results: Path, quick: bool) -> str:
     return "\n\n".join(parts)
 
 
+def _params_text(params: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items())
+
+
+def render_seq_protocol(d: dict, results: Path, quick: bool) -> str:
+    """Issue 28: every sequence method on conll_val and PICO dev, and the protocol that chose BSC-seq's defaults."""
+    sets = d["sets"]
+    names = list(sets)
+    label = {"conll_val": "conll_val span F1", "pico": "PICO dev token F1"}
+    header = ["method"] + [f"{label.get(n, n)} ({x})" for n in names for x in ("whole", "small project")]
+    header += [f"fit, {n} whole" for n in names]
+    rows = [[name] + [_ci(m[f"{n}{suffix}"], "f1") for n in names for suffix in ("", "_small")]
+            + [_ms(m[n]["fit"]["seconds"]) + ("" if m[n]["fit"]["iterations"] is None else
+                                            f" ({m[n]['fit']['iterations']} it.)") for n in names]
+            for name, m in d["methods"].items()]
+    size = "; ".join(f"{n}: {s['documents']:,} documents ({s['tokens']:,} tokens), {s['scored_documents']} scored, "
+                     f"small project {s['small_documents']} documents fitted alone" for n, s in sets.items())
+    grid_rows = [[_params_text(c["params"])] + [_f(c["f1"][n][x]) for n in names for x in ("whole", "small")]
+                 + [_f(c["score"], 4) + (" **chosen**" if c["params"] == d["chosen"] else "")] for c in d["grid"]]
+    cross = [[f"{r['chosen_on']} → {r['reported_on']}", _params_text(r["chosen"]), _f(r["score_on_chosen_half"], 4),
+              _f(r["score_on_reported_half"], 4), _params_text(r["best_on_reported_half"]),
+              _f(r["best_score_on_reported_half"], 4)] for r in d["cross_check"]]
+    return (
+        f"Every sequence method with its defaults ({size}). conll_val: strict span F1 (conlleval); PICO: token F1 "
+        "against the union of the experts on the 64 expert-dev documents; F1 with a 95% document bootstrap "
+        "interval. The protocol is in `benchmarks/README.md`.\n\n" + _table(header, rows)
+        + f"\n\nBSC-seq candidates and the rule ({d['rule']}):\n\n"
+        + _table(["candidate"] + [f"{n} {x}" for n in names for x in ("whole", "small")] + ["score"], grid_rows)
+        + "\n\nCross-check: the scored documents of each set halved at random; the candidate the rule picks on "
+          "one half, scored on the other, beside the best candidate of that other half.\n\n"
+        + _table(["chosen on → reported on", "chosen", "score, chosen half", "score, other half",
+                  "best on the other half", "its score"], cross))
+
+
 def render_routing(d: dict, results: Path, quick: bool) -> str:
     s, full = d["setup"], d["full_pool"]
     names = {"routed": "routed (crowdqa route)", "uncertainty": "uncertainty sampling (token entropy)",
@@ -724,6 +758,8 @@ SECTIONS: dict[str, tuple[str, str, Callable[[dict, Path, bool], str]]] = {
     "hmm_crowd": ("HMM-Crowd EM step and PICO fit", "python -m benchmarks.hmm_crowd", render_hmm_crowd),
     "bsc_seq": ("Bayesian sequence combination (BSC-seq) vs HMM-Crowd", "python -m benchmarks.bsc_seq",
                 render_bsc_seq),
+    "seq_protocol": ("Sequence methods on conll_val and PICO dev, and how BSC-seq's defaults were chosen",
+                     "python -m benchmarks.seq_protocol", render_seq_protocol),
     "ingest_pico": ("Ingest throughput", "python -m benchmarks.ingest_pico", render_ingest_pico),
     "scaling": ("Scaling from 10^4 to 10^7 labels", "python -m benchmarks.scaling", render_scaling),
     "service_overhead": ("Service overhead", "python benchmarks/service_overhead.py", render_service_overhead),

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from crowdqa.aggregation import make_aggregator
+from crowdqa.aggregation import ConvergenceWarning, make_aggregator
 from crowdqa.aggregation.batches import carry_workers, fitted_state, restore_state, supports_batches
 from crowdqa.aggregation.corpus import MISSING, Corpus
 from crowdqa.aggregation.memory import Shape
@@ -187,6 +187,10 @@ def run_pipeline(
         # What each worker's "skill" in the report measures (None: the model has no worker score).
         "skill": getattr(aggregator, "skill_description", None),
         "warnings": [str(w.message) for w in caught],
+        # The stop at max_iter said in words, for the job's progress and the report's text (not only
+        # "converged False"): the labels of an unconverged fit may still change with more iterations.
+        "convergence_note": next((f"not converged: {w.message}" for w in caught
+                                  if issubclass(w.category, ConvergenceWarning)), None),
         "stages": {"fitting": round(fit_seconds, 6)},
     }
     if start is not None:

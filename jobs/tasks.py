@@ -139,7 +139,8 @@ def _save_results(settings: Settings, job: Job, result, timings: dict[str, float
     timings["save"] = fit["stages"]["writing"] = round(time.perf_counter() - t0, 6)
     history = fit.get("log_likelihood") or [None]
     progress = {"stage": "done", "iteration": fit.get("iterations"), "log_likelihood": history[-1],
-                "stages": dict(fit["stages"])}
+                "stages": dict(fit["stages"]), "converged": fit.get("converged"),
+                "convergence_note": fit.get("convergence_note")}
     artifacts = {"labels": labels.as_dict(), "proba": proba.as_dict(), "worker_confusion": confusion.as_dict(),
                  **({"model": model.as_dict()} if model is not None else {})}
     with Session(get_engine(settings)) as s:

@@ -709,7 +709,7 @@ def _score(block: dict | None) -> dict | None:
 #: ones (a test holds them to the model).
 _FIT_DEFAULTS: dict[str, Any] = {"iterations": None, "converged": None, "seconds": None, "log_likelihood": None,
                                  "params": {}, "skill": None, "warnings": [], "stages": {}, "cross_fit": None,
-                                 "uncovered_tokens": None}
+                                 "uncovered_tokens": None, "convergence_note": None}
 
 
 def fit_record_data(fit: FitRecord | dict | None) -> dict | None:
@@ -951,6 +951,8 @@ def format_report(report: QualityReport | dict, *, max_workers: int = 40, sort: 
         stop = "fixed schedule" if conv is None else f"converged {conv}"
         lines.append(f"fit: {fit.get('iterations', '-')} iterations, {stop}, "
                      f"{_fmt(fit.get('seconds'), 1)} s")
+        if fit.get("convergence_note"):
+            lines.append(f"warning: {fit['convergence_note']}")
     categorical = report.get("kind") == "categorical"  # one-token documents: say items, score accuracy
     counts = report.get("counts", {})
     if counts:

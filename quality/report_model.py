@@ -223,6 +223,8 @@ class FitRecord(BaseModel):
                                                                        "cross_fitting, scoring, writing).")
     cross_fit: CrossFit | None = None
     uncovered_tokens: int | None = Field(default=None, description="Tokens no crowd worker labelled (not scored).")
+    convergence_note: str | None = Field(default=None, description="Why the fit stopped before converging (it "
+                                                                    "reached max_iter); null when it converged.")
 
 
 class Bootstrap(BaseModel):

@@ -228,6 +228,10 @@ class JobProgress(_OmitNone):
     stages: dict[str, float] | None = Field(default=None, description="Seconds of every finished stage.")
     iteration: int | None = Field(default=None, description="EM iteration (or the last one, when done).")
     log_likelihood: float | None = Field(default=None, description="Objective at that iteration.")
+    converged: bool | None = Field(default=None, description="When done: whether the fit converged (absent: a "
+                                                             "fixed schedule).")
+    convergence_note: str | None = Field(default=None, description="When done: why the fit stopped before "
+                                                                   "converging (it reached max_iter).")
 
 
 class _UtcTimes(SQLModel):

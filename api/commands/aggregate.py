@@ -135,6 +135,8 @@ def _run(args: argparse.Namespace) -> int:
     stop = "fixed schedule" if fit["converged"] is None else f"converged={fit['converged']}"
     say(f"crowdqa: {args.method}: {fit['iterations']} iterations, {stop}, "
         f"{fit['seconds']:.2f} s; wrote {out_format} to {args.output}")
+    if fit.get("convergence_note"):
+        say(f"crowdqa: warning: {fit['convergence_note']}")
     if args.save_model:
         from crowdqa.jobs.batches import save_model_file
 

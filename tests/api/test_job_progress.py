@@ -46,3 +46,18 @@ def test_progress_names_each_stage_with_its_seconds(client, keys, monkeypatch):
     run = datetime.fromisoformat(body["finished_at"]) - datetime.fromisoformat(body["started_at"])
     assert sum(final["stages"].values()) <= run.total_seconds() + 0.01
     assert body["timings"]["save"] == final["stages"]["writing"]
+
+
+def test_a_job_stopped_at_max_iter_says_so_in_its_progress_and_report(client, keys):
+    """Issue 28: a fit that reaches max_iter is reported in words by GET /jobs/{id} (progress.converged and
+    progress.convergence_note) and in the report's fit block, not only as a converged flag."""
+    key = keys["a"]
+    ds = sample_dataset(client, key)
+    r = client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key), json={"method": "ds", "params": {"max_iter": 1}})
+    assert r.status_code == 202, r.text
+    body = wait_job(client, r.json()["id"], key)
+    assert body["status"] == "finished", body
+    final = body["progress"]
+    assert final["converged"] is False and "max_iter=1" in final["convergence_note"]
+    fit = client.get(f"/api/v1/jobs/{body['id']}/report", headers=auth(key)).json()["fit"]
+    assert fit["convergence_note"] == final["convergence_note"]

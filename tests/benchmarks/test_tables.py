@@ -162,6 +162,22 @@ def _fakes() -> dict[str, dict]:
                                          "BSC-seq": {"total": 40.0, "fit": 30.0, "report": 10.0}},
                      "ratio_to_hmmcrowd": {"fit": 1.5, "whole_path": 40 / 30}},
         },
+        "seq_protocol": {
+            "meta": meta, "rule": "maximise the mean",
+            "sets": {"conll_val": {"documents": 2743, "tokens": 37660, "scored_documents": 2743,
+                                   "small_documents": 300},
+                     "pico": {"documents": 4613, "tokens": 1460104, "scored_documents": 64, "small_documents": 127}},
+            "grid": [{"params": {"nu0": 1.0}, "f1": {"conll_val": {"whole": 0.73, "small": 0.67},
+                                                     "pico": {"whole": 0.76, "small": 0.66}}, "score": 0.705},
+                     {"params": {"nu0": 0.1}, "f1": {"conll_val": {"whole": 0.78, "small": 0.75},
+                                                     "pico": {"whole": 0.77, "small": 0.74}}, "score": 0.76}],
+            "chosen": {"nu0": 0.1},
+            "cross_check": [{"chosen_on": "A", "reported_on": "B", "chosen": {"nu0": 0.1}, "score_on_chosen_half": 0.77,
+                             "score_on_reported_half": 0.75, "best_on_reported_half": {"nu0": 0.1},
+                             "best_score_on_reported_half": 0.75}],
+            "methods": {"BSC-seq": {k: {**_block(0.8, 0.7, 0.75), "fit": {"seconds": 3.0, "iterations": 12}}
+                                    for k in ("conll_val", "conll_val_small", "pico", "pico_small")}},
+        },
     }
 
 
@@ -275,3 +291,13 @@ def test_a_merged_run_names_every_run_whose_points_it_kept(tmp_path):
                     "(2026-01-02 00:00 UTC), `python -m benchmarks.whole_path --sizes 3e5` (2026-01-01 00:00 UTC) · "
                     "`benchmarks/results/whole_path.json`")
     assert "kept" not in tables._provenance({"meta": first}, tmp_path / "whole_path.json", "unused")
+
+
+def test_seq_protocol_section(results):
+    """Oracle: the fake seq_protocol file's values, formatted by hand (issue 28)."""
+    md = tables.render(results)
+    assert ("| BSC-seq | 0.750 (0.720–0.780) | 0.750 (0.720–0.780) | 0.750 (0.720–0.780) | 0.750 (0.720–0.780) "
+            "| 3.00 s (12 it.) | 3.00 s (12 it.) |") in md
+    assert "| nu0=0.1 | 0.780 | 0.750 | 0.770 | 0.740 | 0.7600 **chosen** |" in md
+    assert "| nu0=1.0 | 0.730 | 0.670 | 0.760 | 0.660 | 0.7050 |" in md
+    assert "| A → B | nu0=0.1 | 0.7700 | 0.7500 | nu0=0.1 | 0.7500 |" in md

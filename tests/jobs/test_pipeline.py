@@ -147,3 +147,17 @@ def test_report_carries_each_workers_skill(method, seed):
             assert entry.skill is None
         else:
             assert entry.skill == pytest.approx(direct.skills_[w], rel=1e-12)
+
+
+def test_a_fit_stopped_at_max_iter_says_so_in_the_report_text(seed):
+    """Issue 28: non-convergence is reported in words (fit record, text report), not only as converged False."""
+    from crowdqa.quality.report import format_report as render_text
+
+    corpus = synthetic_corpus(seed=seed)
+    stopped = run_pipeline(corpus, method="bsc-seq", params={"max_iter": 1, "features": ()})
+    assert stopped.fit.converged is False
+    assert stopped.fit.convergence_note.startswith("not converged: ") and "max_iter=1" in stopped.fit.convergence_note
+    assert f"warning: {stopped.fit.convergence_note}" in render_text(stopped.report)
+    done = run_pipeline(corpus, method="ds")
+    assert done.fit.converged is True and done.fit.convergence_note is None
+    assert "warning: not converged" not in render_text(done.report)

@@ -1,0 +1,41 @@
+"""benchmarks.seq_protocol: the rule, the cross-check's halves and the per-document span counts (issue 28)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from benchmarks import seq_protocol as sp
+from benchmarks.bsc_seq import exact_spans
+from benchmarks.ner_crowd import ner_crowd
+
+
+def test_span_counts_equal_the_set_oracle_per_document():
+    """Oracle: Python sets of exact spans (benchmarks.bsc_seq.exact_spans), document by document."""
+    corpus, truth, _ = ner_crowd(n_sentences=60, seed=3)
+    pred = corpus.labels_of(0)
+    pred[pred < 0] = 0
+    counts = sp.span_counts(pred, truth, corpus)
+    got, gold = exact_spans(pred, corpus), exact_spans(truth, corpus)
+    doc_of = corpus.token_doc
+    for d in range(corpus.n_docs):
+        g = {s for s in got if doc_of[s[0]] == d}
+        r = {s for s in gold if doc_of[s[0]] == d}
+        assert counts[d].tolist() == [len(g & r), len(g - r), len(r - g)]
+
+
+def test_subset_docs_keeps_the_labels_of_the_kept_documents():
+    corpus, _, _ = ner_crowd(n_sentences=20, seed=1)
+    sub, mask = sp.subset_docs(corpus, np.array([7, 2, 11]))
+    assert sub.doc_ids == tuple(corpus.doc_ids[d] for d in (2, 7, 11)) and mask.sum() == sub.n_tokens
+    for w in range(corpus.n_workers):
+        np.testing.assert_array_equal(sub.labels_of(w), corpus.labels_of(w)[mask])
+
+
+def test_rule_averages_whole_and_small_over_sets_and_ties_go_to_the_earlier():
+    def cand(a, b, c, d):
+        return {"f1": {"conll_val": {"whole": a, "small": b}, "pico": {"whole": c, "small": d}}}
+
+    cands = [cand(0.7, 0.6, 0.8, 0.7), cand(0.9, 0.5, 0.6, 0.6), cand(0.6, 0.7, 0.7, 0.8)]
+    assert sp.rule_score(cands[0]["f1"]) == np.mean([0.65, 0.75])
+    assert sp.choose(cands) == 0  # 0.70, 0.65, 0.70: a tie, the earlier wins
+    assert sp.choose(cands[1:]) == 1
