@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import time
+import weakref
 from functools import lru_cache
 
 from sqlalchemy import DateTime, event, text
@@ -29,6 +31,29 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cur.close()
 
 
+#: Every engine this process built: a forked child must not use their pooled connections (see _after_fork).
+_engines: weakref.WeakSet[Engine] = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    """In a forked child (rq's work horse), give every engine a new, empty pool.
+
+    A pooled connection is a socket and a server session: parent and child would both talk on it, and
+    psycopg's automatically prepared statements (``_pg3_0``...) would be made twice in one server session,
+    failing every job after the first with DuplicatePreparedStatement. ``dispose(close=False)`` drops the
+    child's references without closing them (closing would end the parent's session too); the child opens
+    its own connections on first use. This is SQLAlchemy's documented recipe for pools across ``fork``
+    ("Using Connection Pools with Multiprocessing or os.fork()"), chosen over turning prepared statements
+    off because sharing a socket is wrong with or without them; and over disposing in the worker only,
+    because every fork of a process that has used the database needs it.
+    """
+    for engine in list(_engines):
+        engine.dispose(close=False)
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
 def make_engine(settings: Settings) -> Engine:
     """Build the engine for ``settings.database_url`` (SQLite: the data dir and the file are created private)."""
     url = settings.database_url
@@ -38,8 +63,10 @@ def make_engine(settings: Settings) -> Engine:
         prepare_sqlite_file(url)
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
         event.listen(engine, "connect", _sqlite_pragmas)
-        return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+    else:
+        engine = create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+    _engines.add(engine)
+    return engine
 
 
 def init_db(engine: Engine) -> None:

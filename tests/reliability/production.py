@@ -1,0 +1,96 @@
+"""A production deployment for tests, as the README describes it: a real redis-server and PostgreSQL,
+``crowdqa serve`` and separate ``crowdqa worker`` processes sharing one data directory.
+
+The processes are the installed ``crowdqa`` command, started with the environment a user would export;
+each runs in its own session so that a test can kill a worker (and its work horse) outright.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.utils.services import free_port, wait_for_port
+
+BIN = Path(sys.executable).parent
+CROWDQA = BIN / "crowdqa"
+
+
+class Deployment:
+    """``crowdqa serve`` plus workers on ``redis_url`` and ``database_url``; logs under ``root``."""
+
+    def __init__(self, root: Path, *, redis_url: str, database_url: str, **env: str) -> None:
+        self.root = root
+        self.port = free_port()
+        self.api = f"http://127.0.0.1:{self.port}/api/v1"
+        base = {k: v for k, v in os.environ.items() if not k.startswith("CROWDQA_")}
+        self.env = {**base, "PATH": f"{BIN}{os.pathsep}{base.get('PATH', '')}", "PYTHONUNBUFFERED": "1",
+                    "CROWDQA_REDIS_URL": redis_url, "CROWDQA_DATABASE_URL": database_url,
+                    "CROWDQA_DATA_DIR": str(root / "crowdqa-data"), "CROWDQA_API": self.api, **env}
+        self.server: subprocess.Popen | None = None
+        self.workers: list[subprocess.Popen] = []
+        self._logs: list = []
+
+    def _spawn(self, args: list[str], log_name: str) -> subprocess.Popen:
+        log = open(self.root / log_name, "ab")  # noqa: SIM115 - closed in close()
+        self._logs.append(log)
+        return subprocess.Popen([str(CROWDQA), *args], env=self.env, cwd=self.root, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+
+    def serve(self) -> Deployment:
+        self.server = self._spawn(["serve", "--port", str(self.port), "--log-level", "warning"], "serve.log")
+        wait_for_port(self.port, timeout=60)
+        return self
+
+    def worker(self, *args: str) -> subprocess.Popen:
+        """Start one more ``crowdqa worker`` (its log: ``worker-<n>.log``)."""
+        proc = self._spawn(["worker", *args], f"worker-{len(self.workers)}.log")
+        self.workers.append(proc)
+        return proc
+
+    def log(self, name: str) -> str:
+        return (self.root / name).read_text(errors="replace")
+
+    def key(self, project: str = "demo") -> str:
+        out = subprocess.run([str(CROWDQA), "keys", "create", "--project", project], env=self.env, cwd=self.root,
+                             capture_output=True, text=True, check=True)
+        return out.stdout.strip().splitlines()[-1]
+
+    def client(self, key: str) -> httpx.Client:
+        return httpx.Client(base_url=self.api, headers={"Authorization": f"Bearer {key}"}, timeout=30)
+
+    def close(self) -> None:
+        for proc in [*self.workers, *([self.server] if self.server else [])]:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 20
+        for proc in [*self.workers, *([self.server] if self.server else [])]:
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(10)
+        for log in self._logs:
+            log.close()
+
+    def __enter__(self) -> Deployment:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def wait_status(client: httpx.Client, job_id: str, *, timeout: float, until=("finished", "failed")) -> dict:
+    """Poll ``GET /jobs/{id}`` until its status is one of ``until`` (or the time is up); the last body."""
+    deadline = time.monotonic() + timeout
+    while True:
+        body = client.get(f"/jobs/{job_id}").json()
+        if body.get("status") in until or time.monotonic() > deadline:
+            return body
+        time.sleep(0.2)
