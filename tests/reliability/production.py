@@ -94,3 +94,33 @@ def wait_status(client: httpx.Client, job_id: str, *, timeout: float, until=("fi
         if body.get("status") in until or time.monotonic() > deadline:
             return body
         time.sleep(0.2)
+
+
+def children(pid: int) -> list[int]:
+    """The child processes of ``pid`` (rq's work horse is one: it runs in its own process group)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            pass
+    return found
+
+
+def kill_hard(proc: subprocess.Popen) -> None:
+    """SIGKILL a worker and its work horse at once, as when its host or container dies."""
+    horses = children(proc.pid)
+    os.killpg(proc.pid, signal.SIGKILL)
+    for pid in horses:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    proc.wait(10)
+
+
+def upload(client: httpx.Client, dataset_id: str, path: Path, *, format: str = "spans-jsonl",
+           role: str = "crowd") -> httpx.Response:
+    with open(path, "rb") as fh:
+        return client.post(f"/datasets/{dataset_id}/uploads", files={"file": (path.name, fh)},
+                           data={"format": format, "role": role})

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
+import redis
 
-from tests.reliability.production import Deployment
+from tests.api.conftest import SAMPLE
+from tests.reliability.production import Deployment, kill_hard, upload, wait_status
+from tests.utils.factories import synthetic_corpus
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "api" / "sample" / "README_example.sh"
@@ -36,3 +40,64 @@ def test_readme_example_twice_on_one_worker(deployment):
         assert re.search(r"job [0-9a-f]{32}: finished", out.stdout), (run, out.stdout, deployment.log("worker-0.log"))
     assert worker.poll() is None, deployment.log("worker-0.log")
     assert "Traceback" not in deployment.log("worker-0.log"), deployment.log("worker-0.log")
+
+
+@pytest.fixture
+def slow_corpus(tmp_path) -> Path:
+    """A corpus on which a Dawid-Skene job with ``tol`` 0 runs for several seconds."""
+    path = tmp_path / "big.npz"
+    synthetic_corpus(n_docs=2000, doc_len=50, n_crowd=20, crowd_per_doc=5, seed=4).save(path)
+    return path
+
+
+def _no_rq_text(response) -> None:
+    assert "Execution" not in response.text and "rq" not in response.text.split(), response.text
+
+
+def test_rerun_from_every_terminal_state(tmp_path, redis_url, postgres_url, slow_corpus):
+    """Issue 27 (2, 3): a finished job, a job failed as lost (Redis flushed under it) and a job failed as abandoned
+    (its worker and work horse SIGKILLed mid-job) each re-run to finished on a new worker. Before, the abandoned
+    job's re-run answered 422 with rq's "Execution ... not found in Redis" and stayed queued for good."""
+    env = {"CROWDQA_STALE_AFTER": "3", "CROWDQA_HEARTBEAT_INTERVAL": "0.5", "CROWDQA_LOST_AFTER": "1"}
+    with Deployment(tmp_path, redis_url=redis_url, database_url=postgres_url, **env) as d:
+        d.serve()
+        api = d.client(d.key("rerun"))
+        small = api.post("/datasets", json={"name": "small"}).json()["id"]
+        assert upload(api, small, SAMPLE / "crowd.jsonl").status_code == 201
+        big = api.post("/datasets", json={"name": "big"}).json()["id"]
+        assert upload(api, big, slow_corpus, format="corpus").status_code == 201
+
+        # Lost: queued while no worker runs, then Redis forgets it.
+        lost = api.post(f"/datasets/{small}/jobs", json={"method": "mv"}).json()["id"]
+        redis.Redis.from_url(redis_url).flushdb()
+        body = wait_status(api, lost, timeout=30, until=("failed",))
+        assert body["status"] == "failed" and body["error"].startswith("lost"), body
+
+        # Abandoned: the worker and its horse die mid-job.
+        worker = d.worker()
+        abandoned = api.post(f"/datasets/{big}/jobs", json={"method": "ds", "params": {"max_iter": 300, "tol": 0.0}})
+        abandoned = abandoned.json()["id"]
+        assert wait_status(api, abandoned, timeout=60, until=("running",))["status"] == "running"
+        time.sleep(1.0)
+        kill_hard(worker)
+        body = wait_status(api, abandoned, timeout=30, until=("failed", "finished"))
+        assert body["status"] == "failed" and body["error"].startswith("abandoned"), body
+        # The dead run's execution hash expires after rq's heartbeat TTL (about 90 s) while its id stays in the
+        # job's execution registry for 60 s more: expire it now instead of waiting.
+        r = redis.Redis.from_url(redis_url)
+        assert r.delete(*r.keys("rq:execution:*")) >= 1
+
+        d.worker()
+        finished = api.post(f"/datasets/{small}/jobs", json={"method": "ds"}).json()["id"]
+        assert wait_status(api, finished, timeout=60)["status"] == "finished"
+
+        for job_id, params in ((lost, None), (abandoned, {"params": {"max_iter": 5}}), (finished, None)):
+            r = api.post(f"/jobs/{job_id}/rerun", json=params)
+            _no_rq_text(r)
+            assert r.status_code == 202, r.text
+            body = wait_status(api, job_id, timeout=60)
+            assert body["status"] == "finished", body
+        # Once more from finished, then the abandoned run's leftovers in Redis are gone for good.
+        r = api.post(f"/jobs/{abandoned}/rerun")
+        assert r.status_code == 202, r.text
+        assert wait_status(api, abandoned, timeout=90)["status"] == "finished"
