@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 import weakref
+from collections.abc import Callable
 from functools import lru_cache
+from typing import TypeVar
 
 from sqlalchemy import DateTime, event, text
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError, OperationalError, ProgrammingError
+from sqlalchemy.exc import (
+    ArgumentError,
+    DBAPIError,
+    IntegrityError,
+    NoSuchModuleError,
+    OperationalError,
+    ProgrammingError,
+)
 from sqlmodel import Session, SQLModel, create_engine, select
 
 from crowdqa.store import models  # noqa: F401  (registers the tables on SQLModel.metadata)
@@ -18,7 +28,11 @@ from crowdqa.store.models import SCHEMA_VERSION, SchemaInfo
 from crowdqa.store.private import make_private_dir, prepare_sqlite_file
 from crowdqa.store.settings import Settings, masked_url
 
-__all__ = ["make_engine", "init_db", "get_engine", "open_session", "MIGRATIONS"]
+__all__ = ["make_engine", "init_db", "get_engine", "open_session", "MIGRATIONS", "outage", "with_session_retry"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
@@ -156,3 +170,37 @@ def get_engine(settings: Settings) -> Engine:
 def open_session(settings: Settings) -> Session:
     """A new session on the initialised database of ``settings`` (use it in a ``with`` block)."""
     return Session(get_engine(settings))
+
+
+def outage(exc: BaseException) -> bool:
+    """True if ``exc`` says the database server cannot be reached now (down, restarting, connection cut)."""
+    return isinstance(exc, OperationalError) or (isinstance(exc, DBAPIError) and exc.connection_invalidated)
+
+
+def with_session_retry(settings: Settings, action: Callable[[Session], T], *, what: str, patience: float) -> T:
+    """``action(session)`` on a new session, tried again with backoff (0.2 s doubling to 5 s) while the database
+    is unreachable, for up to ``patience`` seconds; then the last error is raised.
+
+    One warning when an outage starts and one line when it ends, not one per attempt. Each attempt opens a new
+    session, and the pool's pre-ping replaces connections the restarted server cut.
+    """
+    deadline = time.monotonic() + patience
+    delay, started = 0.2, None
+    while True:
+        try:
+            with open_session(settings) as session:
+                result = action(session)
+        except DBAPIError as exc:
+            if not outage(exc) or time.monotonic() + delay > deadline:
+                raise
+            if started is None:
+                started = time.monotonic()
+                reason = str(exc.orig if exc.orig is not None else exc).strip().splitlines()[0]
+                logger.warning("database unreachable while %s (%s); retrying for up to %.0f s", what, reason,
+                               patience)
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
+            continue
+        if started is not None:
+            logger.warning("database back after %.1f s; %s done", time.monotonic() - started, what)
+        return result

@@ -88,9 +88,13 @@ class Deployment:
 
 def wait_status(client: httpx.Client, job_id: str, *, timeout: float, until=("finished", "failed")) -> dict:
     """Poll ``GET /jobs/{id}`` until its status is one of ``until`` (or the time is up); the last body."""
-    deadline = time.monotonic() + timeout
+    deadline, body = time.monotonic() + timeout, {}
     while True:
-        body = client.get(f"/jobs/{job_id}").json()
+        try:  # while the database restarts the API answers 503: keep polling
+            r = client.get(f"/jobs/{job_id}")
+            body = r.json() if r.status_code == 200 else body
+        except (httpx.HTTPError, ValueError):
+            pass
         if body.get("status") in until or time.monotonic() > deadline:
             return body
         time.sleep(0.2)

@@ -13,7 +13,9 @@ import redis
 
 from tests.api.conftest import SAMPLE
 from tests.reliability.production import Deployment, kill_hard, upload, wait_status
+from tests.reliability.test_faults import RestartableRedis
 from tests.utils.factories import synthetic_corpus
+from tests.utils.services import PostgresCluster
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "api" / "sample" / "README_example.sh"
@@ -50,6 +52,15 @@ def slow_corpus(tmp_path) -> Path:
     return path
 
 
+def _two_datasets(api, slow_corpus: Path) -> tuple[str, str]:
+    """The bundled sample (quick jobs) and the slow corpus, each a dataset of the key's project."""
+    ids = []
+    for name, path, fmt in (("small", SAMPLE / "crowd.jsonl", "spans-jsonl"), ("big", slow_corpus, "corpus")):
+        ids.append(api.post("/datasets", json={"name": name}).json()["id"])
+        assert upload(api, ids[-1], path, format=fmt).status_code == 201
+    return ids[0], ids[1]
+
+
 def _no_rq_text(response) -> None:
     assert "Execution" not in response.text and "rq" not in response.text.split(), response.text
 
@@ -62,10 +73,7 @@ def test_rerun_from_every_terminal_state(tmp_path, redis_url, postgres_url, slow
     with Deployment(tmp_path, redis_url=redis_url, database_url=postgres_url, **env) as d:
         d.serve()
         api = d.client(d.key("rerun"))
-        small = api.post("/datasets", json={"name": "small"}).json()["id"]
-        assert upload(api, small, SAMPLE / "crowd.jsonl").status_code == 201
-        big = api.post("/datasets", json={"name": "big"}).json()["id"]
-        assert upload(api, big, slow_corpus, format="corpus").status_code == 201
+        small, big = _two_datasets(api, slow_corpus)
 
         # Lost: queued while no worker runs, then Redis forgets it.
         lost = api.post(f"/datasets/{small}/jobs", json={"method": "mv"}).json()["id"]
@@ -101,3 +109,47 @@ def test_rerun_from_every_terminal_state(tmp_path, redis_url, postgres_url, slow
         r = api.post(f"/jobs/{abandoned}/rerun")
         assert r.status_code == 202, r.text
         assert wait_status(api, abandoned, timeout=90)["status"] == "finished"
+
+
+def _start_slow_job(api, dataset: str) -> str:
+    job = api.post(f"/datasets/{dataset}/jobs", json={"method": "ds", "params": {"max_iter": 200, "tol": 0.0}})
+    assert job.status_code == 202, job.text
+    assert wait_status(api, job.json()["id"], timeout=60, until=("running",))["status"] == "running"
+    return job.json()["id"]
+
+
+def _finishes_once(api, job_id: str, timeout: float = 120) -> None:
+    body = wait_status(api, job_id, timeout=timeout)
+    assert body["status"] == "finished" and body["attempts"] == 1, body
+
+
+def test_worker_keeps_serving_across_redis_and_postgres_restarts(tmp_path, slow_corpus):
+    """Issue 27 (3): one `crowdqa worker` process, never restarted from outside. Redis crashes (and comes back
+    empty) while it runs a job, then PostgreSQL restarts while it runs another: both jobs finish, each run once,
+    and the same worker process takes a new job after each outage. Before, rq's loop quit when Redis vanished
+    under a job, and a job's database writes failed at the first cut connection."""
+    redis_srv = RestartableRedis()
+    pg = PostgresCluster()
+    try:
+        redis_srv.start()
+        pg.create()
+        with Deployment(tmp_path, redis_url=redis_srv.url, database_url=pg.url,
+                        CROWDQA_HEARTBEAT_INTERVAL="0.5") as d:
+            d.serve()
+            api = d.client(d.key("outages"))
+            small, big = _two_datasets(api, slow_corpus)
+            worker = d.worker()
+
+            outages = ((redis_srv.crash, redis_srv.start, "hmm-crowd"), (lambda: pg.stop("fast"), pg.start, "mv"))
+            for down, up, method in outages:
+                running = _start_slow_job(api, big)
+                down()
+                time.sleep(2.0)
+                up()
+                _finishes_once(api, running)
+                after = api.post(f"/datasets/{small}/jobs", json={"method": method}).json()["id"]
+                _finishes_once(api, after, timeout=60)
+                assert worker.poll() is None, d.log("worker-0.log")
+    finally:
+        redis_srv.close()
+        pg.close()
