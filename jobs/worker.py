@@ -21,7 +21,6 @@ import logging
 import multiprocessing
 import os
 import signal
-import threading
 import time
 
 import redis
@@ -46,7 +45,14 @@ HEALTHY_AFTER = 30.0
 
 
 class CrowdqaWorker(Worker):
-    """rq's forking worker that records a killed work horse on the job row."""
+    """rq's forking worker that records a killed work horse on the job row, and remembers a stop request (rq
+    says so only while a job runs: an idle worker's loop just ends, as it does when Redis vanishes)."""
+
+    stop_asked = False
+
+    def request_stop(self, signum, frame) -> None:
+        self.stop_asked = True
+        super().request_stop(signum, frame)
 
     def handle_work_horse_killed(self, job, retpid, ret_val, rusage) -> None:
         sig = ret_val & 0x7F if ret_val else 0
@@ -81,14 +87,25 @@ def _first_line(exc: BaseException) -> str:
 
 
 class _StopFlag:
-    """SIGTERM / SIGINT while the worker waits for Redis (outside rq's loop, whose handlers are gone)."""
+    """SIGTERM / SIGINT outside rq's loop (while waiting for Redis, or supervising). The handler only sets a
+    boolean: an Event set from a signal handler can deadlock with the main thread waiting on it."""
 
     def __init__(self) -> None:
-        self.event = threading.Event()
+        self.asked = False
+
+    def _ask(self, *_) -> None:
+        self.asked = True
 
     def install(self) -> None:
         for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: self.event.set())
+            signal.signal(sig, self._ask)
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep ``seconds`` (in short steps, to notice a stop); True if a stop was asked for."""
+        deadline = time.monotonic() + seconds
+        while not self.asked and time.monotonic() < deadline:
+            time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+        return self.asked
 
 
 def _wait_for_redis(connection: redis.Redis, url: str, stop: _StopFlag, reason: str) -> bool:
@@ -96,7 +113,7 @@ def _wait_for_redis(connection: redis.Redis, url: str, stop: _StopFlag, reason: 
     started, delay = time.monotonic(), BACKOFF_START
     logger.warning("Redis at %s unreachable (%s); retrying with backoff up to %.0f s", url, reason, BACKOFF_MAX)
     stop.install()
-    while not stop.event.wait(delay):
+    while not stop.wait(delay):
         try:
             connection.ping()
         except redis.exceptions.RedisError:
@@ -126,7 +143,7 @@ def run_worker(settings: Settings, *, burst: bool = False, name: str | None = No
             reason = "rq's worker loop ended"
         except redis.exceptions.RedisError as exc:
             reason = _first_line(exc)
-        if burst or worker._stop_requested or stop.event.is_set():
+        if burst or worker.stop_asked or stop.asked:
             return worked
         if not _wait_for_redis(connection, url, stop, reason):
             return worked
@@ -162,7 +179,7 @@ def supervise(settings: Settings, *, processes: int, burst: bool = False, name: 
         start(i)
     logger.warning("supervising %d worker processes (pids %s)", processes,
                    ", ".join(str(s["proc"].pid) for s in slots))
-    while not stop.event.wait(0.5):
+    while not stop.wait(0.5):
         now = time.monotonic()
         for i, slot in enumerate(slots):
             proc = slot["proc"]

@@ -66,16 +66,25 @@ class Deployment:
         return httpx.Client(base_url=self.api, headers={"Authorization": f"Bearer {key}"}, timeout=30)
 
     def close(self) -> None:
-        for proc in [*self.workers, *([self.server] if self.server else [])]:
+        """SIGTERM to every process (a warm stop), SIGKILL after 20 s; then SIGKILL whatever they left (a
+        supervised worker's processes and work horses run in process groups of their own)."""
+        procs = [*self.workers, *([self.server] if self.server else [])]
+        left = [pid for proc in procs for pid in descendants(proc.pid)]
+        for proc in procs:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGTERM)
         deadline = time.monotonic() + 20
-        for proc in [*self.workers, *([self.server] if self.server else [])]:
+        for proc in procs:
             try:
                 proc.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(10)
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         for log in self._logs:
             log.close()
 
@@ -111,15 +120,26 @@ def children(pid: int) -> list[int]:
     return found
 
 
-def kill_hard(proc: subprocess.Popen) -> None:
-    """SIGKILL a worker and its work horse at once, as when its host or container dies."""
-    horses = children(proc.pid)
-    os.killpg(proc.pid, signal.SIGKILL)
-    for pid in horses:
+def descendants(pid: int) -> list[int]:
+    """Children, grandchildren... of ``pid``, now."""
+    found = children(pid)
+    for child in list(found):
+        found += descendants(child)
+    return found
+
+
+def kill_hard_pid(pid: int) -> None:
+    """SIGKILL a worker process and its work horse at once, as when its host or container dies."""
+    for target in [pid, *children(pid)]:
         try:
-            os.kill(pid, signal.SIGKILL)
+            os.kill(target, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def kill_hard(proc: subprocess.Popen) -> None:
+    """:func:`kill_hard_pid` on a worker this test started (and reap it)."""
+    kill_hard_pid(proc.pid)
     proc.wait(10)
 
 

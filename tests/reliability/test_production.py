@@ -3,7 +3,9 @@ real redis-server and a real PostgreSQL (never fakeredis or SQLite here), throug
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -12,7 +14,7 @@ import pytest
 import redis
 
 from tests.api.conftest import SAMPLE
-from tests.reliability.production import Deployment, kill_hard, upload, wait_status
+from tests.reliability.production import Deployment, children, kill_hard, kill_hard_pid, upload, wait_status
 from tests.reliability.test_faults import RestartableRedis
 from tests.utils.factories import synthetic_corpus
 from tests.utils.services import PostgresCluster
@@ -153,3 +155,50 @@ def test_worker_keeps_serving_across_redis_and_postgres_restarts(tmp_path, slow_
     finally:
         redis_srv.close()
         pg.close()
+
+
+#: The methods of the 20 jobs in a row (every aggregator that takes a span corpus), in turn.
+MIXED = ("mv", "ds", "hmm-crowd", "bsc-seq", "wawa", "zbs", "glad", "mace", "mmsr", "ibcc")
+
+
+def _pool_processes(pid: int) -> list[int]:
+    """The worker processes of a `crowdqa worker --processes N` (not multiprocessing's resource tracker)."""
+    return [c for c in children(pid) if b"resource_tracker" not in Path(f"/proc/{c}/cmdline").read_bytes()]
+
+
+def test_supervised_pool_twenty_in_a_row_ten_at_once_and_a_killed_process(tmp_path, redis_url, postgres_url,
+                                                                         slow_corpus):
+    """Issue 27 (3): `crowdqa worker --processes 2` runs 20 jobs of mixed methods in a row and 10 at once, each
+    finished and run once; a pool process SIGKILLed mid-job (with its work horse) is started again by the
+    supervisor, its job fails as abandoned and re-runs to finished; SIGTERM stops the pool cleanly."""
+    env = {"CROWDQA_STALE_AFTER": "3", "CROWDQA_HEARTBEAT_INTERVAL": "0.5"}
+    with Deployment(tmp_path, redis_url=redis_url, database_url=postgres_url, **env) as d:
+        d.serve()
+        api = d.client(d.key("pool"))
+        small, big = _two_datasets(api, slow_corpus)
+        pool = d.worker("--processes", "2")
+
+        for i in range(20):
+            job = api.post(f"/datasets/{small}/jobs", json={"method": MIXED[i % len(MIXED)]}).json()["id"]
+            _finishes_once(api, job, timeout=60)
+        at_once = [api.post(f"/datasets/{small}/jobs", json={"method": MIXED[i % 3]}).json()["id"]
+                   for i in range(10)]
+        for job in at_once:
+            _finishes_once(api, job, timeout=90)
+
+        running = _start_slow_job(api, big)
+        processes = _pool_processes(pool.pid)
+        busy = [pid for pid in processes if children(pid)]
+        assert len(processes) == 2 and len(busy) == 1, (processes, busy)
+        kill_hard_pid(busy[0])
+        body = wait_status(api, running, timeout=30, until=("failed", "finished"))
+        assert body["status"] == "failed" and body["error"].startswith("abandoned"), body
+        deadline = time.monotonic() + 30
+        while len(_pool_processes(pool.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert len(_pool_processes(pool.pid)) == 2 and "restarting in" in d.log("worker-0.log"), d.log("worker-0.log")
+        assert api.post(f"/jobs/{running}/rerun", json={"params": {"max_iter": 5}}).status_code == 202
+        assert wait_status(api, running, timeout=60)["status"] == "finished"
+
+        os.kill(pool.pid, signal.SIGTERM)
+        assert pool.wait(30) == 0, d.log("worker-0.log")
