@@ -15,11 +15,26 @@ import time
 from pathlib import Path
 
 import httpx
+import yaml
 
 from tests.utils.services import free_port, wait_for_port
 
 BIN = Path(sys.executable).parent
 CROWDQA = BIN / "crowdqa"
+REPO = Path(__file__).resolve().parents[2]
+COMPOSE = yaml.safe_load((REPO / "deploy" / "compose.yaml").read_text(encoding="utf-8"))
+#: The arguments of ``crowdqa serve`` and ``crowdqa worker`` as deploy/compose.yaml (and the systemd units, by
+#: tests/reliability/test_deploy.py) start them; the production tests start the same (on a free port).
+SERVE_ARGS: list[str] = COMPOSE["services"]["api"]["command"][1:]
+WORKER_ARGS: list[str] = COMPOSE["services"]["worker"]["command"][1:]
+#: The settings the deployment gives every crowdqa process (values differ per host; the names do not).
+SETTINGS = sorted(COMPOSE["x-crowdqa"]["environment"])
+
+
+def with_port(args: list[str], port: int) -> list[str]:
+    """``args`` with the value of ``--port`` replaced."""
+    i = args.index("--port")
+    return [*args[:i + 1], str(port), *args[i + 2:]]
 
 
 class Deployment:
@@ -30,9 +45,11 @@ class Deployment:
         self.port = free_port()
         self.api = f"http://127.0.0.1:{self.port}/api/v1"
         base = {k: v for k, v in os.environ.items() if not k.startswith("CROWDQA_")}
+        settings = {"CROWDQA_REDIS_URL": redis_url, "CROWDQA_DATABASE_URL": database_url,
+                    "CROWDQA_DATA_DIR": str(root / "crowdqa-data")}
+        assert sorted(settings) == SETTINGS  # the settings deploy/compose.yaml gives the API and the workers
         self.env = {**base, "PATH": f"{BIN}{os.pathsep}{base.get('PATH', '')}", "PYTHONUNBUFFERED": "1",
-                    "CROWDQA_REDIS_URL": redis_url, "CROWDQA_DATABASE_URL": database_url,
-                    "CROWDQA_DATA_DIR": str(root / "crowdqa-data"), "CROWDQA_API": self.api, **env}
+                    "CROWDQA_API": self.api, **settings, **env}
         self.server: subprocess.Popen | None = None
         self.workers: list[subprocess.Popen] = []
         self._logs: list = []
@@ -44,13 +61,20 @@ class Deployment:
                                 stderr=subprocess.STDOUT, start_new_session=True)
 
     def serve(self) -> Deployment:
-        self.server = self._spawn(["serve", "--port", str(self.port), "--log-level", "warning"], "serve.log")
+        """``crowdqa serve`` as deployed (deploy/compose.yaml), on a free port."""
+        self.server = self._spawn([*with_port(SERVE_ARGS, self.port), "--log-level", "warning"], "serve.log")
         wait_for_port(self.port, timeout=60)
         return self
 
     def worker(self, *args: str) -> subprocess.Popen:
-        """Start one more ``crowdqa worker`` (its log: ``worker-<n>.log``)."""
+        """Start one more ``crowdqa worker ARGS`` (its log: ``worker-<n>.log``)."""
         proc = self._spawn(["worker", *args], f"worker-{len(self.workers)}.log")
+        self.workers.append(proc)
+        return proc
+
+    def deployed_worker(self) -> subprocess.Popen:
+        """``crowdqa worker`` as deployed (deploy/compose.yaml: a supervised pool)."""
+        proc = self._spawn(WORKER_ARGS, f"worker-{len(self.workers)}.log")
         self.workers.append(proc)
         return proc
 

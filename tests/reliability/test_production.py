@@ -14,6 +14,7 @@ import pytest
 import redis
 
 from tests.api.conftest import SAMPLE
+from tests.reliability import production
 from tests.reliability.production import Deployment, children, kill_hard, kill_hard_pid, upload, wait_status
 from tests.reliability.test_faults import RestartableRedis
 from tests.utils.factories import synthetic_corpus
@@ -32,11 +33,11 @@ def deployment(tmp_path, redis_url, postgres_url):
         yield d.serve()
 
 
-def test_readme_example_twice_on_one_worker(deployment):
-    """Issue 27 (1): the README API example, run twice against `crowdqa serve` and one separate `crowdqa worker`
-    on PostgreSQL: both jobs finish (each rq work horse is a fork of the worker; a pooled PostgreSQL connection
-    it inherited made every job after the first fail with DuplicatePreparedStatement)."""
-    worker = deployment.worker()
+def test_readme_example_twice_on_a_deployed_worker(deployment):
+    """Issue 27 (1): the README API example, run twice against `crowdqa serve` and a separate `crowdqa worker` as
+    deployed (deploy/compose.yaml) on PostgreSQL: both jobs finish (each rq work horse is a fork of the worker;
+    a pooled PostgreSQL connection it inherited made every job after the first fail with DuplicatePreparedStatement)."""
+    worker = deployment.deployed_worker()
     for run in range(2):
         out = subprocess.run(["bash", str(SCRIPT)], env=deployment.env, cwd=deployment.root, capture_output=True,
                              text=True, timeout=180)
@@ -157,6 +158,8 @@ def test_worker_keeps_serving_across_redis_and_postgres_restarts(tmp_path, slow_
         pg.close()
 
 
+#: The worker processes of a deployed `crowdqa worker` (deploy/compose.yaml).
+POOL = int(production.WORKER_ARGS[production.WORKER_ARGS.index("--processes") + 1])
 #: The methods of the 20 jobs in a row (every aggregator that takes a span corpus), in turn.
 MIXED = ("mv", "ds", "hmm-crowd", "bsc-seq", "wawa", "zbs", "glad", "mace", "mmsr", "ibcc")
 
@@ -176,7 +179,7 @@ def test_supervised_pool_twenty_in_a_row_ten_at_once_and_a_killed_process(tmp_pa
         d.serve()
         api = d.client(d.key("pool"))
         small, big = _two_datasets(api, slow_corpus)
-        pool = d.worker("--processes", "2")
+        pool = d.deployed_worker()
 
         for i in range(20):
             job = api.post(f"/datasets/{small}/jobs", json={"method": MIXED[i % len(MIXED)]}).json()["id"]
@@ -189,14 +192,15 @@ def test_supervised_pool_twenty_in_a_row_ten_at_once_and_a_killed_process(tmp_pa
         running = _start_slow_job(api, big)
         processes = _pool_processes(pool.pid)
         busy = [pid for pid in processes if children(pid)]
-        assert len(processes) == 2 and len(busy) == 1, (processes, busy)
+        assert len(processes) == POOL and len(busy) == 1, (processes, busy)
         kill_hard_pid(busy[0])
         body = wait_status(api, running, timeout=30, until=("failed", "finished"))
         assert body["status"] == "failed" and body["error"].startswith("abandoned"), body
         deadline = time.monotonic() + 30
-        while len(_pool_processes(pool.pid)) < 2 and time.monotonic() < deadline:
+        while len(_pool_processes(pool.pid)) < POOL and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert len(_pool_processes(pool.pid)) == 2 and "restarting in" in d.log("worker-0.log"), d.log("worker-0.log")
+        log = d.log("worker-0.log")
+        assert len(_pool_processes(pool.pid)) == POOL and "restarting in" in log, log
         assert api.post(f"/jobs/{running}/rerun", json={"params": {"max_iter": 5}}).status_code == 202
         assert wait_status(api, running, timeout=60)["status"] == "finished"
 
