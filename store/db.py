@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import time
 import weakref
 from collections.abc import Callable
@@ -173,8 +174,14 @@ def open_session(settings: Settings) -> Session:
 
 
 def outage(exc: BaseException) -> bool:
-    """True if ``exc`` says the database server cannot be reached now (down, restarting, connection cut)."""
-    return isinstance(exc, OperationalError) or (isinstance(exc, DBAPIError) and exc.connection_invalidated)
+    """True if ``exc`` says the database server cannot be reached now (down, restarting, connection cut).
+
+    SQLite has no server: its OperationalErrors (a locked file, a missing table) are not outages, and its
+    busy timeout already waits out a lock.
+    """
+    if not isinstance(exc, DBAPIError):
+        return False
+    return exc.connection_invalidated or (isinstance(exc, OperationalError) and not isinstance(exc.orig, sqlite3.Error))
 
 
 def with_session_retry(settings: Settings, action: Callable[[Session], T], *, what: str, patience: float) -> T:
