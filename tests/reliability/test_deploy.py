@@ -157,3 +157,17 @@ def test_readme_production_snippet_word_for_word(tmp_path, redis_url, postgres_u
             os.killpg(shell.pid, signal.SIGKILL)
     for log in ("serve.log", "worker.log"):
         assert "Traceback" not in (tmp_path / log).read_text(), (tmp_path / log).read_text()
+
+
+def test_worker_processes_bad_values_are_one_line(tmp_path):
+    """`crowdqa worker --processes 0` and a pool whose Redis cannot be reached each answer one line, status 2."""
+    from tests.utils.services import free_port
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CROWDQA_")}
+    env.update(CROWDQA_REDIS_URL=f"redis://127.0.0.1:{free_port()}/0", CROWDQA_DATA_DIR=str(tmp_path / "data"))
+    for args, says in ((["--processes", "0"], "--processes must be at least 1"),
+                       (["--processes", "2"], "cannot reach Redis")):
+        out = subprocess.run([str(BIN / "crowdqa"), "worker", *args], env=env, capture_output=True, text=True,
+                             timeout=60)
+        lines = out.stderr.strip().splitlines()
+        assert out.returncode == 2 and len(lines) == 1 and says in lines[0], out.stderr
