@@ -1,8 +1,10 @@
 """Load: concurrent clients uploading, enqueueing and polling for a bounded time; no job lost or run twice.
 
-Starts the real service on loopback (``crowdqa serve`` as a subprocess) in two modes:
-``embedded`` (SQLite, fakeredis, in-process worker) and ``redis`` (a redis-server started
-here and ``--workers`` separate ``crowdqa worker`` processes, two by default). ``--clients``
+Starts the real service on loopback (``crowdqa serve`` as a subprocess) in three modes:
+``embedded`` (SQLite, fakeredis, in-process worker), ``redis`` (a redis-server started
+here and ``--workers`` separate ``crowdqa worker`` processes, two by default, on SQLite) and
+``production`` (as deploy/ runs it: redis-server, a PostgreSQL cluster started here, and one
+``crowdqa worker --processes`` pool of ``--workers`` processes). ``--clients``
 threads (20 by default) each create a dataset, then repeat until ``--seconds`` have passed:
 upload the bundled sample (crowd file), enqueue a job (MV and DS in turn), poll it every
 50 ms until it is finished or failed. After the deadline no job is started; outstanding
@@ -16,7 +18,7 @@ Reported: jobs finished per second, requests per second, and p50 / p99 / max lat
 each request kind (upload, enqueue, poll). Results go to ``benchmarks/results/load.json``
 (or ``--output``). Loopback only; bounded in time.
 
-    python benchmarks/load.py                   # both modes, 20 clients, 30 s each
+    python benchmarks/load.py                   # the three modes, 20 clients, 30 s each
     python benchmarks/load.py --quick           # 20 clients, 8 s each
 """
 
@@ -31,6 +33,7 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import httpx
@@ -39,6 +42,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from benchmarks.service_overhead import _percentiles, _service  # noqa: E402
 from benchmarks.tables import write_results  # noqa: E402
+
+MODES = ("embedded", "redis", "production")
 
 SAMPLE = REPO / "api" / "sample" / "crowd.jsonl"
 FINAL = ("finished", "failed")
@@ -97,6 +102,15 @@ class _Client(threading.Thread):
                 self.errors.append(f"{type(exc).__name__}: {exc}")
 
 
+@contextmanager
+def _postgres():
+    """A throwaway PostgreSQL cluster (the test suite's: tests/utils/services.py); yields its URL."""
+    from tests.utils.services import postgres_server
+
+    with postgres_server() as url:
+        yield url
+
+
 def run(mode: str, *, clients: int = 20, seconds: float = 30.0, n_workers: int = 2, drain: float = 120.0,
         min_rounds: int = 0) -> dict:
     """Run the load against one mode; return the measurements and the consistency checks.
@@ -104,8 +118,12 @@ def run(mode: str, *, clients: int = 20, seconds: float = 30.0, n_workers: int =
     Clients start new jobs for ``seconds``, and each at least ``min_rounds`` times however long that
     takes (bounded by ``drain``): a test asks for a number of jobs, not for a speed.
     """
-    with tempfile.TemporaryDirectory(prefix="crowdqa-load-") as tmp, \
-            _service(mode, Path(tmp) / "data", n_workers=n_workers) as (api, key, _):
+    load_at_start = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="crowdqa-load-") as tmp, ExitStack() as stack:
+        database_url = stack.enter_context(_postgres()) if mode == "production" else None
+        api, key, _ = stack.enter_context(_service("embedded" if mode == "embedded" else "redis", Path(tmp) / "data",
+                                                   n_workers=n_workers, database_url=database_url,
+                                                   pool=mode == "production"))
         t0 = time.monotonic()
         deadline, drain_until = t0 + seconds, t0 + seconds + drain
         threads = [_Client(api, key, i, deadline, drain_until, min_rounds) for i in range(clients)]
@@ -130,7 +148,8 @@ def run(mode: str, *, clients: int = 20, seconds: float = 30.0, n_workers: int =
     n_requests = sum(len(v) for v in latency.values())
     statuses = [listed[j]["status"] for j in created if j in listed]
     return {
-        "mode": mode if mode == "embedded" else f"redis ({n_workers} workers)",
+        "mode": {"embedded": "embedded", "redis": f"redis ({n_workers} workers)",
+                 "production": f"production: PostgreSQL, worker --processes {n_workers}"}[mode],
         "clients": clients,
         "seconds": seconds,
         "wall_seconds": round(wall, 3),
@@ -146,6 +165,9 @@ def run(mode: str, *, clients: int = 20, seconds: float = 30.0, n_workers: int =
         "requests_per_second": round(n_requests / wall, 2),
         "latency": {kind: _percentiles(v) for kind, v in sorted(latency.items())},
         "client_errors": [e for t in threads for e in t.errors][:20],
+        # The machine may be shared: its 1-minute load average says how much (2 cores: above 2, others ran too).
+        "load_average_at_start": round(load_at_start, 2),
+        "load_average_at_end": round(os.getloadavg()[0], 2),
     }
 
 
@@ -162,10 +184,10 @@ def check(result: dict) -> list[str]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--modes", default="embedded,redis", help="comma-separated: embedded, redis")
+    p.add_argument("--modes", default=",".join(MODES), help=f"comma-separated: {', '.join(MODES)}")
     p.add_argument("--clients", type=int, default=20)
     p.add_argument("--seconds", type=float, default=30.0, help="how long clients start new jobs, per mode")
-    p.add_argument("--workers", type=int, default=2, help="crowdqa worker processes in redis mode")
+    p.add_argument("--workers", type=int, default=2, help="crowdqa worker processes in redis and production modes")
     p.add_argument("--quick", action="store_true", help="8 s per mode")
     p.add_argument("--output", default=str(REPO / "benchmarks" / "results" / "load.json"))
     args = p.parse_args(argv)

@@ -72,11 +72,14 @@ def cpu_seconds(pid: int) -> float | None:
 
 
 @contextmanager
-def _service(mode: str, data_dir: Path, api_workers: int = 1, *, n_workers: int = 1):
+def _service(mode: str, data_dir: Path, api_workers: int = 1, *, n_workers: int = 1, database_url: str | None = None,
+             pool: bool = False):
     """Start ``crowdqa serve`` (and Redis + ``n_workers`` workers in redis mode); yield (api_url, key, pid of the API).
 
+    ``database_url`` replaces the SQLite file (PostgreSQL in production mode); ``pool`` starts the workers as one
+    supervised ``crowdqa worker --processes n_workers``, as deploy/ runs them, instead of separate processes.
     Each process runs in a session of its own and is stopped with its whole process group (uvicorn's
-    ``--workers`` and rq's work-horses are children).
+    ``--workers`` and rq's work-horses are children; a pool's supervisor stops its own processes).
     """
     procs: list[subprocess.Popen] = []
     env = {k: v for k, v in os.environ.items() if not k.startswith("CROWDQA_")}
@@ -84,6 +87,8 @@ def _service(mode: str, data_dir: Path, api_workers: int = 1, *, n_workers: int 
     # One key stands for many clients here (load.py: 20 of them, an upload and a job each per round): the
     # per-project limits, which would answer 429, are not what these benchmarks measure.
     env["CROWDQA_MAX_UPLOADS_PER_HOUR"] = env["CROWDQA_MAX_ACTIVE_JOBS"] = "1000000"
+    if database_url:
+        env["CROWDQA_DATABASE_URL"] = database_url
     try:
         if mode == "redis":
             rport = _free_port()
@@ -92,8 +97,9 @@ def _service(mode: str, data_dir: Path, api_workers: int = 1, *, n_workers: int 
                                           stdout=subprocess.DEVNULL, start_new_session=True))
             _wait_port(rport)
             env["CROWDQA_REDIS_URL"] = f"redis://127.0.0.1:{rport}/0"
-            for _ in range(n_workers):
-                procs.append(subprocess.Popen([str(BIN / "crowdqa"), "worker"], env=env, stdout=subprocess.DEVNULL,
+            workers = [["worker", "--processes", str(n_workers)]] if pool else [["worker"]] * n_workers
+            for args in workers:
+                procs.append(subprocess.Popen([str(BIN / "crowdqa"), *args], env=env, stdout=subprocess.DEVNULL,
                                               stderr=subprocess.DEVNULL, start_new_session=True))
         key = subprocess.run([str(BIN / "crowdqa"), "keys", "create", "--project", "bench"], env=env, check=True,
                              capture_output=True, text=True).stdout.strip().splitlines()[-1]

@@ -412,13 +412,19 @@ def render_load(d: dict, results: Path, quick: bool) -> str:
                      f"{r['finished']} / {r['failed']} / {len(r['not_final'])}", lost, len(r["duplicate_runs"]),
                      f"{r['jobs_per_second']:.2f}", f"{r['requests_per_second']:.0f}",
                      *(f"{lat[k]['p99_ms']:.0f} ms" if k in lat else "–" for k in ("upload", "enqueue", "poll")),
-                     len(r["client_errors"])])
+                     len(r["client_errors"]),
+                     (f"{r['load_average_at_start']:.1f} / {r['load_average_at_end']:.1f}"
+                      if "load_average_at_end" in r else "–")])
     verdict = "none" if not d.get("problems") else "; ".join(d["problems"])
     return (
         "Concurrent clients each create a dataset, upload a small crowd file, enqueue jobs and poll them for a "
-        f"bounded time; then every job is checked against the database and the run log. Problems found: {verdict}.\n\n"
+        f"bounded time; then every job is checked against the database and the run log. Problems found: {verdict}. "
+        "Production mode is the deployment of deploy/ (redis-server, PostgreSQL, one `crowdqa worker --processes "
+        "2`); the load average (1 minute, at the start / end of each mode) says how busy the 2-core machine was "
+        "with other work, which inflates every latency.\n\n"
         + _table(["mode", "clients", "duration", "jobs", "finished / failed / not final", "lost", "duplicate runs",
-                  "jobs/s", "requests/s", "upload p99", "enqueue p99", "poll p99", "client errors"], rows)
+                  "jobs/s", "requests/s", "upload p99", "enqueue p99", "poll p99", "client errors",
+                  "load average"], rows)
     )
 
 

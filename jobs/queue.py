@@ -7,6 +7,7 @@ job row is committed *before* it is enqueued, so a worker always finds it.
 
 from __future__ import annotations
 
+import logging
 import threading
 from functools import lru_cache
 
@@ -27,6 +28,8 @@ __all__ = ["TASK", "FAILURE_CALLBACK", "redis_connection", "get_queue", "enqueue
 #: The task and the failure callback, by name: rq imports them in the worker.
 TASK = "crowdqa.jobs.tasks.run_job"
 FAILURE_CALLBACK = "crowdqa.jobs.tasks.on_job_failure"
+
+logger = logging.getLogger(__name__)
 
 _fake_servers: dict[str, fakeredis.FakeServer] = {}
 _fake_lock = threading.Lock()
@@ -72,6 +75,26 @@ def get_queue(settings: Settings, connection: Redis | None = None) -> Queue:
     )
 
 
+def _forget_executions(queue: Queue, rq_job: RqJob) -> None:
+    """Remove every execution of ``rq_job`` (its hash, its execution-registry and started-registry entries).
+
+    Done by id, without reading the executions: a worker killed mid-job leaves an execution id whose hash has
+    expired, and rq's own ``remove_executions`` and ``Job.delete`` then raise ``ValueError("Execution ... not
+    found in Redis")`` (which made a re-run of an abandoned job fail and stay queued). Dropping the
+    started-registry entries also keeps rq's abandoned-job cleanup from mistaking a re-run for the dead run.
+    """
+    registry = rq_job.execution_registry
+    ids = registry.get_execution_ids()
+    if not ids:
+        return
+    composite = [f"{rq_job.id}:{execution_id}" for execution_id in ids]
+    pipe = queue.connection.pipeline()
+    pipe.zrem(queue.started_job_registry.key, *composite)
+    pipe.delete(*(f"rq:execution:{key}" for key in composite))
+    pipe.delete(registry.key)
+    pipe.execute()
+
+
 def cancel_job(queue: Queue, job_id: str) -> None:
     """Forget the rq job of this id (from every registry), if any; raise QueueUnavailableError if Redis is down."""
     try:
@@ -81,9 +104,7 @@ def cancel_job(queue: Queue, job_id: str) -> None:
     except redis.exceptions.RedisError as exc:
         raise QueueUnavailableError(f"the job queue is unavailable: {exc}") from exc
     try:
-        # Drop the started-registry entries of earlier runs too, so rq's abandoned-job cleanup never
-        # mistakes a re-run of this id for the dead run.
-        queue.started_job_registry.remove_executions(rq_job)
+        _forget_executions(queue, rq_job)
         rq_job.delete(remove_from_queue=True)
     except redis.exceptions.RedisError as exc:
         raise QueueUnavailableError(f"the job queue is unavailable: {exc}") from exc
@@ -92,8 +113,8 @@ def cancel_job(queue: Queue, job_id: str) -> None:
 def enqueue_job(queue: Queue, job_id: str, *, settings: Settings) -> RqJob:
     """Enqueue ``run_job(job_id)`` under rq job id ``job_id``; the row must already be committed.
 
-    A previous rq job of the same id (a re-run) is deleted first. Raises
-    QueueUnavailableError when Redis cannot be reached.
+    A previous rq job of the same id (a re-run) is deleted first. Raises QueueUnavailableError when Redis
+    cannot be reached or rq refuses the job (its error is logged, not passed on).
     """
     try:
         cancel_job(queue, job_id)
@@ -110,6 +131,11 @@ def enqueue_job(queue: Queue, job_id: str, *, settings: Settings) -> RqJob:
         )
     except redis.exceptions.RedisError as exc:
         raise QueueUnavailableError(f"the job queue is unavailable: {exc}") from exc
+    except QueueUnavailableError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - rq's own errors are logged here, never shown to a client as text
+        logger.exception("rq refused to enqueue job %s", job_id)
+        raise QueueUnavailableError("the job queue refused the job (the server log has rq's error)") from exc
     enqueued.set()
     return rq_job
 

@@ -30,7 +30,7 @@ from crowdqa.jobs.uploads import job_corpus
 from crowdqa.quality.report import plain_json
 from crowdqa.store import crud
 from crowdqa.store.artifacts import ArtifactStore
-from crowdqa.store.db import get_engine
+from crowdqa.store.db import get_engine, outage, with_session_retry
 from crowdqa.store.errors import ArtifactMissingError
 from crowdqa.store.models import Job, JobStatus, aware, utcnow
 from crowdqa.store.settings import Settings, get_settings
@@ -44,6 +44,10 @@ INPUT_ERRORS = (ValueError, TypeError, ArtifactMissingError, KeyError)
 
 _PROGRESS_EVERY = 0.25  # seconds between progress writes; EM iterations can be much faster
 
+#: Seconds a job's claim, result and failure writes wait out a database outage (a PostgreSQL restart) before the
+#: job fails; progress and heartbeat writes are skipped meanwhile, and the job keeps computing.
+DB_PATIENCE = 120.0
+
 
 class _Heartbeat(threading.Thread):
     """Stamp ``heartbeat_at`` every ``interval`` seconds while the job runs."""
@@ -54,12 +58,18 @@ class _Heartbeat(threading.Thread):
         self.stop = threading.Event()
 
     def run(self) -> None:
+        down = False
         while not self.stop.wait(self.settings.heartbeat_interval):
             try:
                 with Session(get_engine(self.settings)) as s:
                     crud.update_job(session=s, job_id=self.job_id, only_if=JobStatus.running, heartbeat_at=utcnow())
-            except Exception:  # noqa: BLE001 - a missed heartbeat must not kill the job
-                logger.exception("heartbeat of job %s failed", self.job_id)
+                down = False
+            except Exception as exc:  # noqa: BLE001 - a missed heartbeat must not kill the job
+                if not outage(exc):
+                    logger.exception("heartbeat of job %s failed", self.job_id)
+                elif not down:  # one line per outage (with_session_retry logs its end)
+                    logger.warning("heartbeat of job %s skipped: the database is unreachable", self.job_id)
+                down = outage(exc)
 
 
 class _Progress:
@@ -103,22 +113,28 @@ class _Progress:
             self.stage, self.last_write = stage, now
 
     def flush(self) -> None:
-        with Session(get_engine(self.settings)) as s:
-            still = crud.update_job(session=s, job_id=self.job_id, only_if=JobStatus.running,
-                                    progress=dict(self.state), heartbeat_at=utcnow())
+        try:
+            with Session(get_engine(self.settings)) as s:
+                still = crud.update_job(session=s, job_id=self.job_id, only_if=JobStatus.running,
+                                        progress=dict(self.state), heartbeat_at=utcnow())
+        except Exception as exc:
+            if outage(exc):  # progress is not worth failing the job for: the next write catches up
+                return
+            raise
         if not still:  # deleted (or failed as abandoned) by another process: stop computing
             raise JobCancelled("the job row was deleted or left the running state")
 
 
 def fail_or_requeue(settings: Settings, job_id: str, *, reason: str, retries_left: int) -> None:
     """After a failure: back to queued when rq will retry, else failed with ``reason`` (only from running)."""
-    with Session(get_engine(settings)) as s:
-        if retries_left > 0:
-            crud.update_job(session=s, job_id=job_id, only_if=JobStatus.running, status=JobStatus.queued,
-                            error=f"{reason} (retrying; {retries_left} retries left)", progress={"stage": "queued"})
-        else:
-            crud.update_job(session=s, job_id=job_id, only_if=JobStatus.running, status=JobStatus.failed,
-                            error=reason, finished_at=utcnow())
+    if retries_left > 0:
+        values = {"status": JobStatus.queued, "error": f"{reason} (retrying; {retries_left} retries left)",
+                  "progress": {"stage": "queued"}}
+    else:
+        values = {"status": JobStatus.failed, "error": reason, "finished_at": utcnow()}
+    with_session_retry(settings, lambda s: crud.update_job(session=s, job_id=job_id, only_if=JobStatus.running,
+                                                           **values),
+                       what=f"recording the failure of job {job_id}", patience=DB_PATIENCE)
 
 
 def _save_results(settings: Settings, job: Job, result, timings: dict[str, float]) -> None:
@@ -143,10 +159,12 @@ def _save_results(settings: Settings, job: Job, result, timings: dict[str, float
                 "convergence_note": fit.get("convergence_note")}
     artifacts = {"labels": labels.as_dict(), "proba": proba.as_dict(), "worker_confusion": confusion.as_dict(),
                  **({"model": model.as_dict()} if model is not None else {})}
-    with Session(get_engine(settings)) as s:
-        if not crud.finish_job(session=s, job_id=job.id, report=stored, timings=plain_json(timings),
-                               progress=progress, artifacts=artifacts):
-            raise JobCancelled("the job row was deleted or left the running state")
+    finished = with_session_retry(
+        settings, lambda s: crud.finish_job(session=s, job_id=job.id, report=stored, timings=plain_json(timings),
+                                            progress=progress, artifacts=artifacts),
+        what=f"saving the results of job {job.id}", patience=DB_PATIENCE)
+    if not finished:
+        raise JobCancelled("the job row was deleted or left the running state")
 
 
 def run_job(job_id: str) -> str:
@@ -154,8 +172,8 @@ def run_job(job_id: str) -> str:
     settings = get_settings()
     rq_job = get_current_job()
     worker = (getattr(rq_job, "worker_name", None) or "")[:200] if rq_job is not None else None
-    with Session(get_engine(settings)) as s:
-        job = crud.claim_job(session=s, job_id=job_id, worker_name=worker)
+    job = with_session_retry(settings, lambda s: crud.claim_job(session=s, job_id=job_id, worker_name=worker),
+                             what=f"claiming job {job_id}", patience=DB_PATIENCE)
     if job is None:
         logger.info("job %s is not queued (deleted, finished or failed meanwhile); nothing to do", job_id)
         return "skipped"
@@ -175,8 +193,9 @@ def _run_claimed(settings: Settings, job: Job, rq_job) -> str:
         progress = _Progress(settings, job_id)
         progress("reading", None, None)
         corpus, unmatched = job_corpus(ArtifactStore(settings.data_dir), job.corpus_sha256)
-        with Session(get_engine(settings)) as s:
-            blocked = crud.blocked_annotators(session=s, project_id=job.project_id)  # the list as the job starts
+        blocked = with_session_retry(  # the list as the job starts
+            settings, lambda s: crud.blocked_annotators(session=s, project_id=job.project_id),
+            what=f"reading the block list for job {job_id}", patience=DB_PATIENCE)
         timings = {"load": round(time.perf_counter() - t0, 6)}
         result = run_pipeline(corpus, method=str(job.method),
                               params=job.params, use_experts=job.use_experts, reference=job.reference,

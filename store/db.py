@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import logging
+import os
+import sqlite3
 import time
+import weakref
+from collections.abc import Callable
 from functools import lru_cache
+from typing import TypeVar
 
 from sqlalchemy import DateTime, event, text
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError, OperationalError, ProgrammingError
+from sqlalchemy.exc import (
+    ArgumentError,
+    DBAPIError,
+    IntegrityError,
+    NoSuchModuleError,
+    OperationalError,
+    ProgrammingError,
+)
 from sqlmodel import Session, SQLModel, create_engine, select
 
 from crowdqa.store import models  # noqa: F401  (registers the tables on SQLModel.metadata)
@@ -16,7 +29,11 @@ from crowdqa.store.models import SCHEMA_VERSION, SchemaInfo
 from crowdqa.store.private import make_private_dir, prepare_sqlite_file
 from crowdqa.store.settings import Settings, masked_url
 
-__all__ = ["make_engine", "init_db", "get_engine", "open_session", "MIGRATIONS"]
+__all__ = ["make_engine", "init_db", "get_engine", "open_session", "MIGRATIONS", "outage", "with_session_retry"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
@@ -29,6 +46,29 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cur.close()
 
 
+#: Every engine this process built: a forked child must not use their pooled connections (see _after_fork).
+_engines: weakref.WeakSet[Engine] = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    """In a forked child (rq's work horse), give every engine a new, empty pool.
+
+    A pooled connection is a socket and a server session: parent and child would both talk on it, and
+    psycopg's automatically prepared statements (``_pg3_0``...) would be made twice in one server session,
+    failing every job after the first with DuplicatePreparedStatement. ``dispose(close=False)`` drops the
+    child's references without closing them (closing would end the parent's session too); the child opens
+    its own connections on first use. This is SQLAlchemy's documented recipe for pools across ``fork``
+    ("Using Connection Pools with Multiprocessing or os.fork()"), chosen over turning prepared statements
+    off because sharing a socket is wrong with or without them; and over disposing in the worker only,
+    because every fork of a process that has used the database needs it.
+    """
+    for engine in list(_engines):
+        engine.dispose(close=False)
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
 def make_engine(settings: Settings) -> Engine:
     """Build the engine for ``settings.database_url`` (SQLite: the data dir and the file are created private)."""
     url = settings.database_url
@@ -38,8 +78,10 @@ def make_engine(settings: Settings) -> Engine:
         prepare_sqlite_file(url)
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
         event.listen(engine, "connect", _sqlite_pragmas)
-        return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+    else:
+        engine = create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+    _engines.add(engine)
+    return engine
 
 
 def init_db(engine: Engine) -> None:
@@ -129,3 +171,43 @@ def get_engine(settings: Settings) -> Engine:
 def open_session(settings: Settings) -> Session:
     """A new session on the initialised database of ``settings`` (use it in a ``with`` block)."""
     return Session(get_engine(settings))
+
+
+def outage(exc: BaseException) -> bool:
+    """True if ``exc`` says the database server cannot be reached now (down, restarting, connection cut).
+
+    SQLite has no server: its OperationalErrors (a locked file, a missing table) are not outages, and its
+    busy timeout already waits out a lock.
+    """
+    if not isinstance(exc, DBAPIError):
+        return False
+    return exc.connection_invalidated or (isinstance(exc, OperationalError) and not isinstance(exc.orig, sqlite3.Error))
+
+
+def with_session_retry(settings: Settings, action: Callable[[Session], T], *, what: str, patience: float) -> T:
+    """``action(session)`` on a new session, tried again with backoff (0.2 s doubling to 5 s) while the database
+    is unreachable, for up to ``patience`` seconds; then the last error is raised.
+
+    One warning when an outage starts and one line when it ends, not one per attempt. Each attempt opens a new
+    session, and the pool's pre-ping replaces connections the restarted server cut.
+    """
+    deadline = time.monotonic() + patience
+    delay, started = 0.2, None
+    while True:
+        try:
+            with open_session(settings) as session:
+                result = action(session)
+        except DBAPIError as exc:
+            if not outage(exc) or time.monotonic() + delay > deadline:
+                raise
+            if started is None:
+                started = time.monotonic()
+                reason = str(exc.orig if exc.orig is not None else exc).strip().splitlines()[0]
+                logger.warning("database unreachable while %s (%s); retrying for up to %.0f s", what, reason,
+                               patience)
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
+            continue
+        if started is not None:
+            logger.warning("database back after %.1f s; %s done", time.monotonic() - started, what)
+        return result

@@ -10,13 +10,18 @@ __all__ = ["register"]
 
 
 def _run(args: argparse.Namespace) -> int:
-    from crowdqa.jobs.worker import run_worker
+    from crowdqa.jobs.worker import run_worker, supervise
     from crowdqa.store.settings import get_settings
 
     settings = get_settings()
     if not settings.redis_url:
         raise UserError("crowdqa worker needs CROWDQA_REDIS_URL (without it, 'crowdqa serve' runs jobs itself)")
-    run_worker(settings, burst=args.burst, name=args.name)
+    if args.processes < 1:
+        raise UserError(f"--processes must be at least 1, found {args.processes}")
+    if args.processes == 1:
+        run_worker(settings, burst=args.burst, name=args.name)
+    else:
+        supervise(settings, processes=args.processes, burst=args.burst, name=args.name)
     return 0
 
 
@@ -24,5 +29,8 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("worker", help=COMMANDS["worker"][1],
                               description="Run jobs from the Redis queue at CROWDQA_REDIS_URL (any number, any host).")
     p.add_argument("--burst", action="store_true", help="quit when the queue is empty")
-    p.add_argument("--name", default=None, help="worker name (default: random)")
+    p.add_argument("--name", default=None, help="worker name (default: random; NAME-0, NAME-1... with --processes)")
+    p.add_argument("--processes", type=int, default=1, metavar="N",
+                   help="run N worker processes, each forking a work horse per job, and start again any that "
+                        "exits (default 1: this process is the worker)")
     p.set_defaults(func=_run)

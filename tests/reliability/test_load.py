@@ -41,3 +41,13 @@ def test_load_soak(mode, tally):
     if mode == "redis" and shutil.which("redis-server") is None:
         pytest.skip("redis-server not found on PATH")
     _run(mode, 120.0, tally)
+
+
+@pytest.mark.redis
+@pytest.mark.postgres
+def test_load_production_short(tally):
+    """Production mode as deploy/ runs it (redis-server, PostgreSQL, `crowdqa worker --processes 2`), 20 clients
+    for 3 s, each through at least one job: none lost, none run twice, every one finished."""
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server not found on PATH")
+    _run("production", 3.0, tally)

@@ -78,32 +78,53 @@ def _as_postgres(cmd: list[str]) -> list[str]:
     return cmd
 
 
+class PostgresCluster:
+    """A throwaway PostgreSQL cluster in a temp dir on a free port, which can be stopped and started again on
+    the same port and data (a restart of the database server under a running service)."""
+
+    def __init__(self) -> None:
+        self.initdb, self.pg_ctl = PG_BIN / "initdb", PG_BIN / "pg_ctl"
+        if not self.initdb.exists() or not self.pg_ctl.exists():
+            pytest.skip(f"PostgreSQL binaries not found in {PG_BIN} (set CROWDQA_PG_BIN); PostgreSQL tests skipped")
+        if os.geteuid() == 0 and shutil.which("runuser") is None:
+            pytest.skip("running as root without runuser: cannot start PostgreSQL as an unprivileged user")
+        self.port = free_port()
+        self.tmp = Path(tempfile.mkdtemp(prefix="crowdqa-pg-"))
+        self.data = self.tmp / "data"
+        self.url = f"postgresql+psycopg://crowdqa@127.0.0.1:{self.port}/crowdqa"
+
+    def create(self) -> None:
+        """initdb, start, and create the database ``crowdqa`` owned by the user ``crowdqa``."""
+        if os.geteuid() == 0:
+            shutil.chown(self.tmp, "postgres", "postgres")
+        os.chmod(self.tmp, 0o700)
+        subprocess.run(_as_postgres([str(self.initdb), "-D", str(self.data), "-U", "crowdqa", "--auth=trust", "-E",
+                                     "UTF8", "--no-sync"]), check=True, capture_output=True)
+        self.start()
+        subprocess.run(_as_postgres([str(PG_BIN / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U",
+                                     "crowdqa", "crowdqa"]), check=True, capture_output=True)
+
+    def start(self) -> None:
+        opts = f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.tmp} -c fsync=off -c full_page_writes=off"
+        subprocess.run(_as_postgres([str(self.pg_ctl), "-D", str(self.data), "-o", opts, "-w", "-t", "30", "-l",
+                                     str(self.tmp / "log"), "start"]), check=True, capture_output=True)
+
+    def stop(self, mode: str = "immediate") -> None:
+        """Stop the server (``immediate``: as a crash, every connection cut; ``fast``: a clean restart)."""
+        subprocess.run(_as_postgres([str(self.pg_ctl), "-D", str(self.data), "-m", mode, "stop"]),
+                       capture_output=True)
+
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
 @contextmanager
 def postgres_server() -> Iterator[str]:
     """Start a throwaway PostgreSQL cluster on a free port; yield a SQLAlchemy URL to its database."""
-    initdb, pg_ctl = PG_BIN / "initdb", PG_BIN / "pg_ctl"
-    if not initdb.exists() or not pg_ctl.exists():
-        pytest.skip(f"PostgreSQL binaries not found in {PG_BIN} (set CROWDQA_PG_BIN); PostgreSQL tests skipped")
-    if os.geteuid() == 0 and shutil.which("runuser") is None:
-        pytest.skip("running as root without runuser: cannot start PostgreSQL as an unprivileged user")
-    port = free_port()
-    tmp = Path(tempfile.mkdtemp(prefix="crowdqa-pg-"))
-    data = tmp / "data"
+    cluster = PostgresCluster()
     try:
-        if os.geteuid() == 0:
-            shutil.chown(tmp, "postgres", "postgres")
-        os.chmod(tmp, 0o700)
-        subprocess.run(_as_postgres([str(initdb), "-D", str(data), "-U", "crowdqa", "--auth=trust", "-E", "UTF8",
-                                     "--no-sync"]), check=True, capture_output=True)
-        opts = f"-p {port} -c listen_addresses=127.0.0.1 -k {tmp} -c fsync=off -c full_page_writes=off"
-        subprocess.run(_as_postgres([str(pg_ctl), "-D", str(data), "-o", opts, "-w", "-t", "30", "-l",
-                                     str(tmp / "log"), "start"]), check=True, capture_output=True)
-        try:
-            subprocess.run(_as_postgres([str(PG_BIN / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U",
-                                         "crowdqa", "crowdqa"]), check=True, capture_output=True)
-            yield f"postgresql+psycopg://crowdqa@127.0.0.1:{port}/crowdqa"
-        finally:
-            subprocess.run(_as_postgres([str(pg_ctl), "-D", str(data), "-m", "immediate", "stop"]),
-                           capture_output=True)
+        cluster.create()
+        yield cluster.url
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        cluster.close()

@@ -1,0 +1,173 @@
+"""deploy/ and the README's production section: what they start is what the production tests start.
+
+The compose file cannot be started here (no Docker engine): it is checked against the Compose specification's
+JSON schema (check-jsonschema's vendored copy), the systemd units with ``systemd-analyze verify``, and the
+crowdqa commands and settings of both against the ones tests/reliability/production.py starts. The README's
+production snippet is run word for word against a real redis-server and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shlex
+import shutil
+import signal
+import subprocess
+import time
+from urllib.parse import urlsplit
+
+import pytest
+
+from tests.reliability.production import BIN, REPO, SERVE_ARGS, SETTINGS, WORKER_ARGS, upload, wait_status
+from tests.utils.services import wait_for_port
+
+DEPLOY = REPO / "deploy"
+UNITS = {"crowdqa-api.service": SERVE_ARGS, "crowdqa-worker.service": WORKER_ARGS}
+
+
+def _unit(name: str) -> dict[str, str]:
+    """The ``[Service]`` keys of a unit file (one value each)."""
+    keys, section = {}, None
+    for line in (DEPLOY / name).read_text(encoding="utf-8").splitlines():
+        if line.startswith("["):
+            section = line.strip("[]")
+        elif section == "Service" and "=" in line and not line.startswith("#"):
+            key, value = line.split("=", 1)
+            keys[key] = value
+    return keys
+
+
+def test_compose_file_is_valid_against_the_compose_schema(tmp_path):
+    """deploy/compose.yaml passes the Compose specification's schema; a misspelt key does not (the check bites)."""
+    checker = BIN / "check-jsonschema"
+    if not checker.exists():
+        pytest.skip("check-jsonschema is not installed (pip install -e '.[test]')")
+    compose = DEPLOY / "compose.yaml"
+    ok = subprocess.run([str(checker), "--builtin-schema", "vendor.compose-spec", str(compose)],
+                        capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    bad = tmp_path / "compose.yaml"
+    bad.write_text(compose.read_text().replace("    restart: unless-stopped", "    restrat: unless-stopped", 1))
+    refused = subprocess.run([str(checker), "--builtin-schema", "vendor.compose-spec", str(bad)],
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0 and "restrat" in refused.stdout, refused.stdout
+
+
+def test_compose_file_starts_what_the_suite_starts():
+    """The API and the workers run the commands and settings the production tests start, restarted when they
+    exit, with the data directory on a volume; Redis and PostgreSQL 15 are restarted too."""
+    from tests.reliability.production import COMPOSE
+
+    services = COMPOSE["services"]
+    assert services["api"]["command"] == ["crowdqa", *SERVE_ARGS]
+    assert services["worker"]["command"] == ["crowdqa", *WORKER_ARGS]
+    assert SERVE_ARGS[:1] == ["serve"] and WORKER_ARGS[:1] == ["worker"]
+    for name in ("api", "worker"):
+        assert sorted(services[name]["environment"]) == SETTINGS
+        data_dir = services[name]["environment"]["CROWDQA_DATA_DIR"]
+        assert any(v.endswith(f":{data_dir}") for v in services[name]["volumes"])
+    assert services["postgres"]["image"] == "postgres:15" and services["redis"]["image"].startswith("redis:")
+    assert all(s.get("restart") in ("always", "unless-stopped") for s in services.values()), services
+    build = services["api"]["build"]
+    assert (DEPLOY / build["context"]).resolve() == REPO and (REPO / build["dockerfile"]).is_file()
+
+
+@pytest.mark.parametrize("name", sorted(UNITS))
+def test_systemd_units_verify_and_start_what_the_suite_starts(name, tmp_path):
+    """Each unit runs the installed `crowdqa` with the production tests' arguments, restarts always, reads the
+    settings from an environment file; `systemd-analyze verify` finds nothing (the ExecStart path pointed at this
+    environment's crowdqa, which /opt/crowdqa/.venv stands for)."""
+    service = _unit(name)
+    argv = shlex.split(service["ExecStart"])
+    assert argv[0] == "/opt/crowdqa/.venv/bin/crowdqa" and argv[1:] == UNITS[name]
+    assert service["Restart"] == "always" and service["EnvironmentFile"] == "/etc/crowdqa/crowdqa.env"
+    analyze = shutil.which("systemd-analyze")
+    if analyze is None:
+        pytest.skip("systemd-analyze not found (apt-get install systemd); the unit's syntax was not checked")
+    unit = tmp_path / name
+    unit.write_text((DEPLOY / name).read_text().replace("/opt/crowdqa/.venv/bin/crowdqa", str(BIN / "crowdqa"))
+                    .replace("User=crowdqa", "User=root"))
+    out = subprocess.run([analyze, "verify", str(unit)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and not out.stderr.strip(), out.stderr
+
+
+def _readme_snippet() -> str:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("<!-- production:start -->", 1)[1].split("<!-- production:end -->", 1)[0]
+    return section.split("```sh\n", 1)[1].split("\n```", 1)[0]
+
+
+def test_readme_production_snippet_starts_what_the_suite_starts():
+    """The snippet's crowdqa commands are the deployed ones, its settings the deployed settings."""
+    lines = [line.split("#", 1)[0].strip() for line in _readme_snippet().splitlines()]
+    exported = sorted(line.split()[1].split("=", 1)[0] for line in lines if line.startswith("export "))
+    assert exported == SETTINGS
+    started = [shlex.split(line.split(">", 1)[0]) for line in lines if line.endswith("&")]
+    assert [argv[1:] for argv in started] == [[*SERVE_ARGS[:-1], "${CROWDQA_PORT:-8000}"], WORKER_ARGS]
+    assert SERVE_ARGS[-2:] == ["--port", "8000"]
+
+
+@pytest.mark.redis
+@pytest.mark.postgres
+def test_readme_production_snippet_word_for_word(tmp_path, redis_url, postgres_url):
+    """The snippet, run as written with the password variable set (and the servers' hosts and ports, the API's
+    port and the data directory, which it reads from variables), starts an API and a worker pool that finish a
+    job with the key it printed; without the password it stops at once, saying which variable to set."""
+    from tests.utils.services import free_port
+
+    redis_at, pg_at, port = urlsplit(redis_url), urlsplit(postgres_url), free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CROWDQA_")}
+    env.update(PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}", REDIS_HOST=redis_at.hostname,
+               REDIS_PORT=str(redis_at.port), PG_HOST=pg_at.hostname, PG_PORT=str(pg_at.port),
+               CROWDQA_PORT=str(port), CROWDQA_DATA_DIR=str(tmp_path / "data"))
+    missing = subprocess.run(["bash", "-c", _readme_snippet()], env=env, cwd=tmp_path, capture_output=True,
+                             text=True, timeout=60)
+    assert missing.returncode != 0 and "CROWDQA_DB_PASSWORD" in missing.stderr, missing.stderr
+    assert not (tmp_path / "serve.log").exists()  # nothing was started
+
+    env["CROWDQA_DB_PASSWORD"] = secrets.token_urlsafe(12)  # the test cluster trusts local connections
+    shell = subprocess.Popen(["bash", "-c", _readme_snippet()], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = shell.communicate(timeout=120)
+        assert shell.returncode == 0, err
+        key = out.strip().splitlines()[-1]
+        assert key.startswith("cqa_"), out
+        wait_for_port(port, timeout=60)
+        import httpx
+
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}/api/v1", timeout=30,
+                          headers={"Authorization": f"Bearer {key}"}) as api:
+            dataset = api.post("/datasets", json={"name": "snippet"}).json()["id"]
+            assert upload(api, dataset, REPO / "api" / "sample" / "crowd.jsonl").status_code == 201
+            job = api.post(f"/datasets/{dataset}/jobs", json={"method": "ds"}).json()["id"]
+            body = wait_status(api, job, timeout=90)
+            assert body["status"] == "finished", (body, (tmp_path / "worker.log").read_text())
+    finally:
+        os.killpg(shell.pid, signal.SIGTERM)  # the snippet's background processes kept its process group
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(shell.pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.2)
+        else:
+            os.killpg(shell.pid, signal.SIGKILL)
+    for log in ("serve.log", "worker.log"):
+        assert "Traceback" not in (tmp_path / log).read_text(), (tmp_path / log).read_text()
+
+
+def test_worker_processes_bad_values_are_one_line(tmp_path):
+    """`crowdqa worker --processes 0` and a pool whose Redis cannot be reached each answer one line, status 2."""
+    from tests.utils.services import free_port
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CROWDQA_")}
+    env.update(CROWDQA_REDIS_URL=f"redis://127.0.0.1:{free_port()}/0", CROWDQA_DATA_DIR=str(tmp_path / "data"))
+    for args, says in ((["--processes", "0"], "--processes must be at least 1"),
+                       (["--processes", "2"], "cannot reach Redis")):
+        out = subprocess.run([str(BIN / "crowdqa"), "worker", *args], env=env, capture_output=True, text=True,
+                             timeout=60)
+        lines = out.stderr.strip().splitlines()
+        assert out.returncode == 2 and len(lines) == 1 and says in lines[0], out.stderr
