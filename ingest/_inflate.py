@@ -84,7 +84,7 @@ class Inflation:
         bounds = [(MAX_MEMBER_BYTES, f"{MAX_MEMBER_BYTES} bytes per member")]
         if compressed is not None:
             bounds.append((max(ZIP_RATIO_FLOOR, MAX_ZIP_RATIO * compressed),
-                           f"{MAX_ZIP_RATIO} times its {compressed} compressed bytes: a {self.kind} bomb?"))
+                           f"{MAX_ZIP_RATIO} times its {compressed} compressed bytes: a decompression bomb?"))
         return min(bounds)
 
     def too_much(self) -> IngestError:

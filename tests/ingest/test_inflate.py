@@ -104,3 +104,18 @@ def test_docs_zip_bomb_is_refused_under_the_upload_bound(tmp_path):
     assert peak < BOUND and str(err).startswith("docs: zip member 'd0.txt' expands to more than")
     with zipfile.ZipFile(path) as z:  # (the zip itself is fine: its CRCs are right)
         assert len(z.read("d0.txt")) == 8 << 20
+
+
+def test_a_model_file_bomb_is_refused_too(tmp_path):
+    """``crowdqa aggregate --from-model`` reads its .npz through the same bounds."""
+    from crowdqa.jobs.batches import load_model_file
+
+    path = tmp_path / "model.npz"
+    path.write_bytes(npz_bomb())
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match="not a crowdqa model file.*expands to more than"):
+            load_model_file(path, method="ds", frozen=False)
+        assert tracemalloc.get_traced_memory()[1] < BOUND
+    finally:
+        tracemalloc.stop()
