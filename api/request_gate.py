@@ -17,12 +17,16 @@ middleware runs first, on the request line and headers only:
   ``Content-Length`` is answered 413 at once, and a body sent without one is cut off (413) as soon as
   it passes the limit.
 
-The routes still check the key themselves (the gate is a first line, not the only one).
+The routes still check the key themselves (the gate is a first line, not the only one), so the gate may
+remember a key it found valid for :data:`KEY_MEMORY_SECONDS` (by its sha256; never a refusal): a key revoked
+within that window still gets its body read once more, and its 401 from the route.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
+import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -37,7 +41,7 @@ from crowdqa.store.db import open_session
 from crowdqa.store.errors import UploadTooLargeError
 from crowdqa.store.settings import Settings, get_settings
 
-__all__ = ["RequestGate", "API_PREFIX", "FORM_OVERHEAD"]
+__all__ = ["RequestGate", "API_PREFIX", "FORM_OVERHEAD", "KEY_MEMORY_SECONDS"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -49,6 +53,9 @@ API_PREFIX = "/api/v1"
 FORM_OVERHEAD = 64 * 1024
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
 _BODYLESS = frozenset({"GET", "HEAD", "OPTIONS"})
+#: Seconds the gate remembers a key it found valid (the second database lookup cost ~10 ms a request).
+KEY_MEMORY_SECONDS = 2.0
+_KEY_MEMORY_SIZE = 10_000
 #: Dashboard paths that take a body without a session (the sign-in form).
 _UI_PUBLIC = frozenset({f"{UI_PREFIX}/signin"})
 
@@ -114,6 +121,18 @@ class RequestGate:
     def __init__(self, app: Any) -> None:
         self.app = app
         self._routes: _Routes | None = None
+        self._valid_keys: dict[str, float] = {}  # sha256 of a key -> until when it is taken as valid
+
+    async def _key_ok(self, settings: Settings, key: str) -> bool:
+        digest, now = hashlib.sha256(key.encode()).hexdigest(), time.monotonic()
+        if self._valid_keys.get(digest, 0.0) > now:
+            return True
+        if not await run_in_threadpool(_key_is_valid, settings, key):
+            return False
+        if len(self._valid_keys) >= _KEY_MEMORY_SIZE:
+            self._valid_keys.clear()
+        self._valid_keys[digest] = now + KEY_MEMORY_SECONDS
+        return True
 
     def _table(self, scope: Scope) -> _Routes:
         if self._routes is None:
@@ -161,7 +180,7 @@ class RequestGate:
             key = _bearer(scope)
             if key is None:
                 return problem_response(401, "send 'Authorization: Bearer <key>'", headers=_CHALLENGE)
-            if not await run_in_threadpool(_key_is_valid, settings, key):
+            if not await self._key_ok(settings, key):
                 return problem_response(401, "unknown API key", headers=_CHALLENGE)
             return None
         if path.startswith(UI_PREFIX + "/") and method not in _BODYLESS and path not in _UI_PUBLIC:
