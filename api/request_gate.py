@@ -6,9 +6,9 @@ unauthenticated 100 MB JSON body raised the server to 1.28 GB before its 401, is
 middleware runs first, on the request line and headers only:
 
 * ``/api/v1``: every path but the public ones (those the OpenAPI document lists without a security
-  requirement, i.e. ``/health``) needs ``Authorization: Bearer <key>``, checked by the same
-  :func:`crowdqa.store.crud.authenticate`; without a valid key the answer is the route's own 401
-  problem+json, sent without reading the body;
+  requirement, i.e. ``/health``) needs ``Authorization: Bearer <key>``, checked by the routes' own
+  :func:`crowdqa.api.deps.authenticate_client` (expiry and the throttling of failures included); without
+  a valid key the answer is the route's own 401 (or 429) problem+json, sent without reading the body;
 * ``/ui``: a request that may carry a body (any method but GET, HEAD and OPTIONS) needs a valid session
   cookie (:func:`crowdqa.api.dashboard.auth.read_session`), except the sign-in form; without one the
   answer is the dashboard's redirect to the sign-in page;
@@ -35,8 +35,9 @@ from starlette.responses import RedirectResponse
 
 from crowdqa.api.dashboard.auth import SESSION_COOKIE, read_session
 from crowdqa.api.dashboard.web import PREFIX as UI_PREFIX
-from crowdqa.api.errors import problem_response
-from crowdqa.store import crud
+from crowdqa.api.deps import authenticate_client
+from crowdqa.api.errors import ProblemError, problem_response
+from crowdqa.api.throttle import FailureThrottle, client_address, throttle_of
 from crowdqa.store.db import open_session
 from crowdqa.store.errors import UploadTooLargeError
 from crowdqa.store.settings import Settings, get_settings
@@ -51,7 +52,6 @@ Send = Callable[[Message], Awaitable[None]]
 API_PREFIX = "/api/v1"
 #: Room for multipart headers and form fields on top of an uploaded file itself.
 FORM_OVERHEAD = 64 * 1024
-_CHALLENGE = {"WWW-Authenticate": "Bearer"}
 _BODYLESS = frozenset({"GET", "HEAD", "OPTIONS"})
 #: Seconds the gate remembers a key it found valid (the second database lookup cost ~10 ms a request).
 KEY_MEMORY_SECONDS = 2.0
@@ -87,27 +87,25 @@ class _Routes:
         return any(p.match(path) for p in self.uploads)
 
 
-def _bearer(scope: Scope) -> str | None:
-    for name, value in scope.get("headers") or []:
-        if name == b"authorization":
-            scheme, _, key = value.decode("latin-1").partition(" ")
-            return key.strip() if scheme.lower() == "bearer" and key.strip() else None
+def _header(scope: Scope, name: bytes) -> str | None:
+    for header, value in scope.get("headers") or []:
+        if header == name:
+            return value.decode("latin-1")
     return None
 
 
 def _cookie(scope: Scope, name: str) -> str | None:
-    for header, value in scope.get("headers") or []:
-        if header == b"cookie":
-            for part in value.decode("latin-1").split(";"):
-                key, _, val = part.strip().partition("=")
-                if key == name:
-                    return val
+    for part in (_header(scope, b"cookie") or "").split(";"):
+        key, _, val = part.strip().partition("=")
+        if key == name:
+            return val
     return None
 
 
-def _key_is_valid(settings: Settings, key: str) -> bool:
+def _authenticate(settings: Settings, authorization: str | None, client: str, throttle: FailureThrottle) -> None:
+    """The API's own key check (expiry, throttling of failures included); ProblemError 401/429 when refused."""
     with open_session(settings) as session:
-        return crud.authenticate(session=session, key=key) is not None
+        authenticate_client(authorization, session=session, client=client, throttle=throttle)
 
 
 def _session_is_valid(settings: Settings, cookie: str) -> bool:
@@ -123,16 +121,21 @@ class RequestGate:
         self._routes: _Routes | None = None
         self._valid_keys: dict[str, float] = {}  # sha256 of a key -> until when it is taken as valid
 
-    async def _key_ok(self, settings: Settings, key: str) -> bool:
-        digest, now = hashlib.sha256(key.encode()).hexdigest(), time.monotonic()
+    async def _key_refusal(self, scope: Scope, settings: Settings):
+        """The 401 (or 429) problem response for the request's ``Authorization`` header, or None when it is valid."""
+        authorization = _header(scope, b"authorization")
+        digest, now = hashlib.sha256((authorization or "").encode()).hexdigest(), time.monotonic()
         if self._valid_keys.get(digest, 0.0) > now:
-            return True
-        if not await run_in_threadpool(_key_is_valid, settings, key):
-            return False
+            return None
+        try:
+            await run_in_threadpool(_authenticate, settings, authorization, client_address(scope),
+                                    throttle_of(scope["app"]))
+        except ProblemError as exc:
+            return problem_response(exc.status, exc.detail, headers=exc.headers)
         if len(self._valid_keys) >= _KEY_MEMORY_SIZE:
             self._valid_keys.clear()
         self._valid_keys[digest] = now + KEY_MEMORY_SECONDS
-        return True
+        return None
 
     def _table(self, scope: Scope) -> _Routes:
         if self._routes is None:
@@ -174,15 +177,10 @@ class RequestGate:
 
     async def _refusal(self, scope: Scope, settings: Settings, method: str, path: str):
         """The response that refuses a request for want of a credential, or None to let it through."""
-        if path == API_PREFIX or path.startswith(API_PREFIX + "/"):
+        if path.startswith(API_PREFIX + "/") and path != API_PREFIX + "/":  # (the index, /api/v1, is public)
             if self._table(scope).is_public(method, path):
                 return None
-            key = _bearer(scope)
-            if key is None:
-                return problem_response(401, "send 'Authorization: Bearer <key>'", headers=_CHALLENGE)
-            if not await self._key_ok(settings, key):
-                return problem_response(401, "unknown API key", headers=_CHALLENGE)
-            return None
+            return await self._key_refusal(scope, settings)
         if path.startswith(UI_PREFIX + "/") and method not in _BODYLESS and path not in _UI_PUBLIC:
             cookie = _cookie(scope, SESSION_COOKIE)
             if cookie is None or not await run_in_threadpool(_session_is_valid, settings, cookie):
