@@ -8,6 +8,7 @@ CRCs are right (a bomb with a bad CRC would fail at its end anyway, which is not
 
 from __future__ import annotations
 
+import functools
 import io
 import struct
 import tarfile
@@ -55,6 +56,7 @@ def _npy_header(shape: tuple[int, ...], dtype: str) -> bytes:
     return buf.getvalue()
 
 
+@functools.lru_cache(maxsize=8)  # (the CRC of 2 GiB takes ~2 s: made once per claim)
 def npz_bomb(*, array_bytes: int = 2 << 30, claim: str = "honest") -> bytes:
     """A corpus ``.npz`` (crowdqa's member names) whose ``token`` array inflates to ``array_bytes`` of zeros.
 
@@ -85,6 +87,7 @@ def many_members_zip(*, members: int = 120, size: int = 8 << 20, layout: str = "
     return zip_of(texts + anns)
 
 
+@functools.lru_cache(maxsize=4)
 def many_members_tgz(*, members: int = 120, size: int = 8 << 20) -> bytes:
     """The tar variant: a ``.tar.gz`` of ``members`` brat texts of ``size`` spaces, each with an empty ``.ann``."""
     c = zlib.compressobj(9, zlib.DEFLATED, -15)
