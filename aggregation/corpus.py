@@ -16,6 +16,7 @@ import io
 import json
 import os
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -439,26 +440,30 @@ class Corpus:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Corpus:
-        """Read a corpus written by :meth:`save`."""
+        """Read a corpus written by :meth:`save` (a file the server wrote; uploads are read by
+        ``crowdqa.ingest``, which bounds their decompression first)."""
         with np.load(path, allow_pickle=False) as z:
-            meta = json.loads(z["meta"].tobytes().decode("utf-8"))
-            if meta.get("version") != _FORMAT_VERSION:
-                raise ValueError(
-                    f"{path}: corpus file version {_FORMAT_VERSION} expected, found {meta.get('version')}"
-                )
-            return cls(
-                token=z["token"],
-                worker=z["worker"],
-                label=z["label"],
-                doc_lengths=z["doc_lengths"],
-                token_start=z["token_start"],
-                token_end=z["token_end"],
-                doc_ids=tuple(meta["doc_ids"]),
-                texts=tuple(meta["texts"]),
-                worker_ids=tuple(meta["worker_ids"]),
-                worker_roles=tuple(meta["worker_roles"]),
-                class_names=tuple(meta["class_names"]),
-            )
+            return cls.from_saved(z, source=str(path))
+
+    @classmethod
+    def from_saved(cls, arrays: Mapping[str, NDArray], *, source: str = "corpus") -> Corpus:
+        """A corpus from the arrays of a file written by :meth:`save`; ValueError or KeyError otherwise."""
+        meta = json.loads(np.asarray(arrays["meta"]).tobytes().decode("utf-8"))
+        if meta.get("version") != _FORMAT_VERSION:
+            raise ValueError(f"{source}: corpus file version {_FORMAT_VERSION} expected, found {meta.get('version')}")
+        return cls(
+            token=arrays["token"],
+            worker=arrays["worker"],
+            label=arrays["label"],
+            doc_lengths=arrays["doc_lengths"],
+            token_start=arrays["token_start"],
+            token_end=arrays["token_end"],
+            doc_ids=tuple(meta["doc_ids"]),
+            texts=tuple(meta["texts"]),
+            worker_ids=tuple(meta["worker_ids"]),
+            worker_roles=tuple(meta["worker_roles"]),
+            class_names=tuple(meta["class_names"]),
+        )
 
 
 def _check_corpus(c: Corpus) -> None:

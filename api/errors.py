@@ -62,7 +62,8 @@ _DESCRIPTIONS = {
     403: "The key may not do this (only an admin key creates or revokes keys).",
     404: "No such resource in the key's project.",
     409: "The resource is not in a state that allows this.",
-    413: "The upload exceeds the configured size limit.",
+    413: "The request body exceeds its size limit: CROWDQA_MAX_UPLOAD_BYTES for an upload, "
+         "CROWDQA_MAX_BODY_BYTES for any other request.",
     422: "The request or the uploaded file is invalid.",
     429: "Too many requests: failed authentications from this address, or a limit of the project "
          "(CROWDQA_MAX_ACTIVE_JOBS, CROWDQA_MAX_UPLOADS_PER_HOUR, CROWDQA_MAX_PROJECT_BYTES); retry after the "
@@ -72,9 +73,10 @@ _DESCRIPTIONS = {
 
 
 def problem_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI ``responses`` entries for these problem status codes (401, 422 and 429 always included)."""
+    """OpenAPI ``responses`` entries for these problem status codes (401, 413, 422 and 429 always included: the
+    key and the body's size are checked before the body is read, by :mod:`crowdqa.api.request_gate`)."""
     out: dict[int | str, dict[str, Any]] = {}
-    for code in sorted({401, 422, 429, *codes}):
+    for code in sorted({401, 413, 422, 429, *codes}):
         out[code] = {"model": Problem, "description": _DESCRIPTIONS.get(code, HTTPStatus(code).phrase),
                      "content": {PROBLEM_JSON: {}}}
         if code == 429:
@@ -97,7 +99,7 @@ def _allowed_methods(request: Request) -> str:
 
 
 async def _too_large(_: Request, exc: UploadTooLargeError):
-    return problem_response(413, f"the upload exceeds the limit of {exc.limit} bytes (CROWDQA_MAX_UPLOAD_BYTES)")
+    return problem_response(413, f"{exc.what} exceeds the limit of {exc.limit} bytes ({exc.setting})")
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -112,7 +114,7 @@ def install_error_handlers(app: FastAPI) -> None:
         headers = getattr(exc, "headers", None)
         if exc.status_code == 400:
             # FastAPI's "error parsing the body" wraps whatever the body reader raised: the body limit
-            # (a chunked upload without Content-Length, cut off by BodyLimitMiddleware) is a 413;
+            # (a chunked upload without Content-Length, cut off by crowdqa.api.request_gate) is a 413;
             # bytes that are not JSON / not multipart are the same documented 422 as an invalid body.
             cause = exc.__cause__ or exc.__context__
             if isinstance(cause, UploadTooLargeError):

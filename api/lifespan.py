@@ -1,4 +1,4 @@
-"""What the app does at start and stop, and the request body limit.
+"""What the app does at start and stop.
 
 At start: create or check the schema; in embedded mode (no ``CROWDQA_REDIS_URL``) recover
 jobs a previous process left behind and start the in-process worker; in every mode start the
@@ -13,23 +13,17 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from crowdqa.api.errors import problem_response
 from crowdqa.jobs.embedded import EmbeddedWorker, recover_jobs
 from crowdqa.jobs.reconcile import Reconciler
 from crowdqa.jobs.uploads import collect_garbage
 from crowdqa.store.artifacts import ArtifactStore
 from crowdqa.store.datadir_lock import acquire_data_dir, held_data_dirs, release_data_dir
 from crowdqa.store.db import get_engine, open_session
-from crowdqa.store.errors import UploadTooLargeError
 from crowdqa.store.settings import get_settings
 
-__all__ = ["lifespan", "BodyLimitMiddleware"]
+__all__ = ["lifespan"]
 
 logger = logging.getLogger(__name__)
-
-#: Room for multipart headers and form fields on top of the file itself.
-_FORM_OVERHEAD = 64 * 1024
-
 
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -63,34 +57,3 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             worker.stop()
         if took_lock:
             release_data_dir(settings.data_dir)
-
-
-class BodyLimitMiddleware:
-    """Refuse request bodies over the upload limit with 413, before they are spooled to disk."""
-
-    def __init__(self, app) -> None:
-        self.app = app
-
-    async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "http" or scope.get("method") not in ("POST", "PUT", "PATCH"):
-            await self.app(scope, receive, send)
-            return
-        limit = get_settings().max_upload_bytes + _FORM_OVERHEAD
-        length = dict(scope.get("headers") or []).get(b"content-length")
-        if length is not None and length.isdigit() and int(length) > limit:
-            response = problem_response(
-                413, f"the upload exceeds the limit of {limit - _FORM_OVERHEAD} bytes (CROWDQA_MAX_UPLOAD_BYTES)")
-            await response(scope, receive, send)
-            return
-        seen = 0
-
-        async def counted():
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > limit:
-                    raise UploadTooLargeError(limit - _FORM_OVERHEAD)
-            return message
-
-        await self.app(scope, counted, send)

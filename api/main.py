@@ -6,8 +6,9 @@ from fastapi import APIRouter, FastAPI
 
 from crowdqa.api import dashboard
 from crowdqa.api.errors import install_error_handlers
-from crowdqa.api.lifespan import BodyLimitMiddleware, lifespan
+from crowdqa.api.lifespan import lifespan
 from crowdqa.api.openapi import install_openapi, operation_id
+from crowdqa.api.request_gate import RequestGate
 from crowdqa.api.routes import batches, datasets, health, jobs, keys, meta, review, routing
 
 API_PREFIX = "/api/v1"
@@ -22,7 +23,7 @@ app = FastAPI(
     generate_unique_id_function=operation_id,
 )
 install_error_handlers(app)
-app.add_middleware(BodyLimitMiddleware)
+app.add_middleware(RequestGate)  # the key and the body's size, before the body is read
 
 api_router = APIRouter(prefix=API_PREFIX)
 api_router.include_router(health.router)

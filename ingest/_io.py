@@ -7,21 +7,17 @@ Line endings are kept as they are, so character offsets count ``\\r`` like the t
 that wrote them did.
 
 Zip rule: members are read into memory, never extracted; absolute names, ``..``
-components, symbolic links and encrypted members are refused; the total uncompressed
-size is bounded (:data:`MAX_ZIP_BYTES`, counted on the bytes actually read, not on
-the sizes the archive claims) and so is the number of members (:data:`MAX_ZIP_MEMBERS`).
-Archives are refused before anything is read when the sizes they claim already break the
-bound, or when a member larger than :data:`ZIP_RATIO_FLOOR` claims to inflate more than
-:data:`MAX_ZIP_RATIO` times (a deflate bomb: text compresses about 3-20 times, a bomb
-about 1000 times), so a bomb never costs its inflated size in memory. A member that
-claims less than it holds is cut at its claim by :mod:`zipfile` and fails its CRC check.
+components, symbolic links and encrypted members are refused; what an archive may inflate to is
+bounded per member and in total, by size and by ratio, by :mod:`crowdqa.ingest._inflate` (the one
+place every upload is decompressed: zip, tar, npz and docs zips), on the sizes claimed before
+anything is read and on the bytes actually read after. A member that claims less than it holds is
+cut at its claim by :mod:`zipfile` and fails its CRC check.
 
 Tar rule (``.tar``, ``.tar.gz``, ``.tgz``, ``.tar.bz2``, ``.tar.xz``, as corpora such as EBM-NLP are
-distributed): the same name rules and bounds; only regular files and folders are accepted (links and
-devices are refused); members are unpacked once, in archive order, into a private temporary folder
-that :meth:`Tree.close` removes. Bytes are counted as they are written and unpacking stops at
-:data:`MAX_ZIP_BYTES`, so a compressed bomb costs at most that much disk. (No ratio rule: gzip
-compresses a whole tar stream, and one-label-per-line annotation files alone can exceed 100 times.)
+distributed): the same name rules and bounds (by ratio in total only: a tar member has no compressed
+size of its own); only regular files and folders are accepted (links and devices are refused); members
+are unpacked once, in archive order, into a private temporary folder that :meth:`Tree.close` removes.
+Bytes are counted as they are written, so a compressed bomb costs at most the total bound on disk.
 """
 
 from __future__ import annotations
@@ -37,20 +33,19 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
 
 from crowdqa.aggregation.corpus import Corpus
+from crowdqa.ingest._inflate import (
+    MAX_ZIP_BYTES,
+    MAX_ZIP_MEMBERS,
+    MAX_ZIP_RATIO,
+    ZIP_RATIO_FLOOR,
+    BoundedZip,
+    Inflation,
+    read_npz_arrays,
+)
 from crowdqa.ingest.errors import IngestError, ProblemLog
 
 __all__ = ["decode_text", "read_text", "read_corpus_npz", "Tree", "open_tree", "is_archive", "MAX_ZIP_BYTES",
            "MAX_ZIP_MEMBERS", "MAX_ZIP_RATIO", "ZIP_RATIO_FLOOR"]
-
-#: Upper bound on the bytes read out of one zip archive (uncompressed).
-MAX_ZIP_BYTES = 1 << 30
-#: Upper bound on the number of members of one zip archive.
-MAX_ZIP_MEMBERS = 200_000
-#: Largest inflation (uncompressed / compressed size) accepted for a member above :data:`ZIP_RATIO_FLOOR`.
-MAX_ZIP_RATIO = 100
-#: Members up to this many uncompressed bytes are never refused for their compression ratio.
-ZIP_RATIO_FLOOR = 8 << 20
-
 
 def decode_text(data: bytes, *, source: str) -> str:
     """Decode file bytes by the decoding rule above; ``source`` names the file in errors."""
@@ -88,8 +83,13 @@ def read_corpus_npz(path: Path, *, role: str, problems: ProblemLog) -> Corpus:
     """The ``corpus`` format: a corpus ``.npz`` written by crowdqa, with the roles it stores (``role`` and
     ``problems`` are the readers' common keywords; the file has no rows to skip)."""
     try:
-        return Corpus.load(path)
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+        if not zipfile.is_zipfile(path):
+            raise ValueError("not a zip")
+        arrays = read_npz_arrays(path)  # bounded: a deflated bomb is refused before it is inflated
+        return Corpus.from_saved(arrays, source=str(path))
+    except IngestError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         # numpy's own message would suggest loading the file "unsafely" with allow_pickle: never do that.
         raise IngestError("not a corpus file written by crowdqa (crowdqa ingest --save writes one: an .npz)",
                           source=str(path)) from None
@@ -106,15 +106,18 @@ class Tree:
 
     def __init__(self, root: str | os.PathLike) -> None:
         self.root = Path(root)
-        self._zip: zipfile.ZipFile | None = None
+        self._zip: BoundedZip | None = None
         self._unpacked: Path | None = None  # a tar archive's private copy
-        self._read = 0
         self._is_dir = self.root.is_dir()
         if self._is_dir:
             self._names = sorted("/".join(parts) for parts in folder_files(self.root))
         elif self.root.is_file() and zipfile.is_zipfile(self.root):
-            self._zip = zipfile.ZipFile(self.root)
-            self._names = self._check_zip(self._zip)
+            self._zip = BoundedZip(self.root)
+            try:
+                self._names = self._check_zip(self._zip.infos)
+            except BaseException:
+                self.close()
+                raise
         elif self.root.is_file() and _is_tar(self.root):
             self._unpacked = Path(tempfile.mkdtemp(prefix="crowdqa-tar-"))
             try:
@@ -130,27 +133,10 @@ class Tree:
         names = [n for n in self._names if not _hidden(n.split("/"))]
         self._real = {n: n for n in names}
 
-    def _check_zip(self, z: zipfile.ZipFile) -> list[str]:
-        infos = z.infolist()
-        if len(infos) > MAX_ZIP_MEMBERS:
-            raise IngestError(
-                f"zip archive has {len(infos)} members, more than {MAX_ZIP_MEMBERS}", source=str(self.root)
-            )
-        claimed = sum(info.file_size for info in infos)
-        if claimed > MAX_ZIP_BYTES:
-            raise IngestError(
-                f"zip archive expands to more than {MAX_ZIP_BYTES} bytes (its members claim {claimed}); "
-                "upload a folder or split it",
-                source=str(self.root),
-            )
+    def _check_zip(self, infos: list[zipfile.ZipInfo]) -> list[str]:
+        """The member names, after the name rules (sizes are checked by :class:`BoundedZip`)."""
         names = []
         for info in infos:
-            if info.file_size > ZIP_RATIO_FLOOR and info.file_size > MAX_ZIP_RATIO * max(info.compress_size, 1):
-                raise IngestError(
-                    f"zip member {info.filename!r} inflates {info.file_size} bytes from {info.compress_size} "
-                    f"(more than {MAX_ZIP_RATIO} times: a zip bomb?)",
-                    source=str(self.root),
-                )
             name = info.filename
             parts = _member_parts(name, "zip", str(self.root))
             if stat.S_ISLNK(info.external_attr >> 16):
@@ -165,7 +151,7 @@ class Tree:
         assert self._unpacked is not None
         where = str(self.root)
         names: set[str] = set()
-        written = 0
+        inflation = Inflation(self.root, source=where, kind="tar")
         try:
             with tarfile.open(self.root, "r:*") as tf:
                 for count, info in enumerate(tf, 1):
@@ -181,9 +167,7 @@ class Tree:
                     rel = "/".join(parts)
                     if rel in names:
                         raise IngestError(f"tar archive holds {name!r} twice", source=where)
-                    if written + info.size > MAX_ZIP_BYTES:
-                        raise IngestError(f"tar archive expands to more than {MAX_ZIP_BYTES} bytes; upload a "
-                                          "folder or split it", source=where)
+                    inflation.check_claims([(name, info.size, None)])
                     names.add(rel)
                     if _hidden(parts):  # checked like the others, but never read: not unpacked
                         continue
@@ -191,12 +175,7 @@ class Tree:
                     dest.parent.mkdir(parents=True, exist_ok=True)
                     src = tf.extractfile(info)
                     with open(dest, "xb") as out:
-                        for chunk in iter(lambda: src.read(1 << 20), b""):  # noqa: B023 - used at once
-                            written += len(chunk)
-                            if written > MAX_ZIP_BYTES:  # more than the header claimed
-                                raise IngestError(f"tar archive expands to more than {MAX_ZIP_BYTES} bytes",
-                                                  source=where)
-                            out.write(chunk)
+                        inflation.copy(src, out, name=name)  # counted: the header's size is a claim
         except IngestError:
             raise
         except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
@@ -237,21 +216,12 @@ class Tree:
         return real if root == "." else os.path.join(root, real)
 
     def read_bytes(self, name: str) -> bytes:
-        """The bytes of one member (counted against the zip budget)."""
+        """The bytes of one member (counted against the archive's bounds)."""
         name = self._real[name]
         if self._zip is None:  # (string paths: a pathlib object per member costs more than reading a small one)
             with open(os.path.join(self.folder, name), "rb") as fh:
                 return fh.read()
-        budget = MAX_ZIP_BYTES - self._read
-        with self._zip.open(name) as fh:
-            data = fh.read(budget + 1)
-        self._read += len(data)
-        if self._read > MAX_ZIP_BYTES:
-            raise IngestError(
-                f"zip archive expands to more than {MAX_ZIP_BYTES} bytes; upload a folder or split it",
-                source=str(self.root),
-            )
-        return data
+        return self._zip.read(self._zip.zip.getinfo(name))
 
     def read_text(self, name: str) -> str:
         """One member decoded by the decoding rule."""

@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 from sqlmodel import Session
 
+from crowdqa.ingest._inflate import read_npz_arrays
 from crowdqa.jobs.errors import JobModelMissingError, JobNotFinishedError
 from crowdqa.jobs.finished import check_finished
 from crowdqa.jobs.pipeline import ModelStart
@@ -126,8 +127,9 @@ def load_model_file(path: str | os.PathLike, *, method: str, frozen: bool) -> Mo
 
     _check_method(method)
     try:
-        with np.load(Path(path), allow_pickle=False) as npz:
-            state = {k: npz[k] for k in npz.files}
+        if not Path(path).exists():
+            raise FileNotFoundError(path)
+        state = read_npz_arrays(Path(path))  # bounded like every upload: a deflate bomb is refused, not inflated
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
         if isinstance(exc, FileNotFoundError):
             raise

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import tempfile
 import threading
-import zipfile
 from collections import defaultdict
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
@@ -22,6 +21,7 @@ from sqlmodel import Session
 
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.ingest import ParseResult, check_options, read_corpus
+from crowdqa.ingest._inflate import BoundedZip
 from crowdqa.ingest.errors import IngestError, Problem
 from crowdqa.ingest.index import (
     CorpusIndex,
@@ -79,30 +79,25 @@ def extract_docs(zip_path: Path, target: Path, *, max_bytes: int, max_files: int
     """Unpack the ``<doc_id>.txt`` files of a docs zip into ``target``; return how many.
 
     Only the base name of each member is used (no member path reaches the filesystem), other
-    files are ignored, and the bytes actually decompressed are counted against ``max_bytes``
-    (a zip bomb's headers may lie). Raises IngestError for a bad zip, a duplicate name or too much data.
+    files are ignored, and the zip is read within the bounds of :mod:`crowdqa.ingest._inflate`
+    (per member and in total, by size and by ratio, on the bytes actually decompressed: a zip
+    bomb's headers may lie), in total at most ``max_bytes``. Raises IngestError for a bad zip, a
+    duplicate name or too much data.
     """
-    total, count = 0, 0
-    try:
-        with zipfile.ZipFile(zip_path) as zf:
-            for info in zf.infolist():
-                name = PurePosixPath(info.filename.replace("\\", "/")).name
-                if info.is_dir() or not name.endswith(".txt") or name.startswith("."):
-                    continue
-                count += 1
-                if count > max_files:
-                    raise IngestError(f"the docs zip holds more than {max_files} texts", source="docs")
-                out = target / name
-                if out.exists():
-                    raise IngestError(f"the docs zip holds {name!r} twice", source="docs")
-                with zf.open(info) as src, open(out, "wb") as dst:
-                    for chunk in iter(lambda: src.read(1 << 16), b""):
-                        total += len(chunk)
-                        if total > max_bytes:
-                            raise IngestError(f"the docs zip unpacks to more than {max_bytes} bytes", source="docs")
-                        dst.write(chunk)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, RuntimeError, EOFError) as exc:
-        raise IngestError(f"docs must be a zip of <doc_id>.txt files: {exc}", source="docs") from None
+    count = 0
+    with BoundedZip(zip_path, source="docs", max_bytes=max_bytes) as zf:
+        for info in zf.infos:
+            name = PurePosixPath(info.filename.replace("\\", "/")).name
+            if info.is_dir() or not name.endswith(".txt") or name.startswith("."):
+                continue
+            count += 1
+            if count > max_files:
+                raise IngestError(f"the docs zip holds more than {max_files} texts", source="docs")
+            out = target / name
+            if out.exists():
+                raise IngestError(f"the docs zip holds {name!r} twice", source="docs")
+            with open(out, "wb") as dst:
+                zf.extract(info, dst)
     return count
 
 

@@ -19,11 +19,11 @@ class ArtifactMissingError(StoreError):
 
 
 class UploadTooLargeError(StoreError):
-    """An upload exceeds ``Settings.max_upload_bytes``."""
+    """An upload exceeds ``Settings.max_upload_bytes`` (or a request body ``Settings.max_body_bytes``)."""
 
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        super().__init__(f"upload exceeds the limit of {limit} bytes")
+    def __init__(self, limit: int, *, setting: str = "CROWDQA_MAX_UPLOAD_BYTES", what: str = "the upload") -> None:
+        self.limit, self.setting, self.what = limit, setting, what
+        super().__init__(f"{what} exceeds the limit of {limit} bytes")
 
 
 class DataDirLockedError(StoreError):

@@ -30,6 +30,8 @@ class Settings(BaseSettings):
     database_url: str | None = Field(default=None, description="SQLAlchemy URL; default SQLite under data_dir.")
     redis_url: str | None = Field(default=None, description="Redis for the job queue; unset = embedded queue.")
     max_upload_bytes: int = Field(default=200 * 1024 * 1024, gt=0, description="Largest accepted upload.")
+    max_body_bytes: int = Field(default=1024 * 1024, gt=0, description="Largest request body of a route that "
+                                "is not an upload (JSON and form requests).")
     job_timeout: int = Field(default=3600, gt=0, description="Seconds a job may run before rq stops it.")
     job_retries: int = Field(default=1, ge=0, description="Retries after an unexpected (non-input) failure.")
     heartbeat_interval: float = Field(default=5.0, gt=0, description="Seconds between a running job's heartbeats.")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.api.conftest import client, keys, pg_settings, settings  # noqa: F401  (the API's TestClient fixtures, reused)
-from tests.utils.services import free_port, wait_for_port
+from tests.utils.services import crowdqa_serve
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = Path(os.environ.get("CROWDQA_CHROMIUM", "/usr/bin/chromium"))
@@ -44,24 +44,8 @@ def server(tmp_path_factory):
     env.update(CROWDQA_DATA_DIR=str(data), CROWDQA_HEARTBEAT_INTERVAL="0.5")
     made = {name: _crowdqa("keys", "create", "--project", name, env=env).stdout.strip().splitlines()[-1]
             for name in ("a", "b")}
-    port = free_port()
-    log = open(data.parent / "serve.log", "w+")
-    proc = subprocess.Popen([str(Path(sys.executable).parent / "crowdqa"), "serve", "--port", str(port),
-                             "--log-level", "warning"], env=env, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        wait_for_port(port, timeout=60)
+    with crowdqa_serve(env, log_path=data.parent / "serve.log") as (_, port):
         yield Server(f"http://127.0.0.1:{port}", made, data)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.seek(0)
-        tail = log.read()[-4000:]
-        log.close()
-        if "Traceback" in tail:
-            print("crowdqa serve log:\n" + tail)
 
 
 @pytest.fixture(scope="module")

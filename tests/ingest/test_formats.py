@@ -84,7 +84,7 @@ def test_zip_path_traversal_and_size_bound(tmp_path, monkeypatch):
     with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as z:
         z.writestr("u/d.txt", "a" * 5000)
         z.writestr("u/d.ann", "")
-    monkeypatch.setattr("crowdqa.ingest._io.MAX_ZIP_BYTES", 1000)
+    monkeypatch.setattr("crowdqa.ingest._inflate.MAX_ZIP_BYTES", 1000)
     with pytest.raises(IngestError, match="expands to more than 1000 bytes"):
         read_corpus(bomb, format="brat")
     assert MAX_ZIP_BYTES == 1 << 30

@@ -61,7 +61,7 @@ def test_unsafe_members_are_refused(tmp_path):
 
 def test_size_bound_and_truncated_archive(tmp_path, monkeypatch):
     bomb = _tar(tmp_path / "bomb.tgz", {"u/d.txt": b"a" * 5000, "u/d.ann": b""})
-    monkeypatch.setattr("crowdqa.ingest._io.MAX_ZIP_BYTES", 1000)
+    monkeypatch.setattr("crowdqa.ingest._inflate.MAX_ZIP_BYTES", 1000)
     with pytest.raises(IngestError, match=r"bomb\.tgz: tar archive expands to more than 1000 bytes"):
         read_corpus(bomb, format="brat")
     monkeypatch.undo()

@@ -9,6 +9,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -128,3 +129,27 @@ def postgres_server() -> Iterator[str]:
         yield cluster.url
     finally:
         cluster.close()
+
+
+@contextmanager
+def crowdqa_serve(env: dict[str, str], *, log_path: Path) -> Iterator[tuple[subprocess.Popen, int]]:
+    """Run ``crowdqa serve`` with ``env`` on a free port; yield (process, port); stop it after, printing its
+    log's tail when it holds a traceback."""
+    port = free_port()
+    log = open(log_path, "w+")
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "crowdqa"), "serve", "--port", str(port),
+                             "--log-level", "warning"], env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_for_port(port, timeout=60)
+        yield proc, port
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.seek(0)
+        tail = log.read()[-4000:]
+        log.close()
+        if "Traceback" in tail:
+            print("crowdqa serve log:\n" + tail)
