@@ -137,15 +137,21 @@ def test_newton_and_cg_fits_reach_the_same_fixed_point(seed):
 
 
 def test_known_items_teach_the_abilities(seed):
-    """Items clamped to the truth raise the ability of the workers who agree with it."""
-    rng = np.random.default_rng(seed)
-    corpus, truth = random_corpus(rng, n_items=60, n_workers=6, per_item=3, accuracy=(0.3, 0.9))
-    known = np.where(rng.random(60) < 0.5, truth, -1)
-    free, taught = GLAD().fit(corpus), GLAD().fit(corpus, known=known)
-    right = np.bincount(corpus.worker, weights=corpus.label == truth[corpus.token], minlength=6)
-    acc = right / np.bincount(corpus.worker, minlength=6)
-    assert np.corrcoef(taught.alpha_, acc)[0, 1] >= np.corrcoef(free.alpha_, acc)[0, 1] - 0.05
-    np.testing.assert_array_equal(taught.labels_[known >= 0], known[known >= 0])
+    """Items clamped to the truth raise the ability of the workers who agree with it.
+
+    A statistical property (on one small crowd the free fit can already rank the workers better by
+    chance: seed 1540511260 did), so it is asserted on the mean over five crowds."""
+    free_corr, taught_corr = [], []
+    for rng in map(np.random.default_rng, np.random.SeedSequence(seed).spawn(5)):
+        corpus, truth = random_corpus(rng, n_items=60, n_workers=6, per_item=3, accuracy=(0.3, 0.9))
+        known = np.where(rng.random(60) < 0.5, truth, -1)
+        free, taught = GLAD().fit(corpus), GLAD().fit(corpus, known=known)
+        right = np.bincount(corpus.worker, weights=corpus.label == truth[corpus.token], minlength=6)
+        acc = right / np.bincount(corpus.worker, minlength=6)
+        free_corr.append(np.corrcoef(free.alpha_, acc)[0, 1])
+        taught_corr.append(np.corrcoef(taught.alpha_, acc)[0, 1])
+        np.testing.assert_array_equal(taught.labels_[known >= 0], known[known >= 0])
+    assert np.mean(taught_corr) >= np.mean(free_corr) - 0.02
 
 
 @pytest.mark.shared_data
