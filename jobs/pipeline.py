@@ -201,7 +201,7 @@ def run_pipeline(
             if progress is not None:  # a checkpoint per EM iteration of every fold's fit, too
                 progress("cross-fitting", None, None)
 
-        heldout, n_folds, n_expert_docs = _cross_fit(method, params, crowd, known, corpus, folds=crossfit_folds,
+        heldout, n_folds, n_expert_docs = cross_fit(method, params, crowd, known, corpus, folds=crossfit_folds,
                                                      seed=seed, callback=fold_step, start=start)
         fit["cross_fit"] = {"folds": n_folds, "expert_documents": n_expert_docs,
                             "seconds": round(time.perf_counter() - t_cf, 6), "seed": seed}
@@ -271,7 +271,7 @@ def _carried_confusion(state: dict[str, NDArray], corpus: Corpus) -> NDArray[np.
     return conf
 
 
-def _cross_fit(
+def cross_fit(
     method: str, params: dict[str, Any] | None, crowd: Corpus, known: NDArray, corpus: Corpus, *, folds: int,
     seed: int, callback: Callable[[int, float], None] | None = None, start: ModelStart | None = None,
 ) -> tuple[NDArray[np.int64], int, int]:
