@@ -39,21 +39,21 @@ AUTO_DEFAULTS: dict[str, str] = {"typed-bio": "hmm-crowd", "spans": "bsc-seq", "
 CompareProgress = Callable[[str | None, int, int], None]
 
 
+def _applies(method: str, corpus: Corpus, *, use_experts: bool) -> bool:
+    """Whether ``method`` applies to ``corpus`` (see :func:`applicable_methods`); imports its module."""
+    low, high = aggregator_class(method)._n_classes_range
+    if corpus.n_classes < low or (high is not None and corpus.n_classes > high):
+        return False
+    if method in SEQUENCE_METHODS and metric_for(corpus)[0] == "categorical":
+        return False
+    return use_experts or method not in NEEDS_EXPERTS
+
+
 def applicable_methods(corpus: Corpus, *, use_experts: bool = False) -> list[str]:
     """Every method that applies to ``corpus`` (``--methods all``), in cost order: its number of classes is in the
     method's range, sequence methods only for span labels, gold-mv only with ``use_experts``."""
-    kind, _ = metric_for(corpus)
-    out = []
-    for method in sorted(METHODS, key=lambda m: COST_ORDER.index(m) if m in COST_ORDER else len(COST_ORDER)):
-        low, high = aggregator_class(method)._n_classes_range
-        if corpus.n_classes < low or (high is not None and corpus.n_classes > high):
-            continue
-        if method in SEQUENCE_METHODS and kind == "categorical":
-            continue
-        if method in NEEDS_EXPERTS and not use_experts:
-            continue
-        out.append(method)
-    return out
+    order = sorted(METHODS, key=lambda m: COST_ORDER.index(m) if m in COST_ORDER else len(COST_ORDER))
+    return [m for m in order if _applies(m, corpus, use_experts=use_experts)]
 
 
 def parse_methods(text: str | list[str] | None) -> list[str] | None:
@@ -88,7 +88,7 @@ def check_methods(methods: list[str] | None, params_for: dict[str, dict] | None,
 def _fit(method: str, params: dict, crowd: Corpus, corpus: Corpus, known, *, use_experts: bool,
          seed: int) -> tuple[np.ndarray, dict]:
     """One method's labels to score (held-out predictions with ``use_experts``) and its fit record."""
-    from crowdqa.jobs.pipeline import cross_fit
+    from crowdqa.jobs.pipeline import cross_fit, fixed_schedule
 
     model = make_aggregator(method, params)
     t0 = time.perf_counter()
@@ -97,7 +97,7 @@ def _fit(method: str, params: dict, crowd: Corpus, corpus: Corpus, known, *, use
         model.fit(crowd, known=known)
     seconds = time.perf_counter() - t0
     labels = np.asarray(model.labels_, dtype=np.int64)
-    fixed = getattr(model, "tol", 0) is None
+    fixed = fixed_schedule(model)
     record = {"seconds": round(seconds, 6), "iterations": int(getattr(model, "n_iter_", 0)),
               "converged": None if fixed else bool(getattr(model, "converged_", True)),
               "warnings": sorted({str(w.message) for w in caught})}
@@ -149,11 +149,11 @@ def run_comparison(
     t_all = time.perf_counter()
     params = check_methods(methods, params_for, use_experts=use_experts)
     chosen = applicable_methods(corpus, use_experts=use_experts) if methods is None else list(methods)
-    usable = set(applicable_methods(corpus, use_experts=True))
-    wrong = [m for m in chosen if m not in usable]
+    wrong = [m for m in chosen if not _applies(m, corpus, use_experts=True)]
     if wrong:
         raise ValueError(f"{wrong[0]} does not apply to these labels ({metric_for(corpus)[0]}, "
-                         f"{corpus.n_classes} classes); methods that do: {', '.join(sorted(usable))}")
+                         f"{corpus.n_classes} classes); methods that do: "
+                         f"{', '.join(applicable_methods(corpus, use_experts=use_experts))}")
     ref = reference_labels(corpus, rule=reference) if corpus.workers_with_role("expert").size else None
     if ref is None or not np.any(ref != MISSING):
         raise ValueError("compare scores every method against the experts, and the data has no expert labels: "

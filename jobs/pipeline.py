@@ -177,7 +177,7 @@ def run_pipeline(
     fit = {
         "iterations": 0 if frozen else int(getattr(aggregator, "n_iter_", 0)),
         # None: a fixed number of EM iterations was asked for (tol=None), or none at all (frozen).
-        "converged": None if frozen or _fixed_schedule(aggregator) else bool(getattr(aggregator, "converged_", True)),
+        "converged": None if frozen or fixed_schedule(aggregator) else bool(getattr(aggregator, "converged_", True)),
         "seconds": round(fit_seconds, 6),
         "log_likelihood": history,
         "params": {k: v for k, v in (params or {}).items()},
@@ -300,6 +300,6 @@ def cross_fit(
     return heldout, n_folds, int(expert_docs.size)
 
 
-def _fixed_schedule(aggregator: Any) -> bool:
+def fixed_schedule(aggregator: Any) -> bool:
     """True for an EM aggregator told to run exactly ``max_iter`` iterations (``tol=None``)."""
     return hasattr(aggregator, "max_iter") and getattr(aggregator, "tol", 0.0) is None

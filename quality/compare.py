@@ -49,8 +49,8 @@ from crowdqa.quality.metrics import grouped_counts, per_label_prf
 from crowdqa.quality.sample_size import binomial_sample_size, slice_sample_size
 from crowdqa.quality.span_metrics import instance_counts
 
-__all__ = ["COST_ORDER", "Comparison", "MethodScore", "compare_aggregates", "metric_for", "paired_bootstrap",
-           "recommend", "RULE"]
+__all__ = ["COST_ORDER", "Comparison", "MethodScore", "compare_aggregates", "format_comparison", "metric_for",
+           "more_documents", "paired_bootstrap", "recommend", "RULE"]
 
 #: The order of cost the rule prefers simpler methods in (cheapest, fewest parameters first).
 COST_ORDER: tuple[str, ...] = ("mv", "ds", "wawa", "zbs", "gold-mv", "kos", "mmsr", "glad", "mace", "ibcc",
@@ -363,7 +363,7 @@ def recommend(
     label = metric.replace("_", " ")
     if chosen.method == best.method:
         reason = f"{best.method} has the best {label} ({best.value:.3f})"
-        simpler = [s.method for s in others if _cost(s.method) < _cost(best.method)]
+        simpler = sorted((s.method for s in others if _cost(s.method) < _cost(best.method)), key=_cost)
         if simpler:
             reason += f", and every simpler method ({', '.join(simpler)}) is significantly worse"
     else:
@@ -384,3 +384,30 @@ def recommend(
     return Comparison(kind=kind, metric=metric, documents=documents, methods=list(scores), best=best.method,
                       recommended=chosen.method, reason=reason, too_small=too_small, more_documents=more,
                       warnings=warnings, n_boot=n_boot, seed=seed, level=level)
+
+
+def format_comparison(data: dict) -> str:
+    """A comparison (:meth:`Comparison.as_dict`, with each method's ``seconds``) as a terminal table, best first,
+    then the recommendation with its reason and any warnings."""
+    label = data["metric"].replace("_", " ")
+    extra = sorted({k for m in data["methods"] for k in m.get("extra", {})})
+    head = ["method", label, "95% interval", "diff to best", "diff interval", *[k.replace("_", " ") for k in extra],
+            "seconds", "converged"]
+
+    def num(x: float | None) -> str:
+        return "-" if x is None else f"{x:.3f}"
+
+    rows = [[m["method"], num(m["value"]), f"[{num(m['low'])}, {num(m['high'])}]", num(m["diff"]),
+             f"[{num(m['diff_low'])}, {num(m['diff_high'])}]", *[num(m["extra"].get(k)) for k in extra],
+             "-" if m.get("seconds") is None else f"{m['seconds']:.2f}",
+             {True: "yes", False: "NO", None: "-"}[m.get("converged")]]
+            for m in data["methods"]]
+    widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
+    lines = ["  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(r, widths,
+                                                                                                      strict=True)))
+             for r in [head, *rows]]
+    lines.insert(1, "-" * len(lines[0]))
+    lines.append("")
+    lines.append(f"{data['documents']} expert documents; recommended: {data['recommended']} ({data['reason']})")
+    lines += [f"warning: {w}" for w in data["warnings"]]
+    return "\n".join(lines)
