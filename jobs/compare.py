@@ -34,6 +34,10 @@ SEQUENCE_METHODS: frozenset[str] = frozenset({"hmm-crowd", "bsc-seq"})
 #: categorical answers.
 AUTO_DEFAULTS: dict[str, str] = {"typed-bio": "hmm-crowd", "spans": "bsc-seq", "categorical": "ds"}
 
+#: The kinds of labels in words.
+KIND_NAMES: dict[str, str] = {"typed-bio": "BIO labels with several entity types", "spans": "span labels of one type",
+                              "categorical": "categorical answers"}
+
 #: ``progress(method, index, total)`` before each method's fit (index from 0), and ``(None, total, total)`` when
 #: the scoring starts.
 CompareProgress = Callable[[str | None, int, int], None]
@@ -177,8 +181,10 @@ def run_comparison(
         progress(None, len(chosen), len(chosen))
     result = compare_aggregates(corpus, labels, ref, n_boot=n_boot, seed=seed).as_dict()
     name = "accuracy" if result["kind"] == "categorical" else "f1"
+    other = "f1" if name == "accuracy" else "accuracy"
     for entry in result["methods"]:
         entry[name], entry[f"{name}_low"], entry[f"{name}_high"] = entry["value"], entry["low"], entry["high"]
+        entry[other] = entry[f"{other}_low"] = entry[f"{other}_high"] = None
         entry.update(fits[entry["method"]])
     result.update(use_experts=bool(use_experts), reference=reference, score=name,
                   seconds=round(time.perf_counter() - t_all, 6),
@@ -196,6 +202,6 @@ def auto_method(corpus: Corpus, **kwargs: Any) -> tuple[str, dict[str, Any] | No
     experts = corpus.workers_with_role("expert")
     if not np.isin(corpus.worker, experts).any():
         method = AUTO_DEFAULTS[kind]
-        return method, None, f"no expert labels to compare methods on: the default for {kind} labels, {method}"
+        return method, None, f"no expert labels to compare methods on: the default for {KIND_NAMES[kind]}, {method}"
     comparison = run_comparison(corpus, **kwargs)
     return comparison["recommended"], comparison, comparison["reason"]

@@ -81,3 +81,44 @@ def test_compare_without_experts_is_refused(tmp_path, capsys):
     status = main(["compare", str(SAMPLE / "crowd.jsonl"), "--format", "conll", "--output", str(tmp_path / "r.json")])
     err = capsys.readouterr().err.strip().splitlines()
     assert status == 2 and err == ["crowdqa: error: compare scores the methods against the experts: give --expert PATH"]
+
+
+def test_aggregate_auto_writes_the_recommended_methods_aggregate_with_the_comparison(tmp_path, capsys):
+    out, rep, direct = tmp_path / "auto.jsonl", tmp_path / "report.json", tmp_path / "direct.jsonl"
+    common = [str(SAMPLE / "crowd.jsonl"), "--format", "spans-jsonl", "--expert", str(SAMPLE / "expert.jsonl"),
+              "--quiet"]
+    assert main(["aggregate", *common, "--method", "auto", "--output", str(out), "--report", str(rep)]) == 0
+    printed = capsys.readouterr().out
+    report = json.loads(rep.read_text())
+    chosen = report["comparison"]["recommended"]
+    assert report["method"] == chosen and report["method_choice"].startswith("--method auto: ")
+    assert {m["method"] for m in report["comparison"]["methods"]} >= {"mv", "ds", "hmm-crowd", "bsc-seq"}
+    assert "Methods compared (--method auto):" in printed
+    assert main(["aggregate", *common, "--method", chosen, "--output", str(direct)]) == 0
+    assert out.read_text() == direct.read_text()
+    from crowdqa.quality.report_model import QualityReport
+
+    assert QualityReport.model_validate(report).comparison.recommended == chosen
+
+
+def test_aggregate_auto_without_experts_takes_the_default_and_says_so(tmp_path, capsys):
+    rep = tmp_path / "report.json"
+    assert main(["aggregate", str(SAMPLE / "crowd.jsonl"), "--format", "spans-jsonl", "--method", "auto",
+                 "--output", str(tmp_path / "a.jsonl"), "--report", str(rep)]) == 0
+    err = capsys.readouterr().err
+    report = json.loads(rep.read_text())
+    assert report["method"] == "bsc-seq" and report["comparison"] is None
+    assert report["method_choice"].endswith(
+        "no expert labels to compare methods on: the default for span labels of one type, bsc-seq")
+    assert "--method auto: bsc-seq: no expert labels" in err
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--params", '{"max_iter": 3}'], "--method auto compares the methods with their defaults"),
+    (["--save-model", "m.npz"], "--save-model and --from-model need one method"),
+])
+def test_aggregate_auto_refuses_one_methods_options(tmp_path, capsys, extra, message):
+    status = main(["aggregate", str(tmp_path / "absent.jsonl"), "--format", "spans-jsonl", "--method", "auto",
+                   "--output", str(tmp_path / "a.jsonl"), *extra])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1 and message in err[0], err
