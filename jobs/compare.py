@@ -20,11 +20,13 @@ from crowdqa.aggregation import make_aggregator
 from crowdqa.aggregation.corpus import MISSING, Corpus
 from crowdqa.aggregation.registry import METHODS, aggregator_class
 from crowdqa.jobs.params import NEEDS_EXPERTS, check_uses_experts, validate_params
-from crowdqa.quality.compare import COST_ORDER, compare_aggregates, metric_for
+from crowdqa.quality.compare import COST_ORDER, compare_aggregates, format_comparison, metric_for
 from crowdqa.quality.references import reference_labels
+from crowdqa.quality.report_model import MethodsComparison
 
 __all__ = ["AUTO_DEFAULTS", "SEQUENCE_METHODS", "applicable_methods", "parse_methods", "run_comparison",
-           "auto_method"]
+           "auto_method", "check_methods", "job_comparison", "MethodsComparison",
+           "format_comparison"]
 
 #: Methods that model a document's tokens as a sequence (transitions between labels): for span labels only.
 SEQUENCE_METHODS: frozenset[str] = frozenset({"hmm-crowd", "bsc-seq"})
@@ -190,6 +192,29 @@ def run_comparison(
                   seconds=round(time.perf_counter() - t_all, 6),
                   fit_seconds=round(sum(f["seconds"] + f.get("cross_fit_seconds", 0.0) for f in fits.values()), 6))
     return result
+
+
+def job_comparison(*, session: Any, settings: Any, job: Any) -> dict[str, Any]:
+    """The comparison of a finished ``compare`` job (its JSON file) or ``auto`` job (inside its report).
+
+    Raises JobNotFinishedError for a job that has not finished and NoComparisonError for a job without one (409).
+    """
+    import json
+
+    from crowdqa.jobs.errors import NoComparisonError
+    from crowdqa.jobs.finished import check_finished, finished_report
+    from crowdqa.store.artifacts import ArtifactStore
+
+    check_finished(job)
+    if str(job.method) == "compare":
+        return json.loads(ArtifactStore(settings.data_dir).path(job.artifacts["comparison"]).read_bytes())
+    comparison = finished_report(session=session, job=job).get("comparison") if str(job.method) == "auto" else None
+    if comparison is None:
+        raise NoComparisonError(f"job {job.id} ran method {job.method}"
+                                + (" without expert labels (the default method, no comparison)"
+                                   if str(job.method) == "auto" else "")
+                                + ": only a compare job or an auto job with experts has a comparison")
+    return comparison
 
 
 def auto_method(corpus: Corpus, **kwargs: Any) -> tuple[str, dict[str, Any] | None, str]:

@@ -164,7 +164,7 @@ def _run(args: argparse.Namespace) -> int:
         say(f"crowdqa: wrote the report to {args.report}")
     print(local.format_report(report, max_workers=args.top, sort=args.sort))
     if comparison is not None:
-        from crowdqa.quality.compare import format_comparison
+        from crowdqa.jobs.compare import format_comparison
 
         print("\nMethods compared (--method auto):\n" + format_comparison(comparison))
     return 0

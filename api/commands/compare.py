@@ -43,8 +43,7 @@ def params_for(items: list[str]) -> dict[str, dict]:
 def _run(args: argparse.Namespace) -> int:
     from crowdqa.api.commands._uploads import check_output, print_notes, read_uploads
     from crowdqa.jobs import local
-    from crowdqa.jobs.compare import check_methods, parse_methods, run_comparison
-    from crowdqa.quality.compare import format_comparison
+    from crowdqa.jobs.compare import check_methods, format_comparison, parse_methods, run_comparison
 
     # Everything that can be checked without the data, before any file is read.
     if not args.expert and args.role != "expert":
