@@ -9,6 +9,7 @@ from crowdqa.ingest import read_corpus
 from crowdqa.ingest.merge import merge_corpora
 from crowdqa.jobs.compare import run_comparison
 from tests.api.conftest import SAMPLE, auth, sample_dataset, wait_job
+from tests.api.test_redis_flow import redis_settings, start_worker  # noqa: F401  (fixtures)
 
 
 def _sample_corpus():
@@ -92,3 +93,35 @@ def test_a_single_method_job_has_no_comparison_and_openapi_says_so(client, keys)
     assert op["operationId"] == "get_comparison"
     assert op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith("/MethodsComparison")
     assert {"404", "409", "422"} <= set(op["responses"])
+
+
+@pytest.mark.redis
+def test_compare_and_auto_jobs_on_postgres_redis_and_a_worker_process(
+        pg_settings, redis_settings, start_worker):  # noqa: F811 - the fixtures imported above
+    """The production parts: rows in PostgreSQL (its job-method enum holds compare and auto), jobs on Redis, run by
+    a separate `crowdqa worker` (a forked work horse per job)."""
+    from fastapi.testclient import TestClient
+    from sqlmodel import Session
+
+    from crowdqa.api.main import app
+    from crowdqa.store.db import get_engine
+    from crowdqa.store.settings import get_settings
+    from tests.utils.factories import project_with_key
+
+    with Session(get_engine(get_settings())) as s:
+        _, key = project_with_key(s, "prod")
+    start_worker()
+    with TestClient(app) as client:
+        ds = sample_dataset(client, key)
+        compare = client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key),
+                              json={"method": "compare", "methods": ["mv", "ds"], "use_experts": True}).json()
+        auto = client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key), json={"method": "auto"}).json()
+        compared = wait_job(client, compare["id"], key, timeout=120)
+        assert compared["status"] == "finished", compared
+        body = client.get(f"/api/v1/jobs/{compare['id']}/comparison", headers=auth(key)).json()
+        assert body["use_experts"] is True and [m["method"] for m in body["methods"]] != []
+        assert all(m["cross_fit_seconds"] > 0 for m in body["methods"])
+        done = wait_job(client, auto["id"], key, timeout=120)
+        assert done["status"] == "finished", done
+        report = client.get(f"/api/v1/jobs/{auto['id']}/report", headers=auth(key)).json()
+        assert report["method"] == report["comparison"]["recommended"]
