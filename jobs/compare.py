@@ -18,18 +18,16 @@ import numpy as np
 
 from crowdqa.aggregation import make_aggregator
 from crowdqa.aggregation.corpus import MISSING, Corpus
-from crowdqa.aggregation.registry import METHODS, aggregator_class
-from crowdqa.jobs.params import NEEDS_EXPERTS, check_uses_experts, validate_params
+from crowdqa.aggregation.memory import Shape
+from crowdqa.aggregation.registry import METHODS, check_memory
+from crowdqa.jobs.params import check_data_kind, validate_params
 from crowdqa.quality.compare import COST_ORDER, compare_aggregates, format_comparison, metric_for
 from crowdqa.quality.references import reference_labels
 from crowdqa.quality.report_model import MethodsComparison
 
-__all__ = ["AUTO_DEFAULTS", "SEQUENCE_METHODS", "applicable_methods", "parse_methods", "run_comparison",
+__all__ = ["AUTO_DEFAULTS", "applicable_methods", "parse_methods", "run_comparison",
            "auto_method", "check_methods", "job_comparison", "MethodsComparison",
            "format_comparison"]
-
-#: Methods that model a document's tokens as a sequence (transitions between labels): for span labels only.
-SEQUENCE_METHODS: frozenset[str] = frozenset({"hmm-crowd", "bsc-seq"})
 
 #: ``--method auto`` without expert labels: the method per data kind (``metric_for``'s kind), chosen from the
 #: project's benchmarks: HMM-Crowd on typed BIO (held-out NER), BSC-seq for one span type (PICO), Dawid-Skene for
@@ -46,18 +44,19 @@ CompareProgress = Callable[[str | None, int, int], None]
 
 
 def _applies(method: str, corpus: Corpus, *, use_experts: bool) -> bool:
-    """Whether ``method`` applies to ``corpus`` (see :func:`applicable_methods`); imports its module."""
-    low, high = aggregator_class(method)._n_classes_range
-    if corpus.n_classes < low or (high is not None and corpus.n_classes > high):
+    """Whether ``method`` applies to ``corpus`` by its registry rules (classes, sequences, experts)."""
+    categorical = not corpus.has_outside and bool((corpus.doc_lengths == 1).all())
+    try:
+        check_data_kind(method, n_classes=corpus.n_classes, categorical=categorical, use_experts=use_experts)
+    except ValueError:
         return False
-    if method in SEQUENCE_METHODS and metric_for(corpus)[0] == "categorical":
-        return False
-    return use_experts or method not in NEEDS_EXPERTS
+    return True
 
 
 def applicable_methods(corpus: Corpus, *, use_experts: bool = False) -> list[str]:
-    """Every method that applies to ``corpus`` (``--methods all``), in cost order: its number of classes is in the
-    method's range, sequence methods only for span labels, gold-mv only with ``use_experts``."""
+    """Every method that applies to ``corpus`` (``--methods all``), in cost order, by the registry's data-kind rules
+    (:func:`crowdqa.aggregation.registry.check_data_kind`): its number of classes in the method's range, sequence
+    methods not on categorical answers, gold-mv only with ``use_experts``."""
     order = sorted(METHODS, key=lambda m: COST_ORDER.index(m) if m in COST_ORDER else len(COST_ORDER))
     return [m for m in order if _applies(m, corpus, use_experts=use_experts)]
 
@@ -87,7 +86,7 @@ def check_methods(methods: list[str] | None, params_for: dict[str, dict] | None,
         if methods is not None and method not in methods:
             raise ValueError(f"params for {method}, which is not among the compared methods {methods}")
     for method in methods or []:
-        check_uses_experts(method, use_experts=use_experts)
+        check_data_kind(method, use_experts=use_experts)
     return {m: validate_params(m, p) for m, p in params_for.items()}
 
 
@@ -155,11 +154,11 @@ def run_comparison(
     t_all = time.perf_counter()
     params = check_methods(methods, params_for, use_experts=use_experts)
     chosen = applicable_methods(corpus, use_experts=use_experts) if methods is None else list(methods)
-    wrong = [m for m in chosen if not _applies(m, corpus, use_experts=True)]
-    if wrong:
-        raise ValueError(f"{wrong[0]} does not apply to these labels ({metric_for(corpus)[0]}, "
-                         f"{corpus.n_classes} classes); methods that do: "
-                         f"{', '.join(applicable_methods(corpus, use_experts=use_experts))}")
+    categorical = not corpus.has_outside and bool((corpus.doc_lengths == 1).all())
+    shape = Shape.of_corpus(corpus)
+    for method in chosen:  # the registry's rules, in its words (ValueError naming the rule), and the memory limit
+        check_data_kind(method, n_classes=corpus.n_classes, categorical=categorical, use_experts=use_experts)
+        check_memory(method, shape, report=False)
     ref = reference_labels(corpus, rule=reference) if corpus.workers_with_role("expert").size else None
     if ref is None or not np.any(ref != MISSING):
         raise ValueError("compare scores every method against the experts, and the data has no expert labels: "

@@ -56,7 +56,10 @@ def _check_job_input(session: Session, dataset: Dataset, job_in: JobCreate) -> N
     check_start(session=session, dataset=dataset, job_in=job_in)  # from_job / frozen: a new batch
     shape = Shape.of_summary(dataset.summary or {})
     if shape is not None:  # the stored summary's sizes: refused now (422), not after the worker loads the corpus
-        check_memory(str(job_in.method), shape)
+        compared = (job_in.methods or (job_in.params or {}).get("methods")) if str(job_in.method) == "compare" else None
+        # auto and compare without a list fit the methods that apply: each is checked when the job starts them
+        for method in compared or ([None] if str(job_in.method) in ("auto", "compare") else [str(job_in.method)]):
+            check_memory(method, shape)
 
 
 def check_comparison_job(job_in: JobCreate, *, has_experts: bool) -> None:

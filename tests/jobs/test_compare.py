@@ -63,3 +63,12 @@ def test_auto_without_experts_takes_the_documented_default():
     assert (method, comparison) == ("bsc-seq", None) and "no expert labels" in why
     method, comparison, _ = auto_method(corpus, methods=["mv", "ds"], n_boot=50)
     assert method == comparison["recommended"] and np.isfinite(comparison["methods"][0]["f1"])
+
+
+def test_a_method_the_data_kind_rules_out_is_refused_and_left_out_of_all():
+    from tests.quality.test_compare import _typed_corpus
+
+    corpus = _typed_corpus()  # 5 classes: kos (binary) does not apply
+    assert "kos" not in applicable_methods(corpus) and "hmm-crowd" in applicable_methods(corpus)
+    with pytest.raises(ValueError, match="kos is defined for binary labels"):
+        run_comparison(corpus, methods=["mv", "kos"])
