@@ -157,7 +157,7 @@ def _bounds(x: NDArray, level: float) -> tuple[NDArray, NDArray]:
 
 def paired_bootstrap(
     counts: NDArray, *, score: str, n_boot: int = 1000, rng: np.random.Generator | int | None = 0,
-    level: float = LEVEL, max_cells: int = 1 << 22,
+    max_cells: int = 1 << 22,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Each method's score on every document resample, the same resamples for all methods.
 
@@ -169,8 +169,6 @@ def paired_bootstrap(
     score : {"f1", "accuracy"}
     n_boot : int, default=1000
     rng : numpy Generator or int seed
-    level : float
-        Unused here (the caller takes the percentiles); kept for a symmetric signature with the bounds.
     max_cells : int
         Largest number of document draws held at once.
 
@@ -334,6 +332,7 @@ def more_documents(plan: dict, half_width: float, *, level: float = LEVEL) -> in
             p, r = min(p, 0.99), min(r, 0.99)
             if plan["predicted_per_document"] <= 0 or plan["actual_per_document"] <= 0:
                 return None
+            # The frequency only sets SLiCE's negatives, which are not used here: the positives set the documents.
             size = slice_sample_size(precision=p, recall=r, frequency=0.5, half_width=half_width, confidence=level)
             need = max(size.n_precision / plan["predicted_per_document"], size.n_recall / plan["actual_per_document"])
     except ValueError:
