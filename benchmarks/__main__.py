@@ -26,6 +26,7 @@ BENCHMARKS: dict[str, tuple[list[str], str]] = {
     "scaling": (["-m", "benchmarks.scaling"], "MV/DS/HMM-Crowd time and peak memory, 10^4..10^7 labels"),
     "service_overhead": (["benchmarks/service_overhead.py"], "job overhead and polling latency of the service"),
     "sample_size_example": (["-m", "benchmarks.sample_size_example"], "SLiCE plan vs intervals on 64 expert docs"),
+    "compare": (["-m", "benchmarks.compare"], "crowdqa compare (mv, ds, ibcc, hmm-crowd, bsc-seq) on CoNLL val, PICO"),
 }
 #: Benchmarks without a --quick flag.
 NO_QUICK = {"ingest_pico"}

@@ -33,7 +33,8 @@ def _texts(doc_ids: list[str]) -> dict[str, str]:
     return {d: (PICO / "docs" / f"{d}.txt").read_text(encoding="utf-8") for d in doc_ids}
 
 
-def load_pico(*, limit: int | None = None, category: str = "Participants") -> tuple[Corpus, dict, int]:
+def load_pico(*, limit: int | None = None, category: str = "Participants",
+              splits: tuple[str, ...] = ("train", "dev", "test", "expert-dev")) -> tuple[Corpus, dict, int]:
     """Crowd and expert spans of one PICO element, plus the authors' published aggregates.
 
     Parameters
@@ -41,6 +42,8 @@ def load_pico(*, limit: int | None = None, category: str = "Participants") -> tu
     limit : int, optional
         Keep only the first ``limit`` crowd documents (the expert documents are always kept).
     category : str, default="Participants"
+    splits : tuple of str
+        The crowd files read (``annotations/<split>/``); the expert documents are always kept.
 
     Returns
     -------
@@ -63,7 +66,7 @@ def load_pico(*, limit: int | None = None, category: str = "Participants") -> tu
                 spans.append(Span(doc, who, int(s), int(e), category))
 
     crowd_docs: list[str] = []
-    for split in ("train", "dev", "test", "expert-dev"):
+    for split in splits:
         for row in _jsonl(PICO / "annotations" / split / "PICO-annos-crowdsourcing.json"):
             if category in row:
                 crowd_docs.append(row["docid"])

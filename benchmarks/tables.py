@@ -746,6 +746,32 @@ def render_batches(d: dict, results: Path, quick: bool) -> str:
     )
 
 
+def render_compare(d: dict, results: Path, quick: bool) -> str:
+    titles = {"conll_val": "CoNLL-2003 crowd, validation half (`../shared/data/conll_val`)",
+              "pico_dev": "PICO Participants, dev split and the expert-dev documents (`../shared/data/pico`)"}
+    parts = []
+    for key, title in titles.items():
+        r = d.get(key)
+        if r is None:
+            continue
+        metric = {"span_f1": "typed span F1 (conlleval)", "token_f1": "token F1",
+                  "accuracy": "accuracy"}[r["metric"]]
+        extra = sorted({k for m in r["methods"] for k in m.get("extra", {})})
+        rows = [[m["method"], f"{_f(m['value'])} [{_f(m['low'])}, {_f(m['high'])}]",
+                 f"{_f(m['diff'])} [{_f(m['diff_low'])}, {_f(m['diff_high'])}]",
+                 *[_f(m["extra"].get(k)) for k in extra], _ms(m["seconds"])] for m in r["methods"]]
+        warnings = "".join(f" Warning: {w}." for w in r["warnings"])
+        parts.append(
+            f"**{title}**: {r['corpus_documents']:,} documents, {r['tokens']:,} tokens, {r['crowd_labels']:,} crowd "
+            f"labels, fitted on the crowd only; scored against the experts on {r['documents']:,} expert documents, "
+            f"{r['n_boot']:,} paired document resamples. The whole comparison took "
+            f"{r['seconds']:.1f} s, its fits {r['fit_seconds']:.1f} s (reading {r['read_seconds']:.1f} s apart)."
+            f"\n\n" + _table(["method", f"{metric} [95%]", "difference to the best [95%, paired]",
+                               *[k.replace("_", " ") for k in extra], "fit"], rows)
+            + f"\n\nRecommended: **{r['recommended']}** ({r['reason']}).{warnings}")
+    return "\n\n".join(parts)
+
+
 #: results stem -> (section title, command without --quick, renderer), in README order.
 SECTIONS: dict[str, tuple[str, str, Callable[[dict, Path, bool], str]]] = {
     "pico_study": ("PICO / EBM-NLP aggregation study", "python -m benchmarks.pico_study", render_pico_study),
@@ -775,6 +801,8 @@ SECTIONS: dict[str, tuple[str, str, Callable[[dict, Path, bool], str]]] = {
     "routing": ("Routing documents to the experts: narrowing per document revealed", "python -m benchmarks.routing",
                 render_routing),
     "batches": ("New batches: an earlier model vs a refit", "python -m benchmarks.batches", render_batches),
+    "compare": ("Which method for my data: crowdqa compare on CoNLL val and PICO dev", "python -m benchmarks.compare",
+                render_compare),
 }
 
 

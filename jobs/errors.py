@@ -24,6 +24,10 @@ class JobNotFinishedError(JobNotRunnableError):
     from) on a job that is not."""
 
 
+class NoComparisonError(JobNotRunnableError):
+    """The job has no comparison: it ran one method, or chose ``auto``'s default without experts (409)."""
+
+
 class DatasetBusyError(JobError):
     """A dataset that cannot be deleted now: one of its jobs is running."""
 

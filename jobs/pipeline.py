@@ -180,7 +180,7 @@ def run_pipeline(
     fit = {
         "iterations": 0 if frozen else int(getattr(aggregator, "n_iter_", 0)),
         # None: a fixed number of EM iterations was asked for (tol=None), or none at all (frozen).
-        "converged": None if frozen or _fixed_schedule(aggregator) else bool(getattr(aggregator, "converged_", True)),
+        "converged": None if frozen or fixed_schedule(aggregator) else bool(getattr(aggregator, "converged_", True)),
         "seconds": round(fit_seconds, 6),
         "log_likelihood": history,
         "params": {k: v for k, v in (params or {}).items()},
@@ -208,7 +208,7 @@ def run_pipeline(
             if progress is not None:  # a checkpoint per EM iteration of every fold's fit, too
                 progress("cross-fitting", None, None)
 
-        heldout, n_folds, n_expert_docs = _cross_fit(method, params, crowd, known, corpus, folds=crossfit_folds,
+        heldout, n_folds, n_expert_docs = cross_fit(method, params, crowd, known, corpus, folds=crossfit_folds,
                                                      seed=seed, callback=fold_step, start=start)
         fit["cross_fit"] = {"folds": n_folds, "expert_documents": n_expert_docs,
                             "seconds": round(time.perf_counter() - t_cf, 6), "seed": seed}
@@ -279,7 +279,7 @@ def _carried_confusion(state: dict[str, NDArray], corpus: Corpus) -> NDArray[np.
     return conf
 
 
-def _cross_fit(
+def cross_fit(
     method: str, params: dict[str, Any] | None, crowd: Corpus, known: NDArray, corpus: Corpus, *, folds: int,
     seed: int, callback: Callable[[int, float], None] | None = None, start: ModelStart | None = None,
 ) -> tuple[NDArray[np.int64], int, int]:
@@ -308,6 +308,6 @@ def _cross_fit(
     return heldout, n_folds, int(expert_docs.size)
 
 
-def _fixed_schedule(aggregator: Any) -> bool:
+def fixed_schedule(aggregator: Any) -> bool:
     """True for an EM aggregator told to run exactly ``max_iter`` iterations (``tol=None``)."""
     return hasattr(aggregator, "max_iter") and getattr(aggregator, "tol", 0.0) is None

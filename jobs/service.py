@@ -18,6 +18,7 @@ from crowdqa.aggregation.memory import Shape
 from crowdqa.aggregation.registry import check_memory
 from crowdqa.jobs import cancel
 from crowdqa.jobs.batches import check_start
+from crowdqa.jobs.compare import check_methods, parse_methods
 from crowdqa.jobs.errors import JobNotRunnableError, QueueUnavailableError
 from crowdqa.jobs.params import check_data_kind, data_kind, validate_params
 from crowdqa.jobs.queue import cancel_job, enqueue_job
@@ -35,9 +36,15 @@ __all__ = ["start_job", "rerun_job", "delete_job", "stop_running_job"]
 def _check_job_input(session: Session, dataset: Dataset, job_in: JobCreate) -> None:
     if not dataset.corpus_sha256:
         raise JobNotRunnableError(f"dataset {dataset.id} has no uploads yet: upload a crowd file first")
-    validate_params(str(job_in.method), dict(job_in.params))  # JobParamsError naming the field
-    check_data_kind(str(job_in.method), **data_kind(dataset.summary), use_experts=job_in.use_experts)
     roles = (dataset.summary or {}).get("annotators") or {}
+    if str(job_in.method) in ("auto", "compare"):
+        check_comparison_job(job_in, has_experts=not (isinstance(roles, dict) and roles.get("expert") in
+                                                      (0, None, {}, [])))
+    else:
+        if job_in.methods is not None:
+            raise ValueError(f"methods is for a comparison (method compare), not for method {job_in.method}")
+        validate_params(str(job_in.method), dict(job_in.params))  # JobParamsError naming the field
+        check_data_kind(str(job_in.method), **data_kind(dataset.summary), use_experts=job_in.use_experts)
     coverage = (dataset.summary or {}).get("coverage") or {}
     if (isinstance(roles, dict) and roles.get("crowd") and roles.get("expert")
             and coverage.get("documents_with_expert") == 0 and coverage.get("expert_documents_without_crowd")):
@@ -55,7 +62,43 @@ def _check_job_input(session: Session, dataset: Dataset, job_in: JobCreate) -> N
     check_start(session=session, dataset=dataset, job_in=job_in)  # from_job / frozen: a new batch
     shape = Shape.of_summary(dataset.summary or {})
     if shape is not None:  # the stored summary's sizes: refused now (422), not after the worker loads the corpus
-        check_memory(str(job_in.method), shape)
+        compared = (job_in.methods or (job_in.params or {}).get("methods")) if str(job_in.method) == "compare" else None
+        # auto and compare without a list fit the methods that apply: each is checked when the job starts them
+        for method in compared or ([None] if str(job_in.method) in ("auto", "compare") else [str(job_in.method)]):
+            check_memory(method, shape)
+
+
+def check_comparison_job(job_in: JobCreate, *, has_experts: bool) -> None:
+    """A ``compare`` job: its methods and their parameters (``params`` by method id); ``auto``: no parameters
+    (each method runs with its defaults), no earlier model. ValueError (422) or JobParamsError naming the field."""
+    if job_in.from_job is not None:
+        raise ValueError(f"from_job needs one method; method {job_in.method} chooses it from the data")
+    if str(job_in.method) == "auto":
+        if job_in.params or job_in.methods is not None:
+            raise ValueError("method auto compares every method that applies with its defaults: give no params or "
+                             "methods (a compare job takes them)")
+        return
+    if not has_experts:
+        raise ValueError("a comparison scores the methods against the experts: upload a file with role 'expert' "
+                         "first")
+    params = job_in.params
+    if set(params) <= {"methods", "params_for"} and params:  # as stored: a re-run keeps the job's params
+        methods, params = params.get("methods"), params.get("params_for") or {}
+    else:
+        methods = job_in.methods
+    if not all(isinstance(v, dict) for v in params.values()):
+        raise ValueError("params of a compare job are each method's parameters by method id, e.g. "
+                         "{\"ds\": {\"max_iter\": 50}}")
+    check_methods(parse_methods(methods), params, use_experts=job_in.use_experts)
+
+
+def comparison_params(job_in: JobCreate) -> JobCreate:
+    """A compare job's methods and per-method parameters as the job keeps them in ``params``."""
+    if str(job_in.method) != "compare" or set(job_in.params) <= {"methods", "params_for"} and job_in.params:
+        return job_in
+    methods = parse_methods(job_in.methods)
+    return job_in.model_copy(update={"params": {"methods": methods, "params_for": dict(job_in.params)},
+                                     "methods": None})
 
 
 def _enqueue_or_fail(*, session: Session, settings: Settings, queue: Queue, job: Job) -> Job:
@@ -74,7 +117,7 @@ def start_job(*, session: Session, settings: Settings, queue: Queue, dataset: Da
     """Create a job on the dataset's current corpus, commit it, then enqueue it."""
     _check_job_input(session, dataset, job_in)
     check_job_quota(session=session, settings=settings, project_id=dataset.project_id)
-    job = crud.create_job(session=session, dataset=dataset, job_in=job_in)
+    job = crud.create_job(session=session, dataset=dataset, job_in=comparison_params(job_in))
     return _enqueue_or_fail(session=session, settings=settings, queue=queue, job=job)
 
 
@@ -92,6 +135,7 @@ def rerun_job(*, session: Session, settings: Settings, queue: Queue, job: Job,
         job_in = JobCreate.model_validate({**current.model_dump(), **given})
         _check_job_input(session, crud.get_dataset(session=session, project_id=job.project_id,
                                                    dataset_id=job.dataset_id), job_in)
+        job_in = comparison_params(job_in)
         given = {k: getattr(job_in, k) for k in given}
     check_job_quota(session=session, settings=settings, project_id=job.project_id)  # it becomes queued again
     crud.clear_report(session=session, job_id=job.id)

@@ -11,6 +11,7 @@ rq's retry policy while retries are left, then fails the job. A job that uses mo
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -24,6 +25,7 @@ from sqlmodel import Session
 
 from crowdqa.jobs import cancel
 from crowdqa.jobs.batches import start_from_job
+from crowdqa.jobs.compare import auto_method, run_comparison
 from crowdqa.jobs.errors import BudgetExceededError, JobCancelled
 from crowdqa.jobs.pipeline import run_pipeline
 from crowdqa.jobs.uploads import job_corpus
@@ -90,7 +92,7 @@ class _Progress:
         self.stages: dict[str, float] = {}
         self.state: dict[str, Any] = {}
 
-    def __call__(self, stage: str, iteration: int | None, log_likelihood: float | None) -> None:
+    def __call__(self, stage: str, iteration: int | None, log_likelihood: float | None, **extra: Any) -> None:
         # Between EM iterations and stages: the place where a deleted job or a stopping server stops it, and where
         # a job past its CPU-time budget fails.
         cancel.checkpoint(self.job_id)
@@ -105,12 +107,21 @@ class _Progress:
             if self.stage is not None:
                 self.stages[self.stage.replace("-", "_")] = round(now - self.started, 6)
             self.started = now
-        self.state = {"stage": stage, "stage_seconds": round(now - self.started, 3), "stages": dict(self.stages)}
+        self.state = {"stage": stage, "stage_seconds": round(now - self.started, 3), "stages": dict(self.stages),
+                      **extra}
         if iteration is not None:
             self.state.update(iteration=iteration, log_likelihood=log_likelihood)
         if stage != self.stage or now - self.last_write >= _PROGRESS_EVERY:
             self.flush()
             self.stage, self.last_write = stage, now
+
+    def method(self, method: str | None, index: int, total: int) -> None:
+        """A comparison's progress: the method being fitted (``method``, ``method_index`` from 1, ``methods``), then
+        the scoring; each is a stage of its own (``fitting ds``), so ``stages`` keeps every fit's seconds."""
+        if method is None:
+            self("comparing: scoring", None, None, methods=total)
+        else:
+            self(f"comparing: fitting {method}", None, None, method=method, method_index=index + 1, methods=total)
 
     def flush(self) -> None:
         try:
@@ -167,6 +178,28 @@ def _save_results(settings: Settings, job: Job, result, timings: dict[str, float
         raise JobCancelled("the job row was deleted or left the running state")
 
 
+def _run_comparison(settings: Settings, job: Job, corpus, progress: _Progress, blocked: frozenset[str],
+                    timings: dict[str, float]) -> str:
+    """A ``compare`` job: fit and score its methods, keep the comparison as a JSON file, finish without a report."""
+    t0 = time.perf_counter()
+    params = job.params or {}
+    comparison = run_comparison(corpus, methods=params.get("methods"), params_for=params.get("params_for"),
+                                use_experts=job.use_experts, reference=job.reference, progress=progress.method,
+                                blocked=blocked)
+    timings["compare"] = round(time.perf_counter() - t0, 6)
+    progress("writing", None, None)
+    t1 = time.perf_counter()
+    stored = ArtifactStore(settings.data_dir).put_bytes(json.dumps(plain_json(comparison)).encode(), kind="results",
+                                                        suffix=".json")
+    timings["save"] = round(time.perf_counter() - t1, 6)
+    done = {"stage": "done", "stages": dict(progress.stages), "recommended": comparison["recommended"]}
+    with Session(get_engine(settings)) as s:
+        if not crud.finish_job(session=s, job_id=job.id, report=None, timings=plain_json(timings), progress=done,
+                               artifacts={"comparison": stored.as_dict()}):
+            raise JobCancelled("the job row was deleted or left the running state")
+    return JobStatus.finished.value
+
+
 def run_job(job_id: str) -> str:
     """Run the database job ``job_id`` end to end; return its final status."""
     settings = get_settings()
@@ -197,10 +230,18 @@ def _run_claimed(settings: Settings, job: Job, rq_job) -> str:
             settings, lambda s: crud.blocked_annotators(session=s, project_id=job.project_id),
             what=f"reading the block list for job {job_id}", patience=DB_PATIENCE)
         timings = {"load": round(time.perf_counter() - t0, 6)}
-        result = run_pipeline(corpus, method=str(job.method),
+        if str(job.method) == "compare":
+            return _run_comparison(settings, job, corpus, progress, blocked, timings)
+        method, comparison, why = str(job.method), None, None
+        if method == "auto":
+            method, comparison, why = auto_method(corpus, use_experts=job.use_experts, reference=job.reference,
+                                                  blocked=blocked, progress=progress.method)
+        result = run_pipeline(corpus, method=method,
                               params=job.params, use_experts=job.use_experts, reference=job.reference,
                               progress=progress, blocked=blocked, start=start_from_job(settings, job),
                               unmatched_expert_documents=unmatched)
+        if method != str(job.method):
+            result.report_data.update(method_choice=f"method auto: {why}", comparison=comparison)
         timings.update(result.timings)
         progress("writing", None, None)
         _save_results(settings, job, result, timings)

@@ -684,6 +684,8 @@ def build_report_data(
         "fit": fit_record_data(fit),
         "bootstrap": {"n_boot": int(n_boot), "seed": int(seed), "level": LEVEL, "min_documents": int(min_boot_docs)},
         "report_seconds": None,
+        "method_choice": None,
+        "comparison": None,
     }
     return report if corpus.has_outside else _categorical_view(report)
 

@@ -24,7 +24,8 @@ from crowdqa.quality.span_metrics import LEGACY_SPAN_KEYS
 
 __all__ = ["Interval", "Accuracy", "Score", "LabelScore", "Confusion", "AggregateScores",
            "CategoricalScore", "CategoricalAggregateScores", "WorkerReport", "ExpertPair", "CrowdPair",
-           "KappaSummary", "Agreement", "Counts", "CrossFit", "FitRecord", "Bootstrap", "QualityReport"]
+           "KappaSummary", "Agreement", "Counts", "CrossFit", "FitRecord", "Bootstrap", "MethodComparison",
+           "MethodsComparison", "QualityReport"]
 
 #: A confidence interval, ``[low, high]``.
 Interval = tuple[float, float]
@@ -236,6 +237,59 @@ class Bootstrap(BaseModel):
     min_documents: int
 
 
+class MethodComparison(BaseModel):
+    """One method in a comparison (:mod:`crowdqa.quality.compare`): its score against the experts with a bootstrap
+    interval, the paired interval of its difference to the best, and its fit."""
+
+    method: str
+    value: float | None = Field(description="The comparison's metric (span_f1, token_f1 or accuracy).")
+    low: float | None
+    high: float | None
+    diff: float | None = Field(description="value minus the best method's value.")
+    diff_low: float | None = Field(description="Paired bootstrap interval of diff (same resamples for all methods).")
+    diff_high: float | None
+    vs_mv_low: float | None = Field(default=None, description="Paired interval of value minus majority vote's.")
+    vs_mv_high: float | None = None
+    extra: dict[str, float | None] = Field(default_factory=dict,
+                                           description="Secondary metrics: token_f1 (typed BIO) or macro_f1.")
+    f1: float | None = Field(default=None, description="value, for span labels.")
+    f1_low: float | None = None
+    f1_high: float | None = None
+    accuracy: float | None = Field(default=None, description="value, for categorical answers.")
+    accuracy_low: float | None = None
+    accuracy_high: float | None = None
+    seconds: float | None = Field(default=None, description="Seconds of the fit.")
+    iterations: int | None = None
+    converged: bool | None = None
+    warnings: list[str] = Field(default_factory=list)
+    params: dict[str, Any] = Field(default_factory=dict)
+    cross_fit_seconds: float | None = None
+
+
+class MethodsComparison(BaseModel):
+    """Methods compared on the expert documents, best first, and the recommended one with its reason."""
+
+    kind: Literal["typed-bio", "spans", "categorical"]
+    metric: Literal["span_f1", "token_f1", "accuracy"]
+    documents: int = Field(description="Expert documents scored.")
+    methods: list[MethodComparison]
+    best: str
+    recommended: str
+    reason: str
+    too_small: bool = Field(description="No method is significantly worse than the best.")
+    more_documents: int | None = Field(description="Expert documents to add to separate the methods (SLiCE).")
+    warnings: list[str]
+    n_boot: int
+    seed: int
+    level: float
+    rule: str
+    use_experts: bool = False
+    reference: str = "union"
+    score: Literal["f1", "accuracy"] = "f1"
+    seconds: float | None = None
+    fit_seconds: float | None = None
+
+
 class QualityReport(BaseModel):
     """Every worker and the aggregate against the experts, with intervals (see :mod:`crowdqa.quality.report`)."""
 
@@ -253,3 +307,5 @@ class QualityReport(BaseModel):
     fit: FitRecord | None
     bootstrap: Bootstrap
     report_seconds: float | None = Field(default=None, description="Seconds the report took (crowdqa report).")
+    method_choice: str | None = Field(default=None, description="method auto: why this method was chosen.")
+    comparison: MethodsComparison | None = Field(default=None, description="method auto: the comparison it ran.")

@@ -463,10 +463,11 @@ def load_job(*, session: Session, job_id: str) -> Job | None:
     return session.get(Job, job_id)
 
 
-def finish_job(*, session: Session, job_id: str, report: QualityReport | StoredReport, timings: dict[str, Any],
-               progress: dict[str, Any], artifacts: dict[str, Any]) -> bool:
+def finish_job(*, session: Session, job_id: str, report: QualityReport | StoredReport | None,
+               timings: dict[str, Any], progress: dict[str, Any], artifacts: dict[str, Any]) -> bool:
     """Store a running job's report and mark it finished, in one transaction (a finished job always has its
-    report); False, with nothing stored, when the job was deleted or left the running state meanwhile."""
+    report, except a comparison, whose result is an artifact: ``report=None``); False, with nothing stored, when
+    the job was deleted or left the running state meanwhile."""
     done = session.exec(update(Job).where(Job.id == job_id, Job.status == JobStatus.running)
                         .execution_options(synchronize_session=False)
                         .values(status=JobStatus.finished, finished_at=utcnow(), error=None, timings=timings,
@@ -474,7 +475,8 @@ def finish_job(*, session: Session, job_id: str, report: QualityReport | StoredR
     if done.rowcount != 1:
         session.rollback()
         return False
-    save_report(session=session, job_id=job_id, report=report)
+    if report is not None:
+        save_report(session=session, job_id=job_id, report=report)
     session.commit()
     return True
 

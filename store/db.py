@@ -112,8 +112,16 @@ def _keys_get_scopes_and_expiry(conn: Connection) -> None:
     conn.execute(text(f"ALTER TABLE apikey ADD COLUMN expires_at {when}"))
 
 
+def _jobs_get_auto_and_compare(conn: Connection) -> None:
+    """4 -> 5: a job's method may be ``auto`` or ``compare`` (issue 29). PostgreSQL keeps the method as a native
+    enum type, which gains the two values; SQLite keeps it as text, which needs nothing."""
+    if conn.dialect.name == "postgresql":
+        for value in ("auto", "compare"):
+            conn.execute(text(f"ALTER TYPE method ADD VALUE IF NOT EXISTS '{value}'"))
+
+
 #: The steps from an older schema version to the next, applied in order at start.
-MIGRATIONS = {3: _keys_get_scopes_and_expiry}
+MIGRATIONS = {3: _keys_get_scopes_and_expiry, 4: _jobs_get_auto_and_compare}
 
 
 def _init_db_once(engine: Engine) -> None:

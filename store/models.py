@@ -60,8 +60,8 @@ __all__ = [
 
 #: Bump when a table changes; :func:`crowdqa.store.db.init_db` migrates the versions it knows
 #: (``crowdqa.store.db.MIGRATIONS``) and refuses any other.
-SCHEMA_VERSION = 4  # 2: worker accuracy columns; 3: jobs' from_job and frozen (new batches);
-#                     4: keys' admin and expires_at, dashboard sessions (issue 35)
+SCHEMA_VERSION = 5  # 2: worker accuracy columns; 3: jobs' from_job and frozen (new batches);
+#                     4: keys' admin and expires_at, dashboard sessions (issue 35); 5: job methods auto and compare
 
 
 def new_id() -> str:
@@ -90,8 +90,12 @@ class JobStatus(StrEnum):
     failed = "failed"
 
 
-Method = StrEnum("Method", {m.replace("-", "_"): m for m in METHODS}, module=__name__)
-Method.__doc__ = "Aggregation methods a job can run: the ids of ``crowdqa.aggregation.registry.METHODS``."
+#: What a job can run: every aggregation method, ``auto`` (compare the methods on the experts, then aggregate with
+#: the recommended one) and ``compare`` (the comparison only, :mod:`crowdqa.jobs.compare`).
+JOB_METHODS: tuple[str, ...] = (*METHODS, "auto", "compare")
+Method = StrEnum("Method", {m.replace("-", "_"): m for m in JOB_METHODS}, module=__name__)
+Method.__doc__ = ("What a job runs: the ids of ``crowdqa.aggregation.registry.METHODS``, ``auto`` (the method a "
+                  "comparison on the experts recommends) or ``compare`` (the comparison only).")
 
 
 class SchemaInfo(SQLModel, table=True):
@@ -336,6 +340,10 @@ class JobCreate(JobBase):
     """Body of ``POST /datasets/{id}/jobs``."""
 
     model_config = ConfigDict(extra="forbid")
+    methods: list[str] | None = Field(
+        default=None, description="method compare: the methods to compare (default: every method that applies); "
+                                  "params then holds each method's parameters by method id. Kept in the job's "
+                                  "params as {\"methods\": [...], \"params_for\": {...}}.")
 
 
 class JobRerun(SQLModel):

@@ -19,6 +19,8 @@ __all__ = ["COMMANDS", "UserError", "cli_wording"]
 COMMANDS: dict[str, tuple[str, str]] = {
     "ingest": ("crowdqa.api.commands.ingest", "parse a label dump and print what it holds"),
     "aggregate": ("crowdqa.api.commands.aggregate", "aggregate a crowd dump and report against experts"),
+    "compare": ("crowdqa.api.commands.compare",
+                "compare aggregation methods on the experts and recommend one"),
     "report": ("crowdqa.api.commands.report", "score an aggregate and every worker against the experts"),
     "sample-size": ("crowdqa.api.commands.sample_size",
                     "documents, positives and negatives to annotate for a gold standard (SLiCE)"),

@@ -80,6 +80,11 @@ def method_params(args: argparse.Namespace) -> dict:
     from crowdqa.jobs.params import validate_params
 
     params = {}
+    if args.method == "auto":
+        if args.params:
+            raise UserError("--params are one method's parameters; --method auto compares the methods with their "
+                            "defaults (crowdqa compare --params-for METHOD=JSON sets them)")
+        return params
     if args.params:
         try:
             params = json.loads(args.params)
@@ -95,8 +100,9 @@ def _run(args: argparse.Namespace) -> int:
     from crowdqa.jobs import local
 
     # Everything that can be checked without the data, before any file is read.
+    auto = args.method == "auto"
     local.check_run(use_experts=args.use_experts, reference=args.reference, expert_files=len(args.expert),
-                    role=args.role, input_format=args.format, method=args.method)
+                    role=args.role, input_format=args.format, method=None if auto else args.method)
     params = method_params(args)
     check_sort(args)
     folder_out = (args.output_format or local.default_output_format(args.format, output=args.output)) == "ebm-nlp"
@@ -107,7 +113,7 @@ def _run(args: argparse.Namespace) -> int:
 
     quiet = args.quiet
     say = (lambda msg: None) if quiet else (lambda msg: print(msg, file=sys.stderr))
-    progress = _Progress(args.method, quiet=quiet, max_iter=local.max_iter(args.method, params))
+    progress = _Progress(args.method, quiet=quiet, max_iter=None if auto else local.max_iter(args.method, params))
     progress("reading", None, None)
     parsed = read_uploads(args)
     corpus, problems = parsed.corpus, parsed.problems
@@ -115,14 +121,25 @@ def _run(args: argparse.Namespace) -> int:
     print_notes(parsed)
     # What needs the data, before fitting: the method's data-kind rules (classes, sequences), the output format
     # (categorical answers are written as such).
-    local.check_method_data(args.method, corpus)
+    if not auto:  # auto compares the methods whose rules the data meets
+        local.check_method_data(args.method, corpus)
     out_format = local.output_format(corpus, input_format=args.format, output=args.output, given=args.output_format)
     check_output(args.output, option="--output", folder=out_format == "ebm-nlp")
     # The sizes only: the parse summary (crowdqa ingest) also walks every label for its coverage statistics.
     roles = {r: corpus.worker_roles.count(r) for r in ROLES}
     say(f"crowdqa: read {corpus.n_docs} documents, {corpus.n_tokens} tokens, annotators {roles}"
         + (f"; skipped {len(problems)} bad rows" if problems else ""))
-    result = local.aggregate(corpus, method=args.method, params=params, use_experts=args.use_experts,
+    method, comparison, why = args.method, None, None
+    if auto:
+        from crowdqa.jobs.compare import auto_method
+
+        local.check_reference(args.reference, corpus)
+        progress("comparing", None, None)
+        method, comparison, why = auto_method(corpus, use_experts=args.use_experts, reference=args.reference)
+        progress.end()
+        say(f"crowdqa: --method auto: {method}: {why}")
+        progress.method = method
+    result = local.aggregate(corpus, method=method, params=params, use_experts=args.use_experts,
                              reference=args.reference, progress=progress, start=start,
                              unmatched_expert_documents=parsed.unmatched_expert_documents)
     progress("writing", None, None)
@@ -130,10 +147,12 @@ def _run(args: argparse.Namespace) -> int:
     progress.end()
     # The report as plain JSON data: the typed model (pydantic) is for the service, not this process.
     report = result.report_data
+    if auto:
+        report["method_choice"], report["comparison"] = f"--method auto: {why}", comparison
     fit = report["fit"]
     fit["stages"].update(progress.stages)  # the report's fit block keeps every stage's seconds
     stop = "fixed schedule" if fit["converged"] is None else f"converged={fit['converged']}"
-    say(f"crowdqa: {args.method}: {fit['iterations']} iterations, {stop}, "
+    say(f"crowdqa: {method}: {fit['iterations']} iterations, {stop}, "
         f"{fit['seconds']:.2f} s; wrote {out_format} to {args.output}")
     if fit.get("convergence_note"):
         say(f"crowdqa: warning: {fit['convergence_note']}")
@@ -147,6 +166,10 @@ def _run(args: argparse.Namespace) -> int:
             local.write_report(report, fh)
         say(f"crowdqa: wrote the report to {args.report}")
     print(local.format_report(report, max_workers=args.top, sort=args.sort))
+    if comparison is not None:
+        from crowdqa.jobs.compare import format_comparison
+
+        print("\nMethods compared (--method auto):\n" + format_comparison(comparison))
     return 0
 
 
@@ -154,6 +177,9 @@ def _model_start(args: argparse.Namespace):
     """``--from-model`` (and ``--frozen``) as the pipeline's start; checks ``--save-model``'s method too."""
     if args.frozen and not args.from_model:
         raise UserError("--frozen needs --from-model PATH (the model of an earlier batch)")
+    if args.method == "auto" and (args.save_model or args.from_model):
+        raise UserError("--save-model and --from-model need one method; --method auto chooses it from the data: "
+                        "run crowdqa compare first, then aggregate with the method it recommends")
     if args.save_model or args.from_model:
         from crowdqa.jobs.batches import batch_methods, load_model_file
 
@@ -173,7 +199,10 @@ def register(subparsers) -> None:
                               description=__doc__.split("\n", 1)[1].strip(),
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     add_upload_arguments(p, path_help="the crowd annotations (file, folder or zip)", metavar="CROWD_PATH")
-    p.add_argument("--method", required=True, choices=list(METHODS), help="aggregation method")
+    p.add_argument("--method", required=True, choices=[*METHODS, "auto"],
+                   help="aggregation method; auto: compare the methods that apply on the experts (crowdqa compare) "
+                        "and use the recommended one; without experts, hmm-crowd for BIO labels with several types, "
+                        "bsc-seq for one span type, ds for categorical answers")
     p.add_argument("--params", help='method parameters as JSON, e.g. \'{"max_iter": 50}\'; upper bounds: '
                    + describe_bounds())
     p.add_argument("--use-experts", action="store_true",

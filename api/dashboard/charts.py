@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["Axis", "ScatterPoint", "Scatter", "precision_recall_scatter", "AccuracyPoint", "accuracy_scatter",
-           "Curve", "line_curve", "shade_class", "Matrix", "confusion_matrix"]
+           "Curve", "line_curve", "shade_class", "Matrix", "confusion_matrix", "ForestRow", "Forest", "forest_plot"]
 
 
 @dataclass(frozen=True)
@@ -253,3 +253,62 @@ def confusion_matrix(values, labels: Sequence[str], *, counts=None) -> Matrix:
         rows.append(cells)
     totals = [int(sum(r)) for r in counts] if counts is not None else None
     return Matrix(labels=list(labels), rows=rows, totals=totals)
+
+
+@dataclass(frozen=True)
+class ForestRow:
+    """One method of a comparison: its score (``x``) and interval (``x_low`` to ``x_high``) on row ``y``."""
+
+    method: str
+    y: float
+    x: float | None
+    x_low: float | None
+    x_high: float | None
+    recommended: bool
+    best: bool
+    title: str
+
+
+@dataclass(frozen=True)
+class Forest:
+    width: int
+    height: int
+    x: Axis
+    rows: list[ForestRow]
+    metric: str
+    x_ticks: list[tuple[float, str]] = field(default_factory=list)
+    best_x: float | None = None
+
+
+def forest_plot(comparison: dict[str, Any], *, width: int = 560, row_height: int = 28) -> Forest:
+    """Each compared method's score with its 95% interval, one row per method, best first (a forest plot).
+
+    The axis spans the intervals (padded by 0.02, clipped to [0, 1]); a vertical line marks the best score. A
+    method without a score (undefined) gets a row and no mark.
+    """
+    methods = comparison.get("methods") or []
+    left, right, top, bottom = 96, 16, 10, 40
+    values = [v for m in methods for v in (m.get("low"), m.get("high"), m.get("value")) if v is not None]
+    lo = max(0.0, math.floor((min(values, default=0.0) - 0.02) * 50) / 50)
+    hi = min(1.0, math.ceil((max(values, default=1.0) + 0.02) * 50) / 50)
+    if hi <= lo:
+        lo, hi = 0.0, 1.0
+    height = top + bottom + row_height * max(len(methods), 1)
+    x = Axis(lo, hi, left, width - right)
+    metric = str(comparison.get("metric", "")).replace("_", " ")
+    rows = []
+    for i, m in enumerate(methods):
+        value, low, high = m.get("value"), m.get("low"), m.get("high")
+        interval = f" (95% {low:.3f} to {high:.3f})" if low is not None and high is not None else ""
+        diff = m.get("diff_low"), m.get("diff_high")
+        title = (f"{m['method']}: {metric} {'-' if value is None else f'{value:.3f}'}{interval}"
+                 + (f"\ndifference to the best {m.get('diff', 0):.3f} (95% {diff[0]:.3f} to {diff[1]:.3f}, paired)"
+                    if None not in diff and m.get("diff") is not None else ""))
+        rows.append(ForestRow(method=str(m["method"]), y=top + row_height * (i + 0.5),
+                              x=None if value is None else x(value), x_low=None if low is None else x(low),
+                              x_high=None if high is None else x(high),
+                              recommended=m["method"] == comparison.get("recommended"),
+                              best=m["method"] == comparison.get("best"), title=title))
+    best = next((m.get("value") for m in methods if m["method"] == comparison.get("best")), None)
+    return Forest(width=width, height=height, x=x, rows=rows, metric=metric, x_ticks=x.ticks(),
+                  best_x=None if best is None else x(best))

@@ -188,8 +188,8 @@ def _dataset_page(request: Request, session, dash: DashboardSession, dataset: Da
 
 def _method_defaults() -> dict[str, str]:
     """Each method's parameters with their defaults, as JSON (the hint under the job form)."""
-    defaults = method_defaults()
-    return {m.value: json.dumps(defaults[m.value], default=str) for m in Method}
+    defaults = method_defaults()  # auto and compare have none (compare: each method's parameters by method id)
+    return {m.value: json.dumps(defaults.get(m.value, {}), default=str) for m in Method}
 
 
 @router.get("/datasets/{dataset_id}")
@@ -363,5 +363,6 @@ def job_page_response(request: Request, session, settings, dash: DashboardSessio
     elif _progress_of(job).get("log_likelihood") is not None:
         history = [_progress_of(job)["log_likelihood"]]
     return render(request, "job.html", {"job": job, "dataset": dataset, "progress": job_progress(job),
-                                        "ll_curve": line_curve(history), "error": error, "report": None, **report},
+                                        "ll_curve": line_curve(history), "error": error, "report": None,
+                                        "comparison": None, **report},
                   dash=dash, status_code=status_code)

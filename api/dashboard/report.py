@@ -15,12 +15,18 @@ from fastapi import Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from crowdqa.api.dashboard.auth import DashSessionDep
-from crowdqa.api.dashboard.charts import accuracy_scatter, confusion_matrix, precision_recall_scatter, shade_class
+from crowdqa.api.dashboard.charts import (
+    accuracy_scatter,
+    confusion_matrix,
+    forest_plot,
+    precision_recall_scatter,
+    shade_class,
+)
 from crowdqa.api.dashboard.pages import job_page_response, owned_job, router
 from crowdqa.api.dashboard.web import PREFIX, SECURITY_HEADERS, PageError, render, templates
 from crowdqa.api.deps import QueueDep, SessionDep, SettingsDep
 from crowdqa.api.routes.jobs import LabelFormat, get_labels
-from crowdqa.jobs import exports, reconcile
+from crowdqa.jobs import compare, exports, reconcile
 from crowdqa.jobs.errors import JobNotFinishedError
 from crowdqa.jobs.finished import check_finished, finished_report, finished_report_json
 from crowdqa.jobs.results import (
@@ -34,7 +40,7 @@ from crowdqa.jobs.results import (
 from crowdqa.store import crud
 from crowdqa.store.models import Job, JobStatus
 
-__all__ = ["report_context", "viewer"]
+__all__ = ["report_context", "comparison_context", "viewer"]
 
 PAGE = 25
 #: Longest text the viewer draws; longer documents are cut there (with a note), so a 1 MB line stays a page.
@@ -90,6 +96,11 @@ def report_context(session, settings, job: Job, *, sort: str | None, order: str,
             "sort_keys": crud.WORKER_SORT_KEYS, "label_formats": exports.label_formats(body.get("kind"))}
 
 
+def comparison_context(comparison: dict[str, Any]) -> dict[str, Any]:
+    """The comparison part of a job page: the table (best first), the forest plot and the recommendation."""
+    return {"comparison": comparison, "forest": forest_plot(comparison)}
+
+
 @router.get("/jobs/{job_id}")
 def job_page(request: Request, job_id: str, session: SessionDep, settings: SettingsDep, queue: QueueDep,
              dash: DashSessionDep,
@@ -101,9 +112,13 @@ def job_page(request: Request, job_id: str, session: SessionDep, settings: Setti
     """A job: live progress while it runs, the reason and a re-run button when it failed, the report when done."""
     job = owned_job(session, dash, job_id)
     extra = {}
-    if job.status == JobStatus.finished:
+    if job.status == JobStatus.finished and str(job.method) == "compare":
+        extra = comparison_context(_finished(compare.job_comparison, session=session, settings=settings, job=job))
+    elif job.status == JobStatus.finished:
         extra = report_context(session, settings, job, sort=sort, order=order, offset=offset, against=against,
                                docs_by=docs)
+        if extra["report"].get("comparison"):
+            extra.update(comparison_context(extra["report"]["comparison"]))
     return job_page_response(request, session, settings, dash, reconcile.observe(job, settings=settings, queue=queue),
                              **extra)
 

@@ -13,7 +13,8 @@ from crowdqa.api.deps import CurrentProjectDep, OwnedJobDep, QueueDep, SessionDe
 from crowdqa.api.errors import problem_responses
 from crowdqa.api.openapi import download_response
 from crowdqa.ingest.formats import FORMATS, WRITE_FORMATS
-from crowdqa.jobs import exports, reconcile, service
+from crowdqa.jobs import compare, exports, reconcile, service
+from crowdqa.jobs.compare import MethodsComparison
 from crowdqa.jobs.exports import QualityReport
 from crowdqa.jobs.finished import finished_report_json
 from crowdqa.store import crud
@@ -70,6 +71,13 @@ def get_report(job: OwnedJobDep, session: SessionDep) -> Response:
     # Served as stored: the store wrote it from the typed report, so validating it again would only cost time,
     # and so would parsing the stored JSON text and encoding it again.
     return Response(finished_report_json(session=session, job=job), media_type="application/json")
+
+
+@router.get("/{job_id}/comparison", responses=problem_responses(404, 409))
+def get_comparison(job: OwnedJobDep, session: SessionDep, settings: SettingsDep) -> MethodsComparison:
+    """The methods a finished compare job (or auto job with experts) compared on the experts, best first, with
+    intervals, paired differences to the best, and the recommended method with its reason."""
+    return MethodsComparison.model_validate(compare.job_comparison(session=session, settings=settings, job=job))
 
 
 SortQuery = Annotated[WorkerSortKey | None, Query(

@@ -193,3 +193,18 @@ def test_categorical_speed_row_replaces_only_the_named_row(tmp_path):
     assert ibcc["crowdqa"]["fits"] >= 3 and ibcc["crowdqa"]["fit_seconds"] != 9.0 and "crowdkit" not in ibcc
     assert ibcc["rerun"]["command"] == "python -m benchmarks.categorical_speed --labels 300 --row ibcc"
     assert len(ibcc["rerun"]["load_average_at_end"]) == 3
+
+
+@pytest.mark.shared_data
+def test_compare_quick_on_conll_val(tmp_path):
+    """Oracle: the data README's majority vote figure on this half (conlleval span F1 0.691)."""
+    shared_path("conll_val", "answers.conll")
+    from benchmarks import compare
+
+    assert compare.main(["--quick", "--out", str(tmp_path)]) == 0
+    res = json.loads((tmp_path / "compare_quick.json").read_text())["conll_val"]
+    assert (res["corpus_documents"], res["tokens"], res["documents"]) == (2743, 37660, 2743)
+    by = {m["method"]: m for m in res["methods"]}
+    assert set(by) == {"mv", "ds"} and res["metric"] == "span_f1"
+    assert by["mv"]["f1"] == pytest.approx(0.691, abs=0.0005)
+    assert res["seconds"] >= res["fit_seconds"] > 0

@@ -91,6 +91,15 @@ def _fakes() -> dict[str, dict]:
             "methods": {"ds": {"runs": {k: {"seconds": 1.0, "fit_seconds": 0.5, "iterations": 3,
                                             "agreement_with_joint_refit": 0.99, **_block(0.8, 0.6, 0.69)}
                                         for k in ("refit", "frozen", "warm start", "joint refit")}}}},
+        "compare": {
+            "meta": meta, "methods": ["mv", "ds"],
+            "conll_val": {"metric": "span_f1", "documents": 3, "corpus_documents": 5, "tokens": 40, "crowd_labels": 90,
+                          "n_boot": 10, "seconds": 2.5, "fit_seconds": 1.5, "read_seconds": 0.5,
+                          "recommended": "ds", "reason": "ds has the best span f1 (0.800)",
+                          "warnings": ["bsc-seq is significantly worse than majority vote"],
+                          "methods": [{"method": "ds", "value": 0.8, "low": 0.7, "high": 0.9, "diff": 0.0,
+                                       "diff_low": 0.0, "diff_high": 0.0, "extra": {"token_f1": 0.9},
+                                       "seconds": 1.0}]}},
         "sample_size_example": {
             "setup": {"half_width": 0.05, "confidence": 0.95, "tokens_per_document": 280.2},
             "plans": {"paper_figures": {"inputs": {"precision": 0.719, "recall": 0.761, "frequency": 0.143},
@@ -197,6 +206,8 @@ def test_every_section_renders_with_its_command_and_machine(results):
         if title != "Service overhead":  # no fake file: the section must be absent, not empty
             assert f"### {title}" in md
     assert "### Service overhead" not in md
+    assert "| ds | 0.800 [0.700, 0.900] | 0.000 [0.000, 0.000] | 0.900 | 1.00 s |" in md
+    assert "Recommended: **ds** (ds has the best span f1 (0.800)). Warning: bsc-seq is significantly worse" in md
     assert "`python -m benchmarks.X` · Fake CPU, 2 cores · 2026-01-02 03:04 UTC" in md
     assert "| MajorityVote | crowdqa, crowd only | 0.884 (0.874–0.894) | 0.447 (0.427–0.467) |" in md
     assert "| snow2008_rte (800 items, 8,000 labels) | MajorityVote | 0.9187 | 0.8750 | 0.6 ms | 27.0 ms | 45× |" in md

@@ -34,6 +34,15 @@ def _new_dataset(page, name: str) -> str:
     return page.url.rsplit("/", 1)[-1]
 
 
+def _sample_dataset(w, server, name: str) -> str:
+    """Sign in as project ``a``, create a dataset and upload the bundled sample's crowd and expert files."""
+    sign_in(w, server, "a")
+    dataset = _new_dataset(w.page, name)
+    _upload(w.page, SAMPLE / "crowd.jsonl", "crowd")
+    _upload(w.page, SAMPLE / "expert.jsonl", "expert")
+    return dataset
+
+
 def _run_job(page, method: str) -> str:
     page.select_option("#method", method)
     page.click("#job-form button[type=submit]")

@@ -1,0 +1,231 @@
+"""Compare aggregation methods on a corpus's expert subset: the use case behind ``crowdqa compare``,
+``--method auto`` and the ``"compare"`` job.
+
+The corpus is read once by the caller; every method is fitted on the same crowd view of it, one after another in
+this process, and scored by :func:`crowdqa.quality.compare.compare_aggregates` (the rule is documented there).
+Without ``use_experts`` the fits see the crowd only and are scored on all expert documents; with it each method is
+scored on held-out predictions by the same cross-fitting as the report (:func:`crowdqa.jobs.pipeline.cross_fit`).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from crowdqa.aggregation import make_aggregator
+from crowdqa.aggregation.corpus import MISSING, Corpus
+from crowdqa.aggregation.memory import Shape
+from crowdqa.aggregation.registry import METHODS, check_memory
+from crowdqa.jobs.params import check_data_kind, validate_params
+from crowdqa.quality.compare import COST_ORDER, compare_aggregates, format_comparison, metric_for
+from crowdqa.quality.references import reference_labels
+from crowdqa.quality.report_model import MethodsComparison
+
+__all__ = ["AUTO_DEFAULTS", "applicable_methods", "parse_methods", "run_comparison",
+           "auto_method", "check_methods", "job_comparison", "MethodsComparison",
+           "format_comparison"]
+
+#: ``--method auto`` without expert labels: the method per data kind (``metric_for``'s kind), chosen from the
+#: project's benchmarks: HMM-Crowd on typed BIO (held-out NER), BSC-seq for one span type (PICO), Dawid-Skene for
+#: categorical answers.
+AUTO_DEFAULTS: dict[str, str] = {"typed-bio": "hmm-crowd", "spans": "bsc-seq", "categorical": "ds"}
+
+#: The kinds of labels in words.
+KIND_NAMES: dict[str, str] = {"typed-bio": "BIO labels with several entity types", "spans": "span labels of one type",
+                              "categorical": "categorical answers"}
+
+#: ``progress(method, index, total)`` before each method's fit (index from 0), and ``(None, total, total)`` when
+#: the scoring starts.
+CompareProgress = Callable[[str | None, int, int], None]
+
+
+def _applies(method: str, corpus: Corpus, *, use_experts: bool) -> bool:
+    """Whether ``method`` applies to ``corpus`` by its registry rules (classes, sequences, experts)."""
+    categorical = not corpus.has_outside and bool((corpus.doc_lengths == 1).all())
+    try:
+        check_data_kind(method, n_classes=corpus.n_classes, categorical=categorical, use_experts=use_experts)
+    except ValueError:
+        return False
+    return True
+
+
+def applicable_methods(corpus: Corpus, *, use_experts: bool = False) -> list[str]:
+    """Every method that applies to ``corpus`` (``--methods all``), in cost order, by the registry's data-kind rules
+    (:func:`crowdqa.aggregation.registry.check_data_kind`): its number of classes in the method's range, sequence
+    methods not on categorical answers, gold-mv only with ``use_experts``."""
+    order = sorted(METHODS, key=lambda m: COST_ORDER.index(m) if m in COST_ORDER else len(COST_ORDER))
+    return [m for m in order if _applies(m, corpus, use_experts=use_experts)]
+
+
+def parse_methods(text: str | list[str] | None) -> list[str] | None:
+    """``"mv,ds"`` (or a list) as method ids, checked; None for ``"all"`` or nothing (every applicable method)."""
+    if text is None:
+        return None
+    items = [m.strip() for m in (text.split(",") if isinstance(text, str) else text) if m.strip()]
+    if items == ["all"] or not items:
+        return None
+    unknown = [m for m in items if m not in METHODS]
+    if unknown:
+        raise ValueError(f"methods must be 'all' or ids from {', '.join(METHODS)}; found unknown {unknown[0]!r}")
+    if len(set(items)) != len(items):
+        raise ValueError(f"methods names {sorted({m for m in items if items.count(m) > 1})[0]!r} twice")
+    return items
+
+
+def check_methods(methods: list[str] | None, params_for: dict[str, dict] | None, *, use_experts: bool
+                  ) -> dict[str, dict]:
+    """Check the methods and their parameters before any data is read; return the parameters by method."""
+    params_for = dict(params_for or {})
+    for method in params_for:
+        if method not in METHODS:
+            raise ValueError(f"params for unknown method {method!r} (methods: {', '.join(METHODS)})")
+        if methods is not None and method not in methods:
+            raise ValueError(f"params for {method}, which is not among the compared methods {methods}")
+    for method in methods or []:
+        check_data_kind(method, use_experts=use_experts)
+    return {m: validate_params(m, p) for m, p in params_for.items()}
+
+
+def _fit(method: str, params: dict, crowd: Corpus, corpus: Corpus, known, *, use_experts: bool,
+         seed: int) -> tuple[np.ndarray, dict]:
+    """One method's labels to score (held-out predictions with ``use_experts``) and its fit record."""
+    from crowdqa.jobs.pipeline import cross_fit, fixed_schedule
+
+    model = make_aggregator(method, params)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(crowd, known=known)
+    seconds = time.perf_counter() - t0
+    labels = np.asarray(model.labels_, dtype=np.int64)
+    fixed = fixed_schedule(model)
+    record = {"seconds": round(seconds, 6), "iterations": int(getattr(model, "n_iter_", 0)),
+              "converged": None if fixed else bool(getattr(model, "converged_", True)),
+              "warnings": sorted({str(w.message) for w in caught})}
+    if use_experts:
+        t1 = time.perf_counter()
+        labels, _, _ = cross_fit(method, params, crowd, known, corpus, folds=4, seed=seed)
+        record["cross_fit_seconds"] = round(time.perf_counter() - t1, 6)
+    return labels, record
+
+
+def run_comparison(
+    corpus: Corpus, *, methods: list[str] | None = None, params_for: dict[str, dict] | None = None,
+    use_experts: bool = False, reference: str = "union", progress: CompareProgress | None = None,
+    n_boot: int = 1000, seed: int = 0, blocked: frozenset[str] = frozenset(),
+) -> dict[str, Any]:
+    """Fit every method on the crowd of ``corpus`` and compare their aggregates on the expert documents.
+
+    Parameters
+    ----------
+    corpus : Corpus
+        Crowd and expert labels, read once.
+    methods : list of str, optional
+        Method ids; None: :func:`applicable_methods`.
+    params_for : dict, optional
+        Parameters of some methods (``{"ds": {"max_iter": 50}}``); the others run with their defaults.
+    use_experts : bool
+        Clamp the expert labels in every fit and score held-out predictions by cross-fitting.
+    reference : str
+        The expert reference rule (union, majority) or an expert's id.
+    progress : callable, optional
+        Called before each method's fit and before the scoring.
+    n_boot, seed : int
+        The paired bootstrap's resamples and seed (and the cross-fitting's seed).
+    blocked : frozenset of str
+        Annotators left out of every fit.
+
+    Returns
+    -------
+    dict
+        :meth:`crowdqa.quality.compare.Comparison.as_dict` with, per method, its fit's ``seconds``,
+        ``iterations``, ``converged``, ``warnings`` and ``params``, the metric's value under its own name
+        (``f1`` / ``accuracy``) with ``*_low``, ``*_high``; plus ``use_experts``, ``reference`` and ``seconds``.
+
+    Raises
+    ------
+    ValueError
+        No expert labels, no crowd labels, a method that does not apply, or a bad parameter.
+    """
+    t_all = time.perf_counter()
+    params = check_methods(methods, params_for, use_experts=use_experts)
+    chosen = applicable_methods(corpus, use_experts=use_experts) if methods is None else list(methods)
+    categorical = not corpus.has_outside and bool((corpus.doc_lengths == 1).all())
+    shape = Shape.of_corpus(corpus)
+    for method in chosen:  # the registry's rules, in its words (ValueError naming the rule), and the memory limit
+        check_data_kind(method, n_classes=corpus.n_classes, categorical=categorical, use_experts=use_experts)
+        check_memory(method, shape, report=False)
+    ref = reference_labels(corpus, rule=reference) if corpus.workers_with_role("expert").size else None
+    if ref is None or not np.any(ref != MISSING):
+        raise ValueError("compare scores every method against the experts, and the data has no expert labels: "
+                         "give them (an upload with role 'expert'; on the command line, --expert PATH)")
+    crowd_ids = corpus.workers_with_role("crowd")
+    keep = np.array([corpus.worker_ids[w] not in blocked for w in crowd_ids.tolist()], dtype=bool)
+    crowd = corpus.select_workers(crowd_ids[keep])
+    if crowd.n_obs == 0:
+        raise ValueError("the corpus has no crowd labels to aggregate")
+    covered = np.bincount(crowd.token, minlength=corpus.n_tokens) > 0
+    known = ref if use_experts else None
+    labels, fits = {}, {}
+    for i, method in enumerate(chosen):
+        if progress is not None:
+            progress(method, i, len(chosen))
+        lab, fits[method] = _fit(method, params.get(method, {}), crowd, corpus, known, use_experts=use_experts,
+                                 seed=seed)
+        fits[method]["params"] = params.get(method, {})
+        labels[method] = np.where(covered, lab, MISSING)
+    if progress is not None:
+        progress(None, len(chosen), len(chosen))
+    result = compare_aggregates(corpus, labels, ref, n_boot=n_boot, seed=seed).as_dict()
+    name = "accuracy" if result["kind"] == "categorical" else "f1"
+    other = "f1" if name == "accuracy" else "accuracy"
+    for entry in result["methods"]:
+        entry[name], entry[f"{name}_low"], entry[f"{name}_high"] = entry["value"], entry["low"], entry["high"]
+        entry[other] = entry[f"{other}_low"] = entry[f"{other}_high"] = None
+        entry.update(fits[entry["method"]])
+    result.update(use_experts=bool(use_experts), reference=reference, score=name,
+                  seconds=round(time.perf_counter() - t_all, 6),
+                  fit_seconds=round(sum(f["seconds"] + f.get("cross_fit_seconds", 0.0) for f in fits.values()), 6))
+    return result
+
+
+def job_comparison(*, session: Any, settings: Any, job: Any) -> dict[str, Any]:
+    """The comparison of a finished ``compare`` job (its JSON file) or ``auto`` job (inside its report).
+
+    Raises JobNotFinishedError for a job that has not finished and NoComparisonError for a job without one (409).
+    """
+    import json
+
+    from crowdqa.jobs.errors import NoComparisonError
+    from crowdqa.jobs.finished import check_finished, finished_report
+    from crowdqa.store.artifacts import ArtifactStore
+
+    check_finished(job)
+    if str(job.method) == "compare":
+        return json.loads(ArtifactStore(settings.data_dir).path(job.artifacts["comparison"]).read_bytes())
+    comparison = finished_report(session=session, job=job).get("comparison") if str(job.method) == "auto" else None
+    if comparison is None:
+        raise NoComparisonError(f"job {job.id} ran method {job.method}"
+                                + (" without expert labels (the default method, no comparison)"
+                                   if str(job.method) == "auto" else "")
+                                + ": only a compare job or an auto job with experts has a comparison")
+    return comparison
+
+
+def auto_method(corpus: Corpus, **kwargs: Any) -> tuple[str, dict[str, Any] | None, str]:
+    """The method ``--method auto`` fits: ``(method, comparison or None, why)``.
+
+    With expert labels, the recommendation of :func:`run_comparison` over every applicable method (``kwargs`` go
+    there); without, :data:`AUTO_DEFAULTS` for the data's kind.
+    """
+    kind, _ = metric_for(corpus)
+    experts = corpus.workers_with_role("expert")
+    if not np.isin(corpus.worker, experts).any():
+        method = AUTO_DEFAULTS[kind]
+        return method, None, f"no expert labels to compare methods on: the default for {KIND_NAMES[kind]}, {method}"
+    comparison = run_comparison(corpus, **kwargs)
+    return comparison["recommended"], comparison, comparison["reason"]

@@ -1,0 +1,412 @@
+"""Compare aggregates against the experts, with paired bootstrap intervals, and recommend one method.
+
+:func:`compare_aggregates` scores the aggregates of several methods against the expert reference on the expert
+documents, with the report's metric for the data's kind (:func:`metric_for`):
+
+* typed BIO (two or more entity types): conlleval-like span F1 (same start, length and type: the report's typed
+  span block, :func:`crowdqa.quality.span_metrics.instance_counts` with ``mode="type"``), token F1 beside it;
+* one entity type: token F1 (positive = not ``O``);
+* categorical answers (no outside class): accuracy, macro F1 beside it.
+
+Every method is scored on the same documents (those with an expert reference and a crowd label on every token),
+and every interval comes from the *same* document resamples [1]_: each resample's document weights ``W``
+(``n_boot x n_docs``, how often each document was drawn) multiply every method's per-document counts at once
+(``W @ counts``), so the difference between two methods is a paired difference, resample by resample
+(percentile intervals, resamples where a score is undefined left out).
+
+The rule (:func:`recommend`), in a fixed order of cost :data:`COST_ORDER` (mv, ds, the weighted votes, the
+worker-difficulty models, the Bayesian models, the sequence models):
+
+1. the *best* method is the one with the highest point estimate;
+2. the recommendation is the first method in cost order whose paired interval of the difference to the best
+   contains 0 (not significantly worse); the best itself when none simpler is;
+3. when no method is significantly worse than the best (every difference interval contains 0), the expert
+   subset is too small to separate the methods: the reason says so and, from SLiCE's sample size
+   (:func:`crowdqa.quality.sample_size.slice_sample_size`, for an interval half as wide as the gap between the
+   two best point estimates), how many more expert documents would;
+4. a warning names every method significantly worse than majority vote (its paired interval of the difference
+   to ``mv`` lies below 0).
+
+References
+----------
+.. [1] B. Efron, R. J. Tibshirani (1993). An Introduction to the Bootstrap, ch. 16 (paired comparisons).
+   Chapman & Hall.
+.. [2] L. Canales et al. (2021). Assessing the performance of clinical natural language processing systems:
+   development of an evaluation methodology. JMIR Medical Informatics 9(7), e20492.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from crowdqa.aggregation.corpus import MISSING, Corpus, entity_type
+from crowdqa.aggregation.spans import decode_spans
+from crowdqa.quality.metrics import grouped_counts, per_label_prf
+from crowdqa.quality.sample_size import binomial_sample_size, slice_sample_size
+from crowdqa.quality.span_metrics import instance_counts
+
+__all__ = ["COST_ORDER", "Comparison", "MethodScore", "compare_aggregates", "format_comparison", "metric_for",
+           "more_documents", "paired_bootstrap", "recommend", "RULE"]
+
+#: The order of cost the rule prefers simpler methods in (cheapest, fewest parameters first).
+COST_ORDER: tuple[str, ...] = ("mv", "ds", "wawa", "zbs", "gold-mv", "kos", "mmsr", "glad", "mace", "ibcc",
+                               "hmm-crowd", "bsc-seq")
+
+#: The rule in one sentence (written into every comparison).
+RULE = ("recommend the best point estimate, unless a simpler method (in the order " + ", ".join(COST_ORDER)
+        + ") is not significantly worse (its paired 95% bootstrap interval of the difference to the best contains "
+          "0): then the simplest such method")
+
+LEVEL = 0.95
+
+
+@dataclass(frozen=True)
+class MethodScore:
+    """One method's score against the experts.
+
+    Attributes
+    ----------
+    method : str
+    value, low, high : float or None
+        The metric and its percentile bootstrap interval (None: undefined).
+    diff, diff_low, diff_high : float or None
+        ``value - best value`` and the paired bootstrap interval of that difference.
+    vs_mv_low, vs_mv_high : float or None
+        Paired interval of ``value - value of mv`` (None without mv).
+    extra : dict
+        Secondary metrics (token F1 for typed BIO, macro F1 for categorical answers).
+    """
+
+    method: str
+    value: float | None
+    low: float | None
+    high: float | None
+    diff: float | None
+    diff_low: float | None
+    diff_high: float | None
+    vs_mv_low: float | None = None
+    vs_mv_high: float | None = None
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A comparison of methods on the expert documents and the recommendation (see the module notes)."""
+
+    kind: str
+    metric: str
+    documents: int
+    methods: list[MethodScore]
+    best: str
+    recommended: str
+    reason: str
+    too_small: bool
+    more_documents: int | None
+    warnings: list[str]
+    n_boot: int
+    seed: int
+    level: float = LEVEL
+    rule: str = RULE
+
+    def as_dict(self) -> dict:
+        """Plain JSON data; methods best first."""
+        return asdict(self)
+
+
+def metric_for(corpus: Corpus) -> tuple[str, str]:
+    """``(kind, metric)`` of ``corpus``: ("categorical", "accuracy"), ("typed-bio", "span_f1") or
+    ("spans", "token_f1")."""
+    if not corpus.has_outside:
+        return "categorical", "accuracy"
+    names = corpus.class_names[1:]
+    types = {entity_type(n) for n in names}
+    if len(types) > 1 and all(n[:2] in ("B-", "I-") for n in names):
+        return "typed-bio", "span_f1"
+    return "spans", "token_f1"
+
+
+def _f1(sums: NDArray) -> NDArray[np.float64]:
+    """F1 from summed ``(tp, fp, fn)`` in the last axis; nan where undefined."""
+    den = 2 * sums[..., 0] + sums[..., 1] + sums[..., 2]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, 2 * sums[..., 0] / den, np.nan)
+
+
+def _accuracy(sums: NDArray) -> NDArray[np.float64]:
+    """Accuracy from summed ``(correct, compared)`` in the last axis; nan where nothing was compared."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(sums[..., 1] > 0, sums[..., 0] / np.maximum(sums[..., 1], 1), np.nan)
+
+
+SCORES = {"f1": _f1, "accuracy": _accuracy}
+
+
+def _bounds(x: NDArray, level: float) -> tuple[NDArray, NDArray]:
+    """Percentile bounds of every column of ``x`` over its finite rows (nan for a column without any)."""
+    a = 100 * (1 - level) / 2
+    out = np.full((2, x.shape[1]), np.nan)
+    ok = np.isfinite(x)
+    for j in np.flatnonzero(ok.any(axis=0)):  # one column per method: a handful
+        out[:, j] = np.percentile(x[ok[:, j], j], [a, 100 - a])
+    return out[0], out[1]
+
+
+def paired_bootstrap(
+    counts: NDArray, *, score: str, n_boot: int = 1000, rng: np.random.Generator | int | None = 0,
+    max_cells: int = 1 << 22,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Each method's score on every document resample, the same resamples for all methods.
+
+    Parameters
+    ----------
+    counts : ndarray of shape (n_methods, n_docs, n_stats)
+        Per-document counts of each method: ``(tp, fp, fn)`` for ``score="f1"``, ``(correct, compared)`` for
+        ``"accuracy"``.
+    score : {"f1", "accuracy"}
+    n_boot : int, default=1000
+    rng : numpy Generator or int seed
+    max_cells : int
+        Largest number of document draws held at once.
+
+    Returns
+    -------
+    point : ndarray of shape (n_methods,)
+        The score on all documents.
+    boot : ndarray of shape (n_boot, n_methods)
+        The score on each resample (nan where undefined). Resample ``b`` draws ``n_docs`` documents with
+        ``rng.integers(0, n_docs, n_docs)``, in order, so a loop over resamples with the same seed draws the same.
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    if counts.ndim != 3:
+        raise ValueError(f"counts must have shape (n_methods, n_docs, n_stats), found {counts.shape}")
+    if n_boot < 1:
+        raise ValueError(f"n_boot must be >= 1, found {n_boot}")
+    fn = SCORES[score]
+    n_methods, n_docs, n_stats = counts.shape
+    point = fn(counts.sum(axis=1))
+    boot = np.full((n_boot, n_methods), np.nan)
+    if n_docs == 0:
+        return point, boot
+    rng = np.random.default_rng(rng)
+    flat = counts.transpose(1, 0, 2).reshape(n_docs, n_methods * n_stats)
+    step = max(1, max_cells // n_docs)
+    for lo in range(0, n_boot, step):
+        b = min(step, n_boot - lo)
+        idx = rng.integers(0, n_docs, size=(b, n_docs))
+        weights = np.bincount((idx + (np.arange(b) * n_docs)[:, None]).ravel(), minlength=b * n_docs)
+        sums = (weights.reshape(b, n_docs).astype(np.float64) @ flat).reshape(b, n_methods, n_stats)
+        boot[lo:lo + b] = fn(sums)
+    return point, boot
+
+
+def _num(x: float) -> float | None:
+    return float(x) if x is not None and np.isfinite(x) else None
+
+
+def _doc_counts(corpus: Corpus, labels: NDArray, ref: NDArray, tokens: NDArray, docs: NDArray, kind: str
+                ) -> tuple[NDArray, NDArray]:
+    """Per scored document: the primary counts and the token-F1 counts (typed BIO) of one aggregate."""
+    td = corpus.token_doc
+    if kind == "categorical":
+        hit = labels[tokens] == ref[tokens]
+        correct = np.bincount(td[tokens], weights=hit, minlength=corpus.n_docs)
+        compared = np.bincount(td[tokens], minlength=corpus.n_docs)
+        return np.stack([correct, compared], axis=1)[docs], np.zeros((int(docs.sum()), 0))
+    token = grouped_counts(labels[tokens] > 0, ref[tokens] > 0, td[tokens], n_groups=corpus.n_docs)[docs]
+    if kind == "spans":
+        return token, token
+    ps, rs = decode_spans(np.maximum(labels, 0), corpus), decode_spans(np.maximum(ref, 0), corpus)
+    ps, rs = ps.select(docs[ps.doc]), rs.select(docs[rs.doc])
+    return instance_counts(rs, ps, mode="type", n_docs=corpus.n_docs)[docs], token
+
+
+def compare_aggregates(
+    corpus: Corpus, labels: dict[str, NDArray], reference: NDArray, *, n_boot: int = 1000, seed: int = 0,
+    level: float = LEVEL,
+) -> Comparison:
+    """Score every method's aggregate against ``reference`` and recommend one (the module's rule).
+
+    Parameters
+    ----------
+    corpus : Corpus
+    labels : dict of str to ndarray of shape (n_tokens,)
+        Each method's aggregate (``MISSING`` where it gives none: a token no crowd worker labelled).
+    reference : ndarray of shape (n_tokens,)
+        The expert reference (``MISSING`` where no expert labelled).
+    n_boot, seed, level
+        The bootstrap's resamples, seed and level.
+
+    Returns
+    -------
+    Comparison
+        Scored on the documents with a reference where every method labels every reference token.
+    """
+    if not labels:
+        raise ValueError("compare needs at least one method's aggregate")
+    ref = np.asarray(reference, dtype=np.int64)
+    stacked = np.stack([np.asarray(v, dtype=np.int64) for v in labels.values()])
+    if stacked.shape[1:] != ref.shape or ref.shape != (corpus.n_tokens,):
+        raise ValueError(f"labels and reference must have shape ({corpus.n_tokens},)")
+    td = corpus.token_doc
+    has_ref = ref != MISSING
+    doc_ref = np.bincount(td[has_ref], minlength=corpus.n_docs) > 0
+    gap = np.bincount(td[has_ref & (stacked == MISSING).any(axis=0)], minlength=corpus.n_docs) > 0
+    docs = doc_ref & ~gap
+    tokens = has_ref & docs[td]
+    kind, metric = metric_for(corpus)
+    per = [_doc_counts(corpus, lab, ref, tokens, docs, kind) for lab in stacked]
+    primary = np.stack([p[0] for p in per])
+    names = list(labels)
+    point, boot = paired_bootstrap(primary, score="accuracy" if kind == "categorical" else "f1", n_boot=n_boot,
+                                   rng=np.random.default_rng([seed, 7]))
+    low, high = _bounds(boot, level)
+    finite = np.where(np.isfinite(point), point, -np.inf)
+    best = int(np.argmax(finite))
+    d_low, d_high = _bounds(boot - boot[:, [best]], level)
+    mv = names.index("mv") if "mv" in names else None
+    if mv is not None:
+        m_low, m_high = _bounds(boot - boot[:, [mv]], level)
+    extra = [_extra(corpus, kind, lab, ref, tokens, p[1]) for lab, p in zip(stacked, per, strict=True)]
+    scores = [
+        MethodScore(method=m, value=_num(point[i]), low=_num(low[i]), high=_num(high[i]),
+                    diff=_num(point[i] - point[best]), diff_low=_num(d_low[i]), diff_high=_num(d_high[i]),
+                    vs_mv_low=None if mv is None else _num(m_low[i]),
+                    vs_mv_high=None if mv is None else _num(m_high[i]), extra=extra[i])
+        for i, m in enumerate(names)
+    ]
+    scores.sort(key=lambda s: (-(s.value if s.value is not None else -np.inf), _cost(s.method)))
+    return recommend(scores, kind=kind, metric=metric, documents=int(docs.sum()),
+                     plan=_plan_inputs(kind, primary[best], int(docs.sum())), n_boot=n_boot, seed=seed, level=level)
+
+
+def _extra(corpus: Corpus, kind: str, labels: NDArray, ref: NDArray, tokens: NDArray, token_counts: NDArray
+           ) -> dict:
+    """The secondary metric: token F1 (typed BIO) or macro F1 (categorical); none for one type."""
+    if kind == "typed-bio":
+        return {"token_f1": _num(float(_f1(token_counts.sum(axis=0))))}
+    if kind == "categorical":
+        scores = per_label_prf(labels, ref, n_classes=corpus.n_classes, mask=tokens, outside=False)
+        return {"macro_f1": _num(scores["macro"]["f1"])}
+    return {}
+
+
+def _cost(method: str) -> int:
+    return COST_ORDER.index(method) if method in COST_ORDER else len(COST_ORDER)
+
+
+def _plan_inputs(kind: str, best_counts: NDArray, documents: int) -> dict:
+    """What SLiCE needs of the best method: its precision and recall (or accuracy), and per document how many
+    instances it predicts and the reference holds."""
+    totals = best_counts.sum(axis=0)
+    if kind == "categorical":
+        return {"accuracy": float(totals[0] / totals[1]) if totals[1] else None, "documents": documents,
+                "per_document": float(totals[1] / documents) if documents else 0.0}
+    tp, fp, fn = (float(x) for x in totals)
+    return {"precision": tp / (tp + fp) if tp + fp else None, "recall": tp / (tp + fn) if tp + fn else None,
+            "predicted_per_document": (tp + fp) / documents if documents else 0.0,
+            "actual_per_document": (tp + fn) / documents if documents else 0.0, "documents": documents}
+
+
+def more_documents(plan: dict, half_width: float, *, level: float = LEVEL) -> int | None:
+    """Expert documents to add so the best method's interval has half-width ``half_width`` (SLiCE's sample size:
+    predicted positives for precision, actual positives for recall, divided by how many a document holds; for
+    accuracy the binomial sample size of items); a perfect score counts as 0.99; None for a score of 0."""
+    half_width = min(max(half_width, 0.005), 0.25)
+    docs = plan["documents"]
+    try:
+        if "accuracy" in plan:
+            acc = plan["accuracy"]
+            if not acc or plan["per_document"] <= 0:
+                return None
+            acc = min(acc, 0.99)
+            need = binomial_sample_size(acc, half_width=half_width, confidence=level) / plan["per_document"]
+        else:
+            p, r = plan["precision"], plan["recall"]
+            if not p or not r:
+                return None
+            # A perfect score on a small subset says little: SLiCE needs a value inside (0, 1).
+            p, r = min(p, 0.99), min(r, 0.99)
+            if plan["predicted_per_document"] <= 0 or plan["actual_per_document"] <= 0:
+                return None
+            # The frequency only sets SLiCE's negatives, which are not used here: the positives set the documents.
+            size = slice_sample_size(precision=p, recall=r, frequency=0.5, half_width=half_width, confidence=level)
+            need = max(size.n_precision / plan["predicted_per_document"], size.n_recall / plan["actual_per_document"])
+    except ValueError:
+        return None
+    return max(0, math.ceil(need) - docs)
+
+
+def recommend(
+    scores: list[MethodScore], *, kind: str, metric: str, documents: int, plan: dict | None = None,
+    n_boot: int = 1000, seed: int = 0, level: float = LEVEL,
+) -> Comparison:
+    """Apply the module's rule to scored methods (best first, as :func:`compare_aggregates` sorts them)."""
+    if not scores:
+        raise ValueError("nothing to recommend from: no method was scored")
+    best = scores[0]
+    if best.value is None:
+        raise ValueError(f"no method has a {metric} on the {documents} expert documents (no reference positive?)")
+
+    def not_worse(s: MethodScore) -> bool:
+        return s.method == best.method or (s.diff_low is not None and s.diff_low <= 0 <= (s.diff_high or 0))
+
+    candidates = sorted((s for s in scores if not_worse(s)), key=lambda s: _cost(s.method))
+    chosen = candidates[0]
+    others = [s for s in scores if s.method != best.method]
+    too_small = bool(others) and all(not_worse(s) for s in others)
+    more = None
+    label = metric.replace("_", " ")
+    if chosen.method == best.method:
+        reason = f"{best.method} has the best {label} ({best.value:.3f})"
+        simpler = sorted((s.method for s in others if _cost(s.method) < _cost(best.method)), key=_cost)
+        if simpler:
+            reason += f", and every simpler method ({', '.join(simpler)}) is significantly worse"
+    else:
+        reason = (f"{chosen.method} is not significantly worse than the best, {best.method} ({chosen.value:.3f} vs "
+                  f"{best.value:.3f}; paired difference interval [{chosen.diff_low:.3f}, {chosen.diff_high:.3f}] "
+                  f"contains 0), and it is simpler")
+    if too_small:
+        runner_up = others[0].value if others[0].value is not None else 0.0
+        more = more_documents(plan, (best.value - runner_up) / 2, level=level) if plan else None
+        reason += (f"; the {documents} expert documents are too few to separate the methods (no method is "
+                   f"significantly worse than {best.method})")
+        if more:
+            reason += (f": about {more} more expert documents would give the best an interval half as wide as the gap "
+                       f"between the two best ({best.value:.3f} and {runner_up:.3f}) (SLiCE)")
+    warnings = [f"{s.method} is significantly worse than majority vote (paired difference interval "
+                f"[{s.vs_mv_low:.3f}, {s.vs_mv_high:.3f}])"
+                for s in scores if s.method != "mv" and s.vs_mv_high is not None and s.vs_mv_high < 0]
+    return Comparison(kind=kind, metric=metric, documents=documents, methods=list(scores), best=best.method,
+                      recommended=chosen.method, reason=reason, too_small=too_small, more_documents=more,
+                      warnings=warnings, n_boot=n_boot, seed=seed, level=level)
+
+
+def format_comparison(data: dict) -> str:
+    """A comparison (:meth:`Comparison.as_dict`, with each method's ``seconds``) as a terminal table, best first,
+    then the recommendation with its reason and any warnings."""
+    label = data["metric"].replace("_", " ")
+    extra = sorted({k for m in data["methods"] for k in m.get("extra", {})})
+    head = ["method", label, "95% interval", "diff to best", "diff interval", *[k.replace("_", " ") for k in extra],
+            "seconds", "converged"]
+
+    def num(x: float | None) -> str:
+        return "-" if x is None else f"{x:.3f}"
+
+    rows = [[m["method"], num(m["value"]), f"[{num(m['low'])}, {num(m['high'])}]", num(m["diff"]),
+             f"[{num(m['diff_low'])}, {num(m['diff_high'])}]", *[num(m["extra"].get(k)) for k in extra],
+             "-" if m.get("seconds") is None else f"{m['seconds']:.2f}",
+             {True: "yes", False: "NO", None: "-"}[m.get("converged")]]
+            for m in data["methods"]]
+    widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
+    lines = ["  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(r, widths,
+                                                                                                      strict=True)))
+             for r in [head, *rows]]
+    lines.insert(1, "-" * len(lines[0]))
+    lines.append("")
+    lines.append(f"{data['documents']} expert documents; recommended: {data['recommended']} ({data['reason']})")
+    lines += [f"warning: {w}" for w in data["warnings"]]
+    return "\n".join(lines)

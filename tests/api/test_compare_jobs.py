@@ -1,0 +1,127 @@
+"""The service's comparison (issue 29 item 5): a compare job polled like any other, with progress per method,
+GET /jobs/{id}/comparison, and an auto job that aggregates with the recommended method."""
+
+from __future__ import annotations
+
+import pytest
+
+from crowdqa.ingest import read_corpus
+from crowdqa.ingest.merge import merge_corpora
+from crowdqa.jobs.compare import run_comparison
+from tests.api.conftest import SAMPLE, auth, sample_dataset, wait_job
+from tests.api.test_redis_flow import redis_settings, start_worker  # noqa: F401  (fixtures)
+
+
+def _sample_corpus():
+    return merge_corpora([read_corpus(SAMPLE / "crowd.jsonl", format="spans-jsonl").corpus,
+                          read_corpus(SAMPLE / "expert.jsonl", format="spans-jsonl", role="expert").corpus])
+
+
+def test_a_compare_job_reports_its_comparison(client, keys):
+    key = keys["a"]
+    ds = sample_dataset(client, key)
+    body = {"method": "compare", "methods": ["mv", "ds", "hmm-crowd"], "params": {"ds": {"max_iter": 20}}}
+    r = client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key), json=body)
+    assert r.status_code == 202, r.text
+    assert r.json()["params"] == {"methods": ["mv", "ds", "hmm-crowd"], "params_for": {"ds": {"max_iter": 20}}}
+    job = wait_job(client, r.json()["id"], key)
+    assert job["status"] == "finished", job
+    stages = job["progress"]["stages"]
+    assert {"comparing: fitting mv", "comparing: fitting ds", "comparing: fitting hmm_crowd"} <= set(stages)
+    assert job["progress"]["recommended"]
+    got = client.get(f"/api/v1/jobs/{job['id']}/comparison", headers=auth(key))
+    assert got.status_code == 200, got.text
+    comparison = got.json()
+    direct = run_comparison(_sample_corpus(), methods=["mv", "ds", "hmm-crowd"], params_for={"ds": {"max_iter": 20}})
+    assert comparison["recommended"] == direct["recommended"] == job["progress"]["recommended"]
+    assert [(m["method"], m["f1"]) for m in comparison["methods"]] == [(m["method"], m["f1"])
+                                                                       for m in direct["methods"]]
+    report = client.get(f"/api/v1/jobs/{job['id']}/report", headers=auth(key))
+    assert report.status_code == 409 and report.headers["content-type"].startswith("application/problem+json")
+
+
+def test_an_auto_job_aggregates_with_the_recommended_method(client, keys):
+    key = keys["a"]
+    ds = sample_dataset(client, key)
+    r = client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key), json={"method": "auto"})
+    assert r.status_code == 202, r.text
+    job = wait_job(client, r.json()["id"], key)
+    assert job["status"] == "finished", job
+    report = client.get(f"/api/v1/jobs/{job['id']}/report", headers=auth(key)).json()
+    comparison = client.get(f"/api/v1/jobs/{job['id']}/comparison", headers=auth(key)).json()
+    assert report["method"] == comparison["recommended"] == report["comparison"]["recommended"]
+    assert report["method_choice"].startswith("method auto: ")
+    assert {m["method"] for m in comparison["methods"]} >= {"mv", "ds", "hmm-crowd", "bsc-seq"}
+
+
+def test_an_auto_job_without_experts_says_it_took_the_default(client, keys):
+    key = keys["a"]
+    ds = sample_dataset(client, key, experts=False)
+    r = client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key), json={"method": "auto"})
+    job = wait_job(client, r.json()["id"], key)
+    report = client.get(f"/api/v1/jobs/{job['id']}/report", headers=auth(key)).json()
+    assert report["method"] == "bsc-seq" and "no expert labels" in report["method_choice"]
+    got = client.get(f"/api/v1/jobs/{job['id']}/comparison", headers=auth(key))
+    assert got.status_code == 409 and "without expert labels" in got.json()["detail"]
+
+
+@pytest.mark.parametrize(("body", "experts", "detail"), [
+    ({"method": "compare", "methods": ["mv", "nope"]}, True, "unknown 'nope'"),
+    ({"method": "compare", "params": {"ds": {"max_iter": 0}}}, True, "max_iter"),
+    ({"method": "compare"}, False, "a comparison scores the methods against the experts"),
+    ({"method": "auto", "params": {"max_iter": 3}}, True, "method auto compares every method"),
+    ({"method": "ds", "methods": ["mv"]}, True, "methods is for a comparison"),
+])
+def test_bad_comparison_jobs_are_a_422_before_queueing(client, keys, body, experts, detail):
+    key = keys["a"]
+    ds = sample_dataset(client, key, experts=experts)
+    r = client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key), json=body)
+    assert r.status_code == 422 and r.headers["content-type"].startswith("application/problem+json"), r.text
+    assert detail in r.json()["detail"]
+    assert client.get(f"/api/v1/datasets/{ds}/jobs", headers=auth(key)).json()["data"] == []
+
+
+def test_a_single_method_job_has_no_comparison_and_openapi_says_so(client, keys):
+    key = keys["a"]
+    ds = sample_dataset(client, key)
+    job = wait_job(client, client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key),
+                                       json={"method": "mv"}).json()["id"], key)
+    got = client.get(f"/api/v1/jobs/{job['id']}/comparison", headers=auth(key))
+    assert got.status_code == 409 and "only a compare job" in got.json()["detail"]
+    assert client.get("/api/v1/jobs/nope/comparison", headers=auth(key)).status_code == 404
+    op = client.get("/openapi.json").json()["paths"]["/api/v1/jobs/{job_id}/comparison"]["get"]
+    assert op["operationId"] == "get_comparison"
+    assert op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith("/MethodsComparison")
+    assert {"404", "409", "422"} <= set(op["responses"])
+
+
+@pytest.mark.redis
+def test_compare_and_auto_jobs_on_postgres_redis_and_a_worker_process(
+        pg_settings, redis_settings, start_worker):  # noqa: F811 - the fixtures imported above
+    """The production parts: rows in PostgreSQL (its job-method enum holds compare and auto), jobs on Redis, run by
+    a separate `crowdqa worker` (a forked work horse per job)."""
+    from fastapi.testclient import TestClient
+    from sqlmodel import Session
+
+    from crowdqa.api.main import app
+    from crowdqa.store.db import get_engine
+    from crowdqa.store.settings import get_settings
+    from tests.utils.factories import project_with_key
+
+    with Session(get_engine(get_settings())) as s:
+        _, key = project_with_key(s, "prod")
+    start_worker()
+    with TestClient(app) as client:
+        ds = sample_dataset(client, key)
+        compare = client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key),
+                              json={"method": "compare", "methods": ["mv", "ds"], "use_experts": True}).json()
+        auto = client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key), json={"method": "auto"}).json()
+        compared = wait_job(client, compare["id"], key, timeout=120)
+        assert compared["status"] == "finished", compared
+        body = client.get(f"/api/v1/jobs/{compare['id']}/comparison", headers=auth(key)).json()
+        assert body["use_experts"] is True and [m["method"] for m in body["methods"]] != []
+        assert all(m["cross_fit_seconds"] > 0 for m in body["methods"])
+        done = wait_job(client, auto["id"], key, timeout=120)
+        assert done["status"] == "finished", done
+        report = client.get(f"/api/v1/jobs/{auto['id']}/report", headers=auth(key)).json()
+        assert report["method"] == report["comparison"]["recommended"]

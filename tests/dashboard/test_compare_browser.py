@@ -1,0 +1,40 @@
+"""The comparison page in a real browser: a compare job's table, forest plot and recommendation, and the button
+that starts the recommended method's job (issue 29 item 5)."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.dashboard.test_browser import _sample_dataset
+
+
+def test_compare_then_start_the_recommended_method(server, page_of):
+    w = page_of()
+    page = w.page
+    _sample_dataset(w, server, "compare")
+    page.select_option("#method", "compare")
+    page.click("#job-form button[type=submit]")
+    page.wait_for_selector("#progress, #comparison")  # the running job's page, then the finished one's
+    page.wait_for_selector("#comparison, #failure", timeout=120_000)  # the page reloads itself when the job ends
+    job_id = page.url.split("/jobs/", 1)[1].split("?")[0]
+    api = httpx.get(f"{server.url}/api/v1/jobs/{job_id}/comparison",
+                    headers={"Authorization": f"Bearer {server.keys['a']}"}).json()
+    methods = [m["method"] for m in api["methods"]]
+    assert page.locator("#comparison-table tbody tr").evaluate_all(
+        "rows => rows.map(r => r.dataset.method)") == methods  # best first, as the API
+    assert page.locator("#forest .forest-row").evaluate_all("gs => gs.map(g => g.dataset.method)") == methods
+    drawn = page.locator("#forest .forest-row .est").count()
+    assert drawn == sum(m["value"] is not None for m in api["methods"]) and drawn >= 10
+    assert page.locator("#forest .forest-row.recommended").get_attribute("data-method") == api["recommended"]
+    assert page.inner_text("#recommended-method") == api["recommended"]
+    assert api["reason"] in page.inner_text("#recommendation")
+    first = page.locator("#comparison-table tbody tr").first.locator("td").first.inner_text()
+    assert first == f"{api['methods'][0]['value']:.3f}"
+    w.shot("comparison")
+    assert not w.errors, w.errors
+
+    page.click("#start-recommended button[type=submit]")
+    page.wait_for_selector("#report, #failure", timeout=120_000)
+    assert page.locator("#report").count() == 1
+    new_job = page.url.split("/jobs/", 1)[1].split("?")[0]
+    assert new_job != job_id and api["recommended"] in page.inner_text("h1")

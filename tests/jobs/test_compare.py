@@ -1,0 +1,74 @@
+"""Tests for crowdqa.jobs.compare: every method fitted on the crowd of one read corpus, scored on the experts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from crowdqa.jobs.compare import applicable_methods, auto_method, parse_methods, run_comparison
+from crowdqa.jobs.pipeline import run_pipeline
+from tests.utils.factories import synthetic_corpus
+
+
+def test_a_comparison_scores_each_method_as_its_own_report_does():
+    corpus = synthetic_corpus(n_docs=40, accuracy=0.78, seed=4)
+    out = run_comparison(corpus, methods=["mv", "ds", "hmm-crowd"], n_boot=200)
+    assert [m["method"] for m in out["methods"]] == sorted(
+        ["mv", "ds", "hmm-crowd"], key=lambda m: -next(x["f1"] for x in out["methods"] if x["method"] == m))
+    assert out["recommended"] in {"mv", "ds", "hmm-crowd"} and out["documents"] == 20
+    for entry in out["methods"]:
+        report = run_pipeline(corpus, method=entry["method"]).report_data
+        assert entry["f1"] == pytest.approx(report["aggregate_vs_expert"]["token"]["f1"])
+        assert entry["f1_low"] <= entry["f1"] <= entry["f1_high"]
+        assert entry["seconds"] > 0 and entry["converged"] in (True, None)
+        assert entry["diff_low"] <= entry["diff"] <= entry["diff_high"]
+
+
+def test_use_experts_scores_the_held_out_predictions_of_the_report():
+    corpus = synthetic_corpus(n_docs=24, accuracy=0.75, seed=5)
+    out = run_comparison(corpus, methods=["ds"], use_experts=True, n_boot=50)
+    report = run_pipeline(corpus, method="ds", use_experts=True).report_data
+    assert report["aggregate_scored_on"] == "held-out predictions (cross-fitting)"
+    assert out["methods"][0]["f1"] == pytest.approx(report["aggregate_vs_expert"]["token"]["f1"])
+    assert out["use_experts"] and out["methods"][0]["cross_fit_seconds"] > 0
+
+
+def test_all_means_every_method_that_applies():
+    corpus = synthetic_corpus(n_docs=6)
+    spans = applicable_methods(corpus)
+    assert spans[:2] == ["mv", "ds"] and {"hmm-crowd", "bsc-seq", "kos"} <= set(spans) and "gold-mv" not in spans
+    assert "gold-mv" in applicable_methods(corpus, use_experts=True)
+    assert parse_methods("all") is None and parse_methods("mv, ds") == ["mv", "ds"]
+    with pytest.raises(ValueError, match="unknown 'nope'"):
+        parse_methods("mv,nope")
+
+
+def test_bad_requests_are_refused_with_a_reason():
+    corpus = synthetic_corpus(n_docs=6)
+    with pytest.raises(ValueError, match="gold-mv learns"):
+        run_comparison(corpus, methods=["mv", "gold-mv"])
+    with pytest.raises(ValueError, match="params for unknown method"):
+        run_comparison(corpus, methods=["mv"], params_for={"nope": {}})
+    with pytest.raises(ValueError, match="max_iter"):
+        run_comparison(corpus, methods=["ds"], params_for={"ds": {"max_iter": 0}})
+    crowd_only = corpus.select_workers(corpus.workers_with_role("crowd"))
+    with pytest.raises(ValueError, match="no expert labels"):
+        run_comparison(crowd_only, methods=["mv"])
+
+
+def test_auto_without_experts_takes_the_documented_default():
+    corpus = synthetic_corpus(n_docs=6)
+    crowd_only = corpus.select_workers(corpus.workers_with_role("crowd"))
+    method, comparison, why = auto_method(crowd_only)
+    assert (method, comparison) == ("bsc-seq", None) and "no expert labels" in why
+    method, comparison, _ = auto_method(corpus, methods=["mv", "ds"], n_boot=50)
+    assert method == comparison["recommended"] and np.isfinite(comparison["methods"][0]["f1"])
+
+
+def test_a_method_the_data_kind_rules_out_is_refused_and_left_out_of_all():
+    from tests.quality.test_compare import _typed_corpus
+
+    corpus = _typed_corpus()  # 5 classes: kos (binary) does not apply
+    assert "kos" not in applicable_methods(corpus) and "hmm-crowd" in applicable_methods(corpus)
+    with pytest.raises(ValueError, match="kos is defined for binary labels"):
+        run_comparison(corpus, methods=["mv", "kos"])

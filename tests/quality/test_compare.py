@@ -1,0 +1,152 @@
+"""Tests for crowdqa.quality.compare: the paired bootstrap against a brute force, the metric per data kind, and the
+recommendation rule on constructed cases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from crowdqa.aggregation.corpus import MISSING, Corpus
+from crowdqa.quality.compare import (
+    COST_ORDER,
+    MethodScore,
+    compare_aggregates,
+    metric_for,
+    more_documents,
+    paired_bootstrap,
+    recommend,
+)
+from crowdqa.quality.references import reference_labels
+from tests.utils.factories import synthetic_corpus
+
+
+def _brute_force(counts: np.ndarray, score, n_boot: int, seed: int) -> np.ndarray:
+    """One resample at a time, one method at a time: draw n_docs documents, sum, score."""
+    rng = np.random.default_rng(seed)
+    n_methods, n_docs, _ = counts.shape
+    out = np.full((n_boot, n_methods), np.nan)
+    for b in range(n_boot):
+        idx = rng.integers(0, n_docs, size=n_docs)
+        for m in range(n_methods):
+            out[b, m] = score(counts[m, idx].sum(axis=0))
+    return out
+
+
+def _f1(s):
+    den = 2 * s[0] + s[1] + s[2]
+    return 2 * s[0] / den if den else np.nan
+
+
+@pytest.mark.parametrize("max_cells", [7, 1 << 22])  # several chunks, one chunk
+def test_paired_bootstrap_matches_a_brute_force(max_cells):
+    rng = np.random.default_rng(3)
+    counts = rng.integers(0, 4, size=(3, 7, 3))
+    counts[:, 2] = 0  # a document without anything: resamples of it alone are undefined
+    point, boot = paired_bootstrap(counts, score="f1", n_boot=50, rng=11, max_cells=max_cells)
+    expected = _brute_force(counts, _f1, 50, 11)
+    np.testing.assert_allclose(boot, expected, equal_nan=True)
+    np.testing.assert_allclose(point, [_f1(c.sum(axis=0)) for c in counts])
+    acc = np.stack([rng.integers(0, 3, size=(5,)), np.full(5, 2)], axis=1)[None].repeat(2, axis=0)
+    _, boot_acc = paired_bootstrap(acc, score="accuracy", n_boot=20, rng=1)
+    np.testing.assert_allclose(boot_acc, _brute_force(acc, lambda s: s[0] / s[1], 20, 1))
+
+
+def test_compare_intervals_are_the_percentiles_of_the_same_resamples():
+    corpus = synthetic_corpus(n_docs=40, accuracy=0.75, seed=2)
+    ref = reference_labels(corpus)
+    rng = np.random.default_rng(0)
+    good = np.where(rng.random(corpus.n_tokens) < 0.9, np.maximum(ref, 0), 1 - np.maximum(ref, 0))
+    bad = np.where(rng.random(corpus.n_tokens) < 0.7, np.maximum(ref, 0), 1 - np.maximum(ref, 0))
+    out = compare_aggregates(corpus, {"mv": bad, "ds": good}, ref, n_boot=200, seed=5)
+    # The brute force, on the per-document counts of the expert documents.
+    docs = np.flatnonzero(np.bincount(corpus.token_doc[ref != MISSING], minlength=corpus.n_docs) > 0)
+    counts = np.zeros((2, docs.size, 3))
+    for m, lab in enumerate((bad, good)):
+        for j, d in enumerate(docs):
+            t = corpus.token_doc == d
+            p, r = lab[t] > 0, ref[t] > 0
+            counts[m, j] = [np.sum(p & r), np.sum(p & ~r), np.sum(~p & r)]
+    _, boot = paired_bootstrap(counts, score="f1", n_boot=200, rng=np.random.default_rng([5, 7]))
+    by = {s.method: s for s in out.methods}
+    diff = boot[:, 0] - boot[:, 1]
+    assert by["mv"].diff_low == pytest.approx(np.percentile(diff, 2.5))
+    assert by["mv"].diff_high == pytest.approx(np.percentile(diff, 97.5))
+    assert by["ds"].low == pytest.approx(np.percentile(boot[:, 1], 2.5))
+    assert by["ds"].value == pytest.approx(_f1(counts[1].sum(axis=0)))
+    assert out.documents == docs.size and out.methods[0].method == "ds"
+
+
+def _typed_corpus() -> Corpus:
+    """Two documents of 4 tokens, BIO with PER and LOC; one crowd worker, one expert."""
+    names = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+    truth = np.array([1, 2, 0, 3, 0, 3, 4, 0])
+    crowd = np.array([1, 2, 0, 1, 0, 3, 4, 0])
+    return Corpus.from_arrays(
+        token=np.r_[np.arange(8), np.arange(8)], worker=np.r_[np.zeros(8), np.ones(8)], label=np.r_[crowd, truth],
+        doc_lengths=np.array([4, 4]), token_start=np.tile(np.arange(4) * 2, 2),
+        token_end=np.tile(np.arange(4) * 2 + 1, 2),
+        doc_ids=["a", "b"], texts=["w w w w"] * 2, worker_ids=["c:1", "e:1"], worker_roles=["crowd", "expert"],
+        class_names=names)
+
+
+def test_the_metric_follows_the_kind_of_labels():
+    corpus = _typed_corpus()
+    assert metric_for(corpus) == ("typed-bio", "span_f1")
+    assert metric_for(synthetic_corpus(n_docs=4)) == ("spans", "token_f1")
+    ref = reference_labels(corpus)
+    pred = np.array([1, 2, 0, 1, 0, 3, 4, 0])  # a LOC typed as PER: token F1 1.0, typed span F1 2/3
+    out = compare_aggregates(corpus, {"mv": pred}, ref, n_boot=10)
+    assert out.methods[0].value == pytest.approx(2 / 3)
+    assert out.methods[0].extra["token_f1"] == pytest.approx(1.0)
+
+
+def _score(method, value, diff_low, diff_high, vs_mv=(None, None)):
+    return MethodScore(method=method, value=value, low=value - 0.05, high=value + 0.05, diff=None,
+                       diff_low=diff_low, diff_high=diff_high, vs_mv_low=vs_mv[0], vs_mv_high=vs_mv[1])
+
+
+def test_a_clear_winner_is_recommended():
+    scores = [_score("hmm-crowd", 0.80, 0.0, 0.0), _score("ds", 0.74, -0.09, -0.03), _score("mv", 0.69, -0.15, -0.07)]
+    out = recommend(scores, kind="typed-bio", metric="span_f1", documents=500)
+    assert out.recommended == "hmm-crowd" and out.best == "hmm-crowd"
+    assert not out.too_small and out.more_documents is None
+    assert "significantly worse" in out.reason
+
+
+def test_a_tie_goes_to_the_simpler_method():
+    scores = [_score("bsc-seq", 0.80, 0.0, 0.0), _score("ds", 0.79, -0.03, 0.01), _score("mv", 0.70, -0.14, -0.05)]
+    out = recommend(scores, kind="spans", metric="token_f1", documents=500)
+    assert out.best == "bsc-seq" and out.recommended == "ds"
+    assert "not significantly worse" in out.reason and not out.too_small
+    assert COST_ORDER.index("ds") < COST_ORDER.index("bsc-seq")
+
+
+def test_too_few_experts_says_so_and_how_many_more():
+    corpus = synthetic_corpus(n_docs=8, accuracy=0.8, seed=1)  # 4 expert documents
+    ref = reference_labels(corpus)
+    rng = np.random.default_rng(1)
+    a = np.where(rng.random(corpus.n_tokens) < 0.9, np.maximum(ref, 0), 1 - np.maximum(ref, 0))
+    b = np.where(rng.random(corpus.n_tokens) < 0.85, np.maximum(ref, 0), 1 - np.maximum(ref, 0))
+    out = compare_aggregates(corpus, {"ds": a, "mv": b}, ref, n_boot=300)
+    assert out.too_small and out.documents == 4
+    assert out.recommended == "mv"
+    assert out.more_documents is not None and out.more_documents > 0
+    assert f"about {out.more_documents} more expert documents" in out.reason
+
+
+def test_more_documents_follows_slice():
+    plan = {"precision": 0.8, "recall": 0.85, "predicted_per_document": 2.0, "actual_per_document": 2.0,
+            "documents": 10}
+    # SLiCE for P=0.8, R=0.85, half-width 0.05: 265 predicted positives for precision, 214 actual positives for
+    # recall, at 2 a document: 133 documents
+    assert more_documents(plan, 0.05) == 133 - 10
+    assert more_documents({"accuracy": 0.0, "per_document": 1.0, "documents": 5}, 0.05) is None
+
+
+def test_a_method_significantly_worse_than_majority_vote_is_named():
+    scores = [_score("mv", 0.80, 0.0, 0.0, (0.0, 0.0)), _score("mace", 0.60, -0.3, -0.1, (-0.3, -0.1)),
+              _score("ds", 0.79, -0.02, 0.01, (-0.02, 0.01))]
+    out = recommend(scores, kind="categorical", metric="accuracy", documents=800)
+    assert out.recommended == "mv"
+    assert out.warnings == ["mace is significantly worse than majority vote (paired difference interval "
+                            "[-0.300, -0.100])"]
