@@ -1,0 +1,124 @@
+"""Where results come from: make_meta's commit and load, the staleness check, the rerun command, the README."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks import meta as bmeta
+from benchmarks import registry, tables
+from benchmarks.__main__ import plan, run
+
+REPO = tables.REPO
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A git repository with aggregation/model.py and notes.txt, one commit."""
+    root = tmp_path / "repo"
+    (root / "aggregation").mkdir(parents=True)
+    (root / "aggregation" / "model.py").write_text("x = 1\n")
+    (root / "notes.txt").write_text("n\n")
+    _git(root, "init", "-q")
+    _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "empty")
+    _git(root, "add", ".")
+    _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "first")
+    return root
+
+
+def _commit(root: Path, path: str, text: str) -> str:
+    (root / path).write_text(text)
+    _git(root, "add", path)
+    _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", f"change {path}")
+    return _git(root, "rev-parse", "HEAD")
+
+
+def test_make_meta_records_commit_dirty_load_versions_and_peers():
+    m = bmeta.make_meta("python -m benchmarks.x", peers={"authors": "abc"})
+    assert m["commit"] == _git(REPO, "rev-parse", "HEAD")
+    dirty = bool(_git(REPO, "status", "--porcelain", "--untracked-files=all"))
+    assert m["dirty"] is dirty and (len(m["dirty_paths"]) > 0) is dirty
+    assert len(m["load_average_before"]) == 3 and len(m["load_average_after"]) == 3
+    assert m["versions"]["numpy"] and m["versions"]["python"] and m["cpu_model"] in m["machine"]
+    assert m["peers"] == {"authors": "abc"} and m["seconds"] >= 0
+
+
+def test_git_state_names_the_uncommitted_files(repo):
+    state = bmeta.git_state(repo)
+    assert state == {"commit": _git(repo, "rev-parse", "HEAD"), "dirty": False, "dirty_paths": []}
+    (repo / "aggregation" / "model.py").write_text("x = 2\n")
+    (repo / "new.txt").write_text("?\n")
+    assert bmeta.git_state(repo)["dirty_paths"] == ["aggregation/model.py", "new.txt"]
+
+
+def test_stale_reason_compares_the_sources_by_commit(repo):
+    sources = ("aggregation", "bench.py")
+    at = {"commit": _git(repo, "rev-parse", "HEAD"), "dirty_paths": []}
+    assert bmeta.stale_reason(at, sources, repo) is None
+    _commit(repo, "notes.txt", "other\n")  # a change outside the sources leaves the results current
+    assert bmeta.stale_reason(at, sources, repo) is None
+    later = _commit(repo, "aggregation/model.py", "x = 3\n")
+    reason = bmeta.stale_reason(at, sources, repo)
+    assert reason.startswith(f"the code it measures changed after its commit {at['commit'][:10]} (last in {later[:7]}")
+    assert reason.endswith(": aggregation/model.py")
+    assert bmeta.stale_reason({"commit": later, "dirty_paths": []}, sources, repo) is None
+    assert bmeta.stale_reason({"commit": later, "dirty_paths": ["aggregation/model.py"]}, sources, repo) == (
+        "it ran with uncommitted changes to aggregation/model.py")
+    assert bmeta.stale_reason({"commit": later, "dirty_paths": ["notes.txt"]}, sources, repo) is None
+    assert bmeta.stale_reason({"command": "x"}, sources, repo) == "no commit recorded"
+    assert bmeta.stale_reason({"commit": "f" * 40}, sources, repo) == "its commit ffffffffff is not in this repository"
+
+
+def test_tables_refuse_a_results_file_older_than_its_code(repo, tmp_path):
+    """A table renders while its sources are unchanged since the file's commit, and not after they change."""
+    results = tmp_path / "results"
+    results.mkdir()
+    first = _git(repo, "rev-parse", "HEAD")
+    data = {"meta": {"command": "python -m benchmarks.scaling", "commit": first, "dirty_paths": [],
+                     "machine": "Fake", "date": "2026-01-01 00:00 UTC"},
+            "setup": {"methods": {"mv": ""}, "classes": ["O", "B-P", "I-P"], "annotators_per_doc": 4,
+                      "annotators": 200, "mean_doc_tokens": 25},
+            "points": [{"method": "mv", "n_labels": 1000, "n_tokens": 250, "fit_seconds": 0.5, "n_iter": 1,
+                        "peak_rss_during_fit_mb": 40.0, "fit_extra_mb": 2.0}], "summary": {}}
+    (results / "scaling.json").write_text(json.dumps(data))
+    md = tables.render(results, repo=repo)
+    assert f"commit `{first[:10]}`" in md and "| 1,000 | 250 | 500.0 ms / 40 MB (+2) |" in md
+    later = _commit(repo, "aggregation/model.py", "x = 4\n")
+    md = tables.render(results, repo=repo)
+    assert "| 1,000 | 250 |" not in md
+    assert ("Not shown: `benchmarks/results/scaling.json` is not from the current code (the code it measures "
+            f"changed after its commit {first[:10]} (last in {later[:7]}") in md
+    assert "Rerun: `python -m benchmarks.scaling`." in md
+    # A current quick run is shown in place of the stale full one, marked as quick.
+    quick = {**data, "meta": {**data["meta"], "command": "python -m benchmarks.scaling --quick", "commit": later}}
+    (results / "scaling_quick.json").write_text(json.dumps(quick))
+    md = tables.render(results, repo=repo)
+    assert "`python -m benchmarks.scaling --quick`" in md and "**quick run**" in md and "Not shown" not in md
+
+
+def test_every_table_has_source_paths_and_a_rerun_command():
+    benchmarks = {b.stem for b in registry.BENCHMARKS}
+    assert set(tables.SECTIONS) == benchmarks | {"rerun_all"} == set(registry.SOURCES)
+    for b in registry.BENCHMARKS:
+        assert b.steps and all((REPO / p).exists() for p in b.sources), b.stem
+        for step in (*b.steps, *b.quick):
+            script = Path(step[1].replace(".", "/") + ".py") if step[0] == "-m" else Path(step[0])
+            assert (REPO / script).exists(), step
+
+
+def test_rerun_runs_every_step_and_records_its_exit():
+    steps = plan(["hmm_crowd", "whole_path"], quick=False)
+    assert [s[0] for s in steps] == ["hmm_crowd", "whole_path", "whole_path"]
+    assert "--merge" in steps[2][1]
+    assert [s[0] for s in plan(["real_path", "scaling"], quick=True)] == ["scaling"]  # real_path: no quick variant
+    done = run([("ok", ("-c", "pass")), ("bad", ("-c", "raise SystemExit(3)"))], python=sys.executable)
+    assert [(d["benchmark"], d["exit"]) for d in done] == [("ok", 0), ("bad", 3)]
+    assert done[1]["command"] == "python -c raise SystemExit(3)" and done[0]["seconds"] >= 0
