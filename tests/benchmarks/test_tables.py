@@ -75,10 +75,12 @@ def _fakes() -> dict[str, dict]:
                                                  "recall": 0.82, "f1": 0.835},
                           "ours_whole_process_max_iter_1": {"seconds": 2.0, "cpu_seconds": 1.6, "exit": 0,
                                                             "precision": 0.8, "recall": 0.8, "f1": 0.8},
-                          "authors_stages": {"read_seconds": 3.0, "init_seconds": 10.0, "decode_seconds": 5.0,
-                                             "em_step_seconds": [20.0, 24.0, 22.0]},
-                          "ours_em_step": {"em_step_seconds_median": 0.022},
-                          "em_step_ratio": 1000.0, "whole_process_ratio": 20.0, "whole_process_cpu_ratio": 20.0}},
+                          "authors_stages": {"read_cpu_seconds": 3.0, "init_cpu_seconds": 10.0,
+                                             "decode_cpu_seconds": 5.0, "em_step_seconds": [20.0, 24.0, 22.0],
+                                             "em_step_cpu_seconds": [10.0, 12.0, 11.0]},
+                          "ours_em_step": {"em_step_seconds_median": 0.022, "em_step_cpu_seconds_median": 0.011},
+                          "em_step_ratio": 1000.0, "em_step_cpu_ratio": 1000.0, "whole_process_ratio": 20.0,
+                          "whole_process_cpu_ratio": 20.0}},
         "rerun_all_quick": {"meta": {**meta, "command": "python -m benchmarks all --quick",
                                      "load_average_before": [1.5, 1, 1], "load_average_after": [2.25, 1, 1]},
                             "steps": [{"benchmark": "scaling", "command": "python -m benchmarks.scaling --quick",
@@ -230,7 +232,9 @@ def test_every_section_renders_with_its_command_and_machine(results):
             "0.780 / 0.750 / 0.765 | 0.850 / 0.820 / 0.835 |") in md
     assert ("| whole process, crowdqa `max_iter=1` | 50.00 s (40.00 s CPU) | 2.00 s (1.60 s CPU) | 25.0× (25.0× CPU) "
             "|") in md
-    assert "| one EM step (E + M, median) | 22.00 s | 22.0 ms | 1,000× |" in md
+    assert ("| one EM step (E + M, median) | 22.00 s (11.00 s CPU) | 22.0 ms (11.0 ms CPU) | 1,000× (1,000× CPU) |"
+            in md)
+    assert "Dawid-Skene start 10.00 s, decoding 5.00 s" in md
     assert "`python -m benchmarks all --quick` ran 2 steps one after another in 2.0 minutes" in md
     assert "| routing | `python -m benchmarks.routing --quick` | 30 s | exit 1 |" in md
     assert "load average was 1.5 at the start and 2.2 at the end" in md
