@@ -102,8 +102,6 @@ def render_pico_study(d: dict, results: Path, quick: bool) -> str:
             _f(w["mean_vs_expert"][k]) for k in ("precision", "recall", "f1"))],
         ["crowdqa: crowd workers vs the HMMCrowd aggregate", w["mean_vs_aggregate"]["workers"], *(
             _f(w["mean_vs_aggregate"][k]) for k in ("precision", "recall", "f1"))],
-        ["Nye et al. 2018, Table 4 (individual workers)", "–", *(
-            _f(w["paper_table4_mean_vs_expert"][k], 2) for k in ("precision", "recall", "f1"))],
     ]
     if "quartiles_vs_expert" in w:
         q = w["quartiles_vs_expert"]
