@@ -23,7 +23,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-#: The load average and clock when the benchmark process imported this module: "before the run".
+#: The clock and load average when the benchmark process imported this module ("before the run"); the
+#: git state is read then too (``_started``), since a commit made while a benchmark runs is not its code.
 _STARTED = (time.perf_counter(), [round(x, 2) for x in os.getloadavg()])
 
 #: Installed distributions whose versions a results file records when present (project libraries
@@ -50,6 +51,17 @@ def git_state(repo: Path = REPO) -> dict:
     status = _git("status", "--porcelain", "--untracked-files=all", repo=repo)
     paths = [] if status is None else [line[3:].split(" -> ")[-1] for line in status.stdout.splitlines() if line]
     return {"commit": head.stdout.strip(), "dirty": bool(paths), "dirty_paths": sorted(paths)}
+
+
+_GIT_AT_START: dict | None = None
+
+
+def _started() -> dict:
+    """The git state when this process imported the module (read on first use otherwise)."""
+    global _GIT_AT_START
+    if _GIT_AT_START is None:
+        _GIT_AT_START = git_state()
+    return _GIT_AT_START
 
 
 def cpu_model() -> str:
@@ -89,12 +101,13 @@ def make_meta(command: str, *, seconds: float | None = None, peers: dict | None 
     (the authors' code at a commit, a separate virtual environment's packages).
     """
     start, load_before = _STARTED
-    state = git_state()
+    state, end = _started(), git_state()
+    dirty = sorted(set(state["dirty_paths"]) | set(end["dirty_paths"]))  # uncommitted at the start or the end
     meta = {
         "command": command,
         "commit": state["commit"],
-        "dirty": state["dirty"],
-        "dirty_paths": state["dirty_paths"][:50],
+        "dirty": bool(dirty) if state["dirty"] is not None else None,
+        "dirty_paths": dirty[:200],
         "machine": f"{cpu_model()}, {os.cpu_count()} cores, {platform.system()} {platform.machine()}",
         "cpu_model": cpu_model(),
         "python": platform.python_version(),
@@ -106,9 +119,14 @@ def make_meta(command: str, *, seconds: float | None = None, peers: dict | None 
         "seconds": round(time.perf_counter() - start if seconds is None else seconds, 1),
     }
     meta["load_average"] = meta["load_average_after"]  # the key renderers read before this module
+    if end["commit"] != state["commit"]:  # committed during the run: the results are of the first commit
+        meta["commit_at_end"] = end["commit"]
     if peers:
         meta["peers"] = peers
     return meta
+
+
+_started()
 
 
 def write_results(path: Path, result: dict, *, indent: int = 1) -> Path:

@@ -122,3 +122,12 @@ def test_rerun_runs_every_step_and_records_its_exit():
     done = run([("ok", ("-c", "pass")), ("bad", ("-c", "raise SystemExit(3)"))], python=sys.executable)
     assert [(d["benchmark"], d["exit"]) for d in done] == [("ok", 0), ("bad", 3)]
     assert done[1]["command"] == "python -c raise SystemExit(3)" and done[0]["seconds"] >= 0
+
+
+def test_make_meta_keeps_the_commit_the_run_started_at(monkeypatch):
+    """A commit made while a benchmark runs is not its code: the start's commit is recorded, the end's beside it."""
+    head = _git(REPO, "rev-parse", "HEAD")
+    monkeypatch.setattr(bmeta, "_GIT_AT_START", {"commit": "0" * 40, "dirty": True, "dirty_paths": ["x.py"]})
+    m = bmeta.make_meta("python -m benchmarks.x")
+    assert m["commit"] == "0" * 40 and m["commit_at_end"] == head
+    assert "x.py" in m["dirty_paths"] and m["dirty"] is True
