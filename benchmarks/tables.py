@@ -425,16 +425,6 @@ def render_sample_size(d: dict, results: Path, quick: bool) -> str:
           f"±{cp['recall_half_width']:.3f}"],
          ["± document bootstrap", f"±{bs['precision_half_width']:.3f}", f"±{bs['recall_half_width']:.3f}"]])
     deff = ", ".join(f"{k} {v:.1f}" for k, v in d["design_effect"].items())
-    study = d.get("pico_study_intervals")
-    study_md = ""
-    if study:
-        kinds = {"ours": "crowd only", "ours_experts_clamped_crossfit": "experts clamped", "published": "published"}
-        # Its own name: this table used to overwrite the plans' rows, which garbled the plan table (issue 13).
-        study_rows = [[f"{NAMES.get(key.split('/')[0], key)}, {kinds.get(key.split('/')[1], key.split('/')[1])}",
-                       *(f"±{v:.3f}" if v is not None else "–" for v in (h["precision"], h["recall"], h["f1"]))]
-                      for key, h in study["half_widths"].items()]
-        study_md = (f"\n\nHalf-widths of the PICO study's intervals (`{study['file']}`; P and R Clopper-Pearson, "
-                    "F1 document bootstrap):\n\n" + _table(["aggregate", "precision", "recall", "F1"], study_rows))
     return (
         f"SLiCE (`crowdqa.quality.sample_size.slice_sample_size`) for HMMCrowd on PICO Participants, "
         f"±{s['half_width']} at "
@@ -444,7 +434,7 @@ def render_sample_size(d: dict, results: Path, quick: bool) -> str:
         + f"\n\nWhat the {m['documents']} expert documents ({m['tokens']:,} tokens) gave:\n\n" + measured
         + f"\n\nDesign effect (bootstrap / Clopper-Pearson half-width, squared): {deff}. Reaching ±{s['half_width']} "
         f"by the document bootstrap would take about {m['documents_for_half_width_by_bootstrap']} expert documents."
-        + study_md
+        f" Texts: {s.get('texts', 'not recorded')}."
     )
 
 

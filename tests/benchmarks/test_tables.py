@@ -112,7 +112,8 @@ def _fakes() -> dict[str, dict]:
                                             "agreement_with_joint_refit": 0.99, **_block(0.8, 0.6, 0.69)}
                                         for k in ("refit", "frozen", "warm start", "joint refit")}}}},
         "sample_size_example": {
-            "setup": {"half_width": 0.05, "confidence": 0.95, "tokens_per_document": 280.2},
+            "setup": {"half_width": 0.05, "confidence": 0.95, "tokens_per_document": 280.2,
+                      "texts": "abstracts of pico/docs"},
             "plans": {"paper_figures": {"inputs": {"precision": 0.719, "recall": 0.761, "frequency": 0.143},
                                         "tokens": 2288, "documents": 9, "documents_with_design_effect": 230}},
             "measured_on_expert_documents": {
@@ -120,9 +121,7 @@ def _fakes() -> dict[str, dict]:
                 "clopper_pearson": {"precision_half_width": 0.015, "recall_half_width": 0.016},
                 "document_bootstrap": {"precision_half_width": 0.074, "recall_half_width": 0.049},
                 "documents_for_half_width_by_bootstrap": 139},
-            "design_effect": {"precision": 25.5, "recall": 9.7},
-            "pico_study_intervals": {"file": "pico_study.json", "half_widths": {
-                "ds/ours_experts_clamped_crossfit": {"precision": 0.013, "recall": 0.016, "f1": None}}}},
+            "design_effect": {"precision": 25.5, "recall": 9.7}},
         "load": {"machine": {"python": "3.11.7", "cpus": 2}, "problems": [], "results": [
             {"mode": "embedded", "clients": 20, "seconds": 8.0, "jobs_created": 12, "finished": 11, "failed": 1,
              "not_final": [], "lost_jobs": [], "unknown_jobs": [], "duplicate_runs": [], "jobs_per_second": 1.5,
@@ -255,7 +254,7 @@ def test_every_section_renders_with_its_command_and_machine(results):
     assert md.count("without a mark are from the run above") == 1
     assert "| IBCC | 3 | 1.00 s | none | – | – | 0.8700 |" in md
     assert "about 139 expert documents" in md
-    assert "| DawidSkene, experts clamped | ±0.013 | ±0.016 | – |" in md
+    assert "about 139 expert documents. Texts: abstracts of pico/docs." in md
     assert "| embedded | 20 | 8 s | 12 | 11 / 1 / 0 | 0 | 0 | 1.50 | 100 | 120 ms | 80 ms | 30 ms | 0 |" in md
     assert "Problems found: none." in md
     assert ("| 300,000 | DS | 2.00 s | 30.00 s | 15.0× | 1.50 / 18.00 s (12.0×) | 0.50 / 0.25 / 0.75 / 0.10 "
