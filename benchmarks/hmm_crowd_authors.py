@@ -139,10 +139,30 @@ def ours_whole(work: Path, params: dict | None = None) -> dict:
     r = _whole(argv, REPO)
     if r["exit"] == 0:
         report = json.loads((work / "report.json").read_text(encoding="utf-8"))
-        span = report["aggregate_vs_expert"]["span_strict"]
-        r.update(precision=span["precision"], recall=span["recall"], f1=span["f1"],
-                 iterations=report["fit"]["iterations"], stages=report["fit"]["stages"])
+        r.update(strict_span_prf(work / "ours.conll"), iterations=report["fit"]["iterations"],
+                 stages=report["fit"]["stages"])
     return r
+
+
+def strict_span_prf(predicted: Path) -> dict:
+    """Strict span P/R/F1 (document, first and last token, type; the conlleval rule of ``decode_spans``) of a
+    CoNLL file of predicted tags against conll_val's gold, both read with crowdqa's reader (same tokens)."""
+    from crowdqa.aggregation.spans import decode_spans
+    from crowdqa.ingest import read_corpus
+
+    gold = read_corpus(DATA / "gold.conll", format="conll", role="expert").corpus
+    pred = read_corpus(predicted, format="conll", role="expert").corpus
+
+    def spans(corpus) -> set:
+        s = decode_spans(corpus.vote_counts().argmax(axis=1), corpus)
+        names = ("O", *corpus.entity_types)  # type index + 1 -> name (the two files may order the types apart)
+        return set(zip(s.doc.tolist(), s.first.tolist(), s.last.tolist(), [names[t] for t in s.type.tolist()],
+                       strict=True))
+
+    want, got = spans(gold), spans(pred)
+    tp = len(want & got)
+    p, r = tp / max(len(got), 1), tp / max(len(want), 1)
+    return {"precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0}
 
 
 def compare(*, em_repeats: int = 5, peer_steps: int = 3) -> dict:

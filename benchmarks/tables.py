@@ -263,8 +263,9 @@ def _vs_authors(c: dict) -> str:
         "answers.conll --format conll --method hmm-crowd --expert gold.conll` with the default report. "
         f"Their stages in one process (CPU seconds): reading {_ms(st['read_cpu_seconds'])}, Dawid-Skene start "
         f"{_ms(st['init_cpu_seconds'])}, decoding {_ms(st['decode_cpu_seconds'])}. On a shared machine wall seconds "
-        "include waiting for a core; CPU seconds do not. Strict span scores as each prints them "
-        "(theirs counts a span from a `B-` tag only; ours by the conlleval rule).\n\n"
+        "include waiting for a core; CPU seconds do not. Strict span scores (type and both boundaries) against the "
+        "gold tags: theirs as their code prints them (a span starts at a `B-` tag only), ours by the conlleval rule "
+        "(an `I-` after `O` starts one too).\n\n"
         + _table(["", "authors' code", "crowdqa", "authors / crowdqa", "authors P / R / F1", "crowdqa P / R / F1"],
                  rows)
     )
