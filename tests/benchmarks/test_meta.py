@@ -131,3 +131,60 @@ def test_make_meta_keeps_the_commit_the_run_started_at(monkeypatch):
     m = bmeta.make_meta("python -m benchmarks.x")
     assert m["commit"] == "0" * 40 and m["commit_at_end"] == head
     assert "x.py" in m["dirty_paths"] and m["dirty"] is True
+def test_every_results_file_has_a_commit_and_no_placeholder_texts():
+    for path in sorted((REPO / "benchmarks" / "results").glob("*.json")):
+        text = path.read_text(encoding="utf-8")
+        assert "placeholder" not in text, path.name
+        meta = json.loads(text).get("meta") or {}
+        assert meta.get("commit"), path.name
+
+
+def test_readme_tables_are_the_rendered_results():
+    """Rendering the results (with the staleness check) leaves the README between the markers unchanged."""
+    text = tables.README.read_text(encoding="utf-8")
+    a, b = text.index(tables.START), text.index(tables.END)
+    assert text[a + len(tables.START) + 1: b] == tables.render(), (
+        "the README's tables differ from benchmarks/results: run `python -m benchmarks.tables`")
+
+
+def test_the_benchmarks_prose_cites_no_number():
+    """Numbers live in the rendered tables (from results files); the text above them cites none (issue 31).
+
+    Code spans and blocks (commands, paths), link targets and the years of citations are not numbers it cites.
+    """
+    import re
+
+    text = tables.README.read_text(encoding="utf-8")
+    prose = text[text.index("## Benchmarks\n"): text.index(tables.START)]
+    prose = re.sub(r"```.*?```", "", prose, flags=re.S)
+    prose = re.sub(r"`[^`]*`", "", prose)
+    prose = re.sub(r"\(#[^)]*\)", "", prose)  # link targets
+    prose = re.sub(r"et al\.,? \d{4}", "", prose)  # citations
+    numbers = re.findall(r"[^\n]*\d[^\n]*", prose)
+    assert not numbers, f"numbers in the Benchmarks prose (put them in a results file): {numbers}"
+
+
+@pytest.mark.shared_data
+def test_strict_span_scores_of_an_edited_gold_file(tmp_path):
+    """Oracle by construction: the gold scores 1; one span's type changed costs exactly one span each way."""
+    from benchmarks.hmm_crowd_authors import strict_span_prf
+    from tests.conftest import shared_path
+
+    gold = shared_path("conll_val", "gold.conll").read_text(encoding="utf-8").splitlines()
+    assert strict_span_prf(shared_path("conll_val", "gold.conll")) == {"precision": 1.0, "recall": 1.0, "f1": 1.0}
+    i = next(k for k, line in enumerate(gold) if line.endswith(" B-PER") and not gold[k + 1].endswith("I-PER"))
+    gold[i] = gold[i][: -len("B-PER")] + "B-ORG"  # a one-token PER span becomes an ORG span
+    edited = tmp_path / "edited.conll"
+    edited.write_text("\n".join(gold) + "\n", encoding="utf-8")
+    n = sum(line.endswith((" B-PER", " B-ORG", " B-LOC", " B-MISC")) for line in gold)  # spans (all start at B-)
+    got = strict_span_prf(edited)
+    assert got["precision"] == pytest.approx((n - 1) / n) and got["recall"] == pytest.approx((n - 1) / n)
+
+
+def test_quick_steps_write_quick_files():
+    """A quick step never overwrites a full run's results file (the tables would show it as a full run)."""
+    for b in registry.BENCHMARKS:
+        for step in b.quick:
+            assert "--quick" in step, step
+            if "--output" in step:
+                assert step[step.index("--output") + 1].endswith(f"{b.stem}_quick.json"), step
