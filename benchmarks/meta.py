@@ -27,6 +27,9 @@ REPO = Path(__file__).resolve().parents[1]
 #: git state is read then too (``_started``), since a commit made while a benchmark runs is not its code.
 _STARTED = (time.perf_counter(), [round(x, 2) for x in os.getloadavg()])
 
+#: What benchmarks write, never code they measure: a change there leaves every result current.
+OUTPUTS = ("benchmarks/results",)
+
 #: Installed distributions whose versions a results file records when present (project libraries
 #: and the peers the benchmarks run in-process or as subprocesses of this interpreter).
 VERSIONED = ("numpy", "scipy", "scikit-learn", "crowd-kit", "pandas", "fastapi", "rq", "redis", "sqlmodel")
@@ -154,16 +157,17 @@ def stale_reason(meta: dict | None, sources: tuple[str, ...], repo: Path = REPO)
     found = _git("cat-file", "-e", f"{commit}^{{commit}}", repo=repo)
     if found is None or found.returncode:
         return f"its commit {commit[:10]} is not in this repository"
-    dirty = [p for p in (meta or {}).get("dirty_paths") or () if _under(p, sources)]
+    dirty = [p for p in (meta or {}).get("dirty_paths") or () if _under(p, sources) and not _under(p, OUTPUTS)]
     if dirty:
         return f"it ran with uncommitted changes to {', '.join(dirty[:3])}"
-    changed = _git("diff", "--name-only", commit, "HEAD", "--", *sources, repo=repo)
+    paths = (*sources, *(f":(exclude){p}" for p in OUTPUTS))
+    changed = _git("diff", "--name-only", commit, "HEAD", "--", *paths, repo=repo)
     if changed is None or changed.returncode:
         return "git could not compare its commit with HEAD"
     files = changed.stdout.split()
     if not files:
         return None
-    last = _git("log", "-1", "--format=%h %cs", f"{commit}..HEAD", "--", *sources, repo=repo)
+    last = _git("log", "-1", "--format=%h %cs", f"{commit}..HEAD", "--", *paths, repo=repo)
     by = f" (last in {last.stdout.strip()})" if last is not None and last.stdout.strip() else ""
     more = f" and {len(files) - 3} more" if len(files) > 3 else ""
     return f"the code it measures changed after its commit {commit[:10]}{by}: {', '.join(files[:3])}{more}"

@@ -188,3 +188,16 @@ def test_quick_steps_write_quick_files():
             assert "--quick" in step, step
             if "--output" in step:
                 assert step[step.index("--output") + 1].endswith(f"{b.stem}_quick.json"), step
+
+
+def test_written_results_never_make_a_result_stale(repo):
+    """benchmarks/results is output: a results file written or committed after a run leaves it current."""
+    sources = ("benchmarks",)
+    (repo / "benchmarks" / "results").mkdir(parents=True)
+    at = _commit(repo, "benchmarks/run.py", "run = 1\n")
+    meta = {"commit": at, "dirty_paths": ["benchmarks/results/other.json"]}
+    assert bmeta.stale_reason(meta, sources, repo) is None
+    _commit(repo, "benchmarks/results/other.json", "{}\n")
+    assert bmeta.stale_reason(meta, sources, repo) is None
+    _commit(repo, "benchmarks/run.py", "run = 2\n")
+    assert "benchmarks/run.py" in bmeta.stale_reason(meta, sources, repo)
