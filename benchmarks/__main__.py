@@ -19,6 +19,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from benchmarks.meta import make_meta, write_results  # imported first: the run's start (commit, load)
 from benchmarks.registry import BENCHMARKS, BY_STEM
 
 REPO = Path(__file__).resolve().parents[1]
@@ -76,8 +77,6 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     done = run(steps)
     if everything:
-        from benchmarks.meta import make_meta, write_results
-
         command = "python -m benchmarks all" + (" --quick" if args.quick else "")
         write_results(RESULTS / f"rerun_all{'_quick' if args.quick else ''}.json",
                       {"meta": make_meta(command, seconds=time.perf_counter() - t0), "steps": done}, indent=2)

@@ -135,11 +135,14 @@ _started()
 def write_results(path: Path, result: dict, *, indent: int = 1) -> Path:
     """Write a benchmark's results JSON to ``path`` (its folder made if missing); return ``path``.
 
-    A result without a ``meta`` block gets one for this process's command line, so that no
-    results file is written without its commit.
+    A result without a ``meta`` block gets one for this process's command line, and a block
+    without a commit is completed by :func:`make_meta` (its own keys kept), so that no results
+    file is written without its commit.
     """
-    if "meta" not in result:
-        result = {"meta": make_meta(command_line()), **result}
+    given = result.get("meta") or {}
+    if not given.get("commit"):
+        meta = {**make_meta(given.get("command") or command_line()), **given}
+        result = {"meta": meta, **{k: v for k, v in result.items() if k != "meta"}}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=indent) + "\n", encoding="utf-8")
     return path

@@ -28,7 +28,6 @@ side by side would read as a discrepancy of ours. The earlier table printed 0.78
 from __future__ import annotations
 
 import argparse
-import platform
 import time
 import warnings
 from pathlib import Path
@@ -36,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks._pico import PICO, load_pico
-from benchmarks.tables import write_results
+from benchmarks.tables import make_meta, write_results
 from crowdqa.aggregation import ConvergenceWarning, make_aggregator
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.quality.metrics import grouped_counts
@@ -204,12 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     RESULTS.mkdir(exist_ok=True)
     t0 = time.perf_counter()
     result = run(quick=args.quick)
-    result["meta"] = {
-        "command": "python -m benchmarks.pico_study" + (" --quick" if args.quick else ""),
-        "machine": f"{platform.machine()}, {__import__('os').cpu_count()} cores, {platform.python_version()}",
-        "date": time.strftime("%Y-%m-%d"),
-        "seconds": round(time.perf_counter() - t0, 1),
-    }
+    result["meta"] = make_meta("python -m benchmarks.pico_study" + (" --quick" if args.quick else ""),
+                               seconds=time.perf_counter() - t0)
     path = write_results(RESULTS / f"pico_study{'_quick' if args.quick else ''}.json", result)
     print(f"wrote {path}")
     return 0

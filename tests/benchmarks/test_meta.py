@@ -201,3 +201,11 @@ def test_written_results_never_make_a_result_stale(repo):
     assert bmeta.stale_reason(meta, sources, repo) is None
     _commit(repo, "benchmarks/run.py", "run = 2\n")
     assert "benchmarks/run.py" in bmeta.stale_reason(meta, sources, repo)
+
+
+def test_write_results_completes_a_meta_block_without_a_commit(tmp_path):
+    path = bmeta.write_results(tmp_path / "x.json", {"meta": {"command": "python -m benchmarks.x", "seconds": 2.0},
+                                                     "value": 1})
+    data = json.loads(path.read_text())
+    assert data["meta"]["commit"] == _git(REPO, "rev-parse", "HEAD") and data["meta"]["seconds"] == 2.0
+    assert data["meta"]["command"] == "python -m benchmarks.x" and data["value"] == 1
