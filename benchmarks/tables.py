@@ -807,8 +807,13 @@ def render(results: Path = RESULTS, *, repo: Path | None = REPO) -> str:
         if stale:
             steps = BY_STEM[stem].quick if path.stem.endswith("_quick") else BY_STEM[stem].steps
             rerun = " && ".join(f"`python {' '.join(step)}`" for step in steps) if stem in BY_STEM else f"`{command}`"
-            parts.append(f"### {title}\n\nNot shown: `benchmarks/results/{path.name}` is not from the current code "
-                         f"({stale}). Rerun: {rerun}.")
+            # The reason goes to stderr, not the README: it names the newest change, and whether a rebased-away
+            # commit is known differs between clones; the README's text must be the same in every checkout.
+            print(f"{path.name}: not shown: {stale}", file=sys.stderr)
+            commit = (data.get("meta") or {}).get("commit")
+            parts.append(f"### {title}\n\nNot shown: `benchmarks/results/{path.name}` "
+                         f"({f'commit `{commit[:10]}`' if commit else 'no commit'}) is not from the current code "
+                         f"(`python -m benchmarks.tables --stdout` says why). Rerun: {rerun}.")
             continue
         try:
             body = renderer(data, results, path.stem.endswith("_quick"))

@@ -94,9 +94,9 @@ def test_tables_refuse_a_results_file_older_than_its_code(repo, tmp_path):
     later = _commit(repo, "aggregation/model.py", "x = 4\n")
     md = tables.render(results, repo=repo)
     assert "| 1,000 | 250 |" not in md
-    assert ("Not shown: `benchmarks/results/scaling.json` is not from the current code (the code it measures "
-            f"changed after its commit {first[:10]} (last in {later[:7]}") in md
-    assert "Rerun: `python -m benchmarks.scaling`." in md
+    assert (f"Not shown: `benchmarks/results/scaling.json` (commit `{first[:10]}`) is not from the current code "
+            "(`python -m benchmarks.tables --stdout` says why). Rerun: `python -m benchmarks.scaling`.") in md
+    assert later  # the reason (the change after the file's commit) goes to stderr: test_stale_reason_...
     # A current quick run is shown in place of the stale full one, marked as quick.
     quick = {**data, "meta": {**data["meta"], "command": "python -m benchmarks.scaling --quick", "commit": later}}
     (results / "scaling_quick.json").write_text(json.dumps(quick))
