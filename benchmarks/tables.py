@@ -805,8 +805,9 @@ def render(results: Path = RESULTS, *, repo: Path | None = REPO) -> str:
             continue
         used.add(path.name)
         if stale:
-            steps = BY_STEM[stem].quick if path.stem.endswith("_quick") else BY_STEM[stem].steps
-            rerun = " && ".join(f"`python {' '.join(step)}`" for step in steps) if stem in BY_STEM else f"`{command}`"
+            bench = BY_STEM.get(stem)
+            steps = () if bench is None else bench.quick if path.stem.endswith("_quick") else bench.steps
+            rerun = " && ".join(f"`python {' '.join(step)}`" for step in steps) or f"`{command}`"
             # The reason goes to stderr, not the README: it names the newest change, and whether a rebased-away
             # commit is known differs between clones; the README's text must be the same in every checkout.
             print(f"{path.name}: not shown: {stale}", file=sys.stderr)
