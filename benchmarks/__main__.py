@@ -1,9 +1,12 @@
-"""List or run the benchmarks: ``python -m benchmarks [--list] [--quick] [NAME ...]``.
+"""Rerun the benchmarks behind the README: ``python -m benchmarks [--list] [--quick] [all | NAME ...]``.
 
-Without names it lists them. With names (or ``all``) it runs them one after another, each
-in its own process with the same interpreter (the machine is shared: never in parallel),
-then regenerates the README tables with ``benchmarks.tables``. A benchmark whose data or
-optional library is absent prints why and exits 0 on its own.
+Without names it lists them. With names (or ``all``: every benchmark of :mod:`benchmarks.registry`,
+in README order) it runs each step one after another, each in its own process with the same
+interpreter (the machine is shared: never in parallel), with a progress bar on stderr, then
+regenerates the README tables with ``benchmarks.tables``. ``--quick`` runs the quick subset
+(each benchmark's small variant, writing ``NAME_quick.json``). A run of ``all`` records its
+steps' seconds in ``benchmarks/results/rerun_all[_quick].json`` (the README's "Rerun every
+number" table). A benchmark whose data or optional library is absent prints why and exits 0.
 """
 
 from __future__ import annotations
@@ -14,48 +17,71 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from tqdm import tqdm
 
-#: name -> (command after the interpreter, what it measures). Order = the order ``all`` runs them.
-BENCHMARKS: dict[str, tuple[list[str], str]] = {
-    "pico_study": (["-m", "benchmarks.pico_study"], "PICO study: MV/DS/HMM-Crowd vs experts, published, paper"),
-    "categorical": (["-m", "benchmarks.categorical"], "RTE, TEMP, Bluebirds accuracy vs gold, next to crowd-kit"),
-    "ds_speed": (["-m", "benchmarks.ds_speed"], "Dawid-Skene time and memory vs crowd-kit"),
-    "hmm_crowd": (["-m", "benchmarks.hmm_crowd"], "HMM-Crowd EM step vs the 44 s reference; PICO fit"),
-    "ingest_pico": (["-m", "benchmarks.ingest_pico"], "PICO ingest throughput and memory"),
-    "scaling": (["-m", "benchmarks.scaling"], "MV/DS/HMM-Crowd time and peak memory, 10^4..10^7 labels"),
-    "service_overhead": (["benchmarks/service_overhead.py"], "job overhead and polling latency of the service"),
-    "sample_size_example": (["-m", "benchmarks.sample_size_example"], "SLiCE plan vs intervals on 64 expert docs"),
-    "compare": (["-m", "benchmarks.compare"], "crowdqa compare (mv, ds, ibcc, hmm-crowd, bsc-seq) on CoNLL val, PICO"),
-}
-#: Benchmarks without a --quick flag.
-NO_QUICK = {"ingest_pico"}
+from benchmarks.meta import make_meta, write_results  # imported first: the run's start (commit, load)
+from benchmarks.registry import BENCHMARKS, BY_STEM
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results"
+
+
+def plan(names: list[str], *, quick: bool) -> list[tuple[str, tuple[str, ...]]]:
+    """(benchmark, argv after ``python``) of every step to run, in order."""
+    return [(name, step) for name in names for step in (BY_STEM[name].quick if quick else BY_STEM[name].steps)]
+
+
+def run(steps: list[tuple[str, tuple[str, ...]]], *, python: str = sys.executable) -> list[dict]:
+    """Run the steps one at a time under a progress bar; each step's name, command, exit code and seconds."""
+    done = []
+    bar = tqdm(total=len(steps), unit="step", file=sys.stderr, dynamic_ncols=True)
+    try:
+        for name, step in steps:
+            bar.set_description(name)
+            tqdm.write(f"== {name}: python {' '.join(step)}", file=sys.stderr)
+            t0 = time.perf_counter()
+            rc = subprocess.run([python, *step], cwd=REPO).returncode
+            seconds = time.perf_counter() - t0
+            tqdm.write(f"== {name}: exit {rc} after {seconds:.0f} s", file=sys.stderr)
+            done.append({"benchmark": name, "command": f"python {' '.join(step)}", "exit": rc,
+                         "seconds": round(seconds, 1)})
+            bar.update(1)
+    finally:
+        bar.close()
+    return done
 
 
 def main(argv: list[str] | None = None) -> int:
+    names_all = [b.stem for b in BENCHMARKS]
     ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
-    ap.add_argument("names", nargs="*", help=f"benchmarks to run, or 'all': {', '.join(BENCHMARKS)}")
-    ap.add_argument("--quick", action="store_true", help="pass --quick to each benchmark that has it")
-    ap.add_argument("--list", action="store_true", help="list the benchmarks and exit")
+    ap.add_argument("names", nargs="*", help=f"benchmarks to run, or 'all': {', '.join(names_all)}")
+    ap.add_argument("--quick", action="store_true", help="the quick subset: each benchmark's small variant")
+    ap.add_argument("--list", action="store_true", help="list the benchmarks and their commands, and exit")
     args = ap.parse_args(argv)
     if args.list or not args.names:
-        for name, (cmd, what) in BENCHMARKS.items():
-            print(f"{name:20} python {' '.join(cmd)}  # {what}")
+        for b in BENCHMARKS:
+            steps = b.quick if args.quick else b.steps
+            print(f"{b.stem:20} {b.what}")
+            for step in steps or (("(not in the quick subset)",) if args.quick else ()):
+                print(f"{'':20}   python {' '.join(step)}" if step[0] != "(not in the quick subset)" else
+                      f"{'':20}   {step[0]}")
         return 0
-    names = list(BENCHMARKS) if args.names == ["all"] else args.names
-    unknown = [n for n in names if n not in BENCHMARKS]
+    everything = args.names == ["all"]
+    names = names_all if everything else args.names
+    unknown = [n for n in names if n not in BY_STEM]
     if unknown:
-        ap.error(f"unknown benchmark {unknown[0]!r}; expected one of {', '.join(BENCHMARKS)} or 'all'")
-    failed = []
-    for name in names:
-        cmd = [sys.executable, *BENCHMARKS[name][0]] + (["--quick"] if args.quick and name not in NO_QUICK else [])
-        print(f"== {name}: {' '.join(cmd[1:])}", flush=True)
-        t0 = time.perf_counter()
-        rc = subprocess.run(cmd, cwd=REPO).returncode
-        print(f"== {name}: exit {rc} after {time.perf_counter() - t0:.0f} s", flush=True)
-        if rc:
-            failed.append(name)
+        ap.error(f"unknown benchmark {unknown[0]!r}; expected one of {', '.join(names_all)} or 'all'")
+    steps = plan(names, quick=args.quick)
+    if not steps:
+        ap.error(f"{', '.join(names)}: not in the quick subset; run without --quick")
+    t0 = time.perf_counter()
+    done = run(steps)
+    if everything:
+        command = "python -m benchmarks all" + (" --quick" if args.quick else "")
+        write_results(RESULTS / f"rerun_all{'_quick' if args.quick else ''}.json",
+                      {"meta": make_meta(command, seconds=time.perf_counter() - t0), "steps": done}, indent=2)
     subprocess.run([sys.executable, "-m", "benchmarks.tables"], cwd=REPO, check=False)
+    failed = [d["benchmark"] for d in done if d["exit"]]
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
     return 1 if failed else 0

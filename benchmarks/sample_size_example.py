@@ -24,14 +24,14 @@ intervals actually obtained on the 64 expert documents, exact Clopper-Pearson (w
 SLiCE, treats tokens as independent draws) and a document-level percentile bootstrap
 (which does not: tokens of one abstract are correlated). The ratio of squared half-widths
 is the design effect; multiplying a plan by it is a rough correction for the clustering.
-The MV/DS/HMM-Crowd intervals of ``benchmarks.pico_study`` are copied in when its results
-file exists. See ``benchmarks/_pico.py`` for the data caveat (placeholder texts).
+The texts are the abstracts of ``pico/docs`` (``benchmarks/_pico.py``). The PICO study's own
+intervals are in its table (``benchmarks.pico_study``), not copied here: a copy would show
+another run's numbers, from another commit, beside this one's.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import time
 import warnings
@@ -143,18 +143,11 @@ def run(*, quick: bool, seed: int = 0) -> dict:
         "setup": {"method": "hmm-crowd (defaults, crowd only)", "category": "Participants", "reference": "union",
                   "half_width": HALF_WIDTH, "confidence": CONFIDENCE, "seed": seed,
                   "documents": corpus.n_docs, "tokens": corpus.n_tokens, "tokens_per_document": tokens_per_doc,
-                  "texts": "placeholder (see benchmarks/_pico.py)"},
+                  "texts": "abstracts of pico/docs"},
         "plans": plans,
         "measured_on_expert_documents": measured,
         "design_effect": deff,
     }
-    study = next((p for p in (RESULTS / "pico_study.json", RESULTS / "pico_study_quick.json") if p.exists()), None)
-    if study is not None:
-        res = json.loads(study.read_text())
-        out["pico_study_intervals"] = {"file": study.name, "half_widths": {
-            f"{m}/{kind}": {k: _half(block.get(f"{k}_ci")) for k in ("precision", "recall", "f1")}
-            for m, blocks in res["methods"].items() for kind, block in blocks.items()
-            if isinstance(block, dict) and "precision_ci" in block}}
     return out
 
 

@@ -40,6 +40,10 @@ import httpx
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # run as a script: benchmarks/ is on the path, the repository is not
+    sys.path.insert(0, str(REPO))
+from benchmarks.meta import write_results  # noqa: E402  (imported first: it records the load before the run)
+
 BIN = Path(sys.executable).parent
 TINY = [{"doc_id": "d1", "annotator": a, "start": 0, "end": 5, "label": "X", "text": "hello world"}
         for a in ("w1", "w2", "w3")]
@@ -204,8 +208,7 @@ def main(argv=None) -> int:
                "settings": {"jobs": args.jobs, "pollers": args.pollers, "requests_per_poller": args.requests},
                "results": [run(m, n_jobs=args.jobs, n_pollers=args.pollers, n_requests=args.requests)
                            for m in modes]}
-    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.output).write_text(json.dumps(results, indent=2) + "\n")
+    write_results(Path(args.output), results, indent=2)
     for r in results["results"]:
         o, q = r["overhead"], r["polling"]
         print(f"{r['mode']:8} x{r['api_processes']} job POST->finished p50 {o['wall']['p50_ms']:.1f} ms "

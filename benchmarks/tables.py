@@ -16,55 +16,18 @@ reported in place of its table, never skipped silently.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import os
-import platform
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
+
+from benchmarks.meta import make_meta, stale_reason, write_results  # noqa: F401  (benchmarks import these here)
+from benchmarks.registry import BY_STEM, SOURCES
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
 README = REPO / "README.md"
 START, END = "<!-- benchmarks:start -->", "<!-- benchmarks:end -->"
-
-
-# ------------------------------------------------------------------ the meta block benchmarks write
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
-def make_meta(command: str, *, seconds: float | None = None) -> dict:
-    """The ``meta`` block of a results file: command, machine, date (UTC), versions, load, wall seconds."""
-    import numpy as np
-
-    meta = {
-        "command": command,
-        "machine": f"{_cpu_model()}, {os.cpu_count()} cores, {platform.system()} {platform.machine()}",
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "load_average": [round(x, 2) for x in os.getloadavg()],
-    }
-    if seconds is not None:
-        meta["seconds"] = round(seconds, 1)
-    return meta
-
-
-def write_results(path: Path, result: dict, *, indent: int = 1) -> Path:
-    """Write a benchmark's results JSON to ``path`` (its folder made if missing); return ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result, indent=indent) + "\n", encoding="utf-8")
-    return path
 
 
 # ------------------------------------------------------------------ formatting
@@ -92,48 +55,25 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def _file_date(path: Path) -> str:
-    """The day a results file without ``meta`` was last committed, else its modification day.
-
-    Its modification time alone is the day of the checkout in every fresh clone or worktree, so
-    regenerating the tables there rewrote these dates.
-    """
-    import subprocess
-
-    try:
-        out = subprocess.run(["git", "log", "-1", "--format=%cs", "--", path.name], cwd=path.parent,
-                             capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        out = None
-    if out is not None and out.returncode == 0 and out.stdout.strip():
-        return out.stdout.strip() + " (committed)"
-    mtime = datetime.datetime.fromtimestamp(path.stat().st_mtime, tz=datetime.UTC)
-    return mtime.strftime("%Y-%m-%d") + " (file date)"
-
-
 def _provenance(data: dict, path: Path, command: str) -> str:
-    """One line naming the command, machine and date of a results file."""
+    """One line naming the command, commit, machine, date and load of a results file (it has a meta block)."""
     quick = path.stem.endswith("_quick")
-    meta = data.get("meta")
-    if meta:
-        cmd, machine, date = meta["command"], meta.get("machine", "machine not recorded"), meta.get("date", "")
-        if meta.get("python"):
-            machine += f", Python {meta['python']}"
-    else:
-        cmd = command + (" --quick" if quick else "")
-        setup = data.get("setup") or data.get("machine") or {}
-        parts = [f"{setup['cpus']} cores" if "cpus" in setup else "",
-                 f"Python {setup.get('python') or data.get('python')}" if setup.get("python") or data.get("python")
-                 else "", setup.get("platform", "")]
-        machine = ", ".join(p for p in parts if p) or "machine not recorded"
-        date = _file_date(path)
+    meta = data["meta"]
+    machine = meta.get("machine", "machine not recorded")
+    if meta.get("python"):
+        machine += f", Python {meta['python']}"
+    commit = f"commit `{meta['commit'][:10]}`" + (" (uncommitted files beside it)" if meta.get("dirty") else "")
+    before, after = meta.get("load_average_before"), meta.get("load_average_after")
+    load = f" · load {before[0]:.1f} → {after[0]:.1f}" if before and after else ""
     note = " — **quick run**" if quick else ""
-    earlier, before = [], (meta or {}).get("merged_with")
-    while before:  # a --merge run keeps the points of the runs before it: name each of them too
-        earlier.append(f"`{before['command']}` ({before.get('date', 'date not recorded')})")
-        before = before.get("merged_with")
+    earlier, older = [], meta.get("merged_with")
+    while older:  # a --merge run keeps the points of the runs before it: name each of them too
+        at = f", commit `{older['commit'][:10]}`" if older.get("commit") else ""
+        earlier.append(f"`{older['command']}` ({older.get('date', 'date not recorded')}{at})")
+        older = older.get("merged_with")
     merged = f" · with the points kept from {', '.join(earlier)}" if earlier else ""
-    return f"`{cmd}` · {machine} · {date}{merged} · `benchmarks/results/{path.name}`{note}"
+    return (f"`{meta['command']}` · {commit} · {machine} · {meta.get('date', '')}{load}{merged} · "
+            f"`benchmarks/results/{path.name}`{note}")
 
 
 def _png(results: Path, stem: str, quick: bool, alt: str) -> str:
@@ -162,8 +102,6 @@ def render_pico_study(d: dict, results: Path, quick: bool) -> str:
             _f(w["mean_vs_expert"][k]) for k in ("precision", "recall", "f1"))],
         ["crowdqa: crowd workers vs the HMMCrowd aggregate", w["mean_vs_aggregate"]["workers"], *(
             _f(w["mean_vs_aggregate"][k]) for k in ("precision", "recall", "f1"))],
-        ["Nye et al. 2018, Table 4 (individual workers)", "–", *(
-            _f(w["paper_table4_mean_vs_expert"][k], 2) for k in ("precision", "recall", "f1"))],
     ]
     if "quartiles_vs_expert" in w:
         q = w["quartiles_vs_expert"]
@@ -290,15 +228,56 @@ def render_ds_speed(d: dict, results: Path, quick: bool) -> str:
     )
 
 
+def _vs_authors(c: dict) -> str:
+    """The authors' HMM-Crowd against ours on conll_val, both from the same run."""
+    a, us, us1, st, em = (c["authors_whole_process"], c["ours_whole_process"], c["ours_whole_process_max_iter_1"],
+                          c["authors_stages"], c["ours_em_step"])
+
+    def proc(r: dict) -> str:
+        return "failed" if r.get("exit") else f"{r['seconds']:.2f} s ({r['cpu_seconds']:.2f} s CPU)"
+
+    def prf(r: dict) -> str:
+        return "–" if r.get("exit") else f"{r['precision']:.3f} / {r['recall']:.3f} / {r['f1']:.3f}"
+
+    def median(xs: list[float]) -> float:
+        return sorted(xs)[len(xs) // 2]
+
+    ratio = (f"{c['whole_process_ratio']:.1f}× ({c['whole_process_cpu_ratio']:.1f}× CPU)"
+             if "whole_process_ratio" in c else "–")
+    rows = [
+        ["whole process, crowdqa defaults", proc(a), proc(us), ratio, prf(a), prf(us)],
+        ["whole process, crowdqa `max_iter=1`", proc(a), proc(us1),
+         "–" if a.get("exit") or us1.get("exit") else f"{a['seconds'] / us1['seconds']:.1f}× "
+         f"({a['cpu_seconds'] / us1['cpu_seconds']:.1f}× CPU)", prf(a), prf(us1)],
+        ["one EM step (E + M, median)",
+         f"{_ms(median(st['em_step_seconds']))} ({_ms(median(st['em_step_cpu_seconds']))} CPU)",
+         f"{_ms(em['em_step_seconds_median'])} ({_ms(em['em_step_cpu_seconds_median'])} CPU)",
+         f"{c['em_step_ratio']:,.0f}× ({c['em_step_cpu_ratio']:,.0f}× CPU)", "", ""],
+    ]
+    d = c["data"]
+    return (
+        f"The authors' HMM-Crowd (Nguyen et al. 2017, `../shared/peers/hmm_crowd_authors`) and ours on conll_val "
+        f"({d['documents']:,} sentences, {d['tokens']:,} tokens, {d['annotators']} workers, {d['labels']:,} labels), "
+        "in the same run. Their whole process is `python hmm.py -i conll_val/rodrigues/ -o OUT` (reading, "
+        "Dawid-Skene start, one EM step as its command line does, decoding, scoring); ours is `crowdqa aggregate "
+        "answers.conll --format conll --method hmm-crowd --expert gold.conll` with the default report. "
+        f"Their stages in one process (CPU seconds): reading {_ms(st['read_cpu_seconds'])}, Dawid-Skene start "
+        f"{_ms(st['init_cpu_seconds'])}, decoding {_ms(st['decode_cpu_seconds'])}. On a shared machine wall seconds "
+        "include waiting for a core; CPU seconds do not. Strict span scores (type and both boundaries) against the "
+        "gold tags: theirs as their code prints them (a span starts at a `B-` tag only), ours by the conlleval rule "
+        "(an `I-` after `O` starts one too).\n\n"
+        + _table(["", "authors' code", "crowdqa", "authors / crowdqa", "authors P / R / F1", "crowdqa P / R / F1"],
+                 rows)
+    )
+
+
 def render_hmm_crowd(d: dict, results: Path, quick: bool) -> str:
     e = d["conll_size_em_step"]
-    out = (
+    out = (_vs_authors(d["conll_val_vs_authors"]) + "\n\n" if d.get("conll_val_vs_authors") else "") + (
         f"One HMM-Crowd EM step (E + M) on a synthetic CoNLL-size corpus: {e['tokens']:,} tokens, "
         f"{e['annotators']} annotators, {e['classes']} BIO classes, {e['labels']:,} labels.\n\n"
-        + _table(["crowdqa EM step (median)", "reference code (Nguyen et al. 2017)", "ratio", "crowdqa full fit"],
-                 [[_ms(e["em_step_seconds_median"]), f"≈ {e['reference_code_seconds']:.0f} s",
-                   f"{e['reference_code_seconds'] / e['em_step_seconds_median']:,.0f}× faster",
-                   _ms(e["fit_seconds_default"])]])
+        + _table(["crowdqa EM step (median)", "crowdqa full fit"],
+                 [[_ms(e["em_step_seconds_median"]), _ms(e["fit_seconds_default"])]])
     )
     p = d.get("pico_participants")
     if p:
@@ -447,16 +426,6 @@ def render_sample_size(d: dict, results: Path, quick: bool) -> str:
           f"±{cp['recall_half_width']:.3f}"],
          ["± document bootstrap", f"±{bs['precision_half_width']:.3f}", f"±{bs['recall_half_width']:.3f}"]])
     deff = ", ".join(f"{k} {v:.1f}" for k, v in d["design_effect"].items())
-    study = d.get("pico_study_intervals")
-    study_md = ""
-    if study:
-        kinds = {"ours": "crowd only", "ours_experts_clamped_crossfit": "experts clamped", "published": "published"}
-        # Its own name: this table used to overwrite the plans' rows, which garbled the plan table (issue 13).
-        study_rows = [[f"{NAMES.get(key.split('/')[0], key)}, {kinds.get(key.split('/')[1], key.split('/')[1])}",
-                       *(f"±{v:.3f}" if v is not None else "–" for v in (h["precision"], h["recall"], h["f1"]))]
-                      for key, h in study["half_widths"].items()]
-        study_md = (f"\n\nHalf-widths of the PICO study's intervals (`{study['file']}`; P and R Clopper-Pearson, "
-                    "F1 document bootstrap):\n\n" + _table(["aggregate", "precision", "recall", "F1"], study_rows))
     return (
         f"SLiCE (`crowdqa.quality.sample_size.slice_sample_size`) for HMMCrowd on PICO Participants, "
         f"±{s['half_width']} at "
@@ -466,7 +435,7 @@ def render_sample_size(d: dict, results: Path, quick: bool) -> str:
         + f"\n\nWhat the {m['documents']} expert documents ({m['tokens']:,} tokens) gave:\n\n" + measured
         + f"\n\nDesign effect (bootstrap / Clopper-Pearson half-width, squared): {deff}. Reaching ±{s['half_width']} "
         f"by the document bootstrap would take about {m['documents_for_half_width_by_bootstrap']} expert documents."
-        + study_md
+        f" Texts: {s.get('texts', 'not recorded')}."
     )
 
 
@@ -772,6 +741,20 @@ def render_compare(d: dict, results: Path, quick: bool) -> str:
     return "\n\n".join(parts)
 
 
+def render_rerun_all(d: dict, results: Path, quick: bool) -> str:
+    """The steps of one ``python -m benchmarks all [--quick]`` run and their seconds."""
+    rows = [[s["benchmark"], f"`{s['command']}`", f"{s['seconds']:.0f} s", "ok" if not s["exit"] else
+             f"exit {s['exit']}"] for s in d["steps"]]
+    total = sum(s["seconds"] for s in d["steps"])
+    m = d["meta"]
+    load = (f" The 1-minute load average was {m['load_average_before'][0]:.1f} at the start and "
+            f"{m['load_average_after'][0]:.1f} at the end (other work shared the machine)."
+            if m.get("load_average_before") and m.get("load_average_after") else "")
+    return (f"`{m['command']}` ran {len(rows)} steps one after another in {total / 60:.1f} minutes "
+            f"({m.get('machine', 'machine not recorded')}).{load}\n\n"
+            + _table(["benchmark", "command", "seconds", "result"], rows))
+
+
 #: results stem -> (section title, command without --quick, renderer), in README order.
 SECTIONS: dict[str, tuple[str, str, Callable[[dict, Path, bool], str]]] = {
     "pico_study": ("PICO / EBM-NLP aggregation study", "python -m benchmarks.pico_study", render_pico_study),
@@ -803,32 +786,75 @@ SECTIONS: dict[str, tuple[str, str, Callable[[dict, Path, bool], str]]] = {
     "batches": ("New batches: an earlier model vs a refit", "python -m benchmarks.batches", render_batches),
     "compare": ("Which method for my data: crowdqa compare on CoNLL val and PICO dev", "python -m benchmarks.compare",
                 render_compare),
+    "rerun_all": ("Rerun every number: the time it takes", "python -m benchmarks all", render_rerun_all),
 }
 
 
-def _pick(results: Path, stem: str) -> Path | None:
-    """The full run's file, else the quick run's, else None."""
-    return next((p for p in (results / f"{stem}.json", results / f"{stem}_quick.json") if p.exists()), None)
+def _stale(data: dict, stem: str, repo: Path) -> str | None:
+    """Why ``data`` (and every run whose points a ``--merge`` kept in it) is not from the current code."""
+    sources = SOURCES.get(stem)
+    if sources is None:
+        return "benchmarks/registry.py lists no source paths for it"
+    meta = data.get("meta")
+    while True:
+        reason = stale_reason(meta, sources, repo)
+        if reason or not (meta or {}).get("merged_with"):
+            return reason
+        meta = meta["merged_with"]
 
 
-def render(results: Path = RESULTS) -> str:
-    """The markdown of every section whose results file exists, plus a list of files no section reads."""
-    parts = ["Generated by `python -m benchmarks.tables` from `benchmarks/results/*.json`; do not edit by hand."]
+def _pick(results: Path, stem: str, repo: Path | None) -> tuple[Path | None, dict | None, str | None]:
+    """The full run's file if current, else the quick run's if current, else the full (or quick) one and why
+    it is not current. ``repo=None`` skips the check (rendering other folders' files, tests of layouts)."""
+    found = []
+    for path in (results / f"{stem}.json", results / f"{stem}_quick.json"):
+        if path.exists():
+            data = json.loads(path.read_text(encoding="utf-8"))
+            reason = None if repo is None else _stale(data, stem, repo)
+            if reason is None:
+                return path, data, None
+            found.append((path, data, reason))
+    return found[0] if found else (None, None, None)
+
+
+def render(results: Path = RESULTS, *, repo: Path | None = REPO) -> str:
+    """The markdown of every section whose results file exists, plus a list of files no section reads.
+
+    A results file that is not from the current code (:func:`_stale`) is named with the reason and
+    the command that reruns it, in place of its table.
+    """
+    parts = ["Generated by `python -m benchmarks.tables` from `benchmarks/results/*.json`; do not edit by hand. "
+             "Each table names the command, the commit and the date of its run; `python -m benchmarks all` "
+             "reruns them all."]
     used: set[str] = set()
     for stem, (title, command, renderer) in SECTIONS.items():
-        path = _pick(results, stem)
+        path, data, stale = _pick(results, stem, repo)
         if path is None:
             continue
         used.add(path.name)
-        data = json.loads(path.read_text(encoding="utf-8"))
+        if stale:
+            bench = BY_STEM.get(stem)
+            steps = () if bench is None else bench.quick if path.stem.endswith("_quick") else bench.steps
+            rerun = " && ".join(f"`python {' '.join(step)}`" for step in steps) or f"`{command}`"
+            # The reason goes to stderr, not the README: it names the newest change, and whether a rebased-away
+            # commit is known differs between clones; the README's text must be the same in every checkout.
+            print(f"{path.name}: not shown: {stale}", file=sys.stderr)
+            commit = (data.get("meta") or {}).get("commit")
+            parts.append(f"### {title}\n\nNot shown: `benchmarks/results/{path.name}` "
+                         f"({f'commit `{commit[:10]}`' if commit else 'no commit'}) is not from the current code "
+                         f"(`python -m benchmarks.tables --stdout` says why). Rerun: {rerun}.")
+            continue
         try:
             body = renderer(data, results, path.stem.endswith("_quick"))
+            line = _provenance(data, path, command)
         except (KeyError, TypeError, IndexError, ValueError) as exc:
             print(f"warning: {path.name}: unexpected layout ({type(exc).__name__}: {exc})", file=sys.stderr)
             body = f"`{path.name}` has a layout this script does not know ({type(exc).__name__}: {exc}); rerun it."
-        parts.append(f"### {title}\n\n{_provenance(data, path, command)}\n\n{body}")
+            line = f"`benchmarks/results/{path.name}`"
+        parts.append(f"### {title}\n\n{line}\n\n{body}")
     other = sorted(p.name for p in results.glob("*.json") if p.name not in used
-                   and not (p.stem.endswith("_quick") and (results / f"{p.stem[:-6]}.json").exists()))
+                   and not (p.stem.endswith("_quick") and (results / f"{p.stem[:-6]}.json").exists())
+                   and not (p.stem in SECTIONS and (results / f"{p.stem}_quick.json").exists()))
     if other:
         parts.append("Other results files (no table): " + ", ".join(f"`{n}`" for n in other) + ".")
     return "\n\n".join(parts) + "\n"

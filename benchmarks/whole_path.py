@@ -72,11 +72,12 @@ def write_data(n_labels: int, path: Path, *, seed: int = 0, n_workers: int = N_W
             fh.write("\n")
 
 
-def _run(argv: list[str], *, cap: float | None = None) -> dict:
+def _run(argv: list[str], *, cap: float | None = None, stdout=subprocess.DEVNULL) -> dict:
     """Run a process to its end (or ``cap``); wall seconds, CPU seconds (user + system, all threads), peak RSS
-    (MiB), exit status. On a shared machine the wall time includes waiting for a core; the CPU time does not."""
+    (MiB), exit status. On a shared machine the wall time includes waiting for a core; the CPU time does not.
+    ``stdout`` is where the process's output goes (discarded unless given)."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE)
     timed_out = False
     while True:
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)

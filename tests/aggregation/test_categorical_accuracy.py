@@ -99,34 +99,36 @@ def _scores(corpus: Corpus) -> dict[str, float]:
 
 
 def test_rte(tmp_path):
-    """Snow 2008 RTE (800 items, 164 workers, 8,000 labels): MV about 0.92, DS about 0.93.
-    Measured: MV 0.9187, DS 0.9275, one-coin 0.9237, crowd-kit DS 0.9275."""
+    """Snow 2008 RTE (800 items, 164 workers, 8,000 labels). Oracles: the published MV accuracy (about 0.92)
+    and crowd-kit's DS and one-coin DS on the same labels. Regression figures (our own measurement, not
+    oracles): DS 0.9275, one-coin 0.9237."""
     c = _snow("snow2008_rte", tmp_path)
     assert (c.n_tokens, c.select_role("crowd").n_obs, len(c.workers_with_role("crowd"))) == (800, 8000, 164)
     s = _scores(c)
     print("RTE", s)
     assert s["mv"] == pytest.approx(0.92, abs=0.01)
-    assert s["ds"] == pytest.approx(0.93, abs=0.01)
-    assert s["one-coin"] == pytest.approx(0.92, abs=0.01)
     assert s["one-coin"] == pytest.approx(s["crowdkit-one-coin"], abs=0.01)
     assert s["ds"] == pytest.approx(s["crowdkit-ds"], abs=0.01)
+    regression = {"ds": 0.9275, "one-coin": 0.9237}  # our own measurement: a change shows, it proves nothing
+    assert {k: round(s[k], 4) for k in regression} == pytest.approx(regression, abs=0.01)
 
 
 def test_temp(tmp_path):
-    """Snow 2008 TEMP (462 items, 76 workers, 4,620 labels). Measured: MV 0.9394, DS 0.9416,
-    one-coin 0.9437, crowd-kit DS 0.9416 (tolerance 0.01; oracle: crowd-kit)."""
+    """Snow 2008 TEMP (462 items, 76 workers, 4,620 labels). Oracle: crowd-kit's DS (tolerance 0.01).
+    Regression figures (our own measurement, not oracles): MV 0.9394, one-coin 0.9437."""
     c = _snow("snow2008_temp", tmp_path)
     assert (c.n_tokens, c.select_role("crowd").n_obs) == (462, 4620)
     s = _scores(c)
     print("TEMP", s)
-    assert s["mv"] == pytest.approx(0.94, abs=0.01)
     assert s["ds"] == pytest.approx(s["crowdkit-ds"], abs=0.01)
-    assert s["one-coin"] == pytest.approx(0.94, abs=0.01)
+    regression = {"mv": 0.9394, "one-coin": 0.9437}  # our own measurement: a change shows, it proves nothing
+    assert {k: round(s[k], 4) for k in regression} == pytest.approx(regression, abs=0.01)
 
 
 def test_bluebirds(tmp_path):
-    """Welinder 2010 Bluebirds (108 items, 39 workers, 4,212 labels): MV 0.7593 (published).
-    Measured: DS 0.8981, crowd-kit DS 0.8889 (it stops at its own tol 1e-5), one-coin 0.5833, equal to
+    """Welinder 2010 Bluebirds (108 items, 39 workers, 4,212 labels). Oracles: MV 0.7593 (published) and
+    crowd-kit. Regression figure (our own measurement, not an oracle): DS 0.8981; crowd-kit DS 0.8889
+    (it stops at its own tol 1e-5), one-coin 0.5833, equal to
     crowd-kit's OneCoinDawidSkene (one-coin spreads a wrong answer over the K-1 other answers, so
     a phantom class would change it: categorical corpora have none)."""
     c = _bluebirds(tmp_path)
@@ -134,6 +136,7 @@ def test_bluebirds(tmp_path):
     s = _scores(c)
     print("Bluebirds", s)
     assert s["mv"] == pytest.approx(0.7593, abs=5e-5)
-    assert s["ds"] == pytest.approx(0.898, abs=0.01)
     assert s["ds"] == pytest.approx(s["crowdkit-ds"], abs=0.015)
+    regression = {"ds": 0.8981}  # our own measurement: a change shows, it proves nothing
+    assert {k: round(s[k], 4) for k in regression} == pytest.approx(regression, abs=0.01)
     assert s["one-coin"] == pytest.approx(s["crowdkit-one-coin"], abs=0.01)

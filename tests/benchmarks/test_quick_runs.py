@@ -180,7 +180,8 @@ def test_categorical_speed_row_replaces_only_the_named_row(tmp_path):
     other = {"classes": 3, "crowdqa": {"fit_seconds": 1.0, "fit_cpu_seconds": 1.0, "fits": 3, "accuracy": 0.8},
              "crowdkit": {"fit_seconds": 2.0, "fit_cpu_seconds": 2.0, "fits": 3, "accuracy": 0.8},
              "speedup": 2.0, "speedup_cpu": 2.0}
-    previous = {"setup": {"labels": 300, "items": 100, "cap_seconds": 5.0}, "meta": {"command": "first run"},
+    previous = {"setup": {"labels": 300, "items": 100, "cap_seconds": 5.0},
+                "meta": {"command": "first run", "commit": "a" * 40},  # every results file has a commit (issue 31)
                 "methods": {"ibcc": old_row, "mv": other, "mace, 1 restart": other}}
     path = tmp_path / "categorical_speed.json"
     path.write_text(json.dumps(previous), encoding="utf-8")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,7 @@ def _fakes() -> dict[str, dict]:
                             "paper": {"precision": 0.903, "recall": 0.507, "f1": 0.604}, "fit_seconds": 0.036}
                         for m in ("mv", "ds", "hmm-crowd")},
             "workers": {k: {"workers": 78, "precision": 0.5, "recall": 0.4, "f1": 0.45}
-                        for k in ("mean_vs_expert", "mean_vs_aggregate", "paper_table4_mean_vs_expert")},
+                        for k in ("mean_vs_expert", "mean_vs_aggregate")},
         },
         "categorical": {"meta": meta, "repeats": 5, "datasets": {"snow2008_rte": {
             "items": 800, "labels": 8000, "tied_items": 61, "published_mv_accuracy": 0.92,
@@ -65,8 +66,27 @@ def _fakes() -> dict[str, dict]:
                      "headline": [{"n_labels": 300000, "crowdkit": ck, "crowdqa": us, "speedup_fit": 100.0,
                                    "peak_memory_ratio_crowdqa_over_crowdkit": 0.2}]},
         "hmm_crowd": {"conll_size_em_step": {"tokens": 40000, "annotators": 47, "classes": 9, "labels": 200000,
-                                             "em_step_seconds_median": 0.044, "reference_code_seconds": 44.0,
-                                             "fit_seconds_default": 0.2}},
+                                             "em_step_seconds_median": 0.044, "fit_seconds_default": 0.2},
+                      "conll_val_vs_authors": {
+                          "data": {"documents": 2743, "tokens": 37660, "annotators": 46, "labels": 150000},
+                          "authors_whole_process": {"seconds": 50.0, "cpu_seconds": 40.0, "exit": 0, "precision": 0.78,
+                                                    "recall": 0.75, "f1": 0.765},
+                          "ours_whole_process": {"seconds": 2.5, "cpu_seconds": 2.0, "exit": 0, "precision": 0.85,
+                                                 "recall": 0.82, "f1": 0.835},
+                          "ours_whole_process_max_iter_1": {"seconds": 2.0, "cpu_seconds": 1.6, "exit": 0,
+                                                            "precision": 0.8, "recall": 0.8, "f1": 0.8},
+                          "authors_stages": {"read_cpu_seconds": 3.0, "init_cpu_seconds": 10.0,
+                                             "decode_cpu_seconds": 5.0, "em_step_seconds": [20.0, 24.0, 22.0],
+                                             "em_step_cpu_seconds": [10.0, 12.0, 11.0]},
+                          "ours_em_step": {"em_step_seconds_median": 0.022, "em_step_cpu_seconds_median": 0.011},
+                          "em_step_ratio": 1000.0, "em_step_cpu_ratio": 1000.0, "whole_process_ratio": 20.0,
+                          "whole_process_cpu_ratio": 20.0}},
+        "rerun_all_quick": {"meta": {**meta, "command": "python -m benchmarks all --quick",
+                                     "load_average_before": [1.5, 1, 1], "load_average_after": [2.25, 1, 1]},
+                            "steps": [{"benchmark": "scaling", "command": "python -m benchmarks.scaling --quick",
+                                       "exit": 0, "seconds": 90.0},
+                                      {"benchmark": "routing", "command": "python -m benchmarks.routing --quick",
+                                       "exit": 1, "seconds": 30.0}]},
         "ingest_pico": {"python": "3.11.7", "target": {"seconds": 5.0, "memory_mb": 500}, "max_rss_mb": 700.0,
                         "synthetic_texts": {"documents": 4549, "tokens": 10, "annotations": 20, "seconds": 1.5,
                                             "documents_per_second": 3032.7, "tracemalloc_peak_mb": 600.0,
@@ -101,7 +121,8 @@ def _fakes() -> dict[str, dict]:
                                        "diff_low": 0.0, "diff_high": 0.0, "extra": {"token_f1": 0.9},
                                        "seconds": 1.0}]}},
         "sample_size_example": {
-            "setup": {"half_width": 0.05, "confidence": 0.95, "tokens_per_document": 280.2},
+            "setup": {"half_width": 0.05, "confidence": 0.95, "tokens_per_document": 280.2,
+                      "texts": "abstracts of pico/docs"},
             "plans": {"paper_figures": {"inputs": {"precision": 0.719, "recall": 0.761, "frequency": 0.143},
                                         "tokens": 2288, "documents": 9, "documents_with_design_effect": 230}},
             "measured_on_expert_documents": {
@@ -109,9 +130,7 @@ def _fakes() -> dict[str, dict]:
                 "clopper_pearson": {"precision_half_width": 0.015, "recall_half_width": 0.016},
                 "document_bootstrap": {"precision_half_width": 0.074, "recall_half_width": 0.049},
                 "documents_for_half_width_by_bootstrap": 139},
-            "design_effect": {"precision": 25.5, "recall": 9.7},
-            "pico_study_intervals": {"file": "pico_study.json", "half_widths": {
-                "ds/ours_experts_clamped_crossfit": {"precision": 0.013, "recall": 0.016, "f1": None}}}},
+            "design_effect": {"precision": 25.5, "recall": 9.7}},
         "load": {"machine": {"python": "3.11.7", "cpus": 2}, "problems": [], "results": [
             {"mode": "embedded", "clients": 20, "seconds": 8.0, "jobs_created": 12, "finished": 11, "failed": 1,
              "not_final": [], "lost_jobs": [], "unknown_jobs": [], "duplicate_runs": [], "jobs_per_second": 1.5,
@@ -190,11 +209,18 @@ def _fakes() -> dict[str, dict]:
     }
 
 
+HEAD = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tables.REPO, capture_output=True, text=True).stdout.strip()
+
+
 @pytest.fixture
 def results(tmp_path: Path) -> Path:
+    """The fakes, each with a meta block at this checkout's HEAD (so every one is from the current code)."""
     folder = tmp_path / "results"
     folder.mkdir()
     for stem, data in _fakes().items():
+        meta = data.get("meta") or {"command": tables.SECTIONS[stem.removesuffix("_quick")][1], "machine": "Fake CPU",
+                                     "date": "2026-01-01 00:00 UTC"}
+        data = {**data, "meta": {**meta, "commit": HEAD, "dirty": False, "dirty_paths": []}}
         (folder / f"{stem}.json").write_text(json.dumps(data))
     return folder
 
@@ -208,16 +234,27 @@ def test_every_section_renders_with_its_command_and_machine(results):
     assert "### Service overhead" not in md
     assert "| ds | 0.800 [0.700, 0.900] | 0.000 [0.000, 0.000] | 0.900 | 1.00 s |" in md
     assert "Recommended: **ds** (ds has the best span f1 (0.800)). Warning: bsc-seq is significantly worse" in md
-    assert "`python -m benchmarks.X` · Fake CPU, 2 cores · 2026-01-02 03:04 UTC" in md
+    assert f"`python -m benchmarks.X` · commit `{HEAD[:10]}` · Fake CPU, 2 cores · 2026-01-02 03:04 UTC" in md
     assert "| MajorityVote | crowdqa, crowd only | 0.884 (0.874–0.894) | 0.447 (0.427–0.467) |" in md
+    assert "| crowdqa: crowd workers vs experts | 78 | 0.500 | 0.400 | 0.450 |" in md
+    assert "Table 4" not in md  # not the same measurement (benchmarks/pico_study.py says why)
     assert "| snow2008_rte (800 items, 8,000 labels) | MajorityVote | 0.9187 | 0.8750 | 0.6 ms | 27.0 ms | 45× |" in md
-    assert "| 44.0 ms | ≈ 44 s | 1,000× faster | 200.0 ms |" in md
+    assert "| 44.0 ms | 200.0 ms |" in md
+    assert ("| whole process, crowdqa defaults | 50.00 s (40.00 s CPU) | 2.50 s (2.00 s CPU) | 20.0× (20.0× CPU) | "
+            "0.780 / 0.750 / 0.765 | 0.850 / 0.820 / 0.835 |") in md
+    assert ("| whole process, crowdqa `max_iter=1` | 50.00 s (40.00 s CPU) | 2.00 s (1.60 s CPU) | 25.0× (25.0× CPU) "
+            "|") in md
+    assert ("| one EM step (E + M, median) | 22.00 s (11.00 s CPU) | 22.0 ms (11.0 ms CPU) | 1,000× (1,000× CPU) |"
+            in md)
+    assert "Dawid-Skene start 10.00 s, decoding 5.00 s" in md
+    assert "`python -m benchmarks all --quick` ran 2 steps one after another in 2.0 minutes" in md
+    assert "| routing | `python -m benchmarks.routing --quick` | 30 s | exit 1 |" in md
+    assert "load average was 1.5 at the start and 2.2 at the end" in md
     assert "`python -m benchmarks.scaling --quick`" in md and "**quick run**" in md
     assert "| 1,000 | 250 | 500.0 ms / 40 MB (+2) | 500.0 ms (7 it.) / 40 MB (+2) |" in md
     assert ("| snow2008_rte | ds | 8,800 | 0.50 s (0.40 s CPU) | 4.00 s (3.60 s CPU) | 8.0× (9.0× CPU) | "
             "0.10 / 0.05 / 0.02 / 0.01 | 90 / 300 MiB |") in md
     assert "| pico_participants | hmm-crowd | 9,000,000 | 60.00 s (50.00 s CPU) | – | – |" in md
-    assert "2 cores, Python 3.11.7" in md  # ds_speed has no meta block: machine from its setup
     assert "| GLAD | 3 | 2.00 s | > 300 s (stopped) | > 150× | – | 0.8600 |" in md
     assert "| KOS † | 2 | 500.0 ms | 20.00 s | 40× | 30× | 0.5100 / 0.5000 |" in md
     assert ("† Rerun 2026-11-27 10:00 UTC with `categorical_speed --row kos` (1-minute load "
@@ -228,7 +265,7 @@ def test_every_section_renders_with_its_command_and_machine(results):
     assert md.count("without a mark are from the run above") == 1
     assert "| IBCC | 3 | 1.00 s | none | – | – | 0.8700 |" in md
     assert "about 139 expert documents" in md
-    assert "| DawidSkene, experts clamped | ±0.013 | ±0.016 | – |" in md
+    assert "about 139 expert documents. Texts: abstracts of pico/docs." in md
     assert "| embedded | 20 | 8 s | 12 | 11 / 1 / 0 | 0 | 0 | 1.50 | 100 | 120 ms | 80 ms | 30 ms | 0 |" in md
     assert "Problems found: none." in md
     assert ("| 300,000 | DS | 2.00 s | 30.00 s | 15.0× | 1.50 / 18.00 s (12.0×) | 0.50 / 0.25 / 0.75 / 0.10 "
@@ -249,7 +286,8 @@ def test_full_run_preferred_over_quick_and_unknown_files_listed(results):
 
 
 def test_unknown_layout_is_reported_not_skipped(results):
-    (results / "categorical.json").write_text(json.dumps({"datasets": {"x": {"ours": {}}}}))
+    meta = json.loads((results / "categorical.json").read_text())["meta"]
+    (results / "categorical.json").write_text(json.dumps({"meta": meta, "datasets": {"x": {"ours": {}}}}))
     md = tables.render(results)
     assert "### Categorical accuracy vs crowd-kit" in md
     assert "`categorical.json` has a layout this script does not know (KeyError" in md
@@ -291,16 +329,17 @@ def test_bsc_seq_section(results):
 
 def test_a_merged_run_names_every_run_whose_points_it_kept(tmp_path):
     """A --merge run's meta keeps the earlier run's meta (and so on back): the line names them all, newest first."""
-    first = {"command": "python -m benchmarks.whole_path --sizes 3e5", "date": "2026-01-01 00:00 UTC"}
+    first = {"command": "python -m benchmarks.whole_path --sizes 3e5", "date": "2026-01-01 00:00 UTC",
+             "commit": "a" * 40}
     second = {"command": "python -m benchmarks.whole_path --sizes 3e7 --no-peer", "date": "2026-01-02 00:00 UTC",
-              "merged_with": first}
+              "commit": "b" * 40, "merged_with": first}
     last = {"command": "python -m benchmarks.whole_path --sizes 1e6 --api-only", "date": "2026-01-03 00:00 UTC",
-            "machine": "Fake CPU", "merged_with": second}
+            "machine": "Fake CPU", "commit": "c" * 40, "merged_with": second}
     line = tables._provenance({"meta": last}, tmp_path / "whole_path.json", "unused")
-    assert line == ("`python -m benchmarks.whole_path --sizes 1e6 --api-only` · Fake CPU · 2026-01-03 00:00 UTC · "
-                    "with the points kept from `python -m benchmarks.whole_path --sizes 3e7 --no-peer` "
-                    "(2026-01-02 00:00 UTC), `python -m benchmarks.whole_path --sizes 3e5` (2026-01-01 00:00 UTC) · "
-                    "`benchmarks/results/whole_path.json`")
+    assert line == ("`python -m benchmarks.whole_path --sizes 1e6 --api-only` · commit `cccccccccc` · Fake CPU · "
+                    "2026-01-03 00:00 UTC · with the points kept from `python -m benchmarks.whole_path --sizes 3e7 "
+                    "--no-peer` (2026-01-02 00:00 UTC, commit `bbbbbbbbbb`), `python -m benchmarks.whole_path --sizes "
+                    "3e5` (2026-01-01 00:00 UTC, commit `aaaaaaaaaa`) · `benchmarks/results/whole_path.json`")
     assert "kept" not in tables._provenance({"meta": first}, tmp_path / "whole_path.json", "unused")
 
 
