@@ -274,8 +274,9 @@ def test_validate_params_messages(params, message):
 
 
 def test_jobs_and_the_cli_offer_every_registered_method():
-    """crowdqa.store.models.Method (the API's enum) lists the registry's methods; the CLI takes its choices from it."""
+    """crowdqa.store.models.Method (the API's enum) lists the registry's methods, then the two that choose among
+    them (auto, compare); the CLI takes its choices from it."""
     from crowdqa.aggregation.registry import METHODS
     from crowdqa.store.models import Method
 
-    assert [m.value for m in Method] == list(METHODS)
+    assert [m.value for m in Method] == [*METHODS, "auto", "compare"]
