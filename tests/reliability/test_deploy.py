@@ -171,3 +171,37 @@ def test_worker_processes_bad_values_are_one_line(tmp_path):
                              timeout=60)
         lines = out.stderr.strip().splitlines()
         assert out.returncode == 2 and len(lines) == 1 and says in lines[0], out.stderr
+
+
+def _children(pid: int) -> list[int]:
+    path = f"/proc/{pid}/task/{pid}/children"
+    return [int(p) for p in open(path).read().split()] if os.path.exists(path) else []
+
+
+@pytest.mark.redis
+def test_worker_processes_run_niced_so_the_api_is_served_first(tmp_path):
+    """`crowdqa worker --processes 2` runs itself and its worker processes at niceness 10 by default (`--nice N`
+    sets it): on a host that also runs the API, a poll is not queued behind two fits. Out of range: one line."""
+    from tests.utils.services import redis_server
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CROWDQA_")}
+    env.update(CROWDQA_DATA_DIR=str(tmp_path / "data"))
+    out = subprocess.run([str(BIN / "crowdqa"), "worker", "--nice", "20"], env={**env, "CROWDQA_REDIS_URL":
+                         "redis://127.0.0.1:1/0"}, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and out.stderr.strip() == "crowdqa: error: --nice must be 0 to 19, found 20", out.stderr
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    with redis_server() as url:
+        for args, expected in (([], 10), (["--nice", "3"], 3)):
+            proc = subprocess.Popen([str(BIN / "crowdqa"), "worker", "--processes", "2", *args],
+                                    env={**env, "CROWDQA_REDIS_URL": url}, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+            try:
+                deadline = time.monotonic() + 60
+                while len(children := _children(proc.pid)) < 2 and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                assert len(children) >= 2
+                for pid in (proc.pid, *children):
+                    assert os.getpriority(os.PRIO_PROCESS, pid) == min(base + expected, 19), pid
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(timeout=60)

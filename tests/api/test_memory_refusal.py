@@ -1,4 +1,4 @@
-"""Issue 30's limits at the doors: both refuse a run whose estimated memory exceeds CROWDQA_MAX_MEMORY (item 5:
+"""Limits at the doors: both refuse a run whose estimated memory exceeds CROWDQA_MAX_MEMORY (item 5:
 the command line with one line, exit 2; the API with a 422 before anything is queued), and the API reads the
 conll-folders format (item 10)."""
 

@@ -1,4 +1,4 @@
-"""Issue 13, small things a user expects: the service describes itself, /docs works offline, /health says
+"""Small things a user expects: the service describes itself, /docs works offline, /health says
 503 when degraded, keys can be listed and revoked (API and CLI)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Issue 13, lost or stuck work: one embedded server per data directory (defect 1), stopping a running job
-when it is deleted or when the server stops (defect 2), and one-line configuration errors (defects 11, 13).
+"""Lost or stuck work: one embedded server per data directory, stopping a running job
+when it is deleted or when the server stops, and one-line configuration errors.
 
 Real processes: ``crowdqa serve`` subprocesses on loopback ports, a real redis-server and ``crowdqa worker``.
 """

@@ -1,4 +1,4 @@
-"""Issue 30, item 3 in Chromium: a categorical job's page drawn as a user sees it (the accuracy scatter's points
+"""In Chromium: a categorical job's page drawn as a user sees it (the accuracy scatter's points
 where the report puts them, hover text with intervals, the per-class table, a worker's confusion matrix)."""
 
 from __future__ import annotations

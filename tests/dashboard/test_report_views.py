@@ -1,4 +1,4 @@
-"""Issue 30, items 3 and 4 on the dashboard's server side (no browser): the worker table is worst first by
+"""The dashboard's server side (no browser): the worker table is worst first by
 default, and categorical jobs get their own view."""
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def test_categorical_jobs_get_their_own_view(client, keys, tmp_path):
 
 def test_mturk_datasets_keep_the_review_link(client, keys, tmp_path):
     """The review link stays where there is a Mechanical Turk batch to review."""
-    from tests.api.test_issue13_uploads import _mturk
+    from tests.api.test_upload_requests import _mturk
 
     csrf = sign_in(client, keys["a"])
     url = client.post("/ui/datasets", data={"name": "mt", "csrf": csrf}, follow_redirects=False).headers["location"]

@@ -1,4 +1,4 @@
-"""Issue 30, item 1: documents (items) that only the experts labelled are not aggregated. An expert file whose
+"""Documents (items) that only the experts labelled are not aggregated. An expert file whose
 ids match no crowd item used to add phantom items to the aggregate (labelled with the prior's top class) and
 to the summary's ``documents_with_expert``; now they are left out and counted, and an expert file that matches
 nothing is refused (CLI exit 2 in one line, API 422 problem+json on the expert upload or on the job)."""

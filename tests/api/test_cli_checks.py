@@ -1,6 +1,5 @@
-"""Issue 13: categorical reports without span scores (defect 5); the command line checks what it can before
-any work (defect 9), agrees with the API and with itself (defect 10), and says things in its own words
-(defect 12)."""
+"""Categorical reports without span scores; the command line checks what it can before
+any work, agrees with the API and with itself, and says things in its own words."""
 
 from __future__ import annotations
 

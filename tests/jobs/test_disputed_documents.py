@@ -1,4 +1,4 @@
-"""Issue 30, item 4: "most disputed documents" lists only documents the crowd disputes, and the worker tables
+"""The list of most disputed documents holds only documents the crowd disputes, and the worker tables
 (CLI, dashboard) are sorted worst first, ids in natural order, even when no worker has a score against the
 experts."""
 

@@ -1,7 +1,7 @@
-"""Issue 13: uploads and job requests a new user met. An upload does not re-merge what is stored (defect 3);
-one dataset holds one kind of labels (defect 4); rejected MTurk assignments (defect 6) and what a reader
-assumed (defect 7) are in the summary; parameters and form fields are checked at the request, and a
-re-run takes new parameters (defect 8); re-uploading a file says so; one upload can be deleted."""
+"""Uploads and job requests a new user met. An upload does not re-merge what is stored;
+one dataset holds one kind of labels; rejected MTurk assignments and what a reader
+assumed are in the summary; parameters and form fields are checked at the request, and a
+re-run takes new parameters; re-uploading a file says so; one upload can be deleted."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 30, item 2: the span scores are named by what they compare, conlleval's figure leads on BIO labels,
+"""The span scores are named by what they compare, conlleval's figure leads on BIO labels,
 and per-type F1 and an overlap match are reported. Oracles: a conlleval example computed by hand, and the
 seqeval / nervaluate test vectors of ../shared/data/metric_vectors.json (skipped where absent)."""
 
