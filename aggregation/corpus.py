@@ -36,7 +36,7 @@ MISSING = -1
 _FORMAT_VERSION = 1
 
 #: Annotations per block of the per-annotation passes that run on every fit (the votes and tallies
-#: of ``aggregation.majority_vote``, :attr:`Corpus.worker_answers`). Over whole arrays their
+#: of ``aggregation._votes`` and ``_confusion``, :attr:`Corpus.worker_answers`). Over whole arrays their
 #: temporaries (a cast index, a gathered weight per annotation) are fresh memory on every call, and
 #: the page faults that map it can cost more than the arithmetic; a block's (256 KiB an array) stay in
 #: cache and are reused.

@@ -1,8 +1,9 @@
 """Dawid-Skene EM: one confusion matrix (or one accuracy) per annotator.
 
-The math lives in pure module-level functions over the corpus's COO arrays
-(:func:`_e_step`, :func:`_m_step`, :func:`_log_param_prior`); :class:`DawidSkene`
-only coordinates the EM loop. Every scatter is one ``np.bincount`` over all
+The math lives in pure module-level functions over the corpus's COO arrays (the E-step
+:func:`~crowdqa.aggregation._confusion.e_step` and the confusion tallies, shared with IBCC and
+GLAD in :mod:`crowdqa.aggregation._confusion`; :func:`_m_step`, :func:`_log_param_prior`);
+:class:`DawidSkene` only coordinates the EM loop. Every scatter is one ``np.bincount`` over all
 annotations at once, keyed by a combined integer (``worker * n_classes + label``),
 so no ``(n_obs, n_classes, n_classes)`` array is ever built and there is no Python
 loop over tokens, annotations or annotators -- only over the ``n_classes`` columns.
@@ -21,9 +22,10 @@ from numpy.typing import NDArray
 
 from crowdqa.aggregation._base import BaseAggregator, ProgressCallback, one_hot_columns
 from crowdqa.aggregation._bio import bio_decode
+from crowdqa.aggregation._confusion import confusion_rows, e_step, expected_counts, obs_key
 from crowdqa.aggregation._params import ITERATIONS, RANDOM_STATE, InstanceOf, Interval, Options
+from crowdqa.aggregation._votes import vote_counts
 from crowdqa.aggregation.corpus import Corpus
-from crowdqa.aggregation.majority_vote import _confusion_rows, _votes
 
 __all__ = ["DawidSkene"]
 
@@ -34,126 +36,11 @@ _INITS = ("vote", "random")
 _LOG_TINY = float(np.log(np.finfo(np.float64).tiny))
 
 
-def _obs_key(corpus: Corpus) -> NDArray[np.intp]:
-    """Combined key ``worker * n_classes + label`` of each annotation: ndarray of shape (n_obs,)."""
-    return corpus.worker.astype(np.intp) * corpus.n_classes + corpus.label.astype(np.intp)
-
-
 def _safe_log(p: NDArray[np.float64]) -> NDArray[np.float64]:
     """``log(p)`` with ``log(0)`` floored at ``log(np.finfo(float).tiny)``."""
     with np.errstate(divide="ignore"):  # log(0) -> -inf, replaced by the floor just below
         out = np.log(p)
     return np.maximum(out, _LOG_TINY, out=out)
-
-
-def _e_step(
-    log_prior: NDArray[np.float64],
-    log_confusion: NDArray[np.float64],
-    *,
-    token: NDArray[np.int64],
-    key: NDArray[np.intp],
-    n_tokens: int,
-    known: NDArray[np.int64] | None = None,
-    scratch: NDArray[np.float64] | None = None,
-) -> tuple[NDArray[np.float64], float]:
-    r"""Posterior of every token's true class, and the log-likelihood, at given parameters.
-
-    :math:`\log q_i(t) = \log\pi_t + \sum_{(i,w,o)} \log\theta_{w,t,o} - \log Z_i`.
-
-    Parameters
-    ----------
-    log_prior : ndarray of shape (n_classes,)
-        :math:`\log\pi`.
-    log_confusion : ndarray of shape (n_workers, n_classes, n_classes)
-        :math:`\log\theta_{w,t,o}` (row ``t`` = true class, column ``o`` = answer).
-    token : ndarray of shape (n_obs,)
-        Token of each annotation.
-    key : ndarray of shape (n_obs,)
-        ``worker * n_classes + label`` of each annotation (see :func:`_obs_key`).
-    n_tokens : int
-    known : ndarray of shape (n_tokens,), optional
-        Known class of a token or -1. Known tokens get a one-hot posterior, and add
-        their joint log-probability :math:`\log p(y_i, z_i = k)` to the objective.
-    scratch : ndarray of shape (n_obs,), optional
-        Where the per-annotation log-probabilities of each class are gathered: a fit passes one
-        buffer to every E- and M-step (see :class:`DawidSkene`); without it, each gather is a new array.
-
-    Returns
-    -------
-    posterior : ndarray of shape (n_tokens, n_classes)
-        Rows sum to 1 (the transpose of a C-ordered buffer: columns are contiguous).
-        Tokens nobody labelled get the prior.
-    log_likelihood : float
-        :math:`\sum_i \log Z_i` over unknown tokens plus the joint log-probability
-        of the known ones.
-    """
-    n_workers, n_classes, _ = log_confusion.shape
-    # table[t, w * K + o] = log theta[w, t, o]: one small contiguous row per true class.
-    table = np.ascontiguousarray(log_confusion.transpose(1, 0, 2).reshape(n_classes, n_workers * n_classes))
-    joint = np.empty((n_classes, n_tokens))
-    for t in range(n_classes):  # loop over classes only; each line is vectorised over all annotations
-        joint[t] = np.bincount(token, weights=table[t].take(key, out=scratch, mode="clip"), minlength=n_tokens)
-    joint += log_prior[:, None]
-    post, ll = _normalise(joint, known)
-    return post.T, ll
-
-
-def _normalise(joint: NDArray[np.float64], known: NDArray[np.int64] | None = None
-               ) -> tuple[NDArray[np.float64], float]:
-    r"""Posteriors from log joint probabilities, in place, and the log-likelihood.
-
-    Class-major, so that every step runs along contiguous rows: reductions over the few
-    classes are elementwise operations between rows, where a reduction along a short last
-    axis of an (n_items, n_classes) array is many times slower.
-
-    Parameters
-    ----------
-    joint : ndarray of shape (n_classes, n_items)
-        :math:`\log p(y_i, z_i = k)`; overwritten with the posteriors.
-    known : ndarray of shape (n_items,), optional
-        Known class of an item or -1. Known items get a one-hot posterior, and add
-        their joint log-probability :math:`\log p(y_i, z_i = k)` to the log-likelihood.
-
-    Returns
-    -------
-    posterior : ndarray of shape (n_classes, n_items)
-        ``joint``, normalised: columns sum to 1.
-    log_likelihood : float
-        :math:`\sum_i \log Z_i` over the unknown items plus the joint log-probability of the known ones.
-    """
-    if known is not None:
-        idx = np.flatnonzero(known >= 0)
-        ll_known = float(joint[known[idx], idx].sum())
-    top = joint.max(axis=0)
-    np.subtract(joint, top, out=joint)
-    with np.errstate(under="ignore"):  # exp of very negative log-odds underflows to 0 by design
-        np.exp(joint, out=joint)
-    total = joint.sum(axis=0)
-    joint /= total
-    log_z = top + np.log(total)
-    if known is None:
-        return joint, float(log_z.sum())
-    one_hot_columns(joint, idx, known[idx])
-    return joint, float(log_z[known < 0].sum()) + ll_known
-
-
-def _expected_counts(
-    posterior: NDArray[np.float64], *, token: NDArray[np.int64], key: NDArray[np.intp], n_workers: int,
-    scratch: NDArray[np.float64] | None = None,
-) -> NDArray[np.float64]:
-    r"""Expected confusion counts :math:`n_{w,t,o} = \sum_{(i,w,o)} q_i(t)`.
-
-    Returns an ndarray of shape (n_workers, n_classes, n_classes).
-
-    One ``bincount`` per true class over the combined key ``worker * n_classes + label``; ``scratch``
-    (n_obs,): where each class's posteriors are gathered per annotation (as in :func:`_e_step`).
-    """
-    n_classes = posterior.shape[1]
-    counts = np.empty((n_classes, n_workers * n_classes))  # counts[t, w * K + o] = n_{w,t,o}
-    for t in range(n_classes):
-        weights = posterior[:, t].take(token, out=scratch, mode="clip")
-        counts[t] = np.bincount(key, weights=weights, minlength=n_workers * n_classes)
-    return counts.reshape(n_classes, n_workers, n_classes).transpose(1, 0, 2)
 
 
 def _m_step(
@@ -183,7 +70,7 @@ def _m_step(
     ----------
     posterior : ndarray of shape (n_tokens, n_classes)
     token, key : ndarray of shape (n_obs,)
-        As in :func:`_e_step`.
+        As in :func:`~crowdqa.aggregation._confusion.e_step`.
     n_workers : int
     alpha : float
         Additive smoothing (pseudo-count) for every confusion cell and prior class.
@@ -191,7 +78,7 @@ def _m_step(
     unlabelled : ndarray of int, optional
         Indices of the tokens nobody labelled; they do not inform the prior.
     scratch : ndarray of shape (n_obs,), optional
-        As in :func:`_e_step`.
+        As in :func:`~crowdqa.aggregation._confusion.e_step`.
 
     Returns
     -------
@@ -199,9 +86,9 @@ def _m_step(
     confusion : ndarray of shape (n_workers, n_classes, n_classes)
     """
     n_classes = posterior.shape[1]
-    counts = _expected_counts(posterior, token=token, key=key, n_workers=n_workers, scratch=scratch)
+    counts = expected_counts(posterior, token=token, key=key, n_workers=n_workers, scratch=scratch)
     if model == "full":
-        conf = _confusion_rows(counts + alpha)  # rows without data (alpha=0): uniform
+        conf = confusion_rows(counts + alpha)  # rows without data (alpha=0): uniform
     else:  # "one-coin" (the estimator checked its parameters)
         agree = np.trace(counts, axis1=1, axis2=2)
         seen = counts.sum(axis=(1, 2))
@@ -240,7 +127,7 @@ def _init_posterior(
     """Initial posteriors, ndarray of shape (n_tokens, n_classes): vote fractions or random rows."""
     n_tokens, n_classes = corpus.n_tokens, corpus.n_classes
     if init == "vote":
-        buf, _ = _votes(corpus)  # (n_classes, n_tokens)
+        buf, _ = vote_counts(corpus)  # (n_classes, n_tokens)
         total = buf.sum(axis=0)
         buf[:, total == 0] = 1.0  # tokens nobody labelled: uniform (they do not inform the M-step)
         buf /= buf.sum(axis=0)
@@ -277,7 +164,7 @@ def _supervised_start(
     onehot = np.zeros((n_classes, known.shape[0]))  # unknown tokens contribute nothing
     idx = np.flatnonzero(known >= 0)
     one_hot_columns(onehot, idx, known[idx])
-    mass = _expected_counts(onehot.T, token=token, key=key, n_workers=n_workers).sum(axis=2)  # (w, t)
+    mass = expected_counts(onehot.T, token=token, key=key, n_workers=n_workers).sum(axis=2)  # (w, t)
     _, conf_known = _m_step(onehot.T, token=token, key=key, n_workers=n_workers, alpha=alpha, model=model)
     has = mass > 0 if model == "full" else np.broadcast_to(mass.sum(axis=1, keepdims=True) > 0, mass.shape)
     return np.where(has[:, :, None], conf_known, conf)
@@ -431,7 +318,7 @@ class DawidSkene(BaseAggregator):
         rng = np.random.default_rng(self.random_state)
 
         token = corpus.token
-        key = _obs_key(corpus)
+        key = obs_key(corpus)
         # Tokens with neither annotations nor a known class carry no information about the prior.
         empty = np.diff(corpus.token_obs_start) == 0
         unlabelled = np.flatnonzero(empty if known is None else empty & (known < 0))
@@ -455,14 +342,14 @@ class DawidSkene(BaseAggregator):
         monitor = self._monitor(callback)
         converged = False
         for _ in range(int(self.max_iter)):
-            posterior, ll = _e_step(_safe_log(prior), _safe_log(conf), **e_args)
+            posterior, ll = e_step(_safe_log(prior), _safe_log(conf), **e_args)
             objective = ll + _log_param_prior(prior, conf, alpha=float(self.alpha), model=self.model)
             prior, conf = _m_step(posterior, **m_args)
             if monitor.report(objective):
                 converged = True
                 break
         # Final E-step so that proba_ matches the final parameters.
-        posterior, _ = _e_step(_safe_log(prior), _safe_log(conf), **e_args)
+        posterior, _ = e_step(_safe_log(prior), _safe_log(conf), **e_args)
 
         self.proba_ = np.ascontiguousarray(posterior)
         self.labels_ = bio_decode(self.proba_, corpus)
@@ -487,6 +374,6 @@ class DawidSkene(BaseAggregator):
         """Labels and posteriors of ``corpus``'s tokens under the fitted parameters (one E-step, nothing refitted;
         valid BIO on a BIO corpus, as ``labels_``)."""
         prior, conf = self._carried(corpus)
-        post, _ = _e_step(_safe_log(prior), _safe_log(conf), token=corpus.token, key=_obs_key(corpus),
+        post, _ = e_step(_safe_log(prior), _safe_log(conf), token=corpus.token, key=obs_key(corpus),
                           n_tokens=corpus.n_tokens, known=None)
         return bio_decode(post, corpus), post

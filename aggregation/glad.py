@@ -21,10 +21,10 @@ from scipy.optimize import minimize
 from scipy.special import expit, log_expit
 
 from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
+from crowdqa.aggregation._confusion import confusion_rows, expected_counts, obs_key
+from crowdqa.aggregation._normalise import normalise
 from crowdqa.aggregation._params import INNER_ITERATIONS, ITERATIONS, Check, Interval, Options
 from crowdqa.aggregation.corpus import Corpus
-from crowdqa.aggregation.dawid_skene import _expected_counts, _normalise, _obs_key
-from crowdqa.aggregation.majority_vote import _confusion_rows
 
 __all__ = ["GLAD"]
 
@@ -117,7 +117,7 @@ def _posterior(
     # Every answer counts as wrong for every class; the answered class gets right - wrong = x + log(K - 1) on top.
     joint = np.bincount(cell, weights=x + log_k1, minlength=n_classes * n_items).reshape(n_classes, n_items)
     joint += np.bincount(token, weights=wrong, minlength=n_items) + log_prior[:, None]
-    return _normalise(joint, known)
+    return normalise(joint, known)
 
 
 def _log_param_prior(alpha: NDArray, log_beta: NDArray, *, alpha_mean: float, log_beta_mean: float) -> float:
@@ -552,7 +552,7 @@ class GLAD(BaseAggregator):
         post = post.T
 
         present = corpus.worker_answers > 0
-        confusion = _confusion_rows(_expected_counts(post, token=token, key=_obs_key(corpus), n_workers=n_workers))
+        confusion = confusion_rows(expected_counts(post, token=token, key=obs_key(corpus), n_workers=n_workers))
         self.proba_ = post
         self.labels_ = post.argmax(axis=1).astype(np.int64)
         self.alpha_ = alpha

@@ -20,12 +20,12 @@ from crowdqa.aggregation._forward_backward import (
     _viterbi,
     _xi_sum,
 )
+from crowdqa.aggregation._normalise import normalise
 from crowdqa.aggregation._params import ITERATIONS, InstanceOf, Interval, Options
 from crowdqa.aggregation._sequences import FEATURES, layout, text_features, token_text
+from crowdqa.aggregation._votes import break_ties
 from crowdqa.aggregation.corpus import Corpus
-from crowdqa.aggregation.dawid_skene import _normalise
 from crowdqa.aggregation.limits import MAX_ITER
-from crowdqa.aggregation.majority_vote import _break_ties
 
 __all__ = ["HMMCrowd"]
 
@@ -120,8 +120,8 @@ def _dawid_skene_init(design: _Design, *, n_workers: int, n_rounds: int, diagona
         log_conf = np.log(counts / counts.sum(axis=2, keepdims=True))
         prior = smoothing + post.sum(axis=0)
         log_joint = np.log(prior / prior.sum()) + _log_emissions(crowd=design.crowd, log_confusion=log_conf)
-        # class-major (dawid_skene._normalise): scipy's logsumexp along the short last axis is many times slower
-        post, _ = _normalise(np.ascontiguousarray(log_joint.T))
+        # class-major (_normalise.normalise): scipy's logsumexp along the short last axis is many times slower
+        post, _ = normalise(np.ascontiguousarray(log_joint.T))
         post = _clamp(post.T, design)
     return post
 
@@ -146,7 +146,7 @@ def _hard_stats(design: _Design, post: NDArray[np.float64], *, n_workers: int) -
     k = design.n_classes
     # Ties to the lowest class index, also where rounding (which depends on the order of
     # documents and annotators) left the tied classes a few ulps apart.
-    h = _break_ties(post.T, tie_break="lowest")
+    h = break_ties(post.T, tie_break="lowest")
     hard = np.zeros_like(post)
     hard[np.arange(post.shape[0]), h] = 1.0
     hard *= design.active[:, None]

@@ -1,6 +1,6 @@
 r"""IBCC, the Bayesian Dawid-Skene model, by variational inference (Kim & Ghahramani, AISTATS 2012).
 
-The E-step and the expected counts are Dawid-Skene's (:mod:`crowdqa.aggregation.dawid_skene`,
+The E-step and the expected counts are Dawid-Skene's (:mod:`crowdqa.aggregation._confusion`,
 one ``np.bincount`` per class over all annotations), applied to the expected log
 parameters :math:`E[\log\pi]`, :math:`E[\log\kappa]` of Dirichlet posteriors; the
 M-step adds the counts to the prior pseudo-counts.
@@ -16,9 +16,9 @@ from scipy.special import digamma, gammaln, logsumexp
 
 from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
 from crowdqa.aggregation._bio import bio_decode
+from crowdqa.aggregation._confusion import e_step, expected_counts, obs_key
 from crowdqa.aggregation._params import ITERATIONS, Interval
 from crowdqa.aggregation.corpus import Corpus
-from crowdqa.aggregation.dawid_skene import _e_step, _expected_counts, _obs_key
 
 __all__ = ["IBCC", "dirichlet_kl"]
 
@@ -165,7 +165,7 @@ class IBCC(BaseAggregator):
         alpha0 = np.full((n_classes, n_classes), float(self.off_diagonal_prior))
         np.fill_diagonal(alpha0, float(self.diagonal_prior))
         nu0 = np.full(n_classes, float(self.class_prior_strength) / n_classes)
-        token, key = corpus.token, _obs_key(corpus)
+        token, key = corpus.token, obs_key(corpus)
         labelled = np.diff(corpus.token_obs_start) > 0
         if known is not None:
             labelled |= known >= 0
@@ -181,16 +181,16 @@ class IBCC(BaseAggregator):
         converged = False
         for _ in range(int(self.max_iter)):
             log_kappa = _expected_log(nu)
-            post, ll = _e_step(log_kappa, _expected_log(alpha), **e_args)
+            post, ll = e_step(log_kappa, _expected_log(alpha), **e_args)
             bound = (ll - n_blank * float(logsumexp(log_kappa))
                      - dirichlet_kl(alpha, alpha0) - dirichlet_kl(nu, nu0))
-            alpha = alpha0 + _expected_counts(post, token=token, key=key, n_workers=n_workers, scratch=scratch)
+            alpha = alpha0 + expected_counts(post, token=token, key=key, n_workers=n_workers, scratch=scratch)
             nu = nu0 + post[labelled].sum(axis=0)
             if monitor.report(bound):
                 converged = True
                 break
         # Final E-step so that proba_ matches the final posteriors of the parameters.
-        post, _ = _e_step(_expected_log(nu), _expected_log(alpha), **e_args)
+        post, _ = e_step(_expected_log(nu), _expected_log(alpha), **e_args)
         post = np.ascontiguousarray(post)
         kappa = nu / nu.sum()
         post[~labelled] = kappa

@@ -12,9 +12,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
+from crowdqa.aggregation._confusion import empirical_confusion
 from crowdqa.aggregation._params import ITERATIONS, RANDOM_STATE
 from crowdqa.aggregation.corpus import Corpus
-from crowdqa.aggregation.majority_vote import _empirical_confusion
 
 __all__ = ["KOS"]
 
@@ -219,7 +219,7 @@ class KOS(BaseAggregator):
         self.proba_ = proba
         self.scores_ = score / top if top > 0 else score
         self.skills_ = skills
-        self.worker_confusion_ = _empirical_confusion(corpus, labels)
+        self.worker_confusion_ = empirical_confusion(corpus, labels)
         self.class_prior_ = prior
         self.n_iter_ = int(self.max_iter)
         self.log_likelihood_: list[float] = []

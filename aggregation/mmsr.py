@@ -18,10 +18,10 @@ from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import eigsh
 
 from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
+from crowdqa.aggregation._confusion import empirical_confusion
 from crowdqa.aggregation._forward_backward import _buckets
 from crowdqa.aggregation._params import ITERATIONS, RANDOM_STATE, Interval
 from crowdqa.aggregation.corpus import Corpus
-from crowdqa.aggregation.majority_vote import _empirical_confusion
 
 __all__ = ["MMSR"]
 
@@ -347,7 +347,7 @@ class MMSR(BaseAggregator):
         self.proba_ = proba
         self.skills_ = np.where(present, p, np.nan)
         self.weights_ = weights
-        self.worker_confusion_ = _empirical_confusion(corpus, labels)
+        self.worker_confusion_ = empirical_confusion(corpus, labels)
         self.class_prior_ = prior
         self._record_run(history, converged)
         return self

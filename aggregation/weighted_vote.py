@@ -24,8 +24,8 @@ from numpy.typing import NDArray
 
 from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
 from crowdqa.aggregation._params import ITERATIONS, Interval, Options
+from crowdqa.aggregation._votes import TIE_RULES, vote_fit, vote_labels
 from crowdqa.aggregation.corpus import Corpus, run_indices
-from crowdqa.aggregation.majority_vote import TIE_RULES, _vote_fit, _vote_labels
 
 __all__ = ["GoldMajorityVote", "Wawa", "ZeroBasedSkill", "agreement_rate"]
 
@@ -64,7 +64,7 @@ def agreement_rate(corpus: Corpus, reference: NDArray[np.int64]) -> NDArray[np.f
 
 def _vote(corpus: Corpus, weights: NDArray[np.float64], *, tie_break: str, known: NDArray | None) -> NDArray[np.int64]:
     """Weighted vote of every token with the tie rule of :class:`MajorityVote`; known tokens keep their class."""
-    labels = _vote_labels(corpus, np.nan_to_num(weights), tie_break=tie_break)
+    labels = vote_labels(corpus, np.nan_to_num(weights), tie_break=tie_break)
     if known is not None:
         labels = np.where(known >= 0, known, labels)
     return labels
@@ -77,7 +77,7 @@ class _SkillVote(BaseAggregator):
 
     def _finish(self, corpus: Corpus, skills: NDArray[np.float64], known: NDArray | None, *, n_iter: int,
                 converged: bool) -> None:
-        self.labels_, self.proba_, self.class_prior_, self.worker_confusion_ = _vote_fit(
+        self.labels_, self.proba_, self.class_prior_, self.worker_confusion_ = vote_fit(
             corpus, np.nan_to_num(skills), tie_break=self.tie_break, known=known)
         self.skills_ = skills
         self.n_iter_ = n_iter

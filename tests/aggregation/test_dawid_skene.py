@@ -16,8 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crowdqa.aggregation import ConvergenceWarning, DawidSkene
+from crowdqa.aggregation._confusion import e_step, obs_key
 from crowdqa.aggregation.corpus import Corpus
-from crowdqa.aggregation.dawid_skene import _e_step, _log_param_prior, _m_step, _obs_key, _safe_log
+from crowdqa.aggregation.dawid_skene import _log_param_prior, _m_step, _safe_log
 
 
 def random_corpus(
@@ -92,7 +93,7 @@ def test_e_step_log_likelihood_and_posterior_match_enumeration(seed):
     c, _ = random_corpus(rng, n_items=8, n_workers=4, n_classes=3, per_item=3)
     prior = rng.dirichlet(np.ones(3))
     conf = rng.dirichlet(np.ones(3), size=(4, 3))
-    post, ll = _e_step(np.log(prior), np.log(conf), token=c.token, key=_obs_key(c), n_tokens=c.n_tokens)
+    post, ll = e_step(np.log(prior), np.log(conf), token=c.token, key=obs_key(c), n_tokens=c.n_tokens)
     assert ll == pytest.approx(brute_log_likelihood(c, prior, conf), rel=1e-10)
     for i in range(c.n_tokens):
         m = c.token == i
@@ -105,7 +106,7 @@ def test_m_step_equals_closed_form(seed):
     rng = np.random.default_rng(seed)
     c, _ = random_corpus(rng, n_items=12, n_workers=5, n_classes=4, per_item=2)
     post = rng.dirichlet(np.ones(4), size=c.n_tokens)
-    prior, conf = _m_step(post, token=c.token, key=_obs_key(c), n_workers=5, alpha=0.3)
+    prior, conf = _m_step(post, token=c.token, key=obs_key(c), n_workers=5, alpha=0.3)
     exp_prior, exp_conf = naive_m_step(c, post, 0.3)
     np.testing.assert_allclose(prior, exp_prior, rtol=1e-12)
     np.testing.assert_allclose(conf, exp_conf, rtol=1e-12)
@@ -116,7 +117,7 @@ def test_one_coin_m_step_closed_form(seed):
     rng = np.random.default_rng(seed)
     c, _ = random_corpus(rng, n_items=15, n_workers=4, n_classes=3, per_item=2)
     post = rng.dirichlet(np.ones(3), size=c.n_tokens)
-    _, conf = _m_step(post, token=c.token, key=_obs_key(c), n_workers=4, alpha=0.5, model="one-coin")
+    _, conf = _m_step(post, token=c.token, key=obs_key(c), n_workers=4, alpha=0.5, model="one-coin")
     for w in range(4):
         m = c.worker == w
         agree = sum(post[i, o] for i, o in zip(c.token[m], c.label[m], strict=True))
@@ -167,7 +168,7 @@ def test_no_underflow_with_hundreds_of_labels_per_item(seed):
     conf = np.full((1000, 3, 3), 0.25)
     conf[:, np.arange(3), np.arange(3)] = 0.5
     prior = np.array([0.2, 0.3, 0.5])
-    post, ll = _e_step(np.log(prior), np.log(conf), token=c.token, key=_obs_key(c), n_tokens=n_items)
+    post, ll = e_step(np.log(prior), np.log(conf), token=c.token, key=obs_key(c), n_tokens=n_items)
     expected_ll = 0.0
     for i in range(n_items):
         m = c.token == i
@@ -263,7 +264,7 @@ def test_e_step_with_shared_symmetric_confusion_ranks_like_majority_vote(data_se
     conf = np.full((n_classes, n_classes), (1 - p) / (n_classes - 1))
     np.fill_diagonal(conf, p)
     conf = np.broadcast_to(conf, (c.n_workers, n_classes, n_classes))
-    post, _ = _e_step(np.full(n_classes, -np.log(n_classes)), np.log(conf), token=c.token, key=_obs_key(c),
+    post, _ = e_step(np.full(n_classes, -np.log(n_classes)), np.log(conf), token=c.token, key=obs_key(c),
                       n_tokens=c.n_tokens)
     votes = c.vote_counts()
     dv = np.sign(votes[:, :, None] - votes[:, None, :])
@@ -310,7 +311,7 @@ def test_known_objective_matches_brute_force(seed):
     prior = rng.dirichlet(np.ones(2))
     conf = rng.dirichlet(np.ones(2), size=(3, 2))
     known = np.where(np.arange(10) < 4, truth, -1)
-    _, ll = _e_step(np.log(prior), np.log(conf), token=c.token, key=_obs_key(c), n_tokens=10, known=known)
+    _, ll = e_step(np.log(prior), np.log(conf), token=c.token, key=obs_key(c), n_tokens=10, known=known)
     expected = 0.0
     for i in range(10):
         m = c.token == i

@@ -218,18 +218,19 @@ def test_default_tie_rule_is_the_better_one_on_conll_val_development_data():
 def test_blocks_of_any_size_give_the_same_vote_tally_and_counts(block, data_seed):
     """Oracles: naive_vote, a loop-tallied confusion, ``np.bincount`` of all workers at once; with blocks of
     ``block`` annotations (fewer than a token's annotators: blocks of one token, or none) and unlabelled tokens."""
+    from crowdqa.aggregation import _confusion, _votes
     from crowdqa.aggregation import corpus as corpus_module
-    from crowdqa.aggregation import majority_vote
 
     rng = np.random.default_rng(data_seed)
     c, _ = random_corpus(rng, n_items=25, n_workers=5, n_classes=3, per_item=3, accuracy=(0.2, 0.6))
     c = c._with_obs((c.token > 0) & (c.token != 12) & (c.token < 23))  # unlabelled first, middle and last tokens
     weights = rng.integers(0, 4, size=5).astype(float)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(majority_vote, "BLOCK_OBS", block)
+        mp.setattr(_votes, "BLOCK_OBS", block)
+        mp.setattr(_confusion, "BLOCK_OBS", block)
         mp.setattr(corpus_module, "BLOCK_OBS", block)
         mv = MajorityVote(weights=weights, tie_break="lowest").fit(c)
-        votes, _ = majority_vote._votes(c, weights)
+        votes, _ = _votes.vote_counts(c, weights)
         c._cache.pop("worker_answers", None)
         answers = c.worker_answers
     for i, e in enumerate(naive_vote(c, weights, "lowest")):
