@@ -57,8 +57,6 @@ class MethodEntry:
         return iter((self.module, self.name))
 
 
-_VOTE = "crowdqa.aggregation.weighted_vote"
-
 #: method id -> its entry. A module is imported when its method is first asked for:
 #: the estimators bring scipy's optimisers, sparse and special functions, which a
 #: command that fits one method (or none, like ``--help``) should not pay for.
@@ -67,9 +65,9 @@ METHODS: dict[str, MethodEntry] = {
     "ds": MethodEntry("crowdqa.aggregation.dawid_skene", "DawidSkene"),
     "hmm-crowd": MethodEntry("crowdqa.aggregation.hmm_crowd", "HMMCrowd", sequences=True),
     "bsc-seq": MethodEntry("crowdqa.aggregation.bsc_seq", "BayesianSequenceCombination", sequences=True),
-    "wawa": MethodEntry(_VOTE, "Wawa"),
-    "zbs": MethodEntry(_VOTE, "ZeroBasedSkill"),
-    "gold-mv": MethodEntry(_VOTE, "GoldMajorityVote", experts=True),
+    "wawa": MethodEntry("crowdqa.aggregation.wawa", "Wawa"),
+    "zbs": MethodEntry("crowdqa.aggregation.zero_based_skill", "ZeroBasedSkill"),
+    "gold-mv": MethodEntry("crowdqa.aggregation.gold_majority_vote", "GoldMajorityVote", experts=True),
     "glad": MethodEntry("crowdqa.aggregation.glad", "GLAD", classes=(2, None)),
     "mace": MethodEntry("crowdqa.aggregation.mace", "MACE"),
     "kos": MethodEntry("crowdqa.aggregation.kos", "KOS", classes=(2, 2)),
