@@ -28,7 +28,7 @@ from crowdqa.aggregation._params import check_params
 from crowdqa.aggregation.corpus import Corpus
 
 __all__ = ["BaseAggregator", "ConvergenceWarning", "ProgressCallback", "check_known", "ConvergenceMonitor",
-           "one_hot_columns"]
+           "one_blas_thread", "one_hot_columns"]
 
 logger = logging.getLogger(__name__)
 
@@ -122,10 +122,11 @@ def _blas_controller() -> Any:
     return _BLAS_CONTROLLER[0][1]
 
 
-def _one_blas_thread(fit: Callable) -> Callable:
-    """``fit`` run with the BLAS libraries limited to one thread (threadpoolctl), then restored.
+def one_blas_thread(fit: Callable) -> Callable:
+    """Decorate an aggregator's ``fit``: run it with the BLAS libraries limited to one thread (threadpoolctl),
+    then restore the process's setting. Every aggregator's ``fit`` carries it (a test checks them all).
 
-    The aggregators' BLAS work is vector operations (the dot products and updates of
+    Why one thread: the aggregators' BLAS work is vector operations (the dot products and updates of
     scipy's optimisers in GLAD) and products with tiny ``(n_classes, n_classes)``
     matrices: memory-bound, so extra threads cannot speed it up, while OpenBLAS's threads
     wait for cores by spinning. On a shared 2-core machine one ``np.dot`` of 300k numbers
@@ -140,7 +141,7 @@ def _one_blas_thread(fit: Callable) -> Callable:
         with _blas_controller().limit(limits=1, user_api="blas"):
             return fit(self, *args, **kwargs)
 
-    wrapper._one_blas_thread = True  # type: ignore[attr-defined]
+    wrapper.one_blas_thread = True  # type: ignore[attr-defined]
     return wrapper
 
 
@@ -159,15 +160,9 @@ class BaseAggregator:
     :class:`sklearn.exceptions.NotFittedError` (a ``ValueError``), as do
     ``check_is_fitted`` and the other scikit-learn utilities that read
     ``__sklearn_tags__``. scikit-learn is imported only when one of those is used, so
-    importing an aggregator stays cheap. Every subclass's ``fit`` runs with one BLAS
-    thread (see :func:`_one_blas_thread`).
+    importing an aggregator stays cheap. Every subclass decorates its ``fit`` with
+    :func:`one_blas_thread` (one BLAS thread while it runs).
     """
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        fit = cls.__dict__.get("fit")
-        if fit is not None and not getattr(fit, "_one_blas_thread", False):
-            cls.fit = _one_blas_thread(fit)
 
     #: parameter name -> list of accepted kinds of value (see :func:`crowdqa.aggregation._params.check_params`).
     _parameter_constraints: ClassVar[dict[str, list]] = {}

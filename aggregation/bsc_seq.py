@@ -26,7 +26,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 from scipy.special import digamma, gammaln
 
-from crowdqa.aggregation._base import BaseAggregator, ConvergenceWarning, ProgressCallback
+from crowdqa.aggregation._base import BaseAggregator, ConvergenceWarning, ProgressCallback, one_blas_thread
 from crowdqa.aggregation._bio import bio_rules
 from crowdqa.aggregation._forward_backward import (
     _bucket_index,
@@ -475,6 +475,7 @@ class BayesianSequenceCombination(BaseAggregator):
         self.decode = decode
         self.init = init
 
+    @one_blas_thread
     def fit(self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None
             ) -> BayesianSequenceCombination:
         """Fit the model to ``corpus`` by variational Bayes and decode the true labels.

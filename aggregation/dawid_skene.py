@@ -20,7 +20,7 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from crowdqa.aggregation._base import BaseAggregator, ProgressCallback, one_hot_columns
+from crowdqa.aggregation._base import BaseAggregator, ProgressCallback, one_blas_thread, one_hot_columns
 from crowdqa.aggregation._bio import bio_decode
 from crowdqa.aggregation._confusion import confusion_rows, e_step, expected_counts, obs_key
 from crowdqa.aggregation._params import ITERATIONS, RANDOM_STATE, InstanceOf, Interval, Options
@@ -297,6 +297,7 @@ class DawidSkene(BaseAggregator):
         self.random_state = random_state
         self.warm_start = warm_start
 
+    @one_blas_thread
     def fit(
         self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None
     ) -> DawidSkene:

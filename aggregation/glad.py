@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 from scipy.optimize import minimize
 from scipy.special import expit, log_expit
 
-from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
+from crowdqa.aggregation._base import BaseAggregator, ProgressCallback, one_blas_thread
 from crowdqa.aggregation._confusion import confusion_rows, expected_counts, obs_key
 from crowdqa.aggregation._normalise import normalise
 from crowdqa.aggregation._params import INNER_ITERATIONS, ITERATIONS, Check, Interval, Options
@@ -498,6 +498,7 @@ class GLAD(BaseAggregator):
         self.beta_prior_mean = beta_prior_mean
         self.class_prior = class_prior
 
+    @one_blas_thread
     def fit(self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None) -> GLAD:
         """Run EM on ``corpus``.
 

@@ -10,7 +10,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 from scipy.special import digamma, gammaln, xlogy
 
-from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
+from crowdqa.aggregation._base import BaseAggregator, ProgressCallback, one_blas_thread
 from crowdqa.aggregation._forward_backward import (
     _backward,
     _bucket_index,
@@ -646,6 +646,7 @@ class HMMCrowd(BaseAggregator):
         improper = self.worker_model == "two-param" and self.wrong_mass == "each" and n_classes > 2
         return 1 if improper else 5
 
+    @one_blas_thread
     def fit(self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None
             ) -> HMMCrowd:
         """Fit the HMM to ``corpus`` by EM and decode the true labels.

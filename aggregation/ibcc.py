@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import digamma, gammaln, logsumexp
 
-from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
+from crowdqa.aggregation._base import BaseAggregator, ProgressCallback, one_blas_thread
 from crowdqa.aggregation._bio import bio_decode
 from crowdqa.aggregation._confusion import e_step, expected_counts, obs_key
 from crowdqa.aggregation._params import ITERATIONS, Interval
@@ -153,6 +153,7 @@ class IBCC(BaseAggregator):
         self.off_diagonal_prior = off_diagonal_prior
         self.class_prior_strength = class_prior_strength
 
+    @one_blas_thread
     def fit(self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None) -> IBCC:
         """Run the variational updates on ``corpus``.
 

@@ -11,7 +11,7 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
+from crowdqa.aggregation._base import BaseAggregator, ProgressCallback, one_blas_thread
 from crowdqa.aggregation._confusion import empirical_confusion
 from crowdqa.aggregation._params import ITERATIONS, RANDOM_STATE
 from crowdqa.aggregation.corpus import Corpus
@@ -167,6 +167,7 @@ class KOS(BaseAggregator):
         self.max_iter = max_iter
         self.random_state = random_state
 
+    @one_blas_thread
     def fit(self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None) -> KOS:
         """Pass messages and decide every item by its sign.
 

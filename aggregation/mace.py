@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import digamma
 
-from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
+from crowdqa.aggregation._base import BaseAggregator, ProgressCallback, one_blas_thread
 from crowdqa.aggregation._params import ITERATIONS, RANDOM_STATE, RESTARTS, Interval, Options
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.aggregation.ibcc import dirichlet_kl
@@ -363,6 +363,7 @@ class MACE(BaseAggregator):
         self.strategy_prior = strategy_prior
         self.random_state = random_state
 
+    @one_blas_thread
     def fit(self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None) -> MACE:
         """Run the restarts and keep the best.
 

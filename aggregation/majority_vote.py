@@ -13,7 +13,7 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
+from crowdqa.aggregation._base import BaseAggregator, ProgressCallback, one_blas_thread
 from crowdqa.aggregation._params import Check, InstanceOf, Options
 from crowdqa.aggregation._votes import TIE_RULES, vote_fit
 from crowdqa.aggregation.corpus import Corpus
@@ -112,6 +112,7 @@ class MajorityVote(BaseAggregator):
         self.weights = weights
         self.tie_break = tie_break
 
+    @one_blas_thread
     def fit(
         self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None
     ) -> MajorityVote:

@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import eigsh
 
-from crowdqa.aggregation._base import BaseAggregator, ProgressCallback
+from crowdqa.aggregation._base import BaseAggregator, ProgressCallback, one_blas_thread
 from crowdqa.aggregation._confusion import empirical_confusion
 from crowdqa.aggregation._forward_backward import _buckets
 from crowdqa.aggregation._params import ITERATIONS, RANDOM_STATE, Interval
@@ -288,6 +288,7 @@ class MMSR(BaseAggregator):
         self.tol = tol
         self.random_state = random_state
 
+    @one_blas_thread
     def fit(self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None) -> MMSR:
         """Estimate the skills, then take the weighted vote.
 

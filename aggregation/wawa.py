@@ -14,7 +14,7 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from crowdqa.aggregation._base import ProgressCallback
+from crowdqa.aggregation._base import ProgressCallback, one_blas_thread
 from crowdqa.aggregation._skill_vote import SkillVote, agreement_rate, skill_vote
 from crowdqa.aggregation.corpus import Corpus
 
@@ -86,6 +86,7 @@ class Wawa(SkillVote):
     def __init__(self, *, tie_break: str = "entity") -> None:
         self.tie_break = tie_break
 
+    @one_blas_thread
     def fit(self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None) -> Wawa:
         """Vote, measure every worker against the vote, vote again weighted by those skills.
 

@@ -14,7 +14,7 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from crowdqa.aggregation._base import ProgressCallback
+from crowdqa.aggregation._base import ProgressCallback, one_blas_thread
 from crowdqa.aggregation._params import ITERATIONS, Interval
 from crowdqa.aggregation._skill_vote import SkillVote, agreement_rate, skill_vote
 from crowdqa.aggregation.corpus import Corpus
@@ -111,6 +111,7 @@ class ZeroBasedSkill(SkillVote):
         self.lr_reduce_factor = lr_reduce_factor
         self.tie_break = tie_break
 
+    @one_blas_thread
     def fit(self, corpus: Corpus, *, known: NDArray | None = None,
             callback: ProgressCallback | None = None) -> ZeroBasedSkill:
         """Alternate weighted votes and skill steps.
