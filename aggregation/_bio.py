@@ -22,7 +22,7 @@ from crowdqa.aggregation._forward_backward import _bucket_index, _viterbi_corpus
 from crowdqa.aggregation._sequences import doc_first
 from crowdqa.aggregation.corpus import Corpus
 
-__all__ = ["bio_decode", "bio_rules"]
+__all__ = ["bio_decode", "bio_rules", "repair_bio"]
 
 
 def bio_rules(class_names: tuple[str, ...]) -> tuple[NDArray[np.bool_], NDArray[np.bool_], NDArray[np.int64]]:
@@ -43,6 +43,43 @@ def bio_rules(class_names: tuple[str, ...]) -> tuple[NDArray[np.bool_], NDArray[
     same = (kind[:, None] == kind[None, :]) & (kind[:, None] != "")
     ok_trans = ~constrained[None, :] | same
     return ~constrained, ok_trans, begin
+
+
+def repair_bio(labels: NDArray[np.int64], *, first: NDArray[np.bool_], class_names: tuple[str, ...]
+               ) -> NDArray[np.int64]:
+    """``labels`` with each ``I-X`` that cannot follow its predecessor (by :func:`bio_rules`) made ``B-X``.
+
+    An ``I-X`` after ``O``, after another type or at a sequence start begins a span under the
+    conlleval rule, so turning it into ``B-X`` keeps every span that rule reads from the labels and
+    makes them valid BIO. One pass suffices: the repair changes no token's type. A label of -1
+    (unknown) is kept, and a label right after one is left as is.
+
+    Parameters
+    ----------
+    labels : ndarray of shape (n_tokens,)
+        Class indices, or -1.
+    first : ndarray of shape (n_tokens,), bool
+        True at the first token of each sequence (document or sentence).
+    class_names : tuple of str
+
+    Returns
+    -------
+    ndarray of shape (n_tokens,), int64
+        A new array.
+
+    Examples
+    --------
+    >>> repair_bio(np.array([2, 2, 0, 2, 4]), first=np.array([1, 0, 0, 0, 0], bool),
+    ...            class_names=("O", "B-X", "I-X", "B-Y", "I-Y")).tolist()
+    [1, 2, 0, 1, 3]
+    """
+    ok_start, ok_trans, begin = bio_rules(class_names)
+    lab = np.maximum(labels, 0)
+    prev = np.concatenate([[-1], labels[:-1]])
+    bad = (labels >= 0) & np.where(first, ~ok_start[lab], (prev >= 0) & ~ok_trans[np.maximum(prev, 0), lab])
+    out = labels.astype(np.int64)  # a copy
+    out[bad] = begin[labels[bad]]
+    return out
 
 
 def bio_decode(proba: NDArray[np.float64], corpus: Corpus) -> NDArray[np.int64]:

@@ -11,6 +11,7 @@ from numpy.typing import NDArray
 from scipy.special import digamma, gammaln, xlogy
 
 from crowdqa.aggregation._base import BaseAggregator, ProgressCallback, one_blas_thread
+from crowdqa.aggregation._bio import bio_rules, repair_bio
 from crowdqa.aggregation._forward_backward import (
     _backward,
     _bucket_index,
@@ -376,35 +377,6 @@ def _objective(log_evidence: float, stats: dict, *, old: _Params, new: _Params, 
                  + _log_prior_minus_kl(new, **opts))
 
 
-def _bio_tables(class_names: tuple[str, ...]) -> tuple[NDArray[np.bool_], NDArray[np.bool_], NDArray[np.int64]]:
-    """Allowed start states (K,), allowed transitions (K, K) and the B-X index of each class (K,).
-
-    ``I-X`` may follow only ``B-X`` or ``I-X``, and may not start a document.
-    """
-    types = [c[2:] if c[:2] in ("B-", "I-") else None for c in class_names]
-    inside = np.array([c.startswith("I-") for c in class_names])
-    same = np.array([[a is not None and a == b for b in types] for a in types])
-    begin = np.array([class_names.index("B-" + t) if i and "B-" + t in class_names else k
-                      for k, (t, i) in enumerate(zip(types, inside, strict=True))], dtype=np.int64)
-    return ~inside, ~inside[None, :] | same, begin
-
-
-def _repair_bio(labels: NDArray[np.int64], *, first: NDArray[np.bool_], class_names: tuple[str, ...]
-                ) -> NDArray[np.int64]:
-    """Turn each ``I-X`` that follows ``O``, another type or a document start into ``B-X``.
-
-    This keeps the spans that conlleval's rule reads from the labels (an ``I-X`` after
-    ``O`` starts a span) and makes them valid BIO; one pass suffices since the
-    repair does not change any token's type.
-    """
-    ok_start, allowed, begin = _bio_tables(class_names)
-    prev = np.concatenate([[0], labels[:-1]])
-    bad = np.where(first, ~ok_start[labels], ~allowed[prev, labels])
-    out = labels.copy()
-    out[bad] = begin[labels[bad]]
-    return out
-
-
 def _decode_labels(corpus: Corpus, design: _Design, params: _Params, post: NDArray[np.float64], *,
                    decode: str, fill: int) -> NDArray[np.int64]:
     """Labels by Viterbi (BIO transitions forbidden where invalid) or by posterior argmax (then repaired).
@@ -419,7 +391,7 @@ def _decode_labels(corpus: Corpus, design: _Design, params: _Params, post: NDArr
         labels = np.full(corpus.n_tokens, fill, dtype=np.int64)
         log_start, log_trans = params.log_start, params.log_trans
         if bio:
-            ok_start, ok_trans, _ = _bio_tables(corpus.class_names)
+            ok_start, ok_trans, _ = bio_rules(corpus.class_names)
             log_start = np.where(ok_start, log_start, -np.inf)
             log_trans = np.where(ok_trans, log_trans, -np.inf)
         log_b = np.vstack([_token_log_lik(params, design), np.zeros((1, corpus.n_classes))])
@@ -428,7 +400,7 @@ def _decode_labels(corpus: Corpus, design: _Design, params: _Params, post: NDArr
             real = idx < corpus.n_tokens
             labels[idx[real]] = path[real]
     if bio:  # a no-op after constrained Viterbi unless clamped labels are themselves invalid
-        labels = _repair_bio(labels, first=first, class_names=corpus.class_names)
+        labels = repair_bio(labels, first=first, class_names=corpus.class_names)
     return labels
 
 

@@ -1,4 +1,4 @@
-"""BIO decoding of token-level posteriors (Dawid-Skene, IBCC): oracle by enumeration, and the fitted labels."""
+"""crowdqa.aggregation._bio: BIO decoding of token-level posteriors (Dawid-Skene, IBCC) and BIO repair, by oracles."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from benchmarks.ner_crowd import ner_crowd
-from crowdqa.aggregation._bio import bio_decode, bio_rules
+from crowdqa.aggregation._bio import bio_decode, bio_rules, repair_bio
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.aggregation.dawid_skene import DawidSkene
 from crowdqa.aggregation.ibcc import IBCC
@@ -64,3 +64,40 @@ def test_token_level_labels_are_the_bio_decoding_of_proba(model):
     assert not _valid(fitted.proba_.argmax(axis=1), corpus)  # the case the decoding is for
     assert _valid(fitted.labels_, corpus)
     assert np.array_equal(fitted.labels_, bio_decode(fitted.proba_, corpus))
+
+
+def _conlleval_spans(labels: list[int], class_names: tuple[str, ...]) -> set[tuple[int, int, str]]:
+    """(start, end, type) of each span as conlleval reads it: a ``B-X``, or an ``I-X`` that cannot continue the
+    span before it, starts one; an ``I-X`` of the same type continues it."""
+    spans, start, kind = set(), None, None
+    for i, name in enumerate([class_names[k] for k in labels] + ["O"]):
+        prefix, this = name[:2], name[2:]
+        if start is not None and not (prefix == "I-" and this == kind):
+            spans.add((start, i, kind))
+            start = None
+        if prefix == "B-" or (prefix == "I-" and start is None):
+            start, kind = i, this
+    return spans
+
+
+@pytest.mark.parametrize("class_names", [BIO, ("O", "B-A", "I-A", "I-B")])
+@pytest.mark.parametrize("seed", range(10))
+def test_repair_bio_keeps_the_spans_conlleval_reads_and_makes_them_valid(seed, class_names):
+    """Oracle: conlleval's reading of the labels, per document, and the BIO rules' validity check."""
+    rng = np.random.default_rng(seed)
+    lengths = [int(x) for x in rng.integers(1, 7, 4)]
+    corpus = _corpus(lengths, class_names=class_names)
+    labels = rng.integers(0, len(class_names), corpus.n_tokens)
+    first = np.zeros(corpus.n_tokens, dtype=bool)
+    first[corpus.doc_start[:-1]] = True
+    got = repair_bio(labels, first=first, class_names=class_names)
+    assert _valid(got, corpus)
+    for a, b in zip(corpus.doc_start[:-1], corpus.doc_start[1:], strict=True):
+        assert _conlleval_spans(got[a:b].tolist(), class_names) == _conlleval_spans(labels[a:b].tolist(), class_names)
+    unknown = labels.copy()
+    unknown[::3] = -1  # unknown labels are kept, and a label after one is left as is
+    kept = repair_bio(unknown, first=first, class_names=class_names)
+    assert np.array_equal(kept[::3], unknown[::3])
+    after = np.flatnonzero(unknown[:-1] == -1) + 1
+    after = after[~first[after]]
+    assert np.array_equal(kept[after], unknown[after])
