@@ -15,7 +15,7 @@ __all__ = ["normalise"]
 
 
 def normalise(joint: NDArray[np.float64], known: NDArray[np.int64] | None = None
-               ) -> tuple[NDArray[np.float64], float]:
+              ) -> tuple[NDArray[np.float64], float]:
     r"""Posteriors from log joint probabilities, in place, and the log-likelihood.
 
     Class-major, so that every step runs along contiguous rows: reductions over the few
