@@ -10,7 +10,6 @@ scored on held-out predictions by the same cross-fitting as the report (:func:`c
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -91,24 +90,22 @@ def check_methods(methods: list[str] | None, params_for: dict[str, dict] | None,
 
 
 def _fit(method: str, params: dict, crowd: Corpus, corpus: Corpus, known, *, use_experts: bool,
-         seed: int) -> tuple[np.ndarray, dict]:
-    """One method's labels to score (held-out predictions with ``use_experts``) and its fit record."""
-    from crowdqa.jobs.pipeline import cross_fit, fixed_schedule
+         seed: int, checkpoint: Callable[[], None] | None) -> tuple[np.ndarray, dict]:
+    """One method's labels to score (held-out predictions with ``use_experts``) and its fit record; ``checkpoint``
+    between EM iterations."""
+    from crowdqa.jobs.pipeline import cross_fit, fit_model
 
-    model = make_aggregator(method, params)
-    t0 = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        model.fit(crowd, known=known)
-    seconds = time.perf_counter() - t0
-    labels = np.asarray(model.labels_, dtype=np.int64)
-    fixed = fixed_schedule(model)
-    record = {"seconds": round(seconds, 6), "iterations": int(getattr(model, "n_iter_", 0)),
-              "converged": None if fixed else bool(getattr(model, "converged_", True)),
-              "warnings": sorted({str(w.message) for w in caught})}
+    def on_iteration(iteration: int, value: float) -> None:
+        if checkpoint is not None:
+            checkpoint()  # between two EM iterations: where a deleted job or a spent CPU budget stops
+
+    run = fit_model(make_aggregator(method, params), crowd, known=known, callback=on_iteration)
+    labels = run.labels
+    record = {"seconds": run.record.seconds, "iterations": run.record.iterations,
+              "converged": run.record.converged, "warnings": sorted(set(run.record.warnings))}
     if use_experts:
         t1 = time.perf_counter()
-        labels, _, _ = cross_fit(method, params, crowd, known, corpus, folds=4, seed=seed)
+        labels, _, _ = cross_fit(method, params, crowd, known, corpus, folds=4, seed=seed, callback=on_iteration)
         record["cross_fit_seconds"] = round(time.perf_counter() - t1, 6)
     return labels, record
 
@@ -117,6 +114,7 @@ def run_comparison(
     corpus: Corpus, *, methods: list[str] | None = None, params_for: dict[str, dict] | None = None,
     use_experts: bool = False, reference: str = "union", progress: CompareProgress | None = None,
     n_boot: int = 1000, seed: int = 0, blocked: frozenset[str] = frozenset(),
+    checkpoint: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """Fit every method on the crowd of ``corpus`` and compare their aggregates on the expert documents.
 
@@ -138,6 +136,9 @@ def run_comparison(
         The paired bootstrap's resamples and seed (and the cross-fitting's seed).
     blocked : frozenset of str
         Annotators left out of every fit.
+    checkpoint : callable, optional
+        Called before each method's fit and between its EM iterations; what it raises stops the comparison (a
+        job's cancel or CPU budget).
 
     Returns
     -------
@@ -172,25 +173,35 @@ def run_comparison(
     known = ref if use_experts else None
     labels, fits = {}, {}
     for i, method in enumerate(chosen):
+        if checkpoint is not None:
+            checkpoint()  # between two methods' fits
         if progress is not None:
             progress(method, i, len(chosen))
         lab, fits[method] = _fit(method, params.get(method, {}), crowd, corpus, known, use_experts=use_experts,
-                                 seed=seed)
+                                 seed=seed, checkpoint=checkpoint)
         fits[method]["params"] = params.get(method, {})
         labels[method] = np.where(covered, lab, MISSING)
+    if checkpoint is not None:
+        checkpoint()
     if progress is not None:
         progress(None, len(chosen), len(chosen))
     result = compare_aggregates(corpus, labels, ref, n_boot=n_boot, seed=seed).as_dict()
+    result.update(use_experts=bool(use_experts), reference=reference, score=_add_fits(result, fits),
+                  seconds=round(time.perf_counter() - t_all, 6),
+                  fit_seconds=round(sum(f["seconds"] + f.get("cross_fit_seconds", 0.0) for f in fits.values()), 6))
+    return result
+
+
+def _add_fits(result: dict[str, Any], fits: dict[str, dict]) -> str:
+    """Give each method of the comparison its score under its own name (``f1`` / ``accuracy``, the other None)
+    and its fit record; return the score's name."""
     name = "accuracy" if result["kind"] == "categorical" else "f1"
     other = "f1" if name == "accuracy" else "accuracy"
     for entry in result["methods"]:
         entry[name], entry[f"{name}_low"], entry[f"{name}_high"] = entry["value"], entry["low"], entry["high"]
         entry[other] = entry[f"{other}_low"] = entry[f"{other}_high"] = None
         entry.update(fits[entry["method"]])
-    result.update(use_experts=bool(use_experts), reference=reference, score=name,
-                  seconds=round(time.perf_counter() - t_all, 6),
-                  fit_seconds=round(sum(f["seconds"] + f.get("cross_fit_seconds", 0.0) for f in fits.values()), 6))
-    return result
+    return name
 
 
 def job_comparison(*, session: Any, settings: Any, job: Any) -> dict[str, Any]:
