@@ -20,7 +20,7 @@ from typing import Any, BinaryIO
 from sqlmodel import Session
 
 from crowdqa.aggregation.corpus import Corpus
-from crowdqa.ingest import ParseResult, check_options, read_corpus
+from crowdqa.ingest import ParseResult, read_corpus
 from crowdqa.ingest._inflate import BoundedZip
 from crowdqa.ingest.errors import IngestError, Problem
 from crowdqa.ingest.index import (
@@ -116,7 +116,6 @@ def parse_upload(path, *, format: str, role: str, options: dict[str, Any], docs:
             text = text.replace(stored, name)
         return text
 
-    check_options(options, client=True)  # a client's options: no string of theirs becomes a server path (docs)
     try:
         parsed = read_corpus(path, format=format, role=role, docs=docs, **options)
     except IngestError as exc:

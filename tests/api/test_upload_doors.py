@@ -10,6 +10,8 @@ import pytest
 from crowdqa.api.commands._uploads import add_upload_arguments, upload_options
 from crowdqa.api.forms import UPLOAD_FIELDS, UploadForm
 from crowdqa.ingest.formats import READ_FORMATS, ROLES, UPLOAD_OPTIONS
+from tests.api.conftest import SAMPLE, upload
+from tests.utils.factories import auth
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -33,9 +35,67 @@ def test_cli_flags_are_the_table():
 
 
 def test_cli_refuses_a_value_outside_the_choices(capsys):
+    """The flag's value goes through the readers' check (issue 32: argparse's own "invalid choice" before)."""
     with pytest.raises(SystemExit) as exc:
         _parser().parse_args(["f", "-f", "conll", "--scheme", "bilou"])
-    assert exc.value.code == 2 and "invalid choice: 'bilou'" in capsys.readouterr().err
+    assert exc.value.code == 2
+    assert "argument --scheme: scheme must be 'auto', 'io' or 'bio', found 'bilou'" in capsys.readouterr().err
+
+
+def _through_every_door(client, key: str, capsys, field: str, value: str) -> tuple[str, str, str]:
+    """The error of an upload with ``field=value`` through the API, the dashboard and (for an option with a flag)
+    the command line; nothing is stored through the first two."""
+    from markupsafe import escape
+
+    from crowdqa.api.cli import main
+    from tests.dashboard.test_pages import sign_in
+
+    ds = client.post("/api/v1/datasets", headers=auth(key), json={"name": "d"}).json()["id"]
+    r = upload(client, key, ds, SAMPLE / "crowd.jsonl", **{field: value})
+    assert r.status_code == 422 and r.headers["content-type"] == "application/problem+json", r.text
+    api = r.json()["detail"]
+    csrf = sign_in(client, key)
+    with open(SAMPLE / "crowd.jsonl", "rb") as fh:
+        r = client.post(f"/ui/datasets/{ds}/uploads", data={"format": "spans-jsonl", "role": "crowd", "csrf": csrf,
+                                                             field: value}, files={"file": ("crowd.jsonl", fh)})
+    assert r.status_code == 422 and "upload refused" in r.text
+    page = r.text
+    assert client.get(f"/api/v1/datasets/{ds}", headers=auth(key)).json()["n_uploads"] == 0
+    cli = ""
+    if field in {o.name for o in UPLOAD_OPTIONS}:
+        with pytest.raises(SystemExit) as exc:
+            main(["ingest", str(SAMPLE / "crowd.jsonl"), "-f", "spans-jsonl", "--" + field.replace("_", "-"), value])
+        assert exc.value.code == 2
+        cli = capsys.readouterr().err
+    return api, str(escape(api)) if str(escape(api)) in page else page, cli
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("scheme", "bilou", "scheme must be 'auto', 'io' or 'bio', found 'bilou'"),
+    ("on_error", "ignore", "on_error must be 'fail' or 'skip', found 'ignore'"),
+])
+def test_a_bad_option_value_gets_one_message_at_every_door(client, keys, capsys, field, value, message):
+    """Issue 32: API, dashboard and command line check an upload's options by one function
+    (crowdqa.ingest.formats.check_upload), so the same bad value gets the same message at each (before: pydantic's
+    "Input should be ...", the reader's text after the file was stored, argparse's "invalid choice")."""
+    from markupsafe import escape
+
+    api, page, cli = _through_every_door(client, keys["a"], capsys, field, value)
+    assert api == message and page == str(escape(message))
+    assert f"argument --{field.replace('_', '-')}: {message}" in cli
+
+
+@pytest.mark.parametrize("field, hint", [("text_colum", "text_column"), ("fromat", "format"), ("docs_path", "docs")])
+def test_an_unknown_field_gets_one_message_at_api_and_dashboard(client, keys, capsys, field, hint):
+    """Issue 32: an unknown field is refused by the same check at both form doors, naming the closest field
+    (before: the API said "unknown form field" by its own check, the dashboard ignored it and stored the upload).
+    The command line's flags are the table itself: argparse refuses an unknown flag."""
+    from markupsafe import escape
+
+    api, page, _ = _through_every_door(client, keys["a"], capsys, field, "x")
+    assert api.startswith(f"unknown upload option {field!r}; did you mean {hint!r}? (options: file, format, role, "
+                          "docs, ")
+    assert page == str(escape(api))
 
 
 def test_api_form_and_openapi_are_the_table():
