@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,8 +25,11 @@ from crowdqa.quality.compare import COST_ORDER, compare_aggregates, format_compa
 from crowdqa.quality.references import reference_labels
 from crowdqa.quality.report_model import MethodsComparison
 
-__all__ = ["AUTO_DEFAULTS", "applicable_methods", "parse_methods", "run_comparison",
-           "auto_method", "check_methods", "job_comparison", "MethodsComparison",
+if TYPE_CHECKING:
+    from crowdqa.jobs.pipeline import PriorFit
+
+__all__ = ["AUTO_DEFAULTS", "AutoChoice", "applicable_methods", "parse_methods", "run_comparison",
+           "auto_method", "choose_method", "check_methods", "job_comparison", "MethodsComparison",
            "format_comparison"]
 
 #: ``--method auto`` without expert labels: the method per data kind (``metric_for``'s kind), chosen from the
@@ -90,31 +94,31 @@ def check_methods(methods: list[str] | None, params_for: dict[str, dict] | None,
 
 
 def _fit(method: str, params: dict, crowd: Corpus, corpus: Corpus, known, *, use_experts: bool,
-         seed: int, checkpoint: Callable[[], None] | None) -> tuple[np.ndarray, dict]:
-    """One method's labels to score (held-out predictions with ``use_experts``) and its fit record; ``checkpoint``
-    between EM iterations."""
-    from crowdqa.jobs.pipeline import cross_fit, fit_model
+         seed: int, checkpoint: Callable[[], None] | None) -> tuple[np.ndarray, dict, PriorFit]:
+    """One method's labels to score (held-out predictions with ``use_experts``), its fit record, and the fit for
+    the pipeline to reuse; ``checkpoint`` between EM iterations."""
+    from crowdqa.jobs.pipeline import PriorFit, cross_fit_stage, fit_model
 
     def on_iteration(iteration: int, value: float) -> None:
         if checkpoint is not None:
             checkpoint()  # between two EM iterations: where a deleted job or a spent CPU budget stops
 
-    run = fit_model(make_aggregator(method, params), crowd, known=known, callback=on_iteration)
-    labels = run.labels
+    run = fit_model(make_aggregator(method, params), crowd, known=known, params=params, callback=on_iteration)
     record = {"seconds": run.record.seconds, "iterations": run.record.iterations,
               "converged": run.record.converged, "warnings": sorted(set(run.record.warnings))}
-    if use_experts:
-        t1 = time.perf_counter()
-        labels, _, _ = cross_fit(method, params, crowd, known, corpus, folds=4, seed=seed, callback=on_iteration)
-        record["cross_fit_seconds"] = round(time.perf_counter() - t1, 6)
-    return labels, record
+    if not use_experts:
+        return run.labels, record, PriorFit(fitted=run)
+    heldout, crossed = cross_fit_stage(method, params, crowd, known, corpus, folds=4, seed=seed,
+                                       callback=on_iteration, start=None)
+    record["cross_fit_seconds"] = crossed.seconds
+    return heldout, record, PriorFit(fitted=run, heldout=heldout, cross_fit=crossed)
 
 
 def run_comparison(
     corpus: Corpus, *, methods: list[str] | None = None, params_for: dict[str, dict] | None = None,
     use_experts: bool = False, reference: str = "union", progress: CompareProgress | None = None,
     n_boot: int = 1000, seed: int = 0, blocked: frozenset[str] = frozenset(),
-    checkpoint: Callable[[], None] | None = None,
+    checkpoint: Callable[[], None] | None = None, keep_fits: dict[str, PriorFit] | None = None,
 ) -> dict[str, Any]:
     """Fit every method on the crowd of ``corpus`` and compare their aggregates on the expert documents.
 
@@ -139,6 +143,8 @@ def run_comparison(
     checkpoint : callable, optional
         Called before each method's fit and between its EM iterations; what it raises stops the comparison (a
         job's cancel or CPU budget).
+    keep_fits : dict, optional
+        Filled with each method's fit (:class:`~crowdqa.jobs.pipeline.PriorFit`), for the pipeline to reuse.
 
     Returns
     -------
@@ -155,11 +161,7 @@ def run_comparison(
     t_all = time.perf_counter()
     params = check_methods(methods, params_for, use_experts=use_experts)
     chosen = applicable_methods(corpus, use_experts=use_experts) if methods is None else list(methods)
-    categorical = not corpus.has_outside and bool((corpus.doc_lengths == 1).all())
-    shape = Shape.of_corpus(corpus)
-    for method in chosen:  # the registry's rules, in its words (ValueError naming the rule), and the memory limit
-        check_data_kind(method, n_classes=corpus.n_classes, categorical=categorical, use_experts=use_experts)
-        check_memory(method, shape, report=False)
+    _check_chosen(chosen, corpus, use_experts=use_experts)
     ref = reference_labels(corpus, rule=reference) if corpus.workers_with_role("expert").size else None
     if ref is None or not np.any(ref != MISSING):
         raise ValueError("compare scores every method against the experts, and the data has no expert labels: "
@@ -177,8 +179,10 @@ def run_comparison(
             checkpoint()  # between two methods' fits
         if progress is not None:
             progress(method, i, len(chosen))
-        lab, fits[method] = _fit(method, params.get(method, {}), crowd, corpus, known, use_experts=use_experts,
-                                 seed=seed, checkpoint=checkpoint)
+        lab, fits[method], prior = _fit(method, params.get(method, {}), crowd, corpus, known,
+                                        use_experts=use_experts, seed=seed, checkpoint=checkpoint)
+        if keep_fits is not None:
+            keep_fits[method] = prior
         fits[method]["params"] = params.get(method, {})
         labels[method] = np.where(covered, lab, MISSING)
     if checkpoint is not None:
@@ -190,6 +194,16 @@ def run_comparison(
                   seconds=round(time.perf_counter() - t_all, 6),
                   fit_seconds=round(sum(f["seconds"] + f.get("cross_fit_seconds", 0.0) for f in fits.values()), 6))
     return result
+
+
+def _check_chosen(chosen: list[str], corpus: Corpus, *, use_experts: bool) -> None:
+    """The registry's rules for each chosen method, in its words (ValueError naming the rule), and the memory
+    limit."""
+    categorical = not corpus.has_outside and bool((corpus.doc_lengths == 1).all())
+    shape = Shape.of_corpus(corpus)
+    for method in chosen:
+        check_data_kind(method, n_classes=corpus.n_classes, categorical=categorical, use_experts=use_experts)
+        check_memory(method, shape, report=False)
 
 
 def _add_fits(result: dict[str, Any], fits: dict[str, dict]) -> str:
@@ -227,16 +241,37 @@ def job_comparison(*, session: Any, settings: Any, job: Any) -> dict[str, Any]:
     return comparison
 
 
-def auto_method(corpus: Corpus, **kwargs: Any) -> tuple[str, dict[str, Any] | None, str]:
-    """The method ``--method auto`` fits: ``(method, comparison or None, why)``.
+@dataclass(frozen=True)
+class AutoChoice:
+    """The method ``--method auto`` fits, the comparison it was chosen by (None without expert labels) and why;
+    ``fit``: the comparison's fit of that method, for :func:`crowdqa.jobs.pipeline.run_pipeline` to reuse."""
+
+    method: str
+    comparison: dict[str, Any] | None
+    why: str
+    fit: PriorFit | None = None
+
+
+def choose_method(corpus: Corpus, **kwargs: Any) -> AutoChoice:
+    """The method ``--method auto`` fits, with the comparison's fit of it.
 
     With expert labels, the recommendation of :func:`run_comparison` over every applicable method (``kwargs`` go
-    there); without, :data:`AUTO_DEFAULTS` for the data's kind.
+    there); without, :data:`AUTO_DEFAULTS` for the data's kind. The comparison keeps every method's fit until it
+    has chosen (the memory of one fit per method, held at once), then only the chosen one's.
     """
     kind, _ = metric_for(corpus)
     experts = corpus.workers_with_role("expert")
     if not np.isin(corpus.worker, experts).any():
         method = AUTO_DEFAULTS[kind]
-        return method, None, f"no expert labels to compare methods on: the default for {KIND_NAMES[kind]}, {method}"
-    comparison = run_comparison(corpus, **kwargs)
-    return comparison["recommended"], comparison, comparison["reason"]
+        return AutoChoice(method, None, f"no expert labels to compare methods on: the default for "
+                                        f"{KIND_NAMES[kind]}, {method}")
+    fits: dict[str, PriorFit] = {}
+    comparison = run_comparison(corpus, keep_fits=fits, **kwargs)
+    method = comparison["recommended"]
+    return AutoChoice(method, comparison, comparison["reason"], fits.get(method))
+
+
+def auto_method(corpus: Corpus, **kwargs: Any) -> tuple[str, dict[str, Any] | None, str]:
+    """:func:`choose_method` as ``(method, comparison or None, why)``."""
+    choice = choose_method(corpus, **kwargs)
+    return choice.method, choice.comparison, choice.why

@@ -30,8 +30,8 @@ from crowdqa.quality.report import build_report_data
 if TYPE_CHECKING:
     from crowdqa.quality.report_model import FitRecord, QualityReport
 
-__all__ = ["ModelStart", "PipelineResult", "ProgressFn", "Checkpoint", "FitRun", "CrossFitRun", "Fitted",
-           "run_pipeline", "fit_model", "cross_fit", "fixed_schedule"]
+__all__ = ["ModelStart", "PipelineResult", "ProgressFn", "Checkpoint", "FitRun", "CrossFitRun", "Fitted", "PriorFit",
+           "run_pipeline", "fit_model", "cross_fit", "cross_fit_stage", "fixed_schedule"]
 
 #: ``progress(stage, iteration, log_likelihood)``; ``iteration`` and ``log_likelihood``
 #: are None outside the EM loop. Stages: "fitting", "cross-fitting" (with ``use_experts``),
@@ -177,6 +177,18 @@ class Fitted:
 
 
 @dataclass(frozen=True)
+class PriorFit:
+    """A fit of the method on this corpus's crowd made before the pipeline ran, for it to reuse: what the
+    comparison of ``--method auto`` made for the method it chose (:func:`crowdqa.jobs.compare.choose_method`),
+    with default parameters, on the same crowd, expert labels and cross-fitting folds."""
+
+    fitted: Fitted
+    #: With ``use_experts``: the held-out predictions of the cross-fitting and its record (else None).
+    heldout: NDArray[np.int64] | None = None
+    cross_fit: CrossFitRun | None = None
+
+
+@dataclass(frozen=True)
 class _Steps:
     """The caller's hooks: ``progress`` at each stage and EM iteration, ``checkpoint`` before each of them."""
 
@@ -222,6 +234,7 @@ def run_pipeline(
     blocked: frozenset[str] = frozenset(),
     start: ModelStart | None = None,
     unmatched_expert_documents: int = 0,
+    prior: PriorFit | None = None,
 ) -> PipelineResult:
     """Fit ``method`` on the crowd annotators of ``corpus`` and report against its experts.
 
@@ -239,6 +252,7 @@ def run_pipeline(
     ``unmatched_expert_documents`` (the expert documents the reader left out because no crowd annotator
     labelled them: :func:`crowdqa.ingest.merge.drop_expert_only`) is reported in ``counts``.
     ``checkpoint()`` is called between stages and between EM iterations; what it raises stops the run.
+    ``prior``: the same fit (and cross-fit) made already (:class:`PriorFit`), used instead of fitting again.
     Raises ValueError for an unknown method or parameter, or a corpus without crowd labels.
     """
     steps = _Steps(progress, checkpoint)
@@ -247,15 +261,19 @@ def run_pipeline(
     check_memory(method, Shape.of_corpus(corpus))  # before the fit allocates: one line / 422 instead of a crash
     known = _known_labels(corpus, use_experts=use_experts, reference=reference, start=start)
     clamped = np.zeros(corpus.n_tokens, dtype=bool) if known is None else known >= 0
+    _check_prior(prior, params=params, start=start, use_experts=use_experts, folds=crossfit_folds, seed=seed)
     steps.enter("fitting")
-    fitted = fit_model(aggregator, crowd, known=known, params=params, start=start,
-                       callback=steps.iteration_hook("fitting"))
+    fitted = prior.fitted if prior is not None else fit_model(
+        aggregator, crowd, known=known, params=params, start=start, callback=steps.iteration_hook("fitting"))
     heldout = None
     if use_experts:
         steps.enter("cross-fitting")
-        heldout, crossed = _cross_fit_stage(method, params, crowd, known, corpus, folds=crossfit_folds, seed=seed,
-                                            callback=steps.iteration_hook("cross-fitting", with_values=False),
-                                            start=start)
+        if prior is not None and prior.heldout is not None:
+            heldout, crossed = prior.heldout, prior.cross_fit
+        else:
+            heldout, crossed = cross_fit_stage(method, params, crowd, known, corpus, folds=crossfit_folds, seed=seed,
+                                               callback=steps.iteration_hook("cross-fitting", with_values=False),
+                                               start=start)
         fitted = replace(fitted, record=replace(fitted.record, cross_fit=crossed))
     steps.enter("scoring")
     t1 = time.perf_counter()
@@ -346,7 +364,21 @@ def _start_record(start: ModelStart, crowd: Corpus) -> dict[str, Any]:
             "workers_new": int(np.count_nonzero(~seen & active))}
 
 
-def _cross_fit_stage(method: str, params: dict[str, Any] | None, crowd: Corpus, known: NDArray, corpus: Corpus, *,
+def _check_prior(prior: PriorFit | None, *, params: dict[str, Any] | None, start: ModelStart | None,
+                 use_experts: bool, folds: int, seed: int) -> None:
+    """ValueError for a prior fit that is not the fit this run would make (other parameters, a batch start, other
+    cross-fitting folds)."""
+    if prior is None:
+        return
+    crossed = prior.cross_fit
+    if (prior.fitted.record.params != dict(params or {}) or start is not None
+            or (use_experts and crossed is not None and (crossed.seed, min(folds, crossed.expert_documents))
+                != (seed, crossed.folds))):
+        raise ValueError("a prior fit is reused only by a run with its parameters, no batch start and its "
+                         "cross-fitting folds")
+
+
+def cross_fit_stage(method: str, params: dict[str, Any] | None, crowd: Corpus, known: NDArray, corpus: Corpus, *,
                      folds: int, seed: int, callback: Callable[[int, float], None],
                      start: ModelStart | None) -> tuple[NDArray[np.int64], CrossFitRun]:
     """The cross-fitting stage: held-out predictions on the expert documents (:func:`cross_fit`) and its record."""

@@ -25,7 +25,7 @@ from sqlmodel import Session
 
 from crowdqa.jobs import cancel
 from crowdqa.jobs.batches import start_from_job
-from crowdqa.jobs.compare import auto_method, run_comparison
+from crowdqa.jobs.compare import AutoChoice, choose_method, run_comparison
 from crowdqa.jobs.errors import BudgetExceededError, JobCancelled
 from crowdqa.jobs.pipeline import run_pipeline
 from crowdqa.jobs.uploads import job_corpus
@@ -236,17 +236,17 @@ def _run_claimed(settings: Settings, job: Job, rq_job) -> str:
         timings = {"load": round(time.perf_counter() - t0, 6)}
         if str(job.method) == "compare":
             return _run_comparison(settings, job, corpus, progress, blocked, timings)
-        method, comparison, why = str(job.method), None, None
-        if method == "auto":
-            method, comparison, why = auto_method(corpus, use_experts=job.use_experts, reference=job.reference,
-                                                  blocked=blocked, progress=progress.method,
-                                                  checkpoint=progress.checkpoint)
-        result = run_pipeline(corpus, method=method,
+        choice = AutoChoice(str(job.method), None, "")
+        if choice.method == "auto":  # the comparison's fit of the method it chooses is reused, not made again
+            choice = choose_method(corpus, use_experts=job.use_experts, reference=job.reference, blocked=blocked,
+                                   progress=progress.method, checkpoint=progress.checkpoint)
+        result = run_pipeline(corpus, method=choice.method,
                               params=job.params, use_experts=job.use_experts, reference=job.reference,
                               progress=progress, checkpoint=progress.checkpoint, blocked=blocked,
-                              start=start_from_job(settings, job), unmatched_expert_documents=unmatched)
-        if method != str(job.method):
-            result.report_data.update(method_choice=f"method auto: {why}", comparison=comparison)
+                              start=start_from_job(settings, job), unmatched_expert_documents=unmatched,
+                              prior=choice.fit)
+        if choice.method != str(job.method):
+            result.report_data.update(method_choice=f"method auto: {choice.why}", comparison=choice.comparison)
         timings.update(result.timings)
         progress.checkpoint()
         progress("writing", None, None)
