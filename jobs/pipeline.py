@@ -268,7 +268,7 @@ def run_pipeline(
     heldout = None
     if use_experts:
         steps.enter("cross-fitting")
-        if prior is not None and prior.heldout is not None:
+        if prior is not None:
             heldout, crossed = prior.heldout, prior.cross_fit
         else:
             heldout, crossed = cross_fit_stage(method, params, crowd, known, corpus, folds=crossfit_folds, seed=seed,
@@ -372,10 +372,11 @@ def _check_prior(prior: PriorFit | None, *, params: dict[str, Any] | None, start
         return
     crossed = prior.cross_fit
     if (prior.fitted.record.params != dict(params or {}) or start is not None
-            or (use_experts and crossed is not None and (crossed.seed, min(folds, crossed.expert_documents))
+            or use_experts != (crossed is not None)  # clamped and cross-fitted exactly when the run uses experts
+            or (crossed is not None and (crossed.seed, min(folds, crossed.expert_documents))
                 != (seed, crossed.folds))):
-        raise ValueError("a prior fit is reused only by a run with its parameters, no batch start and its "
-                         "cross-fitting folds")
+        raise ValueError("a prior fit is reused only by a run with its parameters, no batch start, the same "
+                         "use of the experts and its cross-fitting folds")
 
 
 def cross_fit_stage(method: str, params: dict[str, Any] | None, crowd: Corpus, known: NDArray, corpus: Corpus, *,

@@ -114,3 +114,22 @@ def test_api_form_and_openapi_are_the_table():
         if o.choices:
             assert prop["enum"] == list(o.choices)
     assert "docs" in schema["properties"] and schema["properties"]["docs"]["anyOf"][0]["contentMediaType"]
+
+
+def test_every_upload_size_limit_is_made_in_one_place(client, keys, monkeypatch):
+    """Issue 32: the request gate's body limit, the stored file's and the docs zip's were each made from
+    CROWDQA_MAX_UPLOAD_BYTES where they were used; now all come from ``jobs.uploads.UploadLimits``."""
+    from crowdqa.jobs import uploads
+
+    size = (SAMPLE / "crowd.jsonl").stat().st_size
+    small = uploads.UploadLimits(file=size - 1, request=size - 1 + uploads.FORM_OVERHEAD, texts=4 * (size - 1))
+    monkeypatch.setattr(uploads.UploadLimits, "of", classmethod(lambda cls, settings: small))
+    key = keys["a"]
+    ds = client.post("/api/v1/datasets", headers=auth(key), json={"name": "d"}).json()["id"]
+    r = upload(client, key, ds, SAMPLE / "crowd.jsonl")  # within the request's limit, one byte over the file's
+    assert r.status_code == 413 and r.json()["detail"] == (
+        f"the upload exceeds the limit of {size - 1} bytes (CROWDQA_MAX_UPLOAD_BYTES)")
+    r = client.post(f"/api/v1/datasets/{ds}/uploads", headers={**auth(key), "Content-Type": "multipart/form-data; "
+                    "boundary=b"}, content=b"x" * (small.request + 1))  # refused by the gate, unread
+    assert r.status_code == 413 and f"the limit of {size - 1} bytes" in r.json()["detail"]
+    assert client.get(f"/api/v1/datasets/{ds}", headers=auth(key)).json()["n_uploads"] == 0

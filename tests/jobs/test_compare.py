@@ -106,3 +106,5 @@ def test_auto_reuses_the_comparisons_fit_of_the_method_it_chose(monkeypatch, use
     assert _without_seconds(reused.report_data) == _without_seconds(fresh.report_data)
     with pytest.raises(ValueError, match="prior fit is reused only"):
         run_pipeline(corpus, method="ds", params={"max_iter": 3}, use_experts=use_experts, prior=choice.fit)
+    with pytest.raises(ValueError, match="the same use of the experts"):
+        run_pipeline(corpus, method="ds", use_experts=not use_experts, prior=choice.fit)
