@@ -32,7 +32,9 @@ __all__ = ["BaseAggregator", "ConvergenceWarning", "ProgressCallback", "check_kn
 
 logger = logging.getLogger(__name__)
 
-#: ``callback(iteration, log_likelihood)``; called once per EM iteration by ``fit``.
+#: ``callback(iteration, log_likelihood)``; called once per EM iteration by ``fit``, between two iterations. It is
+#: also where a caller stops a fit: what it raises leaves ``fit`` at once (a job's stop check,
+#: :func:`crowdqa.jobs.pipeline.run_pipeline`'s ``checkpoint``).
 ProgressCallback = Callable[[int, float], None]
 
 

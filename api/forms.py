@@ -4,20 +4,23 @@
 client may send (:data:`~crowdqa.ingest.formats.UPLOAD_OPTIONS`): type, choices, default and help come
 from the table, so the OpenAPI document shows each option as the command line's ``--help`` does. A
 field the form does not hold is refused (422), never ignored.
+
+The API's route (:func:`check_upload_request`, a dependency) and the dashboard (:func:`upload_form`) check an
+upload's fields by :func:`crowdqa.ingest.formats.check_upload`, the check the command line's reader makes, and
+read them into this one form model.
 """
 
 from __future__ import annotations
 
-import difflib
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from fastapi import Request, UploadFile
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from crowdqa.api.errors import ProblemError
-from crowdqa.ingest.formats import FORMATS, READ_FORMATS, ROLES, UPLOAD_OPTIONS, UploadOption
+from crowdqa.ingest.formats import FORMATS, READ_FORMATS, ROLES, UPLOAD_OPTIONS, UploadOption, check_upload
 
-__all__ = ["UploadForm", "UPLOAD_FIELDS", "upload_options", "refuse_unknown_fields"]
+__all__ = ["UploadForm", "UPLOAD_FIELDS", "upload_options", "upload_form", "check_upload_request"]
 
 
 def _field(o: UploadOption) -> tuple[Any, Any]:
@@ -49,11 +52,16 @@ def upload_options(form: _UploadBase) -> dict[str, Any]:
     return form.model_dump(include={o.name for o in UPLOAD_OPTIONS if o.client}, exclude_unset=True)
 
 
-async def refuse_unknown_fields(request: Request) -> None:
-    """422 for a form field the upload does not take, naming the closest one (``text_colum``)."""
+def upload_form(fields: Mapping[str, Any]) -> _UploadBase:
+    """An upload's form fields, checked by the readers' one check (:func:`~crowdqa.ingest.formats.check_upload`:
+    an unknown field or a value outside its choices is an IngestError, 422, naming it) and read into
+    :class:`UploadForm` (pydantic's ValidationError, a ValueError, for what the check leaves to the model)."""
+    check_upload(fields, client=True)
+    return UploadForm.model_validate(dict(fields))
+
+
+async def check_upload_request(request: Request) -> None:
+    """The upload route's dependency: its form's fields through :func:`~crowdqa.ingest.formats.check_upload`
+    (the dashboard's and the command line's check) before FastAPI reads them into :class:`UploadForm`."""
     form = await request.form()  # parsed once: FastAPI has read it for the route's own fields
-    unknown = sorted(set(form.keys()) - set(UPLOAD_FIELDS))
-    if unknown:
-        close = difflib.get_close_matches(unknown[0], UPLOAD_FIELDS, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise ProblemError(422, f"unknown form field {unknown[0]!r}{hint} (an upload takes {', '.join(UPLOAD_FIELDS)})")
+    check_upload(dict(form.multi_items()), client=True)

@@ -38,6 +38,7 @@ from crowdqa.api.dashboard.web import PREFIX as UI_PREFIX
 from crowdqa.api.deps import authenticate_client
 from crowdqa.api.errors import ProblemError, problem_response
 from crowdqa.api.throttle import FailureThrottle, client_address, throttle_of
+from crowdqa.jobs.uploads import FORM_OVERHEAD, UploadLimits
 from crowdqa.store.db import open_session
 from crowdqa.store.errors import UploadTooLargeError
 from crowdqa.store.settings import Settings, get_settings
@@ -50,8 +51,6 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 API_PREFIX = "/api/v1"
-#: Room for multipart headers and form fields on top of an uploaded file itself.
-FORM_OVERHEAD = 64 * 1024
 _BODYLESS = frozenset({"GET", "HEAD", "OPTIONS"})
 #: Seconds the gate remembers a key it found valid (the second database lookup cost ~10 ms a request).
 KEY_MEMORY_SECONDS = 2.0
@@ -153,7 +152,8 @@ class RequestGate:
             await refusal(scope, receive, send)
             return
         if self._table(scope).is_upload(path):
-            limit, error = settings.max_upload_bytes + FORM_OVERHEAD, UploadTooLargeError(settings.max_upload_bytes)
+            limits = UploadLimits.of(settings)  # the one place an upload's limits are made
+            limit, error = limits.request, UploadTooLargeError(limits.file)
         else:
             limit = settings.max_body_bytes
             error = UploadTooLargeError(limit, setting="CROWDQA_MAX_BODY_BYTES", what="the request body")

@@ -18,7 +18,6 @@ exported from different tools gives the same corpus.
 from __future__ import annotations
 
 import csv
-import difflib
 import importlib
 import os
 import zipfile
@@ -28,12 +27,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from crowdqa.ingest.errors import IngestError, Problem, ProblemLog
-from crowdqa.ingest.formats import FORMATS, READ_FORMATS, ROLES, UPLOAD_OPTIONS, choice_message, option
+from crowdqa.ingest.formats import FORMATS, ROLES, UPLOAD_OPTIONS, check_options, check_upload
 
 if TYPE_CHECKING:  # numpy and the corpus load on first use, so `crowdqa --help` starts without them
     from crowdqa.aggregation.corpus import Corpus
 
-__all__ = ["ParseResult", "check_options", "read_corpus", "read_merged", "IngestError", "Problem"]
+__all__ = ["ParseResult", "check_options", "check_upload", "read_corpus", "read_merged", "IngestError", "Problem"]
 
 
 @dataclass(frozen=True)
@@ -68,29 +67,6 @@ class ParseResult:
         return out
 
 
-def check_options(options: dict[str, Any], *, client: bool = False, source: str = "") -> None:
-    """Refuse an option that is not in :data:`~crowdqa.ingest.formats.UPLOAD_OPTIONS` (or that an API client
-    may not send), or a value outside its choices, with an :class:`IngestError` naming it.
-
-    Parameters
-    ----------
-    options : dict
-        Option name -> value; ``None`` stands for "not given".
-    client : bool, default=False
-        Check what an API client sent: options a client may not send (``docs``) are unknown too.
-    source : str, default=""
-        The file the options are for, named in the message.
-    """
-    known = [o.name for o in UPLOAD_OPTIONS if o.client or not client]
-    for name, value in options.items():
-        if name not in known:
-            close = difflib.get_close_matches(name, known, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise IngestError(f"unknown upload option {name!r}{hint} (options: {', '.join(known)})", source=source)
-        if option(name).choices and value is not None and value not in option(name).choices:
-            raise IngestError(choice_message(name, value), source=source)
-
-
 def read_corpus(path: str | os.PathLike, *, format: str, role: str = ROLES[0], **options: Any) -> ParseResult:
     """Parse one upload (file, folder or zip) into a corpus.
 
@@ -116,11 +92,7 @@ def read_corpus(path: str | os.PathLike, *, format: str, role: str = ROLES[0], *
         Unknown format, option or option value, unreadable file, or (``on_error="fail"``) the
         first bad row; the message is one line naming the file and line or row.
     """
-    if format not in READ_FORMATS:
-        raise IngestError(f"unknown format {format!r}; expected one of {', '.join(READ_FORMATS)}", source=str(path))
-    if role not in ROLES:
-        raise IngestError(choice_message("role", role, ROLES))
-    check_options(options, source=str(path))
+    check_upload({"format": format, "role": role, **options}, source=str(path))
     given = {o.name: o.default for o in UPLOAD_OPTIONS} | {k: v for k, v in options.items() if v is not None}
     problems = ProblemLog(given["on_error"])
     path = Path(path)

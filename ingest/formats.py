@@ -14,12 +14,16 @@ command line's ``--help`` and :mod:`crowdqa.ingest.errors` can read it.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from crowdqa.aggregation.roles import ROLES
 
-__all__ = ["AGGREGATE_FORMATS", "FORMATS", "Format", "READ_FORMATS", "ROLES", "ROUTING_EXPORTS", "UPLOAD_OPTIONS",
-           "UploadOption", "WRITE_FORMATS", "Writer", "choice_message", "option"]
+__all__ = ["AGGREGATE_FORMATS", "CLIENT_FIELDS", "FORMATS", "Format", "READ_FORMATS", "ROLES", "ROUTING_EXPORTS",
+           "UPLOAD_OPTIONS", "UploadOption", "WRITE_FORMATS", "Writer", "check_options", "check_upload",
+           "choice_message", "option"]
 
 @dataclass(frozen=True)
 class UploadOption:
@@ -185,3 +189,67 @@ def choice_message(name: str, value: object, choices: tuple[str, ...] | None = N
     listed = " or ".join([", ".join(map(repr, choices[:-1])), repr(choices[-1])] if len(choices) > 1
                          else map(repr, choices))
     return f"{name} must be {listed}, found {value!r}"
+
+
+#: The fields of an upload sent by a client (the API's form, the dashboard's), besides the options: the file,
+#: its format and role, and the zip of document texts (a file from a client, never a server path).
+CLIENT_FIELDS: tuple[str, ...] = ("file", "format", "role", "docs")
+
+
+def check_upload(fields: Mapping[str, Any], *, client: bool = False, source: str = "") -> None:
+    """The one check of an upload's format, role and options, whichever door it comes through.
+
+    The API's upload form (a dependency of its route), the dashboard's upload form and
+    :func:`crowdqa.ingest.read_corpus` (the command line, every library caller) call it, so the same bad field
+    gets the same message at every door.
+
+    Parameters
+    ----------
+    fields : mapping
+        ``format``, ``role`` and option name -> value, each optional; ``None`` stands for "not given". From a
+        client, also ``file`` and ``docs``: its files, which the form model checks.
+    client : bool, default=False
+        Check what a client sent: an option a client may not send (``docs`` as a server folder) is unknown, and
+        the names in :data:`CLIENT_FIELDS` are the form's.
+    source : str, default=""
+        The file the fields are for, named in the message of an unknown format or option.
+
+    Raises
+    ------
+    IngestError
+        One line naming the first unknown field (with the closest known name) or value outside its choices.
+    """
+    from crowdqa.ingest.errors import IngestError  # errors imports this table
+
+    for name, value in fields.items():
+        if name == "format":
+            if value not in READ_FORMATS:
+                raise IngestError(f"unknown format {value!r}; expected one of {', '.join(READ_FORMATS)}",
+                                  source=source)
+        elif name == "role":
+            if value not in ROLES:
+                raise IngestError(choice_message("role", value, ROLES))
+        elif not (client and name in CLIENT_FIELDS):
+            _check_option(name, value, client=client, source=source,
+                          also=CLIENT_FIELDS if client else ())
+
+
+def check_options(options: Mapping[str, Any], *, client: bool = False, source: str = "") -> None:
+    """Refuse an option that is not in :data:`UPLOAD_OPTIONS` (or that an API client may not send), or a value
+    outside its choices, with an IngestError naming it (:func:`check_upload` of the options alone)."""
+    for name, value in options.items():
+        _check_option(name, value, client=client, source=source)
+
+
+def _check_option(name: str, value: Any, *, client: bool, source: str, also: tuple[str, ...] = ()) -> None:
+    """IngestError for an unknown option ``name`` (naming the closest of the options and ``also``, the door's
+    other fields) or a value outside its choices."""
+    from crowdqa.ingest.errors import IngestError
+
+    if name not in _OPTION or (client and not _OPTION[name].client):
+        known = [*also, *(o.name for o in UPLOAD_OPTIONS if o.client or not client)]
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise IngestError(f"unknown upload option {name!r}{hint} (options: {', '.join(known)})", source=source)
+    if _OPTION[name].choices and value is not None and value not in _OPTION[name].choices:
+        raise IngestError(choice_message(name, value), source=source)

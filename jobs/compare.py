@@ -10,9 +10,9 @@ scored on held-out predictions by the same cross-fitting as the report (:func:`c
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,8 +25,11 @@ from crowdqa.quality.compare import COST_ORDER, compare_aggregates, format_compa
 from crowdqa.quality.references import reference_labels
 from crowdqa.quality.report_model import MethodsComparison
 
-__all__ = ["AUTO_DEFAULTS", "applicable_methods", "parse_methods", "run_comparison",
-           "auto_method", "check_methods", "job_comparison", "MethodsComparison",
+if TYPE_CHECKING:
+    from crowdqa.jobs.pipeline import PriorFit
+
+__all__ = ["AUTO_DEFAULTS", "AutoChoice", "applicable_methods", "parse_methods", "run_comparison",
+           "auto_method", "choose_method", "check_methods", "job_comparison", "MethodsComparison",
            "format_comparison"]
 
 #: ``--method auto`` without expert labels: the method per data kind (``metric_for``'s kind), chosen from the
@@ -91,32 +94,31 @@ def check_methods(methods: list[str] | None, params_for: dict[str, dict] | None,
 
 
 def _fit(method: str, params: dict, crowd: Corpus, corpus: Corpus, known, *, use_experts: bool,
-         seed: int) -> tuple[np.ndarray, dict]:
-    """One method's labels to score (held-out predictions with ``use_experts``) and its fit record."""
-    from crowdqa.jobs.pipeline import cross_fit, fixed_schedule
+         seed: int, checkpoint: Callable[[], None] | None) -> tuple[np.ndarray, dict, PriorFit]:
+    """One method's labels to score (held-out predictions with ``use_experts``), its fit record, and the fit for
+    the pipeline to reuse; ``checkpoint`` between EM iterations."""
+    from crowdqa.jobs.pipeline import PriorFit, cross_fit_stage, fit_model
 
-    model = make_aggregator(method, params)
-    t0 = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        model.fit(crowd, known=known)
-    seconds = time.perf_counter() - t0
-    labels = np.asarray(model.labels_, dtype=np.int64)
-    fixed = fixed_schedule(model)
-    record = {"seconds": round(seconds, 6), "iterations": int(getattr(model, "n_iter_", 0)),
-              "converged": None if fixed else bool(getattr(model, "converged_", True)),
-              "warnings": sorted({str(w.message) for w in caught})}
-    if use_experts:
-        t1 = time.perf_counter()
-        labels, _, _ = cross_fit(method, params, crowd, known, corpus, folds=4, seed=seed)
-        record["cross_fit_seconds"] = round(time.perf_counter() - t1, 6)
-    return labels, record
+    def on_iteration(iteration: int, value: float) -> None:
+        if checkpoint is not None:
+            checkpoint()  # between two EM iterations: where a deleted job or a spent CPU budget stops
+
+    run = fit_model(make_aggregator(method, params), crowd, known=known, params=params, callback=on_iteration)
+    record = {"seconds": run.record.seconds, "iterations": run.record.iterations,
+              "converged": run.record.converged, "warnings": sorted(set(run.record.warnings))}
+    if not use_experts:
+        return run.labels, record, PriorFit(fitted=run)
+    heldout, crossed = cross_fit_stage(method, params, crowd, known, corpus, folds=4, seed=seed,
+                                       callback=on_iteration, start=None)
+    record["cross_fit_seconds"] = crossed.seconds
+    return heldout, record, PriorFit(fitted=run, heldout=heldout, cross_fit=crossed)
 
 
 def run_comparison(
     corpus: Corpus, *, methods: list[str] | None = None, params_for: dict[str, dict] | None = None,
     use_experts: bool = False, reference: str = "union", progress: CompareProgress | None = None,
     n_boot: int = 1000, seed: int = 0, blocked: frozenset[str] = frozenset(),
+    checkpoint: Callable[[], None] | None = None, keep_fits: dict[str, PriorFit] | None = None,
 ) -> dict[str, Any]:
     """Fit every method on the crowd of ``corpus`` and compare their aggregates on the expert documents.
 
@@ -138,6 +140,11 @@ def run_comparison(
         The paired bootstrap's resamples and seed (and the cross-fitting's seed).
     blocked : frozenset of str
         Annotators left out of every fit.
+    checkpoint : callable, optional
+        Called before each method's fit and between its EM iterations; what it raises stops the comparison (a
+        job's cancel or CPU budget).
+    keep_fits : dict, optional
+        Filled with each method's fit (:class:`~crowdqa.jobs.pipeline.PriorFit`), for the pipeline to reuse.
 
     Returns
     -------
@@ -154,11 +161,7 @@ def run_comparison(
     t_all = time.perf_counter()
     params = check_methods(methods, params_for, use_experts=use_experts)
     chosen = applicable_methods(corpus, use_experts=use_experts) if methods is None else list(methods)
-    categorical = not corpus.has_outside and bool((corpus.doc_lengths == 1).all())
-    shape = Shape.of_corpus(corpus)
-    for method in chosen:  # the registry's rules, in its words (ValueError naming the rule), and the memory limit
-        check_data_kind(method, n_classes=corpus.n_classes, categorical=categorical, use_experts=use_experts)
-        check_memory(method, shape, report=False)
+    _check_chosen(chosen, corpus, use_experts=use_experts)
     ref = reference_labels(corpus, rule=reference) if corpus.workers_with_role("expert").size else None
     if ref is None or not np.any(ref != MISSING):
         raise ValueError("compare scores every method against the experts, and the data has no expert labels: "
@@ -172,25 +175,47 @@ def run_comparison(
     known = ref if use_experts else None
     labels, fits = {}, {}
     for i, method in enumerate(chosen):
+        if checkpoint is not None:
+            checkpoint()  # between two methods' fits
         if progress is not None:
             progress(method, i, len(chosen))
-        lab, fits[method] = _fit(method, params.get(method, {}), crowd, corpus, known, use_experts=use_experts,
-                                 seed=seed)
+        lab, fits[method], prior = _fit(method, params.get(method, {}), crowd, corpus, known,
+                                        use_experts=use_experts, seed=seed, checkpoint=checkpoint)
+        if keep_fits is not None:
+            keep_fits[method] = prior
         fits[method]["params"] = params.get(method, {})
         labels[method] = np.where(covered, lab, MISSING)
+    if checkpoint is not None:
+        checkpoint()
     if progress is not None:
         progress(None, len(chosen), len(chosen))
     result = compare_aggregates(corpus, labels, ref, n_boot=n_boot, seed=seed).as_dict()
+    result.update(use_experts=bool(use_experts), reference=reference, score=_add_fits(result, fits),
+                  seconds=round(time.perf_counter() - t_all, 6),
+                  fit_seconds=round(sum(f["seconds"] + f.get("cross_fit_seconds", 0.0) for f in fits.values()), 6))
+    return result
+
+
+def _check_chosen(chosen: list[str], corpus: Corpus, *, use_experts: bool) -> None:
+    """The registry's rules for each chosen method, in its words (ValueError naming the rule), and the memory
+    limit."""
+    categorical = not corpus.has_outside and bool((corpus.doc_lengths == 1).all())
+    shape = Shape.of_corpus(corpus)
+    for method in chosen:
+        check_data_kind(method, n_classes=corpus.n_classes, categorical=categorical, use_experts=use_experts)
+        check_memory(method, shape, report=False)
+
+
+def _add_fits(result: dict[str, Any], fits: dict[str, dict]) -> str:
+    """Give each method of the comparison its score under its own name (``f1`` / ``accuracy``, the other None)
+    and its fit record; return the score's name."""
     name = "accuracy" if result["kind"] == "categorical" else "f1"
     other = "f1" if name == "accuracy" else "accuracy"
     for entry in result["methods"]:
         entry[name], entry[f"{name}_low"], entry[f"{name}_high"] = entry["value"], entry["low"], entry["high"]
         entry[other] = entry[f"{other}_low"] = entry[f"{other}_high"] = None
         entry.update(fits[entry["method"]])
-    result.update(use_experts=bool(use_experts), reference=reference, score=name,
-                  seconds=round(time.perf_counter() - t_all, 6),
-                  fit_seconds=round(sum(f["seconds"] + f.get("cross_fit_seconds", 0.0) for f in fits.values()), 6))
-    return result
+    return name
 
 
 def job_comparison(*, session: Any, settings: Any, job: Any) -> dict[str, Any]:
@@ -216,16 +241,37 @@ def job_comparison(*, session: Any, settings: Any, job: Any) -> dict[str, Any]:
     return comparison
 
 
-def auto_method(corpus: Corpus, **kwargs: Any) -> tuple[str, dict[str, Any] | None, str]:
-    """The method ``--method auto`` fits: ``(method, comparison or None, why)``.
+@dataclass(frozen=True)
+class AutoChoice:
+    """The method ``--method auto`` fits, the comparison it was chosen by (None without expert labels) and why;
+    ``fit``: the comparison's fit of that method, for :func:`crowdqa.jobs.pipeline.run_pipeline` to reuse."""
+
+    method: str
+    comparison: dict[str, Any] | None
+    why: str
+    fit: PriorFit | None = None
+
+
+def choose_method(corpus: Corpus, **kwargs: Any) -> AutoChoice:
+    """The method ``--method auto`` fits, with the comparison's fit of it.
 
     With expert labels, the recommendation of :func:`run_comparison` over every applicable method (``kwargs`` go
-    there); without, :data:`AUTO_DEFAULTS` for the data's kind.
+    there); without, :data:`AUTO_DEFAULTS` for the data's kind. The comparison keeps every method's fit until it
+    has chosen (the memory of one fit per method, held at once), then only the chosen one's.
     """
     kind, _ = metric_for(corpus)
     experts = corpus.workers_with_role("expert")
     if not np.isin(corpus.worker, experts).any():
         method = AUTO_DEFAULTS[kind]
-        return method, None, f"no expert labels to compare methods on: the default for {KIND_NAMES[kind]}, {method}"
-    comparison = run_comparison(corpus, **kwargs)
-    return comparison["recommended"], comparison, comparison["reason"]
+        return AutoChoice(method, None, f"no expert labels to compare methods on: the default for "
+                                        f"{KIND_NAMES[kind]}, {method}")
+    fits: dict[str, PriorFit] = {}
+    comparison = run_comparison(corpus, keep_fits=fits, **kwargs)
+    method = comparison["recommended"]
+    return AutoChoice(method, comparison, comparison["reason"], fits.get(method))
+
+
+def auto_method(corpus: Corpus, **kwargs: Any) -> tuple[str, dict[str, Any] | None, str]:
+    """:func:`choose_method` as ``(method, comparison or None, why)``."""
+    choice = choose_method(corpus, **kwargs)
+    return choice.method, choice.comparison, choice.why

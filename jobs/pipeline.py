@@ -2,6 +2,9 @@
 
 The same function serves ``crowdqa aggregate`` (synchronously) and the queued jobs
 (:func:`crowdqa.jobs.tasks.run_job`), so the command line and the service give identical results.
+:func:`run_pipeline` is a sequence of named stages (the crowd view, the fit, the cross-fit, the scoring), each
+returning a typed value; between two stages and between two EM iterations it calls the caller's ``checkpoint``
+(a job's cancel and CPU-budget check), the one place a running pipeline is stopped.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -27,12 +30,17 @@ from crowdqa.quality.report import build_report_data
 if TYPE_CHECKING:
     from crowdqa.quality.report_model import FitRecord, QualityReport
 
-__all__ = ["ModelStart", "PipelineResult", "ProgressFn", "run_pipeline"]
+__all__ = ["ModelStart", "PipelineResult", "ProgressFn", "Checkpoint", "FitRun", "CrossFitRun", "Fitted", "PriorFit",
+           "run_pipeline", "fit_model", "cross_fit", "cross_fit_stage", "fixed_schedule"]
 
 #: ``progress(stage, iteration, log_likelihood)``; ``iteration`` and ``log_likelihood``
 #: are None outside the EM loop. Stages: "fitting", "cross-fitting" (with ``use_experts``),
 #: "scoring"; callers add their own "reading" before and "writing" after.
 ProgressFn = Callable[[str, int | None, float | None], None]
+
+#: ``checkpoint()``: called between stages and between EM iterations; raises to stop the run (a job's
+#: :class:`~crowdqa.jobs.errors.JobCancelled` or :class:`~crowdqa.jobs.errors.BudgetExceededError`).
+Checkpoint = Callable[[], None]
 
 
 @dataclass(frozen=True)
@@ -104,6 +112,114 @@ class PipelineResult:
         return self.report.fit
 
 
+@dataclass(frozen=True)
+class CrossFitRun:
+    """How the aggregate was scored with ``use_experts``: ``folds`` fits over ``expert_documents`` documents."""
+
+    folds: int
+    expert_documents: int
+    seconds: float
+    seed: int
+
+
+@dataclass(frozen=True)
+class FitRun:
+    """What the report's ``fit`` block says about one fit (:class:`crowdqa.quality.report_model.FitRecord`).
+
+    Made once by the fitting stage; a later stage adds to it with :func:`dataclasses.replace`, never in place.
+    """
+
+    iterations: int
+    #: None: a fixed number of EM iterations was asked for (tol=None), or none at all (frozen).
+    converged: bool | None
+    seconds: float
+    log_likelihood: list[float]
+    params: dict[str, Any]
+    #: What each worker's "skill" in the report measures (None: the model has no worker score).
+    skill: str | None
+    warnings: list[str]
+    #: The stop at max_iter said in words, for the job's progress and the report's text (not only
+    #: "converged False"): the labels of an unconverged fit may still change with more iterations.
+    convergence_note: str | None
+    #: Where a new batch's fit started (:class:`ModelStart`): from, mode, workers seen before and new.
+    start: dict[str, Any] | None = None
+    cross_fit: CrossFitRun | None = None
+    #: Tokens no crowd worker labelled (not scored); None when there are none.
+    uncovered_tokens: int | None = None
+
+    def as_data(self) -> dict[str, Any]:
+        """The record as the plain dict :func:`crowdqa.quality.report.build_report_data` takes; ``stages`` holds
+        the seconds of fitting (and cross-fitting)."""
+        stages = {"fitting": self.seconds}
+        data: dict[str, Any] = {
+            "iterations": self.iterations, "converged": self.converged, "seconds": self.seconds,
+            "log_likelihood": list(self.log_likelihood), "params": dict(self.params), "skill": self.skill,
+            "warnings": list(self.warnings), "convergence_note": self.convergence_note, "stages": stages}
+        if self.start is not None:
+            data["start"] = dict(self.start)
+        if self.cross_fit is not None:
+            data["cross_fit"] = asdict(self.cross_fit)
+            stages["cross_fitting"] = self.cross_fit.seconds
+        if self.uncovered_tokens is not None:
+            data["uncovered_tokens"] = self.uncovered_tokens
+        return data
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """The fitting stage's outcome: the aggregate, the worker models, the estimator and its record."""
+
+    labels: NDArray[np.int64]
+    proba: NDArray[np.float64]
+    worker_confusion: NDArray[np.float64]
+    aggregator: Any
+    record: FitRun
+
+
+@dataclass(frozen=True)
+class PriorFit:
+    """A fit of the method on this corpus's crowd made before the pipeline ran, for it to reuse: what the
+    comparison of ``--method auto`` made for the method it chose (:func:`crowdqa.jobs.compare.choose_method`),
+    with default parameters, on the same crowd, expert labels and cross-fitting folds."""
+
+    fitted: Fitted
+    #: With ``use_experts``: the held-out predictions of the cross-fitting and its record (else None).
+    heldout: NDArray[np.int64] | None = None
+    cross_fit: CrossFitRun | None = None
+
+
+@dataclass(frozen=True)
+class _Steps:
+    """The caller's hooks: ``progress`` at each stage and EM iteration, ``checkpoint`` before each of them."""
+
+    progress: ProgressFn | None
+    checkpoint: Checkpoint | None
+
+    def stop_check(self) -> None:
+        if self.checkpoint is not None:
+            self.checkpoint()
+
+    def enter(self, stage: str) -> None:
+        """Between stages: the stop check, then the new stage's progress."""
+        self.stop_check()
+        if self.progress is not None:
+            self.progress(stage, None, None)
+
+    def iteration_hook(self, stage: str, *, with_values: bool = True) -> Callable[[int, float], None]:
+        """The aggregator's per-iteration ``callback``: the stop check between EM iterations, then the progress
+        (with the iteration and objective, or, for cross-fitting's many fits, the stage alone)."""
+
+        def on_iteration(iteration: int, log_likelihood: float) -> None:
+            self.stop_check()  # between two EM iterations: where a deleted job or a spent CPU budget stops
+            if self.progress is not None:
+                if with_values:
+                    self.progress(stage, int(iteration), float(log_likelihood))
+                else:
+                    self.progress(stage, None, None)
+
+        return on_iteration
+
+
 def run_pipeline(
     corpus: Corpus,
     *,
@@ -112,11 +228,13 @@ def run_pipeline(
     use_experts: bool = False,
     reference: str = "union",
     progress: ProgressFn | None = None,
+    checkpoint: Checkpoint | None = None,
     crossfit_folds: int = 4,
     seed: int = 0,
     blocked: frozenset[str] = frozenset(),
     start: ModelStart | None = None,
     unmatched_expert_documents: int = 0,
+    prior: PriorFit | None = None,
 ) -> PipelineResult:
     """Fit ``method`` on the crowd annotators of ``corpus`` and report against its experts.
 
@@ -133,8 +251,51 @@ def run_pipeline(
     annotators are matched by id, a new one starting from the crowd average.
     ``unmatched_expert_documents`` (the expert documents the reader left out because no crowd annotator
     labelled them: :func:`crowdqa.ingest.merge.drop_expert_only`) is reported in ``counts``.
+    ``checkpoint()`` is called between stages and between EM iterations; what it raises stops the run.
+    ``prior``: the same fit (and cross-fit) made already (:class:`PriorFit`), used instead of fitting again.
     Raises ValueError for an unknown method or parameter, or a corpus without crowd labels.
     """
+    steps = _Steps(progress, checkpoint)
+    crowd, excluded = crowd_view(corpus, blocked)
+    aggregator = _aggregator(method, params, start, corpus)
+    check_memory(method, Shape.of_corpus(corpus))  # before the fit allocates: one line / 422 instead of a crash
+    known = _known_labels(corpus, use_experts=use_experts, reference=reference, start=start)
+    clamped = np.zeros(corpus.n_tokens, dtype=bool) if known is None else known >= 0
+    _check_prior(prior, params=params, start=start, use_experts=use_experts, folds=crossfit_folds, seed=seed)
+    steps.enter("fitting")
+    fitted = prior.fitted if prior is not None else fit_model(
+        aggregator, crowd, known=known, params=params, start=start, callback=steps.iteration_hook("fitting"))
+    heldout = None
+    if use_experts:
+        steps.enter("cross-fitting")
+        if prior is not None:
+            heldout, crossed = prior.heldout, prior.cross_fit
+        else:
+            heldout, crossed = cross_fit_stage(method, params, crowd, known, corpus, folds=crossfit_folds, seed=seed,
+                                               callback=steps.iteration_hook("cross-fitting", with_values=False),
+                                               start=start)
+        fitted = replace(fitted, record=replace(fitted.record, cross_fit=crossed))
+    steps.enter("scoring")
+    t1 = time.perf_counter()
+    report = _score(corpus, crowd, fitted, method=method, use_experts=use_experts, reference=reference,
+                    clamped=clamped, heldout=heldout, excluded=excluded, unmatched=unmatched_expert_documents)
+    report_seconds = time.perf_counter() - t1
+    report["fit"]["stages"]["scoring"] = round(report_seconds, 6)  # the report's own dict, made by _score
+    frozen = start is not None and start.frozen
+    return PipelineResult(
+        labels=fitted.labels,
+        proba=fitted.proba,
+        worker_confusion=fitted.worker_confusion,
+        report_data=report,
+        clamped=clamped,
+        timings={"fit": fitted.record.seconds, "report": round(report_seconds, 6)},
+        model=start.state if frozen else _model_state(fitted.aggregator, corpus),
+    )
+
+
+def crowd_view(corpus: Corpus, blocked: frozenset[str]) -> tuple[Corpus, NDArray[np.bool_]]:
+    """The corpus's crowd annotators without the ``blocked`` ones, and which annotators are blocked (a mask of
+    shape (n_workers,)). ValueError when no crowd label is left to aggregate."""
     crowd_ids = corpus.workers_with_role("crowd")
     excluded = np.array([corpus.worker_ids[w] in blocked for w in range(corpus.n_workers)], dtype=bool)
     crowd = corpus.select_workers(crowd_ids[~excluded[crowd_ids]])
@@ -144,110 +305,117 @@ def run_pipeline(
             f"{len(crowd_ids)} crowd annotators, {int(excluded[crowd_ids].sum())} of them blocked, with labels on "
             f"{corpus.n_tokens} tokens)"
         )
-    aggregator = _aggregator(method, params, start, corpus)
-    check_memory(method, Shape.of_corpus(corpus))  # before the fit allocates: one line / 422 instead of a crash
+    return crowd, excluded
+
+
+def _known_labels(corpus: Corpus, *, use_experts: bool, reference: str, start: ModelStart | None
+                  ) -> NDArray[np.int64] | None:
+    """The expert reference labels the fit clamps (``use_experts``), or None."""
     if start is not None and start.frozen and use_experts:
         raise ValueError("a frozen model is not refitted, so clamped expert labels would teach it nothing: "
                          "start EM from the earlier model instead (not frozen), or leave use_experts off")
-    known = None
-    clamped = np.zeros(corpus.n_tokens, dtype=bool)
-    if use_experts:
-        if len(corpus.workers_with_role("expert")) == 0:
-            raise ValueError("use_experts needs expert labels, and the data has none: give the experts' labels "
-                             "(an upload with role 'expert'; on the command line, --expert PATH)")
-        known = reference_labels(corpus, rule=reference)
-        clamped = known >= 0
+    if not use_experts:
+        return None
+    if len(corpus.workers_with_role("expert")) == 0:
+        raise ValueError("use_experts needs expert labels, and the data has none: give the experts' labels "
+                         "(an upload with role 'expert'; on the command line, --expert PATH)")
+    return reference_labels(corpus, rule=reference)
 
-    def callback(iteration: int, log_likelihood: float) -> None:
-        if progress is not None:
-            progress("fitting", int(iteration), float(log_likelihood))
 
-    if progress is not None:
-        progress("fitting", None, None)
+def fit_model(aggregator: Any, crowd: Corpus, *, known: NDArray | None, params: dict[str, Any] | None = None,
+              start: ModelStart | None = None, callback: Callable[[int, float], None] | None = None) -> Fitted:
+    """The fitting stage: fit ``aggregator`` on ``crowd`` (or, with a frozen ``start``, predict with the earlier
+    parameters) and record how it went, with the warnings it gave."""
+    frozen = start is not None and start.frozen
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        if start is not None and start.frozen:
+        if frozen:
             labels, proba = aggregator.predict_with_proba(crowd)
             confusion = _carried_confusion(start.state, crowd)
         else:
             aggregator.fit(crowd, known=known, callback=callback)
             labels, proba = aggregator.labels_, aggregator.proba_
             confusion = aggregator.worker_confusion_
-    fit_seconds = time.perf_counter() - t0
-    frozen = start is not None and start.frozen
-    history = [] if frozen else [float(x) for x in getattr(aggregator, "log_likelihood_", [])]
-    fit = {
-        "iterations": 0 if frozen else int(getattr(aggregator, "n_iter_", 0)),
-        # None: a fixed number of EM iterations was asked for (tol=None), or none at all (frozen).
-        "converged": None if frozen or fixed_schedule(aggregator) else bool(getattr(aggregator, "converged_", True)),
-        "seconds": round(fit_seconds, 6),
-        "log_likelihood": history,
-        "params": {k: v for k, v in (params or {}).items()},
-        # What each worker's "skill" in the report measures (None: the model has no worker score).
-        "skill": getattr(aggregator, "skill_description", None),
-        "warnings": [str(w.message) for w in caught],
-        # The stop at max_iter said in words, for the job's progress and the report's text (not only
-        # "converged False"): the labels of an unconverged fit may still change with more iterations.
-        "convergence_note": next((f"not converged: {w.message}" for w in caught
-                                  if issubclass(w.category, ConvergenceWarning)), None),
-        "stages": {"fitting": round(fit_seconds, 6)},
-    }
-    if start is not None:
-        seen = np.isin(np.asarray(crowd.worker_ids, dtype=str), start.state["worker_ids_"])
-        active = np.bincount(crowd.worker, minlength=crowd.n_workers) > 0
-        fit["start"] = {"from": start.source, "mode": "frozen" if frozen else "warm start",
-                        "workers_seen_before": int(np.count_nonzero(seen & active)),
-                        "workers_new": int(np.count_nonzero(~seen & active))}
-    heldout = None
-    if use_experts:
-        if progress is not None:
-            progress("cross-fitting", None, None)
-        t_cf = time.perf_counter()
-        def fold_step(iteration: int, log_likelihood: float) -> None:
-            if progress is not None:  # a checkpoint per EM iteration of every fold's fit, too
-                progress("cross-fitting", None, None)
+    seconds = round(time.perf_counter() - t0, 6)
+    record = FitRun(
+        iterations=0 if frozen else int(getattr(aggregator, "n_iter_", 0)),
+        converged=None if frozen or fixed_schedule(aggregator) else bool(getattr(aggregator, "converged_", True)),
+        seconds=seconds,
+        log_likelihood=[] if frozen else [float(x) for x in getattr(aggregator, "log_likelihood_", [])],
+        params=dict(params or {}),
+        skill=getattr(aggregator, "skill_description", None),
+        warnings=[str(w.message) for w in caught],
+        convergence_note=next((f"not converged: {w.message}" for w in caught
+                               if issubclass(w.category, ConvergenceWarning)), None),
+        start=None if start is None else _start_record(start, crowd),
+    )
+    return Fitted(labels=np.asarray(labels, dtype=np.int64), proba=np.asarray(proba, dtype=np.float64),
+                  worker_confusion=np.asarray(confusion, dtype=np.float64), aggregator=aggregator, record=record)
 
-        heldout, n_folds, n_expert_docs = cross_fit(method, params, crowd, known, corpus, folds=crossfit_folds,
-                                                     seed=seed, callback=fold_step, start=start)
-        fit["cross_fit"] = {"folds": n_folds, "expert_documents": n_expert_docs,
-                            "seconds": round(time.perf_counter() - t_cf, 6), "seed": seed}
-        fit["stages"]["cross_fitting"] = fit["cross_fit"]["seconds"]
-    if progress is not None:
-        progress("scoring", None, None)
-    t1 = time.perf_counter()
-    labels = np.asarray(labels, dtype=np.int64)
+
+def _start_record(start: ModelStart, crowd: Corpus) -> dict[str, Any]:
+    """The report's ``fit.start``: where the batch's fit started and how many of its annotators the earlier
+    model knew."""
+    seen = np.isin(np.asarray(crowd.worker_ids, dtype=str), start.state["worker_ids_"])
+    active = np.bincount(crowd.worker, minlength=crowd.n_workers) > 0
+    return {"from": start.source, "mode": "frozen" if start.frozen else "warm start",
+            "workers_seen_before": int(np.count_nonzero(seen & active)),
+            "workers_new": int(np.count_nonzero(~seen & active))}
+
+
+def _check_prior(prior: PriorFit | None, *, params: dict[str, Any] | None, start: ModelStart | None,
+                 use_experts: bool, folds: int, seed: int) -> None:
+    """ValueError for a prior fit that is not the fit this run would make (other parameters, a batch start, other
+    cross-fitting folds)."""
+    if prior is None:
+        return
+    crossed = prior.cross_fit
+    if (prior.fitted.record.params != dict(params or {}) or start is not None
+            or use_experts != (crossed is not None)  # clamped and cross-fitted exactly when the run uses experts
+            or (crossed is not None and (crossed.seed, min(folds, crossed.expert_documents))
+                != (seed, crossed.folds))):
+        raise ValueError("a prior fit is reused only by a run with its parameters, no batch start, the same "
+                         "use of the experts and its cross-fitting folds")
+
+
+def cross_fit_stage(method: str, params: dict[str, Any] | None, crowd: Corpus, known: NDArray, corpus: Corpus, *,
+                     folds: int, seed: int, callback: Callable[[int, float], None],
+                     start: ModelStart | None) -> tuple[NDArray[np.int64], CrossFitRun]:
+    """The cross-fitting stage: held-out predictions on the expert documents (:func:`cross_fit`) and its record."""
+    t0 = time.perf_counter()
+    heldout, n_folds, n_expert_docs = cross_fit(method, params, crowd, known, corpus, folds=folds, seed=seed,
+                                                callback=callback, start=start)
+    return heldout, CrossFitRun(folds=n_folds, expert_documents=n_expert_docs,
+                                seconds=round(time.perf_counter() - t0, 6), seed=seed)
+
+
+def _score(corpus: Corpus, crowd: Corpus, fitted: Fitted, *, method: str, use_experts: bool, reference: str,
+           clamped: NDArray[np.bool_], heldout: NDArray[np.int64] | None, excluded: NDArray[np.bool_],
+           unmatched: int) -> dict[str, Any]:
+    """The scoring stage: the quality report as plain JSON data, with the blocked annotators marked and the
+    expert documents the reader left out counted (set while it is built, not patched in afterwards)."""
     # A token no crowd worker labelled has no aggregate, only the model's prior (or a clamped expert
     # label): it is not scored, so documents only the experts labelled do not read as missed spans.
     covered = np.bincount(crowd.token, minlength=corpus.n_tokens) > 0
     uncovered = int(np.count_nonzero(~covered))
-    if uncovered:
-        fit["uncovered_tokens"] = uncovered
-    scored = np.where(covered | clamped, labels, MISSING)
-    skills = getattr(aggregator, "skills_", None)
+    record = replace(fitted.record, uncovered_tokens=uncovered or None)
+    scored = np.where(covered | clamped, fitted.labels, MISSING)
+    skills = getattr(fitted.aggregator, "skills_", None)
     if skills is not None and excluded.any():  # a blocked worker's skill is the model's prior, not a measure
         skills = np.where(excluded, np.nan, np.asarray(skills, dtype=np.float64))
     report = build_report_data(
         corpus, scored, method=method, experts_used_in_fit=bool(use_experts),
         clamped=clamped if use_experts else None,
-        heldout=None if heldout is None else np.where(covered, heldout, MISSING), fit=fit, reference=reference,
-        skills=skills,
+        heldout=None if heldout is None else np.where(covered, heldout, MISSING), fit=record.as_data(),
+        reference=reference, skills=skills,
     )
-    for entry, blocked in zip(report["workers"], excluded.tolist(), strict=True):
-        entry["blocked"] = blocked  # left out of the fit, scored like the others
-    report["blocked_workers"] = [corpus.worker_ids[w] for w in np.flatnonzero(excluded)]
-    report["counts"]["expert_documents_without_crowd"] = int(unmatched_expert_documents)
-    report_seconds = time.perf_counter() - t1
-    report["fit"]["stages"]["scoring"] = round(report_seconds, 6)
-    return PipelineResult(
-        labels=labels,
-        proba=np.asarray(proba, dtype=np.float64),
-        worker_confusion=np.asarray(confusion, dtype=np.float64),
-        report_data=report,
-        clamped=clamped,
-        timings={"fit": round(fit_seconds, 6), "report": round(report_seconds, 6)},
-        model=start.state if frozen else _model_state(aggregator, corpus),
-    )
+    # Blocked annotators are left out of the fit and scored like the others: each entry says so.
+    workers = [{**entry, "blocked": blocked} for entry, blocked in zip(report["workers"], excluded.tolist(),
+                                                                          strict=True)]
+    return {**report, "workers": workers,
+            "blocked_workers": [corpus.worker_ids[w] for w in np.flatnonzero(excluded)],
+            "counts": {**report["counts"], "expert_documents_without_crowd": int(unmatched)}}
 
 
 def _aggregator(method: str, params: dict[str, Any] | None, start: ModelStart | None, corpus: Corpus) -> Any:

@@ -37,9 +37,9 @@ def _check_job_input(session: Session, dataset: Dataset, job_in: JobCreate) -> N
     if not dataset.corpus_sha256:
         raise JobNotRunnableError(f"dataset {dataset.id} has no uploads yet: upload a crowd file first")
     roles = (dataset.summary or {}).get("annotators") or {}
+    has_experts = not (isinstance(roles, dict) and roles.get("expert") in (0, None, {}, []))
     if str(job_in.method) in ("auto", "compare"):
-        check_comparison_job(job_in, has_experts=not (isinstance(roles, dict) and roles.get("expert") in
-                                                      (0, None, {}, [])))
+        check_comparison_job(job_in, has_experts=has_experts)
     else:
         if job_in.methods is not None:
             raise ValueError(f"methods is for a comparison (method compare), not for method {job_in.method}")
@@ -51,7 +51,7 @@ def _check_job_input(session: Session, dataset: Dataset, job_in: JobCreate) -> N
         raise ValueError(f"none of the dataset's {coverage['expert_documents_without_crowd']} expert documents "
                          "(items) matches a crowd document by id: the expert labels would grade nothing; upload "
                          "experts' labels with the crowd's ids, or delete the expert upload")
-    if job_in.use_experts and isinstance(roles, dict) and roles.get("expert") in (0, None, {}, []):
+    if job_in.use_experts and not has_experts:
         raise ValueError("use_experts needs expert labels: upload a file with role 'expert' first")
     if job_in.reference not in RULES:
         experts = crud.annotator_ids(session=session, dataset_id=dataset.id, role="expert")

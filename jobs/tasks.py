@@ -25,7 +25,7 @@ from sqlmodel import Session
 
 from crowdqa.jobs import cancel
 from crowdqa.jobs.batches import start_from_job
-from crowdqa.jobs.compare import auto_method, run_comparison
+from crowdqa.jobs.compare import AutoChoice, choose_method, run_comparison
 from crowdqa.jobs.errors import BudgetExceededError, JobCancelled
 from crowdqa.jobs.pipeline import run_pipeline
 from crowdqa.jobs.uploads import job_corpus
@@ -92,16 +92,18 @@ class _Progress:
         self.stages: dict[str, float] = {}
         self.state: dict[str, Any] = {}
 
-    def __call__(self, stage: str, iteration: int | None, log_likelihood: float | None, **extra: Any) -> None:
-        # Between EM iterations and stages: the place where a deleted job or a stopping server stops it, and where
-        # a job past its CPU-time budget fails.
+    def checkpoint(self) -> None:
+        """Stop here if the job was deleted or the service is stopping (:func:`crowdqa.jobs.cancel.checkpoint`), or
+        fail it if it is past its CPU-time budget: what the pipeline calls between stages and EM iterations."""
         cancel.checkpoint(self.job_id)
         used = time.thread_time() - self.cpu_start
         if used > self.settings.job_cpu_seconds:
             raise BudgetExceededError(
-                f"stopped while {stage} after {used:.1f} CPU seconds, past the job's budget of "
+                f"stopped while {self.stage or 'starting'} after {used:.1f} CPU seconds, past the job's budget of "
                 f"{self.settings.job_cpu_seconds:g} (CROWDQA_JOB_CPU_SECONDS): lower max_iter or n_restarts, or "
                 f"split the dataset")
+
+    def __call__(self, stage: str, iteration: int | None, log_likelihood: float | None, **extra: Any) -> None:
         now = time.monotonic()
         if stage != self.stage:
             if self.stage is not None:
@@ -185,8 +187,9 @@ def _run_comparison(settings: Settings, job: Job, corpus, progress: _Progress, b
     params = job.params or {}
     comparison = run_comparison(corpus, methods=params.get("methods"), params_for=params.get("params_for"),
                                 use_experts=job.use_experts, reference=job.reference, progress=progress.method,
-                                blocked=blocked)
+                                checkpoint=progress.checkpoint, blocked=blocked)
     timings["compare"] = round(time.perf_counter() - t0, 6)
+    progress.checkpoint()
     progress("writing", None, None)
     t1 = time.perf_counter()
     stored = ArtifactStore(settings.data_dir).put_bytes(json.dumps(plain_json(comparison)).encode(), kind="results",
@@ -224,6 +227,7 @@ def _run_claimed(settings: Settings, job: Job, rq_job) -> str:
     try:
         t0 = time.perf_counter()
         progress = _Progress(settings, job_id)
+        progress.checkpoint()  # between stages: deleted or stopping before it starts
         progress("reading", None, None)
         corpus, unmatched = job_corpus(ArtifactStore(settings.data_dir), job.corpus_sha256)
         blocked = with_session_retry(  # the list as the job starts
@@ -232,17 +236,19 @@ def _run_claimed(settings: Settings, job: Job, rq_job) -> str:
         timings = {"load": round(time.perf_counter() - t0, 6)}
         if str(job.method) == "compare":
             return _run_comparison(settings, job, corpus, progress, blocked, timings)
-        method, comparison, why = str(job.method), None, None
-        if method == "auto":
-            method, comparison, why = auto_method(corpus, use_experts=job.use_experts, reference=job.reference,
-                                                  blocked=blocked, progress=progress.method)
-        result = run_pipeline(corpus, method=method,
+        choice = AutoChoice(str(job.method), None, "")
+        if choice.method == "auto":  # the comparison's fit of the method it chooses is reused, not made again
+            choice = choose_method(corpus, use_experts=job.use_experts, reference=job.reference, blocked=blocked,
+                                   progress=progress.method, checkpoint=progress.checkpoint)
+        result = run_pipeline(corpus, method=choice.method,
                               params=job.params, use_experts=job.use_experts, reference=job.reference,
-                              progress=progress, blocked=blocked, start=start_from_job(settings, job),
-                              unmatched_expert_documents=unmatched)
-        if method != str(job.method):
-            result.report_data.update(method_choice=f"method auto: {why}", comparison=comparison)
+                              progress=progress, checkpoint=progress.checkpoint, blocked=blocked,
+                              start=start_from_job(settings, job), unmatched_expert_documents=unmatched,
+                              prior=choice.fit)
+        if choice.method != str(job.method):
+            result.report_data.update(method_choice=f"method auto: {choice.why}", comparison=choice.comparison)
         timings.update(result.timings)
+        progress.checkpoint()
         progress("writing", None, None)
         _save_results(settings, job, result, timings)
         return JobStatus.finished.value

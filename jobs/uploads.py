@@ -14,13 +14,14 @@ import logging
 import tempfile
 import threading
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
 from sqlmodel import Session
 
 from crowdqa.aggregation.corpus import Corpus
-from crowdqa.ingest import ParseResult, check_options, read_corpus
+from crowdqa.ingest import ParseResult, read_corpus
 from crowdqa.ingest._inflate import BoundedZip
 from crowdqa.ingest.errors import IngestError, Problem
 from crowdqa.ingest.index import (
@@ -42,12 +43,34 @@ from crowdqa.store.artifacts import ArtifactStore, safe_suffix
 from crowdqa.store.models import Dataset, Upload
 from crowdqa.store.settings import Settings
 
-__all__ = ["load_job_corpus", "job_corpus", "extract_docs", "parse_upload", "add_upload", "delete_upload",
-           "delete_dataset", "collect_garbage"]
+__all__ = ["FORM_OVERHEAD", "UploadLimits", "load_job_corpus", "job_corpus", "extract_docs", "parse_upload",
+           "add_upload", "delete_upload", "delete_dataset", "collect_garbage"]
 
 logger = logging.getLogger(__name__)
 
 _dataset_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
+
+#: Room for multipart headers and form fields on top of an uploaded file itself.
+FORM_OVERHEAD = 64 * 1024
+
+
+@dataclass(frozen=True)
+class UploadLimits:
+    """Every size limit of an upload, made from ``CROWDQA_MAX_UPLOAD_BYTES`` here only: the request gate refuses
+    a larger request body before reading it (API and dashboard), :func:`add_upload` a larger file or docs zip
+    (any door), and the docs zip's texts are unpacked up to ``texts`` bytes."""
+
+    #: Bytes of the uploaded file, and of the docs zip.
+    file: int
+    #: Bytes of an upload request's body: the files and the form's other fields (:data:`FORM_OVERHEAD`).
+    request: int
+    #: Bytes the docs zip's texts may unpack to.
+    texts: int
+
+    @classmethod
+    def of(cls, settings: Settings) -> UploadLimits:
+        return cls(file=settings.max_upload_bytes, request=settings.max_upload_bytes + FORM_OVERHEAD,
+                   texts=4 * settings.max_upload_bytes)
 
 
 def load_job_corpus(store: ArtifactStore, sha: str, *, n_tokens: int | None = None) -> Corpus:
@@ -116,7 +139,6 @@ def parse_upload(path, *, format: str, role: str, options: dict[str, Any], docs:
             text = text.replace(stored, name)
         return text
 
-    check_options(options, client=True)  # a client's options: no string of theirs becomes a server path (docs)
     try:
         parsed = read_corpus(path, format=format, role=role, docs=docs, **options)
     except IngestError as exc:
@@ -148,19 +170,19 @@ def add_upload(*, session: Session, settings: Settings, dataset: Dataset, stream
     # upload's size is known.
     check_stored_bytes(session=session, settings=settings, project_id=dataset.project_id)
     check_upload_rate(session=session, settings=settings, project_id=dataset.project_id)
-    store = ArtifactStore(settings.data_dir)
-    raw = store.put_stream(stream, kind="uploads", suffix=safe_suffix(filename), limit=settings.max_upload_bytes)
+    store, limits = ArtifactStore(settings.data_dir), UploadLimits.of(settings)
+    raw = store.put_stream(stream, kind="uploads", suffix=safe_suffix(filename), limit=limits.file)
     docs = None
     try:
         check_stored_bytes(session=session, settings=settings, project_id=dataset.project_id, incoming=raw.size)
         if docs_stream is not None:
-            docs = store.put_stream(docs_stream, kind="docs", suffix=".zip", limit=settings.max_upload_bytes)
+            docs = store.put_stream(docs_stream, kind="docs", suffix=".zip", limit=limits.file)
             options = {**options, "docs_sha256": docs.sha256}
         with tempfile.TemporaryDirectory(prefix="crowdqa-docs-") as tmp:
             folder = None
             if docs is not None:
                 folder = Path(tmp)
-                extract_docs(store.path(docs), folder, max_bytes=4 * settings.max_upload_bytes)
+                extract_docs(store.path(docs), folder, max_bytes=limits.texts)
             return _parse_and_merge(session=session, store=store, dataset=dataset, raw=raw, filename=filename,
                                     format=format, role=role, options=options, docs=folder)
     except BaseException:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from crowdqa.api.commands import UserError, cli_wording
-from crowdqa.ingest.formats import READ_FORMATS, ROLES, UPLOAD_OPTIONS, option
+from crowdqa.ingest.formats import READ_FORMATS, ROLES, UPLOAD_OPTIONS, check_upload, option
 
 if TYPE_CHECKING:  # the readers load only when a command reads (``--help`` stays light)
     from crowdqa.jobs.local import ParseResult
@@ -36,15 +36,30 @@ def add_upload_arguments(p: argparse.ArgumentParser, *, path_help: str, metavar:
 
 def add_option_arguments(p: argparse.ArgumentParser, names: list[str]) -> None:
     """Add the flags of the upload options ``names`` (``--text-column`` for ``text_column``), as the table
-    :data:`crowdqa.ingest.formats.UPLOAD_OPTIONS` describes them."""
+    :data:`crowdqa.ingest.formats.UPLOAD_OPTIONS` describes them; a value is checked as the API's form and the
+    dashboard check it (:func:`crowdqa.ingest.formats.check_upload`), with the same message."""
     for name in names:
         o = option(name)
         flag, default = "--" + o.name.replace("_", "-"), f" (default {o.default})" if o.default else ""
         if o.type is bool:
             p.add_argument(flag, action="store_true", help=o.help)
         else:
-            p.add_argument(flag, choices=o.choices or None, default=o.default, metavar=None if o.choices else o.metavar,
-                           help=o.help + default)
+            p.add_argument(flag, type=_checked(o.name), choices=o.choices or None, default=o.default,
+                           metavar=None if o.choices else o.metavar, help=o.help + default)
+
+
+def _checked(name: str):
+    """argparse's ``type`` of option ``name``: the value, or the upload check's message (argparse names the flag)."""
+
+    def check(value: str) -> str:
+        try:
+            check_upload({name: value})
+        except ValueError as exc:  # an IngestError
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        return value
+
+    check.__name__ = name  # argparse names a type in its message when the type's call fails otherwise
+    return check
 
 
 def add_table_arguments(p: argparse.ArgumentParser) -> None:

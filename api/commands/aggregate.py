@@ -129,19 +129,21 @@ def _run(args: argparse.Namespace) -> int:
     roles = {r: corpus.worker_roles.count(r) for r in ROLES}
     say(f"crowdqa: read {corpus.n_docs} documents, {corpus.n_tokens} tokens, annotators {roles}"
         + (f"; skipped {len(problems)} bad rows" if problems else ""))
-    method, comparison, why = args.method, None, None
+    method, comparison, why, prior = args.method, None, None, None
     if auto:
-        from crowdqa.jobs.compare import auto_method
+        from crowdqa.jobs.compare import choose_method
 
         local.check_reference(args.reference, corpus)
         progress("comparing", None, None)
-        method, comparison, why = auto_method(corpus, use_experts=args.use_experts, reference=args.reference)
+        choice = choose_method(corpus, use_experts=args.use_experts, reference=args.reference)
+        method, comparison, why = choice.method, choice.comparison, choice.why
+        prior = choice.fit  # the comparison's fit of the method (auto takes no --params): not made again
         progress.end()
         say(f"crowdqa: --method auto: {method}: {why}")
         progress.method = method
     result = local.aggregate(corpus, method=method, params=params, use_experts=args.use_experts,
                              reference=args.reference, progress=progress, start=start,
-                             unmatched_expert_documents=parsed.unmatched_expert_documents)
+                             unmatched_expert_documents=parsed.unmatched_expert_documents, prior=prior)
     progress("writing", None, None)
     local.write_aggregate(result, corpus, output=args.output, format=out_format)
     progress.end()

@@ -33,8 +33,9 @@ from crowdqa.api.dashboard.charts import line_curve
 from crowdqa.api.dashboard.web import PREFIX, PageError, redirect, render
 from crowdqa.api.deps import QueueDep, SessionDep, SettingsDep
 from crowdqa.api.errors import ProblemError
+from crowdqa.api.forms import upload_form, upload_options
 from crowdqa.api.throttle import client_address, throttle_of
-from crowdqa.ingest.formats import READ_FORMATS, ROLES, UPLOAD_OPTIONS, choice_message
+from crowdqa.ingest.formats import READ_FORMATS, ROLES, UPLOAD_OPTIONS
 from crowdqa.jobs import reconcile, service, uploads
 from crowdqa.jobs.batches import batch_methods, start_candidates
 from crowdqa.jobs.errors import (
@@ -222,22 +223,15 @@ async def upload(request: Request, dataset_id: str, session: SessionDep, setting
     form = await request.form()
     check_csrf(request, dash, _text(form.get("csrf")))
     dataset = owned_dataset(session, dash, dataset_id)
-    file, docs = form.get("file"), form.get("docs")
-    options: dict[str, Any] = {}
-    for o in UPLOAD_OPTIONS:
-        value = _text(form.get(o.name)) if o.client else ""
-        if value:
-            options[o.name] = True if o.type is bool else value
     try:
+        file = form.get("file")
         if not isinstance(file, Part) or not file.filename:
             raise ValueError("choose a file to upload")
-        role, format = _text(form.get("role")) or "crowd", _text(form.get("format"))
-        if role not in ROLES:
-            raise ValueError(choice_message("role", role, ROLES))
+        upload = upload_form(_given_fields(form))  # the API's check and form model
         await run_in_threadpool(
-            uploads.add_upload, session=session, settings=settings, dataset=dataset, stream=file.file,
-            filename=file.filename, format=format, role=role, options=options,
-            docs_stream=docs.file if isinstance(docs, Part) and docs.filename else None)
+            uploads.add_upload, session=session, settings=settings, dataset=dataset, stream=upload.file.file,
+            filename=upload.file.filename, format=upload.format, role=upload.role, options=upload_options(upload),
+            docs_stream=upload.docs.file if upload.docs is not None else None)
     except FORM_ERRORS as exc:
         session.rollback()
         status = getattr(exc, "status", 413 if isinstance(exc, UploadTooLargeError) else 422)
@@ -246,6 +240,21 @@ async def upload(request: Request, dataset_id: str, session: SessionDep, setting
     finally:
         await form.close()
     return redirect(f"/datasets/{dataset.id}")
+
+
+def _given_fields(form: Any) -> dict[str, Any]:
+    """The upload form's fields as a client gives them: text stripped (and cut to 1000 characters), files with a
+    name; a field left empty (an option not set, no docs zip) is not given, except the format (refused by name)."""
+    from starlette.datastructures import UploadFile as Part
+
+    fields: dict[str, Any] = {}
+    for name, value in form.multi_items():
+        if isinstance(value, Part):
+            if value.filename:
+                fields[name] = value
+        elif name != "csrf" and (value.strip() or name == "format"):
+            fields[name] = _text(value)
+    return fields
 
 
 def _text(value: Any, limit: int = 1000) -> str:

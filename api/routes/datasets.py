@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Form, Path, Query, Response, status
 
 from crowdqa.api.deps import CurrentProjectDep, OwnedDatasetDep, QueueDep, SessionDep, SettingsDep
 from crowdqa.api.errors import ProblemError, problem_responses
-from crowdqa.api.forms import UploadForm, refuse_unknown_fields, upload_options
+from crowdqa.api.forms import UploadForm, check_upload_request, upload_options
 from crowdqa.jobs import service, uploads
 from crowdqa.store import crud
 from crowdqa.store.models import (
@@ -57,7 +57,7 @@ def delete_dataset(dataset: OwnedDatasetDep, session: SessionDep, settings: Sett
 
 
 @router.post("/{dataset_id}/uploads", status_code=status.HTTP_201_CREATED,
-             responses=problem_responses(404, 409, 413, 429), dependencies=[Depends(refuse_unknown_fields)])
+             responses=problem_responses(404, 409, 413, 429), dependencies=[Depends(check_upload_request)])
 def create_upload(dataset: OwnedDatasetDep, session: SessionDep, settings: SettingsDep,
                   form: Annotated[UploadForm, Form(media_type="multipart/form-data")]) -> UploadPublic:
     """Upload one file (crowd or expert): it is stored, parsed and merged into the dataset's corpus."""

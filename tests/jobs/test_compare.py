@@ -72,3 +72,39 @@ def test_a_method_the_data_kind_rules_out_is_refused_and_left_out_of_all():
     assert "kos" not in applicable_methods(corpus) and "hmm-crowd" in applicable_methods(corpus)
     with pytest.raises(ValueError, match="kos is defined for binary labels"):
         run_comparison(corpus, methods=["mv", "kos"])
+
+
+def _without_seconds(value):
+    if isinstance(value, dict):
+        return {k: _without_seconds(v) for k, v in value.items() if k not in ("seconds", "stages")}
+    if isinstance(value, list):
+        return [_without_seconds(v) for v in value]
+    return value
+
+
+@pytest.mark.parametrize("use_experts", [False, True])
+def test_auto_reuses_the_comparisons_fit_of_the_method_it_chose(monkeypatch, use_experts):
+    """Issue 32: ``--method auto`` fitted the chosen method again after the comparison had (and, with the experts,
+    cross-fitted it again); the pipeline now takes the comparison's fit, and reports what a fresh run reports."""
+    from crowdqa.aggregation.dawid_skene import DawidSkene
+    from crowdqa.jobs.compare import choose_method
+
+    corpus = synthetic_corpus(n_docs=24, accuracy=0.75, seed=5)
+    fits = []
+    fit = DawidSkene.fit
+    monkeypatch.setattr(DawidSkene, "fit", lambda self, *a, **k: fits.append(1) or fit(self, *a, **k))
+    choice = choose_method(corpus, methods=["ds"], use_experts=use_experts, n_boot=50)
+    assert choice.method == "ds" and choice.fit is not None
+    made = len(fits)
+    assert made == (5 if use_experts else 1)  # one fit, and 4 cross-fitting folds
+    reused = run_pipeline(corpus, method="ds", use_experts=use_experts, prior=choice.fit)
+    assert len(fits) == made
+    fresh = run_pipeline(corpus, method="ds", use_experts=use_experts)
+    assert len(fits) == 2 * made
+    np.testing.assert_array_equal(reused.labels, fresh.labels)
+    np.testing.assert_array_equal(reused.proba, fresh.proba)
+    assert _without_seconds(reused.report_data) == _without_seconds(fresh.report_data)
+    with pytest.raises(ValueError, match="prior fit is reused only"):
+        run_pipeline(corpus, method="ds", params={"max_iter": 3}, use_experts=use_experts, prior=choice.fit)
+    with pytest.raises(ValueError, match="the same use of the experts"):
+        run_pipeline(corpus, method="ds", use_experts=not use_experts, prior=choice.fit)

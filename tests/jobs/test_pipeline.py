@@ -161,3 +161,35 @@ def test_a_fit_stopped_at_max_iter_says_so_in_the_report_text(seed):
     done = run_pipeline(corpus, method="ds")
     assert done.fit.converged is True and done.fit.convergence_note is None
     assert "warning: not converged" not in render_text(done.report)
+
+
+class _Stop(Exception):
+    pass
+
+
+@pytest.mark.parametrize("method, use_experts", [("ds", False), ("ds", True), ("mace", False)])
+def test_checkpoint_runs_between_stages_and_em_iterations_without_progress(method, use_experts, seed):
+    """Issue 32: the stop check is the pipeline's own ``checkpoint`` (before each stage and each EM iteration of
+    the fit and of every cross-fit), called with no progress callback; what it raises ends the run there."""
+    corpus = synthetic_corpus(seed=seed)
+    params = {"max_iter": 6, "tol": 0.0} if method == "ds" else {"max_iter": 6, "n_restarts": 1}
+    calls: list[int] = []
+    done = run_pipeline(corpus, method=method, params=params, use_experts=use_experts,
+                        checkpoint=lambda: calls.append(1))
+    folds = done.fit.cross_fit.folds if use_experts else 0
+    iterations_per_fit = done.fit.iterations
+    # fitting + its iterations, cross-fitting + every fold's iterations, scoring
+    assert len(calls) == 1 + iterations_per_fit + (1 + folds * iterations_per_fit if use_experts else 0) + 1
+
+    def stop_at_third() -> None:
+        calls.append(1)
+        if len(calls) == 3:
+            raise _Stop
+
+    calls.clear()
+    seen: list[tuple] = []
+    with pytest.raises(_Stop):
+        run_pipeline(corpus, method=method, params=params, use_experts=use_experts, checkpoint=stop_at_third,
+                     progress=lambda *a: seen.append(a))
+    # stopped before the second EM iteration's progress: the stage, then iteration 1 only
+    assert seen == [("fitting", None, None), ("fitting", 1, seen[1][2])]
