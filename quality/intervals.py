@@ -22,6 +22,7 @@ References
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,7 +32,7 @@ from crowdqa.quality._beta_quantile import beta_lower_quantile
 
 __all__ = [
     "Interval", "clopper_pearson", "clopper_pearson_bounds", "bootstrap_f1", "bootstrap_f1_bounds",
-    "grouped_bootstrap_f1_bounds",
+    "grouped_bootstrap_f1_bounds", "chunk_ranges",
 ]
 
 
@@ -308,7 +309,7 @@ def _distinct_rows(group: NDArray, tp: NDArray, err: NDArray) -> tuple[NDArray, 
     return uniq[:, 0], uniq[:, 1], uniq[:, 2], mult
 
 
-def _chunks(sizes: NDArray, budget: int):
+def chunk_ranges(sizes: NDArray, budget: int) -> Iterator[tuple[int, int]]:
     """Consecutive index ranges ``[a, b)`` of ``sizes`` whose sums stay within ``budget`` (at least one each)."""
     ends = np.cumsum(sizes)
     a = 0
@@ -332,7 +333,7 @@ def _multinomial_sums(u_group, u_tp, u_err, mult, n_rows, groups, *, n_boot, rng
     width = np.where(j_all <= 4, j_all, 1 << np.ceil(np.log2(np.maximum(j_all, 1))).astype(np.int64))
     for j in np.unique(width).tolist():
         bucket = groups[width == j]
-        for a, b in _chunks(np.full(bucket.shape[0], n_boot * j), max_cells):
+        for a, b in chunk_ranges(np.full(bucket.shape[0], n_boot * j), max_cells):
             g = bucket[a:b]
             pad = j - n_rows[g]
             col = np.arange(j)[None, :] - pad[:, None]  # index among the group's rows; < 0 is padding
@@ -365,7 +366,7 @@ def _index_sums(group, tp, err, n_docs, groups, *, n_boot, rng, max_cells):
     base = int(err.max()) * int(n_docs.max()) + 1
     packed = float(tp.max()) * float(n_docs.max()) * base < 2.0**62
     both = tp * base + err if packed else None
-    for a, b in _chunks(n_boot * n_docs[groups], max_cells):
+    for a, b in chunk_ranges(n_boot * n_docs[groups], max_cells):
         g = groups[a:b]
         size = n_docs[g]
         # One slot per drawn document of a resample: a draw below the group's size, after its first row.
