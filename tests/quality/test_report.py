@@ -292,22 +292,6 @@ def test_worker_accuracy_brute_force(seed, kind):
         assert got["ci"][0] <= got["value"] <= got["ci"][1]
 
 
-def test_categorical_report_is_printed_as_accuracy(tmp_path):
-    from crowdqa.ingest.categorical import read_categorical
-
-    p = tmp_path / "c.csv"
-    p.write_text("task,worker,label,gold\na,u,no,no\nb,u,yes,no\nc,u,yes,yes\na,v,no,no\nc,v,no,yes\n")
-    c = read_categorical(p)
-    rep = build_report(c, c.labels_of(c.worker_ids.index("u")), method="mv", experts_used_in_fit=False, n_boot=0)
-    assert rep["kind"] == "categorical"
-    v = next(w for w in rep["workers"] if w["annotator"] == "v")
-    assert (v["vs_expert"]["accuracy"]["correct"], v["vs_expert"]["accuracy"]["compared"]) == (1, 2)
-    text = format_report(rep)
-    assert "3 items, 2 crowd workers, 1 experts on 3 items" in text
-    assert "accuracy 0.667" in text and "(2 of 3 items)" in text
-    assert "Acc(exp)" in text and "span_location" not in text
-
-
 def categorical_corpus(seed: int, *, n_items: int = 60, n_crowd: int = 12, n_experts: int = 2) -> Corpus:
     """One-token items of 3 classes, 2-4 crowd answers each; each expert answers about half the items."""
     rng = np.random.default_rng(seed)
