@@ -76,6 +76,7 @@ from crowdqa.quality.score_blocks import (
     finite_or_none,
     headline_level,
     id_rank,
+    per_label_score,
     score_block,
     span_blocks,
     span_levels,
@@ -294,10 +295,8 @@ def _aggregate_vs_expert(corpus: Corpus, refs: References, *, boot: _Bootstrap) 
         # analytics documents its confusion matrix.
         "token_confusion": record("Confusion", {"labels": list(corpus.class_names), "matrix": confusion.tolist()}),
     }
-    # Categorical answers have no outside class: every class is scored, class 0 included.
-    by_label = {corpus.class_names[c]: record("LabelScore", {
-        key: finite_or_none(per_label[key][c]) if key in ("precision", "recall", "f1") else int(per_label[key][c])
-        for key in ("precision", "recall", "f1", "tp", "fp", "fn")}) for c in range(1 if corpus.has_outside else 0, k)}
+    first = 1 if corpus.has_outside else 0  # categorical answers have no outside class: class 0 is scored too
+    by_label = {corpus.class_names[c]: per_label_score(per_label, c) for c in range(first, k)}
     macro_f1 = finite_or_none(per_label["macro"]["f1"])
     if not corpus.has_outside:
         return record("CategoricalAggregateScores", {**common, "per_class": by_label, "macro_f1": macro_f1,

@@ -28,8 +28,8 @@ from crowdqa.quality.report_schema import record, records
 from crowdqa.quality.span_metrics import LEGACY_SPAN_KEYS, instance_counts, overlap_counts, per_type_counts
 
 __all__ = ["LEVEL", "SPAN_LEVELS", "finite_or_none", "interval_or_none", "score_block", "token_doc_counts",
-           "doc_counts", "span_levels", "headline_level", "span_blocks", "label_score", "accuracy_blocks",
-           "accuracy_block", "id_rank", "worker_blocks", "add_worker_accuracy"]
+           "doc_counts", "span_levels", "headline_level", "span_blocks", "label_score", "per_label_score",
+           "accuracy_blocks", "accuracy_block", "id_rank", "worker_blocks", "add_worker_accuracy"]
 
 #: The confidence level of every interval of a report.
 LEVEL = 0.95
@@ -125,6 +125,12 @@ def label_score(tp: int, fp: int, fn: int) -> dict[str, Any]:
     p, r, f = prf_from_counts(tp, fp, fn)
     return record("LabelScore", {"precision": finite_or_none(p), "recall": finite_or_none(r),
                                  "f1": finite_or_none(f), "tp": int(tp), "fp": int(fp), "fn": int(fn)})
+
+
+def per_label_score(per_label: dict, label: int) -> dict[str, Any]:
+    """The ``LabelScore`` of class ``label`` in :func:`crowdqa.quality.metrics.per_label_prf`'s arrays."""
+    return record("LabelScore", {key: finite_or_none(per_label[key][label]) for key in ("precision", "recall", "f1")}
+                  | {key: int(per_label[key][label]) for key in ("tp", "fp", "fn")})
 
 
 def span_blocks(
