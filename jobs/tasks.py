@@ -29,7 +29,7 @@ from crowdqa.jobs.compare import AutoChoice, choose_method, run_comparison
 from crowdqa.jobs.errors import BudgetExceededError, JobCancelled
 from crowdqa.jobs.pipeline import run_pipeline
 from crowdqa.jobs.uploads import job_corpus
-from crowdqa.quality.report import plain_json
+from crowdqa.quality.json_data import plain_json
 from crowdqa.store import crud
 from crowdqa.store.artifacts import ArtifactStore
 from crowdqa.store.db import get_engine, outage, with_session_retry

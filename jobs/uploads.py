@@ -37,7 +37,7 @@ from crowdqa.ingest.merge import drop_expert_only, merge_corpora
 from crowdqa.ingest.summary import summarize
 from crowdqa.jobs.errors import DatasetBusyError, UploadConflictError
 from crowdqa.jobs.quotas import check_stored_bytes, check_upload_rate
-from crowdqa.quality.report import plain_json
+from crowdqa.quality.json_data import plain_json
 from crowdqa.store import crud
 from crowdqa.store.artifacts import ArtifactStore, safe_suffix
 from crowdqa.store.models import Dataset, Upload

@@ -19,6 +19,11 @@ sample_size
 segmentation
     segeval's boundary similarity B and the ClinAIS B2.
 report
-    The quality report (an aggregate file is read back onto a corpus by
-    :mod:`crowdqa.ingest.aggregate_input`).
+    The quality report, built in named steps (an aggregate file is read back onto a corpus by
+    :mod:`crowdqa.ingest.aggregate_input`); its rooms: score_blocks (a score block, accuracy, span
+    levels), worker_counts (every worker's counts at once), report_agreement, report_model (the typed
+    models: the report's one schema), report_schema (their fields, read without pydantic), report_json
+    (the JSON writer), report_table (the terminal table).
+json_data
+    ``plain_json``: numpy values, tuples and non-finite floats as plain JSON data.
 """

@@ -35,7 +35,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from crowdqa.aggregation.corpus import Corpus
-from crowdqa.quality.intervals import _chunks
+from crowdqa.quality.intervals import chunk_ranges
 
 __all__ = ["PairConfusions", "PairKappas", "pair_confusions", "pair_kappas", "kappa_from_confusions"]
 
@@ -112,11 +112,37 @@ def pair_confusions(
     if one_token and n_w * n_w * k_cls * k_cls <= max(n_rows, 1 << 22):
         return _one_token_table(corpus, groups, obs_base, chosen, min_documents)
 
-    # Pass 1: the worker-pair code a * n_workers + b of every (document, pair) row (int32, half the memory
-    # and sort time, when it fits; -1: a pair with an annotator left out); the pairs sharing enough
-    # documents, in (a, b) order, from one sort of the codes; each row's pair number.
-    # One-token documents (categorical items): a row's joint label is its two annotations' labels, taken
-    # here with its code, so the kept rows are counted with one bincount and no second visit.
+    # Pass 1: the worker-pair code of every (document, pair) row; the pairs sharing enough documents, in
+    # (a, b) order, from one sort of the codes; each row's pair number. One-token documents (categorical
+    # items): a row's joint label is taken with its code, so the kept rows are counted with one bincount.
+    code, joint = _row_codes(corpus, groups, obs_base, chosen, with_labels=one_token)
+    uniq, n_docs = _frequent_codes(code[code >= 0] if chosen is not None else code, min_documents)
+    kept_rows, kept_ids = _code_numbers(code, uniq, n_w * n_w)
+    del code
+    uniq, n_docs = uniq.astype(np.int64), n_docs.astype(np.int64)
+    shape = (uniq.shape[0], k_cls, k_cls)
+    if one_token:
+        cell = kept_ids * (k_cls * k_cls)
+        cell += joint[kept_rows]
+        total = np.bincount(cell, minlength=shape[0] * k_cls * k_cls).reshape(shape)
+        return PairConfusions(uniq // n_w, uniq % n_w, total, n_docs)
+
+    kept = _kept_by_group(groups, kept_rows, kept_ids)
+    del kept_rows, kept_ids
+    dense_cells = sum(int(corpus.doc_lengths[doc].sum()) for _, doc, _, _ in kept)
+    if method == "dense" or (method == "auto" and dense_cells <= corpus.n_obs):
+        total = _joint_dense(corpus, kept, obs_base, shape, chunk)
+    else:
+        total = _joint_sparse(corpus, kept, obs_base, n_in_doc, uniq, shape, method=method)
+    return PairConfusions(uniq // n_w, uniq % n_w, total, n_docs)
+
+
+def _row_codes(corpus: Corpus, groups: list, obs_base: NDArray, chosen: NDArray | None, *, with_labels: bool
+               ) -> tuple[NDArray, NDArray | None]:
+    """The worker-pair code ``a * n_workers + b`` of every (document, pair) row of ``groups`` (int32, half the
+    memory and sort time, when it fits; -1: a pair with an annotator not ``chosen``), and with ``with_labels``
+    (one-token documents) each row's joint label ``label_a * n_classes + label_b``."""
+    n_w, k_cls = corpus.n_workers, corpus.n_classes
     code_dtype = np.int32 if n_w * n_w < np.iinfo(np.int32).max else np.int64
     codes, joint = [], []
     for ia, ib in _row_pairs(groups, obs_base):
@@ -126,38 +152,26 @@ def pair_confusions(
         if chosen is not None:
             code[~(chosen[wa] & chosen[wb])] = -1
         codes.append(code)
-        if one_token:
+        if with_labels:
             joint.append(corpus.label[ia].astype(np.intp) * k_cls + corpus.label[ib])
     code = np.concatenate(codes) if len(codes) > 1 else codes[0]
-    del codes
-    uniq, n_docs = _frequent_codes(code[code >= 0] if chosen is not None else code, min_documents)
-    kept_rows, kept_ids = _code_numbers(code, uniq, n_w * n_w)
-    del code
-    uniq, n_docs = uniq.astype(np.int64), n_docs.astype(np.int64)
-    shape = (uniq.shape[0], k_cls, k_cls)
-    if one_token:
-        joint = np.concatenate(joint) if len(joint) > 1 else joint[0]
-        cell = kept_ids * (k_cls * k_cls)
-        cell += joint[kept_rows]
-        total = np.bincount(cell, minlength=shape[0] * k_cls * k_cls).reshape(shape)
-        return PairConfusions(uniq // n_w, uniq % n_w, total, n_docs)
+    if not with_labels:
+        return code, None
+    return code, np.concatenate(joint) if len(joint) > 1 else joint[0]
 
-    # The kept (document, pair) rows of each group: their documents, pair columns and pair numbers.
+
+def _kept_by_group(groups: list, kept_rows: NDArray, kept_ids: NDArray) -> list[tuple]:
+    """The kept (document, pair) rows of each group ``(k, docs_k)``: ``(k, documents, pair columns, pair
+    numbers)``, from the kept rows' numbers over all groups (row = local document * n_cols + pair column)."""
     kept, row0 = [], 0
     for k, docs_k in groups:
         n_cols = k * (k - 1) // 2
         end = row0 + docs_k.shape[0] * n_cols
         a, b = np.searchsorted(kept_rows, [row0, end])
-        rows = kept_rows[a:b] - row0  # row = local document * n_cols + pair column
+        rows = kept_rows[a:b] - row0
         kept.append((k, docs_k[rows // n_cols], rows % n_cols, kept_ids[a:b]))
         row0 = end
-    del kept_rows, kept_ids
-    dense_cells = sum(int(corpus.doc_lengths[doc].sum()) for _, doc, _, _ in kept)
-    if method == "dense" or (method == "auto" and dense_cells <= corpus.n_obs):
-        total = _joint_dense(corpus, kept, obs_base, shape, chunk)
-    else:
-        total = _joint_sparse(corpus, kept, obs_base, n_in_doc, uniq, shape, method=method)
-    return PairConfusions(uniq // n_w, uniq % n_w, total, n_docs)
+    return kept
 
 
 def _row_pairs(groups: list, obs_base: NDArray) -> Iterator[tuple[NDArray, NDArray]]:
@@ -208,7 +222,7 @@ def _joint_dense(corpus: Corpus, kept: list, obs_base: NDArray, shape: tuple, ch
     for k, doc, col, ids in kept:
         pi, pj = np.triu_indices(k, 1)
         lens = corpus.doc_lengths[doc]
-        for a, b in _chunks(lens, chunk):
+        for a, b in chunk_ranges(lens, chunk):
             ln = lens[a:b]
             at = np.repeat(np.arange(a, b), ln)
             t_local = np.arange(at.shape[0]) - np.repeat(np.cumsum(ln) - ln, ln)

@@ -85,6 +85,7 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -170,16 +171,140 @@ def _ratio(num: NDArray, den: NDArray, fallback: float = 0.5) -> NDArray[np.floa
     return np.where(den > 0, out, fallback)
 
 
-def routing_terms(
-    corpus: Corpus,
-    labels: NDArray,
-    proba: NDArray,
-    *,
-    reference: str = "union",
-    candidates: NDArray | None = None,
-    worker_weight: float = 1.0,
-    correction_weight: float = 1.0,
-) -> RoutingTerms:
+def _check_terms_input(corpus: Corpus, labels: NDArray, proba: NDArray, *, worker_weight: float,
+                       correction_weight: float) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """``labels`` and ``proba`` as arrays, or a ValueError naming the argument of the wrong shape or value."""
+    n_tokens = corpus.n_tokens
+    labels = np.asarray(labels, dtype=np.int64)
+    proba = np.asarray(proba, dtype=np.float64)
+    if labels.shape != (n_tokens,):
+        raise ValueError(f"labels must have shape ({n_tokens},), found {labels.shape}")
+    if proba.shape != (n_tokens, corpus.n_classes):
+        raise ValueError(f"proba must have shape ({n_tokens}, {corpus.n_classes}), found {proba.shape}")
+    for name, value in (("worker_weight", worker_weight), ("correction_weight", correction_weight)):
+        if not (np.isfinite(value) and value >= 0):
+            raise ValueError(f"{name} must be a finite number >= 0, found {value}")
+    return labels, proba
+
+
+class _CrowdRows(NamedTuple):
+    """The crowd workers' annotations (rows of the COO arrays) and the tokens they cover."""
+
+    worker: NDArray[np.int64]
+    token: NDArray[np.int64]
+    label: NDArray[np.int64]
+    #: Rows on a token with a reference label.
+    on_ref: NDArray[np.bool_]
+    #: Tokens (n_tokens,) a crowd worker labelled; those of them on candidate documents; those with a reference.
+    covered: NDArray[np.bool_]
+    candidate_tokens: NDArray[np.bool_]
+    valid: NDArray[np.bool_]
+    n_workers: int
+
+    @classmethod
+    def of(cls, corpus: Corpus, crowd_obs: NDArray, ref: NDArray, candidates: NDArray) -> _CrowdRows:
+        covered = np.bincount(corpus.token[crowd_obs], minlength=corpus.n_tokens) > 0
+        token = corpus.token[crowd_obs]
+        return cls(worker=corpus.worker[crowd_obs].astype(np.int64), token=token,
+                   label=corpus.label[crowd_obs].astype(np.int64), on_ref=ref[token] >= 0, covered=covered,
+                   candidate_tokens=covered & candidates[corpus.token_doc], valid=covered & (ref >= 0),
+                   n_workers=corpus.n_workers)
+
+    def wsum(self, x: NDArray, rows: NDArray | slice = slice(None)) -> NDArray[np.float64]:
+        """Per-worker sum of ``x`` over the crowd rows ``rows``."""
+        return np.bincount(self.worker[rows], weights=x[rows], minlength=self.n_workers)
+
+
+class _MetricTerms(NamedTuple):
+    """The metric-specific quantities of :func:`routing_terms`: the aggregate's (trials, hits, model
+    expectation, per-document rows) and each crowd worker's, per metric, and the corrections."""
+
+    agg_names: tuple[str, ...]
+    agg_trials: NDArray[np.float64]
+    agg_hits: float
+    agg_model: NDArray[np.float64]
+    agg_rows: list[NDArray]
+    agg_parts: tuple[int, ...]
+    expected_errors: NDArray[np.float64]
+    corrections: NDArray[np.float64]
+    metrics: tuple[str, ...]
+    w_trials: list[NDArray]
+    w_hits: list[NDArray]
+    w_model: list[NDArray]
+    w_add: list[NDArray]
+    w_parts: tuple[int, ...]
+
+
+def _span_metric_terms(corpus: Corpus, crowd: _CrowdRows, lab: NDArray, proba: NDArray, ref: NDArray
+                       ) -> _MetricTerms:
+    """Precision and recall of the positive (non-O) tokens, for span labels."""
+    doc, n_docs, covered, valid = corpus.token_doc, corpus.n_docs, crowd.covered, crowd.valid
+    cand_tok = crowd.candidate_tokens
+    pi = 1.0 - proba[:, 0]                     # P(token positive)
+    pos = (lab > 0) & covered                  # the aggregate marks it positive
+    err_fp = np.where(pos, proba[:, 0], 0.0)
+    err_fn = np.where(covered & ~pos, pi, 0.0)
+    scale_fp, scale_fn = _ratio(1.0, pos.sum(), 0.0), _ratio(1.0, pi[covered].sum(), 0.0)
+    o = (crowd.label > 0).astype(np.float64)   # the worker marks it positive
+    po = pi[crowd.token]
+    ref_pos = (ref[crowd.token] > 0).astype(np.float64)
+    hits = crowd.wsum(o * ref_pos, crowd.on_ref)
+    return _MetricTerms(
+        agg_names=("aggregate:precision", "aggregate:recall"),
+        agg_trials=np.array([np.count_nonzero(pos & valid), np.count_nonzero(valid & (ref > 0))], dtype=np.float64),
+        agg_hits=float(np.count_nonzero(pos & valid & (ref > 0))),
+        agg_model=np.array([_ratio(pi[pos].sum(), pos.sum()), _ratio(pi[pos].sum(), pi[covered].sum())]),
+        agg_rows=[np.bincount(doc[cand_tok], weights=pos[cand_tok], minlength=n_docs),
+                  np.bincount(doc[cand_tok], weights=pi[cand_tok], minlength=n_docs)],
+        agg_parts=(0, 1),
+        expected_errors=np.bincount(doc, weights=err_fp + err_fn, minlength=n_docs),
+        corrections=np.bincount(doc, weights=err_fp * scale_fp + err_fn * scale_fn, minlength=n_docs),
+        metrics=("precision", "recall"),
+        w_trials=[crowd.wsum(o, crowd.on_ref), crowd.wsum(ref_pos, crowd.on_ref)], w_hits=[hits, hits],
+        w_model=[_ratio(crowd.wsum(o * po), crowd.wsum(o)), _ratio(crowd.wsum(o * po), crowd.wsum(po))],
+        w_add=[o, po], w_parts=(2, 2),
+    )
+
+
+def _categorical_metric_terms(corpus: Corpus, crowd: _CrowdRows, lab: NDArray, proba: NDArray, ref: NDArray
+                              ) -> _MetricTerms:
+    """Accuracy, for categorical answers."""
+    doc, n_docs, covered = corpus.token_doc, corpus.n_docs, crowd.covered
+    p_label = proba[np.arange(corpus.n_tokens), lab]
+    expected_errors = np.bincount(doc, weights=np.where(covered, 1.0 - p_label, 0.0), minlength=n_docs)
+    one = np.ones(crowd.worker.size)
+    return _MetricTerms(
+        agg_names=("aggregate:accuracy",),
+        agg_trials=np.array([np.count_nonzero(crowd.valid)], dtype=np.float64),
+        agg_hits=float(np.count_nonzero(crowd.valid & (lab == ref))),
+        agg_model=np.array([_ratio(p_label[covered].sum(), covered.sum())]),
+        agg_rows=[np.bincount(doc[crowd.candidate_tokens], minlength=n_docs).astype(np.float64)],
+        agg_parts=(0,),
+        expected_errors=expected_errors,
+        corrections=expected_errors * _ratio(1.0, covered.sum(), 0.0),
+        metrics=("accuracy",),
+        w_trials=[crowd.wsum(one, crowd.on_ref)],
+        w_hits=[crowd.wsum((crowd.label == ref[crowd.token]).astype(np.float64), crowd.on_ref)],
+        w_model=[_ratio(crowd.wsum(proba[crowd.token, crowd.label]), crowd.wsum(one))],
+        w_add=[one], w_parts=(2,),
+    )
+
+
+def _candidates(corpus: Corpus, candidates: NDArray | None, expert_obs: NDArray) -> NDArray[np.bool_]:
+    """The documents that may be routed, shape (n_docs,): ``candidates`` (default all) without those the
+    experts labelled (``expert_obs``: their annotations)."""
+    expert_doc = np.bincount(corpus.obs_doc[expert_obs], minlength=corpus.n_docs) > 0
+    if candidates is None:
+        return ~expert_doc
+    candidates = np.asarray(candidates, dtype=bool)
+    if candidates.shape != (corpus.n_docs,):
+        raise ValueError(f"candidates must have shape ({corpus.n_docs},), found {candidates.shape}")
+    return candidates & ~expert_doc
+
+
+def routing_terms(corpus: Corpus, labels: NDArray, proba: NDArray, *, reference: str = "union",
+                  candidates: NDArray | None = None, worker_weight: float = 1.0,
+                  correction_weight: float = 1.0) -> RoutingTerms:
     """Build the quantities of the scoring rule (module docstring) from a fitted aggregate.
 
     Parameters
@@ -202,95 +327,27 @@ def routing_terms(
     -------
     RoutingTerms
     """
-    n_tokens, n_docs = corpus.n_tokens, corpus.n_docs
-    labels = np.asarray(labels, dtype=np.int64)
-    proba = np.asarray(proba, dtype=np.float64)
-    if labels.shape != (n_tokens,):
-        raise ValueError(f"labels must have shape ({n_tokens},), found {labels.shape}")
-    if proba.shape != (n_tokens, corpus.n_classes):
-        raise ValueError(f"proba must have shape ({n_tokens}, {corpus.n_classes}), found {proba.shape}")
-    for name, value in (("worker_weight", worker_weight), ("correction_weight", correction_weight)):
-        if not (np.isfinite(value) and value >= 0):
-            raise ValueError(f"{name} must be a finite number >= 0, found {value}")
+    labels, proba = _check_terms_input(corpus, labels, proba, worker_weight=worker_weight,
+                                       correction_weight=correction_weight)
+    n_docs, n_w = corpus.n_docs, corpus.n_workers
     crowd_obs = np.isin(corpus.worker, corpus.workers_with_role("crowd"))
     expert_obs = np.isin(corpus.worker, corpus.workers_with_role("expert"))
-    covered = np.bincount(corpus.token[crowd_obs], minlength=n_tokens) > 0
-    expert_doc = np.bincount(corpus.obs_doc[expert_obs], minlength=n_docs) > 0
-    if candidates is None:
-        candidates = ~expert_doc
-    else:
-        candidates = np.asarray(candidates, dtype=bool)
-        if candidates.shape != (n_docs,):
-            raise ValueError(f"candidates must have shape ({n_docs},), found {candidates.shape}")
-        candidates = candidates & ~expert_doc
+    candidates = _candidates(corpus, candidates, expert_obs)
     ref = (reference_labels(corpus, rule=reference) if expert_obs.any()
-           else np.full(n_tokens, MISSING, dtype=np.int64))
-    doc = corpus.token_doc
-    cand_tok = covered & candidates[doc]
-    valid = covered & (ref >= 0)
-    lab = np.where(labels == MISSING, 0, labels)
-    # Per-observation quantities of the crowd workers (rows of the COO arrays).
-    w_obs = corpus.worker[crowd_obs].astype(np.int64)
-    t_obs = corpus.token[crowd_obs]
-    l_obs = corpus.label[crowd_obs].astype(np.int64)
-    on_ref = ref[t_obs] >= 0
+           else np.full(corpus.n_tokens, MISSING, dtype=np.int64))
+    crowd_rows = _CrowdRows.of(corpus, crowd_obs, ref, candidates)
+    metric_terms = _span_metric_terms if corpus.has_outside else _categorical_metric_terms
+    m = metric_terms(corpus, crowd_rows, np.where(labels == MISSING, 0, labels), proba, ref)
+    doc, w_obs, t_obs = corpus.token_doc, crowd_rows.worker, crowd_rows.token
     cand_obs = candidates[doc[t_obs]]
-    n_w = corpus.n_workers
-
-    def wsum(x: NDArray, rows: NDArray | slice = slice(None)) -> NDArray[np.float64]:
-        """Per-worker sum of ``x`` over the crowd rows ``rows``."""
-        return np.bincount(w_obs[rows], weights=x[rows], minlength=n_w)
-
-    if corpus.has_outside:
-        pi = 1.0 - proba[:, 0]                     # P(token positive)
-        pos = (lab > 0) & covered                  # the aggregate marks it positive
-        agg_trials = np.array([np.count_nonzero(pos & valid), np.count_nonzero(valid & (ref > 0))], dtype=np.float64)
-        agg_hits = float(np.count_nonzero(pos & valid & (ref > 0)))
-        agg_model = np.array([_ratio(pi[pos].sum(), pos.sum()), _ratio(pi[pos].sum(), pi[covered].sum())])
-        agg_rows = [np.bincount(doc[cand_tok], weights=pos[cand_tok], minlength=n_docs),
-                    np.bincount(doc[cand_tok], weights=pi[cand_tok], minlength=n_docs)]
-        agg_names = ("aggregate:precision", "aggregate:recall")
-        err_fp = np.where(pos, proba[:, 0], 0.0)
-        err_fn = np.where(covered & ~pos, pi, 0.0)
-        expected_errors = np.bincount(doc, weights=err_fp + err_fn, minlength=n_docs)
-        scale_fp, scale_fn = _ratio(1.0, pos.sum(), 0.0), _ratio(1.0, pi[covered].sum(), 0.0)
-        corrections = np.bincount(doc, weights=err_fp * scale_fp + err_fn * scale_fn, minlength=n_docs)
-        o = (l_obs > 0).astype(np.float64)         # the worker marks it positive
-        po = pi[t_obs]
-        ref_pos = (ref[t_obs] > 0).astype(np.float64)
-        hits = wsum(o * ref_pos, on_ref)
-        w_trials, w_hits = [wsum(o, on_ref), wsum(ref_pos, on_ref)], [hits, hits]
-        w_model = [_ratio(wsum(o * po), wsum(o)), _ratio(wsum(o * po), wsum(po))]
-        w_add = [o, po]
-        metrics = ("precision", "recall")
-        w_parts = (2, 2)
-        agg_parts = (0, 1)
-    else:
-        p_label = proba[np.arange(n_tokens), lab]
-        agg_trials = np.array([np.count_nonzero(valid)], dtype=np.float64)
-        agg_hits = float(np.count_nonzero(valid & (lab == ref)))
-        agg_model = np.array([_ratio(p_label[covered].sum(), covered.sum())])
-        agg_rows = [np.bincount(doc[cand_tok], minlength=n_docs).astype(np.float64)]
-        agg_names = ("aggregate:accuracy",)
-        err = np.where(covered, 1.0 - p_label, 0.0)
-        expected_errors = np.bincount(doc, weights=err, minlength=n_docs)
-        corrections = expected_errors * _ratio(1.0, covered.sum(), 0.0)
-        one = np.ones(w_obs.size)
-        w_trials, w_hits = [wsum(one, on_ref)], [wsum((l_obs == ref[t_obs]).astype(np.float64), on_ref)]
-        w_model = [_ratio(wsum(proba[t_obs, l_obs]), wsum(one))]
-        w_add = [one]
-        metrics = ("accuracy",)
-        w_parts = (2,)
-        agg_parts = (0,)
-    corrections = np.where(candidates, corrections * correction_weight, 0.0)
 
     # Aggregate quantities: measured estimate once there are trials, else the model's expectation.
-    n_agg = len(agg_names)
-    agg_est = np.where(agg_trials > 0, _ratio(np.full(n_agg, agg_hits), agg_trials), agg_model)
+    n_agg = len(m.agg_names)
+    agg_est = np.where(m.agg_trials > 0, _ratio(np.full(n_agg, m.agg_hits), m.agg_trials), m.agg_model)
     cand_docs = np.flatnonzero(candidates)
     row_q = [np.full(cand_docs.size, i, dtype=np.int64) for i in range(n_agg)]
     row_d = [cand_docs] * n_agg
-    row_m = [agg_rows[i][cand_docs] for i in range(n_agg)]
+    row_m = [m.agg_rows[i][cand_docs] for i in range(n_agg)]
     # Worker quantities: one per crowd worker and metric, rows per (worker, candidate document) pair.
     crowd = corpus.workers_with_role("crowd").astype(np.int64)
     share = np.bincount(w_obs, minlength=n_w)[crowd] / max(w_obs.size, 1)
@@ -299,26 +356,27 @@ def routing_terms(
     pair_w, pair_d = pair // n_docs, pair % n_docs
     slot = np.full(n_w, -1, dtype=np.int64)
     slot[crowd] = np.arange(crowd.size)
-    names = list(agg_names)
-    parts = list(agg_parts)
-    trials, estimate, weight = [agg_trials], [agg_est], [np.ones(n_agg)]
-    for j, metric in enumerate(metrics):
+    names = list(m.agg_names)
+    parts = list(m.agg_parts)
+    trials, estimate, weight = [m.agg_trials], [agg_est], [np.ones(n_agg)]
+    for j, metric in enumerate(m.metrics):
         base = n_agg + j * crowd.size
         names += [f"{corpus.worker_ids[w]}:{metric}" for w in crowd]
-        parts += [w_parts[j]] * crowd.size
-        tr = w_trials[j][crowd]
+        parts += [m.w_parts[j]] * crowd.size
+        tr = m.w_trials[j][crowd]
         trials.append(tr)
-        estimate.append(np.where(tr > 0, _ratio(w_hits[j][crowd], tr), w_model[j][crowd]))
+        estimate.append(np.where(tr > 0, _ratio(m.w_hits[j][crowd], tr), m.w_model[j][crowd]))
         weight.append(worker_weight * share)
         row_q.append(base + slot[pair_w])
         row_d.append(pair_d)
-        row_m.append(np.bincount(inv, weights=w_add[j][cand_obs], minlength=pair.size))
+        row_m.append(np.bincount(inv, weights=m.w_add[j][cand_obs], minlength=pair.size))
     return RoutingTerms(
         names=tuple(names), part=np.asarray(parts, dtype=np.int64),
         trials=np.concatenate(trials), estimate=np.clip(np.concatenate(estimate), 0.0, 1.0),
         weight=np.concatenate(weight), row_quantity=np.concatenate(row_q).astype(np.int64),
         row_doc=np.concatenate(row_d).astype(np.int64), row_trials=np.concatenate(row_m).astype(np.float64),
-        corrections=corrections, expected_errors=expected_errors, candidates=candidates,
+        corrections=np.where(candidates, m.corrections * correction_weight, 0.0), expected_errors=m.expected_errors,
+        candidates=candidates,
     )
 
 
@@ -422,8 +480,32 @@ def route_documents(
         raise ValueError(f"confidence must be in (0, 1), found {confidence}")
     terms = routing_terms(corpus, labels, proba, reference=reference, candidates=candidates,
                           worker_weight=worker_weight, correction_weight=correction_weight)
-    n_docs = corpus.n_docs
     target = 2.0 * half_width
+    ranking = _rank_greedily(corpus, terms, budget=budget, target=target, confidence=confidence)
+    order = np.asarray(ranking.order, dtype=np.int64)
+    widths = {name: float(interval_width(terms.trials[i], terms.estimate[i], confidence=confidence))
+              for i, name in enumerate(terms.names) if terms.part[i] < 2}
+    return RoutingPlan(order=order, gain=np.asarray(ranking.gains), parts=ranking.parts,
+                       top_quantity=tuple(ranking.top_quantity), reason=tuple(ranking.reasons),
+                       expected_errors=terms.expected_errors[order], candidates=int(terms.candidates.sum()),
+                       widths=widths, half_width=float(half_width))
+
+
+class _Ranking(NamedTuple):
+    """The documents :func:`_rank_greedily` picked, in order, with each one's gain and why."""
+
+    order: list[int]
+    gains: list[float]
+    parts: NDArray[np.float64]
+    top_quantity: list[str]
+    reasons: list[str]
+
+
+def _rank_greedily(corpus: Corpus, terms: RoutingTerms, *, budget: int, target: float, confidence: float
+                   ) -> _Ranking:
+    """Pick ``budget`` candidate documents one at a time, each the one of largest marginal gain (ties to the
+    smallest document id), revealing its trials in expectation before the next pick (module docstring)."""
+    n_docs = corpus.n_docs
 
     def excess(n: NDArray, q: NDArray) -> NDArray[np.float64]:
         return np.maximum(interval_width(n, terms.estimate[q], confidence=confidence) - target, 0.0)
@@ -480,12 +562,7 @@ def route_documents(
         new = row_gain(upd)
         doc_gain += np.bincount(d_row[upd], weights=new - gain_row[upd], minlength=n_docs)
         gain_row[upd] = new
-    order_arr = np.asarray(order, dtype=np.int64)
-    widths = {name: float(interval_width(terms.trials[i], terms.estimate[i], confidence=confidence))
-              for i, name in enumerate(terms.names) if terms.part[i] < 2}
-    return RoutingPlan(order=order_arr, gain=np.asarray(gains), parts=parts, top_quantity=tuple(tops),
-                       reason=tuple(reasons), expected_errors=terms.expected_errors[order_arr], candidates=int(
-                           terms.candidates.sum()), widths=widths, half_width=float(half_width))
+    return _Ranking(order, gains, parts, tops, reasons)
 
 
 def _reason(top: int, terms: RoutingTerms, doc: int, trials: float, target: float) -> str:

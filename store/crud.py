@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import Text, cast, func, insert, nulls_last, text
 from sqlmodel import Session, col, delete, select, update
 
-from crowdqa.quality.report_model import QualityReport
+from crowdqa.quality.report_model import LabelScore, QualityReport
 from crowdqa.store.artifacts import artifact_path
 from crowdqa.store.models import (
     Annotator,
@@ -542,14 +542,19 @@ def running_jobs(*, session: Session) -> list[tuple[str, str | None, datetime | 
 
 
 # ---------------------------------------------------------------- reports
+#: The sortable scores of a span report's score block, from the report model: the fields of a ``LabelScore``
+#: that are scores, not counts (precision, recall, F1).
+_PRF = tuple(name for name, f in LabelScore.model_fields.items() if f.annotation == float | None)
+
+
 def _scores(block: dict[str, Any] | None) -> dict[str, float | None]:
     """The sortable columns of one side (against the experts, or the aggregate) of a worker's report entry, as
-    JSON data: a span report's block (``Score``) has precision, recall and F1, a categorical one's
-    (``CategoricalScore``) only an accuracy."""
+    JSON data: a span report's block (``Score``) has precision, recall and F1 (:data:`_PRF`), a categorical
+    one's (``CategoricalScore``) only an accuracy, whose ``value`` is the column."""
     token = block if block is not None and "f1" in block else None
     accuracy = (block or {}).get("accuracy")
-    return {"precision": token["precision"] if token else None, "recall": token["recall"] if token else None,
-            "f1": token["f1"] if token else None, "accuracy": accuracy["value"] if accuracy else None}
+    return {**{name: token[name] if token else None for name in _PRF},
+            "accuracy": accuracy["value"] if accuracy else None}
 
 
 @dataclass(frozen=True)
@@ -569,10 +574,9 @@ def stored_report(*, job_id: str, report: QualityReport | dict[str, Any]) -> Sto
         ve, va = _scores(w["vs_expert"]), _scores(w["vs_aggregate"])
         rows.append(dict(
             job_id=job_id, annotator=text_safe(w["annotator"]), role=w["role"], documents=w["documents"],
-            tokens=w["tokens"], precision=ve["precision"], recall=ve["recall"], f1=ve["f1"],
+            tokens=w["tokens"], **ve, **{f"agreement_{name}": score for name, score in va.items()},
             span_f1=(w.get("span_vs_expert") or {}).get("f1"),  # a crowd worker's strict spans vs the experts
-            agreement_precision=va["precision"], agreement_recall=va["recall"], agreement_f1=va["f1"],
-            accuracy=ve["accuracy"], agreement_accuracy=va["accuracy"], detail=w,
+            detail=w,
         ))
     return StoredReport(body=body, rows=rows)
 

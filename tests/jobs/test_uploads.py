@@ -68,7 +68,7 @@ def test_stored_summaries_are_strict_json():
     NaN/inf become null, so PostgreSQL's json type accepts it."""
     import numpy as np
 
-    from crowdqa.quality.report import plain_json
+    from crowdqa.quality.json_data import plain_json
 
     value = {"a": np.float64("nan"), "b": [np.int64(3), float("inf"), (1, 2)], "c": np.arange(2), 4: True}
     assert (json.dumps(plain_json(value), allow_nan=False)

@@ -188,31 +188,37 @@ def test_bad_input():
         grouped_bootstrap_f1_bounds(np.zeros((2, 3)), np.zeros(2, int), n_groups=1, n_boot=0)
 
 
-@pytest.mark.parametrize("case", range(40))
-def test_uniform_below_is_numpys_integers(case, monkeypatch):
-    """Oracle: ``rng.integers(0, high, size)`` from the same seed gives the same numbers, and the generators
-    draw alike afterwards (the half of an output kept between draws included). Bounds of 1, small bounds,
-    bounds near 2**31 with tiny windows (rejections, each shifting the rest, and draws past the first batch),
-    a generator entered with a kept half, and an offset per column."""
+def test_index_draws_are_one_integers_call(monkeypatch):
+    """Oracle: the document indices drawn a few resamples at a time are ``rng.integers(0, high, size)`` of all
+    resamples at once, from the same seed (the windows only bound memory)."""
     from crowdqa.quality import intervals
 
-    g = np.random.default_rng(case)
-    top = [2, 50, 3000, 2**31 + 12345][case % 4]
-    if top > 1 << 16:
-        monkeypatch.setattr(intervals, "_MAX_BOUND", 2**32 - 1)
-        monkeypatch.setattr(intervals, "_WINDOW", 5)
-    high = g.integers(1, top + 1, int(g.integers(1, 25)))
-    n_rows = int(g.integers(1, 30))
-    a, b = np.random.default_rng([case, 9]), np.random.default_rng([case, 9])
-    if case % 3 == 0:  # a 32-bit draw first: half of an output is kept for the next draw
-        a.integers(0, 7)
-        b.integers(0, 7)
-    offset = g.integers(0, 10**6, high.size) if case % 2 else None
-    want = a.integers(0, high, size=(n_rows, high.size)) + (0 if offset is None else offset)
-    got = intervals._uniform_below(b, high, n_rows, offset=offset)
-    assert got.dtype == want.dtype and np.array_equal(got, want)
-    assert b.integers(0, 1000, 9).tolist() == a.integers(0, 1000, 9).tolist()
-    assert b.random(3).tolist() == a.random(3).tolist()
+    rng = np.random.default_rng(3)
+    n_docs = np.array([4, 7, 1, 5])
+    group = np.repeat(np.arange(4), n_docs)
+    tp, err = rng.integers(0, 5, group.size), rng.integers(0, 5, group.size)
+    monkeypatch.setattr(intervals, "_DRAWS_AT_ONCE", 5)  # 1 resample (17 draws) per window
+    (g, (s_tp, s_err)), = _index_sums(group, tp, err, n_docs, np.arange(4), n_boot=9,
+                                     rng=np.random.default_rng(11), max_cells=10**6)
+    order = np.lexsort((err, tp, group))
+    idx = np.random.default_rng(11).integers(0, np.repeat(n_docs, n_docs), size=(9, group.size))
+    idx += np.repeat(np.cumsum(n_docs) - n_docs, n_docs)
+    at = np.cumsum(n_docs) - n_docs
+    assert g.tolist() == [0, 1, 2, 3]
+    assert np.array_equal(s_tp, np.add.reduceat(tp[order][idx], at, axis=1))
+    assert np.array_equal(s_err, np.add.reduceat(err[order][idx], at, axis=1))
+
+
+def test_draws_come_from_numpys_generator_methods():
+    """Issue 32: the bootstrap draws by the Generator's own methods; no quality module reads or writes a bit
+    generator's state or its raw output to reproduce them."""
+    from pathlib import Path
+
+    import crowdqa.quality
+
+    for path in Path(crowdqa.quality.__file__).parent.glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert "random_raw" not in text and "bit_generator" not in text and "has_uint32" not in text, path.name
 
 
 def test_counts_too_big_to_pack_give_the_same_bounds(seed):
@@ -236,9 +242,9 @@ def test_resamples_drawn_a_few_at_a_time_are_those_drawn_at_once(seed, monkeypat
     rng = np.random.default_rng(seed)
     group = np.repeat(np.arange(9), [23] + [20] * 8)  # 183 draws a resample: an odd number of 32-bit halves
     counts = rng.integers(0, 10, size=(group.shape[0], 3))
-    monkeypatch.setattr(intervals, "_WINDOW", 1 << 24)
+    monkeypatch.setattr(intervals, "_DRAWS_AT_ONCE", 1 << 26)
     whole = grouped_bootstrap_f1_bounds(counts, group, n_groups=9, n_boot=257, rng=seed)
-    monkeypatch.setattr(intervals, "_WINDOW", 16)
+    monkeypatch.setattr(intervals, "_DRAWS_AT_ONCE", 64)
     pieces = grouped_bootstrap_f1_bounds(counts, group, n_groups=9, n_boot=257, rng=seed)
     for w, p in zip(whole, pieces, strict=True):
         np.testing.assert_array_equal(w, p)

@@ -7,8 +7,6 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from crowdqa.aggregation.corpus import MISSING, Corpus
 from crowdqa.api.cli import main
@@ -294,43 +292,6 @@ def test_worker_accuracy_brute_force(seed, kind):
         assert got["ci"][0] <= got["value"] <= got["ci"][1]
 
 
-def test_categorical_report_is_printed_as_accuracy(tmp_path):
-    from crowdqa.ingest.categorical import read_categorical
-
-    p = tmp_path / "c.csv"
-    p.write_text("task,worker,label,gold\na,u,no,no\nb,u,yes,no\nc,u,yes,yes\na,v,no,no\nc,v,no,yes\n")
-    c = read_categorical(p)
-    rep = build_report(c, c.labels_of(c.worker_ids.index("u")), method="mv", experts_used_in_fit=False, n_boot=0)
-    assert rep["kind"] == "categorical"
-    v = next(w for w in rep["workers"] if w["annotator"] == "v")
-    assert (v["vs_expert"]["accuracy"]["correct"], v["vs_expert"]["accuracy"]["compared"]) == (1, 2)
-    text = format_report(rep)
-    assert "3 items, 2 crowd workers, 1 experts on 3 items" in text
-    assert "accuracy 0.667" in text and "(2 of 3 items)" in text
-    assert "Acc(exp)" in text and "span_location" not in text
-
-
-def test_dump_report_is_the_report_as_json(tmp_path):
-    """Oracle: json.loads of the streamed file equals plain_json(report) (NaN, inf -> null; numpy -> numbers)."""
-    import io
-    import json
-
-    from crowdqa.quality.report import dump_report, plain_json
-
-    corpus = random_corpus(3, n_docs=12, n_crowd=5)
-    labels = np.zeros(corpus.n_tokens, dtype=np.int64)
-    report = build_report(corpus, labels, method="mv", experts_used_in_fit=False, n_boot=50)
-    report["extra"] = {"nan": float("nan"), "inf": [np.float64(np.inf), np.int64(3)], "empty": {}, "none": [],
-                       "rows": [{"a": np.nan}, [1, 2]]}
-    buf = io.StringIO()
-    dump_report(report, buf)
-    text = buf.getvalue()
-    assert json.loads(text) == plain_json(report)
-    assert "NaN" not in text and "Infinity" not in text
-    workers = text.split('"workers": [\n', 1)[1].split("\n  ]", 1)[0].splitlines()
-    assert len(workers) == corpus.n_workers  # one worker per line
-
-
 def categorical_corpus(seed: int, *, n_items: int = 60, n_crowd: int = 12, n_experts: int = 2) -> Corpus:
     """One-token items of 3 classes, 2-4 crowd answers each; each expert answers about half the items."""
     rng = np.random.default_rng(seed)
@@ -381,55 +342,3 @@ def test_report_data_with_heldout_skills_and_bootstrap_is_the_typed_report():
     rep = build_report(categorical_corpus(2), np.zeros(60, int), method="mv", experts_used_in_fit=False, fit=fit,
                        n_boot=20, reference="e1")
     assert rep["kind"] == "categorical" and rep["fit"]["seconds"] == 0.5
-
-
-_VALUES = st.one_of(st.text(), st.integers(-10**20, 10**20), st.floats(allow_nan=True, allow_infinity=True),
-                    st.none(), st.booleans())
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.text(min_size=1), min_size=1, max_size=5, unique=True), st.data())
-def test_rows_are_the_json_of_each_row(keys, data):
-    """Oracle: json.dumps of each row (NaN and inf as null, the report's separators), joined by the separator;
-    rows of one key order with str, int, float, None or bool values (the column-wise path and the encoder's),
-    and rows whose keys differ."""
-    from crowdqa.quality.report import _rows, plain_json
-
-    n = data.draw(st.integers(1, 6))
-    rows = [{k: data.draw(_VALUES) for k in keys} for _ in range(n)]
-    if data.draw(st.booleans()) and n > 1:
-        rows[-1] = dict(reversed(list(rows[-1].items())))
-    want = ",\n    ".join(json.dumps(plain_json(r), ensure_ascii=False, separators=(", ", ": ")) for r in rows)
-    assert _rows(rows, ",\n    ") == want
-
-
-def test_rows_of_worker_pairs_are_their_json():
-    """Oracle: json.dumps of each row, for rows shaped like the crowd kappas (ids, counts, a kappa that may be
-    NaN, inf or None) and for strings that need escaping."""
-    from crowdqa.quality.report import _rows, plain_json
-
-    kappas = [0.25, float("nan"), float("inf"), -float("inf"), None, 1, -0.0, 1e-300]
-    rows = [{"a": f'w"{i}\\é\n', "b": f"%s{i}", "documents": i, "tokens": 10**19 + i, "kappa": k}
-            for i, k in enumerate(kappas)]
-    want = ",\n".join(json.dumps(plain_json(r), ensure_ascii=False, separators=(", ", ": ")) for r in rows)
-    assert _rows(rows, ",\n") == want
-
-
-def test_dump_report_in_batches_of_rows_is_the_same_file(monkeypatch):
-    """Oracle: the file written with every list of rows encoded at once equals the one written a few rows at
-    a time (batches of 2 and 3 rows: worker and crowd-pair lists split unevenly)."""
-    import io
-
-    from crowdqa.quality import report as report_module
-
-    corpus = random_corpus(4, n_docs=20, n_crowd=7)
-    report = build_report_data(corpus, np.zeros(corpus.n_tokens, dtype=np.int64), method="mv",
-                               experts_used_in_fit=False, n_boot=20, min_pair_docs=1)
-    texts = []
-    for batch in (10**9, 2, 3):
-        monkeypatch.setattr(report_module, "_ROWS_AT_ONCE", batch)
-        buf = io.StringIO()
-        report_module.dump_report(report, buf)
-        texts.append(buf.getvalue())
-    assert len(report["agreement"]["crowd_kappa"]) > 3 and len(report["workers"]) > 3
-    assert texts[0] == texts[1] == texts[2]

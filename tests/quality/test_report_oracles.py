@@ -2,7 +2,7 @@
 
 Oracles, kept here: the leave-one-out loop that copied the corpus without each expert
 (``select_workers`` + ``reference_labels`` + dense ``labels_of``), the dense ``cohen_kappa`` /
-``pairwise_f1`` loop over expert pairs, and the per-annotation document gather of ``_obs_pairs``.
+``pairwise_f1`` loop over expert pairs, and the per-annotation document gather of ``obs_pairs``.
 Identical numbers (the bootstrap streams are the same), kappa within 1e-12.
 """
 
@@ -14,7 +14,8 @@ import pytest
 from crowdqa.aggregation.corpus import MISSING
 from crowdqa.quality.agreement import cohen_kappa, pairwise_f1
 from crowdqa.quality.references import leave_one_out_references, reference_labels
-from crowdqa.quality.report import _accuracy_block, _id_rank, _obs_pairs, _token_doc_counts, score_block
+from crowdqa.quality.score_blocks import accuracy_block, id_rank, score_block, token_doc_counts
+from crowdqa.quality.worker_counts import obs_pairs
 from tests.quality.test_report import build_report, random_corpus
 
 
@@ -36,10 +37,10 @@ def _old_expert_block(corpus, w, *, reference, seed, n_boot):
     ok = (ref_w != MISSING) & (lab_w != MISSING)
     if not np.any(ok):
         return None
-    c_w, n_tok = _token_doc_counts(lab_w, ref_w, ok, corpus)
-    block = score_block(c_w, n_boot=n_boot, rng=np.random.default_rng([seed, 4, int(_id_rank(corpus.worker_ids)[w])]),
+    c_w, n_tok = token_doc_counts(lab_w, ref_w, ok, corpus)
+    block = score_block(c_w, n_boot=n_boot, rng=np.random.default_rng([seed, 4, int(id_rank(corpus.worker_ids)[w])]),
                         tokens=n_tok)
-    block["accuracy"] = _accuracy_block(int(np.count_nonzero(lab_w[ok] == ref_w[ok])), n_tok)
+    block["accuracy"] = accuracy_block(int(np.count_nonzero(lab_w[ok] == ref_w[ok])), n_tok)
     return block
 
 
@@ -88,7 +89,7 @@ def test_expert_blocks_and_pairs_match_the_old_loops(seed, rule):
 def test_obs_pairs_match_the_document_gather(seed):
     """Oracle: the (document, annotator) pairs by the per-annotation document gather used before."""
     c = random_corpus(seed, n_docs=20, n_crowd=6, n_experts=2)
-    got, want = _obs_pairs(c), _old_obs_pairs(c)
+    got, want = obs_pairs(c), _old_obs_pairs(c)
     assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
 
 
@@ -99,5 +100,5 @@ def test_obs_pairs_of_documents_without_tokens(seed, lengths):
     from tests.quality.test_pair_agreement import corpus_with_empty_documents
 
     c = corpus_with_empty_documents(seed, lengths)
-    got, want = _obs_pairs(c), _old_obs_pairs(c)
+    got, want = obs_pairs(c), _old_obs_pairs(c)
     assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()

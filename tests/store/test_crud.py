@@ -171,6 +171,24 @@ def test_worker_accuracy_columns_come_from_the_flat_report_blocks(session):
         ("w3", 0.9, 0.5), ("w1", 0.7, 0.5), ("w2", None, 0.5)]
 
 
+def test_stored_rows_are_the_worker_score_columns():
+    """A worker's row is one of ``WorkerScore``'s columns for every key (P, R, F1 from the report model's
+    ``LabelScore``, accuracies, span F1), each side's scores from its block; no database work."""
+    workers = [{"annotator": "w1", "role": "crowd", "documents": 2, "tokens": 2,
+                "vs_expert": worker_score(0.25, accuracy=0.5), "vs_aggregate": worker_score(0.75)},
+               {"annotator": "w2", "role": "crowd", "documents": 1, "tokens": 1, "vs_expert": None,
+                "vs_aggregate": worker_score(None, accuracy=1.0)}]
+    rows = crud.stored_report(job_id="j", report=report_with_workers(workers)).rows
+    columns = set(WorkerScore.model_fields) - {"id"}
+    assert [set(r) for r in rows] == [columns, columns]
+    assert {k: rows[0][k] for k in ("precision", "recall", "f1", "accuracy", "agreement_f1",
+                                    "agreement_accuracy")} == {"precision": 0.25, "recall": 0.25, "f1": 0.25,
+                                                               "accuracy": 0.5, "agreement_f1": 0.75,
+                                                               "agreement_accuracy": None}
+    assert (rows[1]["f1"], rows[1]["accuracy"], rows[1]["agreement_precision"], rows[1]["agreement_accuracy"]) == (
+        None, None, None, 1.0)
+
+
 def test_delete_dataset_cascades(session):
     """Deleting a dataset removes its uploads, annotators, jobs, reports and worker rows, and nothing else."""
     p = crud.create_project(session=session, name="p")
