@@ -246,3 +246,71 @@ def test_errors_are_one_line(ls, settings, capsys, case):
     with Session(get_engine(settings)) as s:
         project_row = crud.find_project(session=s, name="default")
         assert project_row is None or crud.list_datasets(session=s, project_id=project_row.id)[1] == 0
+
+
+def test_api_pull_and_push_keep_the_token_sealed(ls, settings, client, caplog):
+    """Through the API: the pull answers without the token, the database and the log hold it only sealed, the
+    push uses the kept token; a wrong token is a 422 problem naming it (and not echoing it)."""
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    with Session(get_engine(settings)) as s:
+        _, key = project_with_key(s, "api")
+    token = ls.server.personal_token
+    r = client.post("/api/v1/label-studio/pulls", headers=auth(key), json={
+        "url": ls.server.url, "token": token, "project": ls.ner, "dataset": "from the api", "experts": [EXPERT]})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert (body["fetched"], body["tasks"], body["kind"], len(body["uploads"])) == (5, 5, "spans", 2)
+    assert token not in r.text
+    db = (settings.data_dir / "crowdqa.db").read_bytes()
+    assert token.encode() not in db and token.split(".")[1].encode() not in db
+    job_id = _run_job(client, key, body["dataset_id"], "mv")
+    r = client.post(f"/api/v1/jobs/{job_id}/label-studio", headers=auth(key))
+    assert r.status_code == 200, r.text
+    assert r.json()["predictions"] == 5 and r.json()["model_version"] == f"crowdqa-mv-job-{job_id}"
+    assert token not in caplog.text and token.split(".")[1] not in caplog.text
+
+    wrong = token[:-4] + "AAAA"
+    r = client.post("/api/v1/label-studio/pulls", headers=auth(key), json={
+        "url": ls.server.url, "token": wrong, "project": ls.ner, "dataset": "wrong"})
+    assert r.status_code == 422 and r.headers["content-type"] == "application/problem+json"
+    assert "refused the personal access token" in r.json()["detail"] and wrong not in r.text
+    r = client.post("/api/v1/label-studio/pulls", headers=auth(key), json={
+        "url": ls.server.url, "token": token, "project": ls.polygon})
+    assert r.status_code == 422 and "<PolygonLabels>" in r.json()["detail"]
+
+
+def test_dashboard_connects_a_project_and_pushes_a_job(ls, settings, client, caplog):
+    """The dashboard's "connect a Label Studio project" form pulls into a dataset (the token a password field,
+    never rendered again), the finished job's page offers the push, and a bad token is shown as one message."""
+    import logging
+
+    from tests.dashboard.test_pages import sign_in
+
+    caplog.set_level(logging.DEBUG)
+    with Session(get_engine(settings)) as s:
+        _, key = project_with_key(s, "dash")
+    csrf = sign_in(client, key)
+    page = client.get("/ui/").text
+    assert 'id="label-studio"' in page and 'name="token" type="password"' in page
+    token = ls.server.personal_token
+    r = client.post("/ui/label-studio", data={"csrf": csrf, "url": ls.server.url, "token": token,
+                                              "project": str(ls.choice), "experts": EXPERT},
+                    follow_redirects=False)
+    assert r.status_code == 303, r.text
+    dataset_id = r.headers["location"].rsplit("/", 1)[1]
+    shown = client.get(r.headers["location"]).text
+    assert "categorical" in shown and token not in shown
+    job_id = _run_job(client, key, dataset_id, "mv")
+    job_page = client.get(f"/ui/jobs/{job_id}").text
+    assert 'id="label-studio-push"' in job_page
+    r = client.post(f"/ui/jobs/{job_id}/label-studio", data={"csrf": csrf}, follow_redirects=False)
+    assert r.status_code == 303, r.text
+    preds = [p for t in _tasks(ls, ls.choice) for p in t["predictions"] if p["model_version"].endswith(job_id)]
+    assert len(preds) == 6
+    assert token not in caplog.text and token.split(".")[1] not in caplog.text
+
+    r = client.post("/ui/label-studio", data={"csrf": csrf, "url": ls.server.url, "token": "0" * 40,
+                                              "project": str(ls.choice)})
+    assert r.status_code == 422 and "refused the legacy token" in r.text and "0" * 40 not in r.text
