@@ -161,13 +161,18 @@ class LabelStudio:
             raise LabelStudioError(f"{self.url} answered {what} with something that is not JSON "
                                    f"(HTTP {r.status_code}): is it a Label Studio server?") from None
 
-    def request(self, method: str, path: str, **kw: Any) -> Any:
-        """Send one request and return its JSON; a 401 of a personal access token's access token is retried once
-        with a fresh one (access tokens last minutes). Every failure is a :class:`LabelStudioError`."""
+    def _retrying(self, method: str, path: str, **kw: Any) -> httpx.Response:
+        """Send one request; a 401 of a personal access token's access token is retried once with a fresh one."""
         r = self._send(method, path, **kw)
         if r.status_code == 401 and self.kind == "personal":
             self._access = None
             r = self._send(method, path, **kw)
+        return r
+
+    def request(self, method: str, path: str, **kw: Any) -> Any:
+        """Send one request and return its JSON; a 401 of a personal access token's access token is retried once
+        with a fresh one (access tokens last minutes). Every failure is a :class:`LabelStudioError`."""
+        r = self._retrying(method, path, **kw)
         if r.status_code in (401, 403):
             raise LabelStudioError(f"Label Studio at {self.url} refused the {_KIND_NAMES[self.kind]} "
                                    f"({method} {path}): {_detail(r)}")
@@ -176,12 +181,10 @@ class LabelStudio:
     # -- the calls crowdqa makes ----------------------------------------------------------------------------
     def project(self, project: int) -> dict[str, Any]:
         """The project (its ``title`` and ``label_config``); a missing one is a LabelStudioError."""
-        r = self._send("GET", f"/api/projects/{int(project)}")
+        r = self._retrying("GET", f"/api/projects/{int(project)}")
         if r.status_code == 404:
             raise LabelStudioError(f"Label Studio at {self.url} has no project {project} (or the token's user "
                                    "cannot see it)")
-        if r.status_code == 401 and self.kind == "personal":
-            return self.request("GET", f"/api/projects/{int(project)}")
         if r.status_code in (401, 403):
             raise LabelStudioError(f"Label Studio at {self.url} refused the {_KIND_NAMES[self.kind]}: {_detail(r)}")
         body = self._json(r, f"GET /api/projects/{project}")
@@ -192,10 +195,7 @@ class LabelStudio:
 
     def emails(self) -> dict[int, str]:
         """Member id -> e-mail of the organization (empty if the token's user may not list members)."""
-        r = self._send("GET", "/api/users/")
-        if r.status_code == 401 and self.kind == "personal":
-            self._access = None
-            r = self._send("GET", "/api/users/")
+        r = self._retrying("GET", "/api/users/")
         if r.status_code in (401, 403):
             return {}
         users = self._json(r, "GET /api/users/")
@@ -212,12 +212,9 @@ class LabelStudio:
                 {"filter": "filter:tasks:updated_at", "operator": "greater", "type": "Datetime", "value": since}]}})
         page, seen = 1, 0
         while True:
-            r = self._send("GET", "/api/tasks", params={**params, "page": page})
+            r = self._retrying("GET", "/api/tasks", params={**params, "page": page})
             if r.status_code == 404 and page > 1:  # past the last page
                 return
-            if r.status_code == 401 and self.kind == "personal":
-                self._access = None
-                continue
             if r.status_code in (401, 403):
                 raise LabelStudioError(f"Label Studio at {self.url} refused the {_KIND_NAMES[self.kind]} "
                                        f"(GET /api/tasks): {_detail(r)}")

@@ -12,8 +12,9 @@ Tasks deleted in Label Studio are noticed by a full pull (``full=True``), not by
 
 **Push** (:func:`push`) writes a finished job's aggregate on the project's tasks as predictions
 (``model_version`` ``crowdqa-<method>-job-<id>``), each scored by the aggregate's mean confidence over the
-task's tokens (the posterior of the chosen label, averaged), so reviewers sort tasks by it in Label Studio's
-data manager: the lowest scores are where the crowd disagreed most.
+task's tokens (the posterior of the chosen label, averaged), and made the project's model version (the one whose
+scores Label Studio's data manager shows and sorts by), so reviewers sort tasks by it: the lowest scores are
+where the crowd disagreed most. Optionally a data manager view (tab) lists the tasks in that order.
 """
 
 from __future__ import annotations
@@ -227,10 +228,22 @@ class PushResult:
     predictions: int
     url: str
     ls_project: int
+    view: int | None = None
 
 
-def push(*, session: Session, settings: Settings, job: Job, token: str | None = None) -> PushResult:
-    """Write a finished job's aggregate on the Label Studio tasks of its dataset as predictions; see the module."""
+#: Data manager columns a disputed-first view hides (the prediction score stays in sight).
+_VIEW_HIDDEN = ["tasks:inner_id", "tasks:annotations_results", "tasks:annotations_ids", "tasks:predictions_results",
+                "tasks:file_upload", "tasks:storage_filename", "tasks:created_at", "tasks:updated_at",
+                "tasks:updated_by", "tasks:avg_lead_time", "tasks:draft_exists"]
+
+
+def push(*, session: Session, settings: Settings, job: Job, token: str | None = None,
+         view: bool = False) -> PushResult:
+    """Write a finished job's aggregate on the Label Studio tasks of its dataset as predictions; see the module.
+
+    With ``view``, also add a data manager tab (a view) listing the project's tasks by prediction score, lowest
+    first: the tasks the crowd disputed most, for the experts to review first.
+    """
     client, link = linked_client(session=session, settings=settings, dataset_id=job.dataset_id, token=token)
     with client:
         config = read_label_config(str(client.project(link.ls_project).get("label_config") or ""))
@@ -239,8 +252,16 @@ def push(*, session: Session, settings: Settings, job: Job, token: str | None = 
         for a in range(0, len(rows), PREDICTION_CHUNK):
             client.request("POST", f"/api/projects/{link.ls_project}/import/predictions",
                            json=rows[a:a + PREDICTION_CHUNK])
+        # The project's model version is the one whose scores the data manager shows and sorts by.
+        client.request("PATCH", f"/api/projects/{link.ls_project}", json={"model_version": model_version(job)})
+        view_id = None
+        if view:
+            made = client.request("POST", "/api/dm/views", json={"project": link.ls_project, "data": {
+                "title": f"crowdqa {job.method} {job.id[:8]}: disputed first", "ordering": ["tasks:predictions_score"],
+                "hiddenColumns": {"explore": _VIEW_HIDDEN, "labeling": _VIEW_HIDDEN}}})
+            view_id = made.get("id") if isinstance(made, dict) else None
     return PushResult(model_version=model_version(job), predictions=len(rows), url=link.url,
-                      ls_project=link.ls_project)
+                      ls_project=link.ls_project, view=view_id)
 
 
 def _predictions(corpus, labels, proba, config: LabelConfig, version: str) -> list[dict[str, Any]]:

@@ -68,11 +68,14 @@ def _push(args: argparse.Namespace) -> int:
         if job is None:
             raise UserError(f"no job {args.job!r} in this data directory")
         try:
-            done = push(session=session, settings=get_settings(), job=job, token=_token(args, required=False))
+            done = push(session=session, settings=get_settings(), job=job, token=_token(args, required=False),
+                        view=args.view)
         except LookupError as exc:
             raise UserError(str(exc)) from None
     print(f"{done.predictions} predictions written to project {done.ls_project} of {done.url} as "
           f"model version {done.model_version!r}")
+    if done.view is not None:
+        print(f"view {done.view}: the project's tasks by prediction score, lowest (most disputed) first")
     return 0
 
 
@@ -99,4 +102,6 @@ def register(subparsers) -> None:
     pu = sub.add_parser("push", help="write a finished job's aggregate on the tasks as predictions")
     pu.add_argument("--job", required=True, metavar="ID", help="a finished job of a pulled dataset")
     pu.add_argument("--token", default=None, help="a token (default: the one kept at the last pull)")
+    pu.add_argument("--view", action="store_true",
+                    help="also add a data manager tab listing the tasks by prediction score, most disputed first")
     pu.set_defaults(func=_push)

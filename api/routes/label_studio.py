@@ -6,7 +6,9 @@ no response carries it, and the request model holds it as a secret (``**********
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from crowdqa.api.deps import CurrentProjectDep, OwnedJobDep, SessionDep, SettingsDep
@@ -53,6 +55,7 @@ class LabelStudioPushed(BaseModel):
     predictions: int
     url: str
     project: int
+    view: int | None = Field(default=None, description="The data manager view made with ?view=true.")
 
 
 @router.post("/label-studio/pulls", responses=problem_responses(409, 422))
@@ -72,12 +75,14 @@ def pull_project(body: LabelStudioPull, session: SessionDep, settings: SettingsD
 
 
 @router.post("/jobs/{job_id}/label-studio", responses=problem_responses(404, 409, 422))
-def push_job(job: OwnedJobDep, session: SessionDep, settings: SettingsDep) -> LabelStudioPushed:
+def push_job(job: OwnedJobDep, session: SessionDep, settings: SettingsDep,
+             view: Annotated[bool, Query(description="Also add a data manager tab listing the tasks by prediction "
+                                                     "score, most disputed first.")] = False) -> LabelStudioPushed:
     """Write the finished job's aggregate on the Label Studio tasks of its dataset as predictions (model version
     ``crowdqa-<method>-job-<id>``, scored by confidence), with the token kept at the last pull."""
     try:
-        done = push(session=session, settings=settings, job=job)
+        done = push(session=session, settings=settings, job=job, view=view)
     except LookupError as exc:
         raise ProblemError(409, str(exc)) from None
     return LabelStudioPushed(model_version=done.model_version, predictions=done.predictions, url=done.url,
-                             project=done.ls_project)
+                             project=done.ls_project, view=done.view)

@@ -212,6 +212,11 @@ def test_modern_and_legacy_tokens(ls, settings, capsys):
         assert _pull(ls, ls.server.legacy_token, "--project", str(ls.choice), "--dataset", "legacy") == 2
         err = capsys.readouterr().err.strip().splitlines()[-1]
         assert err.startswith("crowdqa: error: ") and "refused the legacy token" in err
+        with ls_jobs.LabelStudio(ls.server.url, ls.server.personal_token) as c:
+            assert c.project(ls.ner)["id"] == ls.ner
+            expired = c._access[:-4] + "AAAA"  # an access token the server no longer takes
+            c._access = expired
+            assert [t["id"] for t in c.tasks(ls.ner)] and c._access not in (None, expired)  # exchanged again
     finally:
         ls.server.set_legacy_tokens(True)
     assert _pull(ls, ls.server.legacy_token, "--project", str(ls.choice), "--dataset", "legacy") == 0
@@ -266,9 +271,15 @@ def test_api_pull_and_push_keep_the_token_sealed(ls, settings, client, caplog):
     db = (settings.data_dir / "crowdqa.db").read_bytes()
     assert token.encode() not in db and token.split(".")[1].encode() not in db
     job_id = _run_job(client, key, body["dataset_id"], "mv")
-    r = client.post(f"/api/v1/jobs/{job_id}/label-studio", headers=auth(key))
+    r = client.post(f"/api/v1/jobs/{job_id}/label-studio", headers=auth(key), params={"view": "true"})
     assert r.status_code == 200, r.text
     assert r.json()["predictions"] == 5 and r.json()["model_version"] == f"crowdqa-mv-job-{job_id}"
+    view = r.json()["view"]
+    views = {v["id"]: v for v in ls.server.api("GET", "/api/dm/views", params={"project": ls.ner}).json()}
+    assert views[view]["data"]["ordering"] == ["tasks:predictions_score"]
+    listed = ls.server.api("GET", "/api/tasks", params={"project": ls.ner, "view": view, "fields": "all"}).json()
+    scores = [t["predictions_score"] for t in listed["tasks"]]
+    assert len(scores) == 5 and scores == sorted(scores)  # most disputed first
     assert token not in caplog.text and token.split(".")[1] not in caplog.text
 
     wrong = token[:-4] + "AAAA"
