@@ -104,7 +104,8 @@ def label_studio_server() -> Iterator[LabelStudioServer]:
                "FRONTEND_SENTRY_DSN": "", "COLLECT_ANALYTICS": "false"}
         log = open(Path(tmp) / "server.log", "wb")
         proc = subprocess.Popen([str(exe), "start", "--no-browser", "--port", str(port), "--data-dir", str(data)],
-                                env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                                env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                preexec_fn=_die_with_parent)
         url = f"http://127.0.0.1:{port}"
         try:
             _wait_healthy(url, proc, Path(tmp) / "server.log")
@@ -119,6 +120,16 @@ def label_studio_server() -> Iterator[LabelStudioServer]:
                 os.killpg(proc.pid, 9)
                 proc.wait()
             log.close()
+
+
+def _die_with_parent() -> None:
+    """In the server's process: ask Linux to end it when the test process dies (a killed pytest leaves no
+    server behind on a shared machine). Elsewhere a no-op."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def _wait_healthy(url: str, proc: subprocess.Popen, log: Path) -> None:
