@@ -28,6 +28,7 @@ from crowdqa.store.models import (
     Job,
     JobCreate,
     JobStatus,
+    LabelStudioLink,
     Project,
     Report,
     Upload,
@@ -39,6 +40,9 @@ from crowdqa.store.models import (
 )
 
 __all__ = [
+    "find_dataset",
+    "get_label_studio_link",
+    "replace_uploads",
     "database_available",
     "count_active_jobs",
     "stored_upload_bytes",
@@ -290,6 +294,7 @@ def delete_dataset(*, session: Session, dataset: Dataset) -> None:
     session.exec(delete(Job).where(Job.dataset_id == dataset.id))
     session.exec(delete(Upload).where(Upload.dataset_id == dataset.id))
     session.exec(delete(Annotator).where(Annotator.dataset_id == dataset.id))
+    session.exec(delete(LabelStudioLink).where(LabelStudioLink.dataset_id == dataset.id))
     session.delete(dataset)
     session.commit()
 
@@ -699,3 +704,28 @@ def job_projects(*, session: Session, job_ids: list[str]) -> dict[str, str]:
     if not job_ids:
         return {}
     return dict(session.exec(select(Job.id, Job.project_id).where(col(Job.id).in_(job_ids))).all())
+
+
+def find_dataset(*, session: Session, project_id: str, name: str) -> Dataset | None:
+    """The project's first dataset of this name, or None."""
+    stmt = select(Dataset).where(Dataset.project_id == project_id, Dataset.name == name)
+    return session.exec(stmt.order_by(Dataset.created_at)).first()
+
+
+def get_label_studio_link(*, session: Session, dataset_id: str) -> LabelStudioLink | None:
+    """The Label Studio project a dataset is pulled from, or None."""
+    return session.exec(select(LabelStudioLink).where(LabelStudioLink.dataset_id == dataset_id)).first()
+
+
+def replace_uploads(*, session: Session, dataset: Dataset, removed: list[Upload], added: list[Upload],
+                    link: LabelStudioLink, corpus_sha256: str | None, summary: dict[str, Any] | None,
+                    annotators: list[tuple[str, str, int, int]]) -> None:
+    """Swap some of a dataset's uploads for others and record the link's new state, in one transaction (the
+    caller holds the dataset's lock): a pull is stored whole or not at all."""
+    for upload in removed:
+        session.delete(upload)
+    session.add_all(added)
+    session.add(link)
+    set_dataset_corpus(session=session, dataset=dataset, corpus_sha256=corpus_sha256, summary=summary,
+                       annotators=annotators, n_uploads=dataset.n_uploads - len(removed) + len(added))
+    session.commit()

@@ -512,3 +512,23 @@ class RoutingPublic(SQLModel):
     widths: dict[str, float] = Field(description="The aggregate's interval widths now (1 when unmeasured).")
     count: int
     data: list[RoutedDocumentPublic]
+
+
+class LabelStudioLink(SQLModel, table=True):
+    """A dataset pulled from a Label Studio project: where from, how far (the last task's ``updated_at``), the
+    tasks pulled so far (the next pull's base), the uploads they made, and the token, sealed
+    (:mod:`crowdqa.store.sealed`)."""
+
+    __tablename__ = "label_studio_link"
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    dataset_id: str = Field(foreign_key="dataset.id", index=True, unique=True, ondelete="CASCADE")
+    url: str = Field(max_length=500)
+    ls_project: int
+    token_sealed: str | None = Field(default=None, max_length=4000)
+    experts: list[str] = Field(default_factory=list, sa_type=JSON)
+    ground_truth: bool = False
+    cursor: str | None = Field(default=None, max_length=64)
+    tasks: list[dict[str, Any]] = Field(default_factory=list, sa_type=JSON)
+    upload_ids: list[str] = Field(default_factory=list, sa_type=JSON)
+    pulled_at: datetime = Field(default_factory=utcnow, sa_type=DateTime(timezone=True))

@@ -31,6 +31,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "review": ("crowdqa.api.commands.review",
                "approve or reject a Mechanical Turk batch's assignments by rules on worker scores"),
     "blocked": ("crowdqa.api.commands.blocked", "list, add and remove a project's blocked workers"),
+    "label-studio": ("crowdqa.api.commands.label_studio",
+                     "pull a Label Studio project's annotations, push a job's aggregate back as predictions"),
 }
 
 

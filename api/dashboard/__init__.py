@@ -16,7 +16,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
-from crowdqa.api.dashboard import report, review, routing  # noqa: F401  (register their pages on the router)
+from crowdqa.api.dashboard import label_studio, report, review, routing  # noqa: F401  (register their pages on the router)
 from crowdqa.api.dashboard.auth import CsrfError, SignInRequired
 from crowdqa.api.dashboard.pages import router
 from crowdqa.api.dashboard.web import PREFIX, SECURITY_HEADERS, PageError, render

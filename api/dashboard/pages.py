@@ -373,5 +373,6 @@ def job_page_response(request: Request, session, settings, dash: DashboardSessio
         history = [_progress_of(job)["log_likelihood"]]
     return render(request, "job.html", {"job": job, "dataset": dataset, "progress": job_progress(job),
                                         "ll_curve": line_curve(history), "error": error, "report": None,
-                                        "comparison": None, **report},
+                                        "comparison": None, **report, "label_studio": crud.get_label_studio_link(
+                                            session=session, dataset_id=job.dataset_id) is not None},
                   dash=dash, status_code=status_code)

@@ -1,0 +1,107 @@
+"""crowdqa label-studio: pull a Label Studio project's annotations into a dataset, push a job's aggregate back.
+
+``pull`` reads every task and annotation of the project through Label Studio's REST API (a second pull of the
+same dataset only what changed since) and stores them as uploads of a dataset, as uploading the project's JSON
+export would. ``push`` writes a finished job's aggregate on the tasks as predictions, scored by confidence.
+Like ``crowdqa keys``, the command works on the data directory (or database) of the server. The token may come
+from LABEL_STUDIO_TOKEN instead of --token (a command line is visible to other users of the machine); it is
+kept sealed with the dataset, so ``push`` needs none.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from crowdqa.api.commands import COMMANDS, UserError
+
+__all__ = ["register"]
+
+
+def _token(args: argparse.Namespace, required: bool) -> str | None:
+    token = args.token or os.environ.get("LABEL_STUDIO_TOKEN") or None
+    if token is None and required:
+        raise UserError("give the Label Studio token: --token TOKEN or LABEL_STUDIO_TOKEN (a personal access "
+                        "token from Account & Settings, or a legacy token)")
+    return token
+
+
+def _pull(args: argparse.Namespace) -> int:
+    from crowdqa.api.commands.keys import _session
+    from crowdqa.jobs.label_studio import LabelStudio, pull
+    from crowdqa.store.settings import get_settings
+
+    url = args.url or os.environ.get("LABEL_STUDIO_URL")
+    if not url:
+        raise UserError("give the Label Studio server: --url URL or LABEL_STUDIO_URL")
+    token = _token(args, required=True)
+    with LabelStudio(url, token) as client, _session() as session:
+        done = pull(session=session, settings=get_settings(), client=client, ls_project=args.project,
+                    project_name=args.crowdqa_project, dataset_name=args.dataset, experts=args.expert,
+                    ground_truth=True if args.ground_truth else None, keep_token=token, full=args.full)
+        ds = done.dataset
+        if not done.changed:
+            print(f"dataset {ds.id} ({ds.name!r}): nothing changed in project {args.project} since "
+                  f"{done.link.cursor}")
+            return 0
+        print(f"dataset {ds.id} ({ds.name!r}, project {args.crowdqa_project!r}): {done.fetched} tasks read "
+              f"({'all' if done.created or args.full else 'changed since the last pull'}), {done.tasks} held, "
+              f"{done.kind}")
+        for u in done.uploads:
+            s = u.summary
+            print(f"  upload {u.id}: {u.role}, {u.format}, {s.get('documents')} documents, "
+                  f"{sum((s.get('annotators') or {}).values())} annotators")
+    print(f"next: start a job on dataset {ds.id} (API or dashboard), then crowdqa label-studio push --job ID",
+          file=sys.stderr)
+    return 0
+
+
+def _push(args: argparse.Namespace) -> int:
+    from crowdqa.api.commands.keys import _session
+    from crowdqa.jobs.label_studio import push
+    from crowdqa.store import crud
+    from crowdqa.store.settings import get_settings
+
+    with _session() as session:
+        job = crud.load_job(session=session, job_id=args.job)
+        if job is None:
+            raise UserError(f"no job {args.job!r} in this data directory")
+        try:
+            done = push(session=session, settings=get_settings(), job=job, token=_token(args, required=False),
+                        view=args.view)
+        except LookupError as exc:
+            raise UserError(str(exc)) from None
+    print(f"{done.predictions} predictions written to project {done.ls_project} of {done.url} as "
+          f"model version {done.model_version!r}")
+    if done.view is not None:
+        print(f"view {done.view}: the project's tasks by prediction score, lowest (most disputed) first")
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("label-studio", help=COMMANDS["label-studio"][1],
+                              description=__doc__.split("\n", 1)[1].strip())
+    sub = p.add_subparsers(dest="label_studio_command", metavar="ACTION", required=True)
+    pl = sub.add_parser("pull", help="read a project's tasks and annotations into a dataset")
+    pl.add_argument("--url", default=None, help="the Label Studio server (default LABEL_STUDIO_URL)")
+    pl.add_argument("--token", default=None, help="personal access token or legacy token (default "
+                    "LABEL_STUDIO_TOKEN)")
+    pl.add_argument("--project", type=int, required=True, metavar="ID", help="the Label Studio project id")
+    pl.add_argument("--dataset", default=None, metavar="NAME",
+                    help="the dataset to pull into (default 'label-studio ID: <title>'); made on the first pull")
+    pl.add_argument("--expert", action="append", default=[], metavar="ANNOTATOR",
+                    help="an expert's e-mail or Label Studio user id (repeat); the others are crowd")
+    pl.add_argument("--ground-truth", action="store_true",
+                    help="annotations Label Studio flags as ground truth are experts'")
+    pl.add_argument("--full", action="store_true",
+                    help="read every task again, not only those changed since the last pull (notices deleted tasks)")
+    pl.add_argument("--crowdqa-project", default="default", metavar="NAME",
+                    help="the crowdqa project holding the dataset (default 'default')")
+    pl.set_defaults(func=_pull)
+    pu = sub.add_parser("push", help="write a finished job's aggregate on the tasks as predictions")
+    pu.add_argument("--job", required=True, metavar="ID", help="a finished job of a pulled dataset")
+    pu.add_argument("--token", default=None, help="a token (default: the one kept at the last pull)")
+    pu.add_argument("--view", action="store_true",
+                    help="also add a data manager tab listing the tasks by prediction score, most disputed first")
+    pu.set_defaults(func=_push)

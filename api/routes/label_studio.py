@@ -1,0 +1,88 @@
+"""Label Studio: pull a project's annotations into a dataset, push a job's aggregate back as predictions.
+
+The token a pull is given is kept sealed with the dataset (for later pulls and pushes) and never shown again:
+no response carries it, and the request model holds it as a secret (``**********`` in any repr or log).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from crowdqa.api.deps import CurrentProjectDep, OwnedJobDep, SessionDep, SettingsDep
+from crowdqa.api.errors import ProblemError, problem_responses
+from crowdqa.jobs.label_studio import LabelStudio, pull, push
+
+router = APIRouter(tags=["label-studio"])
+
+
+class LabelStudioPull(BaseModel):
+    """Body of ``POST /label-studio/pulls``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(min_length=8, max_length=500, description="The Label Studio server, http(s)://host:port.")
+    token: SecretStr = Field(min_length=1, max_length=4000, description="A personal access token (refresh "
+                             "token) or a legacy token; kept sealed with the dataset, never shown again.")
+    project: int = Field(ge=1, description="The Label Studio project id.")
+    dataset: str | None = Field(default=None, min_length=1, max_length=200,
+                                description="The dataset to pull into (made on the first pull); default "
+                                            "'label-studio <id>: <title>'.")
+    experts: list[str] = Field(default_factory=list, max_length=1000,
+                               description="Experts' e-mails or Label Studio user ids (default: the last pull's).")
+    ground_truth: bool | None = Field(default=None, description="Annotations flagged ground truth are experts'.")
+    full: bool = Field(default=False, description="Read every task, not only those changed since the last pull.")
+
+
+class LabelStudioPulled(BaseModel):
+    """What a pull did."""
+
+    dataset_id: str
+    dataset: str
+    kind: str = Field(description="spans or choices")
+    fetched: int = Field(description="Tasks read from Label Studio by this pull.")
+    tasks: int = Field(description="Tasks the dataset holds.")
+    changed: bool
+    uploads: list[str] = Field(description="The uploads this pull made (they replace the last pull's).")
+
+
+class LabelStudioPushed(BaseModel):
+    """What a push wrote."""
+
+    model_version: str
+    predictions: int
+    url: str
+    project: int
+    view: int | None = Field(default=None, description="The data manager view made with ?view=true.")
+
+
+@router.post("/label-studio/pulls", responses=problem_responses(409, 422))
+def pull_project(body: LabelStudioPull, session: SessionDep, settings: SettingsDep,
+                 project: CurrentProjectDep) -> LabelStudioPulled:
+    """Pull a Label Studio project's tasks and annotations into a dataset of the caller's project (a second
+    pull reads only the tasks changed since the last). 422 names what is wrong with the server, the token or
+    the labeling config; 409 when the dataset holds other uploads or another project's."""
+    token = body.token.get_secret_value()
+    with LabelStudio(body.url, token) as client:
+        done = pull(session=session, settings=settings, client=client, ls_project=body.project,
+                    project_name=project.name, dataset_name=body.dataset, experts=body.experts,
+                    ground_truth=body.ground_truth, keep_token=token, full=body.full)
+    return LabelStudioPulled(dataset_id=done.dataset.id, dataset=done.dataset.name, kind=done.kind,
+                             fetched=done.fetched, tasks=done.tasks, changed=done.changed,
+                             uploads=[u.id for u in done.uploads])
+
+
+@router.post("/jobs/{job_id}/label-studio", responses=problem_responses(404, 409, 422))
+def push_job(job: OwnedJobDep, session: SessionDep, settings: SettingsDep,
+             view: Annotated[bool, Query(description="Also add a data manager tab listing the tasks by prediction "
+                                                     "score, most disputed first.")] = False) -> LabelStudioPushed:
+    """Write the finished job's aggregate on the Label Studio tasks of its dataset as predictions (model version
+    ``crowdqa-<method>-job-<id>``, scored by confidence), with the token kept at the last pull."""
+    try:
+        done = push(session=session, settings=settings, job=job, view=view)
+    except LookupError as exc:
+        raise ProblemError(409, str(exc)) from None
+    return LabelStudioPushed(model_version=done.model_version, predictions=done.predictions, url=done.url,
+                             project=done.ls_project, view=done.view)

@@ -1,0 +1,360 @@
+"""Label Studio's REST API: a small client, the labeling config, and tasks as crowdqa uploads.
+
+Only what crowdqa needs of a project: its labeling config, its tasks with their annotations (paged, and since a
+time for an incremental pull), its members' e-mails, and predictions written back. The client speaks httpx
+(crowdqa's one HTTP dependency). label-studio-sdk 2.1.2 was measured and not chosen: 18 MB itself, 293 MB with
+the packages it requires (opencv-python-headless, pandas, nltk, lxml, datamodel-code-generator, ...), and
+``from label_studio_sdk.client import LabelStudio`` took 6.0-10.1 s against httpx's 0.55 s (2 cores, load 11).
+
+Authentication (Label Studio 1.23, ``jwt_auth``): a *personal access token* is a JWT refresh token; it is
+exchanged at ``POST /api/token/refresh/`` for a short-lived access token sent as ``Authorization: Bearer``,
+exchanged again when the server answers 401. A *legacy token* (40 hex digits) is sent as
+``Authorization: Token``; 1.23 refuses it unless the organization enables legacy tokens.
+
+Tasks become the bytes of an upload in the formats crowdqa already reads, so a pull stores what a file upload
+of the same annotations stores: a span project becomes a Label Studio JSON export (format ``label-studio``)
+whose annotators are the members' e-mails, a choice project a ``categorical`` CSV (``item,annotator,label``).
+One upload per role: the experts' annotations (named by e-mail, or flagged ground truth in Label Studio) go
+to an expert upload.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import csv
+import io
+import json
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+__all__ = ["LabelStudioError", "LabelStudio", "LabelConfig", "read_label_config", "token_kind", "plain_task",
+           "split_tasks",
+           "upload_bytes", "prediction_result", "PAGE_SIZE"]
+
+#: Tasks per page of ``GET /api/tasks``.
+PAGE_SIZE = 100
+#: Control tags crowdqa reads, by the kind of project they make.
+_KINDS = {"Labels": "spans", "Choices": "choices"}
+#: Object tags holding the text those controls label.
+_TEXT_TAGS = ("Text", "HyperText", "Paragraphs")
+
+
+class LabelStudioError(ValueError):
+    """Label Studio cannot be used as asked (unreachable, token refused, config unreadable): one line."""
+
+
+def token_kind(token: str) -> str:
+    """``"personal"`` for a JWT refresh token (a personal access token), ``"access"`` for a JWT access token,
+    ``"legacy"`` for anything else (Label Studio's legacy tokens are 40 hex digits)."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return "legacy"
+    try:
+        payload = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    except (ValueError, binascii.Error):
+        return "legacy"
+    kind = payload.get("token_type") if isinstance(payload, dict) else None
+    return "personal" if kind == "refresh" else "access" if kind == "access" else "legacy"
+
+
+_KIND_NAMES = {"personal": "personal access token", "access": "access token", "legacy": "legacy token"}
+
+
+def _detail(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return f"HTTP {response.status_code}"
+    if isinstance(body, dict):
+        text = body.get("detail") or body.get("validation_errors") or body
+        return " ".join(str(text).split())[:200]
+    return f"HTTP {response.status_code}"
+
+
+class LabelStudio:
+    """A Label Studio server at ``url``, spoken to with ``token``.
+
+    Parameters
+    ----------
+    url : str
+        The server's address (``http://host:8080``).
+    token : str
+        A personal access token (refresh token), an access token, or a legacy token.
+    timeout : float, default=30.0
+    transport : httpx.BaseTransport, optional
+        The transport under the client (the tests wrap the real one to cut a pull halfway).
+    """
+
+    def __init__(self, url: str, token: str, *, timeout: float = 30.0,
+                 transport: httpx.BaseTransport | None = None) -> None:
+        url = url.strip().rstrip("/")
+        if not url.startswith(("http://", "https://")) or len(url) < 10:
+            raise LabelStudioError(f"the Label Studio URL must start with http:// or https://, found {url!r}")
+        token = token.strip()
+        if not token:
+            raise LabelStudioError("the Label Studio token is empty")
+        self.url = url
+        self.kind = token_kind(token)
+        self._token = token
+        self._access: str | None = token if self.kind == "access" else None
+        try:
+            self._http = httpx.Client(base_url=url, timeout=timeout, transport=transport, follow_redirects=False)
+        except (httpx.InvalidURL, ValueError) as exc:
+            raise LabelStudioError(f"bad Label Studio URL {url!r}: {exc}") from None
+
+    def close(self) -> None:
+        """Close the connections."""
+        self._http.close()
+
+    def __enter__(self) -> LabelStudio:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- transport -------------------------------------------------------------------------------------------
+    def _send(self, method: str, path: str, *, auth: bool = True, **kw: Any) -> httpx.Response:
+        headers = {"Accept": "application/json"}
+        if auth:
+            headers["Authorization"] = self._authorization()
+        try:
+            return self._http.request(method, path, headers=headers, **kw)
+        except (httpx.InvalidURL, UnicodeError) as exc:
+            raise LabelStudioError(f"bad Label Studio URL {self.url!r}: {exc}") from None
+        except httpx.TimeoutException:
+            raise LabelStudioError(f"Label Studio at {self.url} did not answer {method} {path} in time") from None
+        except httpx.TransportError as exc:
+            why = " ".join(str(exc).split()) or type(exc).__name__
+            raise LabelStudioError(f"cannot reach Label Studio at {self.url}: {why}") from None
+
+    def _authorization(self) -> str:
+        if self.kind == "legacy":
+            return f"Token {self._token}"
+        if self._access is None:
+            self._access = self._exchange()
+        return f"Bearer {self._access}"
+
+    def _exchange(self) -> str:
+        """A fresh access token for the personal access token."""
+        r = self._send("POST", "/api/token/refresh/", auth=False, json={"refresh": self._token})
+        if r.status_code in (400, 401, 403):
+            raise LabelStudioError(f"Label Studio at {self.url} refused the personal access token: {_detail(r)}")
+        body = self._json(r, "POST /api/token/refresh/")
+        access = body.get("access") if isinstance(body, dict) else None
+        if not isinstance(access, str):
+            raise LabelStudioError(f"{self.url} answered POST /api/token/refresh/ without an access token: "
+                                   "is it a Label Studio server?")
+        return access
+
+    def _json(self, r: httpx.Response, what: str) -> Any:
+        if r.status_code >= 400:
+            raise LabelStudioError(f"Label Studio at {self.url} answered {what} with HTTP {r.status_code}: "
+                                   f"{_detail(r)}")
+        try:
+            return r.json()
+        except ValueError:
+            raise LabelStudioError(f"{self.url} answered {what} with something that is not JSON "
+                                   f"(HTTP {r.status_code}): is it a Label Studio server?") from None
+
+    def _retrying(self, method: str, path: str, **kw: Any) -> httpx.Response:
+        """Send one request; a 401 of a personal access token's access token is retried once with a fresh one."""
+        r = self._send(method, path, **kw)
+        if r.status_code == 401 and self.kind == "personal":
+            self._access = None
+            r = self._send(method, path, **kw)
+        return r
+
+    def request(self, method: str, path: str, **kw: Any) -> Any:
+        """Send one request and return its JSON; a 401 of a personal access token's access token is retried once
+        with a fresh one (access tokens last minutes). Every failure is a :class:`LabelStudioError`."""
+        r = self._retrying(method, path, **kw)
+        if r.status_code in (401, 403):
+            raise LabelStudioError(f"Label Studio at {self.url} refused the {_KIND_NAMES[self.kind]} "
+                                   f"({method} {path}): {_detail(r)}")
+        return self._json(r, f"{method} {path}")
+
+    # -- the calls crowdqa makes ----------------------------------------------------------------------------
+    def project(self, project: int) -> dict[str, Any]:
+        """The project (its ``title`` and ``label_config``); a missing one is a LabelStudioError."""
+        r = self._retrying("GET", f"/api/projects/{int(project)}")
+        if r.status_code == 404:
+            raise LabelStudioError(f"Label Studio at {self.url} has no project {project} (or the token's user "
+                                   "cannot see it)")
+        if r.status_code in (401, 403):
+            raise LabelStudioError(f"Label Studio at {self.url} refused the {_KIND_NAMES[self.kind]}: {_detail(r)}")
+        body = self._json(r, f"GET /api/projects/{project}")
+        if not isinstance(body, dict) or "label_config" not in body:
+            raise LabelStudioError(f"{self.url} answered GET /api/projects/{project} without a labeling config: "
+                                   "is it a Label Studio server?")
+        return body
+
+    def emails(self) -> dict[int, str]:
+        """Member id -> e-mail of the organization (empty if the token's user may not list members)."""
+        r = self._retrying("GET", "/api/users/")
+        if r.status_code in (401, 403):
+            return {}
+        users = self._json(r, "GET /api/users/")
+        return {int(u["id"]): str(u["email"]) for u in users if isinstance(u, dict) and u.get("email")}
+
+    def tasks(self, project: int, *, since: str | None = None, page_size: int | None = None) -> Iterator[dict]:
+        """Every task of the project with its annotations, page by page; only those updated after ``since`` (an
+        ISO time, a task's ``updated_at``) if given. Label Studio moves a task's ``updated_at`` when one of its
+        annotations is added, changed or deleted."""
+        page_size = page_size or PAGE_SIZE
+        params: dict[str, Any] = {"project": int(project), "page_size": page_size, "fields": "all"}
+        if since is not None:
+            params["query"] = json.dumps({"filters": {"conjunction": "and", "items": [
+                {"filter": "filter:tasks:updated_at", "operator": "greater", "type": "Datetime", "value": since}]}})
+        page, seen = 1, 0
+        while True:
+            r = self._retrying("GET", "/api/tasks", params={**params, "page": page})
+            if r.status_code == 404 and page > 1:  # past the last page
+                return
+            if r.status_code in (401, 403):
+                raise LabelStudioError(f"Label Studio at {self.url} refused the {_KIND_NAMES[self.kind]} "
+                                       f"(GET /api/tasks): {_detail(r)}")
+            body = self._json(r, "GET /api/tasks")
+            found = body.get("tasks") if isinstance(body, dict) else body
+            if not isinstance(found, list):
+                raise LabelStudioError(f"{self.url} answered GET /api/tasks without a task list")
+            yield from found
+            seen += len(found)
+            total = body.get("total") if isinstance(body, dict) else None
+            if not found or len(found) < page_size or (isinstance(total, int) and seen >= total):
+                return
+            page += 1
+
+    def add_prediction(self, task: int, result: list[dict], *, score: float, model_version: str) -> dict:
+        """Write one prediction on a task."""
+        return self.request("POST", "/api/predictions/", json={
+            "task": int(task), "result": result, "score": float(score), "model_version": model_version})
+
+    def predictions(self, task: int) -> list[dict]:
+        """The predictions of one task."""
+        found = self.request("GET", "/api/predictions/", params={"task": int(task)})
+        return found if isinstance(found, list) else found.get("results", [])
+
+
+@dataclass(frozen=True)
+class LabelConfig:
+    """What crowdqa reads of a labeling config: one ``<Labels>`` (spans) or ``<Choices>`` control on a text.
+
+    Attributes
+    ----------
+    kind : {"spans", "choices"}
+    from_name, to_name : str
+        The control's and the text's ``name``: the keys of results to read and of predictions to write.
+    text_key : str
+        The key of ``data`` holding the text (the text tag's ``value="$key"``).
+    labels : tuple of str
+        The control's label values.
+    """
+
+    kind: str
+    from_name: str
+    to_name: str
+    text_key: str
+    labels: tuple[str, ...]
+
+
+def read_label_config(xml: str) -> LabelConfig:
+    """The span or choice control of a Label Studio labeling config; a LabelStudioError naming what the config
+    holds when it has none that labels a text (polygons on images, audio regions, ...)."""
+    try:
+        root = ET.fromstring(xml)
+    except ET.ParseError as exc:
+        raise LabelStudioError(f"the project's labeling config is not XML: {exc}") from None
+    tags = {el.get("name"): el for el in root.iter() if el.get("name")}
+    found = []
+    for el in root.iter():
+        if el.tag not in _KINDS:
+            found.append(el.tag)
+            continue
+        target = tags.get(el.get("toName", "").split(",")[0])
+        value = target.get("value", "") if target is not None else ""
+        if target is None or target.tag not in _TEXT_TAGS or not value.startswith("$"):
+            found.append(f"{el.tag} on {'<' + target.tag + '>' if target is not None else 'nothing'}")
+            continue
+        labels = tuple(c.get("value") or c.get("alias") or "" for c in el if c.tag in ("Label", "Choice"))
+        return LabelConfig(_KINDS[el.tag], el.get("name", ""), target.get("name", ""), value[1:], labels)
+    controls = [t for t in found if t not in ("View", "Header", "Style", "Label", "Choice", *_TEXT_TAGS)]
+    held = ", ".join(t if " " in t else f"<{t}>" for t in controls) or "no control"
+    raise LabelStudioError("the project's labeling config has no <Labels> or <Choices> on a text, which is what "
+                           f"crowdqa reads; it holds {held}")
+
+
+def _result_of(ann: dict, config: LabelConfig) -> list[dict]:
+    """The results of ``ann`` made by the config's control."""
+    return [r for r in ann.get("result") or [] if isinstance(r, dict) and r.get("from_name") == config.from_name]
+
+
+def plain_task(task: dict, config: LabelConfig, emails: dict[int, str]) -> dict[str, Any]:
+    """A task of ``GET /api/tasks`` as a pull keeps it: id, ``updated_at``, the text, and each annotation's
+    annotator (e-mail, else user id, and the user id), ground-truth flag and results of the config's control.
+    Cancelled (skipped) annotations are left out."""
+    anns = []
+    for ann in task.get("annotations") or []:
+        if not isinstance(ann, dict) or ann.get("was_cancelled"):
+            continue
+        who = ann.get("completed_by")
+        if isinstance(who, dict):
+            who = who.get("id", who.get("email"))
+        anns.append({"completed_by": str(emails.get(who, who) if isinstance(who, int) else who),
+                     "user_id": str(who), "ground_truth": bool(ann.get("ground_truth")),
+                     "result": _result_of(ann, config)})
+    data = task.get("data") if isinstance(task.get("data"), dict) else {}
+    return {"id": int(task["id"]), "updated_at": str(task.get("updated_at") or ""),
+            "data": {config.text_key: data.get(config.text_key)}, "annotations": anns}
+
+
+def split_tasks(tasks: list[dict], *, experts: frozenset[str], ground_truth: bool = False) -> dict[str, list[dict]]:
+    """Tasks of :func:`plain_task` as Label Studio export tasks per role (``crowd``, ``expert``).
+
+    An annotation is an expert's when its annotator's e-mail or user id is in ``experts``, or, with
+    ``ground_truth``, when Label Studio flags it as ground truth.
+    """
+    out: dict[str, list[dict]] = {"crowd": [], "expert": []}
+    for task in tasks:
+        per_role: dict[str, list[dict]] = {"crowd": [], "expert": []}
+        for ann in task["annotations"]:
+            expert = ann["completed_by"] in experts or ann.get("user_id") in experts or (
+                ground_truth and ann["ground_truth"])
+            per_role["expert" if expert else "crowd"].append({"completed_by": ann["completed_by"],
+                                                              "result": ann["result"]})
+        for role, anns in per_role.items():
+            if anns:
+                out[role].append({"id": task["id"], "data": task["data"], "annotations": anns})
+    return out
+
+
+def upload_bytes(tasks: list[dict], config: LabelConfig) -> tuple[bytes, str, dict[str, Any]]:
+    """One role's export tasks as an upload: ``(bytes, format, options)``; a span project as a Label Studio JSON
+    export, a choice project as ``item,annotator,label`` rows (the item is the task id)."""
+    if config.kind == "spans":
+        return (json.dumps(tasks, ensure_ascii=False, sort_keys=True).encode("utf-8"), "label-studio",
+                {"text_column": config.text_key})
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["item", "annotator", "label"])
+    for task in tasks:
+        for ann in task["annotations"]:
+            for r in ann["result"]:
+                for choice in (r.get("value") or {}).get("choices") or []:
+                    w.writerow([task["id"], ann["completed_by"], choice])
+    return buf.getvalue().encode("utf-8"), "categorical", {}
+
+
+def prediction_result(config: LabelConfig, spans: list[tuple[int, int, str]] | None = None,
+                      choice: str | None = None, text: str = "") -> list[dict]:
+    """A prediction's ``result`` list: the spans ``(start, end, label)`` of a span project, or one choice."""
+    if config.kind == "choices":
+        return [] if choice is None else [{"from_name": config.from_name, "to_name": config.to_name,
+                                           "type": "choices", "value": {"choices": [choice]}}]
+    return [{"from_name": config.from_name, "to_name": config.to_name, "type": "labels",
+             "value": {"start": s, "end": e, "text": text[s:e], "labels": [label]}} for s, e, label in spans or []]
+

@@ -1,0 +1,287 @@
+"""Live with Label Studio: pull a project's annotations into a dataset, push a job's aggregate back.
+
+**Pull** (:func:`pull`) reads the project's labeling config, then its tasks through the REST API, page by page;
+a second pull of the same dataset asks only for the tasks updated since the last one (Label Studio moves a
+task's ``updated_at`` when an annotation of it is added, changed or deleted) and lays them over the tasks it
+pulled before, kept in the dataset's :class:`~crowdqa.store.models.LabelStudioLink`. The tasks become one
+upload per role in the formats a file upload uses (:func:`crowdqa.ingest.label_studio_api.upload_bytes`:
+``label-studio`` JSON for spans, ``categorical`` rows for choices), so the stored corpus and summary are what
+uploading the same export gives. Everything is fetched and parsed before anything is written, and the old
+uploads are swapped for the new ones in one transaction: a pull cut halfway leaves the dataset as it was.
+Tasks deleted in Label Studio are noticed by a full pull (``full=True``), not by an incremental one.
+
+**Push** (:func:`push`) writes a finished job's aggregate on the project's tasks as predictions
+(``model_version`` ``crowdqa-<method>-job-<id>``), each scored by the aggregate's mean confidence over the
+task's tokens (the posterior of the chosen label, averaged), and made the project's model version (the one whose
+scores Label Studio's data manager shows and sorts by), so reviewers sort tasks by it: the lowest scores are
+where the crowd disagreed most. Optionally a data manager view (tab) lists the tasks in that order.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from sqlmodel import Session
+
+from crowdqa.aggregation.spans import decode_spans
+from crowdqa.ingest.errors import IngestError
+from crowdqa.ingest.index import check_mergeable, index_corpus
+from crowdqa.ingest.label_studio_api import (
+    LabelConfig,
+    LabelStudio,
+    LabelStudioError,
+    plain_task,
+    prediction_result,
+    read_label_config,
+    split_tasks,
+    upload_bytes,
+)
+from crowdqa.ingest.summary import summarize
+from crowdqa.jobs.errors import UploadConflictError
+from crowdqa.jobs.quotas import check_stored_bytes
+from crowdqa.jobs.results import load_job_result
+from crowdqa.jobs.uploads import _dataset_locks, _dataset_state, _index, collect_garbage, parse_upload
+from crowdqa.quality.report import plain_json
+from crowdqa.store import crud
+from crowdqa.store.artifacts import ArtifactStore
+from crowdqa.store.models import Dataset, DatasetCreate, Job, LabelStudioLink, Upload
+from crowdqa.store.sealed import SealError, seal, unseal
+from crowdqa.store.settings import Settings
+
+__all__ = ["LabelStudio", "LabelStudioError", "PullResult", "PushResult", "pull", "push", "linked_client",
+           "model_version", "PREDICTION_CHUNK"]
+
+#: Predictions per ``POST /api/projects/{id}/import/predictions``.
+PREDICTION_CHUNK = 500
+
+
+@dataclass
+class PullResult:
+    """What one pull did."""
+
+    dataset: Dataset
+    link: LabelStudioLink
+    kind: str
+    fetched: int
+    tasks: int
+    changed: bool
+    uploads: list[Upload] = field(default_factory=list)
+    created: bool = False
+
+
+def _default_name(ls_project: int, info: dict) -> str:
+    title = " ".join(str(info.get("title") or "").split())
+    return (f"label-studio {ls_project}" + (f": {title}" if title else ""))[:200]
+
+
+def pull(*, session: Session, settings: Settings, client: LabelStudio, ls_project: int, project_name: str,
+         dataset_name: str | None = None, experts: list[str] | None = None, ground_truth: bool | None = None,
+         keep_token: str | None = None, full: bool = False) -> PullResult:
+    """Pull a Label Studio project into a dataset of ``project_name`` (made on the first pull); see the module.
+
+    ``experts`` (e-mails or user ids) and ``ground_truth`` (Label Studio's ground-truth flag makes an expert)
+    default to the last pull's. ``keep_token`` is sealed into the link, so a push needs no token. Raises
+    LabelStudioError (server, token, config), IngestError or UploadConflictError (the tasks do not merge with
+    the dataset's other uploads); nothing is written then.
+    """
+    info = client.project(ls_project)
+    config = read_label_config(str(info.get("label_config") or ""))
+    project = crud.get_or_create_project(session=session, name=project_name)
+    name = dataset_name or _default_name(ls_project, info)
+    dataset = crud.find_dataset(session=session, project_id=project.id, name=name)
+    link = crud.get_label_studio_link(session=session, dataset_id=dataset.id) if dataset is not None else None
+    if dataset is not None and link is None and dataset.n_uploads:
+        raise UploadConflictError(f"dataset {name!r} holds uploads that were not pulled from Label Studio; "
+                                  "pull into a new dataset (--dataset NAME)")
+    if link is not None and (link.url.rstrip("/") != client.url or link.ls_project != int(ls_project)):
+        raise UploadConflictError(f"dataset {name!r} is pulled from project {link.ls_project} of {link.url}, "
+                                  f"not project {ls_project} of {client.url}")
+    experts = list(experts) if experts else (link.experts if link is not None else [])
+    ground_truth = ground_truth if ground_truth is not None else (link.ground_truth if link is not None else False)
+    since = None if full or link is None else link.cursor
+    emails = client.emails()
+    fetched = [plain_task(t, config, emails) for t in client.tasks(ls_project, since=since)]
+    base = {} if link is None or full else {int(t["id"]): t for t in link.tasks}
+    base.update({t["id"]: t for t in fetched})
+    tasks = [base[k] for k in sorted(base)]
+    same_roles = link is not None and link.experts == experts and link.ground_truth == ground_truth
+    if link is not None and not fetched and same_roles and not full:
+        _keep_token(session, settings, link, keep_token)
+        return PullResult(dataset=dataset, link=link, kind=config.kind, fetched=0, tasks=len(tasks), changed=False)
+    by_role = split_tasks(tasks, experts=frozenset(experts), ground_truth=ground_truth)
+    if not by_role["crowd"] and not by_role["expert"]:
+        raise IngestError(f"project {ls_project} has no annotations to pull", source=f"{client.url} project "
+                          f"{ls_project}")
+    created = dataset is None
+    if created:
+        dataset = crud.create_dataset(session=session, project_id=project.id, dataset_in=DatasetCreate(name=name))
+    link = link or LabelStudioLink(dataset_id=dataset.id, url=client.url, ls_project=int(ls_project))
+    link.experts, link.ground_truth, link.tasks = experts, ground_truth, tasks
+    link.cursor = max((t["updated_at"] for t in tasks if t["updated_at"]), default=link.cursor)
+    if keep_token:
+        link.token_sealed = seal(settings.data_dir, keep_token)
+    try:
+        uploads = _store(session=session, settings=settings, dataset=dataset, link=link, config=config,
+                         by_role=by_role, ls_project=int(ls_project))
+    except BaseException:
+        session.rollback()
+        if created:
+            crud.delete_dataset(session=session, dataset=dataset)
+        raise
+    return PullResult(dataset=dataset, link=link, kind=config.kind, fetched=len(fetched), tasks=len(tasks),
+                      changed=True, uploads=uploads, created=created)
+
+
+def _keep_token(session: Session, settings: Settings, link: LabelStudioLink, token: str | None) -> None:
+    if token:
+        link.token_sealed = seal(settings.data_dir, token)
+        session.add(link)
+        session.commit()
+
+
+def _store(*, session: Session, settings: Settings, dataset: Dataset, link: LabelStudioLink, config: LabelConfig,
+           by_role: dict[str, list[dict]], ls_project: int) -> list[Upload]:
+    """Parse the role uploads and swap them for the link's earlier ones in one transaction."""
+    store = ArtifactStore(settings.data_dir)
+    made = []
+    raws = []
+    try:
+        for role, tasks in by_role.items():
+            if not tasks:
+                continue
+            data, fmt, options = upload_bytes(tasks, config)
+            filename = f"label-studio-{ls_project}-{role}{'.json' if fmt == 'label-studio' else '.csv'}"
+            check_stored_bytes(session=session, settings=settings, project_id=dataset.project_id, incoming=len(data))
+            raw = store.put_stream(io.BytesIO(data), kind="uploads", suffix=filename[filename.rindex("."):],
+                                   limit=settings.max_upload_bytes)
+            raws.append(raw)
+            parsed = parse_upload(store.path(raw), format=fmt, role=role, options=options, filename=filename)
+            if parsed.corpus.n_obs == 0:
+                continue
+            own = store.put_corpus(parsed.corpus)
+            index = index_corpus(parsed.corpus)
+            store.put_index(own.sha256, index)
+            made.append((Upload(
+                dataset_id=dataset.id, filename=filename, format=fmt, role=role, options=plain_json(options),
+                size=raw.size, sha256=raw.sha256, raw_path=raw.path, corpus_sha256=own.sha256,
+                summary=plain_json(summarize(parsed.corpus, problems=parsed.problems, notes=parsed.notes,
+                                             dropped=parsed.dropped)),
+                problems=[str(p) for p in parsed.problems][:1000]), index))
+        with _dataset_locks[dataset.id]:
+            crud.lock_dataset(session=session, dataset=dataset)
+            uploads, _ = crud.list_uploads(session=session, dataset_id=dataset.id, limit=10**9)
+            removed = [u for u in uploads if u.id in set(link.upload_ids)]
+            kept = [u for u in uploads if u.id not in set(link.upload_ids)]
+            parts = [u.corpus_sha256 for u in kept]
+            indexes = [_index(store, p) for p in parts]
+            for upload, index in made:
+                check_mergeable(indexes, index, source=upload.filename)
+                parts.append(upload.corpus_sha256)
+                indexes.append(index)
+            state = _dataset_state(store, parts, indexes)
+            added = [u for u, _ in made]
+            link.upload_ids = [u.id for u in added]
+            crud.replace_uploads(session=session, dataset=dataset, removed=removed, added=added, link=link, **state)
+    except BaseException:
+        session.rollback()
+        for raw in raws:
+            if not crud.file_has_upload(session=session, sha256=raw.sha256):
+                store.path(raw).unlink(missing_ok=True)
+        raise
+    if removed:
+        collect_garbage(session=session, settings=settings)
+    for u in added:
+        session.refresh(u)
+    return added
+
+
+def linked_client(*, session: Session, settings: Settings, dataset_id: str, token: str | None = None,
+                  url: str | None = None) -> tuple[LabelStudio, LabelStudioLink]:
+    """A client for the project a dataset was pulled from, with ``token`` or the link's sealed one."""
+    link = crud.get_label_studio_link(session=session, dataset_id=dataset_id)
+    if link is None:
+        raise LookupError(f"dataset {dataset_id} was not pulled from Label Studio (crowdqa label-studio pull)")
+    if token is None:
+        if link.token_sealed is None:
+            raise LabelStudioError("no Label Studio token is kept for this dataset: give one (--token)")
+        try:
+            token = unseal(settings.data_dir, link.token_sealed)
+        except SealError as exc:
+            raise LabelStudioError(f"the kept Label Studio token cannot be opened ({exc}): give one (--token)") \
+                from None
+    return LabelStudio(url or link.url, token), link
+
+
+def model_version(job: Job) -> str:
+    """The ``model_version`` of a job's predictions: the method and the job."""
+    return f"crowdqa-{job.method}-job-{job.id}"
+
+
+@dataclass
+class PushResult:
+    """What one push wrote."""
+
+    model_version: str
+    predictions: int
+    url: str
+    ls_project: int
+    view: int | None = None
+
+
+#: Data manager columns a disputed-first view hides (the prediction score stays in sight).
+_VIEW_HIDDEN = ["tasks:inner_id", "tasks:annotations_results", "tasks:annotations_ids", "tasks:predictions_results",
+                "tasks:file_upload", "tasks:storage_filename", "tasks:created_at", "tasks:updated_at",
+                "tasks:updated_by", "tasks:avg_lead_time", "tasks:draft_exists"]
+
+
+def push(*, session: Session, settings: Settings, job: Job, token: str | None = None,
+         view: bool = False) -> PushResult:
+    """Write a finished job's aggregate on the Label Studio tasks of its dataset as predictions; see the module.
+
+    With ``view``, also add a data manager tab (a view) listing the project's tasks by prediction score, lowest
+    first: the tasks the crowd disputed most, for the experts to review first.
+    """
+    client, link = linked_client(session=session, settings=settings, dataset_id=job.dataset_id, token=token)
+    with client:
+        config = read_label_config(str(client.project(link.ls_project).get("label_config") or ""))
+        result = load_job_result(settings=settings, job=job)
+        rows = _predictions(result.corpus, result.labels, result.proba, config, model_version(job))
+        for a in range(0, len(rows), PREDICTION_CHUNK):
+            client.request("POST", f"/api/projects/{link.ls_project}/import/predictions",
+                           json=rows[a:a + PREDICTION_CHUNK])
+        # The project's model version is the one whose scores the data manager shows and sorts by.
+        client.request("PATCH", f"/api/projects/{link.ls_project}", json={"model_version": model_version(job)})
+        view_id = None
+        if view:
+            made = client.request("POST", "/api/dm/views", json={"project": link.ls_project, "data": {
+                "title": f"crowdqa {job.method} {job.id[:8]}: disputed first", "ordering": ["tasks:predictions_score"],
+                "hiddenColumns": {"explore": _VIEW_HIDDEN, "labeling": _VIEW_HIDDEN}}})
+            view_id = made.get("id") if isinstance(made, dict) else None
+    return PushResult(model_version=model_version(job), predictions=len(rows), url=link.url,
+                      ls_project=link.ls_project, view=view_id)
+
+
+def _predictions(corpus, labels, proba, config: LabelConfig, version: str) -> list[dict[str, Any]]:
+    """One prediction per document (a Label Studio task id) with its mean confidence."""
+    lengths = np.asarray(corpus.doc_lengths)
+    doc_of = np.repeat(np.arange(corpus.n_docs), lengths)
+    chosen = proba[np.arange(len(labels)), np.clip(labels, 0, None)]
+    score = np.bincount(doc_of, weights=chosen, minlength=corpus.n_docs) / np.maximum(lengths, 1)
+    names = corpus.class_names
+    if config.kind == "choices":
+        first = np.asarray(corpus.doc_start[:-1])
+        return [{"task": int(d), "score": float(s), "model_version": version,
+                 "result": prediction_result(config, choice=names[lab] if lab >= 0 else None)}
+                for d, s, lab in zip(corpus.doc_ids, score.tolist(), labels[first].tolist(), strict=True)]
+    spans = decode_spans(labels, corpus)
+    types = corpus.entity_types
+    per_doc: dict[int, list[tuple[int, int, str]]] = {}
+    for d, s, e, t in zip(spans.doc.tolist(), spans.start.tolist(), spans.end.tolist(), spans.type.tolist(),
+                          strict=True):
+        per_doc.setdefault(d, []).append((s, e, types[t - 1]))
+    return [{"task": int(doc_id), "score": float(score[d]), "model_version": version,
+             "result": prediction_result(config, per_doc.get(d, []), text=corpus.texts[d])}
+            for d, doc_id in enumerate(corpus.doc_ids)]

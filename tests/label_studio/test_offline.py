@@ -1,0 +1,60 @@
+"""The parts of the Label Studio link that need no server: tokens, labeling configs, the sealed token."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from crowdqa.ingest.label_studio_api import LabelStudio, LabelStudioError, read_label_config, token_kind
+from crowdqa.store.private import server_secret
+from crowdqa.store.sealed import SealError, seal, unseal
+from tests.label_studio.conftest import CHOICE_CONFIG, NER_CONFIG, POLYGON_CONFIG
+
+
+def _jwt(kind: str) -> str:
+    part = base64.urlsafe_b64encode(json.dumps({"token_type": kind, "user_id": "1"}).encode()).decode().rstrip("=")
+    return f"eyJhbGciOiJIUzI1NiJ9.{part}.c2ln"
+
+
+def test_token_kinds():
+    assert token_kind(_jwt("refresh")) == "personal"
+    assert token_kind(_jwt("access")) == "access"
+    assert token_kind("0123456789abcdef0123456789abcdef01234567") == "legacy"
+    assert token_kind("a.b.c") == "legacy"
+
+
+def test_label_configs():
+    ner = read_label_config(NER_CONFIG)
+    assert (ner.kind, ner.from_name, ner.to_name, ner.text_key, ner.labels) == ("spans", "label", "text", "text",
+                                                                              ("PER", "LOC"))
+    choice = read_label_config(CHOICE_CONFIG)
+    assert (choice.kind, choice.from_name, choice.labels) == ("choices", "sentiment", ("pos", "neg"))
+    with pytest.raises(LabelStudioError, match=r"it holds <Image>, <PolygonLabels>$"):
+        read_label_config(POLYGON_CONFIG)
+    audio = '<View><Audio name="a" value="$audio"/><Labels name="l" toName="a"><Label value="x"/></Labels></View>'
+    with pytest.raises(LabelStudioError, match=r"it holds <Audio>, Labels on <Audio>$"):
+        read_label_config(audio)
+    with pytest.raises(LabelStudioError, match="not XML"):
+        read_label_config("<View>")
+
+
+@pytest.mark.parametrize("url", ["localhost:8080", "ftp://host", ""])
+def test_url_must_be_http(url):
+    with pytest.raises(LabelStudioError, match="must start with http"):
+        LabelStudio(url, "token")
+
+
+def test_sealed_token_opens_only_with_its_secret(tmp_path):
+    token = _jwt("refresh")
+    sealed = seal(tmp_path / "a", token)
+    assert token not in sealed and sealed.startswith("v1.")
+    assert seal(tmp_path / "a", token) != sealed  # a fresh nonce each time
+    assert unseal(tmp_path / "a", sealed) == token
+    server_secret(tmp_path / "b")
+    with pytest.raises(SealError, match="does not open"):
+        unseal(tmp_path / "b", sealed)
+    altered = sealed[:-6] + ("A" if sealed[-6] != "A" else "B") + sealed[-5:]
+    with pytest.raises(SealError):
+        unseal(tmp_path / "a", altered)
