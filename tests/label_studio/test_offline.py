@@ -49,7 +49,7 @@ def test_url_must_be_http(url):
 def test_sealed_token_opens_only_with_its_secret(tmp_path):
     token = _jwt("refresh")
     sealed = seal(tmp_path / "a", token)
-    assert token not in sealed and sealed.startswith("v1.")
+    assert token not in sealed and sealed.startswith("v2.")
     assert seal(tmp_path / "a", token) != sealed  # a fresh nonce each time
     assert unseal(tmp_path / "a", sealed) == token
     server_secret(tmp_path / "b")
