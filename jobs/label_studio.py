@@ -43,7 +43,7 @@ from crowdqa.ingest.summary import summarize
 from crowdqa.jobs.errors import UploadConflictError
 from crowdqa.jobs.quotas import check_stored_bytes
 from crowdqa.jobs.results import load_job_result
-from crowdqa.jobs.uploads import _dataset_locks, _dataset_state, _index, collect_garbage, parse_upload
+from crowdqa.jobs.uploads import collect_garbage, corpus_index, dataset_locks, dataset_state, parse_upload
 from crowdqa.quality.report import plain_json
 from crowdqa.store import crud
 from crowdqa.store.artifacts import ArtifactStore
@@ -170,18 +170,18 @@ def _store(*, session: Session, settings: Settings, dataset: Dataset, link: Labe
                 summary=plain_json(summarize(parsed.corpus, problems=parsed.problems, notes=parsed.notes,
                                              dropped=parsed.dropped)),
                 problems=[str(p) for p in parsed.problems][:1000]), index))
-        with _dataset_locks[dataset.id]:
+        with dataset_locks[dataset.id]:
             crud.lock_dataset(session=session, dataset=dataset)
             uploads, _ = crud.list_uploads(session=session, dataset_id=dataset.id, limit=10**9)
             removed = [u for u in uploads if u.id in set(link.upload_ids)]
             kept = [u for u in uploads if u.id not in set(link.upload_ids)]
             parts = [u.corpus_sha256 for u in kept]
-            indexes = [_index(store, p) for p in parts]
+            indexes = [corpus_index(store, p) for p in parts]
             for upload, index in made:
                 check_mergeable(indexes, index, source=upload.filename)
                 parts.append(upload.corpus_sha256)
                 indexes.append(index)
-            state = _dataset_state(store, parts, indexes)
+            state = dataset_state(store, parts, indexes)
             added = [u for u, _ in made]
             link.upload_ids = [u.id for u in added]
             crud.replace_uploads(session=session, dataset=dataset, removed=removed, added=added, link=link, **state)

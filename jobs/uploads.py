@@ -44,11 +44,13 @@ from crowdqa.store.models import Dataset, Upload
 from crowdqa.store.settings import Settings
 
 __all__ = ["FORM_OVERHEAD", "UploadLimits", "load_job_corpus", "job_corpus", "extract_docs", "parse_upload",
-           "add_upload", "delete_upload", "delete_dataset", "collect_garbage"]
+           "add_upload", "delete_upload", "delete_dataset", "collect_garbage", "dataset_locks", "corpus_index",
+           "dataset_state"]
 
 logger = logging.getLogger(__name__)
 
-_dataset_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
+#: One lock per dataset: an upload, a deletion or a Label Studio pull changes a dataset's uploads under it.
+dataset_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
 
 #: Room for multipart headers and form fields on top of an uploaded file itself.
 FORM_OVERHEAD = 64 * 1024
@@ -192,7 +194,7 @@ def add_upload(*, session: Session, settings: Settings, dataset: Dataset, stream
         raise
 
 
-def _index(store: ArtifactStore, corpus_sha: str):
+def corpus_index(store: ArtifactStore, corpus_sha: str):
     """The stored index of a corpus, made (once) from the corpus for uploads stored before indexes existed
     or before their document hashes changed (``CorpusIndex.current``)."""
     path = store.index_path(corpus_sha)
@@ -205,7 +207,7 @@ def _index(store: ArtifactStore, corpus_sha: str):
     return index
 
 
-def _dataset_state(store: ArtifactStore, parts: list[str], indexes: list) -> dict[str, Any]:
+def dataset_state(store: ArtifactStore, parts: list[str], indexes: list) -> dict[str, Any]:
     """The dataset columns for a list of upload corpora: snapshot sha256, summary and annotator rows."""
     if not parts:
         return {"corpus_sha256": None, "summary": None, "annotators": []}
@@ -229,18 +231,18 @@ def _parse_and_merge(*, session: Session, store: ArtifactStore, dataset: Dataset
     own = store.put_corpus(corpus)
     new_index = index_corpus(corpus)
     store.put_index(own.sha256, new_index)
-    with _dataset_locks[dataset.id]:
+    with dataset_locks[dataset.id]:
         # Serialise uploads to one dataset across threads (the lock) and processes (a row write lock
         # held until the commit in crud.add_upload), then check against the latest committed uploads.
         crud.lock_dataset(session=session, dataset=dataset)
         _refuse_same_file(session=session, dataset=dataset, raw=raw, filename=filename)
         parts = crud.upload_corpora(session=session, dataset_id=dataset.id)
-        indexes = [_index(store, p) for p in parts]
+        indexes = [corpus_index(store, p) for p in parts]
         try:
             check_mergeable(indexes, new_index, source=_shown_name(filename))
         except KindConflict as exc:
             raise UploadConflictError(str(exc)) from None
-        state = _dataset_state(store, [*parts, own.sha256], [*indexes, new_index])
+        state = dataset_state(store, [*parts, own.sha256], [*indexes, new_index])
         _refuse_unmatched_experts(state["summary"], new_index, filename=filename)
         upload = Upload(
             dataset_id=dataset.id, filename=crud.text_safe(filename or "upload")[:300], format=format, role=role,
@@ -282,10 +284,10 @@ def delete_upload(*, session: Session, settings: Settings, dataset: Dataset, upl
     """Remove one upload from its dataset: the dataset becomes the merge of the others (jobs keep their
     snapshots), and the upload's files go once nothing else uses them."""
     store = ArtifactStore(settings.data_dir)
-    with _dataset_locks[dataset.id]:
+    with dataset_locks[dataset.id]:
         crud.lock_dataset(session=session, dataset=dataset)
         parts = crud.upload_corpora(session=session, dataset_id=dataset.id, exclude=upload.id)
-        state = _dataset_state(store, parts, [_index(store, p) for p in parts])
+        state = dataset_state(store, parts, [corpus_index(store, p) for p in parts])
         crud.remove_upload(session=session, dataset=dataset, upload=upload, **state)
     collect_garbage(session=session, settings=settings)
 
