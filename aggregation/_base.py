@@ -104,6 +104,14 @@ class ConvergenceMonitor:
         return self.tol is not None and abs(log_likelihood - prev) / scale < self.tol
 
 
+def _last_change(history: list[float], tol: float) -> str:
+    """The last step's relative change of the objective against ``tol``, in words (the convergence test's terms)."""
+    if len(history) < 2:
+        return f"one iteration gives no change of the objective to test against tol={tol}"
+    change = abs(history[-1] - history[-2]) / max(abs(history[-1]), 1.0)
+    return f"its last iteration still changed the objective by {change:.1e} (relative; tol={tol})"
+
+
 #: ``(len(sys.modules), ThreadpoolController)`` of the last fit (see :func:`_blas_controller`).
 _BLAS_CONTROLLER: list[tuple[int, Any]] = []
 
@@ -338,19 +346,21 @@ class BaseAggregator:
         """A convergence record for one run of the fit's loop, with the ``tol`` parameter."""
         return ConvergenceMonitor(tol=self.tol, callback=callback)
 
-    def _record_run(self, history: list[float], converged: bool, *, max_iter: int | None = None) -> None:
+    def _record_run(self, history: list[float], converged: bool, *, max_iter: int | None = None,
+                    last_change: str | None = None) -> None:
         """Set ``log_likelihood_``, ``n_iter_`` and ``converged_``; warn if a loop with a ``tol`` did not converge.
 
         ``max_iter``: the cap the loop ran with, where it is resolved from the parameter (default: the parameter).
+        ``last_change``: what the last iteration changed, in words, for a loop whose test is not
+        :class:`ConvergenceMonitor`'s relative change of ``history`` (the default reads it from ``history``).
+        The warning says what stopping there means, for the job's progress and the report.
         """
         if not converged and self.tol is not None:
-            warnings.warn(
-                f"{type(self).__name__} stopped after max_iter={self.max_iter if max_iter is None else max_iter} "
-                "iterations without converging "
-                f"(tol={self.tol}); raise max_iter or tol.",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
+            cap = self.max_iter if max_iter is None else max_iter
+            warnings.warn(f"{type(self).__name__} stopped after max_iter={cap} iterations without converging: "
+                          f"{last_change or _last_change(history, self.tol)}, so its labels and worker scores may "
+                          "still change with more iterations; raise max_iter (or tol) to let the fit settle.",
+                          ConvergenceWarning, stacklevel=3)
         self.log_likelihood_ = history
         self.n_iter_ = len(history)
         self.converged_ = bool(converged)

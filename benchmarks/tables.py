@@ -629,7 +629,8 @@ def render_bsc_seq(d: dict, results: Path, quick: bool) -> str:
 
 
 def _params_text(params: dict) -> str:
-    return ", ".join(f"{k}={v}" for k, v in params.items())
+    """``k=v, ...``; a list value (a tuple before JSON) as its items joined by ``+``."""
+    return ", ".join(f"{k}={'+'.join(map(str, v)) if isinstance(v, list | tuple) else v}" for k, v in params.items())
 
 
 def render_seq_protocol(d: dict, results: Path, quick: bool) -> str:

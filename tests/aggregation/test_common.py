@@ -128,6 +128,24 @@ def test_max_iter_one_warns_for_em(method, params, is_em, seed):
 
 
 @pytest.mark.parametrize(("method", "params", "is_em"), ESTIMATORS)
+def test_the_max_iter_warning_says_what_stopping_there_means(method, params, is_em, seed):
+    """Issue 28: the warning (the job's progress and the report quote it) gives the last change against tol
+    and what stopping there means, not only that the fit stopped."""
+    corpus = corpus_for(method, seed)
+    if not is_em:
+        pytest.skip("not an EM estimator")
+    est = make_aggregator(method, {**params, "max_iter": 2, "tol": 1e-300})
+    with pytest.warns(ConvergenceWarning) as caught:
+        est.fit(corpus)
+    message = str(caught[-1].message)
+    assert "may still change with more iterations" in message and "tol=1e-300" in message
+    if method != "mmsr":  # its history holds the completion's moves, not an objective
+        h = est.log_likelihood_
+        change = abs(h[-1] - h[-2]) / max(abs(h[-1]), 1.0)
+        assert f"changed the objective by {change:.1e} (relative; tol=1e-300)" in message
+
+
+@pytest.mark.parametrize(("method", "params", "is_em"), ESTIMATORS)
 def test_known_tokens_are_clamped(method, params, is_em, seed):
     corpus = corpus_for(method, seed)
     known = np.full(corpus.n_tokens, -1)

@@ -39,3 +39,14 @@ def test_rule_averages_whole_and_small_over_sets_and_ties_go_to_the_earlier():
     assert sp.rule_score(cands[0]["f1"]) == np.mean([0.65, 0.75])
     assert sp.choose(cands) == 0  # 0.70, 0.65, 0.70: a tie, the earlier wins
     assert sp.choose(cands[1:]) == 1
+
+
+def test_grid_starts_with_the_first_runs_grid_and_renders_the_features():
+    """The first 24 candidates are the first run's (words only, the old defaults first); the rest add shapes."""
+    from benchmarks.tables import _params_text
+
+    assert len(sp.GRID) == 48 and len({str(c) for c in sp.GRID}) == 48
+    assert sp.GRID[0] == {"features": ("word",), "alpha0": 1.0, "epsilon0": 1.0, "nu0": 1.0, "init": "vote"}
+    assert {c["features"] for c in sp.GRID[:24]} == {("word",)}
+    assert {c["features"] for c in sp.GRID[24:]} == {("word", "capitalised", "digit")}
+    assert _params_text({"features": ["word", "digit"], "nu0": 0.1}) == "features=word+digit, nu0=0.1"
