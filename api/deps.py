@@ -1,8 +1,12 @@
-"""Typed dependencies: settings, database session, queue, the caller's project and owned resources."""
+"""Typed dependencies: settings, database session, queue, the caller's project and owned resources.
+
+Dependencies that do no blocking work are ``async``: FastAPI runs a plain ``def`` dependency in a worker thread,
+and under load each hand-over to a thread and back waited for the CPU (a poll passed through nine of them).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -10,6 +14,7 @@ from fastapi import Depends, Path, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from rq import Queue
 from sqlmodel import Session
+from starlette.concurrency import run_in_threadpool
 
 from crowdqa.api.errors import ProblemError
 from crowdqa.api.throttle import FailureThrottle, client_address, throttle_of
@@ -17,27 +22,42 @@ from crowdqa.jobs import keys
 from crowdqa.jobs.errors import KeyRefusedError, KeyScopeError
 from crowdqa.jobs.queue import get_queue
 from crowdqa.store import crud
-from crowdqa.store.db import open_session
+from crowdqa.store.db import open_read_session, open_session
 from crowdqa.store.models import ApiKey, Dataset, Job, Project
 from crowdqa.store.settings import Settings, get_settings
 
 __all__ = ["SettingsDep", "SessionDep", "QueueDep", "Caller", "CallerDep", "AdminCallerDep", "CurrentProjectDep",
-           "OwnedDatasetDep", "OwnedJobDep", "check_authorization", "authenticate_client"]
+           "OwnedDatasetDep", "OwnedJobDep", "JobId", "owned_job", "check_authorization", "authenticate_client",
+           "GATE_CALLER", "READ_METHODS"]
 
-SettingsDep = Annotated[Settings, Depends(get_settings)]
+#: The key of ``scope["state"]`` under which the request gate leaves the caller it authenticated for this request.
+GATE_CALLER = "crowdqa.caller"
+#: Methods that never write (the reconciler corrects job rows, not a GET): their requests read without a transaction.
+READ_METHODS = frozenset({"GET", "HEAD"})
 
 
-def get_session(settings: SettingsDep) -> Iterator[Session]:
-    """A database session for one request."""
-    with open_session(settings) as session:
+async def _settings() -> Settings:
+    return get_settings()
+
+
+SettingsDep = Annotated[Settings, Depends(_settings)]
+
+
+async def get_session(request: Request, settings: SettingsDep) -> AsyncIterator[Session]:
+    """A database session for one request: a read-only one (:func:`crowdqa.store.db.open_read_session`) for a GET
+    or HEAD. Made without touching the database; closed (its connection back to the pool) in a worker thread."""
+    session = open_read_session(settings) if request.method in READ_METHODS else open_session(settings)
+    try:
         yield session
+    finally:
+        await run_in_threadpool(session.close)
 
 
 SessionDep = Annotated[Session, Depends(get_session)]
 
 
-def get_job_queue(settings: SettingsDep) -> Queue:
-    """The job queue (Redis, or the embedded fakeredis)."""
+async def get_job_queue(settings: SettingsDep) -> Queue:
+    """The job queue (Redis, or the embedded fakeredis); made without a round trip to Redis."""
     return get_queue(settings)
 
 
@@ -84,22 +104,30 @@ def authenticate_client(authorization: str | None, *, session: Session, client: 
         raise
 
 
-def get_caller(request: Request, session: SessionDep,
-               _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> Caller:
-    """The key and project of the request's Bearer key; 401 without a valid key, 429 after too many failures."""
-    return authenticate_client(request.headers.get("authorization"), session=session,
-                               client=client_address(request.scope), throttle=throttle_of(request.app))
+async def get_caller(request: Request, session: SessionDep,
+                     _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> Caller:
+    """The key and project of the request's Bearer key; 401 without a valid key, 429 after too many failures.
+
+    When the request gate checked the key against the database for this very request, its caller is taken
+    (:data:`GATE_CALLER`) instead of asking the database the same question twice; otherwise (the gate remembered
+    the key as valid, or there is no gate) the key is checked here.
+    """
+    caller = request.scope.get("state", {}).get(GATE_CALLER)
+    if isinstance(caller, Caller):
+        return caller
+    return await run_in_threadpool(authenticate_client, request.headers.get("authorization"), session=session,
+                                   client=client_address(request.scope), throttle=throttle_of(request.app))
 
 
 CallerDep = Annotated[Caller, Depends(get_caller)]
 
 
-def get_current_project(caller: CallerDep) -> Project:
+async def get_current_project(caller: CallerDep) -> Project:
     """The project of the request's Bearer key; 401 without a valid key."""
     return caller.project
 
 
-def get_admin_caller(caller: CallerDep) -> Caller:
+async def get_admin_caller(caller: CallerDep) -> Caller:
     """The caller, if its key is an admin key; 403 otherwise."""
     try:
         keys.require_admin(caller.key)
@@ -125,13 +153,20 @@ def get_owned_dataset(
 OwnedDatasetDep = Annotated[Dataset, Depends(get_owned_dataset)]
 
 
-def get_owned_job(job_id: Annotated[str, Path(max_length=64)], session: SessionDep,
-                  project: CurrentProjectDep) -> Job:
-    """The caller's job; 404 when it does not exist or belongs to another project."""
+JobId = Annotated[str, Path(max_length=64)]
+
+
+def owned_job(*, session: Session, project: Project, job_id: str) -> Job:
+    """The project's job; ProblemError 404 when it does not exist or belongs to another project."""
     job = crud.get_job(session=session, project_id=project.id, job_id=job_id)
     if job is None:
         raise ProblemError(404, f"no job {job_id!r} in this project")
     return job
+
+
+def get_owned_job(job_id: JobId, session: SessionDep, project: CurrentProjectDep) -> Job:
+    """The caller's job; 404 when it does not exist or belongs to another project."""
+    return owned_job(session=session, project=project, job_id=job_id)
 
 
 OwnedJobDep = Annotated[Job, Depends(get_owned_job)]

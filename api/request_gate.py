@@ -19,7 +19,10 @@ middleware runs first, on the request line and headers only:
 
 The routes still check the key themselves (the gate is a first line, not the only one), so the gate may
 remember a key it found valid for :data:`KEY_MEMORY_SECONDS` (by its sha256; never a refusal): a key revoked
-within that window still gets its body read once more, and its 401 from the route.
+within that window still gets its body read once more, and its 401 from the route. When the gate did ask the
+database for this request, it leaves the caller it found in the request's scope (``state``,
+:data:`crowdqa.api.deps.GATE_CALLER`) and the route takes it instead of asking again: either way, every
+request's key is checked against the database exactly once.
 """
 
 from __future__ import annotations
@@ -35,11 +38,11 @@ from starlette.responses import RedirectResponse
 
 from crowdqa.api.dashboard.auth import SESSION_COOKIE, read_session
 from crowdqa.api.dashboard.web import PREFIX as UI_PREFIX
-from crowdqa.api.deps import authenticate_client
+from crowdqa.api.deps import GATE_CALLER, Caller, authenticate_client
 from crowdqa.api.errors import ProblemError, problem_response
 from crowdqa.api.throttle import FailureThrottle, client_address, throttle_of
 from crowdqa.jobs.uploads import FORM_OVERHEAD, UploadLimits
-from crowdqa.store.db import open_session
+from crowdqa.store.db import open_read_session
 from crowdqa.store.errors import UploadTooLargeError
 from crowdqa.store.settings import Settings, get_settings
 
@@ -101,14 +104,14 @@ def _cookie(scope: Scope, name: str) -> str | None:
     return None
 
 
-def _authenticate(settings: Settings, authorization: str | None, client: str, throttle: FailureThrottle) -> None:
+def _authenticate(settings: Settings, authorization: str | None, client: str, throttle: FailureThrottle) -> Caller:
     """The API's own key check (expiry, throttling of failures included); ProblemError 401/429 when refused."""
-    with open_session(settings) as session:
-        authenticate_client(authorization, session=session, client=client, throttle=throttle)
+    with open_read_session(settings) as session:
+        return authenticate_client(authorization, session=session, client=client, throttle=throttle)
 
 
 def _session_is_valid(settings: Settings, cookie: str) -> bool:
-    with open_session(settings) as session:
+    with open_read_session(settings) as session:
         return read_session(session=session, cookie=cookie) is not None
 
 
@@ -127,10 +130,11 @@ class RequestGate:
         if self._valid_keys.get(digest, 0.0) > now:
             return None
         try:
-            await run_in_threadpool(_authenticate, settings, authorization, client_address(scope),
-                                    throttle_of(scope["app"]))
+            caller = await run_in_threadpool(_authenticate, settings, authorization, client_address(scope),
+                                             throttle_of(scope["app"]))
         except ProblemError as exc:
             return problem_response(exc.status, exc.detail, headers=exc.headers)
+        scope.setdefault("state", {})[GATE_CALLER] = caller
         if len(self._valid_keys) >= _KEY_MEMORY_SIZE:
             self._valid_keys.clear()
         self._valid_keys[digest] = now + KEY_MEMORY_SECONDS

@@ -15,8 +15,10 @@ jobs are waited for (bounded). Then the service's own listing is checked:
 * **every job final**: finished (or failed, counted and reported).
 
 Reported: jobs finished per second, requests per second, and p50 / p99 / max latency of
-each request kind (upload, enqueue, poll). Results go to ``benchmarks/results/load.json``
-(or ``--output``). Loopback only; bounded in time.
+each request kind (upload, enqueue, poll), and the CPU the clients themselves used (they share
+the machine with the service: ``client_cpu_share`` is their CPU seconds per wall second, out of
+``os.cpu_count()``). Results go to ``benchmarks/results/load.json`` (or ``--output``). Loopback
+only; bounded in time.
 
     python benchmarks/load.py                   # the three modes, 20 clients, 30 s each
     python benchmarks/load.py --quick           # 20 clients, 8 s each
@@ -124,14 +126,14 @@ def run(mode: str, *, clients: int = 20, seconds: float = 30.0, n_workers: int =
         api, key, _ = stack.enter_context(_service("embedded" if mode == "embedded" else "redis", Path(tmp) / "data",
                                                    n_workers=n_workers, database_url=database_url,
                                                    pool=mode == "production"))
-        t0 = time.monotonic()
+        t0, cpu0 = time.monotonic(), time.process_time()  # process time: every client thread of this process
         deadline, drain_until = t0 + seconds, t0 + seconds + drain
         threads = [_Client(api, key, i, deadline, drain_until, min_rounds) for i in range(clients)]
         for t in threads:
             t.start()
         for t in threads:
             t.join(seconds + drain + 30)
-        wall = time.monotonic() - t0
+        wall, client_cpu = time.monotonic() - t0, time.process_time() - cpu0
         created = [j for t in threads for j in t.jobs]
         with httpx.Client(base_url=api, headers={"Authorization": f"Bearer {key}"}, timeout=60) as http:
             listed, offset = {}, 0
@@ -164,6 +166,9 @@ def run(mode: str, *, clients: int = 20, seconds: float = 30.0, n_workers: int =
         "jobs_per_second": round(statuses.count("finished") / wall, 3),
         "requests_per_second": round(n_requests / wall, 2),
         "latency": {kind: _percentiles(v) for kind, v in sorted(latency.items())},
+        # The clients run on the same cores as the service: how much of them they took (1.0 = one core).
+        "client_cpu_seconds": round(client_cpu, 3),
+        "client_cpu_share": round(client_cpu / wall, 3),
         "client_errors": [e for t in threads for e in t.errors][:20],
         # The machine may be shared: its 1-minute load average says how much (2 cores: above 2, others ran too).
         "load_average_at_start": round(load_at_start, 2),

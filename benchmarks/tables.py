@@ -394,16 +394,23 @@ def render_load(d: dict, results: Path, quick: bool) -> str:
                      len(r["client_errors"]),
                      (f"{r['load_average_at_start']:.1f} / {r['load_average_at_end']:.1f}"
                       if "load_average_at_end" in r else "–")])
+    # Results since the clients' own CPU is recorded (issue 27) get that column: they share the cores measured.
+    clients_cpu = all("client_cpu_share" in r for r in d["results"]) and bool(d["results"])
+    if clients_cpu:
+        for row, r in zip(rows, d["results"], strict=True):
+            row.append(f"{r['client_cpu_share']:.2f} core")
     verdict = "none" if not d.get("problems") else "; ".join(d["problems"])
     return (
         "Concurrent clients each create a dataset, upload a small crowd file, enqueue jobs and poll them for a "
         f"bounded time; then every job is checked against the database and the run log. Problems found: {verdict}. "
         "Production mode is the deployment of deploy/ (redis-server, PostgreSQL, one `crowdqa worker --processes "
         "2`); the load average (1 minute, at the start / end of each mode) says how busy the 2-core machine was "
-        "with other work, which inflates every latency.\n\n"
+        "with other work, which inflates every latency."
+        + (" The clients (threads of one process) run on the same cores: their CPU is shown in cores (1 = one of "
+           "them busy all the time)." if clients_cpu else "") + "\n\n"
         + _table(["mode", "clients", "duration", "jobs", "finished / failed / not final", "lost", "duplicate runs",
                   "jobs/s", "requests/s", "upload p99", "enqueue p99", "poll p99", "client errors",
-                  "load average"], rows)
+                  "load average", *(["clients' CPU"] if clients_cpu else [])], rows)
     )
 
 

@@ -95,14 +95,12 @@ def revoke_key(*, session: Session, prefix: str, project_id: str | None = None) 
 
 def check_key(*, session: Session, key: str, now: datetime | None = None) -> tuple[ApiKey, Project]:
     """The row and project of a valid whole key; :class:`KeyRefusedError` saying why otherwise."""
-    row = crud.find_api_key(session=session, key=key.strip())
-    if row is None:
+    found = crud.find_api_key_and_project(session=session, key=key.strip())
+    if found is None:
         raise KeyRefusedError("unknown API key")
+    row, project = found
     if crud.key_expired(row, now=now):
         raise KeyRefusedError(f"the API key {row.prefix} expired at {aware(row.expires_at):%Y-%m-%d %H:%M:%S} UTC")
-    project = crud.get_project(session=session, project_id=row.project_id)
-    if project is None:
-        raise KeyRefusedError("unknown API key")
     return row, project
 
 

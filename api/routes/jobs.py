@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query, Response, status
 from fastapi.responses import StreamingResponse
 from starlette.background import BackgroundTask
 
-from crowdqa.api.deps import CurrentProjectDep, OwnedJobDep, QueueDep, SessionDep, SettingsDep
+from crowdqa.api.deps import CurrentProjectDep, JobId, OwnedJobDep, QueueDep, SessionDep, SettingsDep, owned_job
 from crowdqa.api.errors import problem_responses
 from crowdqa.api.openapi import download_response
 from crowdqa.ingest.formats import FORMATS, WRITE_FORMATS
@@ -40,11 +40,17 @@ def list_jobs(session: SessionDep, project: CurrentProjectDep, status_: Annotate
     return JobsPublic(data=[JobPublic.model_validate(j) for j in rows], count=count)
 
 
-@router.get("/{job_id}", responses=problem_responses(404))
-def get_job(job: OwnedJobDep, settings: SettingsDep, queue: QueueDep) -> JobPublic:
+@router.get("/{job_id}", response_model=JobPublic, responses=problem_responses(404))
+def get_job(job_id: JobId, session: SessionDep, project: CurrentProjectDep, settings: SettingsDep,
+            queue: QueueDep) -> Response:
     """Poll a job: status (queued, running, finished, failed), progress, timings and error (a running job gone
     silent reads as failed, abandoned; a queued job the queue lost as failed, lost)."""
-    return reconcile.observe(job, settings=settings, queue=queue)
+    # The most frequent request of all, so it takes one worker thread, not three: the job is read here (not by
+    # OwnedJobDep in a thread of its own), and the typed JobPublic is encoded here, not validated again as the
+    # response model in one more thread and encoded twice (through jsonable_encoder and json.dumps).
+    job = owned_job(session=session, project=project, job_id=job_id)
+    return Response(reconcile.observe(job, settings=settings, queue=queue).model_dump_json(),
+                    media_type="application/json")
 
 
 @router.delete("/{job_id}", status_code=status.HTTP_204_NO_CONTENT, responses=problem_responses(404, 503))
@@ -86,13 +92,17 @@ SortQuery = Annotated[WorkerSortKey | None, Query(
 OrderQuery = Annotated[SortOrder, Query()]
 
 
-@router.get("/{job_id}/workers", responses=problem_responses(404, 409))
+@router.get("/{job_id}/workers", response_model=WorkerScoresPublic, responses=problem_responses(404, 409))
 def list_workers(job: OwnedJobDep, session: SessionDep, sort: SortQuery = None, order: OrderQuery = SortOrder.asc,
-                 offset: Offset = 0, limit: Limit = 100) -> WorkerScoresPublic:
+                 offset: Offset = 0, limit: Limit = 100) -> Response:
     """Per-annotator scores of a finished job, sorted and paged (the same rows as a spreadsheet:
     ``GET /jobs/{id}/workers.csv``)."""
     rows, count = exports.worker_scores(session=session, job=job, sort=sort, order=order, offset=offset, limit=limit)
-    return WorkerScoresPublic(data=[WorkerScorePublic.model_validate(r) for r in rows], count=count)
+    # Each row's detail is validated into a WorkerReport once, here, and the page encoded by pydantic: as a response
+    # model FastAPI validated the whole page again and encoded it through jsonable_encoder, 4-5x the time of this
+    # (1000 rows: 2.6-3.1 s against 0.56-0.64 s on a busy 2-core machine).
+    page = WorkerScoresPublic(data=[WorkerScorePublic.model_validate(r) for r in rows], count=count)
+    return Response(page.model_dump_json(), media_type="application/json")
 
 
 @router.get("/{job_id}/workers.csv", response_class=Response, responses={

@@ -99,3 +99,33 @@ def test_forwarded_headers_of_an_untrusted_peer_are_ignored(tmp_path):
         _stop(server)
         log = server.stdout.read()
     assert "first start" in log and key not in log and "Traceback" not in log, log
+
+
+def test_connections_to_the_served_socket_send_without_nagle_delay():
+    """The socket `crowdqa serve` binds is IPPROTO_TCP, so asyncio (which uvicorn serves it with) turns Nagle's
+    algorithm off on every accepted connection: uvicorn writes a response's head and body separately, and with
+    Nagle on, the body of every response on a kept-alive connection waited for the client's delayed ACK (40 ms)."""
+    import asyncio
+    import socket
+
+    from crowdqa.api.commands.serve import _listen
+
+    async def accepted_nodelay() -> int:
+        sock = _listen("127.0.0.1", 0)
+        seen: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        class Probe(asyncio.Protocol):
+            def connection_made(self, transport) -> None:
+                seen.set_result(transport.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+                transport.close()
+
+        server = await asyncio.get_running_loop().create_server(Probe, sock=sock)
+        try:
+            _, writer = await asyncio.open_connection(*sock.getsockname()[:2])
+            value = await asyncio.wait_for(seen, 10)
+            writer.close()
+            return value
+        finally:
+            server.close()
+
+    assert asyncio.run(accepted_nodelay()) != 0

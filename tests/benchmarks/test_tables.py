@@ -351,3 +351,13 @@ def test_seq_protocol_section(results):
     assert "| nu0=0.1 | 0.780 | 0.750 | 0.770 | 0.740 | 0.7600 **chosen** |" in md
     assert "| nu0=1.0 | 0.730 | 0.670 | 0.760 | 0.660 | 0.7050 |" in md
     assert "| A → B | nu0=0.1 | 0.7700 | 0.7500 | nu0=0.1 | 0.7500 |" in md
+
+
+def test_load_section_shows_the_clients_cpu_when_recorded():
+    """Load results that record the clients' own CPU (issue 27) get a column for it; older ones render as before."""
+    d = _fakes()["load"]
+    old = tables.render_load(d, Path("."), False)
+    assert "clients' CPU" not in old and old.splitlines()[-1].endswith("| – |")
+    d["results"][0]["client_cpu_share"] = 0.046
+    new = tables.render_load(d, Path("."), False)
+    assert new.splitlines()[-1].endswith("| – | 0.05 core |") and "| clients' CPU |" in new

@@ -3,6 +3,7 @@ lost, none runs twice, every one ends final. The long variants are the benchmark
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
@@ -17,6 +18,8 @@ def _run(mode: str, seconds: float, tally) -> dict:
     # How many jobs 20 clients create in 3 s depends on the machine's load (it is measured in benchmarks/load.py,
     # never asserted here); what must hold is that there were jobs and every one finished.
     assert result["jobs_created"] >= 1 and result["finished"] == result["jobs_created"], result
+    # The clients' own CPU is recorded beside the latencies they measured (they share the cores with the service).
+    assert 0 < result["client_cpu_seconds"] and 0 < result["client_cpu_share"] <= (os.cpu_count() or 1), result
     tally(result["jobs_created"])
     return result
 
