@@ -105,7 +105,7 @@ def test_each_folder_imports_as_one_module(folder: str) -> None:
 
 
 _LOAD_EVERYTHING = """
-import importlib, json, os, pkgutil, sys
+import importlib, importlib.util, json, os, pkgutil, sys
 import crowdqa
 names = [m.name for m in pkgutil.walk_packages(crowdqa.__path__, "crowdqa.")]
 for name in names:
