@@ -11,9 +11,28 @@ the others' scipy optimisers.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crowdqa.aggregation.registry import METHODS
+
+if TYPE_CHECKING:  # the same names, written out for editors and type checkers, which cannot run __getattr__
+    from crowdqa.aggregation._base import BaseAggregator as BaseAggregator
+    from crowdqa.aggregation._base import ConvergenceWarning as ConvergenceWarning
+    from crowdqa.aggregation.bsc_seq import BayesianSequenceCombination as BayesianSequenceCombination
+    from crowdqa.aggregation.corpus import MISSING as MISSING
+    from crowdqa.aggregation.corpus import Corpus as Corpus
+    from crowdqa.aggregation.dawid_skene import DawidSkene as DawidSkene
+    from crowdqa.aggregation.glad import GLAD as GLAD
+    from crowdqa.aggregation.hmm_crowd import HMMCrowd as HMMCrowd
+    from crowdqa.aggregation.ibcc import IBCC as IBCC
+    from crowdqa.aggregation.kos import KOS as KOS
+    from crowdqa.aggregation.mace import MACE as MACE
+    from crowdqa.aggregation.majority_vote import MajorityVote as MajorityVote
+    from crowdqa.aggregation.mmsr import MMSR as MMSR
+    from crowdqa.aggregation.registry import make_aggregator as make_aggregator
+    from crowdqa.aggregation.weighted_vote import GoldMajorityVote as GoldMajorityVote
+    from crowdqa.aggregation.weighted_vote import Wawa as Wawa
+    from crowdqa.aggregation.weighted_vote import ZeroBasedSkill as ZeroBasedSkill
 
 #: Public name -> the module that defines it: the shared names, then every method of the registry.
 _HOME = {
