@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # the same names, written out for editors and type checkers, 
     from crowdqa.aggregation.corpus import Corpus as Corpus
     from crowdqa.aggregation.dawid_skene import DawidSkene as DawidSkene
     from crowdqa.aggregation.glad import GLAD as GLAD
+    from crowdqa.aggregation.gold_majority_vote import GoldMajorityVote as GoldMajorityVote
     from crowdqa.aggregation.hmm_crowd import HMMCrowd as HMMCrowd
     from crowdqa.aggregation.ibcc import IBCC as IBCC
     from crowdqa.aggregation.kos import KOS as KOS
@@ -30,9 +31,8 @@ if TYPE_CHECKING:  # the same names, written out for editors and type checkers, 
     from crowdqa.aggregation.majority_vote import MajorityVote as MajorityVote
     from crowdqa.aggregation.mmsr import MMSR as MMSR
     from crowdqa.aggregation.registry import make_aggregator as make_aggregator
-    from crowdqa.aggregation.weighted_vote import GoldMajorityVote as GoldMajorityVote
-    from crowdqa.aggregation.weighted_vote import Wawa as Wawa
-    from crowdqa.aggregation.weighted_vote import ZeroBasedSkill as ZeroBasedSkill
+    from crowdqa.aggregation.wawa import Wawa as Wawa
+    from crowdqa.aggregation.zero_based_skill import ZeroBasedSkill as ZeroBasedSkill
 
 #: Public name -> the module that defines it: the shared names, then every method of the registry.
 _HOME = {
