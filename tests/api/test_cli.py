@@ -25,7 +25,7 @@ def test_aggregate_writes_labels_report_and_progress(tmp_path, capsys):
                    "--output", str(out), "--report", str(rep)])
     captured = capsys.readouterr()
     assert status == 0, captured.err
-    iterations = [line for line in captured.err.splitlines() if " iteration " in line]
+    iterations = [line for line in captured.err.splitlines() if line.startswith("crowdqa: ds: iteration ")]
     assert len(iterations) == 25 and "log-likelihood" in iterations[0]
     corpus = merge_corpora([read_corpus(SAMPLE / "crowd.jsonl", format="spans-jsonl").corpus,
                             read_corpus(SAMPLE / "expert.jsonl", format="spans-jsonl", role="expert").corpus])
