@@ -109,7 +109,7 @@ def _last_change(history: list[float], tol: float) -> str:
     if len(history) < 2:
         return f"one iteration gives no change of the objective to test against tol={tol}"
     change = abs(history[-1] - history[-2]) / max(abs(history[-1]), 1.0)
-    return f"its last iteration still changed the objective by {change:.1e} (relative; tol={tol})"
+    return f"the last of them still changed the objective by {change:.1e} (relative; tol={tol})"
 
 
 #: ``(len(sys.modules), ThreadpoolController)`` of the last fit (see :func:`_blas_controller`).

@@ -350,6 +350,6 @@ class MMSR(BaseAggregator):
         self.weights_ = weights
         self.worker_confusion_ = empirical_confusion(corpus, labels)
         self.class_prior_ = prior
-        self._record_run(history, converged, last_change=f"its last iteration still moved the rank-one completion by "
+        self._record_run(history, converged, last_change=f"the last of them still moved the rank-one completion by "
                          f"{-history[-1] if history else 0.0:.1e} (Frobenius norm; tol={self.tol})")
         return self
