@@ -96,7 +96,13 @@ def check_methods(methods: list[str] | None, params_for: dict[str, dict] | None,
 def _fit(method: str, params: dict, crowd: Corpus, corpus: Corpus, known, *, use_experts: bool,
          seed: int, checkpoint: Callable[[], None] | None) -> tuple[np.ndarray, dict, PriorFit]:
     """One method's labels to score (held-out predictions with ``use_experts``), its fit record, and the fit for
-    the pipeline to reuse; ``checkpoint`` between EM iterations."""
+    the pipeline to reuse; ``checkpoint`` between EM iterations.
+
+    With ``use_experts`` the method is fitted k+1 times: the k cross-fitting folds give the scored predictions, and
+    one fit on every expert label (the fit ``aggregate --use-experts`` makes) gives the record the comparison
+    reports (seconds, iterations, convergence, warnings: the folds run silenced) and the fit ``--method auto``
+    reuses for the method it chooses.
+    """
     from crowdqa.jobs.pipeline import PriorFit, cross_fit_stage, fit_model
 
     def on_iteration(iteration: int, value: float) -> None:

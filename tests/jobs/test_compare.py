@@ -176,3 +176,27 @@ def test_the_kept_fit_follows_the_leader_and_none_when_a_dropped_one_leads():
     assert steps == [{"mv": "fit of mv"}, {"ds": "fit of ds"}, {"ds": "fit of ds"}, {}, {},
                      {"hmm-crowd": "fit of hmm-crowd"}]
 
+
+def test_compare_with_the_experts_fits_each_method_k_plus_1_times_as_the_readme_says(monkeypatch):
+    """The decision kept (README, compare section): with use_experts each method is fitted once per fold and once
+    on every expert label; that last fit is the one the table's iterations, convergence and warnings describe (the
+    fit ``aggregate --use-experts`` makes, which auto reuses)."""
+    import re
+    from pathlib import Path
+
+    from crowdqa.aggregation.dawid_skene import DawidSkene
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    said = re.search(r"Each method is then fitted (\d+) times\s+\(k\+1 for k folds\)", readme)
+    assert said, "the README's compare section says how many times --use-experts fits each method"
+    corpus = synthetic_corpus(n_docs=24, accuracy=0.75, seed=5)
+    fits = []
+    fit = DawidSkene.fit
+    monkeypatch.setattr(DawidSkene, "fit", lambda self, *a, **k: fits.append(1) or fit(self, *a, **k))
+    out = run_comparison(corpus, methods=["ds"], params_for={"ds": {"max_iter": 2}}, use_experts=True, n_boot=50)
+    assert len(fits) == int(said[1]) == 4 + 1
+    entry = out["methods"][0]
+    report = run_pipeline(corpus, method="ds", params={"max_iter": 2}, use_experts=True).report_data["fit"]
+    assert (entry["iterations"], entry["converged"]) == (report["iterations"], report["converged"]) == (2, False)
+    assert entry["warnings"] == sorted(set(report["warnings"])) != []
+    assert entry["cross_fit_seconds"] > 0
