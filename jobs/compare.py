@@ -21,7 +21,7 @@ from crowdqa.aggregation.corpus import MISSING, Corpus
 from crowdqa.aggregation.memory import Shape
 from crowdqa.aggregation.registry import METHODS, check_memory
 from crowdqa.jobs.params import check_data_kind, validate_params
-from crowdqa.quality.compare import COST_ORDER, compare_aggregates, format_comparison, metric_for
+from crowdqa.quality.compare import COST_ORDER, Scoreboard, format_comparison, metric_for
 from crowdqa.quality.references import reference_labels
 from crowdqa.quality.report_model import MethodsComparison
 
@@ -96,7 +96,13 @@ def check_methods(methods: list[str] | None, params_for: dict[str, dict] | None,
 def _fit(method: str, params: dict, crowd: Corpus, corpus: Corpus, known, *, use_experts: bool,
          seed: int, checkpoint: Callable[[], None] | None) -> tuple[np.ndarray, dict, PriorFit]:
     """One method's labels to score (held-out predictions with ``use_experts``), its fit record, and the fit for
-    the pipeline to reuse; ``checkpoint`` between EM iterations."""
+    the pipeline to reuse; ``checkpoint`` between EM iterations.
+
+    With ``use_experts`` the method is fitted k+1 times: the k cross-fitting folds give the scored predictions, and
+    one fit on every expert label (the fit ``aggregate --use-experts`` makes) gives the record the comparison
+    reports (seconds, iterations, convergence, warnings: the folds run silenced) and the fit ``--method auto``
+    reuses for the method it chooses.
+    """
     from crowdqa.jobs.pipeline import PriorFit, cross_fit_stage, fit_model
 
     def on_iteration(iteration: int, value: float) -> None:
@@ -144,7 +150,9 @@ def run_comparison(
         Called before each method's fit and between its EM iterations; what it raises stops the comparison (a
         job's cancel or CPU budget).
     keep_fits : dict, optional
-        Filled with each method's fit (:class:`~crowdqa.jobs.pipeline.PriorFit`), for the pipeline to reuse.
+        Filled with the fit (:class:`~crowdqa.jobs.pipeline.PriorFit`) of the method the rule recommends among the
+        methods fitted so far, for the pipeline to reuse; the others' fits are dropped as soon as they are not
+        (at most two fits are alive at once: the leader's and the one being made).
 
     Returns
     -------
@@ -162,6 +170,35 @@ def run_comparison(
     params = check_methods(methods, params_for, use_experts=use_experts)
     chosen = applicable_methods(corpus, use_experts=use_experts) if methods is None else list(methods)
     _check_chosen(chosen, corpus, use_experts=use_experts)
+    ref, crowd = _reference_and_crowd(corpus, reference, blocked)
+    covered = np.bincount(crowd.token, minlength=corpus.n_tokens) > 0
+    known = ref if use_experts else None
+    board, fits = Scoreboard(corpus, ref), {}
+    for i, method in enumerate(chosen):
+        if checkpoint is not None:
+            checkpoint()  # between two methods' fits
+        if progress is not None:
+            progress(method, i, len(chosen))
+        lab, fits[method], prior = _fit(method, params.get(method, {}), crowd, corpus, known,
+                                        use_experts=use_experts, seed=seed, checkpoint=checkpoint)
+        fits[method]["params"] = params.get(method, {})
+        board.add(method, np.where(covered, lab, MISSING))
+        if keep_fits is not None:
+            _keep_leader(keep_fits, method, prior, board, n_boot=n_boot, seed=seed)
+        del lab, prior  # a fit left out is freed before the next method's fit is made
+    if checkpoint is not None:
+        checkpoint()
+    if progress is not None:
+        progress(None, len(chosen), len(chosen))
+    result = board.comparison(n_boot=n_boot, seed=seed).as_dict()
+    result.update(use_experts=bool(use_experts), reference=reference, score=_add_fits(result, fits),
+                  seconds=round(time.perf_counter() - t_all, 6),
+                  fit_seconds=round(sum(f["seconds"] + f.get("cross_fit_seconds", 0.0) for f in fits.values()), 6))
+    return result
+
+
+def _reference_and_crowd(corpus: Corpus, reference: str, blocked: frozenset[str]) -> tuple[np.ndarray, Corpus]:
+    """The expert reference and the crowd view without the ``blocked`` annotators; ValueError without either."""
     ref = reference_labels(corpus, rule=reference) if corpus.workers_with_role("expert").size else None
     if ref is None or not np.any(ref != MISSING):
         raise ValueError("compare scores every method against the experts, and the data has no expert labels: "
@@ -171,29 +208,26 @@ def run_comparison(
     crowd = corpus.select_workers(crowd_ids[keep])
     if crowd.n_obs == 0:
         raise ValueError("the corpus has no crowd labels to aggregate")
-    covered = np.bincount(crowd.token, minlength=corpus.n_tokens) > 0
-    known = ref if use_experts else None
-    labels, fits = {}, {}
-    for i, method in enumerate(chosen):
-        if checkpoint is not None:
-            checkpoint()  # between two methods' fits
-        if progress is not None:
-            progress(method, i, len(chosen))
-        lab, fits[method], prior = _fit(method, params.get(method, {}), crowd, corpus, known,
-                                        use_experts=use_experts, seed=seed, checkpoint=checkpoint)
-        if keep_fits is not None:
-            keep_fits[method] = prior
-        fits[method]["params"] = params.get(method, {})
-        labels[method] = np.where(covered, lab, MISSING)
-    if checkpoint is not None:
-        checkpoint()
-    if progress is not None:
-        progress(None, len(chosen), len(chosen))
-    result = compare_aggregates(corpus, labels, ref, n_boot=n_boot, seed=seed).as_dict()
-    result.update(use_experts=bool(use_experts), reference=reference, score=_add_fits(result, fits),
-                  seconds=round(time.perf_counter() - t_all, 6),
-                  fit_seconds=round(sum(f["seconds"] + f.get("cross_fit_seconds", 0.0) for f in fits.values()), 6))
-    return result
+    return ref, crowd
+
+
+def _keep_leader(kept: dict[str, PriorFit], method: str, prior: PriorFit, board: Scoreboard, *, n_boot: int,
+                 seed: int) -> None:
+    """Keep in ``kept`` the fit of the method the rule recommends among the methods fitted so far (the comparison
+    of them, same resamples and ties), and no other: one fit is held while the next is made, not one per method.
+
+    The leader of the methods so far need not be the final recommendation: a later best can make a simpler,
+    dropped method not significantly worse than it. Then nothing is kept and the pipeline fits that method again.
+    """
+    try:
+        leader = board.comparison(n_boot=n_boot, seed=seed).recommended
+    except ValueError:  # no method so far has a score (no reference positive among their documents)
+        leader = None
+    if leader == method:
+        kept.clear()
+        kept[method] = prior
+    elif leader not in kept:
+        kept.clear()
 
 
 def _check_chosen(chosen: list[str], corpus: Corpus, *, use_experts: bool) -> None:

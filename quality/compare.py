@@ -50,7 +50,7 @@ from crowdqa.quality.sample_size import binomial_sample_size, slice_sample_size
 from crowdqa.quality.span_metrics import instance_counts
 
 __all__ = ["COST_ORDER", "Comparison", "MethodScore", "compare_aggregates", "format_comparison", "metric_for",
-           "more_documents", "paired_bootstrap", "recommend", "RULE"]
+           "more_documents", "paired_bootstrap", "recommend", "RULE", "Scoreboard"]
 
 #: The order of cost the rule prefers simpler methods in (cheapest, fewest parameters first).
 COST_ORDER: tuple[str, ...] = ("mv", "ds", "wawa", "zbs", "gold-mv", "kos", "mmsr", "glad", "mace", "ibcc",
@@ -209,19 +209,20 @@ def _num(x: float) -> float | None:
 
 def _doc_counts(corpus: Corpus, labels: NDArray, ref: NDArray, tokens: NDArray, docs: NDArray, kind: str
                 ) -> tuple[NDArray, NDArray]:
-    """Per scored document: the primary counts and the token-F1 counts (typed BIO) of one aggregate."""
+    """Per document (every one, zero outside ``docs``): the primary counts and the token-F1 counts (typed BIO) of
+    one aggregate on the scored ``tokens``."""
     td = corpus.token_doc
     if kind == "categorical":
         hit = labels[tokens] == ref[tokens]
         correct = np.bincount(td[tokens], weights=hit, minlength=corpus.n_docs)
         compared = np.bincount(td[tokens], minlength=corpus.n_docs)
-        return np.stack([correct, compared], axis=1)[docs], np.zeros((int(docs.sum()), 0))
-    token = grouped_counts(labels[tokens] > 0, ref[tokens] > 0, td[tokens], n_groups=corpus.n_docs)[docs]
+        return np.stack([correct, compared], axis=1), np.zeros((corpus.n_docs, 0))
+    token = grouped_counts(labels[tokens] > 0, ref[tokens] > 0, td[tokens], n_groups=corpus.n_docs)
     if kind == "spans":
         return token, token
     ps, rs = decode_spans(np.maximum(labels, 0), corpus), decode_spans(np.maximum(ref, 0), corpus)
     ps, rs = ps.select(docs[ps.doc]), rs.select(docs[rs.doc])
-    return instance_counts(rs, ps, mode="type", n_docs=corpus.n_docs)[docs], token
+    return instance_counts(rs, ps, mode="type", n_docs=corpus.n_docs), token
 
 
 def compare_aggregates(
@@ -247,40 +248,75 @@ def compare_aggregates(
     """
     if not labels:
         raise ValueError("compare needs at least one method's aggregate")
-    ref = np.asarray(reference, dtype=np.int64)
-    stacked = np.stack([np.asarray(v, dtype=np.int64) for v in labels.values()])
-    if stacked.shape[1:] != ref.shape or ref.shape != (corpus.n_tokens,):
-        raise ValueError(f"labels and reference must have shape ({corpus.n_tokens},)")
-    td = corpus.token_doc
-    has_ref = ref != MISSING
-    doc_ref = np.bincount(td[has_ref], minlength=corpus.n_docs) > 0
-    gap = np.bincount(td[has_ref & (stacked == MISSING).any(axis=0)], minlength=corpus.n_docs) > 0
-    docs = doc_ref & ~gap
-    tokens = has_ref & docs[td]
-    kind, metric = metric_for(corpus)
-    per = [_doc_counts(corpus, lab, ref, tokens, docs, kind) for lab in stacked]
-    primary = np.stack([p[0] for p in per])
-    names = list(labels)
-    point, boot = paired_bootstrap(primary, score="accuracy" if kind == "categorical" else "f1", n_boot=n_boot,
-                                   rng=np.random.default_rng([seed, 7]))
-    low, high = _bounds(boot, level)
-    finite = np.where(np.isfinite(point), point, -np.inf)
-    best = int(np.argmax(finite))
-    d_low, d_high = _bounds(boot - boot[:, [best]], level)
-    mv = names.index("mv") if "mv" in names else None
-    if mv is not None:
-        m_low, m_high = _bounds(boot - boot[:, [mv]], level)
-    extra = [_extra(corpus, kind, lab, ref, tokens, p[1]) for lab, p in zip(stacked, per, strict=True)]
-    scores = [
-        MethodScore(method=m, value=_num(point[i]), low=_num(low[i]), high=_num(high[i]),
-                    diff=_num(point[i] - point[best]), diff_low=_num(d_low[i]), diff_high=_num(d_high[i]),
-                    vs_mv_low=None if mv is None else _num(m_low[i]),
-                    vs_mv_high=None if mv is None else _num(m_high[i]), extra=extra[i])
-        for i, m in enumerate(names)
-    ]
-    scores.sort(key=lambda s: (-(s.value if s.value is not None else -np.inf), _cost(s.method)))
-    return recommend(scores, kind=kind, metric=metric, documents=int(docs.sum()),
-                     plan=_plan_inputs(kind, primary[best], int(docs.sum())), n_boot=n_boot, seed=seed, level=level)
+    board = Scoreboard(corpus, reference)
+    for method, aggregate in labels.items():
+        board.add(method, aggregate)
+    return board.comparison(n_boot=n_boot, seed=seed, level=level)
+
+
+class Scoreboard:
+    """The methods' aggregates scored against the expert reference one method at a time: each method's counts per
+    document are made once, when it is added, so :meth:`comparison` of the methods added so far (the rule on them,
+    e.g. to keep only the fit it would recommend) costs a bootstrap, not a scoring of every method again.
+
+    Per-document counts do not depend on the other methods, so a comparison of the methods added so far equals
+    :func:`compare_aggregates` of them (the same documents, resamples, order and rule).
+    """
+
+    def __init__(self, corpus: Corpus, reference: NDArray) -> None:
+        self.corpus = corpus
+        self.reference = np.asarray(reference, dtype=np.int64)
+        if self.reference.shape != (corpus.n_tokens,):
+            raise ValueError(f"labels and reference must have shape ({corpus.n_tokens},)")
+        self.kind, self.metric = metric_for(corpus)
+        self._has_ref = self.reference != MISSING
+        self._doc_ref = np.bincount(corpus.token_doc[self._has_ref], minlength=corpus.n_docs) > 0
+        self._gap = np.zeros(corpus.n_docs, dtype=bool)  # documents some method leaves a reference token without
+        self._labels: dict[str, NDArray] = {}
+        self._counts: dict[str, tuple[NDArray, NDArray]] = {}
+
+    def add(self, method: str, labels: NDArray) -> None:
+        """Score ``method``'s aggregate (shape (n_tokens,), ``MISSING`` where it gives none) on every document with
+        a reference."""
+        lab = np.asarray(labels, dtype=np.int64)
+        if lab.shape != self.reference.shape:
+            raise ValueError(f"labels and reference must have shape ({self.corpus.n_tokens},)")
+        td = self.corpus.token_doc
+        self._gap |= np.bincount(td[self._has_ref & (lab == MISSING)], minlength=self.corpus.n_docs) > 0
+        tokens = self._has_ref & self._doc_ref[td]
+        self._labels[method] = lab
+        self._counts[method] = _doc_counts(self.corpus, lab, self.reference, tokens, self._doc_ref, self.kind)
+
+    def comparison(self, *, n_boot: int = 1000, seed: int = 0, level: float = LEVEL) -> Comparison:
+        """The rule on the methods added so far: :func:`compare_aggregates` of them."""
+        if not self._labels:
+            raise ValueError("compare needs at least one method's aggregate")
+        docs = self._doc_ref & ~self._gap
+        tokens = self._has_ref & docs[self.corpus.token_doc]
+        names = list(self._labels)
+        primary = np.stack([self._counts[m][0][docs] for m in names])
+        point, boot = paired_bootstrap(primary, score="accuracy" if self.kind == "categorical" else "f1",
+                                       n_boot=n_boot, rng=np.random.default_rng([seed, 7]))
+        low, high = _bounds(boot, level)
+        finite = np.where(np.isfinite(point), point, -np.inf)
+        best = int(np.argmax(finite))
+        d_low, d_high = _bounds(boot - boot[:, [best]], level)
+        mv = names.index("mv") if "mv" in names else None
+        if mv is not None:
+            m_low, m_high = _bounds(boot - boot[:, [mv]], level)
+        extra = [_extra(self.corpus, self.kind, self._labels[m], self.reference, tokens, self._counts[m][1][docs])
+                 for m in names]
+        scores = [
+            MethodScore(method=m, value=_num(point[i]), low=_num(low[i]), high=_num(high[i]),
+                        diff=_num(point[i] - point[best]), diff_low=_num(d_low[i]), diff_high=_num(d_high[i]),
+                        vs_mv_low=None if mv is None else _num(m_low[i]),
+                        vs_mv_high=None if mv is None else _num(m_high[i]), extra=extra[i])
+            for i, m in enumerate(names)
+        ]
+        scores.sort(key=lambda s: (-(s.value if s.value is not None else -np.inf), _cost(s.method)))
+        return recommend(scores, kind=self.kind, metric=self.metric, documents=int(docs.sum()),
+                         plan=_plan_inputs(self.kind, primary[best], int(docs.sum())), n_boot=n_boot, seed=seed,
+                         level=level)
 
 
 def _extra(corpus: Corpus, kind: str, labels: NDArray, ref: NDArray, tokens: NDArray, token_counts: NDArray

@@ -258,12 +258,15 @@ class MethodComparison(BaseModel):
     accuracy: float | None = Field(default=None, description="value, for categorical answers.")
     accuracy_low: float | None = None
     accuracy_high: float | None = None
-    seconds: float | None = Field(default=None, description="Seconds of the fit.")
+    seconds: float | None = Field(default=None, description=(
+        "Seconds of the fit; with use_experts, of the fit on every expert label (the one aggregate --use-experts "
+        "makes and auto reuses), as iterations, converged and warnings are; the scores come from the folds."))
     iterations: int | None = None
     converged: bool | None = None
     warnings: list[str] = Field(default_factory=list)
     params: dict[str, Any] = Field(default_factory=dict)
-    cross_fit_seconds: float | None = None
+    cross_fit_seconds: float | None = Field(default=None, description=(
+        "With use_experts: seconds of the cross-fitting folds, whose held-out predictions are scored."))
 
 
 class MethodsComparison(BaseModel):

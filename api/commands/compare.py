@@ -90,7 +90,8 @@ def register(subparsers) -> None:
     p.add_argument("--params-for", metavar="METHOD=JSON", action="append", default=[],
                    help='one method\'s parameters, e.g. ds=\'{"max_iter": 50}\' (repeatable)')
     p.add_argument("--use-experts", action="store_true",
-                   help="clamp the expert labels in every fit; each method is then scored by 4-fold cross-fitting")
+                   help="clamp the expert labels in every fit; each method is then scored by 4-fold cross-fitting "
+                        "(and fitted once more on every expert label: its seconds, iterations and convergence)")
     p.add_argument("--reference", default="union", help="expert reference rule: union, majority or an expert id")
     p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (default 1000)")
     p.add_argument("--output", required=True, metavar="RESULTS.json", help="where to write the comparison")

@@ -10,6 +10,7 @@ from crowdqa.aggregation.corpus import MISSING, Corpus
 from crowdqa.quality.compare import (
     COST_ORDER,
     MethodScore,
+    Scoreboard,
     compare_aggregates,
     metric_for,
     more_documents,
@@ -150,3 +151,26 @@ def test_a_method_significantly_worse_than_majority_vote_is_named():
     assert out.recommended == "mv"
     assert out.warnings == ["mace is significantly worse than majority vote (paired difference interval "
                             "[-0.300, -0.100])"]
+
+
+def test_a_scoreboard_compares_the_methods_added_so_far_as_compare_aggregates_does():
+    """The auto job keeps only the leader's fit by asking the rule after each method: the scoreboard's comparison of
+    the methods added so far is compare_aggregates of those alone, also after a method that leaves an expert
+    document unlabelled (it is then left out of every method's score, and not before)."""
+    corpus = synthetic_corpus(n_docs=40, accuracy=0.75, seed=2)
+    ref = reference_labels(corpus)
+    rng = np.random.default_rng(1)
+    truth = np.maximum(ref, 0)
+    aggregates = {m: np.where(rng.random(corpus.n_tokens) < acc, truth, 1 - truth)
+                  for m, acc in [("hmm-crowd", 0.9), ("mv", 0.8), ("ds", 0.85)]}
+    first_expert_doc = corpus.token_doc[np.flatnonzero(ref != MISSING)[0]]
+    aggregates["glad"] = np.where(corpus.token_doc == first_expert_doc, MISSING, truth)
+    board = Scoreboard(corpus, ref)
+    for k, (method, labels) in enumerate(aggregates.items(), start=1):
+        board.add(method, labels)
+        so_far = dict(list(aggregates.items())[:k])
+        assert board.comparison(n_boot=100, seed=3) == compare_aggregates(corpus, so_far, ref, n_boot=100, seed=3)
+    assert board.comparison(n_boot=100, seed=3).documents == compare_aggregates(
+        corpus, {"mv": aggregates["mv"]}, ref, n_boot=100, seed=3).documents - 1
+    with pytest.raises(ValueError, match="must have shape"):
+        board.add("wawa", truth[:-1])
