@@ -23,6 +23,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
@@ -300,8 +301,9 @@ def merge_uploads(*, session: Session, store: ArtifactStore, dataset: Dataset, a
         for staged in added:
             _refuse_unmatched_experts(state["summary"], staged.index, filename=staged.source)
         rows = [staged.upload for staged in added]
-        for row in rows:  # their place in the dataset's merge order is taken now, under the lock
-            row.created_at = utcnow()
+        now = utcnow()  # their place in the dataset's merge order is taken now, under the lock, in this order
+        for k, row in enumerate(rows):
+            row.created_at = now + timedelta(microseconds=k)
         old = [u for u in crud.list_uploads(session=session, dataset_id=dataset.id, limit=10**9)[0]
                if u.id in gone] if gone else []
         crud.replace_uploads(session=session, dataset=dataset, removed=old, added=rows, link=link, **state)

@@ -59,11 +59,11 @@ class FakeLabelStudio:
 
 @pytest.fixture
 def fake(monkeypatch) -> FakeLabelStudio:
-    """The fake server behind every LabelStudio client the API and the command line make."""
+    """The fake server behind every LabelStudio client made during the test (the class itself is patched: a module
+    that imported the name keeps the real class once the test is over)."""
     server = FakeLabelStudio(CHOICE_CONFIG, choice_tasks(CROWD))
-    client = functools.partial(LabelStudio, transport=httpx.MockTransport(server))
-    monkeypatch.setattr("crowdqa.api.routes.label_studio.LabelStudio", client)
-    monkeypatch.setattr("crowdqa.jobs.label_studio.LabelStudio", client)
+    monkeypatch.setattr(LabelStudio, "__init__",
+                        functools.partialmethod(LabelStudio.__init__, transport=httpx.MockTransport(server)))
     return server
 
 
