@@ -38,7 +38,7 @@ from crowdqa.ingest.tokenize import offsets_from_tokens, tokenize_many
 
 __all__ = ["Span", "UnusualSpans", "corpus_from_spans", "corpus_from_span_columns", "corpus_from_span_arrays",
            "corpus_from_token_labels",
-           "class_names_for", "span_token_ranges"]
+           "class_names_for", "span_token_ranges", "corpus_order"]
 
 
 @dataclass(frozen=True)
@@ -365,17 +365,22 @@ def corpus_from_span_arrays(
         label = np.where(inside, 2 * obs_type - 1 + (~begin), 0).astype(np.int16)
     del cover, inside, obs_type
 
-    token, worker, label = _corpus_order(label, pair_doc=pair_doc, pair_worker=pair_worker, doc_lengths=doc_lengths,
-                                         obs_base=obs_base, obs_pair=obs_pair)
+    token, worker, label = corpus_order(label, pair_doc=pair_doc, pair_worker=pair_worker, doc_lengths=doc_lengths,
+                                        obs_base=obs_base, obs_pair=obs_pair)
     return Corpus(token=token, worker=worker, label=label, doc_lengths=doc_lengths, token_start=token_start,
                   token_end=token_end, doc_ids=tuple(doc_ids), texts=tuple(texts), worker_ids=worker_ids,
                   worker_roles=worker_roles, class_names=class_names)
 
 
-def _corpus_order(label: NDArray[np.int16], *, pair_doc: NDArray[np.int64], pair_worker: NDArray[np.int64],
-                  doc_lengths: NDArray[np.int64], obs_base: NDArray[np.int64], obs_pair: NDArray
-                  ) -> tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.int16]]:
+def corpus_order(label: NDArray[np.int16], *, pair_doc: NDArray[np.int64], pair_worker: NDArray[np.int64],
+                 doc_lengths: NDArray[np.int64], obs_base: NDArray[np.int64], obs_pair: NDArray
+                 ) -> tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.int16]]:
     """The (assignment, token) rows' labels reordered into the corpus order, (token, worker): the COO arrays.
+
+    For readers that collect labels per assignment (one document read by one annotator: ``pair_doc``,
+    ``pair_worker``), each assignment's labels one per token of its document, in order: ``label`` holds them
+    all, ``obs_pair`` the assignment of each and ``obs_base`` the first row of each assignment's
+    (:func:`corpus_from_span_arrays`, :func:`crowdqa.ingest.ebm_nlp.read_ebm_nlp`).
 
     Without a sort: within document d (k_d annotators, sorted by index), row (pair p, local token t)
     goes to block_base[d] + t * k_d + rank of p's annotator among the k_d.

@@ -37,7 +37,7 @@ import numpy as np
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.ingest._common import reader_log
 from crowdqa.ingest._io import Tree, folder_files, is_archive, read_text
-from crowdqa.ingest.build import _corpus_order, corpus_from_token_labels
+from crowdqa.ingest.build import corpus_from_token_labels, corpus_order
 from crowdqa.ingest.errors import IngestError, ProblemLog
 
 __all__ = ["read_ebm_nlp", "PHASE2_LABELS", "ELEMENT_NAMES"]
@@ -269,8 +269,8 @@ def _read_arrays(anns: list[tuple[str, str, bool]], *, docs_dir: Path, class_nam
         return None  # a file with more or fewer labels than its document's tokens
     obs_base = np.concatenate([[0], np.cumsum(per_file)])
     obs_pair = np.repeat(np.arange(len(anns), dtype=np.int32), per_file)
-    token, worker, label = _corpus_order(label, pair_doc=pair_doc, pair_worker=pair_worker, doc_lengths=doc_lengths,
-                                         obs_base=obs_base, obs_pair=obs_pair)
+    token, worker, label = corpus_order(label, pair_doc=pair_doc, pair_worker=pair_worker, doc_lengths=doc_lengths,
+                                        obs_base=obs_base, obs_pair=obs_pair)
     return Corpus(token=token, worker=worker, label=label, doc_lengths=doc_lengths, token_start=token_start,
                   token_end=token_start + lengths, doc_ids=tuple(doc_index), texts=texts,
                   worker_ids=tuple(worker_index), worker_roles=tuple(roles), class_names=class_names)

@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.ingest._bytes import unique_sorted
 from crowdqa.ingest.errors import IngestError
-from crowdqa.ingest.merge import _merged_classes
+from crowdqa.ingest.merge import merged_classes
 from crowdqa.ingest.summary import summary_fields
 
 __all__ = ["CorpusIndex", "IndexUnion", "index_corpus", "index_union", "check_mergeable", "summarize_indexes",
@@ -297,7 +297,7 @@ def merged_class_names(parts: list[CorpusIndex]) -> tuple[str, ...]:
     stubs = [SimpleNamespace(has_outside=ix.has_outside, scheme=ix.scheme, n_classes=len(ix.class_names),
                              entity_types=ix.entity_types, class_names=tuple(str(c) for c in ix.class_names))
              for ix in parts]
-    return _merged_classes(stubs)
+    return merged_classes(stubs)
 
 
 def summarize_indexes(parts: list[CorpusIndex], *, union: IndexUnion | None = None) -> dict:

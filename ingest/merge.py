@@ -12,11 +12,14 @@ from crowdqa.ingest.build import class_names_for
 from crowdqa.ingest.categorical import natural_key
 from crowdqa.ingest.errors import IngestError
 
-__all__ = ["merge_corpora", "drop_expert_only", "select_documents"]
+__all__ = ["merge_corpora", "merged_classes", "drop_expert_only", "select_documents"]
 
 
-def _merged_classes(corpora: Sequence[Corpus]) -> tuple[str, ...]:
-    """The merged label schema: span schemes by entity type, categorical answers by natural order."""
+def merged_classes(corpora: Sequence[Corpus]) -> tuple[str, ...]:
+    """The merged label schema: span schemes by entity type, categorical answers by natural order (what
+    :func:`merge_corpora` labels the merge with, and :func:`crowdqa.ingest.index.merged_class_names` a
+    dataset's uploads by, from their indexes). Raises IngestError for inside/outside labels next to BIO, or
+    categorical answers next to BIO."""
     if all(c.has_outside for c in corpora):
         schemes = {c.scheme for c in corpora if c.n_classes > 1}
         types = sorted({t for c in corpora for t in c.entity_types})
@@ -50,7 +53,7 @@ def merge_corpora(corpora: Sequence[Corpus]) -> Corpus:
         raise IngestError("nothing to merge: no corpus given")
     if len(corpora) == 1:
         return corpora[0]
-    class_names = _merged_classes(corpora)
+    class_names = merged_classes(corpora)
     class_id = {n: i for i, n in enumerate(class_names)}
 
     doc_pos: dict[str, int] = {}

@@ -19,7 +19,6 @@ where the crowd disagreed most. Optionally a data manager view (tab) lists the t
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +27,6 @@ from sqlmodel import Session
 
 from crowdqa.aggregation.spans import decode_spans
 from crowdqa.ingest.errors import IngestError
-from crowdqa.ingest.index import check_mergeable, index_corpus
 from crowdqa.ingest.label_studio_api import (
     LabelConfig,
     LabelStudio,
@@ -39,12 +37,17 @@ from crowdqa.ingest.label_studio_api import (
     split_tasks,
     upload_bytes,
 )
-from crowdqa.ingest.summary import summarize
 from crowdqa.jobs.errors import UploadConflictError
-from crowdqa.jobs.quotas import check_stored_bytes
 from crowdqa.jobs.results import load_job_result
-from crowdqa.jobs.uploads import collect_garbage, corpus_index, dataset_locks, dataset_state, parse_upload
-from crowdqa.quality.report import plain_json
+from crowdqa.jobs.uploads import (
+    NoLabelsError,
+    admit_upload,
+    collect_garbage,
+    discard_raw,
+    merge_uploads,
+    stage_upload,
+    store_raw,
+)
 from crowdqa.store import crud
 from crowdqa.store.artifacts import ArtifactStore
 from crowdqa.store.models import Dataset, DatasetCreate, Job, LabelStudioLink, Upload
@@ -83,13 +86,15 @@ def pull(*, session: Session, settings: Settings, client: LabelStudio, ls_projec
     """Pull a Label Studio project into a dataset of ``project_name`` (made on the first pull); see the module.
 
     ``experts`` (e-mails or user ids) and ``ground_truth`` (Label Studio's ground-truth flag makes an expert)
-    default to the last pull's. ``keep_token`` is sealed into the link, so a push needs no token. Raises
-    LabelStudioError (server, token, config), IngestError or UploadConflictError (the tasks do not merge with
-    the dataset's other uploads); nothing is written then.
+    default to the last pull's. ``keep_token`` is sealed into the link, so a push needs no token. A pull is an
+    upload request, with an upload's guards (:mod:`crowdqa.jobs.uploads`). Raises LabelStudioError (server,
+    token, config), QuotaExceededError or UploadTooLargeError (the project's limits), IngestError or
+    UploadConflictError (the tasks do not merge with the dataset's other uploads); nothing is written then.
     """
     info = client.project(ls_project)
     config = read_label_config(str(info.get("label_config") or ""))
     project = crud.get_or_create_project(session=session, name=project_name)
+    admit_upload(session=session, settings=settings, project_id=project.id)  # a pull is an upload request
     name = dataset_name or _default_name(ls_project, info)
     dataset = crud.find_dataset(session=session, project_id=project.id, name=name)
     link = crud.get_label_studio_link(session=session, dataset_id=dataset.id) if dataset is not None else None
@@ -144,57 +149,36 @@ def _keep_token(session: Session, settings: Settings, link: LabelStudioLink, tok
 
 def _store(*, session: Session, settings: Settings, dataset: Dataset, link: LabelStudioLink, config: LabelConfig,
            by_role: dict[str, list[dict]], ls_project: int) -> list[Upload]:
-    """Parse the role uploads and swap them for the link's earlier ones in one transaction."""
+    """Store and stage one upload per role as an upload of a file is (:mod:`crowdqa.jobs.uploads`: the size and
+    bytes limits, the parse, the summary) and swap them for the link's earlier uploads in one transaction, with
+    every check of an upload (:func:`~crowdqa.jobs.uploads.merge_uploads`). A role whose annotations hold no
+    label (choices left empty) makes no upload."""
     store = ArtifactStore(settings.data_dir)
-    made = []
-    raws = []
+    staged, raws = [], []
     try:
         for role, tasks in by_role.items():
             if not tasks:
                 continue
             data, fmt, options = upload_bytes(tasks, config)
             filename = f"label-studio-{ls_project}-{role}{'.json' if fmt == 'label-studio' else '.csv'}"
-            check_stored_bytes(session=session, settings=settings, project_id=dataset.project_id, incoming=len(data))
-            raw = store.put_stream(io.BytesIO(data), kind="uploads", suffix=filename[filename.rindex("."):],
-                                   limit=settings.max_upload_bytes)
+            raw = store_raw(session=session, settings=settings, project_id=dataset.project_id, data=data,
+                            filename=filename)
             raws.append(raw)
-            parsed = parse_upload(store.path(raw), format=fmt, role=role, options=options, filename=filename)
-            if parsed.corpus.n_obs == 0:
+            try:
+                staged.append(stage_upload(store=store, dataset=dataset, raw=raw, filename=filename, format=fmt,
+                                           role=role, options=options))
+            except NoLabelsError:
                 continue
-            own = store.put_corpus(parsed.corpus)
-            index = index_corpus(parsed.corpus)
-            store.put_index(own.sha256, index)
-            made.append((Upload(
-                dataset_id=dataset.id, filename=filename, format=fmt, role=role, options=plain_json(options),
-                size=raw.size, sha256=raw.sha256, raw_path=raw.path, corpus_sha256=own.sha256,
-                summary=plain_json(summarize(parsed.corpus, problems=parsed.problems, notes=parsed.notes,
-                                             dropped=parsed.dropped)),
-                problems=[str(p) for p in parsed.problems][:1000]), index))
-        with dataset_locks[dataset.id]:
-            crud.lock_dataset(session=session, dataset=dataset)
-            uploads, _ = crud.list_uploads(session=session, dataset_id=dataset.id, limit=10**9)
-            removed = [u for u in uploads if u.id in set(link.upload_ids)]
-            kept = [u for u in uploads if u.id not in set(link.upload_ids)]
-            parts = [u.corpus_sha256 for u in kept]
-            indexes = [corpus_index(store, p) for p in parts]
-            for upload, index in made:
-                check_mergeable(indexes, index, source=upload.filename)
-                parts.append(upload.corpus_sha256)
-                indexes.append(index)
-            state = dataset_state(store, parts, indexes)
-            added = [u for u, _ in made]
-            link.upload_ids = [u.id for u in added]
-            crud.replace_uploads(session=session, dataset=dataset, removed=removed, added=added, link=link, **state)
+        removed, link.upload_ids = link.upload_ids, [s.upload.id for s in staged]
+        added = merge_uploads(session=session, store=store, dataset=dataset, added=staged, removed=removed,
+                              link=link)
     except BaseException:
         session.rollback()
         for raw in raws:
-            if not crud.file_has_upload(session=session, sha256=raw.sha256):
-                store.path(raw).unlink(missing_ok=True)
+            discard_raw(session=session, store=store, raw=raw)
         raise
     if removed:
         collect_garbage(session=session, settings=settings)
-    for u in added:
-        session.refresh(u)
     return added
 
 

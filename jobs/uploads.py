@@ -6,15 +6,24 @@ half-written dataset. A dataset is the list of its uploads' corpora; a job runs 
 list, merged when it runs (:func:`load_job_corpus`). Stored files are content-addressed and shared between
 rows, so they go only when no row names them (:func:`collect_garbage`). The API routes and the dashboard
 call these (the command line reads files, not datasets: :mod:`crowdqa.jobs.local`).
+
+Every door that adds uploads to a dataset (:func:`add_upload`, a Label Studio pull in
+:mod:`crowdqa.jobs.label_studio`) takes the same steps, so each meets every guard: :func:`admit_upload` (the
+project's limits), :func:`store_raw` (the size limit of :class:`UploadLimits` and the bytes kept),
+:func:`stage_upload` (a stored file made an upload row: parse and summary) and :func:`merge_uploads` (the rows
+added to the dataset under its lock, with the checks against its other uploads).
 """
 
 from __future__ import annotations
 
+import io
 import logging
 import tempfile
 import threading
 from collections import defaultdict
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
@@ -39,12 +48,13 @@ from crowdqa.jobs.errors import DatasetBusyError, UploadConflictError
 from crowdqa.jobs.quotas import check_stored_bytes, check_upload_rate
 from crowdqa.quality.json_data import plain_json
 from crowdqa.store import crud
-from crowdqa.store.artifacts import ArtifactStore, safe_suffix
-from crowdqa.store.models import Dataset, Upload
+from crowdqa.store.artifacts import Artifact, ArtifactStore, safe_suffix
+from crowdqa.store.models import Dataset, LabelStudioLink, Upload, utcnow
 from crowdqa.store.settings import Settings
 
 __all__ = ["FORM_OVERHEAD", "UploadLimits", "load_job_corpus", "job_corpus", "extract_docs", "parse_upload",
-           "add_upload", "delete_upload", "delete_dataset", "collect_garbage", "dataset_locks", "corpus_index",
+           "add_upload", "admit_upload", "store_raw", "discard_raw", "StagedUpload", "NoLabelsError", "stage_upload",
+           "merge_uploads", "delete_upload", "delete_dataset", "collect_garbage", "dataset_locks", "corpus_index",
            "dataset_state"]
 
 logger = logging.getLogger(__name__)
@@ -168,15 +178,12 @@ def add_upload(*, session: Session, settings: Settings, dataset: Dataset, stream
     and IngestError (or ValueError) for a file that cannot be read or does not merge with the
     dataset's earlier uploads; nothing is recorded then.
     """
-    # The project's limits (429): uploads per hour, and bytes kept, before a byte is read and again once the
-    # upload's size is known.
-    check_stored_bytes(session=session, settings=settings, project_id=dataset.project_id)
-    check_upload_rate(session=session, settings=settings, project_id=dataset.project_id)
+    admit_upload(session=session, settings=settings, project_id=dataset.project_id)
     store, limits = ArtifactStore(settings.data_dir), UploadLimits.of(settings)
-    raw = store.put_stream(stream, kind="uploads", suffix=safe_suffix(filename), limit=limits.file)
+    raw = store_raw(session=session, settings=settings, project_id=dataset.project_id, data=stream,
+                    filename=filename)
     docs = None
     try:
-        check_stored_bytes(session=session, settings=settings, project_id=dataset.project_id, incoming=raw.size)
         if docs_stream is not None:
             docs = store.put_stream(docs_stream, kind="docs", suffix=".zip", limit=limits.file)
             options = {**options, "docs_sha256": docs.sha256}
@@ -185,13 +192,124 @@ def add_upload(*, session: Session, settings: Settings, dataset: Dataset, stream
             if docs is not None:
                 folder = Path(tmp)
                 extract_docs(store.path(docs), folder, max_bytes=limits.texts)
-            return _parse_and_merge(session=session, store=store, dataset=dataset, raw=raw, filename=filename,
-                                    format=format, role=role, options=options, docs=folder)
+            _refuse_same_file(session=session, dataset=dataset, sha256=raw.sha256, filename=filename)
+            staged = stage_upload(store=store, dataset=dataset, raw=raw, filename=filename, format=format,
+                                  role=role, options=options, docs=folder)
+        return merge_uploads(session=session, store=store, dataset=dataset, added=[staged])[0]
     except BaseException:
-        # Keep no raw file that no upload row names (content-addressed: another upload may share it).
-        if not crud.file_has_upload(session=session, sha256=raw.sha256):
-            store.path(raw).unlink(missing_ok=True)
+        discard_raw(session=session, store=store, raw=raw)
         raise
+
+
+def admit_upload(*, session: Session, settings: Settings, project_id: str) -> None:
+    """The project's limits (QuotaExceededError, 429) before a byte is read: bytes kept, and uploads per hour
+    (this request is counted, refused or not). Every door that adds uploads (an upload, a Label Studio pull)
+    calls it once per request."""
+    check_stored_bytes(session=session, settings=settings, project_id=project_id)
+    check_upload_rate(session=session, settings=settings, project_id=project_id)
+
+
+def store_raw(*, session: Session, settings: Settings, project_id: str, data: BinaryIO | bytes,
+              filename: str) -> Artifact:
+    """Keep an upload's raw bytes (content-addressed), bounded by :attr:`UploadLimits.file`
+    (UploadTooLargeError), and refuse them (QuotaExceededError) when they take the project past the bytes it
+    may keep; nothing is kept then."""
+    store = ArtifactStore(settings.data_dir)
+    stream = io.BytesIO(data) if isinstance(data, bytes) else data
+    raw = store.put_stream(stream, kind="uploads", suffix=safe_suffix(filename), limit=UploadLimits.of(settings).file)
+    try:
+        check_stored_bytes(session=session, settings=settings, project_id=project_id, incoming=raw.size)
+    except BaseException:
+        discard_raw(session=session, store=store, raw=raw)
+        raise
+    return raw
+
+
+def discard_raw(*, session: Session, store: ArtifactStore, raw: Artifact) -> None:
+    """Remove a raw file that no upload row names (content-addressed: another upload may share it)."""
+    if not crud.file_has_upload(session=session, sha256=raw.sha256):
+        store.path(raw).unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class StagedUpload:
+    """An upload parsed and stored (its corpus and index on disk) but not yet part of its dataset."""
+
+    #: The row, not yet added to the database.
+    upload: Upload
+    #: The index of its corpus (what :func:`merge_uploads` checks it by).
+    index: CorpusIndex
+    #: The file's name as messages show it (one printable line, no folders).
+    source: str
+
+
+class NoLabelsError(IngestError):
+    """A stored file that parses to no labels at all."""
+
+
+def stage_upload(*, store: ArtifactStore, dataset: Dataset, raw: Artifact, filename: str, format: str, role: str,
+                 options: dict[str, Any], docs: Path | None = None) -> StagedUpload:
+    """Turn a stored raw file into an upload row of ``dataset``: parse it (:func:`parse_upload`), keep its corpus
+    and index, and summarise it. Raises IngestError (NoLabelsError for a file without labels) or ValueError;
+    :func:`merge_uploads` adds the row to the dataset."""
+    read_options = {k: v for k, v in options.items() if k != "docs_sha256"}
+    parsed = parse_upload(store.path(raw), format=format, role=role, options=read_options, docs=docs,
+                          filename=filename)
+    corpus: Corpus = parsed.corpus
+    if corpus.n_obs == 0:
+        raise NoLabelsError(f"the file holds no labels (read as {format!r})", source=filename or "upload")
+    own = store.put_corpus(corpus)
+    index = index_corpus(corpus)
+    store.put_index(own.sha256, index)
+    upload = Upload(
+        dataset_id=dataset.id, filename=crud.text_safe(filename or "upload")[:300], format=format, role=role,
+        options=plain_json(options), size=raw.size, sha256=raw.sha256, raw_path=raw.path,
+        corpus_sha256=own.sha256, summary=plain_json(summarize(corpus, problems=parsed.problems,
+                                                               notes=parsed.notes, dropped=parsed.dropped)),
+        problems=[str(p) for p in parsed.problems][:1000],
+    )
+    return StagedUpload(upload=upload, index=index, source=_shown_name(filename))
+
+
+def merge_uploads(*, session: Session, store: ArtifactStore, dataset: Dataset, added: Sequence[StagedUpload],
+                  removed: Collection[str] = (), link: LabelStudioLink | None = None) -> list[Upload]:
+    """Add staged uploads to ``dataset`` (and remove the uploads of ids ``removed``, and record ``link``) in one
+    transaction; return the added rows. The dataset becomes the list of its uploads' corpora (merged when a job runs).
+
+    Checked against the latest committed uploads, by their indexes (no label of theirs is read): the same file
+    twice and labels of another kind (UploadConflictError, 409), uploads that do not merge (IngestError), and
+    expert labels whose documents match no crowd document (IngestError, issue 30).
+    """
+    gone = set(removed)
+    with dataset_locks[dataset.id]:
+        # Serialise changes to one dataset across threads (the lock) and processes (a row write lock held
+        # until the commit in crud.replace_uploads), then check against the latest committed uploads.
+        crud.lock_dataset(session=session, dataset=dataset)
+        for staged in added:
+            _refuse_same_file(session=session, dataset=dataset, sha256=staged.upload.sha256,
+                              filename=staged.source, ignore=gone)
+        parts = crud.upload_corpora(session=session, dataset_id=dataset.id, exclude=gone)
+        indexes = [corpus_index(store, p) for p in parts]
+        for staged in added:
+            try:
+                check_mergeable(indexes, staged.index, source=staged.source)
+            except KindConflict as exc:
+                raise UploadConflictError(str(exc)) from None
+            parts.append(staged.upload.corpus_sha256)
+            indexes.append(staged.index)
+        state = dataset_state(store, parts, indexes)
+        for staged in added:
+            _refuse_unmatched_experts(state["summary"], staged.index, filename=staged.source)
+        rows = [staged.upload for staged in added]
+        now = utcnow()  # their place in the dataset's merge order is taken now, under the lock, in this order
+        for k, row in enumerate(rows):
+            row.created_at = now + timedelta(microseconds=k)
+        old = [u for u in crud.list_uploads(session=session, dataset_id=dataset.id, limit=10**9)[0]
+               if u.id in gone] if gone else []
+        crud.replace_uploads(session=session, dataset=dataset, removed=old, added=rows, link=link, **state)
+    for row in rows:
+        session.refresh(row)
+    return rows
 
 
 def corpus_index(store: ArtifactStore, corpus_sha: str):
@@ -217,43 +335,6 @@ def dataset_state(store: ArtifactStore, parts: list[str], indexes: list) -> dict
             "annotators": annotator_counts(indexes, union=union)}
 
 
-def _parse_and_merge(*, session: Session, store: ArtifactStore, dataset: Dataset, raw, filename: str, format: str,
-                     role: str, options: dict[str, Any], docs: Path | None) -> Upload:
-    """Parse the upload, check it merges with the dataset's uploads (by their indexes: no label of theirs is
-    read), and record it; the dataset becomes the list of its uploads' corpora (merged when a job runs)."""
-    _refuse_same_file(session=session, dataset=dataset, raw=raw, filename=filename)
-    read_options = {k: v for k, v in options.items() if k != "docs_sha256"}
-    parsed = parse_upload(store.path(raw), format=format, role=role, options=read_options, docs=docs,
-                          filename=filename)
-    corpus: Corpus = parsed.corpus
-    if corpus.n_obs == 0:
-        raise IngestError(f"the file holds no labels (read as {format!r})", source=filename or "upload")
-    own = store.put_corpus(corpus)
-    new_index = index_corpus(corpus)
-    store.put_index(own.sha256, new_index)
-    with dataset_locks[dataset.id]:
-        # Serialise uploads to one dataset across threads (the lock) and processes (a row write lock
-        # held until the commit in crud.add_upload), then check against the latest committed uploads.
-        crud.lock_dataset(session=session, dataset=dataset)
-        _refuse_same_file(session=session, dataset=dataset, raw=raw, filename=filename)
-        parts = crud.upload_corpora(session=session, dataset_id=dataset.id)
-        indexes = [corpus_index(store, p) for p in parts]
-        try:
-            check_mergeable(indexes, new_index, source=_shown_name(filename))
-        except KindConflict as exc:
-            raise UploadConflictError(str(exc)) from None
-        state = dataset_state(store, [*parts, own.sha256], [*indexes, new_index])
-        _refuse_unmatched_experts(state["summary"], new_index, filename=filename)
-        upload = Upload(
-            dataset_id=dataset.id, filename=crud.text_safe(filename or "upload")[:300], format=format, role=role,
-            options=plain_json(options), size=raw.size, sha256=raw.sha256, raw_path=raw.path,
-            corpus_sha256=own.sha256, summary=plain_json(summarize(corpus, problems=parsed.problems,
-                                                                   notes=parsed.notes, dropped=parsed.dropped)),
-            problems=[str(p) for p in parsed.problems][:1000],
-        )
-        return crud.add_upload(session=session, dataset=dataset, upload=upload, **state)
-
-
 def _refuse_unmatched_experts(summary: dict, new_index: CorpusIndex, *, filename: str) -> None:
     """Refuse an upload of expert labels when the dataset has crowd labels and no document both have (the
     ids do not match). An expert upload before any crowd upload is accepted: a job refuses it later, if the
@@ -272,9 +353,10 @@ def _shown_name(filename: str | None) -> str:
     return "".join(ch if ch.isprintable() else "?" for ch in base)[:200] or "upload"
 
 
-def _refuse_same_file(*, session: Session, dataset: Dataset, raw, filename: str) -> None:
-    same = crud.find_upload(session=session, dataset_id=dataset.id, sha256=raw.sha256)
-    if same is not None:
+def _refuse_same_file(*, session: Session, dataset: Dataset, sha256: str, filename: str,
+                      ignore: Collection[str] = ()) -> None:
+    same = crud.find_upload(session=session, dataset_id=dataset.id, sha256=sha256)
+    if same is not None and same.id not in ignore:
         raise UploadConflictError(
             f"{_shown_name(filename)} is already uploaded to this dataset, as upload {same.id} ({same.format}, "
             f"{same.role}); delete that upload first to replace it")
@@ -286,7 +368,7 @@ def delete_upload(*, session: Session, settings: Settings, dataset: Dataset, upl
     store = ArtifactStore(settings.data_dir)
     with dataset_locks[dataset.id]:
         crud.lock_dataset(session=session, dataset=dataset)
-        parts = crud.upload_corpora(session=session, dataset_id=dataset.id, exclude=upload.id)
+        parts = crud.upload_corpora(session=session, dataset_id=dataset.id, exclude={upload.id})
         state = dataset_state(store, parts, [corpus_index(store, p) for p in parts])
         crud.remove_upload(session=session, dataset=dataset, upload=upload, **state)
     collect_garbage(session=session, settings=settings)

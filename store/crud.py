@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -71,7 +72,6 @@ __all__ = [
     "list_datasets",
     "lock_dataset",
     "delete_dataset",
-    "add_upload",
     "list_uploads",
     "find_upload",
     "upload_corpora",
@@ -342,17 +342,6 @@ def referenced_artifacts(*, session: Session) -> set[str]:
     return keep  # type: ignore[return-value]
 
 
-def add_upload(*, session: Session, dataset: Dataset, upload: Upload, corpus_sha256: str,
-               summary: dict[str, Any], annotators: list[tuple[str, str, int, int]]) -> Upload:
-    """Record an upload and the dataset's new corpus (snapshot, summary, annotators) in one transaction."""
-    session.add(upload)
-    set_dataset_corpus(session=session, dataset=dataset, corpus_sha256=corpus_sha256, summary=summary,
-                       annotators=annotators, n_uploads=dataset.n_uploads + 1)
-    session.commit()
-    session.refresh(upload)
-    return upload
-
-
 def set_dataset_corpus(*, session: Session, dataset: Dataset, corpus_sha256: str | None,
                        summary: dict[str, Any] | None, annotators: list[tuple[str, str, int, int]],
                        n_uploads: int) -> None:
@@ -401,12 +390,12 @@ def annotator_ids(*, session: Session, dataset_id: str, role: str | None = None)
     return list(session.exec(stmt).all())
 
 
-def upload_corpora(*, session: Session, dataset_id: str, exclude: str | None = None) -> list[str]:
-    """The corpus sha256 of each of the dataset's uploads (but upload ``exclude``), in upload order (the order
-    they merge in)."""
+def upload_corpora(*, session: Session, dataset_id: str, exclude: Collection[str] = ()) -> list[str]:
+    """The corpus sha256 of each of the dataset's uploads (but the uploads ``exclude``), in upload order (the
+    order they merge in)."""
     stmt = select(Upload.corpus_sha256).where(Upload.dataset_id == dataset_id)
-    if exclude is not None:
-        stmt = stmt.where(Upload.id != exclude)
+    if exclude:
+        stmt = stmt.where(col(Upload.id).not_in(list(exclude)))
     return list(session.exec(stmt.order_by(Upload.created_at, Upload.id)).all())
 
 
@@ -735,14 +724,16 @@ def get_label_studio_link(*, session: Session, dataset_id: str) -> LabelStudioLi
 
 
 def replace_uploads(*, session: Session, dataset: Dataset, removed: list[Upload], added: list[Upload],
-                    link: LabelStudioLink, corpus_sha256: str | None, summary: dict[str, Any] | None,
-                    annotators: list[tuple[str, str, int, int]]) -> None:
-    """Swap some of a dataset's uploads for others and record the link's new state, in one transaction (the
-    caller holds the dataset's lock): a pull is stored whole or not at all."""
+                    corpus_sha256: str | None, summary: dict[str, Any] | None,
+                    annotators: list[tuple[str, str, int, int]], link: LabelStudioLink | None = None) -> None:
+    """Add uploads to a dataset and remove others, with the dataset's new corpus (snapshot, summary, annotators)
+    and a Label Studio link's new state, in one transaction (the caller holds the dataset's lock): an upload or
+    a pull is stored whole or not at all."""
     for upload in removed:
         session.delete(upload)
     session.add_all(added)
-    session.add(link)
+    if link is not None:
+        session.add(link)
     set_dataset_corpus(session=session, dataset=dataset, corpus_sha256=corpus_sha256, summary=summary,
                        annotators=annotators, n_uploads=dataset.n_uploads - len(removed) + len(added))
     session.commit()

@@ -68,6 +68,33 @@ def test_package_imports_only_what_the_design_allows(package: str) -> None:
     assert wrong == [], f"{package} may import only {sorted(ALLOWED[package])}"
 
 
+def private_imports(package: str, root: Path = ROOT) -> list[tuple[str, int, str]]:
+    """(file, line, ``module.name``) of every private name (a leading underscore) ``package`` imports from another
+    module of ours. A private module of a package (``ingest._inflate``) is a room of that package; a private
+    name is one module's own, so another module uses it only once it is public (documented, in ``__all__``)."""
+    found = []
+    for path in sorted((root / package).rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("crowdqa."):
+                found += [(str(path.relative_to(root)), node.lineno, f"{node.module}.{a.name}")
+                          for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+    return found
+
+
+@pytest.mark.parametrize("package", sorted(set(ALLOWED) - {"aggregation"}))
+def test_no_module_imports_anothers_private_name(package: str) -> None:
+    """Outside aggregation/ (whose kernels' rooms are being reshaped), no module reaches into another's privates."""
+    assert private_imports(package) == []
+
+
+def test_the_private_name_rule_catches_one(tmp_path) -> None:
+    (tmp_path / "api").mkdir()
+    (tmp_path / "api" / "m.py").write_text("from crowdqa.api.commands.keys import _session, UserError\n"
+                                           "from crowdqa.ingest._inflate import BoundedZip\n")
+    assert private_imports("api", tmp_path) == [("api/m.py", 1, "crowdqa.api.commands.keys._session")]
+
+
 def test_the_rule_catches_a_wrong_arrow(tmp_path) -> None:
     """Oracle: a function-local import of ingest in quality, and jobs importing api, are both reported."""
     (tmp_path / "quality").mkdir()

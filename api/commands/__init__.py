@@ -8,10 +8,11 @@ The modules parse, call one use case of :mod:`crowdqa.jobs`, and print; they imp
 from __future__ import annotations
 
 import re
+import sys
 
 from crowdqa.ingest.formats import UPLOAD_OPTIONS
 
-__all__ = ["COMMANDS", "UserError", "cli_wording"]
+__all__ = ["COMMANDS", "UserError", "cli_wording", "server_session", "server_project"]
 
 #: Subcommand -> (module, one-line help), in the order ``crowdqa --help`` lists them. Only the module
 #: of the command being run is imported (``crowdqa --help`` imports none), so start-up never pays for
@@ -50,3 +51,32 @@ def cli_wording(text: str) -> str:
     """A reader's message in command-line words: docs=DIR becomes --docs DIR, text_column --text-column."""
     text = _OPTION_VALUE.sub(lambda m: f"--{m[1].replace('_', '-')} {m[2]}", text)
     return _OPTION_WORD.sub(lambda m: f"--{m[1].replace('_', '-')}", text)
+
+
+def server_session():
+    """A database session on the server's rows (``CROWDQA_DATA_DIR`` or ``CROWDQA_DATABASE_URL``), for the commands
+    that work where ``crowdqa serve`` runs (keys, blocked, review, label-studio). Which database it is goes to
+    stderr first, with a note when a new SQLite database was just made (a server started elsewhere sees none of
+    what the command writes)."""
+    from crowdqa.store.db import open_session
+    from crowdqa.store.settings import describe, get_settings
+
+    settings = get_settings()
+    new = settings.database_url.startswith("sqlite") and not (settings.data_dir / "crowdqa.db").exists()
+    session = open_session(settings)
+    print(f"crowdqa: {describe(settings)}", file=sys.stderr)
+    if new:
+        print(f"crowdqa: note: {settings.data_dir.resolve()} held no crowdqa data; a new database was created "
+              "there. A server started elsewhere will not know this key: run the command where `crowdqa serve` "
+              "runs, or set CROWDQA_DATA_DIR.", file=sys.stderr)
+    return session
+
+
+def server_project(session, name: str):
+    """The project named ``name`` (``--project``); a UserError pointing at ``crowdqa keys list`` if there is none."""
+    from crowdqa.jobs.blocklist import project_named
+
+    try:
+        return project_named(session=session, name=name)
+    except LookupError as exc:
+        raise UserError(f"{exc} (see `crowdqa keys list`)") from None

@@ -16,10 +16,10 @@ import time
 from crowdqa.api.commands import COMMANDS, UserError
 from crowdqa.ingest.formats import ROLES, WRITE_FORMATS
 
-__all__ = ["register", "method_params"]
+__all__ = ["register", "method_params", "Progress"]
 
 
-class _Progress:
+class Progress:
     """Progress on stderr, stage by stage (reading, fitting, cross-fitting, scoring, writing).
 
     On a terminal each stage is a tqdm bar (the fitting bar counts EM iterations up to ``max_iter``,
@@ -113,7 +113,7 @@ def _run(args: argparse.Namespace) -> int:
 
     quiet = args.quiet
     say = (lambda msg: None) if quiet else (lambda msg: print(msg, file=sys.stderr))
-    progress = _Progress(args.method, quiet=quiet, max_iter=None if auto else local.max_iter(args.method, params))
+    progress = Progress(args.method, quiet=quiet, max_iter=None if auto else local.max_iter(args.method, params))
     progress("reading", None, None)
     parsed = read_uploads(args)
     corpus, problems = parsed.corpus, parsed.problems

@@ -10,26 +10,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from crowdqa.api.commands import COMMANDS, UserError
+from crowdqa.api.commands import COMMANDS, UserError, server_project, server_session
 
 __all__ = ["register"]
 
 
-def _project(session, name: str):
-    from crowdqa.jobs.blocklist import project_named
-
-    try:
-        return project_named(session=session, name=name)
-    except LookupError as exc:
-        raise UserError(f"{exc} (see `crowdqa keys list`)") from None
-
-
 def _list(args: argparse.Namespace) -> int:
-    from crowdqa.api.commands.keys import _session
     from crowdqa.jobs.blocklist import list_blocked
 
-    with _session() as session:
-        rows, count = list_blocked(session=session, project_id=_project(session, args.project).id, limit=10**9)
+    with server_session() as session:
+        rows, count = list_blocked(session=session, project_id=server_project(session, args.project).id, limit=10**9)
         print(f"{'annotator':<30} {'blocked since':<20} reason")
         for r in rows:
             print(f"{r.annotator:<30} {r.created_at:%Y-%m-%d %H:%M:%S}  {r.reason}")
@@ -41,11 +31,10 @@ def _list(args: argparse.Namespace) -> int:
 def _add(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
-    from crowdqa.api.commands.keys import _session
     from crowdqa.jobs.blocklist import block_workers
 
-    with _session() as session:
-        project = _project(session, args.project)
+    with server_session() as session:
+        project = server_project(session, args.project)
         try:
             done = block_workers(session=session, project_id=project.id, annotators=args.annotator,
                                  reason=args.reason)
@@ -60,11 +49,10 @@ def _add(args: argparse.Namespace) -> int:
 
 
 def _remove(args: argparse.Namespace) -> int:
-    from crowdqa.api.commands.keys import _session
     from crowdqa.jobs.blocklist import unblock_worker
 
-    with _session() as session:
-        project = _project(session, args.project)
+    with server_session() as session:
+        project = server_project(session, args.project)
         try:
             unblock_worker(session=session, project_id=project.id, annotator=args.annotator)
         except LookupError as exc:

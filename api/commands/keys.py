@@ -9,24 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from crowdqa.api.commands import COMMANDS, UserError
+from crowdqa.api.commands import COMMANDS, UserError, server_session
 
 __all__ = ["register"]
-
-
-def _session():
-    from crowdqa.store.db import open_session
-    from crowdqa.store.settings import describe, get_settings
-
-    settings = get_settings()
-    new = settings.database_url.startswith("sqlite") and not (settings.data_dir / "crowdqa.db").exists()
-    session = open_session(settings)
-    print(f"crowdqa: {describe(settings)}", file=sys.stderr)
-    if new:
-        print(f"crowdqa: note: {settings.data_dir.resolve()} held no crowdqa data; a new database was created "
-              "there. A server started elsewhere will not know this key: run the command where `crowdqa serve` "
-              "runs, or set CROWDQA_DATA_DIR.", file=sys.stderr)
-    return session
 
 
 def _create(args: argparse.Namespace) -> int:
@@ -37,7 +22,7 @@ def _create(args: argparse.Namespace) -> int:
         raise UserError("--project must be a name of 1 to 200 characters")
     if args.expires_in is not None and not 0 < args.expires_in <= keys.MAX_EXPIRES_IN_DAYS:
         raise UserError(f"--expires-in must be more than 0 and at most {keys.MAX_EXPIRES_IN_DAYS} days")
-    with _session() as session:
+    with server_session() as session:
         made = keys.create_key(session=session, project_name=name, admin=args.admin, expires_in_days=args.expires_in)
     scope = "an admin key" if made.admin else "an API key"
     scope += " (the project's first key is an admin key)" if made.admin and not args.admin else ""
@@ -50,7 +35,7 @@ def _create(args: argparse.Namespace) -> int:
 def _list(args: argparse.Namespace) -> int:
     from crowdqa.jobs import keys
 
-    with _session() as session:
+    with server_session() as session:
         rows = keys.list_keys(session=session, project_name=args.project)
     print(f"{'key prefix':<14} {'project':<24} {'scope':<6} {'created':<19}  expires")
     for key in rows:
@@ -66,7 +51,7 @@ def _revoke(args: argparse.Namespace) -> int:
     from crowdqa.jobs import keys
 
     prefix = keys.key_prefix(args.prefix)
-    with _session() as session:
+    with server_session() as session:
         if not keys.revoke_key(session=session, prefix=prefix):
             raise UserError(f"no key with prefix {prefix!r} (see `crowdqa keys list`)")
     print(f"revoked the key {prefix}; requests with it now answer 401")

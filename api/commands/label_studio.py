@@ -14,7 +14,7 @@ import argparse
 import os
 import sys
 
-from crowdqa.api.commands import COMMANDS, UserError
+from crowdqa.api.commands import COMMANDS, UserError, server_session
 
 __all__ = ["register"]
 
@@ -28,7 +28,6 @@ def _token(args: argparse.Namespace, required: bool) -> str | None:
 
 
 def _pull(args: argparse.Namespace) -> int:
-    from crowdqa.api.commands.keys import _session
     from crowdqa.jobs.label_studio import LabelStudio, pull
     from crowdqa.store.settings import get_settings
 
@@ -36,7 +35,7 @@ def _pull(args: argparse.Namespace) -> int:
     if not url:
         raise UserError("give the Label Studio server: --url URL or LABEL_STUDIO_URL")
     token = _token(args, required=True)
-    with LabelStudio(url, token) as client, _session() as session:
+    with LabelStudio(url, token) as client, server_session() as session:
         done = pull(session=session, settings=get_settings(), client=client, ls_project=args.project,
                     project_name=args.crowdqa_project, dataset_name=args.dataset, experts=args.expert,
                     ground_truth=True if args.ground_truth else None, keep_token=token, full=args.full)
@@ -58,12 +57,11 @@ def _pull(args: argparse.Namespace) -> int:
 
 
 def _push(args: argparse.Namespace) -> int:
-    from crowdqa.api.commands.keys import _session
     from crowdqa.jobs.label_studio import push
     from crowdqa.store import crud
     from crowdqa.store.settings import get_settings
 
-    with _session() as session:
+    with server_session() as session:
         job = crud.load_job(session=session, job_id=args.job)
         if job is None:
             raise UserError(f"no job {args.job!r} in this data directory")

@@ -19,7 +19,7 @@ import json
 import re
 import sys
 
-from crowdqa.api.commands import COMMANDS, UserError
+from crowdqa.api.commands import COMMANDS, UserError, server_project, server_session
 
 __all__ = ["register"]
 
@@ -58,17 +58,15 @@ def _rules(args: argparse.Namespace):
 
 def _block_list(project: str) -> frozenset[str]:
     """``--project``: the project's block list, read where ``crowdqa blocked`` reads it (which it says first)."""
-    from crowdqa.api.commands.blocked import _project
-    from crowdqa.api.commands.keys import _session
     from crowdqa.store.crud import blocked_annotators
 
-    with _session() as session:
-        return blocked_annotators(session=session, project_id=_project(session, project).id)
+    with server_session() as session:
+        return blocked_annotators(session=session, project_id=server_project(session, project).id)
 
 
 def _run(args: argparse.Namespace) -> int:
     from crowdqa.api.commands._uploads import check_output
-    from crowdqa.api.commands.aggregate import _Progress, method_params
+    from crowdqa.api.commands.aggregate import Progress, method_params
     from crowdqa.jobs.review import format_review, review_file
 
     # Everything that can be checked without the data, before any file is read.
@@ -94,7 +92,7 @@ def _run(args: argparse.Namespace) -> int:
     blocked = _block_list(args.project) if args.project else frozenset()
     outcome, parsed = review_file(args.path, rules, method=args.method, params=params, options=options,
                                   experts=experts, use_experts=args.use_experts, blocked=blocked,
-                                  progress=_Progress(args.method, quiet=args.quiet))
+                                  progress=Progress(args.method, quiet=args.quiet))
     for note in parsed.notes:
         say(f"crowdqa: note: {note}")
     if parsed.problems:

@@ -12,7 +12,7 @@ from fastapi import Form, Request
 from fastapi.responses import Response
 
 from crowdqa.api.dashboard.auth import DashSessionDep, check_csrf
-from crowdqa.api.dashboard.pages import FORM_ERRORS, Csrf, _datasets_page, _message, owned_job, router
+from crowdqa.api.dashboard.pages import FORM_ERRORS, Csrf, datasets_view, error_message, owned_job, router
 from crowdqa.api.dashboard.web import redirect
 from crowdqa.api.deps import SessionDep, SettingsDep
 from crowdqa.jobs.errors import UploadConflictError
@@ -31,7 +31,7 @@ def connect_label_studio(request: Request, session: SessionDep, settings: Settin
     """Pull a Label Studio project into a dataset (a second pull of the same project reads what changed)."""
     check_csrf(request, dash, csrf)
     if not project.strip().isdigit():
-        return _datasets_page(request, session, dash, error=f"the Label Studio project id must be a number, found "
+        return datasets_view(request, session, dash, error=f"the Label Studio project id must be a number, found "
                               f"{project.strip()[:20]!r}", status_code=422)
     names = [e.strip() for e in experts.replace("\n", ",").split(",") if e.strip()]
     try:
@@ -41,7 +41,7 @@ def connect_label_studio(request: Request, session: SessionDep, settings: Settin
                         keep_token=token)
     except (*FORM_ERRORS, UploadConflictError) as exc:
         session.rollback()
-        return _datasets_page(request, session, dash, error=_message(exc), status_code=422)
+        return datasets_view(request, session, dash, error=error_message(exc), status_code=422)
     return redirect(f"/datasets/{done.dataset.id}")
 
 
@@ -54,5 +54,5 @@ def push_to_label_studio(request: Request, job_id: str, session: SessionDep, set
     try:
         push(session=session, settings=settings, job=job)
     except (*FORM_ERRORS, LookupError) as exc:
-        return _datasets_page(request, session, dash, error=_message(exc), status_code=422)
+        return datasets_view(request, session, dash, error=error_message(exc), status_code=422)
     return redirect(f"/jobs/{job.id}")

@@ -50,7 +50,7 @@ from crowdqa.store import crud
 from crowdqa.store.errors import UploadTooLargeError
 from crowdqa.store.models import Dataset, DatasetCreate, Job, JobCreate, JobPublic, JobStatus, Method
 
-__all__ = ["router", "owned_dataset", "owned_job"]
+__all__ = ["router", "owned_dataset", "owned_job", "error_message", "datasets_view", "FORM_ERRORS", "Csrf"]
 
 router = APIRouter(prefix=PREFIX, include_in_schema=False)
 
@@ -61,7 +61,9 @@ FORM_ERRORS = (ValueError, JobNotRunnableError, QueueUnavailableError, UploadToo
 Csrf = Annotated[str | None, Form(alias="csrf")]
 
 
-def _message(exc: Exception) -> str:
+def error_message(exc: Exception) -> str:
+    """An error as the one line a page shows: a validation error's first field and message, a problem's detail,
+    else the exception's first line."""
     if isinstance(exc, ValidationError):
         first = exc.errors()[0] if exc.errors() else {}
         return f"{'.'.join(str(p) for p in first.get('loc', ()))}: {first.get('msg', 'invalid value')}"
@@ -145,8 +147,10 @@ def signout(request: Request, session: SessionDep, dash: DashSessionDep, csrf: C
 
 
 # ---------------------------------------------------------------- datasets
-def _datasets_page(request: Request, session, dash: DashboardSession, *, error: str | None = None,
-                   status_code: int = 200) -> HTMLResponse:
+def datasets_view(request: Request, session, dash: DashboardSession, *, error: str | None = None,
+                  status_code: int = 200) -> HTMLResponse:
+    """The datasets page (the project's datasets and latest jobs), with ``error`` shown above them: where the
+    forms of that page answer from, as well as the page itself."""
     rows, count = crud.list_datasets(session=session, project_id=dash.project.id, limit=1000)
     jobs, n_jobs = crud.list_jobs(session=session, project_id=dash.project.id, limit=1000)
     return render(request, "datasets.html", {"datasets": rows, "count": count, "jobs": jobs[::-1][:20],
@@ -156,7 +160,7 @@ def _datasets_page(request: Request, session, dash: DashboardSession, *, error: 
 @router.get("/")
 def datasets_page(request: Request, session: SessionDep, dash: DashSessionDep) -> HTMLResponse:
     """The project's datasets and its latest jobs."""
-    return _datasets_page(request, session, dash)
+    return datasets_view(request, session, dash)
 
 
 @router.post("/datasets")
@@ -167,7 +171,7 @@ def create_dataset(request: Request, session: SessionDep, dash: DashSessionDep,
     try:
         dataset_in = DatasetCreate(name=name)
     except ValidationError as exc:
-        return _datasets_page(request, session, dash, error=_message(exc), status_code=422)
+        return datasets_view(request, session, dash, error=error_message(exc), status_code=422)
     dataset = crud.create_dataset(session=session, project_id=dash.project.id, dataset_in=dataset_in)
     return redirect(f"/datasets/{dataset.id}")
 
@@ -235,7 +239,7 @@ async def upload(request: Request, dataset_id: str, session: SessionDep, setting
     except FORM_ERRORS as exc:
         session.rollback()
         status = getattr(exc, "status", 413 if isinstance(exc, UploadTooLargeError) else 422)
-        return _dataset_page(request, session, dash, dataset, error=f"upload refused: {_message(exc)}",
+        return _dataset_page(request, session, dash, dataset, error=f"upload refused: {error_message(exc)}",
                              status_code=status)
     finally:
         await form.close()
@@ -291,7 +295,7 @@ def start_job(request: Request, dataset_id: str, session: SessionDep, settings: 
         session.rollback()
         status = 409 if isinstance(exc, JobNotRunnableError) else 503 if isinstance(exc, QueueUnavailableError) \
             else getattr(exc, "status", 422)
-        return _dataset_page(request, session, dash, dataset, error=f"job not started: {_message(exc)}",
+        return _dataset_page(request, session, dash, dataset, error=f"job not started: {error_message(exc)}",
                              status_code=status, form=form)
     return redirect(f"/jobs/{job.id}")
 
@@ -345,7 +349,7 @@ def rerun_job(request: Request, job_id: str, session: SessionDep, settings: Sett
     try:
         service.rerun_job(session=session, settings=settings, queue=queue, job=job)
     except FORM_ERRORS as exc:
-        return job_page_response(request, session, settings, dash, job, error=f"not re-run: {_message(exc)}",
+        return job_page_response(request, session, settings, dash, job, error=f"not re-run: {error_message(exc)}",
                                  status_code=409)
     return redirect(f"/jobs/{job.id}")
 

@@ -16,7 +16,7 @@ from fastapi.responses import HTMLResponse, Response
 from pydantic import ValidationError
 
 from crowdqa.api.dashboard.auth import DashSessionDep, check_csrf
-from crowdqa.api.dashboard.pages import Csrf, _message, owned_job, router
+from crowdqa.api.dashboard.pages import Csrf, error_message, owned_job, router
 from crowdqa.api.dashboard.web import PageError, redirect, render
 from crowdqa.api.deps import SessionDep, SettingsDep
 from crowdqa.api.routes.review import ReviewRequest
@@ -42,7 +42,7 @@ def _outcome(session, settings, job, given: dict[str, str], **extra: Any):
         return exports.review_job(session=session, settings=settings, job=job, rules=body.rules(),
                                   upload_id=body.upload_id)
     except (ValidationError, ValueError) as exc:
-        raise PageError(422, f"review not made: {_message(exc)}") from None
+        raise PageError(422, f"review not made: {error_message(exc)}") from None
     except LookupError as exc:
         raise PageError(404, f"review not made: {exc}") from None
     except JobNotRunnableError as exc:
@@ -109,7 +109,7 @@ def block(request: Request, session: SessionDep, dash: DashSessionDep,
     except ValidationError as exc:
         rows, count = blocklist.list_blocked(session=session, project_id=dash.project.id, limit=10_000)
         return render(request, "blocked.html", {"rows": rows, "count": count,
-                                                "error": f"not blocked: {_message(exc)}"},
+                                                "error": f"not blocked: {error_message(exc)}"},
                       dash=dash, status_code=422)
     return redirect(_back(next))
 

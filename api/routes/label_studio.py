@@ -62,8 +62,10 @@ class LabelStudioPushed(BaseModel):
 def pull_project(body: LabelStudioPull, session: SessionDep, settings: SettingsDep,
                  project: CurrentProjectDep) -> LabelStudioPulled:
     """Pull a Label Studio project's tasks and annotations into a dataset of the caller's project (a second
-    pull reads only the tasks changed since the last). 422 names what is wrong with the server, the token or
-    the labeling config; 409 when the dataset holds other uploads or another project's."""
+    pull reads only the tasks changed since the last). A pull is an upload, refused as one is: 422 names what
+    is wrong with the server, the token, the labeling config or the labels (experts matching no crowd task);
+    409 when the dataset holds other uploads or another project's, or labels of another kind; 413 and 429 past
+    the size limit and the project's limits (a pull counts as an upload request)."""
     token = body.token.get_secret_value()
     with LabelStudio(body.url, token) as client:
         done = pull(session=session, settings=settings, client=client, ls_project=body.project,

@@ -101,8 +101,8 @@ def test_annotators_and_uploads(session):
     corpus = synthetic_corpus(n_docs=4, doc_len=5, n_crowd=3, crowd_per_doc=2, seed=1)
     up = Upload(dataset_id=ds.id, filename="f.jsonl", format="spans-jsonl", role="crowd", size=3, sha256="b" * 64,
                 raw_path="uploads/x", corpus_sha256="c" * 64)
-    crud.add_upload(session=session, dataset=ds, upload=up, corpus_sha256="d" * 64, summary={"documents": 4},
-                    annotators=annotator_counts([index_corpus(corpus)]))
+    crud.replace_uploads(session=session, dataset=ds, removed=[], added=[up], corpus_sha256="d" * 64,
+                         summary={"documents": 4}, annotators=annotator_counts([index_corpus(corpus)]))
     rows = {a.external_id: a for a in session.exec(select(Annotator).where(Annotator.dataset_id == ds.id)).all()}
     assert set(rows) == set(corpus.worker_ids)
     for w, wid in enumerate(corpus.worker_ids):

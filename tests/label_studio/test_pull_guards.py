@@ -1,0 +1,190 @@
+"""A Label Studio pull is an upload: it meets every guard an upload meets (crowdqa.jobs.uploads), checked here on a
+fake of Label Studio's HTTP API at the httpx transport (the real server's tests, test_pull_push.py, cover the
+happy path)."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import httpx
+import pytest
+
+from crowdqa.api.cli import main
+from crowdqa.ingest.label_studio_api import LabelStudio
+from crowdqa.jobs.uploads import UploadLimits
+from tests.label_studio.conftest import CHOICE_CONFIG
+from tests.utils.factories import auth
+
+URL = "http://label-studio.test:8080"
+TOKEN = "0123456789abcdef0123456789abcdef01234567"  # a legacy token: no exchange at /api/token/refresh/
+PROJECT = 7
+EMAILS = {1: "w1@example.com", 2: "w2@example.com", 3: "w3@example.com", 4: "ex@example.com"}
+PROBLEM = "application/problem+json"
+
+
+def _choice(choice: str, name: str = "sentiment") -> list[dict]:
+    return [{"from_name": name, "to_name": "text", "type": "choices", "value": {"choices": [choice]}}]
+
+
+def choice_tasks(answers: dict[int, dict[int, str]]) -> list[dict]:
+    """Tasks of ``GET /api/tasks``: task id -> {user id: choice}."""
+    return [{"id": k, "updated_at": f"2026-01-01T00:00:{k:02d}Z", "data": {"text": f"item {k}"},
+             "annotations": [{"completed_by": u, "ground_truth": False, "result": _choice(c)}
+                             for u, c in by_user.items()]} for k, by_user in answers.items()]
+
+
+#: Three crowd workers on tasks 1-4.
+CROWD = {k: {1: "pos" if k % 2 else "neg", 2: "pos" if k % 2 else "neg", 3: "pos"} for k in range(1, 5)}
+
+
+class FakeLabelStudio:
+    """Label Studio's API as a pull reads it: one project (config, tasks), the members' e-mails; it counts the
+    requests for tasks."""
+
+    def __init__(self, config: str, tasks: list[dict]) -> None:
+        self.config, self.tasks, self.task_reads = config, tasks, 0
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        if path == f"/api/projects/{PROJECT}":
+            return httpx.Response(200, json={"id": PROJECT, "title": "fake", "label_config": self.config})
+        if path == "/api/users/":
+            return httpx.Response(200, json=[{"id": i, "email": e} for i, e in EMAILS.items()])
+        if path == "/api/tasks":
+            self.task_reads += 1
+            return httpx.Response(200, json={"tasks": self.tasks, "total": len(self.tasks)})
+        return httpx.Response(404, json={"detail": "Not found."})
+
+
+@pytest.fixture
+def fake(monkeypatch) -> FakeLabelStudio:
+    """The fake server behind every LabelStudio client made during the test (the class itself is patched: a module
+    that imported the name keeps the real class once the test is over)."""
+    server = FakeLabelStudio(CHOICE_CONFIG, choice_tasks(CROWD))
+    monkeypatch.setattr(LabelStudio, "__init__",
+                        functools.partialmethod(LabelStudio.__init__, transport=httpx.MockTransport(server)))
+    return server
+
+
+@pytest.fixture
+def key(settings):
+    from sqlmodel import Session
+
+    from crowdqa.store.db import get_engine
+    from tests.utils.factories import project_with_key
+
+    with Session(get_engine(settings)) as s:
+        return project_with_key(s, "a")[1]
+
+
+def _pull(client, key: str, **body):
+    return client.post("/api/v1/label-studio/pulls", headers=auth(key),
+                       json={"url": URL, "token": TOKEN, "project": PROJECT, "dataset": "ls", **body})
+
+
+def _datasets(client, key: str) -> list[dict]:
+    return client.get("/api/v1/datasets", headers=auth(key)).json()["data"]
+
+
+def _kept_files(settings) -> list[Path]:
+    folder = Path(settings.data_dir) / "uploads"
+    return sorted(p for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
+
+
+def _upload(client, key: str, dataset_id: str, name: str, text: str, role: str):
+    return client.post(f"/api/v1/datasets/{dataset_id}/uploads", headers=auth(key),
+                       files={"file": (name, text.encode(), "text/csv")}, data={"format": "categorical", "role": role})
+
+
+def test_experts_matching_no_crowd_task_are_refused_as_an_upload_is(settings, fake, client, key):
+    """Issue 30's guard: the expert annotated only tasks no crowd worker did; the pull is refused (422), as
+    uploading the same rows is, and leaves neither a dataset nor a file."""
+    fake.tasks = choice_tasks({**CROWD, 5: {4: "pos"}, 6: {4: "neg"}})
+    r = _pull(client, key, experts=["ex@example.com"])
+    assert r.status_code == 422, r.text
+    assert r.headers["content-type"] == PROBLEM
+    detail = r.json()["detail"]
+    assert detail.startswith(f"label-studio-{PROJECT}-expert.csv: none of the dataset's 2 expert documents (items) "
+                             "matches a crowd document by id")
+    assert _datasets(client, key) == [] and _kept_files(settings) == []
+    # The same rows uploaded as files: the same refusal.
+    made = client.post("/api/v1/datasets", headers=auth(key), json={"name": "files"}).json()
+    crowd = "item,annotator,label\n" + "".join(f"{k},{EMAILS[u]},{c}\n"
+                                               for k, by in CROWD.items() for u, c in by.items())
+    assert _upload(client, key, made["id"], "crowd.csv", crowd, "crowd").status_code == 201
+    r = _upload(client, key, made["id"], f"label-studio-{PROJECT}-expert.csv",
+                "item,annotator,label\n5,ex@example.com,pos\n6,ex@example.com,neg\n", "expert")
+    assert (r.status_code, r.json()["detail"]) == (422, detail)
+
+
+def _dataset_with_a_file(client, key, fake) -> dict:
+    """A dataset pulled from the fake's pos/neg project, with an expert file uploaded beside the pull."""
+    assert _pull(client, key).status_code == 200
+    (ds,) = _datasets(client, key)
+    truth = "item,annotator,label\n" + "".join(f"{k},expert,{'pos' if k % 2 else 'neg'}\n" for k in CROWD)
+    assert _upload(client, key, ds["id"], "truth.csv", truth, "expert").status_code == 201
+    # The project's labels change to another scheme: a full pull now conflicts with the uploaded file.
+    fake.config = CHOICE_CONFIG.replace('"pos"', '"yes"').replace('"neg"', '"no"')
+    fake.tasks = choice_tasks({k: {u: {"pos": "yes", "neg": "no"}[c] for u, c in by.items()}
+                               for k, by in CROWD.items()})
+    return ds
+
+
+def _uploads(client, key, dataset_id) -> list[str]:
+    return [u["id"] for u in client.get(f"/api/v1/datasets/{dataset_id}/uploads", headers=auth(key)).json()["data"]]
+
+
+def test_a_pull_of_another_kind_is_the_uploads_conflict(settings, fake, client, key, capsys):
+    """Labels sharing no class with the dataset's: the upload's 409 through the API, one line through the command
+    line, and the dataset as it was."""
+    ds = _dataset_with_a_file(client, key, fake)
+    before = _uploads(client, key, ds["id"])
+    r = _pull(client, key, full=True)
+    assert r.status_code == 409, r.text
+    assert r.headers["content-type"] == PROBLEM
+    detail = r.json()["detail"]
+    assert detail.startswith(f"label-studio-{PROJECT}-crowd.csv: this file's answers (") and "share no label" in detail
+    # The same file uploaded is refused with the same status and words.
+    rows = "item,annotator,label\n" + "".join(f"{t['id']},w1@example.com,yes\n" for t in fake.tasks)
+    up = _upload(client, key, ds["id"], f"label-studio-{PROJECT}-crowd.csv", rows, "crowd")
+    assert up.status_code == 409 and up.json()["detail"].split(" (")[0] == detail.split(" (")[0]
+    capsys.readouterr()
+    code = main(["label-studio", "pull", "--url", URL, "--token", TOKEN, "--project", str(PROJECT), "--dataset", "ls",
+                 "--crowdqa-project", "a", "--full"])
+    err = capsys.readouterr().err.strip().splitlines()  # (the first line names the data directory)
+    assert code == 2 and [line for line in err if "error" in line] == err[-1:] and "Traceback" not in str(err)
+    assert err[-1] == f"crowdqa: error: {detail}"
+    assert _uploads(client, key, ds["id"]) == before
+
+
+@pytest.fixture
+def one_upload_an_hour(monkeypatch):
+    monkeypatch.setenv("CROWDQA_MAX_UPLOADS_PER_HOUR", "1")
+
+
+def test_a_pull_counts_against_the_upload_rate(one_upload_an_hour, settings, fake, client, key):
+    """A pull is an upload request: past CROWDQA_MAX_UPLOADS_PER_HOUR it is refused (429, Retry-After) before a
+    task is read, and so is an upload after it."""
+    assert settings.max_uploads_per_hour == 1
+    assert _pull(client, key).status_code == 200
+    reads = fake.task_reads
+    r = _pull(client, key, full=True)
+    assert r.status_code == 429, r.text
+    assert r.headers["content-type"] == PROBLEM and int(r.headers["retry-after"]) > 0
+    assert "uploads in the last hour" in r.json()["detail"]
+    assert fake.task_reads == reads
+    (ds,) = _datasets(client, key)
+    assert _upload(client, key, ds["id"], "more.csv", "item,annotator,label\n1,w9,pos\n", "crowd").status_code == 429
+
+
+def test_a_pull_past_the_file_limit_is_refused(settings, fake, client, key, monkeypatch):
+    """The file limit is UploadLimits.file (issue 32: every size limit made in one place), for a pull as for an
+    upload: 413, no dataset, no file kept."""
+    small = UploadLimits(file=64, request=64 * 1024, texts=256)
+    monkeypatch.setattr(UploadLimits, "of", classmethod(lambda cls, settings: small))
+    r = _pull(client, key)
+    assert r.status_code == 413, r.text
+    assert r.headers["content-type"] == PROBLEM
+    assert r.json()["detail"] == "the upload exceeds the limit of 64 bytes (CROWDQA_MAX_UPLOAD_BYTES)"
+    assert _datasets(client, key) == [] and _kept_files(settings) == []
