@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 from scipy.special import digamma, gammaln
 
 from crowdqa.aggregation._base import BaseAggregator, ConvergenceWarning, ProgressCallback, one_blas_thread
-from crowdqa.aggregation._bio import bio_rules
+from crowdqa.aggregation._bio import bio_rules, repair_bio
 from crowdqa.aggregation._forward_backward import (
     _bucket_index,
     _forward_backward_corpus,
@@ -70,24 +70,7 @@ class _Design:
     ok_start: NDArray[np.bool_]  # (n_classes,) classes a sequence may start with
     ok_trans: NDArray[np.bool_]  # (n_classes, n_classes) allowed moves [from, to]
     begin: NDArray[np.int64]  # (n_classes,) the B-X class of each I-X (itself otherwise)
-
-
-def _repair_bio(labels: NDArray[np.int64], *, design: _Design) -> NDArray[np.int64]:
-    """``labels`` with each ``I-X`` that cannot follow its predecessor made ``B-X``; -1 (unknown) kept.
-
-    An ``I-X`` after ``O``, after another type or at a sequence start begins a span under
-    the conlleval rule, so turning it into ``B-X`` keeps every span; a label after an
-    unknown one is left as is. One pass suffices: the repair changes no token's type.
-    Used for clamped labels (a clamped path must be possible under the BIO transitions,
-    which give an invalid move zero probability) and for marginal decoding.
-    """
-    lab = np.maximum(labels, 0)
-    prev = np.concatenate([[-1], labels[:-1]])
-    bad = (labels >= 0) & np.where(design.seq_first, ~design.ok_start[lab],
-                                   (prev >= 0) & ~design.ok_trans[np.maximum(prev, 0), lab])
-    out = labels.copy()
-    out[bad] = design.begin[labels[bad]]
-    return out
+    class_names: tuple[str, ...]
 
 
 def _previous_labels(corpus: Corpus, *, start: int) -> NDArray[np.int64]:
@@ -129,10 +112,12 @@ def _build_design(corpus: Corpus, *, known: NDArray[np.int64] | None, annotator_
     seqs = layout(corpus, known=known, sequences=sequences, tokens=tokens)
     active, start = seqs.active, seqs.start
     design = _Design(k, n_workers, n_prev, crowd, vocab, shape, None, active, start[active[start]], seqs.seq_first,
-                     _bucket_index(start, lengths=seqs.lengths, n_tokens=n_tokens), ok_start, ok_trans, begin)
+                     _bucket_index(start, lengths=seqs.lengths, n_tokens=n_tokens), ok_start, ok_trans, begin,
+                     tuple(corpus.class_names))
     if known is None:
         return design
-    return dataclasses.replace(design, known=_repair_bio(known, design=design))
+    return dataclasses.replace(design, known=repair_bio(known, first=design.seq_first,
+                                                        class_names=design.class_names))
 
 
 # ---------------------------------------------------------------------------- priors
@@ -533,6 +518,6 @@ class BayesianSequenceCombination(BaseAggregator):
         """Viterbi path of ``q(t)`` (whose potentials are ``exp E[log theta]``), or the repaired marginal argmax."""
         if self.decode == "marginal":
             labels = np.where(design.active, post.argmax(axis=1), fill).astype(np.int64)
-            return _repair_bio(labels, design=design)
+            return repair_bio(labels, first=design.seq_first, class_names=design.class_names)
         return _viterbi_corpus(_token_log_lik(params, design), log_startprob=_expected_log(params["start"]),
                                log_transmat=_expected_log(params["trans"]), buckets=design.buckets, fill=fill)
