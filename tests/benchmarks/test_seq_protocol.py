@@ -57,3 +57,17 @@ def test_grid_starts_with_the_first_runs_grid_and_renders_the_features():
     assert sum(c["lowercase"] for c in sp.GRID[48:]) == 8
     assert all(set(c) == set(sp.GRID[0]) for c in sp.GRID)
     assert _params_text({"features": ["word", "digit"], "nu0": 0.1}) == "features=word+digit, nu0=0.1"
+
+
+def test_bsc_seq_defaults_are_the_committed_choice():
+    """The class defaults are the candidate the rule chose in the committed full run (its options, by name):
+    a default changed without rerunning the protocol, or a run whose choice was not adopted, fails here."""
+    import json
+
+    from crowdqa.aggregation.bsc_seq import BayesianSequenceCombination
+
+    path = sp.RESULTS / "seq_protocol.json"
+    chosen = json.loads(path.read_text(encoding="utf-8"))["chosen"]
+    defaults = BayesianSequenceCombination().get_params()
+    assert set(chosen) == set(sp.GRID[0])
+    assert {k: tuple(v) if isinstance(v, list) else v for k, v in chosen.items()} == {k: defaults[k] for k in chosen}
