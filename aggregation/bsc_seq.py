@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 from scipy.special import digamma, gammaln
 
 from crowdqa.aggregation._base import BaseAggregator, ConvergenceWarning, ProgressCallback, one_blas_thread
-from crowdqa.aggregation._bio import bio_rules
+from crowdqa.aggregation._bio import bio_rules, repair_bio
 from crowdqa.aggregation._forward_backward import (
     _bucket_index,
     _forward_backward_corpus,
@@ -46,7 +46,8 @@ _SEQUENCES = ("document", "sentence")
 _DECODERS = ("viterbi", "marginal")
 _INITS = ("vote", "ds")
 #: Pseudo-count of an annotator label that breaks BIO after that annotator's previous
-#: label (``O`` then ``I-X``): the paper's value for disallowed transitions. Not zero,
+#: label (``O`` then ``I-X``). The authors' code uses 1e-12 and moves the rest of the cell's prior
+#: to the label meant (``B-X``); both measured within noise of this (``benchmarks/README.md``). Not zero,
 #: because crowd labels may break BIO (IOB1 data), and their counts must stay possible.
 _RARE = 0.1
 
@@ -70,24 +71,7 @@ class _Design:
     ok_start: NDArray[np.bool_]  # (n_classes,) classes a sequence may start with
     ok_trans: NDArray[np.bool_]  # (n_classes, n_classes) allowed moves [from, to]
     begin: NDArray[np.int64]  # (n_classes,) the B-X class of each I-X (itself otherwise)
-
-
-def _repair_bio(labels: NDArray[np.int64], *, design: _Design) -> NDArray[np.int64]:
-    """``labels`` with each ``I-X`` that cannot follow its predecessor made ``B-X``; -1 (unknown) kept.
-
-    An ``I-X`` after ``O``, after another type or at a sequence start begins a span under
-    the conlleval rule, so turning it into ``B-X`` keeps every span; a label after an
-    unknown one is left as is. One pass suffices: the repair changes no token's type.
-    Used for clamped labels (a clamped path must be possible under the BIO transitions,
-    which give an invalid move zero probability) and for marginal decoding.
-    """
-    lab = np.maximum(labels, 0)
-    prev = np.concatenate([[-1], labels[:-1]])
-    bad = (labels >= 0) & np.where(design.seq_first, ~design.ok_start[lab],
-                                   (prev >= 0) & ~design.ok_trans[np.maximum(prev, 0), lab])
-    out = labels.copy()
-    out[bad] = design.begin[labels[bad]]
-    return out
+    class_names: tuple[str, ...]
 
 
 def _previous_labels(corpus: Corpus, *, start: int) -> NDArray[np.int64]:
@@ -129,10 +113,12 @@ def _build_design(corpus: Corpus, *, known: NDArray[np.int64] | None, annotator_
     seqs = layout(corpus, known=known, sequences=sequences, tokens=tokens)
     active, start = seqs.active, seqs.start
     design = _Design(k, n_workers, n_prev, crowd, vocab, shape, None, active, start[active[start]], seqs.seq_first,
-                     _bucket_index(start, lengths=seqs.lengths, n_tokens=n_tokens), ok_start, ok_trans, begin)
+                     _bucket_index(start, lengths=seqs.lengths, n_tokens=n_tokens), ok_start, ok_trans, begin,
+                     tuple(corpus.class_names))
     if known is None:
         return design
-    return dataclasses.replace(design, known=_repair_bio(known, design=design))
+    return dataclasses.replace(design, known=repair_bio(known, first=design.seq_first,
+                                                        class_names=design.class_names))
 
 
 # ---------------------------------------------------------------------------- priors
@@ -145,7 +131,7 @@ def _priors(design: _Design, *, annotator_model: str, alpha0: float, epsilon0: f
     for (correct, wrong); ``cm`` and ``seq`` (n_workers, n_prev, K, K) ``[w, p, t, o]``:
     ``alpha0`` everywhere, ``+ epsilon0`` where ``o == t``, and for ``seq`` the labels
     that break BIO after the annotator's previous label ``p`` get ``min(alpha0, 0.1)``
-    (the paper's pseudo-count for disallowed transitions) instead of ``alpha0``.
+    (a small pseudo-count for disallowed transitions, see ``_RARE``) instead of ``alpha0``.
     ``word`` (K, n_vocab) and ``shape`` (n_features, K, 2): ``nu0``.
     """
     k, n_workers = design.n_classes, design.n_workers
@@ -346,8 +332,8 @@ class BayesianSequenceCombination(BaseAggregator):
         None runs exactly ``max_iter`` iterations with no convergence test or warning.
     alpha0 : float, default=1.0
         Dirichlet pseudo-count of every label in each row of an annotator model (the
-        paper's :math:`\alpha_0`). This default and ``epsilon0``'s, ``nu0``'s, ``features``' and
-        ``init``'s were chosen by the protocol of ``benchmarks/README.md``
+        paper's :math:`\alpha_0`). This default and ``epsilon0``'s, ``nu0``'s, ``features``',
+        ``lowercase``'s and ``init``'s were chosen by the protocol of ``benchmarks/README.md``
         (``python -m benchmarks.seq_protocol``).
     epsilon0 : float, default=3.0
         Extra pseudo-count on the correct label (the paper's :math:`\epsilon_0`): the
@@ -366,15 +352,20 @@ class BayesianSequenceCombination(BaseAggregator):
         written protocol on two development sets together (``benchmarks/README.md``; 0.01
         before word shapes); at 1 BSC-seq lost to majority vote on small synthetic
         projects (``tests/aggregation/test_bsc_seq.py``).
-    features : tuple of str, default=("word", "capitalised", "digit")
+    features : tuple of str, default=("word", "capitalised")
         Token emissions of each state: ``"word"`` (the token text, the authors' text
         model) and any word shape of :data:`crowdqa.aggregation._sequences.SHAPE_FEATURES`;
         ``()`` uses the crowd labels alone (the paper's *notext*). The default adds
-        HMMCrowd's two shapes to the authors' words, chosen by the protocol: a word seen
-        once or twice in a small project says little, its shape generalises (conll_val's
-        300-sentence project .753 -> .768, the whole corpus .755 -> .747).
-    lowercase : bool, default=False
-        Lower-case words before indexing.
+        HMMCrowd's ``capitalised`` shape to the authors' words, chosen by the protocol: a
+        word seen once or twice in a small project says little, its shape generalises
+        (conll_val's 300-sentence project .743 -> .774 with ``lowercase``). HMMCrowd's
+        ``digit`` shape lost to it in the third run (score .7594 against .7627, both
+        lower-cased).
+    lowercase : bool, default=True
+        Lower-case words before indexing (the shapes still read the word as written).
+        With the ``capitalised`` shape the case is counted once, by the shape, instead of
+        again by every cased form of a word; chosen by the protocol's third run (score
+        .7627 against .7602 with cased words; conll_val whole .751 -> .758).
     sequences : {"sentence", "document"}, default="sentence"
         The HMM's sequences: sentences (cut by
         :func:`~crowdqa.aggregation._sequences.sentence_starts`), as HMMCrowd cuts them, or
@@ -464,7 +455,7 @@ class BayesianSequenceCombination(BaseAggregator):
 
     def __init__(self, *, annotator_model: str = "seq", max_iter: int = 100, tol: float | None = 1e-5,
                  alpha0: float = 1.0, epsilon0: float = 3.0, gamma0: float = 1.0, nu0: float = 0.1,
-                 features: tuple[str, ...] = ("word", "capitalised", "digit"), lowercase: bool = False,
+                 features: tuple[str, ...] = ("word", "capitalised"), lowercase: bool = True,
                  sequences: str = "sentence", decode: str = "viterbi", init: str = "vote") -> None:
         self.annotator_model = annotator_model
         self.max_iter = max_iter
@@ -533,6 +524,6 @@ class BayesianSequenceCombination(BaseAggregator):
         """Viterbi path of ``q(t)`` (whose potentials are ``exp E[log theta]``), or the repaired marginal argmax."""
         if self.decode == "marginal":
             labels = np.where(design.active, post.argmax(axis=1), fill).astype(np.int64)
-            return _repair_bio(labels, design=design)
+            return repair_bio(labels, first=design.seq_first, class_names=design.class_names)
         return _viterbi_corpus(_token_log_lik(params, design), log_startprob=_expected_log(params["start"]),
                                log_transmat=_expected_log(params["trans"]), buckets=design.buckets, fill=fill)

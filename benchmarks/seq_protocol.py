@@ -47,13 +47,20 @@ CONLL_VAL = SHARED / "conll_val"
 RESULTS = Path(__file__).resolve().parent / "results"
 #: Every sequence method the README reports, with its defaults.
 METHODS = {"MajorityVote": "mv", "DawidSkene": "ds", "IBCC": "ibcc", "HMMCrowd": "hmm-crowd", "BSC-seq": "bsc-seq"}
-#: BSC-seq candidates (48): the token features (the authors' words alone, or HMM-Crowd's words and two word
+#: BSC-seq candidates (63): the token features (the authors' words alone, or HMM-Crowd's words and two word
 #: shapes), the annotator prior's smoothing ``alpha0`` (the paper's alpha0_factor spread over the labels) and
 #: diagonal strength ``epsilon0`` (alpha0_diags), the emission prior ``nu0`` and the starting point ``init``.
-#: The first is the old default (the authors' class defaults); the first 24 are the grid of the first run.
-GRID = [{"features": f, "alpha0": a, "epsilon0": e, "nu0": n, "init": i}
+#: The first is the old default (the authors' class defaults); the first 24 are the grid of the first run, the
+#: first 48 that of the second. The third run's 15 (:data:`GRID_LOWER`) add words lower-cased beside the
+#: ``capitalised`` shape (the case is then counted once, by the shape, not again by every cased word form) and
+#: words with that shape alone. Every candidate names ``lowercase``, so none depends on the class defaults.
+GRID = [{"features": f, "alpha0": a, "epsilon0": e, "nu0": n, "init": i, "lowercase": False}
         for f in (("word",), ("word", "capitalised", "digit"))
         for i in ("vote", "ds") for n in (1.0, 0.1, 0.01) for a in (1.0, 0.1) for e in (1.0, 3.0)]
+GRID_LOWER = [{"features": f, "alpha0": 1.0, "epsilon0": e, "nu0": n, "init": "vote", "lowercase": lc}
+              for f in (("word", "capitalised"), ("word", "capitalised", "digit"))
+              for lc in (False, True) for e in (3.0, 6.0) for n in (0.1, 0.03)]
+GRID += [c for c in GRID_LOWER if c not in GRID]
 SMALL_CONLL = 300  # sentences of the small conll_val project
 SMALL_PICO_EXTRA = 63  # documents added to PICO's 64 expert documents in its small project
 N_BOOT = 1000

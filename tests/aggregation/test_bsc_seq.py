@@ -351,6 +351,30 @@ def test_bio_output_is_valid_and_known_labels_are_clamped(seed, decode):
         np.testing.assert_allclose(est.proba_[first:first + 3], np.eye(5)[[0, 1, 2]])
 
 
+def test_bio_repair_is_the_shared_one(monkeypatch):
+    """Clamped labels and marginal decoding are repaired by ``_bio.repair_bio`` (no private twin), with the
+    sequence starts of the fit: a spy sees both calls and the labels it returns are the ones kept."""
+    import crowdqa.aggregation.bsc_seq as bsc_seq
+    from crowdqa.aggregation import _bio
+
+    corpus = random_corpus(np.random.default_rng(5), n_docs=6, max_len=6, class_names=BIO, accuracy=0.5)
+    known = np.full(corpus.n_tokens, -1)
+    known[:2] = [0, 2]
+    calls = []
+
+    def spy(labels, *, first, class_names):
+        calls.append((labels.copy(), first.copy(), class_names))
+        return _bio.repair_bio(labels, first=first, class_names=class_names)
+
+    monkeypatch.setattr(bsc_seq, "repair_bio", spy)
+    est = _fit(corpus, decode="marginal", known=known, sequences="document")
+    assert len(calls) == 2  # the clamped labels, then the marginal argmax
+    np.testing.assert_array_equal(calls[0][0], known)
+    assert calls[1][2] == BIO and calls[1][1][corpus.doc_start[:-1]].all()
+    np.testing.assert_array_equal(est.labels_, _bio.repair_bio(calls[1][0], first=calls[1][1], class_names=BIO))
+    assert not hasattr(bsc_seq, "_repair_bio")
+
+
 @pytest.mark.parametrize("model", MODELS)
 def test_unanimous_annotators_give_their_labels(model):
     """Property: when three annotators all give the true (valid BIO) labels, they are the result."""

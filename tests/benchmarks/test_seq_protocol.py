@@ -42,11 +42,32 @@ def test_rule_averages_whole_and_small_over_sets_and_ties_go_to_the_earlier():
 
 
 def test_grid_starts_with_the_first_runs_grid_and_renders_the_features():
-    """The first 24 candidates are the first run's (words only, the old defaults first); the rest add shapes."""
+    """The first 24 candidates are the first run's (words only, the old defaults first), the next 24 add shapes,
+    the last 15 lower-cased words beside the shapes; every candidate names every option the grid varies, so
+    none depends on the class defaults the protocol itself changes."""
     from benchmarks.tables import _params_text
 
-    assert len(sp.GRID) == 48 and len({str(c) for c in sp.GRID}) == 48
-    assert sp.GRID[0] == {"features": ("word",), "alpha0": 1.0, "epsilon0": 1.0, "nu0": 1.0, "init": "vote"}
+    assert len(sp.GRID) == 63 and len({str(c) for c in sp.GRID}) == 63
+    assert sp.GRID[0] == {"features": ("word",), "alpha0": 1.0, "epsilon0": 1.0, "nu0": 1.0, "init": "vote",
+                          "lowercase": False}
     assert {c["features"] for c in sp.GRID[:24]} == {("word",)}
-    assert {c["features"] for c in sp.GRID[24:]} == {("word", "capitalised", "digit")}
+    assert {c["features"] for c in sp.GRID[24:48]} == {("word", "capitalised", "digit")}
+    assert not any(c["lowercase"] for c in sp.GRID[:48])
+    assert {c["features"] for c in sp.GRID[48:]} == {("word", "capitalised"), ("word", "capitalised", "digit")}
+    assert sum(c["lowercase"] for c in sp.GRID[48:]) == 8
+    assert all(set(c) == set(sp.GRID[0]) for c in sp.GRID)
     assert _params_text({"features": ["word", "digit"], "nu0": 0.1}) == "features=word+digit, nu0=0.1"
+
+
+def test_bsc_seq_defaults_are_the_committed_choice():
+    """The class defaults are the candidate the rule chose in the committed full run (its options, by name):
+    a default changed without rerunning the protocol, or a run whose choice was not adopted, fails here."""
+    import json
+
+    from crowdqa.aggregation.bsc_seq import BayesianSequenceCombination
+
+    path = sp.RESULTS / "seq_protocol.json"
+    chosen = json.loads(path.read_text(encoding="utf-8"))["chosen"]
+    defaults = BayesianSequenceCombination().get_params()
+    assert set(chosen) == set(sp.GRID[0])
+    assert {k: tuple(v) if isinstance(v, list) else v for k, v in chosen.items()} == {k: defaults[k] for k in chosen}
