@@ -667,7 +667,20 @@ def render_seq_protocol(d: dict, results: Path, quick: bool) -> str:
         + "\n\nCross-check: the scored documents of each set halved at random; the candidate the rule picks on "
           "one half, scored on the other, beside the best candidate of that other half.\n\n"
         + _table(["chosen on → reported on", "chosen", "score, chosen half", "score, other half",
-                  "best on the other half", "its score"], cross))
+                  "best on the other half", "its score"], cross)
+        + _iteration_table(d.get("iterations"), label))
+
+
+def _iteration_table(curves: dict | None, label: dict[str, str]) -> str:
+    """F1 of the whole sets after exactly n EM/VB iterations (``seq_protocol``'s ``iterations``), if recorded."""
+    if not curves:
+        return ""
+    steps = sorted({r["iterations"] for per_set in curves.values() for rows in per_set.values() for r in rows})
+    rows = [[f"{method}, {label.get(name, name)}"]
+            + [next((_f(r["f1"]) for r in per[name] if r["iterations"] == n), "") for n in steps]
+            for method, per in curves.items() for name in per]
+    return ("\n\nThe whole sets after exactly n iterations (the other defaults kept; reported, never chosen "
+            "from):\n\n" + _table(["method, set"] + [f"{n} it." for n in steps], rows))
 
 
 def render_routing(d: dict, results: Path, quick: bool) -> str:

@@ -71,3 +71,23 @@ def test_bsc_seq_defaults_are_the_committed_choice():
     defaults = BayesianSequenceCombination().get_params()
     assert set(chosen) == set(sp.GRID[0])
     assert {k: tuple(v) if isinstance(v, list) else v for k, v in chosen.items()} == {k: defaults[k] for k in chosen}
+
+
+def test_iteration_curve_runs_exactly_n_iterations_and_renders_one_row_per_method_and_set():
+    """The curve's fits stop at exactly n iterations (tol None: no early stop), scored as the protocol scores;
+    the table has a column per n and an empty cell where a method was not run that long."""
+    from benchmarks.tables import _iteration_table
+
+    corpus, truth, _ = ner_crowd(n_sentences=40, seed=2)
+    counts = lambda labels, c, mask=None: sp.span_counts(labels, truth if mask is None else truth[mask], c)  # noqa: E731
+    s = sp._Set("conll_val", corpus, np.arange(10), counts, np.arange(corpus.n_docs), seed=0)
+    for method, steps in sp.ITERATION_STEPS.items():
+        for n in steps[:2]:
+            _, info = s.fit(method, {"max_iter": n, "tol": None}, small=False)
+            assert info["iterations"] == n
+    curves = sp.iteration_curve([s], quick=True)
+    assert [r["iterations"] for r in curves["bsc-seq"]["conll_val"]] == list(sp.ITERATION_STEPS["bsc-seq"][:2])
+    table = _iteration_table({**curves, "x": {"conll_val": [{"iterations": 7, "f1": 0.5, "seconds": 0}]}},
+                             {"conll_val": "conll_val span F1"})
+    assert "| method, set | 1 it. | 2 it. | 7 it. |" in table
+    assert "| x, conll_val span F1 |  |  | 0.500 |" in table
