@@ -261,6 +261,11 @@ class Scoreboard:
 
     Per-document counts do not depend on the other methods, so a comparison of the methods added so far equals
     :func:`compare_aggregates` of them (the same documents, resamples, order and rule).
+
+    The last comparison is kept, keyed by what determines it: the board's state (each :meth:`add` starts a new one:
+    the methods, their aggregates and counts) and ``n_boot``, ``seed`` and ``level``. Asking again with nothing
+    changed (``--method auto`` asks after each fit, then once more for the result) returns that comparison without
+    drawing the bootstrap again; any change computes it afresh.
     """
 
     def __init__(self, corpus: Corpus, reference: NDArray) -> None:
@@ -274,11 +279,13 @@ class Scoreboard:
         self._gap = np.zeros(corpus.n_docs, dtype=bool)  # documents some method leaves a reference token without
         self._labels: dict[str, NDArray] = {}
         self._counts: dict[str, tuple[NDArray, NDArray]] = {}
+        self._state = 0  # bumped by every add: the methods and their aggregates the cached comparison was made of
+        self._cached: tuple[tuple, Comparison] | None = None
 
     def add(self, method: str, labels: NDArray) -> None:
         """Score ``method``'s aggregate (shape (n_tokens,), ``MISSING`` where it gives none) on every document with
         a reference."""
-        lab = np.asarray(labels, dtype=np.int64)
+        lab = np.array(labels, dtype=np.int64)  # a copy: the caller changing its array cannot stale the cache
         if lab.shape != self.reference.shape:
             raise ValueError(f"labels and reference must have shape ({self.corpus.n_tokens},)")
         td = self.corpus.token_doc
@@ -286,11 +293,19 @@ class Scoreboard:
         tokens = self._has_ref & self._doc_ref[td]
         self._labels[method] = lab
         self._counts[method] = _doc_counts(self.corpus, lab, self.reference, tokens, self._doc_ref, self.kind)
+        self._state += 1
 
     def comparison(self, *, n_boot: int = 1000, seed: int = 0, level: float = LEVEL) -> Comparison:
-        """The rule on the methods added so far: :func:`compare_aggregates` of them."""
+        """The rule on the methods added so far: :func:`compare_aggregates` of them (the kept one when neither the
+        methods nor ``n_boot``, ``seed`` and ``level`` changed since it was made)."""
         if not self._labels:
             raise ValueError("compare needs at least one method's aggregate")
+        key = (self._state, n_boot, seed, level)
+        if self._cached is None or self._cached[0] != key:
+            self._cached = (key, self._compare(n_boot=n_boot, seed=seed, level=level))
+        return self._cached[1]
+
+    def _compare(self, *, n_boot: int, seed: int, level: float) -> Comparison:
         docs = self._doc_ref & ~self._gap
         tokens = self._has_ref & docs[self.corpus.token_doc]
         names = list(self._labels)

@@ -200,3 +200,34 @@ def test_compare_with_the_experts_fits_each_method_k_plus_1_times_as_the_readme_
     assert (entry["iterations"], entry["converged"]) == (report["iterations"], report["converged"]) == (2, False)
     assert entry["warnings"] == sorted(set(report["warnings"])) != []
     assert entry["cross_fit_seconds"] > 0
+
+
+@pytest.mark.parametrize("use_experts", [False, True])
+def test_auto_draws_one_bootstrap_per_fitted_method_and_compare_one(monkeypatch, use_experts):
+    """Auto asks the rule after each method's fit (to keep the leader's fit) and then for its result, which is the
+    comparison after the last fit: that one is kept, not drawn again. So 3 methods draw 3 bootstraps under auto and
+    1 under compare, and both results are a fresh comparison's."""
+    from crowdqa.jobs.compare import choose_method
+    from crowdqa.quality import compare
+
+    corpus = synthetic_corpus(n_docs=24, accuracy=0.75, seed=5)
+    methods = ["mv", "ds", "wawa"]
+    fresh = run_comparison(corpus, methods=methods, use_experts=use_experts, n_boot=50)
+    draws = []
+    bootstrap = compare.paired_bootstrap
+    monkeypatch.setattr(compare, "paired_bootstrap", lambda *a, **k: draws.append(1) or bootstrap(*a, **k))
+    choice = choose_method(corpus, methods=methods, use_experts=use_experts, n_boot=50)
+    assert len(draws) == len(methods)
+    assert _untimed(choice.comparison) == _untimed(fresh)
+    draws.clear()
+    assert _untimed(run_comparison(corpus, methods=methods, use_experts=use_experts, n_boot=50)) == _untimed(fresh)
+    assert len(draws) == 1
+
+
+def _untimed(value):
+    """``value`` without its timings (every key ending in ``seconds``)."""
+    if isinstance(value, dict):
+        return {k: _untimed(v) for k, v in value.items() if not k.endswith("seconds")}
+    if isinstance(value, list):
+        return [_untimed(v) for v in value]
+    return value

@@ -174,3 +174,40 @@ def test_a_scoreboard_compares_the_methods_added_so_far_as_compare_aggregates_do
         corpus, {"mv": aggregates["mv"]}, ref, n_boot=100, seed=3).documents - 1
     with pytest.raises(ValueError, match="must have shape"):
         board.add("wawa", truth[:-1])
+
+
+def test_a_scoreboard_draws_the_bootstrap_once_per_state_and_again_on_any_change(monkeypatch):
+    """The same comparison asked twice (auto asks after each fit, then once more for its result) draws the
+    bootstrap once and is the fresh computation's; a new method, another n_boot, seed or level, or a method's
+    aggregate given again computes it afresh; the caller's array changed after ``add`` changes nothing."""
+    from crowdqa.quality import compare
+
+    corpus = synthetic_corpus(n_docs=30, accuracy=0.75, seed=4)
+    ref = reference_labels(corpus)
+    truth = np.maximum(ref, 0)
+    rng = np.random.default_rng(2)
+    mv = np.where(rng.random(corpus.n_tokens) < 0.8, truth, 1 - truth)
+    ds = np.where(rng.random(corpus.n_tokens) < 0.9, truth, 1 - truth)
+    draws = []
+    bootstrap = compare.paired_bootstrap
+    monkeypatch.setattr(compare, "paired_bootstrap", lambda *a, **k: draws.append(1) or bootstrap(*a, **k))
+    board = Scoreboard(corpus, ref)
+    board.add("mv", mv)
+    first = board.comparison(n_boot=60, seed=1)
+    assert board.comparison(n_boot=60, seed=1) == first and len(draws) == 1
+    board.add("ds", ds)
+    both = board.comparison(n_boot=60, seed=1)
+    assert len(draws) == 2 and len(both.methods) == 2
+    assert board.comparison(n_boot=60, seed=1) is both and len(draws) == 2
+    monkeypatch.setattr(compare, "paired_bootstrap", bootstrap)
+    assert both == compare_aggregates(corpus, {"mv": mv, "ds": ds}, ref, n_boot=60, seed=1)
+    monkeypatch.setattr(compare, "paired_bootstrap", lambda *a, **k: draws.append(1) or bootstrap(*a, **k))
+    for kwargs in ({"n_boot": 61, "seed": 1}, {"n_boot": 60, "seed": 2}, {"n_boot": 60, "seed": 1, "level": 0.9}):
+        before = len(draws)
+        assert board.comparison(**kwargs) == compare_aggregates(corpus, {"mv": mv, "ds": ds}, ref, **kwargs)
+        assert len(draws) == before + 2  # the board's, then compare_aggregates' own
+    ds[:] = truth  # the caller's array: the board scored a copy
+    assert board.comparison(n_boot=60, seed=1) == both
+    board.add("ds", ds)  # the same method given again, now perfect: a new state
+    again = board.comparison(n_boot=60, seed=1)
+    assert again == compare_aggregates(corpus, {"mv": mv, "ds": truth}, ref, n_boot=60, seed=1) != both
