@@ -273,8 +273,9 @@ def stage_upload(*, store: ArtifactStore, dataset: Dataset, raw: Artifact, filen
 
 def merge_uploads(*, session: Session, store: ArtifactStore, dataset: Dataset, added: Sequence[StagedUpload],
                   removed: Collection[str] = (), link: LabelStudioLink | None = None) -> list[Upload]:
-    """Add staged uploads to ``dataset`` (and remove the uploads of ids ``removed``, and record ``link``) in one
-    transaction; return the added rows. The dataset becomes the list of its uploads' corpora (merged when a job runs).
+    """Add staged uploads to ``dataset`` (and remove its uploads of ids ``removed``, loading those rows alone: an id
+    of another dataset's upload touches nothing; and record ``link``) in one transaction; return the added rows.
+    The dataset becomes the list of its uploads' corpora (merged when a job runs).
 
     Checked against the latest committed uploads, by their indexes (no label of theirs is read): the same file
     twice and labels of another kind (UploadConflictError, 409), uploads that do not merge (IngestError), and
@@ -304,8 +305,7 @@ def merge_uploads(*, session: Session, store: ArtifactStore, dataset: Dataset, a
         now = utcnow()  # their place in the dataset's merge order is taken now, under the lock, in this order
         for k, row in enumerate(rows):
             row.created_at = now + timedelta(microseconds=k)
-        old = [u for u in crud.list_uploads(session=session, dataset_id=dataset.id, limit=10**9)[0]
-               if u.id in gone] if gone else []
+        old = crud.uploads_by_ids(session=session, dataset_id=dataset.id, upload_ids=gone)
         crud.replace_uploads(session=session, dataset=dataset, removed=old, added=rows, link=link, **state)
     for row in rows:
         session.refresh(row)

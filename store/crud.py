@@ -74,6 +74,7 @@ __all__ = [
     "delete_dataset",
     "list_uploads",
     "find_upload",
+    "uploads_by_ids",
     "upload_corpora",
     "file_has_upload",
     "remove_upload",
@@ -388,6 +389,15 @@ def annotator_ids(*, session: Session, dataset_id: str, role: str | None = None)
     if role is not None:
         stmt = stmt.where(Annotator.role == role)
     return list(session.exec(stmt).all())
+
+
+def uploads_by_ids(*, session: Session, dataset_id: str, upload_ids: Collection[str]) -> list[Upload]:
+    """The dataset's uploads of these ids, in upload order, in one query (``id IN (...)``); an id of another
+    dataset's upload, or of none, finds nothing."""
+    if not upload_ids:
+        return []
+    stmt = select(Upload).where(Upload.dataset_id == dataset_id, col(Upload.id).in_(list(upload_ids)))
+    return list(session.exec(stmt.order_by(Upload.created_at, Upload.id)).all())
 
 
 def upload_corpora(*, session: Session, dataset_id: str, exclude: Collection[str] = ()) -> list[str]:

@@ -6,6 +6,7 @@ import json
 import multiprocessing as mp
 from pathlib import Path
 
+import pytest
 from sqlmodel import Session
 
 from crowdqa.store import crud
@@ -107,3 +108,68 @@ def test_an_upload_onto_an_index_of_the_old_hashing_merges(tmp_path):
         s.refresh(ds)
         assert ds.n_uploads == 2 and ds.summary["annotators"] == {"crowd": 10, "expert": 1}
         assert CorpusIndex.load(path).current
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_settings(request, tmp_path):
+    """Settings on a fresh SQLite file, or on the session's real PostgreSQL (its tables dropped after the test)."""
+    from sqlmodel import SQLModel
+
+    url = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
+    settings = Settings(data_dir=tmp_path / "data", database_url=url)
+    engine = make_engine(settings)
+    init_db(engine)
+    yield settings, engine
+    SQLModel.metadata.drop_all(engine)
+    engine.dispose()
+
+
+def test_removing_uploads_loads_those_rows_alone_and_leaves_another_datasets_upload(db_settings, tmp_path):
+    """merge_uploads (a Label Studio pull swapping its uploads) loaded every upload row of the dataset to find the
+    ones it removes; it now loads the removed ones alone. An id of another dataset's upload is left alone, as
+    before: that upload stays, and this dataset counts only its own removed."""
+    from sqlalchemy import event
+
+    from crowdqa.jobs import uploads
+    from crowdqa.store.artifacts import ArtifactStore
+    from crowdqa.store.models import Upload
+
+    settings, engine = db_settings
+    rows = [json.loads(line) for line in (SAMPLE / "expert.jsonl").read_text().splitlines()]
+
+    def add(session, dataset, role, name, lines):
+        path = tmp_path / name
+        path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+        with open(path, "rb") as fh:
+            return uploads.add_upload(session=session, settings=settings, dataset=dataset, stream=fh, filename=name,
+                                      format="spans-jsonl", role=role, options={}).id
+
+    with Session(engine) as s:
+        p = crud.create_project(session=s, name="p")
+        mine, theirs = (crud.create_dataset(session=s, project_id=p.id, dataset_in=DatasetCreate(name=n))
+                        for n in ("mine", "theirs"))
+        crowd = [json.loads(line) for line in (SAMPLE / "crowd.jsonl").read_text().splitlines()]
+        add(s, mine, "crowd", "c.jsonl", crowd)
+        experts = [add(s, mine, "expert", f"e{i}.jsonl", [{**r, "annotator": f"expert:{i}"} for r in rows])
+                   for i in range(3)]
+        their_upload = add(s, theirs, "expert", "t.jsonl", rows)
+        mine_id, theirs_id = mine.id, theirs.id
+    loaded = []
+
+    def on_load(row, _context):
+        loaded.append(row.id)
+
+    event.listen(Upload, "load", on_load)
+    try:
+        with Session(engine) as s:
+            uploads.merge_uploads(session=s, store=ArtifactStore(settings.data_dir), dataset=s.get(Dataset, mine_id),
+                                  added=[], removed=[experts[1], their_upload])
+    finally:
+        event.remove(Upload, "load", on_load)
+    assert loaded == [experts[1]]
+    with Session(engine) as s:
+        left = crud.list_uploads(session=s, dataset_id=mine_id)[0]
+        assert {u.id for u in left} == set(experts) - {experts[1]} | {u.id for u in left if u.role == "crowd"}
+        assert s.get(Dataset, mine_id).n_uploads == 3 == len(left)
+        assert s.get(Dataset, mine_id).summary["annotators"]["expert"] == 2
+        assert s.get(Upload, their_upload) is not None and s.get(Dataset, theirs_id).n_uploads == 1

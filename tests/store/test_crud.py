@@ -251,3 +251,48 @@ def test_worker_score_pages_match_a_python_sort(session, scores, order, offset, 
     expected = (known + sorted(a for a, v in scores.items() if v is None))[offset:offset + limit]
     assert count == len(scores)
     assert [r.annotator for r in rows] == expected
+
+
+def test_uploads_by_ids_loads_the_requested_rows_of_the_dataset_in_one_query(session):
+    """merge_uploads finds the uploads it removes with one ``SELECT ... WHERE dataset_id = ? AND id IN (...)``: the
+    dataset's rows of those ids alone, in upload order; another dataset's id, or an unknown one, finds nothing."""
+    from sqlalchemy import event
+
+    p = crud.create_project(session=session, name="p")
+    ds, other = _dataset(session, p.id, name="d"), _dataset(session, p.id, name="o")
+
+    def upload(dataset, k):
+        return Upload(dataset_id=dataset.id, filename=f"f{k}.jsonl", format="spans-jsonl", role="crowd", size=1,
+                      sha256=f"{k:064x}", raw_path=f"uploads/{k}", corpus_sha256="c" * 64,
+                      created_at=utcnow() + timedelta(seconds=k))
+
+    mine = [upload(ds, k) for k in range(5)]
+    theirs = upload(other, 9)
+    crud.replace_uploads(session=session, dataset=ds, removed=[], added=mine, corpus_sha256=None, summary=None,
+                         annotators=[])
+    crud.replace_uploads(session=session, dataset=other, removed=[], added=[theirs], corpus_sha256=None,
+                         summary=None, annotators=[])
+    ids, their_id, ds_id, other_id = [u.id for u in mine], theirs.id, ds.id, other.id
+    wanted = [ids[3], ids[1], their_id, "no-such-upload"]
+    session.expunge_all()  # rows are loaded from the database, not found in the session
+    loaded, statements = [], []
+
+    def on_load(row, _context):
+        loaded.append(row.id)
+
+    def on_execute(_conn, _cursor, statement, *_):
+        statements.append(statement)
+
+    engine = session.get_bind()
+    event.listen(Upload, "load", on_load)
+    event.listen(engine, "before_cursor_execute", on_execute)
+    try:
+        rows = crud.uploads_by_ids(session=session, dataset_id=ds_id, upload_ids=wanted)
+        assert crud.uploads_by_ids(session=session, dataset_id=ds_id, upload_ids=[]) == []
+    finally:
+        event.remove(Upload, "load", on_load)
+        event.remove(engine, "before_cursor_execute", on_execute)
+    assert [r.id for r in rows] == [ids[1], ids[3]]  # upload order, this dataset's only
+    assert sorted(loaded) == sorted(r.id for r in rows)
+    assert len(statements) == 1 and " IN " in statements[0].upper(), statements
+    assert [r.id for r in crud.uploads_by_ids(session=session, dataset_id=other_id, upload_ids=wanted)] == [their_id]
