@@ -29,6 +29,10 @@ untimed warm-up that imports the reader's modules and fills the page cache): wal
 seconds (``time.process_time``, all threads), so a run on a shared machine can be read by its CPU
 time too. ``rows`` are the file's data rows (CSV rows, JSON lines, token lines, ``.ann`` files'
 tokens), ``labels`` the corpus's (token, annotator) labels.
+
+Memory (:func:`peak_rss`): the same file is read once more by a fresh Python process, after a small file of the
+format (so every import is done); its resident set before that read and its peak during it (Linux's VmRSS and
+VmHWM) are recorded beside the size of the input on disk.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import subprocess
 import sys
 import tempfile
 import time
@@ -288,6 +293,49 @@ def measure(fmt: str, path: Path, options: dict, repeat: int) -> dict:
             "labels_per_second": round(corpus.n_obs / wall), "labels_per_cpu_second": round(corpus.n_obs / cpu)}
 
 
+#: What the fresh process of :func:`peak_rss` runs: a small file of the format first (every import the reader
+#: makes), then the resident set (VmRSS) and, the peak reset (``/proc/self/clear_refs``), the peak (VmHWM) of reading
+#: the file itself.
+_PEAK_CHILD = """
+import gc, json, sys
+from crowdqa.ingest import read_corpus
+
+def status(key):
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith(key + ":"))
+
+job = json.loads(sys.argv[1])
+read_corpus(job["warm"], format=job["format"], **job["warm_options"])
+gc.collect()
+before = status("VmRSS")
+with open("/proc/self/clear_refs", "w") as fh:
+    fh.write("5")
+corpus = read_corpus(job["path"], format=job["format"], **job["options"]).corpus
+print(json.dumps({"before": before, "peak": status("VmHWM"), "labels": int(corpus.n_obs)}))
+"""
+
+
+def _input_bytes(path: Path) -> int:
+    """Bytes of the input on disk: the file, or every file under the folder."""
+    return path.stat().st_size if path.is_file() else sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def peak_rss(fmt: str, path: Path, options: dict, *, warm: tuple[Path, dict]) -> dict:
+    """The peak resident set (MiB, Linux's VmHWM) of a fresh Python process while it reads ``path`` with
+    ``ingest.read_corpus``, its resident set before that read (after reading ``warm``, a small file of the same
+    format, so every import is done), and the input's size on disk (MiB; the ``docs`` texts of the span formats
+    not counted)."""
+    def text(opts: dict) -> dict:
+        return {k: str(v) for k, v in opts.items()}
+
+    job = json.dumps({"path": str(path), "format": fmt, "options": text(options), "warm": str(warm[0]),
+                      "warm_options": text(warm[1])})
+    out = subprocess.run([sys.executable, "-c", _PEAK_CHILD, job], capture_output=True, text=True, check=True)
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    return {"input_mib": round(_input_bytes(path) / 2**20, 1), "before_rss_mib": round(got["before"] / 1024, 1),
+            "peak_rss_mib": round(got["peak"] / 1024, 1), "peak_labels": got["labels"]}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="a tenth of the sizes")
@@ -300,8 +348,12 @@ def main(argv: list[str] | None = None) -> int:
         maker, size, unit = FORMATS[fmt]
         n = max(size // 10, 100) if args.quick else size
         with tempfile.TemporaryDirectory(prefix=f"crowdqa-readers-{fmt}-") as tmp:
-            path, options = maker(Path(tmp), n, np.random.default_rng(0))
+            (Path(tmp) / "full").mkdir()
+            (Path(tmp) / "warm").mkdir()
+            path, options = maker(Path(tmp) / "full", n, np.random.default_rng(0))
             point = measure(fmt, path, options, args.repeat)
+            warm = maker(Path(tmp) / "warm", max(n // 1000, 10), np.random.default_rng(1))
+            point.update(peak_rss(fmt, path, options, warm=warm))
         point["row"] = unit
         print(fmt, json.dumps(point), flush=True)
         out[fmt] = point

@@ -570,6 +570,7 @@ def render_readers(d: dict, results: Path, quick: bool) -> str:
         return f"{x / 1e6:.2f} M/s" if x >= 1e5 else f"{x / 1e3:.1f} k/s"
 
     target = d["target_rows_per_second"]
+    memory = any("peak_rss_mib" in p for p in d["formats"].values())  # runs before it was measured have none
     rows = []
     for fmt, p in d["formats"].items():
         best = max(p["rows_per_cpu_second"], p["labels_per_cpu_second"])
@@ -577,12 +578,20 @@ def render_readers(d: dict, results: Path, quick: bool) -> str:
                      f"{p['cpu_seconds']:.2f} s", per_s(p["rows_per_second"]), per_s(p["labels_per_second"]),
                      per_s(p["rows_per_cpu_second"]), per_s(p["labels_per_cpu_second"]),
                      "yes" if best >= target else "no"])
-    return (f"`ingest.read_corpus` on a synthetic file of each format (`benchmarks/readers.py` documents the layouts), "
+        if memory:
+            rows[-1] += ([f"{p['input_mib']:.1f} MiB", f"{p['peak_rss_mib']:.0f} MiB ({p['before_rss_mib']:.0f})"]
+                         if "peak_rss_mib" in p else ["–", "–"])
+    text = (f"`ingest.read_corpus` on a synthetic file of each format (`benchmarks/readers.py` documents the layouts), "
             f"best of the timed runs after a warm-up; rows are the file's data rows, labels the corpus's "
             f"(token, annotator) labels. CPU seconds (all threads) do not count the time spent waiting for a core. "
-            f"Target: {target / 1e6:.0f}M rows or labels per second. {d['meta'].get('note', '')}.\n\n"
-            + _table(["format", "row", "rows", "labels", "wall", "CPU", "rows/s", "labels/s", "rows per CPU-s",
-                      "labels per CPU-s", f"≥ {target / 1e6:.0f}M per CPU-s"], rows))
+            f"Target: {target / 1e6:.0f}M rows or labels per second. {d['meta'].get('note', '')}.")
+    if memory:
+        text += (" Memory: the input's size on disk (texts of a `docs` folder not counted) and the peak resident set "
+                 "of a fresh process while it reads it (in brackets: its resident set before, a small file of the "
+                 "format read first so every import is done).")
+    head = ["format", "row", "rows", "labels", "wall", "CPU", "rows/s", "labels/s", "rows per CPU-s",
+            "labels per CPU-s", f"≥ {target / 1e6:.0f}M per CPU-s"] + (["input", "peak RSS"] if memory else [])
+    return text + "\n\n" + _table(head, rows)
 
 
 def render_bsc_seq(d: dict, results: Path, quick: bool) -> str:

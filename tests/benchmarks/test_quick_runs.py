@@ -209,3 +209,33 @@ def test_compare_quick_on_conll_val(tmp_path):
     assert set(by) == {"mv", "ds"} and res["metric"] == "span_f1"
     assert by["mv"]["f1"] == pytest.approx(0.691, abs=0.0005)
     assert res["seconds"] >= res["fit_seconds"] > 0
+
+
+def test_reader_benchmark_records_the_peak_memory_of_a_fresh_read(tmp_path):
+    """The README's CoNLL memory note was a figure from a manual run; the readers benchmark now records, per format,
+    the input's size and the peak RSS of a fresh process reading it (after a small file, so the imports are done),
+    and the table renders them. Oracle: the child read the same labels; a ten times larger file peaks higher."""
+    from benchmarks import readers, tables
+
+    points = {}
+    (tmp_path / "warm").mkdir()
+    warm = readers.make_conll(tmp_path / "warm", 20, np.random.default_rng(2))
+    for n in (2_000, 200_000):
+        folder = tmp_path / str(n)
+        folder.mkdir()
+        path, options = readers.make_conll(folder, n, np.random.default_rng(1))
+        point = readers.measure("conll", path, options, repeat=1)
+        point.update(readers.peak_rss("conll", path, options, warm=warm))
+        assert point["peak_labels"] == point["labels"]
+        assert point["input_mib"] == round(path.stat().st_size / 2**20, 1)
+        assert 0 < point["before_rss_mib"] < point["peak_rss_mib"], point
+        points[n] = point
+    assert points[200_000]["peak_rss_mib"] > points[2_000]["peak_rss_mib"] + 10
+    d = {"meta": {}, "target_rows_per_second": 1_000_000,
+         "formats": {"conll": {**points[200_000], "row": "token line"}}}
+    md = tables.render_readers(d, tmp_path, False)
+    peak = points[200_000]
+    assert "| input | peak RSS |" in md
+    assert f"| {peak['input_mib']:.1f} MiB | {peak['peak_rss_mib']:.0f} MiB ({peak['before_rss_mib']:.0f}) |" in md
+    old = {k: v for k, v in points[200_000].items() if k not in ("input_mib", "before_rss_mib", "peak_rss_mib")}
+    assert "peak RSS" not in tables.render_readers({**d, "formats": {"conll": {**old, "row": "r"}}}, tmp_path, False)
