@@ -40,6 +40,15 @@ def test_readme_example_against_crowdqa_serve(tmp_path):
         assert 0.5 < token["f1"] <= 1.0 and token["tp"] > 0  # the sample is built to give meaningful numbers
         rows = [line for line in out.stdout.splitlines() if line.startswith(("mturk:", "upwork:"))]
         assert len(rows) == 5 and "mturk:A10SPAM" in rows[0]  # the spammer has the lowest F1
+        # The README shows this run's output (the job lines aside, their id is new each run): its figures were
+        # pasted from a manual run, now they are what the script prints.
+        readme = (REPO / "README.md").read_text(encoding="utf-8")
+        shown = readme.split("two parse summaries, then", 1)[1].split("```\n", 1)[1].split("\n```", 1)[0]
+        expected = [line for line in shown.splitlines() if not line.startswith("job ")]
+        printed = out.stdout.splitlines()
+        assert expected[0] in printed, out.stdout
+        start = printed.index(expected[0])
+        assert printed[start:start + len(expected)] == expected, out.stdout
     finally:
         server.send_signal(signal.SIGTERM)
         log, _ = server.communicate(timeout=30)

@@ -258,3 +258,29 @@ def test_a_review_by_a_report_at_another_level_says_that_level(batch):
     texts = [d["feedback"] for d in summary["decisions"]] + [b["Reason"] for b in summary["bonuses"]]
     assert summary["bonuses"] and any("(90% interval " in t for t in texts)
     assert not any("95%" in t for t in texts)
+
+
+def test_the_readme_crowdtruth_transcript_is_what_the_commands_print(capsys, monkeypatch):
+    """The README's review transcript on CrowdTruth's example batch was pasted from one manual run; each of its
+    commands is run here and every line the README shows (``...`` elides lines) is printed, in that order."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    path = shared_path("mturk", "crowdtruth_amt_example.csv")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```\n(\$ crowdqa review crowdtruth_amt_example\.csv .*?)```", readme, flags=re.S)
+    assert block, "the README shows a review of crowdtruth_amt_example.csv"
+    runs = re.split(r"^\$ ", block[1], flags=re.M)[1:]
+    assert len(runs) == 2
+    monkeypatch.chdir(path.parent)
+    for run in runs:
+        command, *shown = run.rstrip("\n").split("\n")
+        args = shlex.split(command)
+        assert args[:2] == ["crowdqa", "review"]
+        main(args[1:])
+        printed = capsys.readouterr().out.splitlines()
+        at = 0
+        for line in (s for s in shown if s.strip() != "..."):
+            assert line in printed[at:], f"README shows {line!r}; {command!r} printed:\n" + "\n".join(printed)
+            at = printed.index(line, at) + 1
