@@ -8,7 +8,9 @@ upload per role in the formats a file upload uses (:func:`crowdqa.ingest.label_s
 ``label-studio`` JSON for spans, ``categorical`` rows for choices), so the stored corpus and summary are what
 uploading the same export gives. Everything is fetched and parsed before anything is written, and the old
 uploads are swapped for the new ones in one transaction: a pull cut halfway leaves the dataset as it was.
-Tasks deleted in Label Studio are noticed by a full pull (``full=True``), not by an incremental one.
+Tasks deleted in Label Studio leave the dataset at the next pull: an incremental one also lists the ids of the
+project's tasks (``GET /api/tasks?include=id``, a few bytes a task) and drops the held tasks it no longer lists
+(:attr:`PullResult.removed`); a full pull (``full=True``) reads every task again.
 
 **Push** (:func:`push`) writes a finished job's aggregate on the project's tasks as predictions
 (``model_version`` ``crowdqa-<method>-job-<id>``), each scored by the aggregate's mean confidence over the
@@ -73,6 +75,8 @@ class PullResult:
     changed: bool
     uploads: list[Upload] = field(default_factory=list)
     created: bool = False
+    #: Tasks the last pull held that Label Studio holds no more (deleted there), dropped from the dataset.
+    removed: int = 0
 
 
 def _default_name(ls_project: int, info: dict) -> str:
@@ -109,11 +113,16 @@ def pull(*, session: Session, settings: Settings, client: LabelStudio, ls_projec
     since = None if full or link is None else link.cursor
     emails = client.emails()
     fetched = [plain_task(t, config, emails) for t in client.tasks(ls_project, since=since)]
-    base = {} if link is None or full else {int(t["id"]): t for t in link.tasks}
+    held = {int(t["id"]): t for t in link.tasks} if link is not None else {}
+    base = {} if full else dict(held)
+    if since is not None:  # tasks deleted in Label Studio: the held ones it lists no more
+        current = client.task_ids(ls_project) | {t["id"] for t in fetched}
+        base = {k: t for k, t in base.items() if k in current}
     base.update({t["id"]: t for t in fetched})
+    removed = len(held.keys() - base.keys())
     tasks = [base[k] for k in sorted(base)]
     same_roles = link is not None and link.experts == experts and link.ground_truth == ground_truth
-    if link is not None and not fetched and same_roles and not full:
+    if link is not None and not fetched and not removed and same_roles and not full:
         _keep_token(session, settings, link, keep_token)
         return PullResult(dataset=dataset, link=link, kind=config.kind, fetched=0, tasks=len(tasks), changed=False)
     by_role = split_tasks(tasks, experts=frozenset(experts), ground_truth=ground_truth)
@@ -137,7 +146,7 @@ def pull(*, session: Session, settings: Settings, client: LabelStudio, ls_projec
             crud.delete_dataset(session=session, dataset=dataset)
         raise
     return PullResult(dataset=dataset, link=link, kind=config.kind, fetched=len(fetched), tasks=len(tasks),
-                      changed=True, uploads=uploads, created=created)
+                      changed=True, uploads=uploads, created=created, removed=removed)
 
 
 def _keep_token(session: Session, settings: Settings, link: LabelStudioLink, token: str | None) -> None:

@@ -5,6 +5,7 @@ happy path)."""
 from __future__ import annotations
 
 import functools
+import json
 from pathlib import Path
 
 import httpx
@@ -39,21 +40,30 @@ CROWD = {k: {1: "pos" if k % 2 else "neg", 2: "pos" if k % 2 else "neg", 3: "pos
 
 
 class FakeLabelStudio:
-    """Label Studio's API as a pull reads it: one project (config, tasks), the members' e-mails; it counts the
-    requests for tasks."""
+    """Label Studio's API as a pull reads it: one project (config, tasks: all, those updated after a time, or only
+    their ids with ``include=id``), the members' e-mails; it counts the requests for tasks and for ids.
+    ``total_extra`` makes the id listing announce more tasks than it lists."""
 
     def __init__(self, config: str, tasks: list[dict]) -> None:
-        self.config, self.tasks, self.task_reads = config, tasks, 0
+        self.config, self.tasks, self.task_reads, self.id_reads, self.total_extra = config, tasks, 0, 0, 0
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
-        path = request.url.path
+        path, params = request.url.path, request.url.params
         if path == f"/api/projects/{PROJECT}":
             return httpx.Response(200, json={"id": PROJECT, "title": "fake", "label_config": self.config})
         if path == "/api/users/":
             return httpx.Response(200, json=[{"id": i, "email": e} for i, e in EMAILS.items()])
+        if path == "/api/tasks" and params.get("include") == "id":
+            self.id_reads += 1
+            return httpx.Response(200, json={"tasks": [{"id": t["id"]} for t in self.tasks],
+                                             "total": len(self.tasks) + self.total_extra})
         if path == "/api/tasks":
             self.task_reads += 1
-            return httpx.Response(200, json={"tasks": self.tasks, "total": len(self.tasks)})
+            tasks = self.tasks
+            if "query" in params:  # the incremental pull's filter: updated_at greater than a time
+                (item,) = json.loads(params["query"])["filters"]["items"]
+                tasks = [t for t in tasks if t["updated_at"] > item["value"]]
+            return httpx.Response(200, json={"tasks": tasks, "total": len(tasks)})
         return httpx.Response(404, json={"detail": "Not found."})
 
 
@@ -188,3 +198,47 @@ def test_a_pull_past_the_file_limit_is_refused(settings, fake, client, key, monk
     assert r.headers["content-type"] == PROBLEM
     assert r.json()["detail"] == "the upload exceeds the limit of 64 bytes (CROWDQA_MAX_UPLOAD_BYTES)"
     assert _datasets(client, key) == [] and _kept_files(settings) == []
+
+
+def _documents(client, key: str) -> int:
+    (ds,) = _datasets(client, key)
+    return ds["summary"]["documents"]
+
+
+def test_an_incremental_pull_drops_the_tasks_deleted_in_label_studio(settings, fake, client, key, capsys):
+    """A task deleted in Label Studio leaves the dataset at the next (incremental) pull, which lists the
+    project's task ids besides reading the tasks changed since; the API and the command line say how many went,
+    and a pull with nothing changed and nothing deleted is still "unchanged"."""
+    assert _pull(client, key).json()["fetched"] == 4 and _documents(client, key) == 4
+    fake.tasks = [t for t in fake.tasks if t["id"] != 2]
+    r = _pull(client, key)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert (body["fetched"], body["removed"], body["tasks"], body["changed"]) == (0, 1, 3, True)
+    assert _documents(client, key) == 3
+    # Task 3 deleted and task 4 changed: the command line says both.
+    fake.tasks = [t for t in fake.tasks if t["id"] != 3]
+    fake.tasks[-1] = {**fake.tasks[-1], "updated_at": "2026-01-02T00:00:00Z"}
+    capsys.readouterr()
+    assert main(["label-studio", "pull", "--url", URL, "--token", TOKEN, "--project", str(PROJECT), "--dataset",
+                 "ls", "--crowdqa-project", "a"]) == 0
+    assert ("1 tasks read (changed since the last pull), 1 removed (deleted in Label Studio), 2 held, choices"
+            in capsys.readouterr().out)
+    assert _documents(client, key) == 2
+    reads = fake.id_reads
+    body = _pull(client, key).json()
+    assert (body["fetched"], body["removed"], body["tasks"], body["changed"]) == (0, 0, 2, False)
+    assert fake.id_reads == reads + 1
+
+
+def test_an_id_listing_short_of_its_total_deletes_nothing(settings, fake, client, key):
+    """Label Studio lists fewer ids than the total it announces (tasks changing while it is read): the pull is
+    refused (422, one line) and the dataset keeps its tasks; it is never taken for a deletion."""
+    assert _pull(client, key).status_code == 200
+    fake.tasks, fake.total_extra = fake.tasks[:2], 2
+    r = _pull(client, key)
+    assert r.status_code == 422, r.text
+    assert r.headers["content-type"] == PROBLEM
+    assert r.json()["detail"] == (f"{URL} listed 2 task ids of project {PROJECT}, not the 4 it announced (were "
+                                  "tasks added or deleted meanwhile?): pull again")
+    assert _documents(client, key) == 4
