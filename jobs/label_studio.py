@@ -98,10 +98,12 @@ def pull(*, session: Session, settings: Settings, client: LabelStudio, ls_projec
     info = client.project(ls_project)
     config = read_label_config(str(info.get("label_config") or ""))
     project = crud.get_or_create_project(session=session, name=project_name)
-    admit_upload(session=session, settings=settings, project_id=project.id)  # a pull is an upload request
     name = dataset_name or _default_name(ls_project, info)
     dataset = crud.find_dataset(session=session, project_id=project.id, name=name)
     link = crud.get_label_studio_link(session=session, dataset_id=dataset.id) if dataset is not None else None
+    # A pull is an upload request; a re-pull's new uploads replace the link's, whose bytes it frees.
+    admit_upload(session=session, settings=settings, project_id=project.id,
+                 replaced=_replaced_bytes(session, project.id, link))
     if dataset is not None and link is None and dataset.n_uploads:
         raise UploadConflictError(f"dataset {name!r} holds uploads that were not pulled from Label Studio; "
                                   "pull into a new dataset (--dataset NAME)")
@@ -149,6 +151,13 @@ def pull(*, session: Session, settings: Settings, client: LabelStudio, ls_projec
                       changed=True, uploads=uploads, created=created, removed=removed)
 
 
+def _replaced_bytes(session: Session, project_id: str, link: LabelStudioLink | None) -> int:
+    """Bytes of the uploads a pull through ``link`` replaces (freed when its swap commits)."""
+    if link is None or not link.upload_ids:
+        return 0
+    return crud.stored_upload_bytes(session=session, project_id=project_id, upload_ids=link.upload_ids)
+
+
 def _keep_token(session: Session, settings: Settings, link: LabelStudioLink, token: str | None) -> None:
     if token:
         link.token_sealed = seal(settings.data_dir, token)
@@ -164,14 +173,16 @@ def _store(*, session: Session, settings: Settings, dataset: Dataset, link: Labe
     label (choices left empty) makes no upload."""
     store = ArtifactStore(settings.data_dir)
     staged, raws = [], []
+    replaced = _replaced_bytes(session, dataset.project_id, link)
     try:
         for role, tasks in by_role.items():
             if not tasks:
                 continue
             data, fmt, options = upload_bytes(tasks, config)
             filename = f"label-studio-{ls_project}-{role}{'.json' if fmt == 'label-studio' else '.csv'}"
+            # The link's uploads go when the swap commits; this pull's files stored already count as kept.
             raw = store_raw(session=session, settings=settings, project_id=dataset.project_id, data=data,
-                            filename=filename)
+                            filename=filename, freed=replaced - sum(r.size for r in raws))
             raws.append(raw)
             try:
                 staged.append(stage_upload(store=store, dataset=dataset, raw=raw, filename=filename, format=fmt,

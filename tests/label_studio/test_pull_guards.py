@@ -242,3 +242,78 @@ def test_an_id_listing_short_of_its_total_deletes_nothing(settings, fake, client
     assert r.json()["detail"] == (f"{URL} listed 2 task ids of project {PROJECT}, not the 4 it announced (were "
                                   "tasks added or deleted meanwhile?): pull again")
     assert _documents(client, key) == 4
+
+
+def _sizes(client, key, dataset_id) -> list[int]:
+    return [u["size"] for u in client.get(f"/api/v1/datasets/{dataset_id}/uploads", headers=auth(key)).json()["data"]]
+
+
+def _kept_bytes(client, key, dataset_id) -> int:
+    return sum(_sizes(client, key, dataset_id))
+
+
+#: The crowd of CROWD and an expert (user 4) on every task: a pull of two uploads.
+WITH_EXPERT = {k: {**by, 4: "pos" if k % 2 else "neg"} for k, by in CROWD.items()}
+
+
+def _at_the_limit(settings, fake, client, key, monkeypatch, slack: int = 0, **pull) -> dict:
+    """A dataset pulled from the fake, and CROWDQA_MAX_PROJECT_BYTES set to the bytes it keeps (plus ``slack``)."""
+    assert _pull(client, key, **pull).status_code == 200
+    (ds,) = _datasets(client, key)
+    monkeypatch.setattr(settings, "max_project_bytes", _kept_bytes(client, key, ds["id"]) + slack)
+    return ds
+
+
+@pytest.mark.parametrize("slack", [0, 10])
+@pytest.mark.parametrize("experts", [[], ["ex@example.com"]])
+def test_a_refresh_at_the_bytes_limit_counts_the_uploads_it_replaces_as_freed(settings, fake, client, key,
+                                                                              monkeypatch, slack, experts):
+    """The project keeps CROWDQA_MAX_PROJECT_BYTES (or 10 bytes less), all of them this pull's uploads (one, or a
+    crowd and an expert one): a re-pull whose new uploads replace them and fit is allowed (the old bytes are freed
+    by the swap), through an incremental and a full pull alike; the new uploads keep the project in its limit."""
+    if experts:
+        fake.tasks = choice_tasks(WITH_EXPERT)
+    ds = _at_the_limit(settings, fake, client, key, monkeypatch, slack, experts=experts)
+    assert len(_uploads(client, key, ds["id"])) == 1 + len(experts)
+    before = _uploads(client, key, ds["id"])
+    fake.tasks[0] = {**fake.tasks[0], "updated_at": "2026-01-02T00:00:00Z",
+                     "annotations": [{**a, "result": _choice("neg")} for a in fake.tasks[0]["annotations"]]}
+    r = _pull(client, key)
+    assert r.status_code == 200, r.text
+    assert (r.json()["fetched"], r.json()["changed"]) == (1, True)
+    after = _uploads(client, key, ds["id"])
+    assert after != before and _kept_bytes(client, key, ds["id"]) <= settings.max_project_bytes
+    r = _pull(client, key, full=True)
+    assert r.status_code == 200, r.text
+
+
+def test_a_refresh_past_the_bytes_limit_is_refused_and_keeps_the_dataset(settings, fake, client, key, monkeypatch):
+    """At the limit, a re-pull whose new uploads would not fit even with the old ones freed is refused (429, as
+    now), and the dataset keeps its uploads and files; a file upload at the limit is refused as before."""
+    ds = _at_the_limit(settings, fake, client, key, monkeypatch)
+    before, files = _uploads(client, key, ds["id"]), _kept_files(settings)
+    fake.tasks = choice_tasks({**CROWD, 5: {1: "pos", 2: "pos", 3: "neg"}})  # a task more: more bytes
+    r = _pull(client, key, full=True)
+    assert r.status_code == 429, r.text
+    assert r.headers["content-type"] == PROBLEM and "CROWDQA_MAX_PROJECT_BYTES" in r.json()["detail"]
+    assert _uploads(client, key, ds["id"]) == before and _kept_files(settings) == files
+    r = _upload(client, key, ds["id"], "more.csv", "item,annotator,label\n1,w9,pos\n", "crowd")
+    assert r.status_code == 429 and "CROWDQA_MAX_PROJECT_BYTES" in r.json()["detail"]
+
+
+def test_the_files_of_one_pull_count_together_against_the_bytes_limit(settings, fake, client, key, monkeypatch):
+    """A pull of a crowd and an expert upload whose files fit the limit one by one but not together is refused
+    (429): each file's check counts the files the pull stored before it. Nothing is kept."""
+    fake.tasks = choice_tasks(WITH_EXPERT)
+    assert _pull(client, key, dataset="probe", experts=["ex@example.com"]).status_code == 200
+    (probe,) = _datasets(client, key)
+    sizes = _sizes(client, key, probe["id"])
+    assert client.delete(f"/api/v1/datasets/{probe['id']}", headers=auth(key)).status_code == 204
+    monkeypatch.setattr(settings, "max_project_bytes", sum(sizes) - 1)
+    assert max(sizes) <= settings.max_project_bytes
+    r = _pull(client, key, experts=["ex@example.com"])
+    assert r.status_code == 429, r.text
+    assert "CROWDQA_MAX_PROJECT_BYTES" in r.json()["detail"]
+    assert _datasets(client, key) == []
+    monkeypatch.setattr(settings, "max_project_bytes", sum(sizes))
+    assert _pull(client, key, experts=["ex@example.com"]).status_code == 200
