@@ -34,10 +34,12 @@ import httpx
 
 __all__ = ["LabelStudioError", "LabelStudio", "LabelConfig", "read_label_config", "token_kind", "plain_task",
            "split_tasks",
-           "upload_bytes", "prediction_result", "PAGE_SIZE"]
+           "upload_bytes", "prediction_result", "PAGE_SIZE", "ID_PAGE_SIZE"]
 
 #: Tasks per page of ``GET /api/tasks``.
 PAGE_SIZE = 100
+#: Task ids per page of ``GET /api/tasks?include=id`` (an id is about 11 bytes of JSON).
+ID_PAGE_SIZE = 1000
 #: Control tags crowdqa reads, by the kind of project they make.
 _KINDS = {"Labels": "spans", "Choices": "choices"}
 #: Object tags holding the text those controls label.
@@ -205,11 +207,36 @@ class LabelStudio:
         """Every task of the project with its annotations, page by page; only those updated after ``since`` (an
         ISO time, a task's ``updated_at``) if given. Label Studio moves a task's ``updated_at`` when one of its
         annotations is added, changed or deleted."""
-        page_size = page_size or PAGE_SIZE
-        params: dict[str, Any] = {"project": int(project), "page_size": page_size, "fields": "all"}
+        params: dict[str, Any] = {"fields": "all"}
         if since is not None:
             params["query"] = json.dumps({"filters": {"conjunction": "and", "items": [
                 {"filter": "filter:tasks:updated_at", "operator": "greater", "type": "Datetime", "value": since}]}})
+        for _, found in self._pages(project, params, page_size or PAGE_SIZE):
+            yield from found
+
+    def task_ids(self, project: int, *, page_size: int | None = None) -> set[int]:
+        """The ids of the project's tasks, and nothing else of them: ``GET /api/tasks?include=id`` (the
+        ``include`` parameter keeps only the named fields; 1.23 answers about 11 bytes a task, against 2.7 kB
+        with ``fields=all``). A LabelStudioError when the pages hold fewer ids than the ``total`` they announce
+        (a project changing while it is read): a pull must not take a task it did not see for deleted."""
+        ids: set[int] = set()
+        total = None
+        for announced, found in self._pages(project, {"include": "id"}, page_size or ID_PAGE_SIZE):
+            total = announced  # the last page's: the project as the listing ended
+            try:
+                ids.update(int(task["id"]) for task in found)
+            except (TypeError, KeyError, ValueError):
+                raise LabelStudioError(f"{self.url} answered GET /api/tasks?include=id with a task without an "
+                                       "id") from None
+        if total is not None and len(ids) < total:
+            raise LabelStudioError(f"{self.url} listed {len(ids)} task ids of project {project}, not the {total} "
+                                   "it announced (were tasks added or deleted meanwhile?): pull again")
+        return ids
+
+    def _pages(self, project: int, params: dict[str, Any], page_size: int) -> Iterator[tuple[int | None, list]]:
+        """``(total, tasks)`` of each page of ``GET /api/tasks`` for the project, until the announced ``total`` is
+        seen (a server may cap the page size) or, from a server announcing none, a short page."""
+        params = {"project": int(project), "page_size": page_size, **params}
         page, seen = 1, 0
         while True:
             r = self._retrying("GET", "/api/tasks", params={**params, "page": page})
@@ -222,10 +249,11 @@ class LabelStudio:
             found = body.get("tasks") if isinstance(body, dict) else body
             if not isinstance(found, list):
                 raise LabelStudioError(f"{self.url} answered GET /api/tasks without a task list")
-            yield from found
-            seen += len(found)
             total = body.get("total") if isinstance(body, dict) else None
-            if not found or len(found) < page_size or (isinstance(total, int) and seen >= total):
+            total = total if isinstance(total, int) else None
+            yield total, found
+            seen += len(found)
+            if not found or (seen >= total if total is not None else len(found) < page_size):
                 return
             page += 1
 

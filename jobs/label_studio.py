@@ -8,7 +8,9 @@ upload per role in the formats a file upload uses (:func:`crowdqa.ingest.label_s
 ``label-studio`` JSON for spans, ``categorical`` rows for choices), so the stored corpus and summary are what
 uploading the same export gives. Everything is fetched and parsed before anything is written, and the old
 uploads are swapped for the new ones in one transaction: a pull cut halfway leaves the dataset as it was.
-Tasks deleted in Label Studio are noticed by a full pull (``full=True``), not by an incremental one.
+Tasks deleted in Label Studio leave the dataset at the next pull: an incremental one also lists the ids of the
+project's tasks (``GET /api/tasks?include=id``, a few bytes a task) and drops the held tasks it no longer lists
+(:attr:`PullResult.removed`); a full pull (``full=True``) reads every task again.
 
 **Push** (:func:`push`) writes a finished job's aggregate on the project's tasks as predictions
 (``model_version`` ``crowdqa-<method>-job-<id>``), each scored by the aggregate's mean confidence over the
@@ -73,6 +75,8 @@ class PullResult:
     changed: bool
     uploads: list[Upload] = field(default_factory=list)
     created: bool = False
+    #: Tasks the last pull held that Label Studio holds no more (deleted there), dropped from the dataset.
+    removed: int = 0
 
 
 def _default_name(ls_project: int, info: dict) -> str:
@@ -94,10 +98,12 @@ def pull(*, session: Session, settings: Settings, client: LabelStudio, ls_projec
     info = client.project(ls_project)
     config = read_label_config(str(info.get("label_config") or ""))
     project = crud.get_or_create_project(session=session, name=project_name)
-    admit_upload(session=session, settings=settings, project_id=project.id)  # a pull is an upload request
     name = dataset_name or _default_name(ls_project, info)
     dataset = crud.find_dataset(session=session, project_id=project.id, name=name)
     link = crud.get_label_studio_link(session=session, dataset_id=dataset.id) if dataset is not None else None
+    # A pull is an upload request; a re-pull's new uploads replace the link's, whose bytes it frees.
+    admit_upload(session=session, settings=settings, project_id=project.id,
+                 replaced=_replaced_bytes(session, project.id, link))
     if dataset is not None and link is None and dataset.n_uploads:
         raise UploadConflictError(f"dataset {name!r} holds uploads that were not pulled from Label Studio; "
                                   "pull into a new dataset (--dataset NAME)")
@@ -109,11 +115,16 @@ def pull(*, session: Session, settings: Settings, client: LabelStudio, ls_projec
     since = None if full or link is None else link.cursor
     emails = client.emails()
     fetched = [plain_task(t, config, emails) for t in client.tasks(ls_project, since=since)]
-    base = {} if link is None or full else {int(t["id"]): t for t in link.tasks}
+    held = {int(t["id"]): t for t in link.tasks} if link is not None else {}
+    base = {} if full else dict(held)
+    if since is not None:  # tasks deleted in Label Studio: the held ones it lists no more
+        current = client.task_ids(ls_project) | {t["id"] for t in fetched}
+        base = {k: t for k, t in base.items() if k in current}
     base.update({t["id"]: t for t in fetched})
+    removed = len(held.keys() - base.keys())
     tasks = [base[k] for k in sorted(base)]
     same_roles = link is not None and link.experts == experts and link.ground_truth == ground_truth
-    if link is not None and not fetched and same_roles and not full:
+    if link is not None and not fetched and not removed and same_roles and not full:
         _keep_token(session, settings, link, keep_token)
         return PullResult(dataset=dataset, link=link, kind=config.kind, fetched=0, tasks=len(tasks), changed=False)
     by_role = split_tasks(tasks, experts=frozenset(experts), ground_truth=ground_truth)
@@ -137,7 +148,14 @@ def pull(*, session: Session, settings: Settings, client: LabelStudio, ls_projec
             crud.delete_dataset(session=session, dataset=dataset)
         raise
     return PullResult(dataset=dataset, link=link, kind=config.kind, fetched=len(fetched), tasks=len(tasks),
-                      changed=True, uploads=uploads, created=created)
+                      changed=True, uploads=uploads, created=created, removed=removed)
+
+
+def _replaced_bytes(session: Session, project_id: str, link: LabelStudioLink | None) -> int:
+    """Bytes of the uploads a pull through ``link`` replaces (freed when its swap commits)."""
+    if link is None or not link.upload_ids:
+        return 0
+    return crud.stored_upload_bytes(session=session, project_id=project_id, upload_ids=link.upload_ids)
 
 
 def _keep_token(session: Session, settings: Settings, link: LabelStudioLink, token: str | None) -> None:
@@ -155,14 +173,16 @@ def _store(*, session: Session, settings: Settings, dataset: Dataset, link: Labe
     label (choices left empty) makes no upload."""
     store = ArtifactStore(settings.data_dir)
     staged, raws = [], []
+    replaced = _replaced_bytes(session, dataset.project_id, link)
     try:
         for role, tasks in by_role.items():
             if not tasks:
                 continue
             data, fmt, options = upload_bytes(tasks, config)
             filename = f"label-studio-{ls_project}-{role}{'.json' if fmt == 'label-studio' else '.csv'}"
+            # The link's uploads go when the swap commits; this pull's files stored already count as kept.
             raw = store_raw(session=session, settings=settings, project_id=dataset.project_id, data=data,
-                            filename=filename)
+                            filename=filename, freed=replaced - sum(r.size for r in raws))
             raws.append(raw)
             try:
                 staged.append(stage_upload(store=store, dataset=dataset, raw=raw, filename=filename, format=fmt,

@@ -50,13 +50,18 @@ def check_upload_rate(*, session: Session, settings: Settings, project_id: str) 
     crud.add_upload_attempt(session=session, project_id=project_id)
 
 
-def check_stored_bytes(*, session: Session, settings: Settings, project_id: str, incoming: int = 0) -> None:
+def check_stored_bytes(*, session: Session, settings: Settings, project_id: str, incoming: int = 0,
+                       freed: int = 0) -> None:
     """Refuse an upload of ``incoming`` bytes that would take the project's kept uploads past ``max_project_bytes``
-    (with ``incoming=0``: refuse any upload once the project is at its limit, before one byte is read)."""
-    kept = crud.stored_upload_bytes(session=session, project_id=project_id)
+    (with ``incoming=0``: refuse any upload once the project is at its limit, before one byte is read).
+
+    ``freed`` is what the request leaves kept bytes lower by once it commits: the bytes of the uploads it replaces
+    (a Label Studio re-pull swaps the link's uploads), less those it has stored already; 0 for a file upload."""
+    kept = crud.stored_upload_bytes(session=session, project_id=project_id) - freed
     if kept + incoming > settings.max_project_bytes or (not incoming and kept >= settings.max_project_bytes):
         what = f"this upload ({incoming} bytes) would take" if incoming else "they take"
+        after = " after this request's replacements" if freed else ""
         raise QuotaExceededError(
-            f"the project keeps {kept} bytes of uploads and {what} it past its limit (CROWDQA_MAX_PROJECT_BYTES = "
-            f"{settings.max_project_bytes}): delete uploads or datasets it no longer needs",
-            retry_after=BYTES_RETRY_AFTER)
+            f"the project keeps {kept} bytes of uploads{after} and {what} it past its limit "
+            f"(CROWDQA_MAX_PROJECT_BYTES = {settings.max_project_bytes}): delete uploads or datasets it no longer "
+            "needs", retry_after=BYTES_RETRY_AFTER)

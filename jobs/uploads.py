@@ -201,24 +201,26 @@ def add_upload(*, session: Session, settings: Settings, dataset: Dataset, stream
         raise
 
 
-def admit_upload(*, session: Session, settings: Settings, project_id: str) -> None:
-    """The project's limits (QuotaExceededError, 429) before a byte is read: bytes kept, and uploads per hour
-    (this request is counted, refused or not). Every door that adds uploads (an upload, a Label Studio pull)
-    calls it once per request."""
-    check_stored_bytes(session=session, settings=settings, project_id=project_id)
+def admit_upload(*, session: Session, settings: Settings, project_id: str, replaced: int = 0) -> None:
+    """The project's limits (QuotaExceededError, 429) before a byte is read: bytes kept (less ``replaced``, the
+    bytes of the uploads this request replaces if it succeeds), and uploads per hour (this request is counted,
+    refused or not). Every door that adds uploads (an upload, a Label Studio pull) calls it once per request."""
+    check_stored_bytes(session=session, settings=settings, project_id=project_id, freed=replaced)
     check_upload_rate(session=session, settings=settings, project_id=project_id)
 
 
 def store_raw(*, session: Session, settings: Settings, project_id: str, data: BinaryIO | bytes,
-              filename: str) -> Artifact:
+              filename: str, freed: int = 0) -> Artifact:
     """Keep an upload's raw bytes (content-addressed), bounded by :attr:`UploadLimits.file`
     (UploadTooLargeError), and refuse them (QuotaExceededError) when they take the project past the bytes it
-    may keep; nothing is kept then."""
+    may keep; nothing is kept then. ``freed``: see :func:`~crowdqa.jobs.quotas.check_stored_bytes` (a request
+    replacing uploads, net of the files it stored before this one)."""
     store = ArtifactStore(settings.data_dir)
     stream = io.BytesIO(data) if isinstance(data, bytes) else data
     raw = store.put_stream(stream, kind="uploads", suffix=safe_suffix(filename), limit=UploadLimits.of(settings).file)
     try:
-        check_stored_bytes(session=session, settings=settings, project_id=project_id, incoming=raw.size)
+        check_stored_bytes(session=session, settings=settings, project_id=project_id, incoming=raw.size,
+                           freed=freed)
     except BaseException:
         discard_raw(session=session, store=store, raw=raw)
         raise

@@ -692,10 +692,12 @@ def count_active_jobs(*, session: Session, project_id: str) -> int:
     return int(session.exec(stmt).one())
 
 
-def stored_upload_bytes(*, session: Session, project_id: str) -> int:
-    """Bytes of the uploaded files the project's datasets keep."""
+def stored_upload_bytes(*, session: Session, project_id: str, upload_ids: Collection[str] | None = None) -> int:
+    """Bytes of the uploaded files the project's datasets keep (of the uploads ``upload_ids`` only, if given)."""
     stmt = select(func.coalesce(func.sum(Upload.size), 0)).select_from(Upload).join(
         Dataset, col(Dataset.id) == col(Upload.dataset_id)).where(Dataset.project_id == project_id)
+    if upload_ids is not None:
+        stmt = stmt.where(col(Upload.id).in_(list(upload_ids)))
     return int(session.exec(stmt).one())
 
 

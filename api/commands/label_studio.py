@@ -45,8 +45,8 @@ def _pull(args: argparse.Namespace) -> int:
                   f"{done.link.cursor}")
             return 0
         print(f"dataset {ds.id} ({ds.name!r}, project {args.crowdqa_project!r}): {done.fetched} tasks read "
-              f"({'all' if done.created or args.full else 'changed since the last pull'}), {done.tasks} held, "
-              f"{done.kind}")
+              f"({'all' if done.created or args.full else 'changed since the last pull'}), {done.removed} removed "
+              f"(deleted in Label Studio), {done.tasks} held, {done.kind}")
         for u in done.uploads:
             s = u.summary
             print(f"  upload {u.id}: {u.role}, {u.format}, {s.get('documents')} documents, "
@@ -93,7 +93,7 @@ def register(subparsers) -> None:
     pl.add_argument("--ground-truth", action="store_true",
                     help="annotations Label Studio flags as ground truth are experts'")
     pl.add_argument("--full", action="store_true",
-                    help="read every task again, not only those changed since the last pull (notices deleted tasks)")
+                    help="read every task again, not only those changed since the last pull")
     pl.add_argument("--crowdqa-project", default="default", metavar="NAME",
                     help="the crowdqa project holding the dataset (default 'default')")
     pl.set_defaults(func=_pull)

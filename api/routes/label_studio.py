@@ -43,6 +43,8 @@ class LabelStudioPulled(BaseModel):
     dataset: str
     kind: str = Field(description="spans or choices")
     fetched: int = Field(description="Tasks read from Label Studio by this pull.")
+    removed: int = Field(description="Tasks the last pull held that were deleted in Label Studio since, dropped "
+                                     "from the dataset.")
     tasks: int = Field(description="Tasks the dataset holds.")
     changed: bool
     uploads: list[str] = Field(description="The uploads this pull made (they replace the last pull's).")
@@ -72,7 +74,8 @@ def pull_project(body: LabelStudioPull, session: SessionDep, settings: SettingsD
                     project_name=project.name, dataset_name=body.dataset, experts=body.experts,
                     ground_truth=body.ground_truth, keep_token=token, full=body.full)
     return LabelStudioPulled(dataset_id=done.dataset.id, dataset=done.dataset.name, kind=done.kind,
-                             fetched=done.fetched, tasks=done.tasks, changed=done.changed,
+                             fetched=done.fetched, removed=done.removed, tasks=done.tasks,
+                             changed=done.changed,
                              uploads=[u.id for u in done.uploads])
 
 

@@ -5,6 +5,7 @@ happy path)."""
 from __future__ import annotations
 
 import functools
+import json
 from pathlib import Path
 
 import httpx
@@ -39,21 +40,30 @@ CROWD = {k: {1: "pos" if k % 2 else "neg", 2: "pos" if k % 2 else "neg", 3: "pos
 
 
 class FakeLabelStudio:
-    """Label Studio's API as a pull reads it: one project (config, tasks), the members' e-mails; it counts the
-    requests for tasks."""
+    """Label Studio's API as a pull reads it: one project (config, tasks: all, those updated after a time, or only
+    their ids with ``include=id``), the members' e-mails; it counts the requests for tasks and for ids.
+    ``total_extra`` makes the id listing announce more tasks than it lists."""
 
     def __init__(self, config: str, tasks: list[dict]) -> None:
-        self.config, self.tasks, self.task_reads = config, tasks, 0
+        self.config, self.tasks, self.task_reads, self.id_reads, self.total_extra = config, tasks, 0, 0, 0
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
-        path = request.url.path
+        path, params = request.url.path, request.url.params
         if path == f"/api/projects/{PROJECT}":
             return httpx.Response(200, json={"id": PROJECT, "title": "fake", "label_config": self.config})
         if path == "/api/users/":
             return httpx.Response(200, json=[{"id": i, "email": e} for i, e in EMAILS.items()])
+        if path == "/api/tasks" and params.get("include") == "id":
+            self.id_reads += 1
+            return httpx.Response(200, json={"tasks": [{"id": t["id"]} for t in self.tasks],
+                                             "total": len(self.tasks) + self.total_extra})
         if path == "/api/tasks":
             self.task_reads += 1
-            return httpx.Response(200, json={"tasks": self.tasks, "total": len(self.tasks)})
+            tasks = self.tasks
+            if "query" in params:  # the incremental pull's filter: updated_at greater than a time
+                (item,) = json.loads(params["query"])["filters"]["items"]
+                tasks = [t for t in tasks if t["updated_at"] > item["value"]]
+            return httpx.Response(200, json={"tasks": tasks, "total": len(tasks)})
         return httpx.Response(404, json={"detail": "Not found."})
 
 
@@ -188,3 +198,122 @@ def test_a_pull_past_the_file_limit_is_refused(settings, fake, client, key, monk
     assert r.headers["content-type"] == PROBLEM
     assert r.json()["detail"] == "the upload exceeds the limit of 64 bytes (CROWDQA_MAX_UPLOAD_BYTES)"
     assert _datasets(client, key) == [] and _kept_files(settings) == []
+
+
+def _documents(client, key: str) -> int:
+    (ds,) = _datasets(client, key)
+    return ds["summary"]["documents"]
+
+
+def test_an_incremental_pull_drops_the_tasks_deleted_in_label_studio(settings, fake, client, key, capsys):
+    """A task deleted in Label Studio leaves the dataset at the next (incremental) pull, which lists the
+    project's task ids besides reading the tasks changed since; the API and the command line say how many went,
+    and a pull with nothing changed and nothing deleted is still "unchanged"."""
+    assert _pull(client, key).json()["fetched"] == 4 and _documents(client, key) == 4
+    fake.tasks = [t for t in fake.tasks if t["id"] != 2]
+    r = _pull(client, key)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert (body["fetched"], body["removed"], body["tasks"], body["changed"]) == (0, 1, 3, True)
+    assert _documents(client, key) == 3
+    # Task 3 deleted and task 4 changed: the command line says both.
+    fake.tasks = [t for t in fake.tasks if t["id"] != 3]
+    fake.tasks[-1] = {**fake.tasks[-1], "updated_at": "2026-01-02T00:00:00Z"}
+    capsys.readouterr()
+    assert main(["label-studio", "pull", "--url", URL, "--token", TOKEN, "--project", str(PROJECT), "--dataset",
+                 "ls", "--crowdqa-project", "a"]) == 0
+    assert ("1 tasks read (changed since the last pull), 1 removed (deleted in Label Studio), 2 held, choices"
+            in capsys.readouterr().out)
+    assert _documents(client, key) == 2
+    reads = fake.id_reads
+    body = _pull(client, key).json()
+    assert (body["fetched"], body["removed"], body["tasks"], body["changed"]) == (0, 0, 2, False)
+    assert fake.id_reads == reads + 1
+
+
+def test_an_id_listing_short_of_its_total_deletes_nothing(settings, fake, client, key):
+    """Label Studio lists fewer ids than the total it announces (tasks changing while it is read): the pull is
+    refused (422, one line) and the dataset keeps its tasks; it is never taken for a deletion."""
+    assert _pull(client, key).status_code == 200
+    fake.tasks, fake.total_extra = fake.tasks[:2], 2
+    r = _pull(client, key)
+    assert r.status_code == 422, r.text
+    assert r.headers["content-type"] == PROBLEM
+    assert r.json()["detail"] == (f"{URL} listed 2 task ids of project {PROJECT}, not the 4 it announced (were "
+                                  "tasks added or deleted meanwhile?): pull again")
+    assert _documents(client, key) == 4
+
+
+def _sizes(client, key, dataset_id) -> list[int]:
+    return [u["size"] for u in client.get(f"/api/v1/datasets/{dataset_id}/uploads", headers=auth(key)).json()["data"]]
+
+
+def _kept_bytes(client, key, dataset_id) -> int:
+    return sum(_sizes(client, key, dataset_id))
+
+
+#: The crowd of CROWD and an expert (user 4) on every task: a pull of two uploads.
+WITH_EXPERT = {k: {**by, 4: "pos" if k % 2 else "neg"} for k, by in CROWD.items()}
+
+
+def _at_the_limit(settings, fake, client, key, monkeypatch, slack: int = 0, **pull) -> dict:
+    """A dataset pulled from the fake, and CROWDQA_MAX_PROJECT_BYTES set to the bytes it keeps (plus ``slack``)."""
+    assert _pull(client, key, **pull).status_code == 200
+    (ds,) = _datasets(client, key)
+    monkeypatch.setattr(settings, "max_project_bytes", _kept_bytes(client, key, ds["id"]) + slack)
+    return ds
+
+
+@pytest.mark.parametrize("slack", [0, 10])
+@pytest.mark.parametrize("experts", [[], ["ex@example.com"]])
+def test_a_refresh_at_the_bytes_limit_counts_the_uploads_it_replaces_as_freed(settings, fake, client, key,
+                                                                              monkeypatch, slack, experts):
+    """The project keeps CROWDQA_MAX_PROJECT_BYTES (or 10 bytes less), all of them this pull's uploads (one, or a
+    crowd and an expert one): a re-pull whose new uploads replace them and fit is allowed (the old bytes are freed
+    by the swap), through an incremental and a full pull alike; the new uploads keep the project in its limit."""
+    if experts:
+        fake.tasks = choice_tasks(WITH_EXPERT)
+    ds = _at_the_limit(settings, fake, client, key, monkeypatch, slack, experts=experts)
+    assert len(_uploads(client, key, ds["id"])) == 1 + len(experts)
+    before = _uploads(client, key, ds["id"])
+    fake.tasks[0] = {**fake.tasks[0], "updated_at": "2026-01-02T00:00:00Z",
+                     "annotations": [{**a, "result": _choice("neg")} for a in fake.tasks[0]["annotations"]]}
+    r = _pull(client, key)
+    assert r.status_code == 200, r.text
+    assert (r.json()["fetched"], r.json()["changed"]) == (1, True)
+    after = _uploads(client, key, ds["id"])
+    assert after != before and _kept_bytes(client, key, ds["id"]) <= settings.max_project_bytes
+    r = _pull(client, key, full=True)
+    assert r.status_code == 200, r.text
+
+
+def test_a_refresh_past_the_bytes_limit_is_refused_and_keeps_the_dataset(settings, fake, client, key, monkeypatch):
+    """At the limit, a re-pull whose new uploads would not fit even with the old ones freed is refused (429, as
+    now), and the dataset keeps its uploads and files; a file upload at the limit is refused as before."""
+    ds = _at_the_limit(settings, fake, client, key, monkeypatch)
+    before, files = _uploads(client, key, ds["id"]), _kept_files(settings)
+    fake.tasks = choice_tasks({**CROWD, 5: {1: "pos", 2: "pos", 3: "neg"}})  # a task more: more bytes
+    r = _pull(client, key, full=True)
+    assert r.status_code == 429, r.text
+    assert r.headers["content-type"] == PROBLEM and "CROWDQA_MAX_PROJECT_BYTES" in r.json()["detail"]
+    assert _uploads(client, key, ds["id"]) == before and _kept_files(settings) == files
+    r = _upload(client, key, ds["id"], "more.csv", "item,annotator,label\n1,w9,pos\n", "crowd")
+    assert r.status_code == 429 and "CROWDQA_MAX_PROJECT_BYTES" in r.json()["detail"]
+
+
+def test_the_files_of_one_pull_count_together_against_the_bytes_limit(settings, fake, client, key, monkeypatch):
+    """A pull of a crowd and an expert upload whose files fit the limit one by one but not together is refused
+    (429): each file's check counts the files the pull stored before it. Nothing is kept."""
+    fake.tasks = choice_tasks(WITH_EXPERT)
+    assert _pull(client, key, dataset="probe", experts=["ex@example.com"]).status_code == 200
+    (probe,) = _datasets(client, key)
+    sizes = _sizes(client, key, probe["id"])
+    assert client.delete(f"/api/v1/datasets/{probe['id']}", headers=auth(key)).status_code == 204
+    monkeypatch.setattr(settings, "max_project_bytes", sum(sizes) - 1)
+    assert max(sizes) <= settings.max_project_bytes
+    r = _pull(client, key, experts=["ex@example.com"])
+    assert r.status_code == 429, r.text
+    assert "CROWDQA_MAX_PROJECT_BYTES" in r.json()["detail"]
+    assert _datasets(client, key) == []
+    monkeypatch.setattr(settings, "max_project_bytes", sum(sizes))
+    assert _pull(client, key, experts=["ex@example.com"]).status_code == 200

@@ -80,14 +80,16 @@ def _tasks(ls, project):
 
 def test_second_pull_reads_only_what_changed(ls, settings, capsys, monkeypatch):
     """Paged (two tasks a page here), then incremental: an annotation changed in Label Studio is the one task a
-    second pull reads, and the dataset holds the change; a third pull reads nothing and writes nothing."""
+    second pull reads (besides one page of the project's task ids), and the dataset holds the change; a third pull
+    reads nothing and writes nothing."""
     monkeypatch.setattr("crowdqa.ingest.label_studio_api.PAGE_SIZE", 2)
     seen = []
     real = httpx.HTTPTransport()
 
     class Counting(httpx.BaseTransport):
         def handle_request(self, request):
-            seen.append(request.url.path)
+            ids = "?include=id" if request.url.params.get("include") == "id" else ""
+            seen.append(request.url.path + ids)
             return real.handle_request(request)
 
     def pull():
@@ -109,7 +111,7 @@ def test_second_pull_reads_only_what_changed(ls, settings, capsys, monkeypatch):
     seen.clear()
     second = pull()
     assert (second.fetched, second.tasks, second.changed) == (1, 5, True)
-    assert seen.count("/api/tasks") == 1
+    assert seen.count("/api/tasks") == 1 and seen.count("/api/tasks?include=id") == 1  # one page of ids
     after = _dataset(settings, "incremental")
     assert after.n_uploads == before.n_uploads == 2
     assert after.corpus_sha256 != before.corpus_sha256
@@ -123,6 +125,45 @@ def test_second_pull_reads_only_what_changed(ls, settings, capsys, monkeypatch):
     third = pull()
     assert (third.fetched, third.changed) == (0, False)
     assert _dataset(settings, "incremental").corpus_sha256 == after.corpus_sha256
+
+
+def test_incremental_pull_drops_a_task_deleted_in_label_studio(ls, settings, client):
+    """A task deleted in Label Studio between two incremental pulls leaves the dataset: the second pull reads no
+    task, lists the project's task ids (``include=id``), removes the deleted one, and the dataset's items and a
+    job's report count one fewer; a third pull is "unchanged". Its own project: the session's are shared."""
+    from tests.label_studio.conftest import CHOICE_CONFIG, CHOICE_TASKS, _choice_result, annotation
+
+    project = ls.server.api("POST", "/api/projects", json={"title": "deletions",
+                                                           "label_config": CHOICE_CONFIG}).json()["id"]
+    ls.server.api("POST", f"/api/projects/{project}/import", json=[
+        {"data": {"text": text}, "annotations": [annotation(e, _choice_result(truth)) for e in (*CROWD, EXPERT)]}
+        for text, truth in CHOICE_TASKS[:4]])
+    with Session(get_engine(settings)) as s:
+        _, key = project_with_key(s, "deletions")
+
+    def pull():
+        r = client.post("/api/v1/label-studio/pulls", headers=auth(key), json={
+            "url": ls.server.url, "token": ls.server.legacy_token, "project": project, "dataset": "deletions",
+            "experts": [EXPERT]})
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    def documents(dataset_id):
+        ds = client.get(f"/api/v1/datasets/{dataset_id}", headers=auth(key)).json()
+        job = _run_job(client, key, dataset_id, "mv")
+        report = client.get(f"/api/v1/jobs/{job}/report", headers=auth(key)).json()
+        return ds["summary"]["documents"], report["counts"]["documents"], report["counts"]["expert_documents"]
+
+    first = pull()
+    assert (first["fetched"], first["removed"], first["tasks"]) == (4, 0, 4)
+    assert documents(first["dataset_id"]) == (4, 4, 4)
+    gone = _tasks(ls, project)[1]["id"]
+    ls.server.api("DELETE", f"/api/tasks/{gone}/")
+    second = pull()
+    assert (second["fetched"], second["removed"], second["tasks"], second["changed"]) == (0, 1, 3, True)
+    assert documents(second["dataset_id"]) == (3, 3, 3)
+    third = pull()
+    assert (third["fetched"], third["removed"], third["changed"]) == (0, 0, False)
 
 
 def test_pull_cut_halfway_leaves_the_dataset_as_it_was(ls, settings, monkeypatch):
