@@ -62,12 +62,13 @@ Csrf = Annotated[str | None, Form(alias="csrf")]
 
 
 def error_message(exc: Exception) -> str:
-    """An error as the one line a page shows: a validation error's first field and message, a problem's detail,
-    else the exception's first line."""
+    """An error as the one line a page shows: a validation error's first field and message, a reader's error with
+    its file and line, a problem's detail, else the exception's first line."""
     if isinstance(exc, ValidationError):
         first = exc.errors()[0] if exc.errors() else {}
         return f"{'.'.join(str(p) for p in first.get('loc', ()))}: {first.get('msg', 'invalid value')}"
-    text = getattr(exc, "detail", None) or str(exc)
+    # A reader's error (a ValueError) says where in its str ("file:line: message"); its ``detail`` is the message alone.
+    text = str(exc) if isinstance(exc, ValueError) else getattr(exc, "detail", None) or str(exc)
     return str(text).splitlines()[0] if text else type(exc).__name__
 
 
