@@ -127,7 +127,7 @@ def _run(args: argparse.Namespace) -> int:
     check_output(args.output, option="--output", folder=out_format == "ebm-nlp")
     # The sizes only: the parse summary (crowdqa ingest) also walks every label for its coverage statistics.
     roles = {r: corpus.worker_roles.count(r) for r in ROLES}
-    say(f"crowdqa: read {corpus.n_docs} documents, {corpus.n_tokens} tokens, annotators {roles}"
+    say(f"crowdqa: read {local.sizes(corpus)}, annotators {roles}"
         + (f"; skipped {len(problems)} bad rows" if problems else ""))
     method, comparison, why, prior = args.method, None, None, None
     if auto:
