@@ -314,3 +314,20 @@ def test_downloads_are_the_apis_and_refuse_a_job_that_is_not_finished(client, ke
     for download in ("report.json", "labels", "workers.csv", "documents/0"):
         r = client.get(f"{job_url}/{download}")
         assert r.status_code == 409 and "is failed, not finished: ValueError: boom" in r.text, download
+
+
+def test_the_parse_summary_names_its_fields_in_words(client, keys, tmp_path):
+    """Found walking the README: the dataset page listed the summary's JSON keys ("label_counts",
+    "annotators_per_document", "expert_documents_without_crowd"); they read as words now, the labels as given."""
+    csrf = sign_in(client, keys["a"])
+    url = client.post("/ui/datasets", data={"name": "d", "csrf": csrf}, follow_redirects=False).headers["location"]
+    spans = tmp_path / "s.csv"
+    spans.write_text("doc_id,annotator,start,end,label,text\nd1,w1,0,6,Test_Arm,Adults with asthma\n")
+    with open(spans, "rb") as fh:
+        client.post(f"{url}/uploads", data={"format": "spans-csv", "role": "crowd", "csrf": csrf},
+                    files={"file": ("s.csv", fh)})
+    page = client.get(url).text
+    for words in ("label counts", "annotators per document", "documents with expert",
+                  "expert documents without crowd"):
+        assert f"<dt>{words}</dt>" in page
+    assert "label_counts" not in page and "<dt>Test_Arm</dt>" in page
