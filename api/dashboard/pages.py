@@ -45,7 +45,7 @@ from crowdqa.jobs.errors import (
     QueueUnavailableError,
     QuotaExceededError,
 )
-from crowdqa.jobs.params import method_defaults
+from crowdqa.jobs.params import data_kind, method_defaults
 from crowdqa.store import crud
 from crowdqa.store.errors import UploadTooLargeError
 from crowdqa.store.models import Dataset, DatasetCreate, Job, JobCreate, JobPublic, JobStatus, Method
@@ -186,6 +186,8 @@ def _dataset_page(request: Request, session, dash: DashboardSession, dataset: Da
     return render(request, "dataset.html", {
         "dataset": dataset, "uploads": upload_rows, "jobs": jobs[::-1], "formats": READ_FORMATS,
         "roles": ROLES, "methods": [m.value for m in Method], "error": error,
+        # A method the data allows first: hmm-crowd refuses categorical answers (one-token items), ds takes them.
+        "default_method": "ds" if data_kind(dataset.summary).get("categorical") else "hmm-crowd",
         "upload_options": [o for o in UPLOAD_OPTIONS if o.client], "form": form or {}, "defaults": _method_defaults(),
         "earlier_jobs": start_candidates(session=session, project_id=dash.project.id), "datasets": datasets,
         "batch_methods": batch_methods(),

@@ -331,3 +331,25 @@ def test_the_parse_summary_names_its_fields_in_words(client, keys, tmp_path):
                   "expert documents without crowd"):
         assert f"<dt>{words}</dt>" in page
     assert "label_counts" not in page and "<dt>Test_Arm</dt>" in page
+
+
+def test_the_job_form_offers_a_method_the_data_allows_first(client, keys, tmp_path):
+    """Found walking the README: a categorical dataset's job form had hmm-crowd selected, which refuses categorical
+    answers (one click on Start, one error). It selects ds there, hmm-crowd for spans as before."""
+    import re
+
+    csrf = sign_in(client, keys["a"])
+
+    def selected(filename: str, text: str, fmt: str) -> str:
+        url = client.post("/ui/datasets", data={"name": filename, "csrf": csrf},
+                          follow_redirects=False).headers["location"]
+        (tmp_path / filename).write_text(text)
+        with open(tmp_path / filename, "rb") as fh:
+            client.post(f"{url}/uploads", data={"format": fmt, "role": "crowd", "csrf": csrf},
+                        files={"file": (filename, fh)})
+        form = client.get(url).text.split('id="method"', 1)[1].split("</select>", 1)[0]
+        return re.findall(r'<option value="([^"]+)" selected>', form)
+
+    assert selected("a.csv", "item,annotator,label\ni1,w1,yes\ni1,w2,no\n", "categorical") == ["ds"]
+    assert selected("s.csv", "doc_id,annotator,start,end,label,text\nd1,w1,0,6,P,Adults with asthma\n",
+                    "spans-csv") == ["hmm-crowd"]
