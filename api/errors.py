@@ -130,6 +130,11 @@ def install_error_handlers(app: FastAPI) -> None:
         errors = _validation_errors(exc)
         first = errors[0] if errors else {}
         detail = f"{'.'.join(first.get('loc', []))}: {first.get('msg', 'invalid request')}" if first else None
+        if first.get("type") == "json_invalid":  # loc is ("body", <character>): say so in words
+            raw = exc.errors()[0]
+            why = (raw.get("ctx") or {}).get("error", "")
+            detail = (f"the request body is not valid JSON{': ' + str(why) if why else ''} "
+                      f"(at character {first['loc'][-1]})")
         return problem_response(422, detail, errors=errors)
 
     app.exception_handler(UploadTooLargeError)(_too_large)

@@ -125,6 +125,8 @@ def _read_spans(path: Path, corpus: Corpus, fmt: str, remarks: list[str] | None 
             raise ValueError(
                 f"{where}: start and end must be integers, found {r.get('start')!r}, {r.get('end')!r}"
             ) from None
+        if s >= e:
+            raise ValueError(f"{where}: span [{s}, {e}) is empty: its end must be after its start")
         if not 0 <= s < e <= len(corpus.texts[doc_index[d]]):
             raise ValueError(f"{where}: span [{s}, {e}) is not inside document {d!r}")
         doc.append(doc_index[d])

@@ -206,7 +206,9 @@ def _span_ok(s: Span, doc_index: dict[str, int], texts: list[str], types: Sequen
         msg = f"span on unknown document {s.doc_id!r}"
     elif not (isinstance(s.start, int) and isinstance(s.end, int)):
         msg = f"span offsets must be integers, found {s.start!r}, {s.end!r}"
-    elif s.start < 0 or s.end > len(texts[doc_index[s.doc_id]]) or s.start >= s.end:
+    elif s.start >= s.end:
+        msg = f"span [{s.start}, {s.end}) is empty: its end must be after its start"
+    elif s.start < 0 or s.end > len(texts[doc_index[s.doc_id]]):
         n = len(texts[doc_index[s.doc_id]])
         msg = f"span [{s.start}, {s.end}) is not inside document {s.doc_id!r} of length {n}"
     elif types is not None and s.label not in types:

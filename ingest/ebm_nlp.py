@@ -156,14 +156,18 @@ def read_ebm_nlp(path: str | os.PathLike, *, role: str = "crowd", problems: Prob
                 problems.report(f"no tokens file {tok_file.name} for document {pmid!r}", source=src)
                 continue
             documents[pmid] = read_text(tok_file).split()
-        raw = read_text(src).split()
+        text = read_text(src)
+        raw = text.split()
         if not all(v.isdigit() for v in raw):
-            bad = next(v for v in raw if not v.isdigit())
-            problems.report(f"labels must be integers 0..{len(names)}, found {bad!r}", source=src)
+            at = next(i for i, v in enumerate(raw) if not v.isdigit())
+            problems.report(f"labels must be integers 0..{len(names)}, found {raw[at]!r}", source=src,
+                            line=_line_of(text, at))
             continue
         values = [int(v) for v in raw]
         if values and max(values) > len(names):
-            problems.report(f"label {max(values)} out of range 0..{len(names)} for {element} phase {phase}", source=src)
+            at = next(i for i, v in enumerate(values) if v > len(names))
+            problems.report(f"label {values[at]} out of range 0..{len(names)} for {element} phase {phase}",
+                            source=src, line=_line_of(text, at))
             continue
         worker = f"ebmnlp:{wid}"
         this_role = "expert" if gold else role
@@ -188,6 +192,17 @@ _EXPERT_ROLE = ("ebm-nlp takes its roles from its folders (gold/ = experts, the 
 _ANN_BYTES = np.full(256, 2, dtype=np.uint8)
 _ANN_BYTES[48:58] = 1
 _ANN_BYTES[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = 0
+
+
+def _line_of(text: str, index: int) -> int:
+    """The 1-based line of ``text`` holding its ``index``-th whitespace-separated value (an ``.ann`` file has one
+    label a line), for an error message."""
+    seen, n = 0, 0
+    for n, line in enumerate(text.splitlines(), 1):
+        seen += len(line.split())
+        if seen > index:
+            return n
+    return n
 
 
 def _read_arrays(anns: list[tuple[str, str, bool]], *, docs_dir: Path, class_names: tuple[str, ...], role: str

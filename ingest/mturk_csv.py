@@ -106,6 +106,9 @@ def read_mturk_csv(path: str | os.PathLike, *, role: str = "crowd", problems: Pr
     answers = [(line, r, r[answer_col].strip()) for line, r in rows]
     n_json = sum(a[:1] in ("[", "{") for _, _, a in answers if a)
     if answers and n_json == 0:
+        if text_column is not None:
+            problems.note(f"text_column {text_column!r} is not used: the batch holds plain answers (categorical "
+                          "items), which carry no text")
         return _categorical(answers, id_col=id_col, answer_col=answer_col, role=role, problems=problems, src=src)
     if n_json == 0:
         raise IngestError(f"no assignments with an answer in column {answer_col!r}", source=src)

@@ -23,7 +23,7 @@ from crowdqa.ingest.formats import FORMATS, WRITE_FORMATS
 from crowdqa.ingest.mturk_review import read_batch
 from crowdqa.ingest.writers import csv_escape, write_labels
 from crowdqa.jobs.errors import JobNotRunnableError
-from crowdqa.jobs.finished import check_finished, finished_report
+from crowdqa.jobs.finished import check_aggregated, finished_report
 from crowdqa.jobs.review import ReviewOutcome, ReviewRules, review_batch
 from crowdqa.jobs.uploads import load_job_corpus
 from crowdqa.quality.report_model import QualityReport
@@ -48,7 +48,7 @@ def worker_scores(*, session: Session, job: Job, sort: str | None = None, order:
                   limit: int = 100) -> tuple[list[WorkerScore], int]:
     """One page of a finished job's worker rows, sorted (default: f1 for span reports, accuracy for categorical
     ones), and the count. ValueError for a sort key a categorical report's rows do not have."""
-    check_finished(job)
+    check_aggregated(job)
     kind = crud.report_kind(session=session, job_id=job.id) or "spans"
     if sort is None:
         sort = crud.DEFAULT_SORT.get(kind, "annotator")
@@ -91,7 +91,7 @@ class LabelsFile:
 
 def export_labels(*, settings: Settings, job: Job, format: str) -> LabelsFile:
     """Write a finished job's aggregate in ``format`` (a folder format: the folder zipped) to a temporary file."""
-    check_finished(job)
+    check_aggregated(job)
     if format not in WRITE_FORMATS:
         raise ValueError(f"format must be one of {', '.join(WRITE_FORMATS)}, found {format!r}")
     store = ArtifactStore(settings.data_dir)
@@ -145,7 +145,7 @@ def review_job(*, session: Session, settings: Settings, job: Job, rules: ReviewR
                upload_id: str | None = None) -> ReviewOutcome:
     """Review the batch-results upload of a finished job's dataset by the job's report.
 
-    Raises JobNotFinishedError (the job is not finished, :func:`crowdqa.jobs.finished.check_finished`),
+    Raises JobNotFinishedError (the job is not finished, :func:`crowdqa.jobs.finished.check_aggregated`),
     JobNotRunnableError (its dataset has no batch file, or the upload is not part of the job's snapshot),
     LookupError (no such upload) and ValueError (rules).
     """

@@ -17,7 +17,7 @@ from crowdqa.jobs.errors import JobNotFinishedError
 from crowdqa.store import crud
 from crowdqa.store.models import Job, JobStatus
 
-__all__ = ["check_finished", "finished_report", "finished_report_json"]
+__all__ = ["check_finished", "check_aggregated", "finished_report", "finished_report_json"]
 
 
 def check_finished(job: Job) -> None:
@@ -27,9 +27,19 @@ def check_finished(job: Job) -> None:
                                   + (f": {job.error}" if job.error else ""))
 
 
+def check_aggregated(job: Job) -> None:
+    """Raise JobNotFinishedError unless ``job`` has finished with an aggregate: a ``compare`` job keeps only its
+    comparison (no labels, report, worker rows or model), so asking it for them says where its result is."""
+    check_finished(job)
+    if str(job.method) == "compare":
+        raise JobNotFinishedError(f"job {job.id} is a comparison of methods: it keeps no aggregate, report or worker "
+                                  f"rows; its result is GET /api/v1/jobs/{job.id}/comparison, and a job of the "
+                                  "recommended method (or of method auto) aggregates")
+
+
 def finished_report(*, session: Session, job: Job) -> dict[str, Any]:
     """The stored report of a finished job, as the JSON document the API serves."""
-    check_finished(job)
+    check_aggregated(job)
     report = crud.get_report(session=session, job_id=job.id)
     if report is None:
         raise JobNotFinishedError(f"job {job.id} has no report")
@@ -39,7 +49,7 @@ def finished_report(*, session: Session, job: Job) -> dict[str, Any]:
 def finished_report_json(*, session: Session, job: Job) -> str:
     """:func:`finished_report` as the JSON text the store keeps, to serve without parsing it and encoding it
     again (both cost time in the size of the report: thousands of workers, maybe 10^5 crowd pairs)."""
-    check_finished(job)
+    check_aggregated(job)
     text = crud.get_report_json(session=session, job_id=job.id)
     if text is None:
         raise JobNotFinishedError(f"job {job.id} has no report")

@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from crowdqa.quality.report_model import QualityReport
 
 __all__ = ["ParseResult", "read_files", "summarize", "format_summary", "check_run", "check_method_data",
-           "check_reference", "max_iter", "is_categorical", "default_output_format", "output_format", "aggregate",
-           "write_aggregate", "write_report", "format_report", "RULES", "TABLE_SORT_KEYS"]
+           "check_reference", "max_iter", "is_categorical", "sizes", "default_output_format", "output_format",
+           "aggregate", "write_aggregate", "write_report", "format_report", "RULES", "TABLE_SORT_KEYS"]
 
 
 def read_files(uploads: list[dict[str, Any]]) -> ParseResult:
@@ -81,6 +81,14 @@ def max_iter(method: str, params: dict[str, Any]) -> int | None:
 def is_categorical(corpus: Corpus) -> bool:
     """True for categorical answers: one-token items and no outside class."""
     return not corpus.has_outside and bool(corpus.n_docs) and bool((corpus.doc_lengths == 1).all())
+
+
+def sizes(corpus: Corpus) -> str:
+    """What was read, in the user's units: items for categorical answers (as the report counts them), else
+    documents and tokens."""
+    if is_categorical(corpus):
+        return f"{corpus.n_docs} items"
+    return f"{corpus.n_docs} documents, {corpus.n_tokens} tokens"
 
 
 def default_output_format(input_format: str, *, output: str | None = None, categorical: bool = False) -> str:

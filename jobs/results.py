@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 
 from crowdqa.aggregation.corpus import MISSING, Corpus
 from crowdqa.aggregation.spans import decode_spans
-from crowdqa.jobs.finished import check_finished
+from crowdqa.jobs.finished import check_aggregated
 from crowdqa.jobs.uploads import load_job_corpus
 from crowdqa.quality.inspect import (
     document_disagreement,
@@ -79,7 +79,7 @@ def _load(data_dir: str, corpus_sha: str, labels: tuple[str, str], proba: tuple[
 
 def load_job_result(*, settings: Settings, job: Job) -> JobResult:
     """The stored results of a finished job; JobNotFinishedError for a job that is not finished."""
-    check_finished(job)
+    check_aggregated(job)
     a = job.artifacts
 
     def key(name: str) -> tuple[str, str]:

@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.ingest.formats import ROUTING_EXPORTS
-from crowdqa.jobs.finished import check_finished
+from crowdqa.jobs.finished import check_aggregated
 from crowdqa.store.models import Job
 from crowdqa.store.settings import Settings
 
@@ -129,7 +129,7 @@ def route_job(*, settings: Settings, job: Job, options: RoutingOptions) -> tuple
     """Route from a finished job's stored aggregate; JobNotFinishedError for a job that is not finished."""
     from crowdqa.jobs.results import load_job_result
 
-    check_finished(job)
+    check_aggregated(job)
     stored = load_job_result(settings=settings, job=job)
     routed = route_arrays(stored.corpus, stored.labels, stored.proba, options=options, reference=job.reference)
     return routed, stored.corpus, stored.labels

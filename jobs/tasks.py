@@ -45,6 +45,7 @@ logger = logging.getLogger(__name__)
 INPUT_ERRORS = (ValueError, TypeError, ArtifactMissingError, KeyError)
 
 _PROGRESS_EVERY = 0.25  # seconds between progress writes; EM iterations can be much faster
+_AFTER_FIT = ("scoring", "writing")  # the stages that keep the fit's last iteration and log-likelihood
 
 #: Seconds a job's claim, result and failure writes wait out a database outage (a PostgreSQL restart) before the
 #: job fails; progress and heartbeat writes are skipped meanwhile, and the job keeps computing.
@@ -78,7 +79,8 @@ class _Progress:
     """Write the pipeline's progress to the job row, at most every 0.25 s (and at every stage change).
 
     The row's ``progress`` holds the current stage (with its EM iteration and log-likelihood while
-    fitting), ``stage_seconds`` (seconds so far in it) and ``stages``: seconds of every finished stage.
+    fitting, the fit's last ones while scoring and writing), ``stage_seconds`` (seconds so far in it) and
+    ``stages``: seconds of every finished stage.
     """
 
     def __init__(self, settings: Settings, job_id: str) -> None:
@@ -109,8 +111,12 @@ class _Progress:
             if self.stage is not None:
                 self.stages[self.stage.replace("-", "_")] = round(now - self.started, 6)
             self.started = now
+        # Scoring and writing follow the fit: they keep its last EM iteration and log-likelihood, so a job being
+        # scored does not look as if it had never been fitted.
+        fitted = {k: self.state[k] for k in ("iteration", "log_likelihood") if k in self.state} \
+            if stage in _AFTER_FIT else {}
         self.state = {"stage": stage, "stage_seconds": round(now - self.started, 3), "stages": dict(self.stages),
-                      **extra}
+                      **fitted, **extra}
         if iteration is not None:
             self.state.update(iteration=iteration, log_likelihood=log_likelihood)
         if stage != self.stage or now - self.last_write >= _PROGRESS_EVERY:

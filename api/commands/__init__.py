@@ -53,22 +53,26 @@ def cli_wording(text: str) -> str:
     return _OPTION_WORD.sub(lambda m: f"--{m[1].replace('_', '-')}", text)
 
 
-def server_session():
+def server_session(*, create: bool = False):
     """A database session on the server's rows (``CROWDQA_DATA_DIR`` or ``CROWDQA_DATABASE_URL``), for the commands
     that work where ``crowdqa serve`` runs (keys, blocked, review, label-studio). Which database it is goes to
-    stderr first, with a note when a new SQLite database was just made (a server started elsewhere sees none of
-    what the command writes)."""
+    stderr first. Where no SQLite database exists yet, only a command that makes something (``create``: a key, a
+    pull) makes one, with a note (a server started elsewhere sees none of it); the others (a block list, a review's
+    ``--project``, listing or revoking keys, a push) stop with one line and leave nothing behind."""
     from crowdqa.store.db import open_session
     from crowdqa.store.settings import describe, get_settings
 
     settings = get_settings()
     new = settings.database_url.startswith("sqlite") and not (settings.data_dir / "crowdqa.db").exists()
-    session = open_session(settings)
     print(f"crowdqa: {describe(settings)}", file=sys.stderr)
+    if new and not create:
+        raise UserError(f"{settings.data_dir.resolve()} holds no crowdqa database: run the command where `crowdqa "
+                        "serve` runs (its data directory), or set CROWDQA_DATA_DIR or CROWDQA_DATABASE_URL")
+    session = open_session(settings)
     if new:
         print(f"crowdqa: note: {settings.data_dir.resolve()} held no crowdqa data; a new database was created "
-              "there. A server started elsewhere will not know this key: run the command where `crowdqa serve` "
-              "runs, or set CROWDQA_DATA_DIR.", file=sys.stderr)
+              "there. A server started elsewhere will not see what this command writes: run the command where "
+              "`crowdqa serve` runs, or set CROWDQA_DATA_DIR.", file=sys.stderr)
     return session
 
 

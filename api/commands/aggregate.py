@@ -24,8 +24,8 @@ class Progress:
 
     On a terminal each stage is a tqdm bar (the fitting bar counts EM iterations up to ``max_iter``,
     with the log-likelihood beside it) that is left showing the stage's time; elsewhere (a file, a
-    pipe) one line per stage and per EM iteration; nothing with ``quiet``. ``stages`` collects the
-    seconds of every finished stage.
+    pipe) one line per stage and per EM iteration, with the stage's seconds so far (as the closing line's fit
+    seconds count them); nothing with ``quiet``. ``stages`` collects the seconds of every finished stage.
     """
 
     def __init__(self, method: str, *, quiet: bool = False, max_iter: int | None = None, stream=None) -> None:
@@ -59,7 +59,7 @@ class Progress:
             self.bar.set_postfix_str(f"log-likelihood {log_likelihood:.6g}", refresh=False)
         elif not self.quiet:
             self.stream.write(f"crowdqa: {self.method}: iteration {iteration:4d}  log-likelihood {log_likelihood:.6g}  "
-                              f"({time.perf_counter() - self.t0:.1f} s)\n")
+                              f"({time.perf_counter() - self.started:.1f} s)\n")  # the fit's seconds so far
             self.stream.flush()
 
     def end(self) -> None:
@@ -127,7 +127,7 @@ def _run(args: argparse.Namespace) -> int:
     check_output(args.output, option="--output", folder=out_format == "ebm-nlp")
     # The sizes only: the parse summary (crowdqa ingest) also walks every label for its coverage statistics.
     roles = {r: corpus.worker_roles.count(r) for r in ROLES}
-    say(f"crowdqa: read {corpus.n_docs} documents, {corpus.n_tokens} tokens, annotators {roles}"
+    say(f"crowdqa: read {local.sizes(corpus)}, annotators {roles}"
         + (f"; skipped {len(problems)} bad rows" if problems else ""))
     method, comparison, why, prior = args.method, None, None, None
     if auto:

@@ -62,7 +62,7 @@ def _run(args: argparse.Namespace) -> int:
     corpus = parsed.corpus
     print_notes(parsed)
     local.check_reference(args.reference, corpus)
-    say(f"crowdqa: read {corpus.n_docs} documents, {corpus.n_tokens} tokens")
+    say(f"crowdqa: read {local.sizes(corpus)}")
 
     def progress(method: str | None, index: int, total: int) -> None:
         say(f"crowdqa: compare: fitting {method} ({index + 1}/{total})..." if method

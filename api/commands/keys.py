@@ -22,7 +22,7 @@ def _create(args: argparse.Namespace) -> int:
         raise UserError("--project must be a name of 1 to 200 characters")
     if args.expires_in is not None and not 0 < args.expires_in <= keys.MAX_EXPIRES_IN_DAYS:
         raise UserError(f"--expires-in must be more than 0 and at most {keys.MAX_EXPIRES_IN_DAYS} days")
-    with server_session() as session:
+    with server_session(create=True) as session:
         made = keys.create_key(session=session, project_name=name, admin=args.admin, expires_in_days=args.expires_in)
     scope = "an admin key" if made.admin else "an API key"
     scope += " (the project's first key is an admin key)" if made.admin and not args.admin else ""

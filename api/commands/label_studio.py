@@ -35,7 +35,7 @@ def _pull(args: argparse.Namespace) -> int:
     if not url:
         raise UserError("give the Label Studio server: --url URL or LABEL_STUDIO_URL")
     token = _token(args, required=True)
-    with LabelStudio(url, token) as client, server_session() as session:
+    with LabelStudio(url, token) as client, server_session(create=True) as session:
         done = pull(session=session, settings=get_settings(), client=client, ls_project=args.project,
                     project_name=args.crowdqa_project, dataset_name=args.dataset, experts=args.expert,
                     ground_truth=True if args.ground_truth else None, keep_token=token, full=args.full)

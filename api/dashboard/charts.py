@@ -220,7 +220,19 @@ def line_curve(values: Sequence[float | None], *, width: int = 420, height: int 
     coords = [(x(i + 1), y(v), f"iteration {i + 1}: {v:.6g}") for i, v in enumerate(ys)]
     pts = " ".join(f"{a},{b}" for a, b, _ in coords)
     return Curve(width=width, height=height, x=x, y=y, points=pts, n=len(ys), coords=coords,
-                 x_ticks=x.ticks(min(4, max(len(ys) - 1, 1))), y_ticks=y.ticks(4))
+                 x_ticks=_whole_ticks(x, len(ys)), y_ticks=y.ticks(4))
+
+
+def _whole_ticks(x: Axis, n: int) -> list[tuple[float, str]]:
+    """Ticks at whole iterations 1..n (at most five, the last always n): an iteration has no fractions."""
+    step = max(1, math.ceil((n - 1) / 4))
+    at = list(range(1, n + 1, step))
+    if at and at[-1] != n:
+        if n - at[-1] < step / 2 and len(at) > 1:
+            at[-1] = n  # too close to n to label both
+        else:
+            at.append(n)
+    return [(x(float(i)), str(i)) for i in at]
 
 
 def shade_class(p: float, *, levels: int = 10) -> str:

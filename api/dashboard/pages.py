@@ -45,7 +45,7 @@ from crowdqa.jobs.errors import (
     QueueUnavailableError,
     QuotaExceededError,
 )
-from crowdqa.jobs.params import method_defaults
+from crowdqa.jobs.params import data_kind, method_defaults
 from crowdqa.store import crud
 from crowdqa.store.errors import UploadTooLargeError
 from crowdqa.store.models import Dataset, DatasetCreate, Job, JobCreate, JobPublic, JobStatus, Method
@@ -62,12 +62,13 @@ Csrf = Annotated[str | None, Form(alias="csrf")]
 
 
 def error_message(exc: Exception) -> str:
-    """An error as the one line a page shows: a validation error's first field and message, a problem's detail,
-    else the exception's first line."""
+    """An error as the one line a page shows: a validation error's first field and message, a reader's error with
+    its file and line, a problem's detail, else the exception's first line."""
     if isinstance(exc, ValidationError):
         first = exc.errors()[0] if exc.errors() else {}
         return f"{'.'.join(str(p) for p in first.get('loc', ()))}: {first.get('msg', 'invalid value')}"
-    text = getattr(exc, "detail", None) or str(exc)
+    # A reader's error (a ValueError) says where in its str ("file:line: message"); its ``detail`` is the message alone.
+    text = str(exc) if isinstance(exc, ValueError) else getattr(exc, "detail", None) or str(exc)
     return str(text).splitlines()[0] if text else type(exc).__name__
 
 
@@ -185,6 +186,8 @@ def _dataset_page(request: Request, session, dash: DashboardSession, dataset: Da
     return render(request, "dataset.html", {
         "dataset": dataset, "uploads": upload_rows, "jobs": jobs[::-1], "formats": READ_FORMATS,
         "roles": ROLES, "methods": [m.value for m in Method], "error": error,
+        # A method the data allows first: hmm-crowd refuses categorical answers (one-token items), ds takes them.
+        "default_method": "ds" if data_kind(dataset.summary).get("categorical") else "hmm-crowd",
         "upload_options": [o for o in UPLOAD_OPTIONS if o.client], "form": form or {}, "defaults": _method_defaults(),
         "earlier_jobs": start_candidates(session=session, project_id=dash.project.id), "datasets": datasets,
         "batch_methods": batch_methods(),

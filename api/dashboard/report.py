@@ -28,7 +28,7 @@ from crowdqa.api.deps import QueueDep, SessionDep, SettingsDep
 from crowdqa.api.routes.jobs import LabelFormat, get_labels
 from crowdqa.jobs import compare, exports, reconcile
 from crowdqa.jobs.errors import JobNotFinishedError
-from crowdqa.jobs.finished import check_finished, finished_report, finished_report_json
+from crowdqa.jobs.finished import check_aggregated, finished_report, finished_report_json
 from crowdqa.jobs.results import (
     DocumentLayers,
     disputed_documents,
@@ -174,7 +174,7 @@ def document_page(request: Request, job_id: str, doc: int, session: SessionDep, 
     """One document: the text with every annotator's spans stacked (experts, crowd, the aggregate) and the
     aggregate's token posteriors as shading."""
     job = owned_job(session, dash, job_id)
-    _finished(check_finished, job=job)  # the report is not read: the method it names is the job row's
+    _finished(check_aggregated, job=job)  # the report is not read: the method it names is the job row's
     result = load_job_result(settings=settings, job=job)
     try:
         layers = document_layers(result, doc)
@@ -226,7 +226,7 @@ def download_labels(job_id: str, session: SessionDep, settings: SettingsDep, das
                     format: Annotated[LabelFormat, Query()] = "spans-jsonl") -> Response:
     """The aggregate in an output format (the API's labels route)."""
     job = owned_job(session, dash, job_id)
-    _finished(check_finished, job=job)  # a finished job has its report (one transaction): no need to read it
+    _finished(check_aggregated, job=job)  # a finished job has its report (one transaction): no need to read it
     return get_labels(job=job, settings=settings, format=format)
 
 
@@ -234,7 +234,7 @@ def download_labels(job_id: str, session: SessionDep, settings: SettingsDep, das
 def download_workers(job_id: str, session: SessionDep, dash: DashSessionDep) -> Response:
     """Every worker's row of the report (the columns the worker table sorts by) as a spreadsheet."""
     job = owned_job(session, dash, job_id)
-    _finished(check_finished, job=job)
+    _finished(check_aggregated, job=job)
     rows, _ = crud.list_worker_scores(session=session, job_id=job.id, limit=10**9)
     return Response(exports.workers_csv(rows), media_type="text/csv; charset=utf-8",
                     headers={"Content-Disposition": f'attachment; filename="{job.id}-workers.csv"'})

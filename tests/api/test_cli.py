@@ -281,3 +281,35 @@ def test_gold_mv_without_use_experts_is_refused_before_reading(tmp_path, capsys)
     assert status == 2 and len(err) == 1
     assert err[0].startswith("crowdqa: error: gold-mv learns each worker's skill from the experts' labels")
     assert "--use-experts" in err[0]
+
+
+def test_progress_lines_count_the_fits_seconds(monkeypatch):
+    """Found walking the README: an EM iteration's line gave the seconds since the command started (reading
+    included: "iteration 1 ... (0.2 s)") while the closing line gave the fit's ("0.01 s"); both now count the
+    fit's. Oracle: a clock the test sets."""
+    import io
+
+    from crowdqa.api.commands import aggregate
+
+    clock = iter([0.0, 0.0, 5.0, 5.0, 5.5])
+    monkeypatch.setattr(aggregate.time, "perf_counter", lambda: next(clock))
+    out = io.StringIO()
+    progress = aggregate.Progress("ds", stream=out)  # 0.0
+    progress("reading", None, None)  # 0.0
+    progress("fitting", 1, -10.0)  # 5.0 the reading ends, 5.0 the fit starts; 5.5 its first iteration
+    assert out.getvalue().splitlines()[-1] == "crowdqa: ds: iteration    1  log-likelihood -10  (0.5 s)"
+
+
+def test_categorical_answers_are_read_as_items(tmp_path, capsys):
+    """Found walking the README: `crowdqa aggregate rte.tsv --format categorical` said "read 800 documents, 800
+    tokens" and its report "800 items"; both commands now say items for categorical answers, as the report does."""
+    answers = tmp_path / "answers.csv"
+    answers.write_text("task,worker,label\ni1,w1,a\ni1,w2,b\ni2,w1,b\ni2,w2,b\ni3,w1,a\ni3,w2,a\n")
+    assert main(["aggregate", str(answers), "--format", "categorical", "--method", "mv",
+                 "--output", str(tmp_path / "labels.csv")]) == 0
+    assert "crowdqa: read 3 items, annotators {'crowd': 2, 'expert': 0}" in capsys.readouterr().err.splitlines()
+    truth = tmp_path / "truth.csv"
+    truth.write_text("task,true_label\ni1,a\ni2,b\ni3,a\n")
+    assert main(["compare", str(answers), "--format", "categorical", "--expert", str(truth), "--expert-format",
+                 "categorical", "--methods", "mv,ds", "--output", str(tmp_path / "c.json")]) == 0
+    assert "crowdqa: read 3 items" in capsys.readouterr().err.splitlines()

@@ -39,6 +39,10 @@ def test_progress_names_each_stage_with_its_seconds(client, keys, monkeypatch):
     final = body["progress"]
     assert final["stage"] == "done" and sorted(final["stages"]) == sorted(STAGES)
     assert final["iteration"] >= 1 and final["log_likelihood"] is not None
+    # Found walking the README (the dashboard's running job read "stage scoring · EM iteration - · log-likelihood -"
+    # after five iterations): scoring and writing keep the fit's last iteration and log-likelihood.
+    after_fit = [(p.get("iteration"), p.get("log_likelihood")) for p in written if p["stage"] in ("scoring", "writing")]
+    assert after_fit and set(after_fit) == {(final["iteration"], final["log_likelihood"])}
     report = client.get(f"/api/v1/jobs/{body['id']}/report", headers=auth(key))
     assert report.headers["content-type"] == "application/json"
     fit = report.json()["fit"]

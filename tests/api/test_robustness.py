@@ -89,3 +89,13 @@ def test_restart_recovers_jobs(settings, keys):
         body = client.get(f"/api/v1/jobs/{ids[0]}", headers=auth(key)).json()
         assert body["status"] == JobStatus.failed and "service stopped while the job ran" in body["error"]
         assert wait_job(client, ids[1], key)["status"] == "finished"
+
+
+def test_a_body_that_is_not_json_says_so_in_words(client, keys):
+    """Found walking the README: a truncated JSON body answered 'body.11: JSON decode error' (11 is the
+    character where parsing stopped); the detail now says what is wrong and where."""
+    r = client.post("/api/v1/datasets", headers={**auth(keys["a"]), "Content-Type": "application/json"},
+                    content=b'{"name": ')
+    assert r.status_code == 422 and r.headers["content-type"] == "application/problem+json"
+    assert r.json()["detail"] == "the request body is not valid JSON: Expecting value (at character 9)"
+    assert r.json()["errors"][0]["type"] == "json_invalid"

@@ -279,6 +279,25 @@ def test_keys_create_says_which_data_directory_it_uses(tmp_path):
     assert again.returncode == 0 and "a new database" not in again.stderr and " p " in again.stdout
 
 
+@pytest.mark.parametrize("command", [["blocked", "add", "mturk:A1", "--project", "demo"],
+                                     ["blocked", "list", "--project", "demo"], ["keys", "list"],
+                                     ["keys", "revoke", "cqa_abcdef123456"]])
+def test_server_commands_in_a_folder_without_crowdqa_data_make_nothing(tmp_path, command):
+    """Found walking the README: `crowdqa blocked add ... --project demo` run outside the server's folder made a
+    new empty database there, said "a server started elsewhere will not know this key" (no key was made), then
+    failed on the unknown project. Only the commands that make something (keys create, a Label Studio pull)
+    may start a database; the others stop with one line naming the folder and leave it empty."""
+    full = {**{k: v for k, v in os.environ.items() if not k.startswith("CROWDQA_")}}
+    out = subprocess.run([str(CROWDQA), *command], env=full, cwd=tmp_path, capture_output=True, text=True,
+                         timeout=60)
+    where = str((tmp_path / "crowdqa-data").resolve())
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.splitlines()[-1] == (
+        f"crowdqa: error: {where} holds no crowdqa database: run the command where `crowdqa serve` runs (its data "
+        "directory), or set CROWDQA_DATA_DIR or CROWDQA_DATABASE_URL")
+    assert "Traceback" not in out.stderr and list(tmp_path.iterdir()) == []
+
+
 class _Adapter:
     """wait_job's client interface over an httpx client whose base URL is /api/v1."""
 

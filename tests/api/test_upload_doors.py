@@ -98,6 +98,29 @@ def test_an_unknown_field_gets_one_message_at_api_and_dashboard(client, keys, ca
     assert page == str(escape(api))
 
 
+def test_a_malformed_file_names_its_file_and_line_in_the_dashboard_as_in_the_api(client, keys, tmp_path):
+    """Found walking the README: the dashboard showed a reader's message without the file and line the API
+    names ("upload refused: offset must be ..."), so the user could not find the bad row."""
+    from markupsafe import escape
+
+    from tests.dashboard.test_pages import sign_in
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"doc_id": "d", "annotator": "a", "start": 0, "end": 3, "label": "X", "text": "abc d"}\n'
+                   '{"doc_id": "d", "annotator": "b", "start": 0, "end": "x", "label": "X", "text": "abc d"}\n')
+    key = keys["a"]
+    ds = client.post("/api/v1/datasets", headers=auth(key), json={"name": "d"}).json()["id"]
+    r = upload(client, key, ds, bad)
+    assert r.status_code == 422
+    assert r.json()["detail"] == "bad.jsonl:2: offset must be a non-negative integer, found 'x'"
+    csrf = sign_in(client, key)
+    with open(bad, "rb") as fh:
+        page = client.post(f"/ui/datasets/{ds}/uploads", data={"format": "spans-jsonl", "role": "crowd", "csrf": csrf},
+                           files={"file": ("bad.jsonl", fh)})
+    assert page.status_code == 422
+    assert f"upload refused: {escape(r.json()['detail'])}" in page.text
+
+
 def test_api_form_and_openapi_are_the_table():
     from crowdqa.api.main import app
 

@@ -205,3 +205,19 @@ def test_another_projects_key_sees_nothing(server, page_of):
     # A's cookie does not open B's pages either: each cookie is its own project's.
     assert b.page.goto(b.page.url.split("/ui/")[0] + "/ui/").ok
     assert "private to a" not in b.page.content()
+
+
+def test_a_report_on_a_phone_scrolls_its_tables_instead_of_squeezing_them(server, page_of):
+    """Found walking the README: at 420 px the report's tables wrapped every cell a letter a line ("mtur / k:A1 /
+    0SPA / M") and pushed the page wider than the screen. Now the page fits the screen and the tables scroll."""
+    w = page_of()
+    _sample_dataset(w, server, "phone")
+    job_id = _run_job(w.page, "mv")
+    phone = page_of(width=420, height=800)
+    sign_in(phone, server, "a")
+    phone.page.goto(f"{server.url}/ui/jobs/{job_id}")
+    phone.page.wait_for_selector("#workers")
+    phone.shot("report-phone")
+    assert phone.page.evaluate("document.documentElement.scrollWidth") <= 420
+    line = phone.page.locator("#workers tbody tr").first.locator("td").first.bounding_box()["height"]
+    assert line < 40, line  # one line of text (with padding), not a letter a line

@@ -40,4 +40,9 @@ def test_axis_curve_and_shades():
     assert c.n == 3 and len(c.points.split()) == 3
     assert c.coords[0][1] == c.y.px0 and c.coords[-1][1] == c.y.px1  # lowest value at the bottom
     assert line_curve([]).n == 0 and line_curve([3.0]).n == 1
+    # Found walking the README: 10 EM iterations were labelled 1, 3.25, 5.5, 7.75, 10; ticks are whole iterations.
+    labels = {n: [t[1] for t in line_curve([-float(i) for i in range(n, 0, -1)]).x_ticks]
+              for n in (1, 2, 5, 10, 11, 96)}
+    assert labels == {1: ["1"], 2: ["1", "2"], 5: ["1", "2", "3", "4", "5"], 10: ["1", "4", "7", "10"],
+                      11: ["1", "4", "7", "11"], 96: ["1", "25", "49", "73", "96"]}
     assert [shade_class(p) for p in (0.0, 0.04, 0.5, 1.0, float("nan"))] == ["s0", "s0", "s5", "s10", "s0"]

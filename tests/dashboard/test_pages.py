@@ -314,3 +314,42 @@ def test_downloads_are_the_apis_and_refuse_a_job_that_is_not_finished(client, ke
     for download in ("report.json", "labels", "workers.csv", "documents/0"):
         r = client.get(f"{job_url}/{download}")
         assert r.status_code == 409 and "is failed, not finished: ValueError: boom" in r.text, download
+
+
+def test_the_parse_summary_names_its_fields_in_words(client, keys, tmp_path):
+    """Found walking the README: the dataset page listed the summary's JSON keys ("label_counts",
+    "annotators_per_document", "expert_documents_without_crowd"); they read as words now, the labels as given."""
+    csrf = sign_in(client, keys["a"])
+    url = client.post("/ui/datasets", data={"name": "d", "csrf": csrf}, follow_redirects=False).headers["location"]
+    spans = tmp_path / "s.csv"
+    spans.write_text("doc_id,annotator,start,end,label,text\nd1,w1,0,6,Test_Arm,Adults with asthma\n")
+    with open(spans, "rb") as fh:
+        client.post(f"{url}/uploads", data={"format": "spans-csv", "role": "crowd", "csrf": csrf},
+                    files={"file": ("s.csv", fh)})
+    page = client.get(url).text
+    for words in ("label counts", "annotators per document", "documents with expert",
+                  "expert documents without crowd"):
+        assert f"<dt>{words}</dt>" in page
+    assert "label_counts" not in page and "<dt>Test_Arm</dt>" in page
+
+
+def test_the_job_form_offers_a_method_the_data_allows_first(client, keys, tmp_path):
+    """Found walking the README: a categorical dataset's job form had hmm-crowd selected, which refuses categorical
+    answers (one click on Start, one error). It selects ds there, hmm-crowd for spans as before."""
+    import re
+
+    csrf = sign_in(client, keys["a"])
+
+    def selected(filename: str, text: str, fmt: str) -> str:
+        url = client.post("/ui/datasets", data={"name": filename, "csrf": csrf},
+                          follow_redirects=False).headers["location"]
+        (tmp_path / filename).write_text(text)
+        with open(tmp_path / filename, "rb") as fh:
+            client.post(f"{url}/uploads", data={"format": fmt, "role": "crowd", "csrf": csrf},
+                        files={"file": (filename, fh)})
+        form = client.get(url).text.split('id="method"', 1)[1].split("</select>", 1)[0]
+        return re.findall(r'<option value="([^"]+)" selected>', form)
+
+    assert selected("a.csv", "item,annotator,label\ni1,w1,yes\ni1,w2,no\n", "categorical") == ["ds"]
+    assert selected("s.csv", "doc_id,annotator,start,end,label,text\nd1,w1,0,6,P,Adults with asthma\n",
+                    "spans-csv") == ["hmm-crowd"]

@@ -62,6 +62,10 @@ def test_labels_from_corpus_and_errors(tmp_path):
         read_aggregate(tmp_path / "bad.jsonl", c, format="spans-jsonl")
     with pytest.raises(ValueError, match="aggregate format must be one of"):
         read_aggregate(tmp_path / "bad.jsonl", c, format="xml")
+    doc, label = c.doc_ids[0], next(n for n in c.class_names if n != "O").split("-")[-1]
+    (tmp_path / "bad.jsonl").write_text(f'{{"doc_id": "{doc}", "start": 3, "end": 1, "label": "{label}"}}\n')
+    with pytest.raises(ValueError, match=r"bad.jsonl:1: span \[3, 1\) is empty: its end must be after its start"):
+        read_aggregate(tmp_path / "bad.jsonl", c, format="spans-jsonl")
 
 
 def test_categorical_csv_written_with_formula_like_ids_reads_back(tmp_path):

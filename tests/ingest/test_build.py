@@ -108,7 +108,8 @@ def test_conflict_skip_keeps_the_first_span_and_other_annotators_may_disagree():
     ("span", "message"),
     [
         (Span("d", "w", 0, 99, "X"), "not inside document"),
-        (Span("d", "w", 3, 2, "X"), "not inside document"),
+        (Span("d", "w", 3, 2, "X"), r"span \[3, 2\) is empty: its end must be after its start"),
+        (Span("d", "w", 1, 1, "X"), r"span \[1, 1\) is empty"),
         (Span("e", "w", 0, 1, "X"), "unknown document"),
         (Span("d", "w", 0, 1, "O"), "other than 'O'"),
     ],

@@ -46,11 +46,14 @@ def test_phase2_hierarchical_labels_and_category(tmp_path):
         read_ebm_nlp(base, category="outcomes", phase=2)
 
 
-def test_bad_label_and_length_name_the_file(tmp_path):
+def test_bad_label_and_length_name_the_file_and_line(tmp_path):
     base = _layout(tmp_path)
     bad = next((base / "annotations").rglob("111.00042.ann"))
-    bad.write_text("1 1 0 0 9")
-    with pytest.raises(IngestError, match=r"111\.00042\.ann: label 9 out of range"):
+    bad.write_text("1\n1\n0\n0\n9\n")  # one label a line, as distributed: the message names the line
+    with pytest.raises(IngestError, match=r"111\.00042\.ann:5: label 9 out of range"):
+        read_corpus(tmp_path, format="ebm-nlp")
+    bad.write_text("1\n1\nx\n0\n0\n")
+    with pytest.raises(IngestError, match=r"111\.00042\.ann:3: labels must be integers 0\.\.1, found 'x'"):
         read_corpus(tmp_path, format="ebm-nlp")
     bad.write_text("1 1 0")
     res = read_corpus(tmp_path, format="ebm-nlp", on_error="skip")

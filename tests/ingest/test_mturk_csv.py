@@ -101,3 +101,17 @@ def test_crowdtruth_example_is_read_as_categorical():
     w = c.worker_ids.index(f"mturk:{r0['WorkerId']}")
     d = c.doc_ids.index(r0["HITId"])
     assert c.class_names[c.labels_of(w)[d]] == r0["Answer.output"]
+
+
+def test_a_text_column_given_for_plain_answers_is_noted_as_unused(tmp_path):
+    """Found walking the README (`crowdqa ingest batch_results.csv --format mturk-csv --text-column Input.text` on a
+    multiple-choice batch): the option was silently ignored; the summary now notes it, and a span batch still
+    refuses a text column it does not have."""
+    p = tmp_path / "batch.csv"
+    p.write_text("HITId,AssignmentId,WorkerId,AssignmentStatus,Answer.choice\n"
+                 "h1,a1,W1,Submitted,yes\nh1,a2,W2,Submitted,no\n")
+    res = read_corpus(p, format="mturk-csv", text_column="Input.text")
+    assert res.corpus.n_docs == 1 and any(
+        n == "text_column 'Input.text' is not used: the batch holds plain answers (categorical items), which carry "
+             "no text" for n in res.notes)
+    assert not any("is not used" in n for n in read_corpus(p, format="mturk-csv").notes)

@@ -194,6 +194,9 @@ def test_cli_blocked_list_add_remove(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("CROWDQA_DATABASE_URL", raising=False)
     get_settings.cache_clear()
     try:
+        assert main(["blocked", "list", "--project", "lab"]) == 2  # no database here yet: none is made
+        assert "holds no crowdqa database" in capsys.readouterr().err
+        assert main(["keys", "create", "--project", "other"]) == 0
         assert main(["blocked", "list", "--project", "lab"]) == 2
         assert "no project named 'lab'" in capsys.readouterr().err
         assert main(["keys", "create", "--project", "lab"]) == 0
