@@ -64,11 +64,11 @@ def server_session(*, create: bool = False):
 
     settings = get_settings()
     new = settings.database_url.startswith("sqlite") and not (settings.data_dir / "crowdqa.db").exists()
-    print(f"crowdqa: {describe(settings)}", file=sys.stderr)
     if new and not create:
         raise UserError(f"{settings.data_dir.resolve()} holds no crowdqa database: run the command where `crowdqa "
                         "serve` runs (its data directory), or set CROWDQA_DATA_DIR or CROWDQA_DATABASE_URL")
-    session = open_session(settings)
+    session = open_session(settings)  # a database it cannot use is one line (UserError) before anything is said
+    print(f"crowdqa: {describe(settings)}", file=sys.stderr)
     if new:
         print(f"crowdqa: note: {settings.data_dir.resolve()} held no crowdqa data; a new database was created "
               "there. A server started elsewhere will not see what this command writes: run the command where "
