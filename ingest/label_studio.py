@@ -14,12 +14,18 @@ exports), kept as written. Cancelled annotations (``was_cancelled``) are skipped
 ``labels`` list are spans (one span per label); other results (choices, ratings) are
 ignored. The text is ``data[text_column]``, else ``data["text"]``, else the only string
 in ``data``; the document id is ``data[id_column]`` if given, else the task ``id``.
+
+A problem names the line where its task starts in the file (for a bad annotation or result: where that
+annotation or result starts). The top-level list is decoded task by task (``json.JSONDecoder.raw_decode``),
+so each task's offset is known without a second parse; the offset of a bad result is looked up only when
+one is reported, by stepping over the members of its task.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +36,9 @@ from crowdqa.ingest.build import Span
 from crowdqa.ingest.errors import IngestError, ProblemLog
 
 __all__ = ["read_label_studio"]
+
+_WS = re.compile(r"[ \t\n\r]*")  # JSON's whitespace
+_DECODER = json.JSONDecoder()
 
 
 def _annotator(value: Any) -> str | None:
@@ -50,7 +59,7 @@ def read_label_studio(path: str | os.PathLike, *, role: str = "crowd", problems:
     path : str or PathLike
     role, problems
         The keywords every reader takes (:func:`crowdqa.ingest._common.reader_log`).
-        Bad tasks are named by their position (``task 3``) as the ``line``.
+        A bad task is named by the line where it (or its bad annotation or result) starts.
     text_column, id_column, category, scheme
         Upload options (:data:`crowdqa.ingest.formats.UPLOAD_OPTIONS`); the columns are keys of ``data``.
 
@@ -60,19 +69,17 @@ def read_label_studio(path: str | os.PathLike, *, role: str = "crowd", problems:
     """
     problems = reader_log(role, problems)
     src = str(Path(path))
-    text = read_text(path)  # an IngestError naming file and line for bytes that are not text
+    content = read_text(path)  # an IngestError naming file and line for bytes that are not text
     try:
-        tasks = json.loads(text)
+        tasks, starts, lines = _tasks(content)
     except ValueError as exc:
         raise IngestError(f"not JSON: {exc}", source=src) from None
-    if isinstance(tasks, dict):
-        tasks = [tasks]
-    if not isinstance(tasks, list):
+    if tasks is None:
         raise IngestError("expected a JSON list of tasks", source=src)
 
     found = SpanCollector(role=role, problems=problems, category=category)
     seen: set[tuple[str, str]] = set()
-    for k, task in enumerate(tasks, start=1):
+    for task, start, k in zip(tasks, starts, lines, strict=True):
         if not isinstance(task, dict) or not isinstance(task.get("data"), dict):
             problems.report("task must be an object with a 'data' object", source=src, line=k)
             continue
@@ -92,8 +99,9 @@ def read_label_studio(path: str | os.PathLike, *, role: str = "crowd", problems:
             continue
         task_spans: list[Span] = []
         task_assign: list[str] = []
-        bad = None
-        for ann in task.get("annotations") or []:
+        bad, where = None, ()
+        for i, ann in enumerate(task.get("annotations") or []):
+            where = ("annotations", i)
             if not isinstance(ann, dict):
                 bad = "annotation must be an object"
                 break
@@ -109,11 +117,14 @@ def read_label_studio(path: str | os.PathLike, *, role: str = "crowd", problems:
             task_assign.append(who)
             try:
                 task_spans.extend(_spans(ann.get("result") or [], doc_id, who, src, k))
+            except _BadResult as exc:
+                bad, where = f"bad result of {who!r}: {exc.error}", (*where, "result", exc.index)
+                break
             except (ValueError, TypeError, AttributeError) as exc:
-                bad = f"bad result of {who!r}: {exc}"
+                bad, where = f"bad result of {who!r}: {exc}", (*where, "result")
                 break
         if bad:
-            problems.report(bad, source=src, line=k)
+            problems.report(bad, source=src, line=k + content.count("\n", start, _offset(content, start, where)))
             continue
         seen.update((doc_id, who) for who in task_assign)
         found.add(doc_id, text, task_assign, task_spans)
@@ -130,18 +141,82 @@ def _text(data: dict, text_column: str | None) -> str | None:
     return strings[0] if len(strings) == 1 else None
 
 
+class _BadResult(Exception):
+    """Result ``index`` of an annotation is not a span result that can be read (``error`` says why)."""
+
+    def __init__(self, index: int, error: Exception) -> None:
+        super().__init__(str(error))
+        self.index, self.error = index, error
+
+
 def _spans(results: list, doc_id: str, who: str, src: str, k: int) -> list[Span]:
     out = []
-    for r in results:
+    for j, r in enumerate(results):
         value = r.get("value") if isinstance(r, dict) else None
         if not isinstance(value, dict) or "start" not in value or "end" not in value:
             continue
         labels = value.get("labels")
-        if not isinstance(labels, list) or not labels:
-            raise ValueError(f"span result without labels: {json.dumps(value)[:60]}")
-        s, e = as_offset(value["start"]), as_offset(value["end"])
-        for lab in labels:
-            if not isinstance(lab, str):
-                raise ValueError(f"label must be a string, found {lab!r}")
-            out.append(Span(doc_id, who, s, e, lab, source=src, line=k))
+        try:
+            if not isinstance(labels, list) or not labels:
+                raise ValueError(f"span result without labels: {json.dumps(value)[:60]}")
+            s, e = as_offset(value["start"]), as_offset(value["end"])
+            for lab in labels:
+                if not isinstance(lab, str):
+                    raise ValueError(f"label must be a string, found {lab!r}")
+                out.append(Span(doc_id, who, s, e, lab, source=src, line=k))
+        except (ValueError, TypeError) as exc:
+            raise _BadResult(j, exc) from None
     return out
+
+
+def _tasks(text: str) -> tuple[list | None, list[int], list[int]]:
+    """The tasks of an export, the offset where each starts and its line; ``None`` tasks if the JSON is
+    neither a list nor one task object. Raises ValueError (naming line and column) if it is not JSON."""
+    pos = _WS.match(text).end()
+    if not text.startswith("[", pos):
+        value = json.loads(text)
+        return ([value] if isinstance(value, dict) else None), [pos], [1 + text.count("\n", 0, pos)]
+    tasks, starts, lines = [], [], []
+    line, seen = 1, 0
+    pos = _WS.match(text, pos + 1).end()
+    while not (text.startswith("]", pos) and not tasks):
+        task, end = _DECODER.raw_decode(text, pos)
+        line += text.count("\n", seen, pos)
+        seen = pos
+        tasks.append(task)
+        starts.append(pos)
+        lines.append(line)
+        pos = _WS.match(text, end).end()
+        if not text.startswith(",", pos):
+            break
+        pos = _WS.match(text, pos + 1).end()
+    if not text.startswith("]", pos) or _WS.match(text, pos + 1).end() != len(text):
+        json.loads(text)  # raises the decoder's own message, naming line and column
+        raise ValueError(f"unexpected text at offset {pos}")
+    return tasks, starts, lines
+
+
+def _offset(text: str, pos: int, path: tuple[str | int, ...]) -> int:
+    """Where the value reached from the JSON value at ``pos`` by ``path`` (member names and list indices)
+    starts in ``text``; as far as the path can be followed. Only called for a reported problem."""
+    for step in path:
+        opener, closer = ("{", "}") if isinstance(step, str) else ("[", "]")
+        if not text.startswith(opener, pos):
+            return pos
+        cur, found, index = _WS.match(text, pos + 1).end(), None, 0
+        while not text.startswith(closer, cur):
+            if opener == "{":
+                key, cur = _DECODER.raw_decode(text, cur)
+                cur = _WS.match(text, _WS.match(text, cur).end() + 1).end()  # past the colon
+                found = cur if key == step else found  # the last of duplicate names wins, as in json.loads
+            elif index == step:
+                found = cur
+                break
+            index += 1
+            _, cur = _DECODER.raw_decode(text, cur)
+            cur = _WS.match(text, cur).end()
+            cur = _WS.match(text, cur + 1).end() if text.startswith(",", cur) else cur
+        if found is None:
+            return pos
+        pos = found
+    return pos

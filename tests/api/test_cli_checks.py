@@ -153,3 +153,36 @@ def test_worker_table_sort_and_top(tmp_path, capsys):
     out = capsys.readouterr().out.splitlines()
     rows = [line for line in out if line.strip().startswith("mturk:")]
     assert len(rows) == 3 and rows[0].strip().startswith("mturk:A10SPAM")
+
+
+def _pretty_label_studio(path, *, end="six"):
+    """Two tasks pretty-printed; the second annotator's second result of task 2 has ``end`` as its end."""
+    def task(k, end2):
+        return {"id": k, "data": {"text": "Ann lives in Rome"}, "annotations": [
+            {"completed_by": 3, "result": [{"type": "labels", "value": {"start": 0, "end": 3, "labels": ["PER"]}}]},
+            {"completed_by": 4, "result": [
+                {"type": "choices", "value": {"choices": ["ok"]}},
+                {"type": "labels", "value": {"start": 13, "end": end2, "labels": ["LOC"]}}]}]}
+    text = json.dumps([task(1, 17), task(2, end)], indent=2)
+    path.write_text(text, encoding="utf-8")
+    lines = text.splitlines()
+    # the line where the bad result opens: the "{" before the line holding its end
+    bad = next(i for i, line in enumerate(lines) if f'"end": {json.dumps(end)}' in line)
+    return path, next(i for i in range(bad, 0, -1) if lines[i].strip() == "{") + 1
+
+
+def test_label_studio_errors_name_the_line_of_the_bad_result(client, keys, tmp_path, capsys):
+    """Polish 1: a pretty-printed Label Studio export names the line where the bad result starts (before: the
+    task number, ``ls.json:2:``), the same in the CLI and in the API's problem+json."""
+    path, line = _pretty_label_studio(tmp_path / "ls.json")
+    assert line > 40
+    assert main(["ingest", str(path), "--format", "label-studio"]) == 2
+    cli = _err(capsys)[-1]
+    assert f"ls.json:{line}: bad result of '4': " in cli and "'six'" in cli, cli
+    ds = client.post("/api/v1/datasets", headers=auth(keys["a"]), json={"name": "ls"}).json()["id"]
+    api = upload(client, keys["a"], ds, path, format="label-studio")
+    assert api.status_code == 422 and api.headers["content-type"].startswith("application/problem+json")
+    assert f"ls.json:{line}: bad result of '4': " in api.json()["detail"], api.json()
+    path.write_text(json.dumps(json.loads(path.read_text())), encoding="utf-8")  # one line: line 1 is right
+    assert main(["ingest", str(path), "--format", "label-studio"]) == 2
+    assert "ls.json:1: bad result of '4': " in _err(capsys)[-1]

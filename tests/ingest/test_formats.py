@@ -109,6 +109,23 @@ def test_label_studio_completed_by_cancelled_and_multi_label(tmp_path):
         read_corpus(p, format="label-studio")
 
 
+
+def test_label_studio_problems_name_the_line_of_the_task_or_annotation(tmp_path):
+    """Polish 1: a bad task is named by the line where it starts, a bad annotation by its own line (before: by
+    the task's position in the list)."""
+    ok = {"id": 1, "data": {"text": "Ann"}, "annotations": [{"completed_by": 3, "result": []}]}
+    dup = {"id": 2, "data": {"text": "Rome"}, "annotations": [{"completed_by": 3, "result": []},
+                                                              {"completed_by": 3, "result": []}]}
+    p = tmp_path / "export.json"
+    p.write_text("[\n" + json.dumps(ok, indent=1) + ",\n\n  7\n]\n")
+    with pytest.raises(IngestError, match=r"export\.json:15: task must be an object"):
+        read_corpus(p, format="label-studio")
+    p.write_text("[" + json.dumps(ok) + ",\n" + json.dumps(dup, indent=2) + "]")
+    with pytest.raises(IngestError, match=r"export\.json:12: duplicate assignment: '3'"):
+        read_corpus(p, format="label-studio")
+    assert read_corpus(p, format="label-studio", on_error="skip").corpus.n_docs == 1
+
+
 def test_doccano_single_file_zip_and_duplicate(tmp_path):
     lines = [{"id": 1, "text": "Ann lives", "label": [[0, 3, "PER"]]}, {"id": 2, "text": "Rome", "label": []}]
     (tmp_path / "u").mkdir()
