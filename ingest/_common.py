@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -51,10 +52,20 @@ def csv_rows(reader: Any, *, width: int, source: str, problems: ProblemLog) -> I
         yield line, values
 
 
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def jsonl_lines(content: str) -> list[str]:
+    """The lines of JSON Lines text, cut only where JSON allows no raw character in a string (``\\n``,
+    ``\\r``, ``\\r\\n``): ``str.splitlines`` also cuts at U+2028, U+2029 and U+0085, which a JSON string
+    may hold unescaped (``json.dumps(..., ensure_ascii=False)`` writes them so)."""
+    return content.splitlines() if content.isascii() else _LINE_BREAK.split(content)
+
+
 def json_lines(content: str, *, source: str, problems: ProblemLog) -> Iterator[tuple[int, Any]]:
-    """The values of JSON Lines text, each with its line number. Blank lines are passed over; a line that
-    is not JSON is reported to ``problems`` and passed over."""
-    for lineno, raw in enumerate(content.splitlines(), start=1):
+    """The values of JSON Lines text, each with its line number (:func:`jsonl_lines`). Blank lines are
+    passed over; a line that is not JSON is reported to ``problems`` and passed over."""
+    for lineno, raw in enumerate(jsonl_lines(content), start=1):
         if not raw.strip():
             continue
         try:

@@ -33,6 +33,7 @@ from numpy.typing import NDArray
 
 from crowdqa.aggregation.corpus import MISSING, Corpus, run_indices
 from crowdqa.ingest._bytes import unique_sorted
+from crowdqa.ingest._common import jsonl_lines
 from crowdqa.ingest.build import span_token_ranges
 from crowdqa.ingest.formats import AGGREGATE_FORMATS
 from crowdqa.ingest.writers import csv_unescape
@@ -90,7 +91,7 @@ def _span_rows(path: Path, fmt: str) -> list[dict]:
     text = path.read_text(encoding="utf-8")
     if fmt == "spans-jsonl":
         rows = []
-        for n, line in enumerate(text.splitlines(), 1):
+        for n, line in enumerate(jsonl_lines(text), 1):
             if line.strip():
                 try:
                     rows.append(json.loads(line) | {"_line": n})

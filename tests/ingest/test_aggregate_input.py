@@ -3,6 +3,8 @@ span-to-token alignment rule it shares with the upload readers (crowdqa.ingest.b
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -65,6 +67,13 @@ def test_labels_from_corpus_and_errors(tmp_path):
     doc, label = c.doc_ids[0], next(n for n in c.class_names if n != "O").split("-")[-1]
     (tmp_path / "bad.jsonl").write_text(f'{{"doc_id": "{doc}", "start": 3, "end": 1, "label": "{label}"}}\n')
     with pytest.raises(ValueError, match=r"bad.jsonl:1: span \[3, 1\) is empty: its end must be after its start"):
+        read_aggregate(tmp_path / "bad.jsonl", c, format="spans-jsonl")
+    # an extra field holding a raw U+2028 (valid JSON) keeps its line whole: the bad row is line 2
+    rows = [{"note": "a\u2028b", "doc_id": doc, "start": 0, "end": 1, "label": label},
+            {"doc_id": "nope", "start": 0, "end": 1, "label": "P"}]
+    (tmp_path / "bad.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
+                                        encoding="utf-8")
+    with pytest.raises(ValueError, match="bad.jsonl:2: document 'nope' is not in the corpus"):
         read_aggregate(tmp_path / "bad.jsonl", c, format="spans-jsonl")
 
 

@@ -126,6 +126,30 @@ def test_label_studio_problems_name_the_line_of_the_task_or_annotation(tmp_path)
     assert read_corpus(p, format="label-studio", on_error="skip").corpus.n_docs == 1
 
 
+
+@pytest.mark.parametrize("sep", ["\u2028", "\u2029", "\x85"])
+def test_json_lines_are_cut_only_at_json_line_breaks(tmp_path, sep):
+    """Polish 1: a text holding a raw U+2028 / U+2029 / U+0085 (valid in a JSON string, as json.dumps with
+    ensure_ascii=False writes it) is one line of doccano or spans JSONL, and a later bad line is named by its
+    true number (before: str.splitlines cut the first line: "line 1: not a JSON object: Unterminated
+    string"). Windows line ends still count as one."""
+    text = f"Ann{sep}lives in Rome"
+    (tmp_path / "u").mkdir()
+    doccano = tmp_path / "u" / "alice.jsonl"
+    rows = [{"id": 1, "text": text, "label": [[0, 3, "PER"]]}, {"id": 2, "text": "Rome", "label": [[0, 4, 5]]}]
+    doccano.write_text("\r\n".join(json.dumps(r, ensure_ascii=False) for r in rows), encoding="utf-8")
+    with pytest.raises(IngestError, match=r"alice\.jsonl:2: bad spans"):
+        read_corpus(doccano, format="doccano")
+    doccano.write_text(json.dumps(rows[0], ensure_ascii=False), encoding="utf-8")
+    assert read_corpus(doccano, format="doccano").corpus.texts == (text,)
+    spans = tmp_path / "s.jsonl"
+    rows = [{"doc_id": "d", "text": text, "annotator": "w", "start": 0, "end": 3, "label": "PER"},
+            {"doc_id": "d", "text": text, "annotator": "w", "start": 13, "end": "x", "label": "LOC"}]
+    spans.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows), encoding="utf-8")
+    with pytest.raises(IngestError, match=r"s\.jsonl:2: offset must be"):
+        read_corpus(spans, format="spans-jsonl")
+
+
 def test_doccano_single_file_zip_and_duplicate(tmp_path):
     lines = [{"id": 1, "text": "Ann lives", "label": [[0, 3, "PER"]]}, {"id": 2, "text": "Rome", "label": []}]
     (tmp_path / "u").mkdir()
