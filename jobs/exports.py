@@ -118,21 +118,19 @@ def export_labels(*, settings: Settings, job: Job, format: str) -> LabelsFile:
 
 def has_batch(*, session: Session, job: Job) -> bool:
     """True when the job's dataset holds a Mechanical Turk batch-results (mturk-csv) crowd upload to review."""
-    uploads, _ = crud.list_uploads(session=session, dataset_id=job.dataset_id, limit=10_000)
-    return any(u.format == "mturk-csv" and u.role == "crowd" for u in uploads)
+    return bool(crud.dataset_uploads(session=session, dataset_id=job.dataset_id, format="mturk-csv", role="crowd"))
 
 
 def _batch_upload(session: Session, job: Job, upload_id: str | None) -> Upload:
     """The mturk-csv crowd upload of the job's dataset to review: ``upload_id``, or the only one."""
-    uploads, _ = crud.list_uploads(session=session, dataset_id=job.dataset_id, limit=10_000)
     if upload_id is not None:
-        found = next((u for u in uploads if u.id == upload_id), None)
-        if found is None:
+        found = crud.dataset_uploads(session=session, dataset_id=job.dataset_id, upload_id=upload_id)
+        if not found:
             raise LookupError(f"no upload {upload_id!r} in the job's dataset")
-        if found.format != "mturk-csv":
-            raise ValueError(f"upload {upload_id} is {found.format}, not an mturk-csv batch-results file")
-        return found
-    batches = [u for u in uploads if u.format == "mturk-csv" and u.role == "crowd"]
+        if found[0].format != "mturk-csv":
+            raise ValueError(f"upload {upload_id} is {found[0].format}, not an mturk-csv batch-results file")
+        return found[0]
+    batches = crud.dataset_uploads(session=session, dataset_id=job.dataset_id, format="mturk-csv", role="crowd")
     if not batches:
         raise JobNotRunnableError(f"the dataset of job {job.id} has no mturk-csv crowd upload to review")
     if len(batches) > 1:

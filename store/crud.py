@@ -279,6 +279,11 @@ def get_dataset(*, session: Session, project_id: str, dataset_id: str) -> Datase
     return session.exec(select(Dataset).where(Dataset.id == dataset_id, Dataset.project_id == project_id)).first()
 
 
+def _order(newest_first: bool, *columns: Any) -> tuple:
+    """``columns`` ascending, or all descending for ``newest_first``."""
+    return tuple(col(c).desc() for c in columns) if newest_first else columns
+
+
 def _page(session: Session, stmt, *, offset: int, limit: int, order) -> tuple[list, int]:
     count = session.exec(select(func.count()).select_from(stmt.subquery())).one()
     rows = session.exec(stmt.order_by(*order).offset(offset).limit(limit)).all()
@@ -409,10 +414,22 @@ def upload_corpora(*, session: Session, dataset_id: str, exclude: Collection[str
     return list(session.exec(stmt.order_by(Upload.created_at, Upload.id)).all())
 
 
-def list_uploads(*, session: Session, dataset_id: str, offset: int = 0, limit: int = 100) -> tuple[list[Upload], int]:
-    """One page of a dataset's uploads, oldest first, and the total count."""
+def list_uploads(*, session: Session, dataset_id: str, offset: int = 0, limit: int = 100,
+                 newest_first: bool = False) -> tuple[list[Upload], int]:
+    """One page of a dataset's uploads, oldest first (or newest first), and the total count."""
     stmt = select(Upload).where(Upload.dataset_id == dataset_id)
-    return _page(session, stmt, offset=offset, limit=limit, order=(Upload.created_at, Upload.id))
+    return _page(session, stmt, offset=offset, limit=limit, order=_order(newest_first, Upload.created_at, Upload.id))
+
+
+def dataset_uploads(*, session: Session, dataset_id: str, format: str | None = None,  # noqa: A002
+                    role: str | None = None, upload_id: str | None = None) -> list[Upload]:
+    """Every upload of a dataset with the given format, role and id (each optional), oldest first, filtered
+    in SQL and never cut at a page size."""
+    stmt = select(Upload).where(Upload.dataset_id == dataset_id)
+    for column, value in ((Upload.format, format), (Upload.role, role), (Upload.id, upload_id)):
+        if value is not None:
+            stmt = stmt.where(column == value)
+    return list(session.exec(stmt.order_by(Upload.created_at, Upload.id)).all())
 
 
 # ---------------------------------------------------------------- jobs
@@ -434,14 +451,15 @@ def get_job(*, session: Session, project_id: str, job_id: str) -> Job | None:
 
 
 def list_jobs(*, session: Session, project_id: str, dataset_id: str | None = None, status: JobStatus | None = None,
-              offset: int = 0, limit: int = 100) -> tuple[list[Job], int]:
-    """One page of the project's jobs (optionally of one dataset or status), oldest first, and the count."""
+              offset: int = 0, limit: int = 100, newest_first: bool = False) -> tuple[list[Job], int]:
+    """One page of the project's jobs (optionally of one dataset or status), oldest first (or newest first), and
+    the count."""
     stmt = select(Job).where(Job.project_id == project_id)
     if dataset_id is not None:
         stmt = stmt.where(Job.dataset_id == dataset_id)
     if status is not None:
         stmt = stmt.where(Job.status == status)
-    return _page(session, stmt, offset=offset, limit=limit, order=(Job.created_at, Job.id))
+    return _page(session, stmt, offset=offset, limit=limit, order=_order(newest_first, Job.created_at, Job.id))
 
 
 def has_running_job(*, session: Session, dataset_id: str) -> bool:

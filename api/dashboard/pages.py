@@ -34,6 +34,7 @@ from crowdqa.api.dashboard.web import PREFIX, PageError, redirect, render
 from crowdqa.api.deps import QueueDep, SessionDep, SettingsDep
 from crowdqa.api.errors import ProblemError
 from crowdqa.api.forms import upload_form, upload_options
+from crowdqa.api.request_gate import API_PREFIX
 from crowdqa.api.throttle import client_address, throttle_of
 from crowdqa.ingest.formats import READ_FORMATS, ROLES, UPLOAD_OPTIONS
 from crowdqa.jobs import reconcile, service, uploads
@@ -53,6 +54,7 @@ from crowdqa.store.models import Dataset, DatasetCreate, Job, JobCreate, JobPubl
 __all__ = ["router", "owned_dataset", "owned_job", "error_message", "datasets_view", "FORM_ERRORS", "Csrf"]
 
 router = APIRouter(prefix=PREFIX, include_in_schema=False)
+PAGE_ROWS = 200  # the newest uploads and jobs a dataset page lists (it says how many more the API lists)
 
 #: What a form may get wrong (a file that cannot be read is a ValueError); the page shows the message.
 FORM_ERRORS = (ValueError, JobNotRunnableError, QueueUnavailableError, UploadTooLargeError, ProblemError,
@@ -180,11 +182,14 @@ def create_dataset(request: Request, session: SessionDep, dash: DashSessionDep,
 def _dataset_page(request: Request, session, dash: DashboardSession, dataset: Dataset, *,
                   error: str | None = None, status_code: int = 200, form: dict[str, Any] | None = None
                   ) -> HTMLResponse:
-    upload_rows, _ = crud.list_uploads(session=session, dataset_id=dataset.id, limit=1000)
-    jobs, _ = crud.list_jobs(session=session, project_id=dash.project.id, dataset_id=dataset.id, limit=1000)
+    upload_rows, n_uploads = crud.list_uploads(session=session, dataset_id=dataset.id, limit=PAGE_ROWS,
+                                               newest_first=True)
+    jobs, n_jobs = crud.list_jobs(session=session, project_id=dash.project.id, dataset_id=dataset.id,
+                                  limit=PAGE_ROWS, newest_first=True)
     datasets = {d.id: d for d in crud.list_datasets(session=session, project_id=dash.project.id, limit=1000)[0]}
     return render(request, "dataset.html", {
-        "dataset": dataset, "uploads": upload_rows, "jobs": jobs[::-1], "formats": READ_FORMATS,
+        "dataset": dataset, "uploads": upload_rows, "n_uploads": n_uploads, "jobs": jobs, "n_jobs": n_jobs,
+        "api_dataset": f"{API_PREFIX}/datasets/{dataset.id}", "formats": READ_FORMATS,
         "roles": ROLES, "methods": [m.value for m in Method], "error": error,
         # A method the data allows first: hmm-crowd refuses categorical answers (one-token items), ds takes them.
         "default_method": "ds" if data_kind(dataset.summary).get("categorical") else "hmm-crowd",

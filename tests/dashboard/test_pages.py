@@ -14,7 +14,7 @@ from sqlmodel import Session, select
 from crowdqa.api.dashboard.auth import SESSION_COOKIE, SESSION_SECONDS, end_session, new_session_cookie, read_session
 from crowdqa.store import crud
 from crowdqa.store.db import get_engine
-from crowdqa.store.models import WebSession, utcnow
+from crowdqa.store.models import DatasetCreate, WebSession, utcnow
 from crowdqa.store.settings import get_settings
 from tests.api.conftest import SAMPLE, wait_job
 from tests.utils.factories import auth
@@ -353,3 +353,64 @@ def test_the_job_form_offers_a_method_the_data_allows_first(client, keys, tmp_pa
     assert selected("a.csv", "item,annotator,label\ni1,w1,yes\ni1,w2,no\n", "categorical") == ["ds"]
     assert selected("s.csv", "doc_id,annotator,start,end,label,text\nd1,w1,0,6,P,Adults with asthma\n",
                     "spans-csv") == ["hmm-crowd"]
+
+
+def _fill_dataset(settings, dataset_id: str, *, n_jobs: int, n_uploads: int) -> tuple[list[str], list[str]]:
+    """``n_jobs`` failed jobs and ``n_uploads`` upload rows (no files), a second apart, oldest first: their ids."""
+    from sqlalchemy import insert
+
+    from crowdqa.store.models import Dataset, Job, JobStatus, Upload
+
+    t0 = utcnow() - timedelta(days=1)
+    with Session(get_engine(settings)) as s:
+        ds = s.get(Dataset, dataset_id)
+        jobs = [Job(project_id=ds.project_id, dataset_id=ds.id, corpus_sha256="0" * 64, method="mv",
+                    status=JobStatus.failed, error="x", created_at=t0 + timedelta(seconds=k)) for k in range(n_jobs)]
+        s.add_all(jobs)
+        uploads = [Upload(dataset_id=ds.id, filename=f"u{k}.csv", format="categorical", role="crowd", size=1,
+                          sha256="0" * 64, raw_path="none", corpus_sha256="0" * 64,
+                          created_at=t0 + timedelta(seconds=k)).model_dump() for k in range(n_uploads)]
+        if uploads:
+            s.exec(insert(Upload), params=uploads)
+        s.commit()
+        return [j.id for j in jobs], [u["id"] for u in uploads]
+
+
+
+def test_dataset_page_lists_the_newest_jobs_and_uploads_and_says_how_many(client, keys, settings):
+    """Polish 2: with more than 200 jobs and uploads, the dataset page lists the newest 200 of each, newest first,
+    and says how many the API lists (before: the oldest 1000, without a word)."""
+    csrf = sign_in(client, keys["a"])
+    url = client.post("/ui/datasets", data={"name": "d", "csrf": csrf}, follow_redirects=False).headers["location"]
+    ds_id = url.rsplit("/", 1)[-1]
+    page = client.get(url).text
+    assert "Showing the newest" not in page
+    jobs, uploads = _fill_dataset(settings, ds_id, n_jobs=205, n_uploads=1003)
+    page = client.get(url).text
+    shown_jobs = re.findall(r'/ui/jobs/(\w+)" class="job-link"', page)
+    assert [j[:8] for j in reversed(jobs[-200:])] == [j[:8] for j in shown_jobs]
+    assert re.findall(r"<td>(u\d+)\.csv</td>", page) == [f"u{k}" for k in range(1002, 802, -1)]
+    assert "Showing the newest 200 of 205 jobs" in page and f'href="/api/v1/datasets/{ds_id}/jobs"' in page
+    assert "Showing the newest 200 of 1003 uploads" in page and f'href="/api/v1/datasets/{ds_id}/uploads"' in page
+
+
+def test_mturk_batch_is_found_among_any_number_of_uploads(settings):
+    """Polish 2: the review export finds the dataset's mturk-csv crowd upload however many uploads came before it
+    (before: only among the oldest 10,000)."""
+    from crowdqa.jobs.exports import _batch_upload, has_batch
+    from crowdqa.store.models import Job, JobStatus, Upload
+
+    with Session(get_engine(settings)) as s:
+        project = crud.create_project(session=s, name="many-uploads")
+        ds = crud.create_dataset(session=s, project_id=project.id, dataset_in=DatasetCreate(name="d"))
+        ds_id = ds.id
+    [job_id], _ = _fill_dataset(settings, ds_id, n_jobs=1, n_uploads=10_001)
+    with Session(get_engine(settings)) as s:
+        job = s.get(Job, job_id)
+        assert job.status == JobStatus.failed and not has_batch(session=s, job=job)
+        batch = Upload(dataset_id=ds_id, filename="batch.csv", format="mturk-csv", role="crowd", size=1,
+                       sha256="0" * 64, raw_path="none", corpus_sha256="0" * 64)
+        s.add(batch)
+        s.commit()
+        assert has_batch(session=s, job=job) and _batch_upload(s, job, None).id == batch.id
+        assert _batch_upload(s, job, batch.id).id == batch.id
