@@ -414,3 +414,15 @@ def test_mturk_batch_is_found_among_any_number_of_uploads(settings):
         s.commit()
         assert has_batch(session=s, job=job) and _batch_upload(s, job, None).id == batch.id
         assert _batch_upload(s, job, batch.id).id == batch.id
+
+
+def test_the_icon_is_served_where_browsers_ask_and_pages_link_to_it(client, keys):
+    """Polish 3: /favicon.ico is an SVG (before: 404 on every dashboard page), and the dashboard links to it."""
+    from xml.etree import ElementTree
+
+    r = client.get("/favicon.ico")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("image/svg+xml")
+    assert ElementTree.fromstring(r.text).tag == "{http://www.w3.org/2000/svg}svg"
+    sign_in(client, keys["a"])
+    for page in (client.get("/ui/").text, client.get("/ui/signin").text):
+        assert '<link rel="icon" href="/favicon.ico" type="image/svg+xml">' in page
