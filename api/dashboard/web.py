@@ -12,7 +12,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from crowdqa.api.dashboard.auth import DashboardSession
 
-__all__ = ["PREFIX", "CSP", "SECURITY_HEADERS", "PageError", "render", "redirect", "fmt", "pct"]
+__all__ = ["PREFIX", "CSP", "SECURITY_HEADERS", "PageError", "render", "redirect", "fmt", "fmt_count", "pct"]
 
 PREFIX = "/ui"
 
@@ -47,6 +47,12 @@ def fmt(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
+def fmt_count(value: Any) -> str:
+    """A count, or a statistic of counts (a median of annotators per document): ``5`` for ``5.0``, else as
+    :func:`fmt` (``4.500``)."""
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else fmt(value)
+
+
 def pct(value: Any) -> str:
     """A share as a percentage (``-`` when missing)."""
     return "-" if value is None else f"{100 * float(value):.1f}%"
@@ -59,7 +65,7 @@ def _interval(block: Any, name: str) -> str:
 
 _env = Environment(loader=PackageLoader("crowdqa.api.dashboard", "templates"), autoescape=True,
                    undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-_env.filters.update(fmt=fmt, pct=pct, interval=_interval, q=lambda s: quote(str(s), safe=""))
+_env.filters.update(fmt=fmt, fmt_count=fmt_count, pct=pct, interval=_interval, q=lambda s: quote(str(s), safe=""))
 templates = Jinja2Templates(env=_env)
 
 

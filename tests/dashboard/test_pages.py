@@ -426,3 +426,19 @@ def test_the_icon_is_served_where_browsers_ask_and_pages_link_to_it(client, keys
     sign_in(client, keys["a"])
     for page in (client.get("/ui/").text, client.get("/ui/signin").text):
         assert '<link rel="icon" href="/favicon.ico" type="image/svg+xml">' in page
+
+
+def test_dataset_summary_shows_integral_medians_as_counts(client, keys):
+    """Polish 3: the dataset summary's median annotators per document reads ``5``, not ``5.000``; a median
+    between two counts keeps its fraction."""
+    from crowdqa.api.dashboard.web import fmt_count
+
+    csrf = sign_in(client, keys["a"])
+    url = client.post("/ui/datasets", data={"name": "d", "csrf": csrf}, follow_redirects=False).headers["location"]
+    with open(SAMPLE / "crowd.jsonl", "rb") as fh:
+        client.post(f"{url}/uploads", data={"format": "spans-jsonl", "role": "crowd", "csrf": csrf},
+                    files={"file": ("crowd.jsonl", fh)})
+    page = client.get(url).text
+    medians = re.findall(r"<dt>median</dt>\s*<dd>\s*([^<]*?)\s*</dd>", page)
+    assert medians and all(m.isdigit() for m in medians), medians
+    assert (fmt_count(5.0), fmt_count(4.5), fmt_count(3), fmt_count(None)) == ("5", "4.500", "3", "-")
