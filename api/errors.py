@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from crowdqa.jobs.errors import (
     DatasetBusyError,
@@ -102,8 +103,46 @@ async def _too_large(_: Request, exc: UploadTooLargeError):
     return problem_response(413, f"{exc.what} exceeds the limit of {exc.limit} bytes ({exc.setting})")
 
 
+class _UnexpectedErrors:
+    """An unexpected exception of a request becomes a 500 problem, its traceback logged once.
+
+    Starlette's handler for ``Exception`` answers from its outermost middleware and then re-raises, so the
+    server (uvicorn: "Exception in ASGI application") logged the traceback a second time. This middleware
+    sits inside the others, logs, answers and does not re-raise; an exception after the response started
+    (nothing can be answered then), or raised by an outer middleware, is left to the server, which logs it
+    once.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def send_started(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_started)
+        except Exception as exc:
+            if started:
+                raise
+            logger.exception("unhandled error in %s %s", scope.get("method"), scope.get("path"), exc_info=exc)
+            await _internal_error()(scope, receive, send)
+
+
+def _internal_error() -> JSONResponse:
+    return problem_response(500, "internal error; the server log has the details")
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Map every exception the service raises to a problem document."""
+    app.add_middleware(_UnexpectedErrors)
 
     @app.exception_handler(ProblemError)
     async def _problem(_: Request, exc: ProblemError):
@@ -172,7 +211,6 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _value(_: Request, exc: ValueError):
         return problem_response(422, str(exc).splitlines()[0] if str(exc) else "invalid value")
 
-    @app.exception_handler(Exception)
+    @app.exception_handler(Exception)  # raised outside _UnexpectedErrors: the server logs it as it re-raises
     async def _unexpected(_: Request, exc: Exception):
-        logger.exception("unhandled error", exc_info=exc)
-        return problem_response(500, "internal error; the server log has the details")
+        return _internal_error()

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import pytest
 from fastapi.testclient import TestClient
 
 from crowdqa.api.cli import main
@@ -117,3 +118,40 @@ def test_run_sh_installs_only_when_pyproject_changed_and_passes_its_arguments(tm
     with open(tmp_path / "pyproject.toml", "a", encoding="utf-8") as fh:
         fh.write("\n# a new dependency\n")
     assert run() == ["pip", "crowdqa serve --port 8001"]
+
+
+def test_an_unexpected_error_is_a_500_problem_logged_once(caplog):
+    """Polish 3: an unhandled exception is answered with a 500 problem and its traceback logged once (before:
+    Starlette's handler logged it, then re-raised it to the server, which logged it again; TestClient's
+    default raise_server_exceptions shows that re-raise). One raised after the response started is left to
+    the server."""
+    import logging
+
+    from fastapi import FastAPI
+    from fastapi.responses import StreamingResponse
+
+    from crowdqa.api.errors import install_error_handlers
+
+    app = FastAPI()
+    install_error_handlers(app)
+
+    @app.get("/boom")
+    def boom() -> None:
+        raise RuntimeError("kaboom")
+
+    @app.get("/late")
+    def late() -> StreamingResponse:
+        def body():
+            yield b"partial"
+            raise RuntimeError("too late")
+        return StreamingResponse(body())
+
+    client = TestClient(app)  # raise_server_exceptions=True: what reaches the server is raised here
+    with caplog.at_level(logging.ERROR):
+        r = client.get("/boom")
+    assert r.status_code == 500 and r.headers["content-type"].startswith("application/problem+json")
+    assert r.json()["detail"] == "internal error; the server log has the details"
+    logged = [rec for rec in caplog.records if rec.exc_info and "kaboom" in str(rec.exc_info[1])]
+    assert len(logged) == 1 and "GET /boom" in logged[0].getMessage()
+    with pytest.raises(RuntimeError, match="too late"):
+        client.get("/late")
