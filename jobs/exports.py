@@ -124,7 +124,7 @@ def has_batch(*, session: Session, job: Job) -> bool:
 def _batch_upload(session: Session, job: Job, upload_id: str | None) -> Upload:
     """The mturk-csv crowd upload of the job's dataset to review: ``upload_id``, or the only one."""
     if upload_id is not None:
-        found = crud.dataset_uploads(session=session, dataset_id=job.dataset_id, upload_id=upload_id)
+        found = crud.dataset_uploads(session=session, dataset_id=job.dataset_id, upload_ids=[upload_id])
         if not found:
             raise LookupError(f"no upload {upload_id!r} in the job's dataset")
         if found[0].format != "mturk-csv":

@@ -102,8 +102,8 @@ def pull(*, session: Session, settings: Settings, client: LabelStudio, ls_projec
     dataset = crud.find_dataset(session=session, project_id=project.id, name=name)
     link = crud.get_label_studio_link(session=session, dataset_id=dataset.id) if dataset is not None else None
     # A pull is an upload request; a re-pull's new uploads replace the link's, whose bytes it frees.
-    admit_upload(session=session, settings=settings, project_id=project.id,
-                 replaced=_replaced_bytes(session, project.id, link))
+    replaced = _replaced_bytes(session, project.id, link)
+    admit_upload(session=session, settings=settings, project_id=project.id, replaced=replaced)
     if dataset is not None and link is None and dataset.n_uploads:
         raise UploadConflictError(f"dataset {name!r} holds uploads that were not pulled from Label Studio; "
                                   "pull into a new dataset (--dataset NAME)")
@@ -141,7 +141,7 @@ def pull(*, session: Session, settings: Settings, client: LabelStudio, ls_projec
         link.token_sealed = seal(settings.data_dir, keep_token)
     try:
         uploads = _store(session=session, settings=settings, dataset=dataset, link=link, config=config,
-                         by_role=by_role, ls_project=int(ls_project))
+                         by_role=by_role, ls_project=int(ls_project), replaced=replaced)
     except BaseException:
         session.rollback()
         if created:
@@ -166,14 +166,14 @@ def _keep_token(session: Session, settings: Settings, link: LabelStudioLink, tok
 
 
 def _store(*, session: Session, settings: Settings, dataset: Dataset, link: LabelStudioLink, config: LabelConfig,
-           by_role: dict[str, list[dict]], ls_project: int) -> list[Upload]:
+           by_role: dict[str, list[dict]], ls_project: int, replaced: int) -> list[Upload]:
     """Store and stage one upload per role as an upload of a file is (:mod:`crowdqa.jobs.uploads`: the size and
     bytes limits, the parse, the summary) and swap them for the link's earlier uploads in one transaction, with
     every check of an upload (:func:`~crowdqa.jobs.uploads.merge_uploads`). A role whose annotations hold no
-    label (choices left empty) makes no upload."""
+    label (choices left empty) makes no upload. ``replaced``: the bytes of the link's uploads, freed when the swap
+    commits (:func:`_replaced_bytes`, as the pull admitted the request by)."""
     store = ArtifactStore(settings.data_dir)
     staged, raws = [], []
-    replaced = _replaced_bytes(session, dataset.project_id, link)
     try:
         for role, tasks in by_role.items():
             if not tasks:

@@ -307,7 +307,7 @@ def merge_uploads(*, session: Session, store: ArtifactStore, dataset: Dataset, a
         now = utcnow()  # their place in the dataset's merge order is taken now, under the lock, in this order
         for k, row in enumerate(rows):
             row.created_at = now + timedelta(microseconds=k)
-        old = crud.uploads_by_ids(session=session, dataset_id=dataset.id, upload_ids=gone)
+        old = crud.dataset_uploads(session=session, dataset_id=dataset.id, upload_ids=gone)
         crud.replace_uploads(session=session, dataset=dataset, removed=old, added=rows, link=link, **state)
     for row in rows:
         session.refresh(row)

@@ -74,7 +74,7 @@ __all__ = [
     "delete_dataset",
     "list_uploads",
     "find_upload",
-    "uploads_by_ids",
+    "dataset_uploads",
     "upload_corpora",
     "file_has_upload",
     "remove_upload",
@@ -396,15 +396,6 @@ def annotator_ids(*, session: Session, dataset_id: str, role: str | None = None)
     return list(session.exec(stmt).all())
 
 
-def uploads_by_ids(*, session: Session, dataset_id: str, upload_ids: Collection[str]) -> list[Upload]:
-    """The dataset's uploads of these ids, in upload order, in one query (``id IN (...)``); an id of another
-    dataset's upload, or of none, finds nothing."""
-    if not upload_ids:
-        return []
-    stmt = select(Upload).where(Upload.dataset_id == dataset_id, col(Upload.id).in_(list(upload_ids)))
-    return list(session.exec(stmt.order_by(Upload.created_at, Upload.id)).all())
-
-
 def upload_corpora(*, session: Session, dataset_id: str, exclude: Collection[str] = ()) -> list[str]:
     """The corpus sha256 of each of the dataset's uploads (but the uploads ``exclude``), in upload order (the
     order they merge in)."""
@@ -422,13 +413,18 @@ def list_uploads(*, session: Session, dataset_id: str, offset: int = 0, limit: i
 
 
 def dataset_uploads(*, session: Session, dataset_id: str, format: str | None = None,  # noqa: A002
-                    role: str | None = None, upload_id: str | None = None) -> list[Upload]:
-    """Every upload of a dataset with the given format, role and id (each optional), oldest first, filtered
-    in SQL and never cut at a page size."""
+                    role: str | None = None, upload_ids: Collection[str] | None = None) -> list[Upload]:
+    """Every upload of a dataset with the given format, role and ids (each optional; ``upload_ids`` in one
+    ``id IN (...)``, an id of another dataset's upload or of none finding nothing), oldest first (the order
+    uploads merge in), filtered in SQL and never cut at a page size."""
+    if upload_ids is not None and not upload_ids:
+        return []
     stmt = select(Upload).where(Upload.dataset_id == dataset_id)
-    for column, value in ((Upload.format, format), (Upload.role, role), (Upload.id, upload_id)):
+    for column, value in ((Upload.format, format), (Upload.role, role)):
         if value is not None:
             stmt = stmt.where(column == value)
+    if upload_ids is not None:
+        stmt = stmt.where(col(Upload.id).in_(list(upload_ids)))
     return list(session.exec(stmt.order_by(Upload.created_at, Upload.id)).all())
 
 

@@ -253,7 +253,7 @@ def test_worker_score_pages_match_a_python_sort(session, scores, order, offset, 
     assert [r.annotator for r in rows] == expected
 
 
-def test_uploads_by_ids_loads_the_requested_rows_of_the_dataset_in_one_query(session):
+def test_dataset_uploads_of_ids_loads_the_requested_rows_of_the_dataset_in_one_query(session):
     """merge_uploads finds the uploads it removes with one ``SELECT ... WHERE dataset_id = ? AND id IN (...)``: the
     dataset's rows of those ids alone, in upload order; another dataset's id, or an unknown one, finds nothing."""
     from sqlalchemy import event
@@ -287,12 +287,12 @@ def test_uploads_by_ids_loads_the_requested_rows_of_the_dataset_in_one_query(ses
     event.listen(Upload, "load", on_load)
     event.listen(engine, "before_cursor_execute", on_execute)
     try:
-        rows = crud.uploads_by_ids(session=session, dataset_id=ds_id, upload_ids=wanted)
-        assert crud.uploads_by_ids(session=session, dataset_id=ds_id, upload_ids=[]) == []
+        rows = crud.dataset_uploads(session=session, dataset_id=ds_id, upload_ids=wanted)
+        assert crud.dataset_uploads(session=session, dataset_id=ds_id, upload_ids=[]) == []
     finally:
         event.remove(Upload, "load", on_load)
         event.remove(engine, "before_cursor_execute", on_execute)
     assert [r.id for r in rows] == [ids[1], ids[3]]  # upload order, this dataset's only
     assert sorted(loaded) == sorted(r.id for r in rows)
     assert len(statements) == 1 and " IN " in statements[0].upper(), statements
-    assert [r.id for r in crud.uploads_by_ids(session=session, dataset_id=other_id, upload_ids=wanted)] == [their_id]
+    assert [r.id for r in crud.dataset_uploads(session=session, dataset_id=other_id, upload_ids=wanted)] == [their_id]
