@@ -10,7 +10,9 @@ uploading the same export gives. Everything is fetched and parsed before anythin
 uploads are swapped for the new ones in one transaction: a pull cut halfway leaves the dataset as it was.
 Tasks deleted in Label Studio leave the dataset at the next pull: an incremental one also lists the ids of the
 project's tasks (``GET /api/tasks?include=id``, a few bytes a task) and drops the held tasks it no longer lists
-(:attr:`PullResult.removed`); a full pull (``full=True``) reads every task again.
+(:attr:`PullResult.removed`); a full pull (``full=True``) reads every task again. A pull that finds no annotation
+left in a linked project (every task deleted, or every annotation) removes the link's uploads, and nothing else of
+the dataset; a first pull of such a project is refused (nothing to make a dataset of).
 
 **Push** (:func:`push`) writes a finished job's aggregate on the project's tasks as predictions
 (``model_version`` ``crowdqa-<method>-job-<id>``), each scored by the aggregate's mean confidence over the
@@ -128,7 +130,9 @@ def pull(*, session: Session, settings: Settings, client: LabelStudio, ls_projec
         _keep_token(session, settings, link, keep_token)
         return PullResult(dataset=dataset, link=link, kind=config.kind, fetched=0, tasks=len(tasks), changed=False)
     by_role = split_tasks(tasks, experts=frozenset(experts), ground_truth=ground_truth)
-    if not by_role["crowd"] and not by_role["expert"]:
+    # A linked project with no annotations left (its tasks deleted, or their annotations) empties the link's
+    # uploads; only a first pull has nothing to make a dataset of.
+    if link is None and not by_role["crowd"] and not by_role["expert"]:
         raise IngestError(f"project {ls_project} has no annotations to pull", source=f"{client.url} project "
                           f"{ls_project}")
     created = dataset is None

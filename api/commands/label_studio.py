@@ -51,6 +51,9 @@ def _pull(args: argparse.Namespace) -> int:
             s = u.summary
             print(f"  upload {u.id}: {u.role}, {u.format}, {s.get('documents')} documents, "
                   f"{sum((s.get('annotators') or {}).values())} annotators")
+        if not done.uploads:
+            print(f"  no annotation left in project {args.project}: the dataset keeps no pulled upload")
+            return 0
     print(f"next: start a job on dataset {ds.id} (API or dashboard), then crowdqa label-studio push --job ID",
           file=sys.stderr)
     return 0

@@ -317,3 +317,58 @@ def test_the_files_of_one_pull_count_together_against_the_bytes_limit(settings, 
     assert _datasets(client, key) == []
     monkeypatch.setattr(settings, "max_project_bytes", sum(sizes))
     assert _pull(client, key, experts=["ex@example.com"]).status_code == 200
+
+
+def test_a_pull_after_every_task_was_deleted_removes_the_pulled_uploads(settings, fake, client, key, capsys):
+    """Every task of a linked project deleted in Label Studio: the pull removes the pulled upload ("0 read, 4
+    removed", 0 held) and keeps the file uploaded beside it; the next pull is "unchanged", and tasks made again
+    are pulled again."""
+    assert _pull(client, key).status_code == 200
+    (ds,) = _datasets(client, key)
+    truth = "item,annotator,label\n" + "".join(f"{k},expert,{'pos' if k % 2 else 'neg'}\n" for k in CROWD)
+    up = _upload(client, key, ds["id"], "truth.csv", truth, "expert")
+    assert up.status_code == 201, up.text
+    pulled = [u for u in _uploads(client, key, ds["id"]) if u != up.json()["id"]]
+    assert len(pulled) == 1
+    fake.tasks = []
+    capsys.readouterr()
+    assert main(["label-studio", "pull", "--url", URL, "--token", TOKEN, "--project", str(PROJECT), "--dataset",
+                 "ls", "--crowdqa-project", "a"]) == 0
+    out = capsys.readouterr().out
+    assert "0 tasks read (changed since the last pull), 4 removed (deleted in Label Studio), 0 held" in out
+    assert f"no annotation left in project {PROJECT}" in out
+    assert _uploads(client, key, ds["id"]) == [up.json()["id"]]
+    (after,) = _datasets(client, key)
+    assert after["summary"]["documents"] == 4 and after["summary"]["annotators"]["crowd"] == 0
+    body = _pull(client, key).json()
+    assert (body["fetched"], body["removed"], body["tasks"], body["changed"]) == (0, 0, 0, False)
+    fake.tasks = [{**t, "id": t["id"] + 10, "updated_at": "2026-01-03T00:00:00Z"} for t in choice_tasks(CROWD)]
+    body = _pull(client, key).json()
+    assert (body["fetched"], body["removed"], body["tasks"], body["changed"]) == (4, 0, 4, True)
+    assert len(body["uploads"]) == 1 and len(_uploads(client, key, ds["id"])) == 2
+
+
+def test_a_pull_after_every_annotation_was_deleted_empties_the_dataset(settings, fake, client, key):
+    """The tasks stay but their annotations are deleted (Label Studio moves their ``updated_at``): the pull reads
+    them, keeps no upload, and the dataset is empty; through the API, one 200."""
+    assert _pull(client, key).status_code == 200
+    (ds,) = _datasets(client, key)
+    fake.tasks = [{**t, "updated_at": "2026-01-02T00:00:00Z", "annotations": []} for t in fake.tasks]
+    r = _pull(client, key)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert (body["fetched"], body["removed"], body["tasks"], body["changed"], body["uploads"]) == (4, 0, 4, True, [])
+    assert _uploads(client, key, ds["id"]) == []
+    (after,) = _datasets(client, key)
+    assert after["summary"] is None
+
+
+def test_a_first_pull_of_an_empty_project_is_refused(settings, fake, client, key):
+    """Nothing to make a dataset of: 422, one line, no dataset and no file."""
+    fake.tasks = []
+    r = _pull(client, key)
+    assert r.status_code == 422, r.text
+    assert r.headers["content-type"] == PROBLEM
+    assert f"project {PROJECT} has no annotations to pull" in r.json()["detail"]
+    assert _datasets(client, key) == [] and _kept_files(settings) == []
+

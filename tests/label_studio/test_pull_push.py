@@ -166,6 +166,42 @@ def test_incremental_pull_drops_a_task_deleted_in_label_studio(ls, settings, cli
     assert (third["fetched"], third["removed"], third["changed"]) == (0, 0, False)
 
 
+def test_a_pull_after_every_task_was_deleted_empties_the_pulled_uploads(ls, settings, client):
+    """Every task of a pulled project deleted in Label Studio: the next pull reads none, removes them all and the
+    pulled uploads with them (the dataset is empty), and the one after is "unchanged"; a first pull of the empty
+    project into another dataset is refused (422). Its own project: the session's are shared."""
+    from tests.label_studio.conftest import CHOICE_CONFIG, CHOICE_TASKS, _choice_result, annotation
+
+    project = ls.server.api("POST", "/api/projects", json={"title": "emptied",
+                                                           "label_config": CHOICE_CONFIG}).json()["id"]
+    ls.server.api("POST", f"/api/projects/{project}/import", json=[
+        {"data": {"text": text}, "annotations": [annotation(e, _choice_result(truth)) for e in CROWD]}
+        for text, truth in CHOICE_TASKS[:3]])
+    with Session(get_engine(settings)) as s:
+        _, key = project_with_key(s, "emptied")
+
+    def pull(dataset="emptied"):
+        return client.post("/api/v1/label-studio/pulls", headers=auth(key), json={
+            "url": ls.server.url, "token": ls.server.legacy_token, "project": project, "dataset": dataset})
+
+    first = pull().json()
+    assert (first["fetched"], first["tasks"], len(first["uploads"])) == (3, 3, 1)
+    for task in _tasks(ls, project):
+        ls.server.api("DELETE", f"/api/tasks/{task['id']}/")
+    assert _tasks(ls, project) == []
+    r = pull()
+    assert r.status_code == 200, r.text
+    second = r.json()
+    assert (second["fetched"], second["removed"], second["tasks"], second["changed"], second["uploads"]) == (
+        0, 3, 0, True, [])
+    uploads = client.get(f"/api/v1/datasets/{first['dataset_id']}/uploads", headers=auth(key)).json()["data"]
+    assert uploads == []
+    third = pull().json()
+    assert (third["fetched"], third["removed"], third["changed"]) == (0, 0, False)
+    r = pull("another")
+    assert r.status_code == 422 and "has no annotations to pull" in r.json()["detail"]
+
+
 def test_pull_cut_halfway_leaves_the_dataset_as_it_was(ls, settings, monkeypatch):
     """The connection drops on the second page of a full pull: the error is one line, and the dataset (its
     uploads, corpus, summary and the link's cursor) is what it was."""
