@@ -48,9 +48,10 @@ from crowdqa.jobs.uploads import (
     admit_upload,
     collect_garbage,
     discard_raw,
+    discard_staged,
     merge_uploads,
     stage_upload,
-    store_raw,
+    store_raws,
 )
 from crowdqa.store import crud
 from crowdqa.store.artifacts import ArtifactStore
@@ -173,23 +174,25 @@ def _store(*, session: Session, settings: Settings, dataset: Dataset, link: Labe
            by_role: dict[str, list[dict]], ls_project: int, replaced: int) -> list[Upload]:
     """Store and stage one upload per role as an upload of a file is (:mod:`crowdqa.jobs.uploads`: the size and
     bytes limits, the parse, the summary) and swap them for the link's earlier uploads in one transaction, with
-    every check of an upload (:func:`~crowdqa.jobs.uploads.merge_uploads`). A role whose annotations hold no
-    label (choices left empty) makes no upload. ``replaced``: the bytes of the link's uploads, freed when the swap
-    commits (:func:`_replaced_bytes`, as the pull admitted the request by)."""
+    every check of an upload (:func:`~crowdqa.jobs.uploads.merge_uploads`). The files are checked against the
+    limits together before one is stored, and a refused pull removes every file it made. A role whose annotations
+    hold no label (choices left empty) makes no upload; a pull of none empties the link's uploads. ``replaced``:
+    the bytes of the link's uploads, freed when the swap commits (:func:`_replaced_bytes`, as the pull admitted
+    the request by)."""
     store = ArtifactStore(settings.data_dir)
-    staged, raws = [], []
-    try:
-        for role, tasks in by_role.items():
-            if not tasks:
-                continue
+    files = []
+    for role, tasks in by_role.items():
+        if tasks:
             data, fmt, options = upload_bytes(tasks, config)
-            filename = f"label-studio-{ls_project}-{role}{'.json' if fmt == 'label-studio' else '.csv'}"
-            # The link's uploads go when the swap commits; this pull's files stored already count as kept.
-            raw = store_raw(session=session, settings=settings, project_id=dataset.project_id, data=data,
-                            filename=filename, freed=replaced - sum(r.size for r in raws))
-            raws.append(raw)
+            name = f"label-studio-{ls_project}-{role}{'.json' if fmt == 'label-studio' else '.csv'}"
+            files.append((data, name, fmt, options, role))
+    raws = store_raws(session=session, settings=settings, project_id=dataset.project_id,
+                      files=[(data, name) for data, name, *_ in files], freed=replaced)
+    staged = []
+    try:
+        for raw, (_, name, fmt, options, role) in zip(raws, files, strict=True):
             try:
-                staged.append(stage_upload(store=store, dataset=dataset, raw=raw, filename=filename, format=fmt,
+                staged.append(stage_upload(store=store, dataset=dataset, raw=raw, filename=name, format=fmt,
                                            role=role, options=options))
             except NoLabelsError:
                 continue
@@ -198,6 +201,8 @@ def _store(*, session: Session, settings: Settings, dataset: Dataset, link: Labe
                               link=link)
     except BaseException:
         session.rollback()
+        for done in staged:
+            discard_staged(session=session, store=store, staged=done)
         for raw in raws:
             discard_raw(session=session, store=store, raw=raw)
         raise

@@ -9,9 +9,11 @@ call these (the command line reads files, not datasets: :mod:`crowdqa.jobs.local
 
 Every door that adds uploads to a dataset (:func:`add_upload`, a Label Studio pull in
 :mod:`crowdqa.jobs.label_studio`) takes the same steps, so each meets every guard: :func:`admit_upload` (the
-project's limits), :func:`store_raw` (the size limit of :class:`UploadLimits` and the bytes kept),
-:func:`stage_upload` (a stored file made an upload row: parse and summary) and :func:`merge_uploads` (the rows
-added to the dataset under its lock, with the checks against its other uploads).
+project's limits), :func:`store_raw` or :func:`store_raws` (the size limit of :class:`UploadLimits` and the
+bytes kept; files of known size, a pull's, are checked before a byte of them is stored), :func:`stage_upload` (a
+stored file made an upload row: parse and summary) and :func:`merge_uploads` (the rows added to the dataset under
+its lock, with the checks against its other uploads). A refused request removes the files it made
+(:func:`discard_raw`, :func:`discard_staged`).
 """
 
 from __future__ import annotations
@@ -49,13 +51,14 @@ from crowdqa.jobs.quotas import check_stored_bytes, check_upload_rate
 from crowdqa.quality.json_data import plain_json
 from crowdqa.store import crud
 from crowdqa.store.artifacts import Artifact, ArtifactStore, safe_suffix
+from crowdqa.store.errors import UploadTooLargeError
 from crowdqa.store.models import Dataset, LabelStudioLink, Upload, utcnow
 from crowdqa.store.settings import Settings
 
 __all__ = ["FORM_OVERHEAD", "UploadLimits", "load_job_corpus", "job_corpus", "extract_docs", "parse_upload",
-           "add_upload", "admit_upload", "store_raw", "discard_raw", "StagedUpload", "NoLabelsError", "stage_upload",
-           "merge_uploads", "delete_upload", "delete_dataset", "collect_garbage", "dataset_locks", "corpus_index",
-           "dataset_state"]
+           "add_upload", "admit_upload", "store_raw", "store_raws", "discard_raw", "discard_staged", "StagedUpload",
+           "NoLabelsError", "stage_upload", "merge_uploads", "delete_upload", "delete_dataset", "collect_garbage",
+           "dataset_locks", "corpus_index", "dataset_state"]
 
 logger = logging.getLogger(__name__)
 
@@ -195,7 +198,11 @@ def add_upload(*, session: Session, settings: Settings, dataset: Dataset, stream
             _refuse_same_file(session=session, dataset=dataset, sha256=raw.sha256, filename=filename)
             staged = stage_upload(store=store, dataset=dataset, raw=raw, filename=filename, format=format,
                                   role=role, options=options, docs=folder)
-        return merge_uploads(session=session, store=store, dataset=dataset, added=[staged])[0]
+        try:
+            return merge_uploads(session=session, store=store, dataset=dataset, added=[staged])[0]
+        except BaseException:
+            discard_staged(session=session, store=store, staged=staged)
+            raise
     except BaseException:
         discard_raw(session=session, store=store, raw=raw)
         raise
@@ -227,10 +234,41 @@ def store_raw(*, session: Session, settings: Settings, project_id: str, data: Bi
     return raw
 
 
+def store_raws(*, session: Session, settings: Settings, project_id: str, files: Sequence[tuple[bytes, str]],
+               freed: int = 0) -> list[Artifact]:
+    """Keep the raw bytes of a request's files (``(data, filename)``, their sizes known), all of them checked
+    before one is stored: each against :attr:`UploadLimits.file` (UploadTooLargeError), together against the bytes
+    the project may keep, less ``freed`` (QuotaExceededError; see :func:`~crowdqa.jobs.quotas.check_stored_bytes`).
+    Nothing is kept when one is refused or a write fails."""
+    limit = UploadLimits.of(settings).file
+    if any(len(data) > limit for data, _ in files):
+        raise UploadTooLargeError(limit)
+    if files:
+        check_stored_bytes(session=session, settings=settings, project_id=project_id,
+                           incoming=sum(len(data) for data, _ in files), freed=freed)
+    store, raws = ArtifactStore(settings.data_dir), []
+    try:
+        for data, filename in files:
+            raws.append(store.put_bytes(data, kind="uploads", suffix=safe_suffix(filename)))
+    except BaseException:
+        for raw in raws:
+            discard_raw(session=session, store=store, raw=raw)
+        raise
+    return raws
+
+
 def discard_raw(*, session: Session, store: ArtifactStore, raw: Artifact) -> None:
     """Remove a raw file that no upload row names (content-addressed: another upload may share it)."""
     if not crud.file_has_upload(session=session, sha256=raw.sha256):
         store.path(raw).unlink(missing_ok=True)
+
+
+def discard_staged(*, session: Session, store: ArtifactStore, staged: StagedUpload) -> None:
+    """Remove the corpus and index files of a staged upload that was not merged, if staging made them and no
+    upload row names that corpus (one committed meanwhile with the same labels keeps them)."""
+    if staged.corpus_new and not crud.corpus_has_upload(session=session, corpus_sha256=staged.upload.corpus_sha256):
+        store.find(staged.upload.corpus_sha256, kind="corpora", suffix=".npz").unlink(missing_ok=True)
+        store.index_path(staged.upload.corpus_sha256).unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)
@@ -243,6 +281,8 @@ class StagedUpload:
     index: CorpusIndex
     #: The file's name as messages show it (one printable line, no folders).
     source: str
+    #: Whether staging made its corpus file (no upload kept these labels before): see :func:`discard_staged`.
+    corpus_new: bool = False
 
 
 class NoLabelsError(IngestError):
@@ -270,7 +310,7 @@ def stage_upload(*, store: ArtifactStore, dataset: Dataset, raw: Artifact, filen
                                                                notes=parsed.notes, dropped=parsed.dropped)),
         problems=[str(p) for p in parsed.problems][:1000],
     )
-    return StagedUpload(upload=upload, index=index, source=_shown_name(filename))
+    return StagedUpload(upload=upload, index=index, source=_shown_name(filename), corpus_new=own.new)
 
 
 def merge_uploads(*, session: Session, store: ArtifactStore, dataset: Dataset, added: Sequence[StagedUpload],
@@ -300,9 +340,10 @@ def merge_uploads(*, session: Session, store: ArtifactStore, dataset: Dataset, a
                 raise UploadConflictError(str(exc)) from None
             parts.append(staged.upload.corpus_sha256)
             indexes.append(staged.index)
-        state = dataset_state(store, parts, indexes)
+        state = dataset_state(store, parts, indexes, snapshot=False)
         for staged in added:
             _refuse_unmatched_experts(state["summary"], staged.index, filename=staged.source)
+        state["corpus_sha256"] = _snapshot(store, parts)  # stored once every check passed
         rows = [staged.upload for staged in added]
         now = utcnow()  # their place in the dataset's merge order is taken now, under the lock, in this order
         for k, row in enumerate(rows):
@@ -327,14 +368,22 @@ def corpus_index(store: ArtifactStore, corpus_sha: str):
     return index
 
 
-def dataset_state(store: ArtifactStore, parts: list[str], indexes: list) -> dict[str, Any]:
-    """The dataset columns for a list of upload corpora: snapshot sha256, summary and annotator rows."""
+def dataset_state(store: ArtifactStore, parts: list[str], indexes: list, *, snapshot: bool = True) -> dict[str, Any]:
+    """The dataset columns for a list of upload corpora: snapshot sha256 (None with ``snapshot=False``: nothing is
+    stored), summary and annotator rows."""
     if not parts:
         return {"corpus_sha256": None, "summary": None, "annotators": []}
-    snapshot = parts[0] if len(parts) == 1 else store.put_snapshot(parts)
     union = index_union(indexes)
-    return {"corpus_sha256": snapshot, "summary": plain_json(summarize_indexes(indexes, union=union)),
+    return {"corpus_sha256": _snapshot(store, parts) if snapshot else None,
+            "summary": plain_json(summarize_indexes(indexes, union=union)),
             "annotators": annotator_counts(indexes, union=union)}
+
+
+def _snapshot(store: ArtifactStore, parts: list[str]) -> str | None:
+    """The sha256 naming the merge of ``parts``: the one corpus's, or a stored snapshot's."""
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else store.put_snapshot(parts)
 
 
 def _refuse_unmatched_experts(summary: dict, new_index: CorpusIndex, *, filename: str) -> None:

@@ -15,7 +15,7 @@ import re
 import tempfile
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -49,11 +49,13 @@ def artifact_path(kind: str, sha: str, suffix: str = "") -> str:
 
 @dataclass(frozen=True)
 class Artifact:
-    """A stored file: its path relative to the store root, sha256 and size in bytes."""
+    """A stored file: its path relative to the store root, sha256 and size in bytes; ``new`` when the write that
+    returned it made the file (no file of these bytes was kept before), so a refused request removes only those."""
 
     path: str
     sha256: str
     size: int
+    new: bool = field(default=False, compare=False)
 
     def as_dict(self) -> dict:
         return {"path": self.path, "sha256": self.sha256, "size": self.size}
@@ -72,8 +74,9 @@ class ArtifactStore:
     def _commit(self, tmp: Path, *, kind: str, sha: str, size: int, suffix: str) -> Artifact:
         final = self._final(kind, sha, suffix)
         final.parent.mkdir(parents=True, exist_ok=True)
+        new = not final.exists()
         os.replace(tmp, final)
-        return Artifact(path=str(final.relative_to(self.root)), sha256=sha, size=size)
+        return Artifact(path=str(final.relative_to(self.root)), sha256=sha, size=size, new=new)
 
     def _tempfile(self, kind: str) -> tuple[int, Path]:
         folder = make_private_dir(self.root) / kind / "tmp"

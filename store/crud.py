@@ -379,6 +379,11 @@ def file_has_upload(*, session: Session, sha256: str) -> bool:
     return session.exec(select(Upload.id).where(Upload.sha256 == sha256).limit(1)).first() is not None
 
 
+def corpus_has_upload(*, session: Session, corpus_sha256: str) -> bool:
+    """True if some upload row (of any dataset) names the parsed corpus with this sha256."""
+    return session.exec(select(Upload.id).where(Upload.corpus_sha256 == corpus_sha256).limit(1)).first() is not None
+
+
 def remove_upload(*, session: Session, dataset: Dataset, upload: Upload, corpus_sha256: str | None,
                   summary: dict[str, Any] | None, annotators: list[tuple[str, str, int, int]]) -> None:
     """Delete an upload row and set the dataset's new corpus (the merge of its other uploads) in one transaction."""

@@ -71,3 +71,25 @@ def test_young_files_wait_for_the_grace_period(client, keys, settings):
     before = _files(settings.data_dir)
     assert client.delete(f"/api/v1/datasets/{ds}", headers=auth(key)).status_code == 204
     assert _files(settings.data_dir) == before and settings.gc_grace == 900
+
+
+def test_a_refused_upload_leaves_no_file_it_made(client, keys, settings):
+    """A file upload refused when it merges (labels of another kind: 409) removes the raw file and the corpus it
+    stored; refused with the bytes another dataset keeps, it leaves that dataset's files alone."""
+    key, data = keys["a"], Path(settings.data_dir)
+    made = [client.post("/api/v1/datasets", headers=auth(key), json={"name": n}).json()["id"] for n in "ab"]
+
+    def upload(ds: str, rows: str):
+        return client.post(f"/api/v1/datasets/{ds}/uploads", headers=auth(key), data={"format": "categorical"},
+                           files={"file": ("f.csv", ("item,annotator,label\n" + rows).encode(), "text/csv")})
+
+    assert upload(made[0], "1,w1,pos\n2,w1,neg\n").status_code == 201
+    kept = _files(data)
+    r = upload(made[0], "1,w2,yes\n2,w2,no\n")
+    assert r.status_code == 409, r.text
+    assert _files(data) == kept
+    assert upload(made[1], "1,w2,yes\n2,w2,no\n").status_code == 201
+    kept = _files(data)
+    assert upload(made[0], "1,w2,yes\n2,w2,no\n").status_code == 409
+    assert _files(data) == kept
+    assert client.get(f"/api/v1/datasets/{made[1]}", headers=auth(key)).json()["summary"]["documents"] == 2

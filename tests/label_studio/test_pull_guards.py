@@ -372,3 +372,51 @@ def test_a_first_pull_of_an_empty_project_is_refused(settings, fake, client, key
     assert f"project {PROJECT} has no annotations to pull" in r.json()["detail"]
     assert _datasets(client, key) == [] and _kept_files(settings) == []
 
+
+def _stored_files(settings) -> set[Path]:
+    """Every file of the data directory but the database's (uploads, corpora, indexes, snapshots, ...)."""
+    root = Path(settings.data_dir)
+    return {p for p in root.rglob("*") if p.is_file() and not p.name.startswith("crowdqa.")
+            and p.suffix not in (".db", ".sqlite", ".lock")}
+
+
+def _pulls_refused(settings, fake, client, key, monkeypatch):
+    """Four refused re-pulls of a dataset pulled with a crowd and an expert upload: past the bytes limit by its
+    second file (429), past the file limit (413), labels of another kind (409), experts matching no crowd task
+    (422); each yields (status, the files it left)."""
+    fake.tasks = choice_tasks(WITH_EXPERT)
+    assert _pull(client, key, experts=["ex@example.com"]).status_code == 200
+    (ds,) = _datasets(client, key)
+    kept = _kept_bytes(client, key, ds["id"])
+    bigger = choice_tasks({**WITH_EXPERT, 5: {1: "pos", 2: "neg", 3: "pos", 4: "pos"}})
+
+    def refused(expected: int, tasks: list[dict], **body) -> set[Path]:
+        before = _stored_files(settings)
+        fake.tasks = tasks
+        r = _pull(client, key, experts=["ex@example.com"], full=True, **body)
+        assert r.status_code == expected, r.text
+        return _stored_files(settings) - before
+
+    monkeypatch.setattr(settings, "max_project_bytes", kept + 5)  # the crowd file of 5 tasks fits, not both
+    yield 429, refused(429, bigger)
+    monkeypatch.setattr(settings, "max_project_bytes", 10**9)
+    small = UploadLimits(file=max(_sizes(client, key, ds["id"])) + 1, request=10**6, texts=10**6)
+    limits = UploadLimits.__dict__["of"]
+    monkeypatch.setattr(UploadLimits, "of", classmethod(lambda cls, settings: small))
+    yield 413, refused(413, bigger)
+    monkeypatch.setattr(UploadLimits, "of", limits)
+    fake.config = CHOICE_CONFIG.replace('"pos"', '"yes"').replace('"neg"', '"no"')
+    truth = "item,annotator,label\n" + "".join(f"{k},expert,pos\n" for k in CROWD)
+    assert _upload(client, key, ds["id"], "truth.csv", truth, "expert").status_code == 201
+    yield 409, refused(409, choice_tasks({k: {u: {"pos": "yes", "neg": "no"}[c] for u, c in by.items()}
+                                          for k, by in WITH_EXPERT.items()}))
+    fake.config = CHOICE_CONFIG
+    yield 422, refused(422, choice_tasks({**CROWD, 15: {4: "pos"}, 16: {4: "neg"}}), dataset="other")
+
+
+def test_a_refused_pull_leaves_nothing_new_on_disk(settings, fake, client, key, monkeypatch):
+    """A pull is checked (sizes, the bytes the project keeps) before a file of it is stored, and a pull refused
+    later (its labels do not merge) removes what it stored: whatever refused it, no file is new on disk."""
+    seen = [(status, sorted(p.relative_to(settings.data_dir).as_posix() for p in left))
+            for status, left in _pulls_refused(settings, fake, client, key, monkeypatch)]
+    assert seen == [(429, []), (413, []), (409, []), (422, [])]
