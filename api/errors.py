@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import uuid
 from http import HTTPStatus
 from typing import Any
 
@@ -132,8 +133,15 @@ class _UnexpectedErrors:
         except Exception as exc:
             if started:
                 raise
-            logger.exception("unhandled error in %s %s", scope.get("method"), scope.get("path"), exc_info=exc)
-            await _internal_error()(scope, receive, send)
+            request_id = uuid.uuid4().hex[:12]
+            logger.exception("unhandled error in %s %s (request id %s)", scope.get("method"), scope.get("path"),
+                             request_id, exc_info=exc)
+            scope.setdefault("state", {})["request_id"] = request_id
+            request = Request(scope, receive)
+            # The app's handler for Exception answers (the dashboard shows a page for its own addresses).
+            handler = getattr(scope.get("app"), "exception_handlers", {}).get(Exception)
+            response = await handler(request, exc) if handler is not None else _internal_error()
+            await response(scope, receive, send)
 
 
 def _internal_error() -> JSONResponse:

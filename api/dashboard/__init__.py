@@ -18,8 +18,9 @@ from fastapi.staticfiles import StaticFiles
 
 from crowdqa.api.dashboard import label_studio, report, review, routing  # noqa: F401  (register their pages on the router)
 from crowdqa.api.dashboard.auth import CsrfError, SignInRequired
+from crowdqa.api.dashboard.errors import error_page, install_error_pages
 from crowdqa.api.dashboard.pages import router
-from crowdqa.api.dashboard.web import PREFIX, SECURITY_HEADERS, PageError, render
+from crowdqa.api.dashboard.web import PREFIX, SECURITY_HEADERS, PageError
 
 __all__ = ["install", "router"]
 
@@ -57,7 +58,8 @@ class DashboardMiddleware:
 
 
 def install(app: FastAPI) -> None:
-    """Mount the dashboard on the app: its pages, its static files and its error pages."""
+    """Mount the dashboard on the app: its pages, its static files and its error pages (:mod:`.errors`: install
+    it after the API's error handlers)."""
     app.include_router(router)
     app.mount(f"{PREFIX}/static", StaticFiles(directory=str(files("crowdqa.api.dashboard") / "static")),
               name="dashboard-static")
@@ -67,10 +69,12 @@ def install(app: FastAPI) -> None:
     async def _sign_in(request: Request, _: SignInRequired):
         return RedirectResponse(f"{PREFIX}/signin", status_code=303)
 
+    install_error_pages(app)  # the API's handlers answer a page at a dashboard address
+
     @app.exception_handler(CsrfError)
     async def _csrf(request: Request, exc: CsrfError):
-        return render(request, "error.html", {"status": 403, "detail": str(exc)}, status_code=403)
+        return error_page(request, 403, str(exc))
 
     @app.exception_handler(PageError)
     async def _page(request: Request, exc: PageError):
-        return render(request, "error.html", {"status": exc.status, "detail": exc.detail}, status_code=exc.status)
+        return error_page(request, exc.status, exc.detail)

@@ -145,11 +145,16 @@ def worker_page(request: Request, job_id: str, session: SessionDep, settings: Se
         measured = confusion_matrix(rates, labels, counts=counts)
     entry = next((e for e in body.get("workers") or [] if e.get("annotator") == id), {})
     return render(request, "worker.html", {
-        "job": job, "annotator": id, "role": details.role, "entry": entry,
+        "job": job, "dataset": _dataset_of(session, dash, job), "annotator": id, "role": details.role, "entry": entry,
         "estimated": confusion_matrix(details.estimated, labels), "measured": measured, "worst": details.worst,
         "documents": details.documents, "method": body.get("method"), "reference": job.reference,
         "categorical": body.get("kind") == "categorical",
     }, dash=dash)
+
+
+def _dataset_of(session, dash, job: Job):
+    """The job's dataset (for the breadcrumb), or None if it is gone."""
+    return crud.get_dataset(session=session, project_id=dash.project.id, dataset_id=job.dataset_id)
 
 
 def _segments(text: str, spans: list[tuple[int, int, str]]) -> list[tuple[str, str | None, int, int]]:
@@ -180,7 +185,8 @@ def document_page(request: Request, job_id: str, doc: int, session: SessionDep, 
         layers = document_layers(result, doc)
     except IndexError:
         raise PageError(404, "no such document in this job") from None
-    return render(request, "document.html", {"job": job, "method": job.method.value, "doc": doc,
+    return render(request, "document.html", {"job": job, "dataset": _dataset_of(session, dash, job),
+                                             "method": job.method.value, "doc": doc,
                                              "n_docs": result.corpus.n_docs,
                                              **viewer(layers, job, has_outside=result.corpus.has_outside,
                                                       class_names=result.corpus.class_names)}, dash=dash)

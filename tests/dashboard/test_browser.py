@@ -123,6 +123,7 @@ def test_sign_in_upload_run_and_read_the_report(server, page_of):
     assert page.locator("#estimated table.matrix tbody tr").count() == 2
     assert page.locator("#measured table.matrix tbody tr").count() == 2
     assert page.locator("#worst-documents tbody tr").count() > 0
+    assert page.inner_text("#crumbs") == f"Datasets / sample / job {job_id[:8]} /"
     w.shot("worker")
 
     # A document the spammer disputes: every annotator's highlighted characters are their spans.
@@ -139,6 +140,7 @@ def test_sign_in_upload_run_and_read_the_report(server, page_of):
         assert _marked_characters(row, text) == spans.get((doc_id, annotator), set()), annotator
     assert page.locator("#viewer tr[data-kind=aggregate]").count() == 1
     assert page.locator("#viewer tr[data-kind=posterior] span.tok").count() > 0
+    assert page.inner_text("#crumbs") == f"Datasets / sample / job {job_id[:8]} /"
     w.shot("document")
 
     # Downloads answer with files.
@@ -146,6 +148,23 @@ def test_sign_in_upload_run_and_read_the_report(server, page_of):
     for href in page.locator("#downloads a").evaluate_all("els => els.map(e => e.getAttribute('href'))"):
         assert page.request.get(server.url + href).status == 200, href
     assert w.errors == [] and w.dialogs == []
+
+
+def test_a_mistyped_address_is_the_dashboards_page_with_a_way_home(server, page_of):
+    """A mistyped /ui address shows the dashboard's 404 page (its style and header, no other console error), whose
+    link goes home."""
+    w = page_of()
+    sign_in(w, server, "a")
+    response = w.page.goto(f"{server.url}/ui/datsets")
+    assert response.status == 404 and response.headers["content-type"].startswith("text/html")
+    assert w.page.inner_text("h1") == "No such page"
+    assert w.page.locator("header.top a.brand").count() == 1
+    w.shot("not-found")
+    w.page.click("#home")
+    w.page.wait_for_selector("#create-dataset")
+    # Chromium logs the 404 of the page itself as a console error; nothing else may be one (a style or script).
+    assert w.page.url == f"{server.url}/ui/" and w.errors == [
+        "Failed to load resource: the server responded with a status of 404 (Not Found)"]
 
 
 HOSTILE_LABEL = "<script>window.__pwned=1</script>"

@@ -33,6 +33,20 @@ def sign_in(client, key: str) -> str:
     return _token(client.get("/ui/").text, "csrf")
 
 
+def finished_job(client, key: str) -> tuple[str, str, str]:
+    """Signed in with ``key``, the bundled sample as a dataset and an MV job on it started from its page, finished:
+    (the dataset's id, the job's page, the job's id)."""
+    from tests.api.conftest import sample_dataset
+
+    csrf = sign_in(client, key)
+    dataset = sample_dataset(client, key)
+    job_url = client.post(f"/ui/datasets/{dataset}/jobs", data={"method": "mv", "csrf": csrf},
+                          follow_redirects=False).headers["location"]
+    job_id = job_url.rsplit("/", 1)[-1]
+    assert wait_job(client, job_id, key)["status"] == "finished"
+    return dataset, job_url, job_id
+
+
 def test_browsers_get_the_dashboard_api_clients_do_not(client):
     r = client.get("/", headers={"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}, follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"] == "/ui/"
@@ -293,14 +307,9 @@ def test_downloads_are_the_apis_and_refuse_a_job_that_is_not_finished(client, ke
     download (and the document viewer) is the page's 409 naming its status."""
     from crowdqa.store import crud
     from crowdqa.store.models import JobStatus
-    from tests.api.conftest import auth, sample_dataset
+    from tests.api.conftest import auth
 
-    csrf = sign_in(client, keys["a"])
-    dataset = sample_dataset(client, keys["a"])
-    job_url = client.post(f"/ui/datasets/{dataset}/jobs", data={"method": "mv", "csrf": csrf},
-                          follow_redirects=False).headers["location"]
-    job_id = job_url.rsplit("/", 1)[-1]
-    assert wait_job(client, job_id, keys["a"])["status"] == "finished"
+    _, job_url, job_id = finished_job(client, keys["a"])
     api = f"/api/v1/jobs/{job_id}"
     assert client.get(f"{job_url}/report.json").content == client.get(f"{api}/report", headers=auth(keys["a"])).content
     assert (client.get(f"{job_url}/labels?format=conll").content
