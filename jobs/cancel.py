@@ -5,6 +5,10 @@ outside; instead ``DELETE /jobs/{id}`` (:func:`request_cancel`) and the server's
 (:func:`request_shutdown`) raise a flag that the job's next :func:`checkpoint` turns into
 :class:`~crowdqa.jobs.errors.JobCancelled`. Jobs on ``crowdqa worker`` processes are stopped by rq's
 stop-job command instead (see :func:`crowdqa.jobs.service.delete_job`).
+
+A flag is kept only for a job that runs in this process (inside :class:`running`, which a worker enters before it
+claims the job), and the block's end forgets it: a job deleted before it ran, one the worker finds gone, or one
+running in another process leaves no id behind.
 """
 
 from __future__ import annotations
@@ -22,9 +26,11 @@ _running: set[str] = set()
 
 
 def request_cancel(job_id: str) -> None:
-    """Ask the job ``job_id``, if it runs in this process, to stop at its next checkpoint."""
+    """Ask the job ``job_id``, if it runs in this process, to stop at its next checkpoint; a job that does not
+    (deleted before it ran, or running elsewhere) leaves nothing behind."""
     with _lock:
-        _cancelled.add(job_id)
+        if job_id in _running:
+            _cancelled.add(job_id)
 
 
 def request_shutdown() -> None:
@@ -43,7 +49,8 @@ def checkpoint(job_id: str) -> None:
 
 
 class running:  # noqa: N801 - used as a context manager, like a function
-    """Record that ``job_id`` runs in this process for the duration of the ``with`` block."""
+    """Record that ``job_id`` runs in this process for the duration of the ``with`` block (enter it before the job
+    is claimed, so a delete between the claim and the first checkpoint is seen); its end forgets the job's flags."""
 
     def __init__(self, job_id: str) -> None:
         self.job_id = job_id

@@ -214,18 +214,20 @@ def run_job(job_id: str) -> str:
     settings = get_settings()
     rq_job = get_current_job()
     worker = (getattr(rq_job, "worker_name", None) or "")[:200] if rq_job is not None else None
-    job = with_session_retry(settings, lambda s: crud.claim_job(session=s, job_id=job_id, worker_name=worker),
-                             what=f"claiming job {job_id}", patience=DB_PATIENCE)
-    if job is None:
-        logger.info("job %s is not queued (deleted, finished or failed meanwhile); nothing to do", job_id)
-        return "skipped"
-    heartbeat = _Heartbeat(settings, job_id)
-    heartbeat.start()
-    try:
-        with cancel.running(job_id):
+    # Running here from before the claim: a delete once the row says running flags this job; the block's end forgets
+    # the flag whether the job ran or was found gone.
+    with cancel.running(job_id):
+        job = with_session_retry(settings, lambda s: crud.claim_job(session=s, job_id=job_id, worker_name=worker),
+                                 what=f"claiming job {job_id}", patience=DB_PATIENCE)
+        if job is None:
+            logger.info("job %s is not queued (deleted, finished or failed meanwhile); nothing to do", job_id)
+            return "skipped"
+        heartbeat = _Heartbeat(settings, job_id)
+        heartbeat.start()
+        try:
             return _run_claimed(settings, job, rq_job)
-    finally:
-        heartbeat.stop.set()
+        finally:
+            heartbeat.stop.set()
 
 
 def _run_claimed(settings: Settings, job: Job, rq_job) -> str:

@@ -87,3 +87,52 @@ def test_the_flag_reaches_a_job_running_in_another_thread():
     asked.set()
     thread.join(timeout=30)
     assert outcome == ["deleted while it ran"] and job not in cancel.running_here()
+
+
+def test_a_cancel_for_a_job_not_running_here_keeps_nothing():
+    """A job deleted before it ran (or running in another process) leaves no flag behind in this process: the
+    flags are read from the module's set itself, the one place a leak would show."""
+    job = _job()
+    cancel.request_cancel(job)
+    assert job not in cancel._cancelled
+    with cancel.running(job):
+        cancel.checkpoint(job)  # a job of that id starting later is not stopped by a stale flag
+
+
+@pytest.mark.redis
+def test_a_job_deleted_while_the_worker_claims_it_leaves_no_flag(settings, monkeypatch):
+    """The delete arrives while the worker claims the job and the claim finds it gone: ``run_job`` skips it, and
+    the flag the delete raised is forgotten with it."""
+    from crowdqa.jobs import tasks
+
+    job = _job()
+
+    def claim_of_a_deleted_job(**_):
+        assert job in cancel.running_here()  # running here from before the claim: the delete is seen
+        cancel.request_cancel(job)
+        return None
+
+    monkeypatch.setattr(tasks.crud, "claim_job", claim_of_a_deleted_job)
+    assert tasks.run_job(job) == "skipped"
+    assert job not in cancel._cancelled and job not in cancel.running_here()
+
+
+@pytest.mark.redis
+def test_deleting_a_job_whose_row_says_running_elsewhere_keeps_no_flag(settings):
+    """Through the service: a job row left running by a worker of another process is deleted from this one; the
+    stop request sent to it leaves no id in this process."""
+    from sqlmodel import Session
+
+    from crowdqa.jobs import service
+    from crowdqa.jobs.queue import get_queue
+    from crowdqa.store import crud
+    from crowdqa.store.db import get_engine
+    from crowdqa.store.models import JobStatus
+    from tests.jobs.test_queue import _start
+
+    job_id = _start(settings, method="mv")
+    with Session(get_engine(settings)) as s:
+        crud.update_job(session=s, job_id=job_id, status=JobStatus.running)
+        job = crud.load_job(session=s, job_id=job_id)
+        service.delete_job(session=s, settings=settings, queue=get_queue(settings), job=job)
+    assert job_id not in cancel._cancelled
