@@ -40,6 +40,14 @@ __all__ = ["LabelStudioError", "LabelStudio", "LabelConfig", "read_label_config"
 PAGE_SIZE = 100
 #: Task ids per page of ``GET /api/tasks?include=id`` (an id is about 11 bytes of JSON).
 ID_PAGE_SIZE = 1000
+#: What a request meets when the server closes the kept-alive connection it was sent on (its idle timeout, e.g.
+#: uvicorn's 5 s, ending just as the request goes out): no answer, a reset, or a failed write. httpx drops a
+#: connection the server closed before the request (httpcore checks an idle one is not readable) and retries
+#: only failed connects (``retries``), so these reach the caller; a GET or HEAD is then sent once more, on a new
+#: connection, and anything else (a POST of predictions) fails as one line: it may have been done.
+_LOST = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
+#: Methods sent again after a lost connection.
+_IDEMPOTENT = frozenset({"GET", "HEAD"})
 #: Control tags crowdqa reads, by the kind of project they make.
 _KINDS = {"Labels": "spans", "Choices": "choices"}
 #: Object tags holding the text those controls label.
@@ -121,11 +129,17 @@ class LabelStudio:
 
     # -- transport -------------------------------------------------------------------------------------------
     def _send(self, method: str, path: str, *, auth: bool = True, **kw: Any) -> httpx.Response:
+        """One request; a GET or HEAD that a kept-alive connection loses is sent once more (see :data:`_LOST`)."""
         headers = {"Accept": "application/json"}
         if auth:
             headers["Authorization"] = self._authorization()
         try:
-            return self._http.request(method, path, headers=headers, **kw)
+            try:
+                return self._http.request(method, path, headers=headers, **kw)
+            except _LOST:
+                if method not in _IDEMPOTENT:
+                    raise
+                return self._http.request(method, path, headers=headers, **kw)  # on a new connection
         except (httpx.InvalidURL, UnicodeError) as exc:
             raise LabelStudioError(f"bad Label Studio URL {self.url!r}: {exc}") from None
         except httpx.TimeoutException:
