@@ -131,7 +131,9 @@ def read_merged(uploads: Sequence[dict]) -> ParseResult:
     ParseResult
         The merged corpus (:func:`crowdqa.ingest.merge.merge_corpora`) without the documents only experts
         labelled (:func:`crowdqa.ingest.merge.drop_expert_only`, counted in ``unmatched_expert_documents`` and
-        a note), every upload's problems, and the first upload's format.
+        a note), every upload's problems, and the first upload's format; a note names the labels only the
+        experts or only the crowd use (:func:`crowdqa.ingest.vocabulary.check_vocabularies`, which raises
+        IngestError when they share none).
 
     Notes
     -----
@@ -141,6 +143,7 @@ def read_merged(uploads: Sequence[dict]) -> ParseResult:
     every entity boundary instead of failing.
     """
     from crowdqa.ingest.merge import drop_expert_only, merge_corpora  # numpy loads here, not for the CLI's parser
+    from crowdqa.ingest.vocabulary import check_corpus_vocabularies
 
     if not uploads:
         raise IngestError("nothing to read: no upload given")
@@ -153,6 +156,7 @@ def read_merged(uploads: Sequence[dict]) -> ParseResult:
                 results[i] = read_corpus(**{**u, "scheme": "bio"})
     experts = ", ".join(str(u["path"]) for u in uploads if u.get("role") == "expert") or str(uploads[0]["path"])
     corpus, unmatched = drop_expert_only(merge_corpora([r.corpus for r in results]), source=experts)
+    vocabulary = check_corpus_vocabularies(corpus, source=experts)  # IngestError when they share no label
     dropped: dict[str, int] = {}
     for r in results:
         for k, v in r.dropped.items():
@@ -160,6 +164,7 @@ def read_merged(uploads: Sequence[dict]) -> ParseResult:
     notes = [n for r in results for n in r.notes]
     if unmatched:
         notes.append(unmatched_note(unmatched))
+    notes.extend(vocabulary)
     return ParseResult(corpus=corpus, problems=[p for r in results for p in r.problems], format=results[0].format,
                        notes=notes, dropped=dropped, unmatched_expert_documents=unmatched)
 

@@ -23,9 +23,10 @@ from crowdqa.ingest._bytes import unique_sorted
 from crowdqa.ingest.errors import IngestError
 from crowdqa.ingest.merge import merged_classes
 from crowdqa.ingest.summary import summary_fields
+from crowdqa.ingest.vocabulary import check_vocabularies, expert_label_counts, role_labels_of_counts
 
 __all__ = ["CorpusIndex", "IndexUnion", "index_corpus", "index_union", "check_mergeable", "summarize_indexes",
-           "annotator_counts", "KindConflict", "HASHING"]
+           "annotator_counts", "check_index_vocabularies", "KindConflict", "HASHING"]
 
 #: How :attr:`CorpusIndex.text_hash` and ``token_hash`` are computed (:func:`_segment_hashes`); an index stored
 #: with another rule (or none: SHA-1 per document, before) is not comparable and is made again from its corpus.
@@ -54,11 +55,15 @@ class CorpusIndex:
     has_outside: bool
     n_obs: int
     hashing: str = HASHING
+    #: (n_classes,) int64: the labels expert annotators gave per class (``label_counts`` less the crowd's);
+    #: None in an index stored before it was kept.
+    expert_label_counts: NDArray | None = None
 
     @property
     def current(self) -> bool:
-        """True when the document hashes follow :data:`HASHING` (comparable with a new upload's)."""
-        return self.hashing == HASHING
+        """True when the document hashes follow :data:`HASHING` (comparable with a new upload's) and the labels
+        are counted by role."""
+        return self.hashing == HASHING and self.expert_label_counts is not None
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the index as an uncompressed ``.npz`` (no pickle)."""
@@ -169,6 +174,7 @@ def index_corpus(corpus: Corpus) -> CorpusIndex:
         pair_doc=(pairs // n_w).astype(np.int64), pair_worker=(pairs % n_w).astype(np.int64),
         class_names=_strs(corpus.class_names),
         label_counts=np.bincount(corpus.label, minlength=corpus.n_classes).astype(np.int64),
+        expert_label_counts=expert_label_counts(corpus),
         scheme=str(corpus.scheme), has_outside=bool(corpus.has_outside), n_obs=int(corpus.n_obs),
     )
 
@@ -312,6 +318,23 @@ def summarize_indexes(parts: list[CorpusIndex], *, union: IndexUnion | None = No
     return summary_fields(n_docs=u.doc_lengths.size, n_tokens=int(u.doc_lengths.sum()),
                           n_obs=int(sum(ix.n_obs for ix in parts)), worker_roles=u.worker_roles,
                           pair_doc=u.pair_doc, pair_worker=u.pair_worker, class_names=classes, label_counts=counts)
+
+
+def check_index_vocabularies(parts: list[CorpusIndex], *, source: str = "") -> list[str]:
+    """:func:`crowdqa.ingest.vocabulary.check_vocabularies` of the merge of ``parts``: its crowd's and its experts'
+    labels, counted from the indexes (IngestError when they share none; the warnings otherwise)."""
+    if not parts:
+        return []
+    classes = merged_class_names(parts)
+    position = {name: k for k, name in enumerate(classes)}
+    total, expert = np.zeros(len(classes), dtype=np.int64), np.zeros(len(classes), dtype=np.int64)
+    for ix in parts:
+        at = np.array([position[str(c)] for c in ix.class_names.tolist()], dtype=np.int64)
+        np.add.at(total, at, ix.label_counts)
+        np.add.at(expert, at, ix.expert_label_counts)
+    spans = parts[0].has_outside
+    return check_vocabularies(role_labels_of_counts(classes, total - expert, spans=spans),
+                              role_labels_of_counts(classes, expert, spans=spans), spans=spans, source=source)
 
 
 def annotator_counts(parts: list[CorpusIndex], *, union: IndexUnion | None = None) -> list[tuple[str, str, int, int]]:

@@ -24,6 +24,7 @@ from crowdqa.aggregation.batches import carry_workers, fitted_state, restore_sta
 from crowdqa.aggregation.corpus import MISSING, Corpus
 from crowdqa.aggregation.memory import Shape
 from crowdqa.aggregation.registry import check_memory
+from crowdqa.ingest.vocabulary import check_corpus_vocabularies
 from crowdqa.quality.references import reference_labels
 from crowdqa.quality.report import build_report_data
 
@@ -399,7 +400,9 @@ def _score(corpus: Corpus, crowd: Corpus, fitted: Fitted, *, method: str, use_ex
     # label): it is not scored, so documents only the experts labelled do not read as missed spans.
     covered = np.bincount(crowd.token, minlength=corpus.n_tokens) > 0
     uncovered = int(np.count_nonzero(~covered))
-    record = replace(fitted.record, uncovered_tokens=uncovered or None)
+    # Labels only the experts or only the crowd use are said in the report (disjoint ones were refused at the door).
+    record = replace(fitted.record, uncovered_tokens=uncovered or None,
+                     warnings=[*fitted.record.warnings, *check_corpus_vocabularies(corpus)])
     scored = np.where(covered | clamped, fitted.labels, MISSING)
     skills = getattr(fitted.aggregator, "skills_", None)
     if skills is not None and excluded.any():  # a blocked worker's skill is the model's prior, not a measure

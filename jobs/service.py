@@ -24,7 +24,7 @@ from crowdqa.jobs.params import check_data_kind, data_kind, validate_params
 from crowdqa.jobs.queue import cancel_job, enqueue_job
 from crowdqa.jobs.quotas import check_job_quota
 from crowdqa.jobs.reconcile import reconcile_job
-from crowdqa.jobs.uploads import collect_garbage
+from crowdqa.jobs.uploads import check_dataset_vocabularies, collect_garbage
 from crowdqa.quality.references import RULES
 from crowdqa.store import crud
 from crowdqa.store.models import Dataset, Job, JobCreate, JobRerun, JobStatus, utcnow
@@ -116,6 +116,7 @@ def _enqueue_or_fail(*, session: Session, settings: Settings, queue: Queue, job:
 def start_job(*, session: Session, settings: Settings, queue: Queue, dataset: Dataset, job_in: JobCreate) -> Job:
     """Create a job on the dataset's current corpus, commit it, then enqueue it."""
     _check_job_input(session, dataset, job_in)
+    check_dataset_vocabularies(session=session, settings=settings, dataset=dataset)
     check_job_quota(session=session, settings=settings, project_id=dataset.project_id)
     job = crud.create_job(session=session, dataset=dataset, job_in=comparison_params(job_in))
     return _enqueue_or_fail(session=session, settings=settings, queue=queue, job=job)

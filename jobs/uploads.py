@@ -39,6 +39,7 @@ from crowdqa.ingest.index import (
     CorpusIndex,
     KindConflict,
     annotator_counts,
+    check_index_vocabularies,
     check_mergeable,
     index_corpus,
     index_union,
@@ -58,7 +59,7 @@ from crowdqa.store.settings import Settings
 __all__ = ["FORM_OVERHEAD", "UploadLimits", "load_job_corpus", "job_corpus", "extract_docs", "parse_upload",
            "add_upload", "admit_upload", "store_raw", "store_raws", "discard_raw", "discard_staged", "StagedUpload",
            "NoLabelsError", "stage_upload", "merge_uploads", "delete_upload", "delete_dataset", "collect_garbage",
-           "dataset_locks", "corpus_index", "dataset_state"]
+           "dataset_locks", "corpus_index", "dataset_state", "check_dataset_vocabularies"]
 
 logger = logging.getLogger(__name__)
 
@@ -320,8 +321,9 @@ def merge_uploads(*, session: Session, store: ArtifactStore, dataset: Dataset, a
     The dataset becomes the list of its uploads' corpora (merged when a job runs).
 
     Checked against the latest committed uploads, by their indexes (no label of theirs is read): the same file
-    twice and labels of another kind (UploadConflictError, 409), uploads that do not merge (IngestError), and
-    expert labels whose documents match no crowd document (IngestError, issue 30).
+    twice and labels of another kind (UploadConflictError, 409), uploads that do not merge (IngestError),
+    expert labels whose documents match no crowd document (IngestError, issue 30), and expert and crowd labels
+    sharing none (IngestError; labels only one side uses are a note in the added uploads' summaries).
     """
     gone = set(removed)
     with dataset_locks[dataset.id]:
@@ -343,6 +345,7 @@ def merge_uploads(*, session: Session, store: ArtifactStore, dataset: Dataset, a
         state = dataset_state(store, parts, indexes, snapshot=False)
         for staged in added:
             _refuse_unmatched_experts(state["summary"], staged.index, filename=staged.source)
+        _check_vocabularies(indexes, added)
         state["corpus_sha256"] = _snapshot(store, parts)  # stored once every check passed
         rows = [staged.upload for staged in added]
         now = utcnow()  # their place in the dataset's merge order is taken now, under the lock, in this order
@@ -397,6 +400,31 @@ def _refuse_unmatched_experts(summary: dict, new_index: CorpusIndex, *, filename
     raise IngestError(f"none of the dataset's {n} expert documents (items) matches a crowd document by id: "
                       "the expert labels would grade nothing (check the id column and its prefixes)",
                       source=_shown_name(filename))
+
+
+def _check_vocabularies(indexes: list[CorpusIndex], added: Sequence[StagedUpload]) -> None:
+    """Refuse uploads that leave the dataset's expert and crowd labels sharing none (IngestError naming both sets,
+    whichever role came first); otherwise add a note naming the labels only one side uses to each added upload's
+    summary (:func:`crowdqa.ingest.index.check_index_vocabularies`)."""
+    if not added:
+        return
+    notes = check_index_vocabularies(indexes, source=", ".join(dict.fromkeys(s.source for s in added)))
+    for staged in added:
+        if notes:
+            summary = dict(staged.upload.summary or {})
+            summary["notes"] = [*summary.get("notes", []), *notes]
+            staged.upload.summary = summary
+
+
+def check_dataset_vocabularies(*, session: Session, settings: Settings, dataset: Dataset) -> None:
+    """Refuse a job on a dataset whose expert and crowd labels share none (IngestError, 422): uploads check this
+    as they come, but deleting an upload can leave it so, and a dataset stored before the check may hold it."""
+    store = ArtifactStore(settings.data_dir)
+    parts = crud.upload_corpora(session=session, dataset_id=dataset.id)
+    try:
+        check_index_vocabularies([corpus_index(store, p) for p in parts])
+    except IngestError as exc:
+        raise ValueError(f"the dataset's {exc.detail}; delete the upload that does not match") from None
 
 
 def _shown_name(filename: str | None) -> str:
