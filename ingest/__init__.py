@@ -155,7 +155,8 @@ def read_merged(uploads: Sequence[dict]) -> ParseResult:
             if sch == "io" and "scheme" in takes and u.get("scheme") in (None, "auto"):
                 results[i] = read_corpus(**{**u, "scheme": "bio"})
     experts = ", ".join(str(u["path"]) for u in uploads if u.get("role") == "expert") or str(uploads[0]["path"])
-    corpus, unmatched = drop_expert_only(merge_corpora([r.corpus for r in results]), source=experts)
+    merged = merge_corpora([r.corpus for r in results], sources=[str(u["path"]) for u in uploads])
+    corpus, unmatched = drop_expert_only(merged, source=experts)
     vocabulary = check_corpus_vocabularies(corpus, source=experts)  # IngestError when they share no label
     dropped: dict[str, int] = {}
     for r in results:

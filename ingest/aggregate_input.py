@@ -128,8 +128,15 @@ def _read_spans(path: Path, corpus: Corpus, fmt: str, remarks: list[str] | None 
             ) from None
         if s >= e:
             raise ValueError(f"{where}: span [{s}, {e}) is empty: its end must be after its start")
-        if not 0 <= s < e <= len(corpus.texts[doc_index[d]]):
+        text = corpus.texts[doc_index[d]]
+        if not 0 <= s < e <= len(text):
             raise ValueError(f"{where}: span [{s}, {e}) is not inside document {d!r}")
+        quoted = r.get("text")
+        if isinstance(quoted, str) and quoted and quoted not in (text[s:e], text):
+            # The writers quote each span's text (an upload's rows quote the document's): another text means the
+            # aggregate is of another version of the document, and its offsets would land on other words.
+            raise ValueError(f"{where}: the span's text {_clip(quoted)} is not document {d!r}'s text at [{s}, {e}) "
+                             f"({_clip(text[s:e])}): the aggregate was made on another text of the document")
         doc.append(doc_index[d])
         lines.append(r["_line"])
         start.append(s)
@@ -144,6 +151,10 @@ def _read_spans(path: Path, corpus: Corpus, fmt: str, remarks: list[str] | None 
             remarks.append(f"{int(blank.sum())} span(s) cover only whitespace (no token) and are left out; the "
                            f"first: {path}:{lines[int(np.flatnonzero(blank)[0])]}")
     return labels_from_spans(corpus, doc=doc_a, start=start_a, end=end_a, type_index=np.array(typ, dtype=np.int64))
+
+
+def _clip(text: str, n: int = 40) -> str:
+    return repr(text if len(text) <= n else text[:n] + "...")
 
 
 def _read_conll(path: Path, corpus: Corpus) -> NDArray[np.int64]:
@@ -262,6 +273,12 @@ def labels_from_corpus(other: Corpus, corpus: Corpus, *, annotator: str | None =
         bad = int(np.flatnonzero(other.doc_lengths != corpus.doc_lengths[dst])[0])
         raise ValueError(f"document {other.doc_ids[bad]!r} has {int(other.doc_lengths[bad])} tokens in the "
                          f"aggregate and {int(corpus.doc_lengths[dst[bad]])} in the corpus")
+    if other.texts and corpus.texts:  # one comparison per document (with its length, checked above)
+        differs = [k for k, (a, b) in enumerate(zip(other.texts, (corpus.texts[i] for i in dst), strict=True))
+                   if a and b and a != b]
+        if differs:
+            raise ValueError(f"document {other.doc_ids[differs[0]]!r} has another text in the aggregate than in the "
+                             "corpus: the aggregate was made on another version of the documents")
     remap = np.array([corpus.class_names.index(n) if n in corpus.class_names else -2 for n in other.class_names])
     m = other.worker == w
     tok, lab = other.token[m], other.label[m].astype(np.int64)

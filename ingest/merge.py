@@ -32,7 +32,7 @@ def merged_classes(corpora: Sequence[Corpus]) -> tuple[str, ...]:
     return tuple(sorted({n for c in corpora for n in c.class_names}, key=natural_key))
 
 
-def merge_corpora(corpora: Sequence[Corpus]) -> Corpus:
+def merge_corpora(corpora: Sequence[Corpus], *, sources: Sequence[str] | None = None) -> Corpus:
     """Merge uploads of the same (or overlapping) documents into one corpus.
 
     Documents are matched by id and must agree on their text and tokens; annotators
@@ -44,11 +44,15 @@ def merge_corpora(corpora: Sequence[Corpus]) -> Corpus:
     Parameters
     ----------
     corpora : sequence of Corpus
+    sources : sequence of str, optional
+        The file each corpus was read from: an error names the file that conflicts with an earlier one (and
+        that one), as the API's upload check (:func:`crowdqa.ingest.index.check_mergeable`) does.
 
     Returns
     -------
     Corpus
     """
+    names = list(sources) if sources is not None else [""] * len(corpora)
     if not corpora:
         raise IngestError("nothing to merge: no corpus given")
     if len(corpora) == 1:
@@ -62,17 +66,22 @@ def merge_corpora(corpora: Sequence[Corpus]) -> Corpus:
     ends: list[np.ndarray] = []
     worker_pos: dict[str, int] = {}
     roles: list[str] = []
-    for c in corpora:
+    doc_source: list[int] = []  # the corpus each merged document came from first
+    for i, c in enumerate(corpora):
         for d, doc_id in enumerate(c.doc_ids):
             s, e = c.doc_start[d], c.doc_start[d + 1]
             if doc_id in doc_pos:
                 k = doc_pos[doc_id]
-                if texts[k] != c.texts[d]:
-                    raise IngestError(f"document {doc_id!r} has a different text in two uploads")
-                if not (np.array_equal(starts[k], c.token_start[s:e]) and np.array_equal(ends[k], c.token_end[s:e])):
-                    raise IngestError(f"document {doc_id!r} is tokenized differently in two uploads")
+                how = ("has a different text" if texts[k] != c.texts[d] else "is tokenized differently"
+                       if not (np.array_equal(starts[k], c.token_start[s:e])
+                               and np.array_equal(ends[k], c.token_end[s:e])) else None)
+                if how is not None:
+                    raise IngestError(f"document {doc_id!r} {how} in two uploads"
+                                      + (f" (here and in {names[doc_source[k]]})" if names[doc_source[k]] else ""),
+                                      source=names[i])
                 continue
             doc_pos[doc_id] = len(texts)
+            doc_source.append(i)
             texts.append(c.texts[d])
             starts.append(np.asarray(c.token_start[s:e]))
             ends.append(np.asarray(c.token_end[s:e]))
@@ -81,7 +90,7 @@ def merge_corpora(corpora: Sequence[Corpus]) -> Corpus:
                 if roles[worker_pos[wid]] != c.worker_roles[w]:
                     raise IngestError(
                         f"annotator {wid!r} is {roles[worker_pos[wid]]!r} in one upload and "
-                        f"{c.worker_roles[w]!r} in another"
+                        f"{c.worker_roles[w]!r} in another", source=names[i]
                     )
                 continue
             worker_pos[wid] = len(roles)

@@ -80,7 +80,10 @@ def read_aggregate_labels(path: str | Path, corpus: Corpus, *, format: str | Non
     parsed = read_corpus(p, format=fmt, **(options or {}))
     if remarks is not None:
         remarks.extend(parsed.remarks())
-    return labels_from_corpus(parsed.corpus, corpus, annotator=annotator)
+    try:
+        return labels_from_corpus(parsed.corpus, corpus, annotator=annotator)
+    except ValueError as exc:  # name the aggregate's file, as its reader's own errors do
+        raise ValueError(f"{path}: {exc}") from None
 
 
 def score_aggregate(corpus: Corpus, labels: NDArray, *, method: str, experts_used_in_fit: bool, reference: str,
