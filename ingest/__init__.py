@@ -114,8 +114,10 @@ def read_corpus(path: str | os.PathLike, *, format: str, role: str = ROLES[0], *
         # or a CSV field over the csv module's size limit in a header row).
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise IngestError(msg, source=str(path)) from exc
-    return ParseResult(corpus=corpus, problems=list(problems.problems), format=format, notes=list(problems.notes),
-                       dropped=dict(problems.dropped))
+    from crowdqa.ingest.vocabulary import alike_labels  # numpy: loaded by the reader already
+
+    return ParseResult(corpus=corpus, problems=list(problems.problems), format=format,
+                       notes=[*problems.notes, *alike_labels(corpus)], dropped=dict(problems.dropped))
 
 
 def read_merged(uploads: Sequence[dict]) -> ParseResult:

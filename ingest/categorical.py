@@ -186,7 +186,9 @@ def read_categorical(path: str | os.PathLike, *, role: str = "crowd", problems: 
     _, names = next(rows)
     cols = _columns(names, chosen, source)
     _note_positional(names, chosen, cols, problems)
-    return _read_rows(rows, cols, n_header=len(names), role=role, source=source, problems=problems)
+    corpus = _read_rows(rows, cols, n_header=len(names), role=role, source=source, problems=problems)
+    _note_gold(corpus, names, cols, problems)
+    return corpus
 
 
 def _read_rows(rows: Iterator[tuple[int, list[str]]], cols: dict[str, int | None], *, n_header: int, role: str,
@@ -309,6 +311,21 @@ def _note_positional(names: list[str], chosen: dict, cols: dict, problems: Probl
                       "name the columns with id_column, annotator_column, answer_column if that is wrong")
 
 
+def _note_gold(corpus: Corpus, names: list[str], cols: dict, problems: ProblemLog) -> None:
+    """Say in the summary when a gold column beside the answers has no value on some items (only those are
+    scored against it), or on none (no expert label was read: the report has nothing to score against)."""
+    if cols["gold"] is None or cols["annotator"] is None:
+        return  # no gold column, or a file of reference labels (its gold field is required on every row)
+    column = names[cols["gold"]] if cols["gold"] < len(names) else str(cols["gold"] + 1)
+    if GOLD_ANNOTATOR not in corpus.worker_ids:
+        problems.note(f"the gold column {column!r} is empty on every row: no expert label was read from it")
+        return
+    n_gold = int(np.count_nonzero(corpus.worker == corpus.worker_ids.index(GOLD_ANNOTATOR)))
+    if n_gold < corpus.n_docs:
+        problems.note(f"the gold column {column!r} has a value on {n_gold} of {corpus.n_docs} items: only those "
+                      "are scored against the experts")
+
+
 #: Bytes per block of Arrow's parser (blocks are parsed in parallel).
 _BLOCK_BYTES = 1 << 24
 #: Largest file read by the byte path. It saves importing pyarrow and pyarrow.compute and took fewer CPU-s than
@@ -353,6 +370,7 @@ def _read_columnar(path: Path, chosen: dict[str, str | None], *, role: str,
     corpus = _from_codes(columns, cols, role=role)
     if corpus is not None and problems is not None:
         _note_positional(names, chosen, cols, problems)
+        _note_gold(corpus, names, cols, problems)
     return corpus
 
 

@@ -24,7 +24,7 @@ from crowdqa.aggregation.corpus import Corpus
 from crowdqa.ingest.errors import IngestError
 
 __all__ = ["expert_label_counts", "role_labels", "role_labels_of_counts", "check_vocabularies",
-           "check_corpus_vocabularies"]
+           "check_corpus_vocabularies", "alike_labels"]
 
 
 def role_labels_of_counts(class_names: Sequence[str], counts: NDArray, *, spans: bool) -> list[str]:
@@ -139,6 +139,33 @@ def check_vocabularies(crowd: Sequence[str], expert: Sequence[str], *, spans: bo
         return []
     why = f"{'; '.join(near)}" if near else "a rare class, or one written differently on one side?"
     return [f"{'; '.join(parts)} ({why})"]
+
+
+def alike_labels(corpus: Corpus) -> list[str]:
+    """A note naming the labels of ``corpus`` that are one label written otherwise (``Yes`` and ``yes``, ``PER``
+    and ``per``, ``1`` and ``1.0``): the readers keep labels as written, so each is a class of its own and
+    annotators choosing them disagree. Empty when there are none.
+
+    Parameters
+    ----------
+    corpus : Corpus
+
+    Returns
+    -------
+    list of str
+    """
+    names = list(corpus.entity_types) if corpus.has_outside else list(corpus.class_names)
+    groups: dict[object, list[str]] = {}
+    for name in names:
+        number = _number(name)
+        groups.setdefault(("n", number) if number is not None else ("s", name.strip().casefold()), []).append(name)
+    alike = [g for g in groups.values() if len(g) > 1]
+    if not alike:
+        return []
+    what = "span types" if corpus.has_outside else "labels"
+    listed = "; ".join(" and ".join(repr(n) for n in g) for g in alike[:8])
+    return [f"{what} written two ways are two classes here: {listed} (only case, surrounding spaces or a "
+            "number's form differ): write each one way if they mean one label"]
 
 
 def check_corpus_vocabularies(corpus: Corpus, *, source: str = "") -> list[str]:
