@@ -97,6 +97,8 @@ class SpanCollector:
         self.assignments: list[tuple[str, str]] = []
         self.spans: list[Span] = []
         self.roles: dict[str, str] = {}
+        #: Spans left out by ``category``, by label (said when the category kept none).
+        self.other_labels: dict[str, int] = {}
 
     def other_text(self, doc_id: str, text: str) -> str | None:
         """Where the document's earlier, different text came from ("" if not recorded); None if it agrees or is new."""
@@ -114,10 +116,24 @@ class SpanCollector:
         for a in annotators:
             self.assignments.append((doc_id, a))
             self.roles.setdefault(a, role or self.role)
-        self.spans.extend(spans if self.category is None else (s for s in spans if s.label == self.category))
+        if self.category is None:
+            self.spans.extend(spans)
+            return
+        for span in spans:
+            if span.label == self.category:
+                self.spans.append(span)
+            else:
+                self.other_labels[span.label] = self.other_labels.get(span.label, 0) + 1
 
     def corpus(self, *, scheme: str = "auto", types: list[str] | None = None) -> Corpus:
-        """The corpus of everything added (spans aligned to tokens by the overlap rule)."""
+        """The corpus of everything added (spans aligned to tokens by the overlap rule). When ``category`` kept
+        none of the file's spans, a note says so: its annotators read as marking nothing, which scores every
+        span of the others as wrong (a misspelt category, or an expert file that names it otherwise)."""
+        if self.category is not None and not self.spans and self.other_labels:
+            labels = ", ".join(repr(k) for k in sorted(self.other_labels)[:8])
+            self.problems.note(f"category {self.category!r} is none of the labels of this {self.role} file's "
+                               f"{sum(self.other_labels.values())} spans ({labels}): its annotators read as marking "
+                               "nothing")
         return corpus_from_spans(documents=self.documents, assignments=self.assignments, spans=self.spans,
                                  roles=self.roles, scheme=scheme, types=types, problems=self.problems)
 

@@ -1,12 +1,14 @@
 """Two more silent cases in one upload. A gold column empty on every row gave a report with no expert at all, and
 one empty on most rows a score on a few items, without a note; answers written two ways (``Yes`` and ``yes``,
 ``1`` and ``1.0``, span types ``PER`` and ``per``) became two classes whose annotators disagree, without a note.
-Now each is a note: the CLI's note lines, the upload summary's ``notes``."""
+A ``category`` that keeps none of a file's spans (an expert file calling them otherwise) read its annotators as
+marking nothing, so every span of the others scored as wrong. Now each is a note: the CLI's note lines, the upload
+summary's ``notes``."""
 
 from __future__ import annotations
 
 from crowdqa.api.cli import main
-from tests.api.conftest import auth, upload
+from tests.api.conftest import SAMPLE, auth, upload
 from tests.api.test_label_vocabularies import SENTENCES, _conll
 
 
@@ -78,3 +80,34 @@ def test_api_upload_summary_notes_say_both(client, keys, tmp_path):
     notes = r.json()["summary"]["notes"]
     assert "the gold column 'truth' has a value on 3 of 20 items: only those are scored against the experts" in notes
     assert any("'Yes' and 'yes'" in n for n in notes), notes
+
+
+def _renamed_expert(tmp_path):
+    text = (SAMPLE / "expert.jsonl").read_text(encoding="utf-8").replace('"Participants"', '"Population"')
+    path = tmp_path / "expert.jsonl"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_cli_a_category_that_keeps_none_of_a_files_spans_is_noted(tmp_path, capsys):
+    """--category Participants on an expert file that calls them Population: the experts read as marking nothing,
+    and every aggregate span scored as wrong (precision 0.000), without a note before."""
+    assert main(["aggregate", str(SAMPLE / "crowd.jsonl"), "--format", "spans-jsonl", "--expert",
+                 str(_renamed_expert(tmp_path)), "--category", "Participants", "--method", "mv", "--output",
+                 str(tmp_path / "a.jsonl"), "--quiet"]) == 0
+    assert _notes(capsys) == ["crowdqa: note: category 'Participants' is none of the labels of this expert file's "
+                              "20 spans ('Population'): its annotators read as marking nothing"]
+    assert main(["aggregate", str(SAMPLE / "crowd.jsonl"), "--format", "spans-jsonl", "--expert",
+                 str(SAMPLE / "expert.jsonl"), "--category", "Participants", "--method", "mv", "--output",
+                 str(tmp_path / "a.jsonl"), "--quiet"]) == 0
+    assert _notes(capsys) == []
+
+
+def test_api_a_category_that_keeps_none_of_a_files_spans_is_noted(client, keys, tmp_path):
+    key = keys["a"]
+    ds = client.post("/api/v1/datasets", headers=auth(key), json={"name": "c"}).json()["id"]
+    assert upload(client, key, ds, SAMPLE / "crowd.jsonl", category="Participants").status_code == 201
+    r = upload(client, key, ds, _renamed_expert(tmp_path), role="expert", category="Participants")
+    assert r.status_code == 201, r.text
+    assert any("category 'Participants' is none of the labels of this expert file's 20 spans" in n
+               for n in r.json()["summary"]["notes"]), r.json()["summary"]
