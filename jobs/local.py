@@ -66,11 +66,13 @@ def check_method_data(method: str, corpus: Corpus) -> None:
 
 
 def check_reference(reference: str, corpus: Corpus) -> None:
-    """ValueError unless ``reference`` is a rule or an annotator of ``corpus`` (read: the expert ids are known)."""
-    if reference not in RULES and reference not in corpus.worker_ids:
-        experts = [corpus.worker_ids[w] for w in corpus.workers_with_role("expert")]
+    """ValueError unless ``reference`` is a rule or an expert of ``corpus`` (read: the expert ids are known). A crowd
+    annotator's id is refused too: the report would grade the aggregate and the experts against that worker."""
+    experts = [corpus.worker_ids[w] for w in corpus.workers_with_role("expert")]
+    if reference not in RULES and reference not in experts:
+        role = " (a crowd annotator)" if reference in corpus.worker_ids else ""
         raise ValueError(f"--reference must be {' or '.join(RULES)} or an expert's id {experts[:5]}, "
-                         f"found {reference!r}")
+                         f"found {reference!r}{role}")
 
 
 def max_iter(method: str, params: dict[str, Any]) -> int | None:
