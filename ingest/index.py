@@ -23,7 +23,12 @@ from crowdqa.ingest._bytes import unique_sorted
 from crowdqa.ingest.errors import IngestError
 from crowdqa.ingest.merge import merged_classes
 from crowdqa.ingest.summary import summary_fields
-from crowdqa.ingest.vocabulary import check_vocabularies, expert_label_counts, role_labels_of_counts
+from crowdqa.ingest.vocabulary import (
+    check_vocabularies,
+    expert_label_counts,
+    role_labels_of_counts,
+    written_otherwise,
+)
 
 __all__ = ["CorpusIndex", "IndexUnion", "index_corpus", "index_union", "check_mergeable", "summarize_indexes",
            "annotator_counts", "check_index_vocabularies", "KindConflict", "HASHING"]
@@ -210,9 +215,12 @@ def check_mergeable(parts: list[CorpusIndex], new: CorpusIndex, *, source: str =
     if not new.has_outside:
         known = {str(c) for ix in parts for c in ix.class_names}
         if not known & {str(c) for c in new.class_names}:
+            names = ("this file's", "the dataset's")
+            alike = written_otherwise([str(c) for c in new.class_names], sorted(known), names=names)
             raise KindConflict(
-                f"this file's answers ({_classes(new)}) share no label with the dataset's ({_classes(first)}); "
-                "one dataset holds one label scheme: create another dataset", source=source)
+                f"this file's answers ({_classes(new)}) share no label with the dataset's ({_classes(first)})"
+                + (f" ({'; '.join(alike)})" if alike else "")
+                + "; one dataset holds one label scheme: create another dataset", source=source)
     schemes = {ix.scheme for ix in [*parts, new] if ix.has_outside and len(ix.class_names) > 1}
     if {"io", "bio"} <= schemes:
         raise IngestError("cannot merge inside/outside labels into a BIO schema: upload all files with one scheme",

@@ -24,7 +24,7 @@ from crowdqa.aggregation.corpus import Corpus
 from crowdqa.ingest.errors import IngestError
 
 __all__ = ["expert_label_counts", "role_labels", "role_labels_of_counts", "check_vocabularies",
-           "check_corpus_vocabularies", "alike_labels"]
+           "check_corpus_vocabularies", "alike_labels", "written_otherwise"]
 
 
 def role_labels_of_counts(class_names: Sequence[str], counts: NDArray, *, spans: bool) -> list[str]:
@@ -82,16 +82,17 @@ def _written_otherwise(a: str, b: str) -> str | None:
     return "the same number written otherwise" if x is not None and x == y else None
 
 
-def _near(expert_only: Sequence[str], crowd: Sequence[str], crowd_only: Sequence[str],
-          expert: Sequence[str]) -> list[str]:
-    """One phrase for each (expert, crowd) pair of labels, one of them used by one side only, that are one label
-    written otherwise (:func:`_written_otherwise`)."""
-    pairs = [(e, c) for e in expert_only for c in crowd] + [(e, c) for c in crowd_only for e in expert]
+def written_otherwise(first: Sequence[str], second: Sequence[str], *, names: tuple[str, str] = ("expert", "crowd"),
+                      limit: int = 8) -> list[str]:
+    """One phrase for each pair of a label of ``first`` and a different one of ``second`` that are one label written
+    otherwise (case, surrounding spaces, a number's form): ``"expert 'Yes' and crowd 'yes': only case or
+    surrounding spaces differ"``, the sides called by ``names``; at most ``limit``."""
     out = []
-    for e, c in dict.fromkeys(pairs):
-        if (how := _written_otherwise(e, c)) is not None:
-            out.append(f"expert {e!r} and crowd {c!r}: {how}")
-    return out[:8]
+    for a in dict.fromkeys(first):
+        for b in dict.fromkeys(second):
+            if a != b and (how := _written_otherwise(a, b)) is not None:
+                out.append(f"{names[0]} {a!r} and {names[1]} {b!r}: {how}")
+    return out[:limit]
 
 
 def check_vocabularies(crowd: Sequence[str], expert: Sequence[str], *, spans: bool, source: str = "") -> list[str]:
@@ -120,9 +121,10 @@ def check_vocabularies(crowd: Sequence[str], expert: Sequence[str], *, spans: bo
     if not crowd or not expert:
         return []
     what = "span types" if spans else "labels"
-    expert_only = [s for s in expert if s not in set(crowd)]
-    crowd_only = [s for s in crowd if s not in set(expert)]
-    near = _near(expert_only, crowd, crowd_only, expert)
+    crowd_set, expert_set = set(crowd), set(expert)
+    expert_only = [s for s in expert if s not in crowd_set]
+    crowd_only = [s for s in crowd if s not in expert_set]
+    near = list(dict.fromkeys(written_otherwise(expert_only, crowd) + written_otherwise(expert, crowd_only)))[:8]
     hint = f" ({'; '.join(near)})" if near else ""
     if len(expert_only) == len(expert):
         raise IngestError(f"the experts' {what} ({_listed(expert)}) share none with the crowd's ({_listed(crowd)}): "

@@ -204,3 +204,16 @@ def test_api_job_on_labels_left_sharing_none_is_422(client, keys, tmp_path):
     assert client.delete(f"/api/v1/datasets/{ds}/uploads/{second.json()['id']}", headers=auth(key)).status_code == 204
     body = _problem(client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key), json={"method": "mv"}), 422)
     assert "the experts' span types ('LOC') share none with the crowd's ('PER')" in body["detail"], body
+
+
+def test_api_categorical_expert_answers_sharing_none_stay_409_and_name_the_case(client, keys, tmp_path):
+    """Categorical answers sharing no label with the dataset's were refused already (409, one label scheme per
+    dataset), and stay so; the message now says when only the case differs (expert Yes/No, crowd yes/no)."""
+    key = keys["a"]
+    ds = _dataset(client, key)
+    assert upload(client, key, ds, _answers(tmp_path / "a.csv", labels=("no", "yes")),
+                  format="categorical").status_code == 201
+    body = _problem(upload(client, key, ds, _truth(tmp_path / "t.csv", ("No", "Yes")), format="categorical",
+                           role="expert"), 409)
+    assert "this file's answers (No, Yes) share no label with the dataset's (no, yes)" in body["detail"], body
+    assert "this file's 'Yes' and the dataset's 'yes': only case or surrounding spaces differ" in body["detail"], body
