@@ -10,7 +10,7 @@ import json
 
 from crowdqa.api.cli import main
 from tests.api.conftest import SAMPLE, auth, upload
-from tests.api.test_label_vocabularies import SENTENCES, _conll, _crowd, _problem
+from tests.api.test_label_vocabularies import SENTENCES, _answers, _conll, _crowd, _problem, _truth
 
 
 def _rows(path):
@@ -93,3 +93,23 @@ def test_cli_report_of_an_upload_format_aggregate_on_another_text_is_refused(tmp
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"crowdqa: error: {aggregate}: document 'trial-000' has another text in the aggregate than in "
                    "the corpus: the aggregate was made on another version of the documents"], err
+
+
+def test_cli_report_of_an_aggregate_whose_ids_or_labels_meet_nothing_was_refused_already(tmp_path, capsys):
+    """Already handled before this change (kept as the evidence): an aggregate's unknown item or label, and a span
+    type the corpus does not have, are refused at their line."""
+    answers, truth = _answers(tmp_path / "a.csv"), _truth(tmp_path / "t.csv", ("0", "1"))
+    for name, rows in (("ids.csv", [f"Q{i},{i % 2}" for i in range(20)]),
+                       ("labels.csv", [f"q{i},{'yes' if i % 2 else 'no'}" for i in range(20)])):
+        aggregate = tmp_path / name
+        aggregate.write_text("item,label\n" + "\n".join(rows) + "\n", encoding="utf-8")
+        assert main(["report", str(answers), "--format", "categorical", "--expert", str(truth), "--aggregate",
+                     str(aggregate)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"crowdqa: error: {aggregate}:2: unknown item"), err
+    rows = [{**r, "label": "Population"} for r in _rows(SAMPLE / "expert.jsonl") if r.get("label")]
+    other = _write(tmp_path / "types.jsonl", rows)
+    assert _report(tmp_path, other) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"crowdqa: error: {other}:1: label 'Population' is not an entity type of the corpus "
+                   "['Participants']"], err
