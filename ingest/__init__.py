@@ -144,7 +144,11 @@ def read_merged(uploads: Sequence[dict]) -> ParseResult:
     IO uploads whose format takes a scheme are read again as BIO, so the merge keeps
     every entity boundary instead of failing.
     """
-    from crowdqa.ingest.merge import drop_expert_only, merge_corpora  # numpy loads here, not for the CLI's parser
+    from crowdqa.ingest.merge import (  # numpy loads here, not for the CLI's parser
+        drop_expert_only,
+        merge_corpora,
+        unmatched_ids_hint,
+    )
     from crowdqa.ingest.vocabulary import check_corpus_vocabularies
 
     if not uploads:
@@ -166,7 +170,8 @@ def read_merged(uploads: Sequence[dict]) -> ParseResult:
             dropped[k] = dropped.get(k, 0) + v
     notes = [n for r in results for n in r.notes]
     if unmatched:
-        notes.append(unmatched_note(unmatched))
+        alike = unmatched_ids_hint(merged)
+        notes.append(unmatched_note(unmatched) + (f" ({alike})" if alike else ""))
     notes.extend(vocabulary)
     return ParseResult(corpus=corpus, problems=[p for r in results for p in r.problems], format=results[0].format,
                        notes=notes, dropped=dropped, unmatched_expert_documents=unmatched)

@@ -12,7 +12,7 @@ from crowdqa.ingest.build import class_names_for
 from crowdqa.ingest.categorical import natural_key
 from crowdqa.ingest.errors import IngestError
 
-__all__ = ["merge_corpora", "merged_classes", "drop_expert_only", "select_documents"]
+__all__ = ["merge_corpora", "merged_classes", "drop_expert_only", "select_documents", "unmatched_ids_hint"]
 
 
 def merged_classes(corpora: Sequence[Corpus]) -> tuple[str, ...]:
@@ -173,10 +173,25 @@ def drop_expert_only(corpus: Corpus, *, source: str = "") -> tuple[Corpus, int]:
     if not (expert_docs & crowd_docs).any():
         crowd_ids = [corpus.doc_ids[d] for d in np.flatnonzero(crowd_docs)[:3]]
         expert_ids = [corpus.doc_ids[d] for d in np.flatnonzero(expert_docs)[:3]]
+        alike = unmatched_ids_hint(corpus)
         raise IngestError(f"none of the {n_expert_only} expert documents (items) matches a crowd document by id "
-                          f"(expert ids {expert_ids}, crowd ids {crowd_ids}): the expert labels grade nothing",
-                          source=source)
+                          f"(expert ids {expert_ids}, crowd ids {crowd_ids}{'; ' + alike if alike else ''}): "
+                          "the expert labels grade nothing", source=source)
     return select_documents(corpus, crowd_docs), n_expert_only
+
+
+def unmatched_ids_hint(corpus: Corpus) -> str:
+    """Expert-only document ids that are a crowd document's id written otherwise (case, surrounding spaces, a
+    number's form: ``Q1``/``q1``, ``7``/``7.0``), as a phrase naming up to three (empty when there are none).
+
+    Ids are matched exactly, so such documents are left out of the aggregate and the scores; the phrase is
+    added to what :func:`drop_expert_only` raises and to the note of the documents it left out."""
+    from crowdqa.ingest.vocabulary import ids_written_otherwise
+
+    crowd_docs, expert_docs = _role_documents(corpus)
+    expert_only = [corpus.doc_ids[d] for d in np.flatnonzero(expert_docs & ~crowd_docs)]
+    pairs = ids_written_otherwise(expert_only, [corpus.doc_ids[d] for d in np.flatnonzero(crowd_docs)])
+    return f"ids written otherwise: {', '.join(pairs)}" if pairs else ""
 
 
 def _role_documents(corpus: Corpus) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:

@@ -24,7 +24,7 @@ from crowdqa.aggregation.corpus import Corpus
 from crowdqa.ingest.errors import IngestError
 
 __all__ = ["expert_label_counts", "role_labels", "role_labels_of_counts", "check_vocabularies",
-           "check_corpus_vocabularies", "alike_labels", "written_otherwise"]
+           "check_corpus_vocabularies", "alike_labels", "written_otherwise", "spelling_key", "ids_written_otherwise"]
 
 
 def role_labels_of_counts(class_names: Sequence[str], counts: NDArray, *, spans: bool) -> list[str]:
@@ -72,6 +72,29 @@ def _number(label: str) -> float | None:
     except ValueError:
         return None
     return value if math.isfinite(value) else None
+
+
+def spelling_key(label: str) -> tuple:
+    """What is left of a label (or id) once case, surrounding spaces and a number's form are set aside: two labels
+    with one key are one label written two ways."""
+    number = _number(label)
+    return ("n", number) if number is not None else ("s", label.strip().casefold())
+
+
+def ids_written_otherwise(ids: Sequence[str], others: Sequence[str], *, names: tuple[str, str] = ("expert", "crowd"),
+                          limit: int = 3) -> list[str]:
+    """For ids of ``ids`` that are an id of ``others`` written otherwise (``spelling_key``), one phrase each
+    (``"expert 'Q1' and crowd 'q1'"``), at most ``limit``; one dictionary of ``others``, not a comparison per pair."""
+    keyed: dict[tuple, str] = {}
+    for other in others:
+        keyed.setdefault(spelling_key(other), other)
+    out = []
+    for i in ids:
+        if (o := keyed.get(spelling_key(i))) is not None and o != i:
+            out.append(f"{names[0]} {i!r} and {names[1]} {o!r}")
+            if len(out) == limit:
+                break
+    return out
 
 
 def _written_otherwise(a: str, b: str) -> str | None:
@@ -159,8 +182,7 @@ def alike_labels(corpus: Corpus) -> list[str]:
     names = list(corpus.entity_types) if corpus.has_outside else list(corpus.class_names)
     groups: dict[object, list[str]] = {}
     for name in names:
-        number = _number(name)
-        groups.setdefault(("n", number) if number is not None else ("s", name.strip().casefold()), []).append(name)
+        groups.setdefault(spelling_key(name), []).append(name)
     alike = [g for g in groups.values() if len(g) > 1]
     if not alike:
         return []

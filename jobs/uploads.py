@@ -47,6 +47,7 @@ from crowdqa.ingest.index import (
 )
 from crowdqa.ingest.merge import drop_expert_only, merge_corpora
 from crowdqa.ingest.summary import summarize
+from crowdqa.ingest.vocabulary import ids_written_otherwise
 from crowdqa.jobs.errors import DatasetBusyError, UploadConflictError
 from crowdqa.jobs.quotas import check_stored_bytes, check_upload_rate
 from crowdqa.quality.json_data import plain_json
@@ -344,7 +345,8 @@ def merge_uploads(*, session: Session, store: ArtifactStore, dataset: Dataset, a
             indexes.append(staged.index)
         state = dataset_state(store, parts, indexes, snapshot=False)
         for staged in added:
-            _refuse_unmatched_experts(state["summary"], staged.index, filename=staged.source)
+            _refuse_unmatched_experts(state["summary"], staged.index, filename=staged.source,
+                                      others=[ix for ix in indexes if ix is not staged.index])
         _check_vocabularies(indexes, added)
         state["corpus_sha256"] = _snapshot(store, parts)  # stored once every check passed
         rows = [staged.upload for staged in added]
@@ -389,16 +391,21 @@ def _snapshot(store: ArtifactStore, parts: list[str]) -> str | None:
     return parts[0] if len(parts) == 1 else store.put_snapshot(parts)
 
 
-def _refuse_unmatched_experts(summary: dict, new_index: CorpusIndex, *, filename: str) -> None:
+def _refuse_unmatched_experts(summary: dict, new_index: CorpusIndex, *, filename: str,
+                              others: Sequence[CorpusIndex] = ()) -> None:
     """Refuse an upload of expert labels when the dataset has crowd labels and no document both have (the
-    ids do not match). An expert upload before any crowd upload is accepted: a job refuses it later, if the
-    crowd's documents still match none of the experts'."""
+    ids do not match), naming ids of the upload that are the other uploads' written otherwise (``Q1``/``q1``).
+    An expert upload before any crowd upload is accepted: a job refuses it later, if the crowd's documents still
+    match none of the experts'."""
     coverage, roles = summary["coverage"], summary["annotators"]
     if "expert" not in new_index.worker_roles.tolist() or not roles["crowd"] or coverage["documents_with_expert"]:
         return
     n = coverage.get("expert_documents_without_crowd", 0)
+    alike = ids_written_otherwise(new_index.doc_ids[:1000].tolist(),
+                                  [str(d) for ix in others for d in ix.doc_ids.tolist()])
     raise IngestError(f"none of the dataset's {n} expert documents (items) matches a crowd document by id: "
-                      "the expert labels would grade nothing (check the id column and its prefixes)",
+                      "the expert labels would grade nothing (check the id column and its prefixes"
+                      + (f"; ids written otherwise: {', '.join(alike)}" if alike else "") + ")",
                       source=_shown_name(filename))
 
 

@@ -217,3 +217,37 @@ def test_api_categorical_expert_answers_sharing_none_stay_409_and_name_the_case(
                            role="expert"), 409)
     assert "this file's answers (No, Yes) share no label with the dataset's (no, yes)" in body["detail"], body
     assert "this file's 'Yes' and the dataset's 'yes': only case or surrounding spaces differ" in body["detail"], body
+
+
+# --- ids written otherwise (the expert-only documents' guard, issue 30, says so) ---------------------------------
+
+def _truth_ids(path, ids):
+    path.write_text("question,truth\n" + "".join(f"{i},{k % 2}\n" for k, i in enumerate(ids)), encoding="utf-8")
+    return path
+
+
+def test_cli_expert_ids_written_otherwise_are_named(tmp_path, capsys):
+    """Expert ids 'Q0'.. for the crowd's 'q0'..: the refusal names the pairs; three such ids among matching ones:
+    the note of the documents left out names them (before: the ids only, or the count only)."""
+    answers = _answers(tmp_path / "a.csv")
+    every = _truth_ids(tmp_path / "t.csv", [f"Q{i}" for i in range(20)])
+    assert main(["aggregate", str(answers), "--format", "categorical", "--expert", str(every), "--method", "mv",
+                 "--output", str(tmp_path / "o.csv"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "ids written otherwise: expert 'Q0' and crowd 'q0', expert 'Q1' and crowd 'q1'" in err, err
+    some = _truth_ids(tmp_path / "s.csv", [f"q{i}" for i in range(15)] + [" Q15", "Q16", "Q17"])
+    assert main(["aggregate", str(answers), "--format", "categorical", "--expert", str(some), "--method", "mv",
+                 "--output", str(tmp_path / "o.csv"), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert ("3 expert document(s) (items) matched no crowd document by id and are left out: only documents the "
+            "crowd labelled are aggregated and scored (ids written otherwise: expert 'Q15' and crowd 'q15', "
+            "expert 'Q16' and crowd 'q16', expert 'Q17' and crowd 'q17')") in err, err
+
+
+def test_api_expert_ids_written_otherwise_are_named(client, keys, tmp_path):
+    key = keys["a"]
+    ds = _dataset(client, key)
+    assert upload(client, key, ds, _answers(tmp_path / "a.csv"), format="categorical").status_code == 201
+    body = _problem(upload(client, key, ds, _truth_ids(tmp_path / "t.csv", [f"Q{i}" for i in range(20)]),
+                           format="categorical", role="expert"), 422)
+    assert "ids written otherwise: expert 'Q0' and crowd 'q0'" in body["detail"], body
