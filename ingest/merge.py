@@ -186,11 +186,12 @@ def unmatched_ids_hint(corpus: Corpus) -> str:
 
     Ids are matched exactly, so such documents are left out of the aggregate and the scores; the phrase is
     added to what :func:`drop_expert_only` raises and to the note of the documents it left out."""
-    from crowdqa.ingest.vocabulary import ids_written_otherwise
+    from crowdqa.ingest.vocabulary import written_otherwise
 
     crowd_docs, expert_docs = _role_documents(corpus)
     expert_only = [corpus.doc_ids[d] for d in np.flatnonzero(expert_docs & ~crowd_docs)]
-    pairs = ids_written_otherwise(expert_only, [corpus.doc_ids[d] for d in np.flatnonzero(crowd_docs)])
+    pairs = written_otherwise(expert_only, [corpus.doc_ids[d] for d in np.flatnonzero(crowd_docs)], limit=3,
+                              say_how=False)
     return f"ids written otherwise: {', '.join(pairs)}" if pairs else ""
 
 

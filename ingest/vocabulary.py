@@ -24,7 +24,7 @@ from crowdqa.aggregation.corpus import Corpus
 from crowdqa.ingest.errors import IngestError
 
 __all__ = ["expert_label_counts", "role_labels", "role_labels_of_counts", "check_vocabularies",
-           "check_corpus_vocabularies", "alike_labels", "written_otherwise", "spelling_key", "ids_written_otherwise"]
+           "check_corpus_vocabularies", "alike_labels", "written_otherwise", "spelling_key"]
 
 
 def role_labels_of_counts(class_names: Sequence[str], counts: NDArray, *, spans: bool) -> list[str]:
@@ -81,41 +81,25 @@ def spelling_key(label: str) -> tuple:
     return ("n", number) if number is not None else ("s", label.strip().casefold())
 
 
-def ids_written_otherwise(ids: Sequence[str], others: Sequence[str], *, names: tuple[str, str] = ("expert", "crowd"),
-                          limit: int = 3) -> list[str]:
-    """For ids of ``ids`` that are an id of ``others`` written otherwise (``spelling_key``), one phrase each
-    (``"expert 'Q1' and crowd 'q1'"``), at most ``limit``; one dictionary of ``others``, not a comparison per pair."""
-    keyed: dict[tuple, str] = {}
-    for other in others:
-        keyed.setdefault(spelling_key(other), other)
-    out = []
-    for i in ids:
-        if (o := keyed.get(spelling_key(i))) is not None and o != i:
-            out.append(f"{names[0]} {i!r} and {names[1]} {o!r}")
-            if len(out) == limit:
-                break
-    return out
-
-
-def _written_otherwise(a: str, b: str) -> str | None:
-    """How labels ``a`` and ``b`` (not equal) are one label written otherwise, or None."""
-    if a.strip().casefold() == b.strip().casefold():
-        return "only case or surrounding spaces differ"
-    x, y = _number(a), _number(b)
-    return "the same number written otherwise" if x is not None and x == y else None
-
-
 def written_otherwise(first: Sequence[str], second: Sequence[str], *, names: tuple[str, str] = ("expert", "crowd"),
-                      limit: int = 8) -> list[str]:
-    """One phrase for each pair of a label of ``first`` and a different one of ``second`` that are one label written
-    otherwise (case, surrounding spaces, a number's form): ``"expert 'Yes' and crowd 'yes': only case or
-    surrounding spaces differ"``, the sides called by ``names``; at most ``limit``."""
+                      limit: int = 8, say_how: bool = True) -> list[str]:
+    """One phrase for each label of ``first`` that is a different label of ``second`` written otherwise (one
+    :func:`spelling_key`): ``"expert 'Yes' and crowd 'yes': only case or surrounding spaces differ"`` (without
+    what differs when not ``say_how``), the sides called by ``names``; at most ``limit``. One dictionary of
+    ``second``, not a comparison per pair (ids are many)."""
+    keyed: dict[tuple, list[str]] = {}
+    for b in dict.fromkeys(second):
+        keyed.setdefault(spelling_key(b), []).append(b)
     out = []
     for a in dict.fromkeys(first):
-        for b in dict.fromkeys(second):
-            if a != b and (how := _written_otherwise(a, b)) is not None:
-                out.append(f"{names[0]} {a!r} and {names[1]} {b!r}: {how}")
-    return out[:limit]
+        for b in keyed.get(spelling_key(a), ()):
+            if b != a:
+                same_text = a.strip().casefold() == b.strip().casefold()
+                how = "only case or surrounding spaces differ" if same_text else "the same number written otherwise"
+                out.append(f"{names[0]} {a!r} and {names[1]} {b!r}" + (f": {how}" if say_how else ""))
+                if len(out) == limit:
+                    return out
+    return out
 
 
 def check_vocabularies(crowd: Sequence[str], expert: Sequence[str], *, spans: bool, source: str = "") -> list[str]:

@@ -47,7 +47,7 @@ from crowdqa.ingest.index import (
 )
 from crowdqa.ingest.merge import drop_expert_only, merge_corpora
 from crowdqa.ingest.summary import summarize
-from crowdqa.ingest.vocabulary import ids_written_otherwise
+from crowdqa.ingest.vocabulary import written_otherwise
 from crowdqa.jobs.errors import DatasetBusyError, UploadConflictError
 from crowdqa.jobs.quotas import check_stored_bytes, check_upload_rate
 from crowdqa.quality.json_data import plain_json
@@ -401,8 +401,8 @@ def _refuse_unmatched_experts(summary: dict, new_index: CorpusIndex, *, filename
     if "expert" not in new_index.worker_roles.tolist() or not roles["crowd"] or coverage["documents_with_expert"]:
         return
     n = coverage.get("expert_documents_without_crowd", 0)
-    alike = ids_written_otherwise(new_index.doc_ids[:1000].tolist(),
-                                  [str(d) for ix in others for d in ix.doc_ids.tolist()])
+    alike = written_otherwise(new_index.doc_ids[:1000].tolist(), [str(d) for ix in others for d in ix.doc_ids.tolist()],
+                              limit=3, say_how=False)
     raise IngestError(f"none of the dataset's {n} expert documents (items) matches a crowd document by id: "
                       "the expert labels would grade nothing (check the id column and its prefixes"
                       + (f"; ids written otherwise: {', '.join(alike)}" if alike else "") + ")",
