@@ -132,9 +132,10 @@ def _read_spans(path: Path, corpus: Corpus, fmt: str, remarks: list[str] | None 
         if not 0 <= s < e <= len(text):
             raise ValueError(f"{where}: span [{s}, {e}) is not inside document {d!r}")
         quoted = r.get("text")
-        if isinstance(quoted, str) and quoted and quoted not in (text[s:e], text):
-            # The writers quote each span's text (an upload's rows quote the document's): another text means the
-            # aggregate is of another version of the document, and its offsets would land on other words.
+        if isinstance(quoted, str) and quoted.strip() and quoted.strip() not in (text[s:e].strip(), text.strip()):
+            # The writers quote each span's text (an upload's rows quote the document's; another tool may trim
+            # it): other words mean the aggregate is of another version of the document, and its offsets would
+            # land on other words.
             raise ValueError(f"{where}: the span's text {_clip(quoted)} is not document {d!r}'s text at [{s}, {e}) "
                              f"({_clip(text[s:e])}): the aggregate was made on another text of the document")
         doc.append(doc_index[d])

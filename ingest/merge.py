@@ -72,14 +72,14 @@ def merge_corpora(corpora: Sequence[Corpus], *, sources: Sequence[str] | None = 
             s, e = c.doc_start[d], c.doc_start[d + 1]
             if doc_id in doc_pos:
                 k = doc_pos[doc_id]
-                how = ("has a different text" if texts[k] != c.texts[d] else "is tokenized differently"
-                       if not (np.array_equal(starts[k], c.token_start[s:e])
-                               and np.array_equal(ends[k], c.token_end[s:e])) else None)
-                if how is not None:
-                    raise IngestError(f"document {doc_id!r} {how} in two uploads"
-                                      + (f" (here and in {names[doc_source[k]]})" if names[doc_source[k]] else ""),
-                                      source=names[i])
-                continue
+                if texts[k] != c.texts[d]:
+                    how = "has a different text"
+                elif not (np.array_equal(starts[k], c.token_start[s:e]) and np.array_equal(ends[k], c.token_end[s:e])):
+                    how = "is tokenized differently"
+                else:
+                    continue
+                earlier = f" (here and in {names[doc_source[k]]})" if names[doc_source[k]] else ""
+                raise IngestError(f"document {doc_id!r} {how} in two uploads{earlier}", source=names[i])
             doc_pos[doc_id] = len(texts)
             doc_source.append(i)
             texts.append(c.texts[d])
