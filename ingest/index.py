@@ -24,6 +24,7 @@ from crowdqa.ingest.errors import IngestError
 from crowdqa.ingest.merge import merged_classes
 from crowdqa.ingest.summary import summary_fields
 from crowdqa.ingest.vocabulary import (
+    alike_across,
     check_vocabularies,
     expert_label_counts,
     role_labels_of_counts,
@@ -330,7 +331,8 @@ def summarize_indexes(parts: list[CorpusIndex], *, union: IndexUnion | None = No
 
 def check_index_vocabularies(parts: list[CorpusIndex], *, source: str = "") -> list[str]:
     """:func:`crowdqa.ingest.vocabulary.check_vocabularies` of the merge of ``parts``: its crowd's and its experts'
-    labels, counted from the indexes (IngestError when they share none; the warnings otherwise)."""
+    labels, counted from the indexes (IngestError when they share none; the warnings otherwise), and a note when one
+    role wrote one label two ways in two uploads (:func:`crowdqa.ingest.vocabulary.alike_across`)."""
     if not parts:
         return []
     classes = merged_class_names(parts)
@@ -341,8 +343,14 @@ def check_index_vocabularies(parts: list[CorpusIndex], *, source: str = "") -> l
         np.add.at(total, at, ix.label_counts)
         np.add.at(expert, at, ix.expert_label_counts)
     spans = parts[0].has_outside
-    return check_vocabularies(role_labels_of_counts(classes, total - expert, spans=spans),
-                              role_labels_of_counts(classes, expert, spans=spans), spans=spans, source=source)
+    crowd_labels = role_labels_of_counts(classes, total - expert, spans=spans)
+    expert_labels = role_labels_of_counts(classes, expert, spans=spans)
+    notes = check_vocabularies(crowd_labels, expert_labels, spans=spans, source=source)
+    if len(parts) > 1:  # one label written two ways by one role in two uploads (within one: its parse notes)
+        each = [role_labels_of_counts(ix.class_names.tolist(), ix.label_counts, spans=spans) for ix in parts]
+        notes += alike_across(crowd_labels, each, whose="the crowd's", spans=spans)
+        notes += alike_across(expert_labels, each, whose="the experts'", spans=spans)
+    return notes
 
 
 def annotator_counts(parts: list[CorpusIndex], *, union: IndexUnion | None = None) -> list[tuple[str, str, int, int]]:

@@ -24,7 +24,8 @@ from crowdqa.aggregation.corpus import Corpus
 from crowdqa.ingest.errors import IngestError
 
 __all__ = ["expert_label_counts", "role_labels", "role_labels_of_counts", "check_vocabularies",
-           "check_corpus_vocabularies", "alike_labels", "written_otherwise", "spelling_key"]
+           "check_corpus_vocabularies", "alike_labels", "written_otherwise", "spelling_key",
+           "alike_across"]
 
 
 def role_labels_of_counts(class_names: Sequence[str], counts: NDArray, *, spans: bool) -> list[str]:
@@ -148,6 +149,33 @@ def check_vocabularies(crowd: Sequence[str], expert: Sequence[str], *, spans: bo
         return []
     why = f"{'; '.join(near)}" if near else "a rare class, or one written differently on one side?"
     return [f"{'; '.join(parts)} ({why})"]
+
+
+def alike_across(labels: Sequence[str], parts: Sequence[Sequence[str]], *, whose: str, spans: bool) -> list[str]:
+    """A note naming the labels one role used (``labels``) that are one label written two ways in two uploads
+    (``parts``: each upload's labels), like :func:`alike_labels` within one upload (which says those already).
+
+    Parameters
+    ----------
+    labels : sequence of str
+        The labels the role used across the uploads (:func:`role_labels_of_counts`).
+    parts : sequence of sequence of str
+        Each upload's labels (class names, or span types).
+    whose : str
+        Who used them, as the note names them ("the crowd's", "the experts'").
+    spans : bool
+    """
+    groups: dict[tuple, list[str]] = {}
+    for name in labels:
+        groups.setdefault(spelling_key(name), []).append(name)
+    within = [set(p) for p in parts]
+    alike = [g for g in groups.values() if len(g) > 1 and not any(set(g) <= w for w in within)]
+    if not alike:
+        return []
+    what = "span types" if spans else "labels"
+    listed = "; ".join(" and ".join(repr(n) for n in g) for g in alike[:8])
+    return [f"{whose} {what} written two ways in two uploads are two classes: {listed} (only case, surrounding "
+            "spaces or a number's form differ): write each one way if they mean one label"]
 
 
 def alike_labels(corpus: Corpus) -> list[str]:

@@ -111,3 +111,28 @@ def test_api_a_category_that_keeps_none_of_a_files_spans_is_noted(client, keys, 
     assert r.status_code == 201, r.text
     assert any("category 'Participants' is none of the labels of this expert file's 20 spans" in n
                for n in r.json()["summary"]["notes"]), r.json()["summary"]
+
+
+def test_api_one_label_written_two_ways_in_two_crowd_uploads_is_noted(client, keys, tmp_path):
+    """Two crowd batches, the second answering 'Yes' where the first answered 'yes' (both answer 'no'): two
+    classes, accepted as before, and the second upload's summary now says so; a third batch like the first: quiet."""
+    key = keys["a"]
+    ds = client.post("/api/v1/datasets", headers=auth(key), json={"name": "b"}).json()["id"]
+
+    def batch(name, yes, workers):
+        path = tmp_path / name
+        path.write_text("item,worker,label\n" + "".join(f"q{i},{w},{yes if (i + k) % 2 else 'no'}\n"
+                                                          for i in range(10) for k, w in enumerate(workers)),
+                        encoding="utf-8")
+        return path
+
+    assert upload(client, key, ds, batch("b1.csv", "yes", ["a", "b"]), format="categorical").status_code == 201
+    r = upload(client, key, ds, batch("b2.csv", "Yes", ["c", "d"]), format="categorical")
+    assert r.status_code == 201, r.text
+    assert r.json()["summary"]["notes"] == [
+        "the crowd's labels written two ways in two uploads are two classes: 'Yes' and 'yes' (only case, surrounding "
+        "spaces or a number's form differ): write each one way if they mean one label"], r.json()["summary"]
+    other = client.post("/api/v1/datasets", headers=auth(key), json={"name": "c"}).json()["id"]
+    assert upload(client, key, other, batch("b1.csv", "yes", ["a", "b"]), format="categorical").status_code == 201
+    r = upload(client, key, other, batch("b3.csv", "yes", ["e", "f"]), format="categorical")
+    assert r.status_code == 201 and "notes" not in r.json()["summary"], r.json()["summary"]
