@@ -215,8 +215,9 @@ class MMSR(BaseAggregator):
     ----------
     max_iter : int, default=10000
         Cap on completion iterations (crowd-kit's ``n_iter``).
-    tol : float, default=1e-10
-        Stop when :math:`\|uv^\top - u'v'^\top\|_F` is below ``tol``.
+    tol : float or None, default=1e-10
+        Stop when :math:`\|uv^\top - u'v'^\top\|_F` is below ``tol``; None (or 0) runs every one of the
+        ``max_iter`` iterations, as for the other methods.
     random_state : int, numpy.random.Generator or None, default=0
         Seeds the initial :math:`u, v \sim U(0, 1)`.
 
@@ -278,11 +279,11 @@ class MMSR(BaseAggregator):
 
     _parameter_constraints: ClassVar[dict[str, list]] = {
         "max_iter": [ITERATIONS],
-        "tol": [Interval(float, 0, None)],
+        "tol": [Interval(float, 0, None), None],
         "random_state": RANDOM_STATE,
     }
 
-    def __init__(self, *, max_iter: int = 10000, tol: float = 1e-10,
+    def __init__(self, *, max_iter: int = 10000, tol: float | None = 1e-10,
                  random_state: int | np.random.Generator | None = 0) -> None:
         self.max_iter = max_iter
         self.tol = tol
@@ -320,7 +321,7 @@ class MMSR(BaseAggregator):
             history.append(-change)
             if callback is not None:
                 callback(len(history), -change)
-            if change < self.tol:
+            if self.tol is not None and change < self.tol:
                 converged = True
                 break
         scale = np.sqrt(np.linalg.norm(u) / np.linalg.norm(v)) if row.size else 1.0

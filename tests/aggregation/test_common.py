@@ -128,6 +128,18 @@ def test_max_iter_one_warns_for_em(method, params, is_em, seed):
 
 
 @pytest.mark.parametrize(("method", "params", "is_em"), ESTIMATORS)
+def test_tol_none_runs_every_iteration(method, params, is_em, seed):
+    """The README (Aggregators): "`tol` null (or 0) runs every one of the `max_iter` iterations", for every method
+    that has a `tol` (MMSR refused null: "tol must be >= 0, found None")."""
+    est = make_aggregator(method, params)
+    if "tol" not in est.get_params():
+        pytest.skip("no tol")
+    est = make_aggregator(method, {**params, "max_iter": 3, "tol": None})
+    _fit(est, corpus_for(method, seed))
+    assert est.n_iter_ == 3
+
+
+@pytest.mark.parametrize(("method", "params", "is_em"), ESTIMATORS)
 def test_the_max_iter_warning_says_what_stopping_there_means(method, params, is_em, seed):
     """Issue 28: the warning (the job's progress and the report quote it) gives the last change against tol
     and what stopping there means, not only that the fit stopped."""
