@@ -23,7 +23,8 @@ worker-difficulty models, the Bayesian models, the sequence models):
 3. when no method is significantly worse than the best (every difference interval contains 0), the expert
    subset is too small to separate the methods: the reason says so and, from SLiCE's sample size
    (:func:`crowdqa.quality.sample_size.slice_sample_size`, for an interval half as wide as the gap between the
-   two best point estimates), how many more expert documents would;
+   best point estimate and the next lower one: methods that tie the best leave no gap), how many more expert
+   documents would; when every method ties the best, it says that instead;
 4. a warning names every method significantly worse than majority vote (its paired interval of the difference
    to ``mv`` lies below 0).
 
@@ -421,13 +422,20 @@ def recommend(
                   f"{best.value:.3f}; paired difference interval [{chosen.diff_low:.3f}, {chosen.diff_high:.3f}] "
                   f"contains 0), and it is simpler")
     if too_small:
-        runner_up = others[0].value if others[0].value is not None else 0.0
-        more = more_documents(plan, (best.value - runner_up) / 2, level=level) if plan else None
+        # The gap to separate is to the next lower score: methods that tie the best (often the same labels) leave
+        # no gap, and half of none asked SLiCE for the narrowest interval it takes (thousands of documents).
+        runner_up = next((s.value if s.value is not None else 0.0 for s in others
+                          if s.value is None or s.value < best.value), None)
         reason += (f"; the {documents} expert documents are too few to separate the methods (no method is "
                    f"significantly worse than {best.method})")
+        if runner_up is None:
+            reason += f": every method has the same {label} ({best.value:.3f})"
+        else:
+            more = more_documents(plan, (best.value - runner_up) / 2, level=level) if plan else None
         if more:
+            between = "the two best" if others[0].value == runner_up else "the best and the next lower score"
             reason += (f": about {more} more expert documents would give the best an interval half as wide as the gap "
-                       f"between the two best ({best.value:.3f} and {runner_up:.3f}) (SLiCE)")
+                       f"between {between} ({best.value:.3f} and {runner_up:.3f}) (SLiCE)")
     warnings = [f"{s.method} is significantly worse than majority vote (paired difference interval "
                 f"[{s.vs_mv_low:.3f}, {s.vs_mv_high:.3f}])"
                 for s in scores if s.method != "mv" and s.vs_mv_high is not None and s.vs_mv_high < 0]

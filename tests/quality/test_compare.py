@@ -135,6 +135,23 @@ def test_too_few_experts_says_so_and_how_many_more():
     assert f"about {out.more_documents} more expert documents" in out.reason
 
 
+def test_how_many_more_is_for_the_gap_to_the_next_lower_score_not_to_a_tie():
+    """Methods that tie the best (the same labels on the expert items) left a gap of 0, and the reason asked for
+    the narrowest interval SLiCE takes: "about 7481 more expert documents would give the best an interval half as
+    wide as the gap between the two best (0.950 and 0.950)" (crowdqa compare on 20 expert items, 6 methods at
+    0.950, mv at 0.900). The gap to separate is to the next lower score; when all tie there is none."""
+    plan = {"accuracy": 0.95, "per_document": 1.0, "documents": 20}
+    scores = [_score("ds", 0.95, 0.0, 0.0), _score("kos", 0.95, 0.0, 0.0), _score("mv", 0.90, -0.15, 0.0)]
+    out = recommend(scores, kind="categorical", metric="accuracy", documents=20, plan=plan)
+    assert out.too_small and out.recommended == "mv"
+    assert out.more_documents == more_documents(plan, 0.025) and out.more_documents < 1000
+    assert f"about {out.more_documents} more expert documents" in out.reason
+    assert "between the best and the next lower score (0.950 and 0.900)" in out.reason
+    tied = recommend(scores[:2], kind="categorical", metric="accuracy", documents=20, plan=plan)
+    assert tied.too_small and tied.more_documents is None
+    assert tied.reason.endswith("every method has the same accuracy (0.950)")
+
+
 def test_more_documents_follows_slice():
     plan = {"precision": 0.8, "recall": 0.85, "predicted_per_document": 2.0, "actual_per_document": 2.0,
             "documents": 10}
