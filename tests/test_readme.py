@@ -202,3 +202,14 @@ def test_readme_upload_options_are_the_table():
     for name, real in [("role", ROLES)] + [(o.name, o.choices) for o in UPLOAD_OPTIONS if o.choices]:
         listed = re.findall(r"`(\w+)`", re.search(rf"`{name}` \(([^)]*)\)", sentence)[1])
         assert listed and set(listed) <= set(real), (name, listed, real)
+
+
+def test_readme_sort_keys_and_cost_order_are_the_codes():
+    """The worker table's ``--sort`` keys (Command line) and compare's cost order (Which method for my data)."""
+    from crowdqa.quality.compare import COST_ORDER
+    from crowdqa.quality.report import TABLE_SORT_KEYS
+
+    readme = " ".join(_readme().split())
+    assert tuple(re.search(r"`--sort ([a-z_0-9|]+)`", readme)[1].split("|")) == TABLE_SORT_KEYS
+    order = re.search(r"in the fixed cost order ([a-z, -]+?), is not significantly worse", readme)[1]
+    assert tuple(order.split(", ")) == COST_ORDER
