@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Depends, Path, Request
+from fastapi import Depends, Path, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from rq import Queue
 from sqlmodel import Session
@@ -28,7 +28,11 @@ from crowdqa.store.settings import Settings, get_settings
 
 __all__ = ["SettingsDep", "SessionDep", "QueueDep", "Caller", "CallerDep", "AdminCallerDep", "CurrentProjectDep",
            "OwnedDatasetDep", "OwnedJobDep", "JobId", "owned_job", "check_authorization", "authenticate_client",
-           "GATE_CALLER", "READ_METHODS"]
+           "GATE_CALLER", "READ_METHODS", "Offset", "Limit"]
+
+#: A list's page: every list endpoint takes ``offset`` and ``limit`` and answers ``{"data": [...], "count": n}``.
+Offset = Annotated[int, Query(ge=0, le=10**9, description="Rows to skip.")]
+Limit = Annotated[int, Query(ge=1, le=1000, description="Rows to return (at most 1000).")]
 
 #: The key of ``scope["state"]`` under which the request gate leaves the caller it authenticated for this request.
 GATE_CALLER = "crowdqa.caller"

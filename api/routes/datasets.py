@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Form, Path, Query, Response, status
+from fastapi import APIRouter, Depends, Form, Path, Response, status
 
-from crowdqa.api.deps import CurrentProjectDep, OwnedDatasetDep, QueueDep, SessionDep, SettingsDep
+from crowdqa.api.deps import CurrentProjectDep, Limit, Offset, OwnedDatasetDep, QueueDep, SessionDep, SettingsDep
 from crowdqa.api.errors import ProblemError, problem_responses
 from crowdqa.api.forms import UploadForm, check_upload_request, upload_options
 from crowdqa.jobs import service, uploads
@@ -23,9 +23,6 @@ from crowdqa.store.models import (
 )
 
 router = APIRouter(prefix="/datasets", tags=["datasets"])
-
-Offset = Annotated[int, Query(ge=0, le=10**9, description="Rows to skip.")]
-Limit = Annotated[int, Query(ge=1, le=1000, description="Rows to return (at most 1000).")]
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, responses=problem_responses())

@@ -9,7 +9,17 @@ from fastapi import APIRouter, Query, Response, status
 from fastapi.responses import StreamingResponse
 from starlette.background import BackgroundTask
 
-from crowdqa.api.deps import CurrentProjectDep, JobId, OwnedJobDep, QueueDep, SessionDep, SettingsDep, owned_job
+from crowdqa.api.deps import (
+    CurrentProjectDep,
+    JobId,
+    Limit,
+    Offset,
+    OwnedJobDep,
+    QueueDep,
+    SessionDep,
+    SettingsDep,
+    owned_job,
+)
 from crowdqa.api.errors import problem_responses
 from crowdqa.api.openapi import download_response
 from crowdqa.ingest.formats import FORMATS, WRITE_FORMATS
@@ -22,8 +32,6 @@ from crowdqa.store.models import JobPublic, JobRerun, JobsPublic, JobStatus, Wor
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 
-Offset = Annotated[int, Query(ge=0, le=10**9, description="Rows to skip.")]
-Limit = Annotated[int, Query(ge=1, le=1000, description="Rows to return (at most 1000).")]
 #: The store's sortable columns, one list for both; named enums, so OpenAPI (and a generated client) has them
 #: as the components WorkerSortKey and SortOrder.
 WorkerSortKey = StrEnum("WorkerSortKey", [(k, k) for k in crud.WORKER_SORT_KEYS])

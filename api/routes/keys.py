@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Path, Response, status
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-from crowdqa.api.deps import AdminCallerDep, CurrentProjectDep, SessionDep
+from crowdqa.api.deps import AdminCallerDep, CurrentProjectDep, Limit, Offset, SessionDep
 from crowdqa.api.errors import ProblemError, problem_responses
 from crowdqa.jobs import keys
 
@@ -47,10 +47,10 @@ def _public(k: keys.KeyInfo) -> KeyPublic:
 
 
 @router.get("", responses=problem_responses())
-def list_keys(session: SessionDep, project: CurrentProjectDep) -> KeysPublic:
-    """The project's keys, oldest first (prefixes, scopes and expiry only)."""
+def list_keys(session: SessionDep, project: CurrentProjectDep, offset: Offset = 0, limit: Limit = 100) -> KeysPublic:
+    """The project's keys, oldest first (prefixes, scopes and expiry only), a page of them as every list."""
     rows = keys.list_keys(session=session, project_id=project.id)
-    return KeysPublic(data=[_public(k) for k in rows], count=len(rows))
+    return KeysPublic(data=[_public(k) for k in rows[offset:offset + limit]], count=len(rows))
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, responses=problem_responses(403))

@@ -5,10 +5,10 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Path, Query, Response, status
+from fastapi import APIRouter, Path, Response, status
 from pydantic import BaseModel, ConfigDict, Field
 
-from crowdqa.api.deps import CurrentProjectDep, OwnedJobDep, SessionDep, SettingsDep
+from crowdqa.api.deps import CurrentProjectDep, Limit, Offset, OwnedJobDep, SessionDep, SettingsDep
 from crowdqa.api.errors import ProblemError, problem_responses
 from crowdqa.api.openapi import download_response
 from crowdqa.jobs import blocklist, exports, review
@@ -160,10 +160,6 @@ def review_bonuses(job: OwnedJobDep, body: ReviewRequest, session: SessionDep, s
     outcome = _review(job, body, session, settings)
     return Response(outcome.bonus_csv(), media_type="text/csv; charset=utf-8",
                     headers=_counted(outcome, f"{job.id}-bonuses.csv"))
-
-
-Offset = Annotated[int, Query(ge=0, le=10**9, description="Rows to skip.")]
-Limit = Annotated[int, Query(ge=1, le=1000, description="Rows to return (at most 1000).")]
 
 
 @router.get("/blocked-workers", responses=problem_responses())

@@ -67,22 +67,30 @@ def test_keys_list_and_revoke_in_the_cli(settings, capsys):
     assert "no key with prefix" in capsys.readouterr().err
 
 
-def test_readme_names_every_parameter_of_every_method():
-    """Docs: the README's parameter list names every parameter each method's estimator takes (before: no
-    `tie_break`, and bsc-seq's left to its docstring), so it cannot fall behind the estimators."""
-    import re
-    from pathlib import Path
+def test_every_list_endpoint_takes_offset_and_limit(client):
+    """The README: "every list takes `offset` and `limit` and answers {"data": [...], "count": n}". GET /keys
+    answered the whole list whatever they said (offset=1&limit=1 gave both keys; limit=-1 a 200)."""
+    doc = client.get("/openapi.json").json()
+    schemas = doc["components"]["schemas"]
+    lists = []
+    for path, ops in doc["paths"].items():
+        get = ops.get("get")
+        ref = ((((get or {}).get("responses", {}).get("200") or {}).get("content") or {}).get("application/json") or {}
+               ).get("schema", {}).get("$ref", "")
+        names = {p["name"] for p in (get or {}).get("parameters", [])}
+        if {"data", "count"} <= set(schemas.get(ref.rsplit("/", 1)[-1], {}).get("properties", {})) and (
+                "budget" not in names):  # a routing is the budget's best documents in order, not a list to page
+            lists.append(path)
+            assert {"offset", "limit"} <= names, path
+    assert "/api/v1/keys" in lists and len(lists) >= 7
 
-    from crowdqa.aggregation.registry import METHODS, make_aggregator
 
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    para = text[text.index("Parameters (`params` of a job"):]
-    para = para[:para.index("\n\n")]
-    starts = sorted((para.index(f"`{m}`: "), m) for m in METHODS)
-    for (start, method), (end, _) in zip(starts, [*starts[1:], (len(para), "")], strict=True):
-        named = set(re.findall(r"`([a-z_0-9]+)`", para[start + len(method) + 3:end]))
-        missing = set(make_aggregator(method).get_params(deep=False)) - named
-        assert not missing, (method, sorted(missing))
+def test_the_keys_list_pages_like_every_list(client, keys):
+    key = keys["a"]
+    second = client.post("/api/v1/keys", headers=auth(key), json={}).json()
+    page = client.get("/api/v1/keys?offset=1&limit=1", headers=auth(key)).json()
+    assert page["count"] == 2 and [k["prefix"] for k in page["data"]] == [second["prefix"]]
+    assert client.get("/api/v1/keys?limit=0", headers=auth(key)).status_code == 422
 
 
 def test_run_sh_installs_only_when_pyproject_changed_and_passes_its_arguments(tmp_path):
