@@ -126,13 +126,11 @@ def load_model_file(path: str | os.PathLike, *, method: str, frozen: bool) -> Mo
     from crowdqa.aggregation.batches import restore_state
 
     _check_method(method)
+    if not Path(path).exists():  # said as the other inputs' are (a bare FileNotFoundError printed the name alone)
+        raise ValueError(f"--from-model {path}: no such file or folder")
     try:
-        if not Path(path).exists():
-            raise FileNotFoundError(path)
         state = read_npz_arrays(Path(path))  # bounded like every upload: a deflate bomb is refused, not inflated
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
-        if isinstance(exc, FileNotFoundError):
-            raise
         raise ValueError(f"{path}: not a crowdqa model file (.npz from --save-model): {exc}") from None
     try:
         restore_state(make_aggregator(method, {}), state)

@@ -108,6 +108,8 @@ def test_cli_save_and_start_from_a_model(tmp_path, capsys):
     for args, message in (
             (["--frozen"], "--frozen needs --from-model PATH"),
             (["--from-model", str(tmp_path / "a.jsonl")], "not a crowdqa model file"),
+            # the name alone before ("crowdqa: error: /tmp/.../none.npz"), unlike every other missing input
+            (["--from-model", str(tmp_path / "none.npz")], f"--from-model {tmp_path / 'none.npz'}: no such file"),
             (["--method", "mv", "--save-model", str(tmp_path / "x.npz")], "keeps no model"),
     ):
         argv = ["aggregate", str(two), "--format", "spans-jsonl", "--method", "ds", "--output",
