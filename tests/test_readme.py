@@ -213,3 +213,17 @@ def test_readme_sort_keys_and_cost_order_are_the_codes():
     assert tuple(re.search(r"`--sort ([a-z_0-9|]+)`", readme)[1].split("|")) == TABLE_SORT_KEYS
     order = re.search(r"in the fixed cost order ([a-z, -]+?), is not significantly worse", readme)[1]
     assert tuple(order.split(", ")) == COST_ORDER
+
+
+def test_readme_format_table_and_output_formats_are_the_readers_and_writers():
+    """Upload formats: the table's rows are the readers (``READ_FORMATS``); "Output formats" names the writers
+    (``WRITE_FORMATS``) with their description, each once."""
+    from crowdqa.ingest.formats import READ_FORMATS, WRITE_FORMATS
+
+    readme = _readme()
+    table = readme.split("| format | what it reads | annotator ids |", 1)[1].split("\n\n", 1)[0].splitlines()[2:]
+    rows = [name for row in table for name in re.findall(r"`([a-z-]+)`", row.split("|")[1])]
+    assert sorted(rows) == sorted(READ_FORMATS)
+    outputs = " ".join(readme.split("**Output formats**", 1)[1].split("\n\n", 1)[0].split())
+    described = re.findall(r"`([a-z-]+)`\s+\(", outputs.split("):", 1)[1])
+    assert described == list(WRITE_FORMATS)
