@@ -75,6 +75,15 @@ def token_kind(token: str) -> str:
 _KIND_NAMES = {"personal": "personal access token", "access": "access token", "legacy": "legacy token"}
 
 
+def _messages(errors: Any) -> list[str]:
+    """The messages of a Django REST framework error body (a message, or lists and dicts of them)."""
+    if isinstance(errors, dict):
+        return [m for value in errors.values() for m in _messages(value)]
+    if isinstance(errors, list):
+        return [m for value in errors for m in _messages(value)]
+    return [str(errors)]
+
+
 def _detail(response: httpx.Response) -> str:
     try:
         body = response.json()
@@ -82,7 +91,9 @@ def _detail(response: httpx.Response) -> str:
         return f"HTTP {response.status_code}"
     if isinstance(body, dict):
         text = body.get("detail") or body.get("validation_errors") or body
-        return " ".join(str(text).split())[:200]
+        if body.get("detail") and body.get("validation_errors"):  # 1.23's 400s: "Validation error" and the why
+            text = f"{body['detail']}: {'; '.join(_messages(body['validation_errors']))}"
+        return " ".join(str(text).split())[:300]
     return f"HTTP {response.status_code}"
 
 

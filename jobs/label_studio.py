@@ -18,7 +18,8 @@ the dataset; a first pull of such a project is refused (nothing to make a datase
 (``model_version`` ``crowdqa-<method>-job-<id>``), each scored by the aggregate's mean confidence over the
 task's tokens (the posterior of the chosen label, averaged), and made the project's model version (the one whose
 scores Label Studio's data manager shows and sorts by), so reviewers sort tasks by it: the lowest scores are
-where the crowd disagreed most. Optionally a data manager view (tab) lists the tasks in that order.
+where the crowd disagreed most. Pushing a job again replaces its predictions; tasks deleted in Label Studio since
+the job's snapshot are skipped. Optionally a data manager view (tab) lists the tasks in that order.
 """
 
 from __future__ import annotations
@@ -242,6 +243,8 @@ class PushResult:
     url: str
     ls_project: int
     view: int | None = None
+    #: Tasks of the job's snapshot that Label Studio holds no more (deleted since the pull): no prediction.
+    skipped: int = 0
 
 
 #: Data manager columns a disputed-first view hides (the prediction score stays in sight).
@@ -254,27 +257,36 @@ def push(*, session: Session, settings: Settings, job: Job, token: str | None = 
          view: bool = False) -> PushResult:
     """Write a finished job's aggregate on the Label Studio tasks of its dataset as predictions; see the module.
 
-    With ``view``, also add a data manager tab (a view) listing the project's tasks by prediction score, lowest
-    first: the tasks the crowd disputed most, for the experts to review first.
+    The job's earlier predictions (its model version) are replaced, not added to; tasks deleted in Label Studio
+    since the job's snapshot get none (:attr:`PushResult.skipped`). With ``view``, also add a data manager tab (a
+    view) listing the project's tasks by prediction score, lowest first: the tasks the crowd disputed most, for
+    the experts to review first.
     """
     client, link = linked_client(session=session, settings=settings, dataset_id=job.dataset_id, token=token)
+    version = model_version(job)
     with client:
         config = read_label_config(str(client.project(link.ls_project).get("label_config") or ""))
         result = load_job_result(settings=settings, job=job)
-        rows = _predictions(result.corpus, result.labels, result.proba, config, model_version(job))
-        for a in range(0, len(rows), PREDICTION_CHUNK):
+        rows = _predictions(result.corpus, result.labels, result.proba, config, version)
+        # Tasks of the job's snapshot deleted in Label Studio since: Label Studio refuses a whole import that
+        # names one, so they are left out (and counted).
+        held = client.task_ids(link.ls_project)
+        kept = [row for row in rows if row["task"] in held]
+        # A push again (of the same job) replaces its predictions rather than adding a second set.
+        client.request("DELETE", f"/api/projects/{link.ls_project}/model-versions/", json={"model_version": version})
+        for a in range(0, len(kept), PREDICTION_CHUNK):
             client.request("POST", f"/api/projects/{link.ls_project}/import/predictions",
-                           json=rows[a:a + PREDICTION_CHUNK])
+                           json=kept[a:a + PREDICTION_CHUNK])
         # The project's model version is the one whose scores the data manager shows and sorts by.
-        client.request("PATCH", f"/api/projects/{link.ls_project}", json={"model_version": model_version(job)})
+        client.request("PATCH", f"/api/projects/{link.ls_project}", json={"model_version": version})
         view_id = None
         if view:
             made = client.request("POST", "/api/dm/views", json={"project": link.ls_project, "data": {
                 "title": f"crowdqa {job.method} {job.id[:8]}: disputed first", "ordering": ["tasks:predictions_score"],
                 "hiddenColumns": {"explore": _VIEW_HIDDEN, "labeling": _VIEW_HIDDEN}}})
             view_id = made.get("id") if isinstance(made, dict) else None
-    return PushResult(model_version=model_version(job), predictions=len(rows), url=link.url,
-                      ls_project=link.ls_project, view=view_id)
+    return PushResult(model_version=version, predictions=len(kept), url=link.url, ls_project=link.ls_project,
+                      view=view_id, skipped=len(rows) - len(kept))
 
 
 def _predictions(corpus, labels, proba, config: LabelConfig, version: str) -> list[dict[str, Any]]:

@@ -74,7 +74,9 @@ def _push(args: argparse.Namespace) -> int:
         except LookupError as exc:
             raise UserError(str(exc)) from None
     print(f"{done.predictions} predictions written to project {done.ls_project} of {done.url} as "
-          f"model version {done.model_version!r}")
+          f"model version {done.model_version!r} (replacing any earlier push of the job)")
+    if done.skipped:
+        print(f"{done.skipped} tasks of the job deleted in Label Studio since were skipped")
     if done.view is not None:
         print(f"view {done.view}: the project's tasks by prediction score, lowest (most disputed) first")
     return 0

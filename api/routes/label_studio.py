@@ -58,6 +58,7 @@ class LabelStudioPushed(BaseModel):
     url: str
     project: int
     view: int | None = Field(default=None, description="The data manager view made with ?view=true.")
+    skipped: int = Field(default=0, description="Tasks of the job deleted in Label Studio since: no prediction.")
 
 
 @router.post("/label-studio/pulls", responses=problem_responses(409, 422))
@@ -84,10 +85,11 @@ def push_job(job: OwnedJobDep, session: SessionDep, settings: SettingsDep,
              view: Annotated[bool, Query(description="Also add a data manager tab listing the tasks by prediction "
                                                      "score, most disputed first.")] = False) -> LabelStudioPushed:
     """Write the finished job's aggregate on the Label Studio tasks of its dataset as predictions (model version
-    ``crowdqa-<method>-job-<id>``, scored by confidence), with the token kept at the last pull."""
+    ``crowdqa-<method>-job-<id>``, scored by confidence), with the token kept at the last pull. Pushing a job
+    again replaces its predictions; tasks deleted in Label Studio since the job's snapshot are skipped."""
     try:
         done = push(session=session, settings=settings, job=job, view=view)
     except LookupError as exc:
         raise ProblemError(409, str(exc)) from None
     return LabelStudioPushed(model_version=done.model_version, predictions=done.predictions, url=done.url,
-                             project=done.ls_project, view=done.view)
+                             project=done.ls_project, view=done.view, skipped=done.skipped)

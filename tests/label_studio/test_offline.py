@@ -58,3 +58,19 @@ def test_sealed_token_opens_only_with_its_secret(tmp_path):
     altered = sealed[:-6] + ("A" if sealed[-6] != "A" else "B") + sealed[-5:]
     with pytest.raises(SealError):
         unseal(tmp_path / "a", altered)
+
+
+def test_a_refused_request_names_label_studios_reason():
+    """Label Studio 1.23 answers a refused import with ``detail: "Validation error"`` and the why in
+    ``validation_errors`` (its body here is the one it gave for a prediction naming a deleted task); the error
+    carries both, not the bare "Validation error"."""
+    import httpx
+
+    why = ("{'task': 3, 'score': 0.5} contains invalid \"task\" field: corresponding task ID couldn't be retrieved "
+           "from project people and places (id=1) tasks")
+    body = {"status_code": 400, "version": "1.23.2", "detail": "Validation error", "exc_info": None,
+            "validation_errors": {"non_field_errors": [why]}}
+    transport = httpx.MockTransport(lambda request: httpx.Response(400, json=body))
+    with LabelStudio("http://label-studio.test", "0" * 40, transport=transport) as client:
+        with pytest.raises(LabelStudioError, match=r"HTTP 400: Validation error: .*corresponding task ID couldn't"):
+            client.request("POST", "/api/projects/1/import/predictions", json=[])

@@ -127,17 +127,23 @@ def test_second_pull_reads_only_what_changed(ls, settings, capsys, monkeypatch):
     assert _dataset(settings, "incremental").corpus_sha256 == after.corpus_sha256
 
 
+def _choice_project(ls, title: str) -> int:
+    """A choice project of its own (the session's are shared): four tasks, each labelled right by the three crowd
+    workers and the expert."""
+    from tests.label_studio.conftest import CHOICE_CONFIG, CHOICE_TASKS, _choice_result, annotation
+
+    project = ls.server.api("POST", "/api/projects", json={"title": title, "label_config": CHOICE_CONFIG}).json()["id"]
+    ls.server.api("POST", f"/api/projects/{project}/import", json=[
+        {"data": {"text": text}, "annotations": [annotation(e, _choice_result(truth)) for e in (*CROWD, EXPERT)]}
+        for text, truth in CHOICE_TASKS[:4]])
+    return project
+
+
 def test_incremental_pull_drops_a_task_deleted_in_label_studio(ls, settings, client):
     """A task deleted in Label Studio between two incremental pulls leaves the dataset: the second pull reads no
     task, lists the project's task ids (``include=id``), removes the deleted one, and the dataset's items and a
     job's report count one fewer; a third pull is "unchanged". Its own project: the session's are shared."""
-    from tests.label_studio.conftest import CHOICE_CONFIG, CHOICE_TASKS, _choice_result, annotation
-
-    project = ls.server.api("POST", "/api/projects", json={"title": "deletions",
-                                                           "label_config": CHOICE_CONFIG}).json()["id"]
-    ls.server.api("POST", f"/api/projects/{project}/import", json=[
-        {"data": {"text": text}, "annotations": [annotation(e, _choice_result(truth)) for e in (*CROWD, EXPERT)]}
-        for text, truth in CHOICE_TASKS[:4]])
+    project = _choice_project(ls, "deletions")
     with Session(get_engine(settings)) as s:
         _, key = project_with_key(s, "deletions")
 
@@ -278,6 +284,36 @@ def test_pull_aggregate_push_and_read_the_predictions_back(ls, settings, client,
             assert spans == truth[t["data"]["text"]] or t["data"]["text"].startswith("Nobody"), (t["data"], spans)
         scores = [p["score"] for t in tasks for p in t["predictions"] if p["model_version"] == version]
         assert min(scores) < max(scores)  # tasks the crowd disputed score lower
+
+
+def test_a_push_again_replaces_and_skips_the_tasks_deleted_since(ls, settings, client, capsys):
+    """Pushing a job twice leaves one prediction of it per task, not two (the second replaces the first); a task
+    of the job's snapshot deleted in Label Studio since gets none, and the others still get theirs (Label Studio
+    refuses a whole import naming a task it no longer holds). Its own project: the session's are shared."""
+    project = _choice_project(ls, "pushed twice")
+    with Session(get_engine(settings)) as s:
+        _, key = project_with_key(s, "default")
+    assert _pull(ls, ls.server.legacy_token, "--project", str(project), "--dataset", "pushed twice",
+                 "--expert", EXPERT) == 0
+    job_id = _run_job(client, key, _dataset(settings, "pushed twice").id, "mv")
+    version = f"crowdqa-mv-job-{job_id}"
+
+    def pushed() -> list[int]:
+        return sorted(sum(p["model_version"] == version for p in t["predictions"]) for t in _tasks(ls, project))
+
+    for _ in range(2):
+        assert main(["label-studio", "push", "--job", job_id]) == 0
+        assert pushed() == [1, 1, 1, 1]
+    gone = _tasks(ls, project)[0]["id"]
+    ls.server.api("DELETE", f"/api/tasks/{gone}/")
+    capsys.readouterr()
+    assert main(["label-studio", "push", "--job", job_id]) == 0
+    out = capsys.readouterr().out
+    assert "3 predictions written" in out and "1 tasks of the job deleted in Label Studio since were skipped" in out
+    assert pushed() == [1, 1, 1]
+    r = client.post(f"/api/v1/jobs/{job_id}/label-studio", headers=auth(key))
+    assert r.status_code == 200 and (r.json()["predictions"], r.json()["skipped"]) == (3, 1), r.text
+    assert pushed() == [1, 1, 1]
 
 
 def test_modern_and_legacy_tokens(ls, settings, capsys):
