@@ -132,11 +132,13 @@ def pull(*, session: Session, settings: Settings, client: LabelStudio, ls_projec
         _keep_token(session, settings, link, keep_token)
         return PullResult(dataset=dataset, link=link, kind=config.kind, fetched=0, tasks=len(tasks), changed=False)
     by_role = split_tasks(tasks, experts=frozenset(experts), ground_truth=ground_truth)
+    source = f"{client.url} project {ls_project}"
     # A linked project with no annotations left (its tasks deleted, or their annotations) empties the link's
     # uploads; only a first pull has nothing to make a dataset of.
     if link is None and not by_role["crowd"] and not by_role["expert"]:
-        raise IngestError(f"project {ls_project} has no annotations to pull", source=f"{client.url} project "
-                          f"{ls_project}")
+        raise IngestError(f"project {ls_project} has no annotations to pull", source=source)
+    if by_role["expert"] and not by_role["crowd"]:
+        raise IngestError(_no_crowd(tasks, ground_truth), source=source)
     created = dataset is None
     if created:
         dataset = crud.create_dataset(session=session, project_id=project.id, dataset_in=DatasetCreate(name=name))
@@ -155,6 +157,19 @@ def pull(*, session: Session, settings: Settings, client: LabelStudio, ls_projec
         raise
     return PullResult(dataset=dataset, link=link, kind=config.kind, fetched=len(fetched), tasks=len(tasks),
                       changed=True, uploads=uploads, created=created, removed=removed)
+
+
+def _no_crowd(tasks: list[dict], ground_truth: bool) -> str:
+    """Why a pull that leaves the crowd no annotation is refused (a job would have nothing to aggregate)."""
+    anns = [a for t in tasks for a in t["annotations"]]
+    why = "every annotation is an expert's, so the crowd has none to aggregate"
+    if ground_truth and all(a["ground_truth"] for a in anns):
+        # Label Studio's import flags each imported annotation unless it says "ground_truth": false; its editor
+        # keeps at most one flagged annotation per task.
+        why += (f" (all {len(anns)} are flagged ground truth, as Label Studio flags the annotations of an import "
+                "that does not say \"ground_truth\": false): name the experts instead of taking ground truth "
+                "for expert")
+    return why
 
 
 def _replaced_bytes(session: Session, project_id: str, link: LabelStudioLink | None) -> int:

@@ -316,6 +316,37 @@ def test_a_push_again_replaces_and_skips_the_tasks_deleted_since(ls, settings, c
     assert pushed() == [1, 1, 1]
 
 
+def test_a_pull_leaving_the_crowd_nothing_is_refused(ls, settings, client, capsys):
+    """Label Studio flags every annotation of an import that does not say ``"ground_truth": false`` (its editor
+    keeps one flagged annotation a task at most): taking ground truth for expert there leaves the crowd nothing.
+    The pull is refused before anything is written (one line saying why, a 422 problem), where it used to make an
+    expert-only dataset whose every job failed; naming the expert pulls the same project."""
+    from tests.label_studio.conftest import CHOICE_CONFIG, CHOICE_TASKS, _choice_result
+
+    project = ls.server.api("POST", "/api/projects", json={"title": "imported",
+                                                           "label_config": CHOICE_CONFIG}).json()["id"]
+    ls.server.api("POST", f"/api/projects/{project}/import", json=[
+        {"data": {"text": text}, "annotations": [{"completed_by": {"email": e}, "result": _choice_result(truth)}
+                                                 for e in (*CROWD, EXPERT)]} for text, truth in CHOICE_TASKS[:3]])
+    assert all(a["ground_truth"] for t in _tasks(ls, project) for a in t["annotations"])  # Label Studio's default
+    capsys.readouterr()
+    assert _pull(ls, ls.server.legacy_token, "--project", str(project), "--dataset", "imported",
+                 "--ground-truth") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("crowdqa: error: ") and "the crowd has none to aggregate" in err[-1], err
+    assert "all 12 are flagged ground truth" in err[-1] and "name the experts" in err[-1], err
+    assert _dataset(settings, "imported") is None
+    with Session(get_engine(settings)) as s:
+        _, key = project_with_key(s, "imports")
+    r = client.post("/api/v1/label-studio/pulls", headers=auth(key), json={
+        "url": ls.server.url, "token": ls.server.legacy_token, "project": project, "ground_truth": True})
+    assert r.status_code == 422 and r.headers["content-type"] == "application/problem+json", r.text
+    assert "the crowd has none to aggregate" in r.json()["detail"]
+    assert _pull(ls, ls.server.legacy_token, "--project", str(project), "--dataset", "imported",
+                 "--expert", EXPERT) == 0
+    assert _dataset(settings, "imported").summary["annotators"] == {"crowd": 3, "expert": 1}
+
+
 def test_modern_and_legacy_tokens(ls, settings, capsys):
     """A personal access token works whether legacy tokens are enabled or not; a legacy token works while they
     are enabled and is refused, in one line naming it, once the organization disables them (1.23's default)."""
