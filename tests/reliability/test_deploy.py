@@ -92,6 +92,72 @@ def test_systemd_units_verify_and_start_what_the_suite_starts(name, tmp_path):
     assert out.returncode == 0 and not out.stderr.strip(), out.stderr
 
 
+def _environment_file(path) -> dict[str, str]:
+    """A file read as systemd reads an EnvironmentFile: KEY=value lines, ``#`` comments, nothing expanded."""
+    lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+    return dict(line.split("=", 1) for line in lines if line and not line.startswith(("#", ";")))
+
+
+def test_the_units_environment_file_example_is_what_they_read():
+    """deploy/crowdqa.env.example holds the deployment's settings as systemd takes them, written out (systemd
+    expands no ``${...}`` and knows no ``export``: the README's shell lines copied there would reach crowdqa as
+    they are written); crowdqa refuses its placeholder password and takes it once a real one is set. The units
+    say how to set a host up: the user they run as, its data directory, this file."""
+    from pydantic import ValidationError
+
+    from crowdqa.store.settings import Settings
+
+    env = _environment_file(DEPLOY / "crowdqa.env.example")
+    assert sorted(env) == SETTINGS
+    assert not any("$" in v or k.startswith("export") for k, v in env.items()), env
+    fields = {k.removeprefix("CROWDQA_").lower(): v for k, v in env.items()}
+    with pytest.raises(ValidationError, match="placeholder"):
+        Settings(_env_file=None, **fields)
+    fields["database_url"] = fields["database_url"].replace(":changeme@", ":a-real-one@")
+    settings = Settings(_env_file=None, **fields)
+    assert str(settings.data_dir) == "/srv/crowdqa" and settings.redis_url.startswith("redis://")
+    setup = (DEPLOY / "crowdqa-api.service").read_text(encoding="utf-8").split("[Unit]", 1)[0]
+    assert "useradd --system" in setup and "install -d -o crowdqa -g crowdqa -m 700 /srv/crowdqa" in setup
+    assert "deploy/crowdqa.env.example /etc/crowdqa/crowdqa.env" in setup
+    assert "crowdqa.env.example" in (DEPLOY / "crowdqa-worker.service").read_text(encoding="utf-8")
+
+
+def _docker_ignored(path: str, patterns: list[str]) -> bool:
+    """Whether Docker leaves ``path`` (relative to the context) out: a pattern (``**`` = any folders) matches it
+    or a folder holding it. Only the pattern forms .dockerignore uses here (no ``!`` exceptions)."""
+    import fnmatch
+
+    parts = path.split("/")
+    for pattern in patterns:
+        body = pattern.removeprefix("**/")
+        for end in range(1, len(parts) + 1):
+            starts = range(end) if pattern.startswith("**/") else [0]
+            if any(fnmatch.fnmatchcase("/".join(parts[a:end]), body) for a in starts):
+                return True
+    return False
+
+
+def test_the_image_context_leaves_out_what_a_checkout_makes():
+    """deploy/Dockerfile's context is the repository (``COPY . /src``), where `bash scripts/run.sh` keeps an
+    embedded server's data directory: its admin key (first-key.txt), server-secret and database would go into the
+    image's COPY layer (a later RUN deleting /src does not take them out of it), with the .venv and .git. The
+    .dockerignore leaves those out and keeps every file the repository tracks."""
+    patterns = [line.strip() for line in (REPO / ".dockerignore").read_text(encoding="utf-8").splitlines()
+                if line.strip() and not line.startswith("#")]
+    assert not any(p.startswith("!") for p in patterns)  # _docker_ignored does not model exceptions
+    for made in ("crowdqa-data/first-key.txt", "crowdqa-data/server-secret", "crowdqa-data/crowdqa.db",
+                 "deploy/crowdqa-data/first-key.txt", "first-key.txt", ".venv/bin/python", ".venv-peers/bin/python",
+                 ".git/config", "test-artifacts/dashboard/report.png", "api/__pycache__/main.cpython-311.pyc",
+                 "crowdqa.egg-info/PKG-INFO"):
+        assert _docker_ignored(made, patterns), made
+    tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True)
+    kept = tracked.stdout.splitlines()
+    assert "pyproject.toml" in kept and "README.md" in kept and "src/crowdqa/api" in kept
+    assert [f for f in kept if _docker_ignored(f, patterns)] == []
+    dockerfile = (DEPLOY / "Dockerfile").read_text(encoding="utf-8")
+    assert "COPY . /src" in dockerfile
+
+
 def _readme_snippet() -> str:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     section = readme.split("<!-- production:start -->", 1)[1].split("<!-- production:end -->", 1)[0]
