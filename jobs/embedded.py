@@ -32,7 +32,7 @@ from crowdqa.jobs import cancel
 from crowdqa.jobs.queue import enqueue_job, enqueued, get_queue
 from crowdqa.store import crud
 from crowdqa.store.db import open_session
-from crowdqa.store.models import JobStatus, aware, utcnow
+from crowdqa.store.models import JobStatus, aware, queued_progress, utcnow
 from crowdqa.store.settings import Settings
 
 __all__ = ["ThreadWorker", "FairShare", "EmbeddedWorker", "recover_jobs", "EMBEDDED_PREFIX", "embedded_worker_name"]
@@ -183,7 +183,7 @@ class EmbeddedWorker:
             with open_session(self.settings) as s:
                 for job_id in left:
                     crud.update_job(session=s, job_id=job_id, only_if=JobStatus.running, status=JobStatus.queued,
-                                    progress={"stage": "queued"}, started_at=None, heartbeat_at=None,
+                                    progress=queued_progress(), started_at=None, heartbeat_at=None,
                                     error="interrupted: the service stopped while the job ran; it was queued again")
 
 

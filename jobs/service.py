@@ -27,7 +27,7 @@ from crowdqa.jobs.reconcile import reconcile_job
 from crowdqa.jobs.uploads import check_dataset_vocabularies, collect_garbage
 from crowdqa.quality.references import RULES
 from crowdqa.store import crud
-from crowdqa.store.models import Dataset, Job, JobCreate, JobRerun, JobStatus, utcnow
+from crowdqa.store.models import Dataset, Job, JobCreate, JobRerun, JobStatus, queued_progress, utcnow
 from crowdqa.store.settings import Settings
 
 __all__ = ["start_job", "rerun_job", "delete_job", "stop_running_job"]
@@ -140,7 +140,7 @@ def rerun_job(*, session: Session, settings: Settings, queue: Queue, job: Job,
         given = {k: getattr(job_in, k) for k in given}
     check_job_quota(session=session, settings=settings, project_id=job.project_id)  # it becomes queued again
     crud.clear_report(session=session, job_id=job.id)
-    crud.update_job(session=session, job_id=job.id, status=JobStatus.queued, error=None, progress={},
+    crud.update_job(session=session, job_id=job.id, status=JobStatus.queued, error=None, progress=queued_progress(),
                     timings={}, artifacts={}, started_at=None, finished_at=None, heartbeat_at=None,
                     enqueued_at=None, **given)
     session.refresh(job)

@@ -34,7 +34,7 @@ from crowdqa.store import crud
 from crowdqa.store.artifacts import ArtifactStore
 from crowdqa.store.db import get_engine, outage, with_session_retry
 from crowdqa.store.errors import ArtifactMissingError
-from crowdqa.store.models import Job, JobStatus, aware, utcnow
+from crowdqa.store.models import Job, JobStatus, aware, queued_progress, utcnow
 from crowdqa.store.settings import Settings, get_settings
 
 __all__ = ["run_job", "on_job_failure", "fail_or_requeue"]
@@ -148,7 +148,7 @@ def fail_or_requeue(settings: Settings, job_id: str, *, reason: str, retries_lef
     """After a failure: back to queued when rq will retry, else failed with ``reason`` (only from running)."""
     if retries_left > 0:
         values = {"status": JobStatus.queued, "error": f"{reason} (retrying; {retries_left} retries left)",
-                  "progress": {"stage": "queued"}}
+                  "progress": queued_progress()}
     else:
         values = {"status": JobStatus.failed, "error": reason, "finished_at": utcnow()}
     with_session_retry(settings, lambda s: crud.update_job(session=s, job_id=job_id, only_if=JobStatus.running,
@@ -264,7 +264,7 @@ def _run_claimed(settings: Settings, job: Job, rq_job) -> str:
         if exc.requeue:  # the server is stopping: back to the queue, to run at the next start
             with Session(get_engine(settings)) as s:
                 crud.update_job(session=s, job_id=job_id, only_if=JobStatus.running, status=JobStatus.queued,
-                                progress={"stage": "queued"}, started_at=None, heartbeat_at=None,
+                                progress=queued_progress(), started_at=None, heartbeat_at=None,
                                 error=f"interrupted: {exc}; it was queued again")
         logger.info("job %s stopped: %s", job_id, exc)
         return "cancelled"

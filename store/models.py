@@ -23,6 +23,7 @@ from crowdqa.quality.report_model import WorkerReport
 __all__ = [
     "SCHEMA_VERSION",
     "JobStatus",
+    "queued_progress",
     "Method",
     "SchemaInfo",
     "Project",
@@ -222,12 +223,17 @@ class ParseSummary(_OmitNone):
     notes: list[str] | None = Field(default=None, description="What the reader assumed or left out.")
 
 
+def queued_progress() -> dict[str, Any]:
+    """The progress of a job waiting for a worker (new, re-run, or put back in the queue)."""
+    return {"stage": "queued"}
+
+
 class JobProgress(_OmitNone):
     """What a job is doing: its stage and, while fitting, the EM iteration and log-likelihood."""
 
     model_config = ConfigDict(extra="allow")
-    stage: str | None = Field(default=None, description="queued, reading, fitting, cross-fitting, scoring, writing, "
-                                                        "done.")
+    stage: str | None = Field(default=None, description="queued, starting, reading, fitting, cross-fitting, scoring, "
+                                                        "writing, done.")
     stage_seconds: float | None = Field(default=None, description="Seconds in the current stage so far.")
     stages: dict[str, float] | None = Field(default=None, description="Seconds of every finished stage.")
     iteration: int | None = Field(default=None, description="EM iteration (or the last one, when done).")
@@ -364,7 +370,7 @@ class Job(JobBase, table=True):
     dataset_id: str = Field(foreign_key="dataset.id", index=True, ondelete="CASCADE")
     corpus_sha256: str = Field(max_length=64)
     status: JobStatus = Field(default=JobStatus.queued, index=True)
-    progress: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    progress: dict[str, Any] = Field(default_factory=queued_progress, sa_type=JSON)
     timings: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
     error: str | None = None
     attempts: int = 0

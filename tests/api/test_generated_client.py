@@ -121,6 +121,7 @@ def test_the_readme_flow_through_the_generated_client_alone(served, client_packa
         assert upload.summary.documents == 40 if role == UploadFormRole.CROWD else upload.summary.documents == 20
     job = create_job.sync(dataset.id, client=client, body=JobCreate(method=Method.MV, use_experts=False))
     assert not isinstance(job, Problem), job
+    assert isinstance(job.progress.stage, str), job.progress  # "queued" (or later), never unset
     deadline = time.monotonic() + 120
     while (polled := get_job.sync(job.id, client=client)).status not in ("finished", "failed"):
         assert time.monotonic() < deadline, polled

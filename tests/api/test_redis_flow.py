@@ -100,6 +100,26 @@ def test_full_flow_with_a_worker_process(redis_client, keys, start_worker):
     assert health == {"status": "ok", "database": True, "queue": True, "embedded": False}
 
 
+def test_a_queued_job_says_its_stage(redis_client, keys, start_worker):
+    """A job waiting for a worker, new or re-run, has the stage ``queued`` in its progress, as the progress schema
+    says (it was ``{}``: a client generated from the OpenAPI document read the stage as unset). No worker runs
+    until the new job has been read, and none while the re-run is, so nothing races the reads."""
+    key = keys["a"]
+    ds = sample_dataset(redis_client, key, experts=False)
+    r = redis_client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key), json={"method": "mv"})
+    assert r.status_code == 202 and r.json()["progress"] == {"stage": "queued"}, r.text
+    job = r.json()["id"]
+    polled = redis_client.get(f"/api/v1/jobs/{job}", headers=auth(key)).json()
+    assert (polled["status"], polled["progress"]) == ("queued", {"stage": "queued"})
+    worker = start_worker()
+    assert wait_job(redis_client, job, key, timeout=120)["status"] == "finished"
+    worker.send_signal(signal.SIGTERM)  # a warm stop: the pool ends, nothing takes the re-run
+    worker.wait(60)
+    r = redis_client.post(f"/api/v1/jobs/{job}/rerun", headers=auth(key))
+    assert r.status_code == 202 and r.json()["progress"] == {"stage": "queued"}, r.text
+    assert redis_client.get(f"/api/v1/jobs/{job}", headers=auth(key)).json()["progress"] == {"stage": "queued"}
+
+
 def test_redis_down_answers_503_and_keeps_everything(redis_settings, keys, monkeypatch, start_worker):
     """While Redis is unreachable uploads still work, enqueueing answers 503 problem+json, and the job can be
     enqueued again (re-run) once Redis is back."""
