@@ -12,7 +12,15 @@ from fastapi import Form, Request
 from fastapi.responses import Response
 
 from crowdqa.api.dashboard.auth import DashSessionDep, check_csrf
-from crowdqa.api.dashboard.pages import FORM_ERRORS, Csrf, datasets_view, error_message, owned_job, router
+from crowdqa.api.dashboard.pages import (
+    FORM_ERRORS,
+    Csrf,
+    datasets_view,
+    error_message,
+    job_page_response,
+    owned_job,
+    router,
+)
 from crowdqa.api.dashboard.web import redirect
 from crowdqa.api.deps import SessionDep, SettingsDep
 from crowdqa.jobs.errors import UploadConflictError
@@ -52,7 +60,7 @@ def push_to_label_studio(request: Request, job_id: str, session: SessionDep, set
     check_csrf(request, dash, csrf)
     job = owned_job(session, dash, job_id)
     try:
-        push(session=session, settings=settings, job=job)
-    except (*FORM_ERRORS, LookupError) as exc:
-        return datasets_view(request, session, dash, error=error_message(exc), status_code=422)
-    return redirect(f"/jobs/{job.id}")
+        done = push(session=session, settings=settings, job=job)
+    except (*FORM_ERRORS, LookupError) as exc:  # shown on the job's page, where the push was asked for
+        return job_page_response(request, session, settings, dash, job, error=error_message(exc), status_code=422)
+    return redirect(f"/jobs/{job.id}?pushed={done.predictions}&skipped={done.skipped}")

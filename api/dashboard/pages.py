@@ -374,8 +374,10 @@ def delete_job(request: Request, job_id: str, session: SessionDep, settings: Set
 
 
 def job_page_response(request: Request, session, settings, dash: DashboardSession, job: Job | JobPublic, *,
-                      error: str | None = None, status_code: int = 200, **report: Any) -> HTMLResponse:
-    """The job page: progress while it runs, the reason when it failed, the report when finished."""
+                      error: str | None = None, status_code: int = 200, pushed: int | None = None, skipped: int = 0,
+                      **report: Any) -> HTMLResponse:
+    """The job page: progress while it runs, the reason when it failed, the report when finished; after a push to
+    Label Studio, how many predictions it wrote (``pushed``) and tasks it skipped."""
     dataset = crud.get_dataset(session=session, project_id=dash.project.id, dataset_id=job.dataset_id)
     history = []
     body = report.get("report")
@@ -385,6 +387,7 @@ def job_page_response(request: Request, session, settings, dash: DashboardSessio
         history = [_progress_of(job)["log_likelihood"]]
     return render(request, "job.html", {"job": job, "dataset": dataset, "progress": job_progress(job),
                                         "ll_curve": line_curve(history), "error": error, "report": None,
+                                        "pushed": pushed, "skipped": skipped,
                                         "comparison": None, **report, "label_studio": crud.get_label_studio_link(
                                             session=session, dataset_id=job.dataset_id) is not None},
                   dash=dash, status_code=status_code)

@@ -462,10 +462,22 @@ def test_dashboard_connects_a_project_and_pushes_a_job(ls, settings, client, cap
     job_page = client.get(f"/ui/jobs/{job_id}").text
     assert 'id="label-studio-push"' in job_page
     r = client.post(f"/ui/jobs/{job_id}/label-studio", data={"csrf": csrf}, follow_redirects=False)
-    assert r.status_code == 303, r.text
+    assert r.status_code == 303 and r.headers["location"].endswith(f"/jobs/{job_id}?pushed=6&skipped=0"), r.text
     preds = [p for t in _tasks(ls, ls.choice) for p in t["predictions"] if p["model_version"].endswith(job_id)]
     assert len(preds) == 6
     assert token not in caplog.text and token.split(".")[1] not in caplog.text
+    shown = client.get(r.headers["location"]).text  # the job's page says what the push wrote
+    assert 'id="label-studio-pushed"' in shown and "6 predictions written to Label Studio" in shown
+    assert f"crowdqa-mv-job-{job_id}" in shown and "skipped" not in shown
+    assert 'id="label-studio-pushed"' not in client.get(f"/ui/jobs/{job_id}").text
+    with Session(get_engine(settings)) as s:  # no token kept: the push fails, on the job's page
+        link = crud.get_label_studio_link(session=s, dataset_id=dataset_id)
+        link.token_sealed = None
+        s.add(link)
+        s.commit()
+    r = client.post(f"/ui/jobs/{job_id}/label-studio", data={"csrf": csrf}, follow_redirects=False)
+    assert r.status_code == 422 and "no Label Studio token is kept for this dataset" in r.text
+    assert 'id="label-studio-push"' in r.text and 'id="form-error"' in r.text  # the job's page, not the datasets'
 
     r = client.post("/ui/label-studio", data={"csrf": csrf, "url": ls.server.url, "token": "0" * 40,
                                               "project": str(ls.choice)})
