@@ -73,6 +73,34 @@ def test_compose_file_starts_what_the_suite_starts():
     assert (DEPLOY / build["context"]).resolve() == REPO and (REPO / build["dockerfile"]).is_file()
 
 
+def _compose_interpolated(password: str) -> dict:
+    """deploy/compose.yaml with ``${CROWDQA_DB_PASSWORD...}`` replaced as Compose does: the value, as it is."""
+    import re
+
+    import yaml
+
+    text = re.sub(r"\$\{CROWDQA_DB_PASSWORD:\?[^}]*\}", lambda _: password,
+                  (DEPLOY / "compose.yaml").read_text(encoding="utf-8"))
+    return yaml.safe_load(text)
+
+
+@pytest.mark.parametrize("password", ["0f3a9c" * 8, "Ab-._~9xYz", "p%40ss", "p@ss"])
+def test_the_compose_password_reaches_postgres_and_crowdqa_alike_only_when_url_safe(password):
+    """The compose file hands CROWDQA_DB_PASSWORD to the postgres image as it is (POSTGRES_PASSWORD) and to
+    crowdqa inside CROWDQA_DATABASE_URL, which SQLAlchemy decodes: the two agree for the passwords the compose
+    file and the README ask for (letters, digits, -._~) and not for an encoded or a bare @, so both say so."""
+    from sqlalchemy.engine import make_url
+
+    services = _compose_interpolated(password)["services"]
+    given = services["postgres"]["environment"]["POSTGRES_PASSWORD"]
+    url = make_url(services["api"]["environment"]["CROWDQA_DATABASE_URL"])
+    url_safe = all(c.isascii() and (c.isalnum() or c in "-._~") for c in password)
+    assert (url.password == given and url.host == "postgres") is url_safe, (given, url.password, url.host)
+    header = (DEPLOY / "compose.yaml").read_text(encoding="utf-8").split("name:", 1)[0]
+    assert "letters, digits and - . _ ~ only" in header
+    assert "letters, digits and `-._~` only" in (REPO / "README.md").read_text(encoding="utf-8")
+
+
 @pytest.mark.parametrize("name", sorted(UNITS))
 def test_systemd_units_verify_and_start_what_the_suite_starts(name, tmp_path):
     """Each unit runs the installed `crowdqa` with the production tests' arguments, restarts always, reads the
