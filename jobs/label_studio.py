@@ -81,6 +81,8 @@ class PullResult:
     created: bool = False
     #: Tasks the last pull held that Label Studio holds no more (deleted there), dropped from the dataset.
     removed: int = 0
+    #: What the pull noticed and did anyway: experts named who annotated none of the tasks it holds.
+    notes: list[str] = field(default_factory=list)
 
 
 def _default_name(ls_project: int, info: dict) -> str:
@@ -156,7 +158,18 @@ def pull(*, session: Session, settings: Settings, client: LabelStudio, ls_projec
             crud.delete_dataset(session=session, dataset=dataset)
         raise
     return PullResult(dataset=dataset, link=link, kind=config.kind, fetched=len(fetched), tasks=len(tasks),
-                      changed=True, uploads=uploads, created=created, removed=removed)
+                      changed=True, uploads=uploads, created=created, removed=removed,
+                      notes=_unmatched_experts(tasks, experts))
+
+
+def _unmatched_experts(tasks: list[dict], experts: list[str]) -> list[str]:
+    """A note for each expert named (e-mail or user id) who annotated none of ``tasks``: a typo makes the expert a
+    crowd worker without a word otherwise (an expert yet to annotate is fine: the note only says so)."""
+    seen = {who for t in tasks for a in t["annotations"] for who in (a["completed_by"], a.get("user_id"))}
+    annotators = sorted({a["completed_by"] for t in tasks for a in t["annotations"]})
+    shown = ", ".join(annotators[:10]) + (f" and {len(annotators) - 10} more" if len(annotators) > 10 else "")
+    return [f"expert {e!r} annotated none of the project's tasks (its annotators: {shown})"
+            for e in experts if e not in seen]
 
 
 def _no_crowd(tasks: list[dict], ground_truth: bool) -> str:

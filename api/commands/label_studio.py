@@ -51,6 +51,8 @@ def _pull(args: argparse.Namespace) -> int:
             s = u.summary
             print(f"  upload {u.id}: {u.role}, {u.format}, {s.get('documents')} documents, "
                   f"{sum((s.get('annotators') or {}).values())} annotators")
+        for note in done.notes:
+            print(f"crowdqa: note: {note}", file=sys.stderr)
         if not done.uploads:
             print(f"  no annotation left in project {args.project}: the dataset keeps no pulled upload")
             return 0

@@ -48,6 +48,8 @@ class LabelStudioPulled(BaseModel):
     tasks: int = Field(description="Tasks the dataset holds.")
     changed: bool
     uploads: list[str] = Field(description="The uploads this pull made (they replace the last pull's).")
+    notes: list[str] = Field(default_factory=list, description="What the pull noticed: experts named who annotated "
+                                                               "none of the tasks.")
 
 
 class LabelStudioPushed(BaseModel):
@@ -77,7 +79,7 @@ def pull_project(body: LabelStudioPull, session: SessionDep, settings: SettingsD
     return LabelStudioPulled(dataset_id=done.dataset.id, dataset=done.dataset.name, kind=done.kind,
                              fetched=done.fetched, removed=done.removed, tasks=done.tasks,
                              changed=done.changed,
-                             uploads=[u.id for u in done.uploads])
+                             uploads=[u.id for u in done.uploads], notes=done.notes)
 
 
 @router.post("/jobs/{job_id}/label-studio", responses=problem_responses(404, 409, 422))

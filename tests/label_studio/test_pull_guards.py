@@ -420,3 +420,19 @@ def test_a_refused_pull_leaves_nothing_new_on_disk(settings, fake, client, key, 
     seen = [(status, sorted(p.relative_to(settings.data_dir).as_posix() for p in left))
             for status, left in _pulls_refused(settings, fake, client, key, monkeypatch)]
     assert seen == [(429, []), (413, []), (409, []), (422, [])]
+
+
+def test_an_expert_who_annotated_nothing_is_noted(settings, fake, client, key, capsys):
+    """An expert named by a misspelt e-mail (or a user id no annotation has) matches no annotator: the pull goes
+    on, the annotator meant for the expert staying crowd as before, and says so (the API's ``notes``, a ``note:``
+    line of the command) with the project's annotators, where it used to say nothing."""
+    fake.tasks = choice_tasks({k: {**by, 4: by[1]} for k, by in CROWD.items()})
+    r = _pull(client, key, experts=["ex@exmaple.com", "4"])
+    assert r.status_code == 200, r.text
+    assert r.json()["notes"] == ["expert 'ex@exmaple.com' annotated none of the project's tasks (its annotators: "
+                                 "ex@example.com, w1@example.com, w2@example.com, w3@example.com)"]
+    capsys.readouterr()
+    assert main(["label-studio", "pull", "--url", URL, "--token", TOKEN, "--project", str(PROJECT), "--dataset",
+                 "cli", "--expert", "ex@exmaple.com"]) == 0
+    err = capsys.readouterr().err
+    assert "crowdqa: note: expert 'ex@exmaple.com' annotated none of the project's tasks" in err, err
