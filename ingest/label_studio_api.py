@@ -396,9 +396,13 @@ def upload_bytes(tasks: list[dict], config: LabelConfig) -> tuple[bytes, str, di
     w.writerow(["item", "annotator", "label"])
     for task in tasks:
         for ann in task["annotations"]:
-            for r in ann["result"]:
-                for choice in (r.get("value") or {}).get("choices") or []:
-                    w.writerow([task["id"], ann["completed_by"], choice])
+            chosen = [c for r in ann["result"] for c in (r.get("value") or {}).get("choices") or []]
+            if len(chosen) > 1:  # a <Choices choice="multiple"> answer: not one label of a categorical item
+                raise LabelStudioError(
+                    f"task {task['id']}: {ann['completed_by']} chose {len(chosen)} answers "
+                    f"({', '.join(map(repr, chosen))}) in <Choices name=\"{config.from_name}\">; crowdqa aggregates "
+                    "one answer per annotator and task (a choice=\"single\" control)")
+            w.writerows([task["id"], ann["completed_by"], choice] for choice in chosen)
     return buf.getvalue().encode("utf-8"), "categorical", {}
 
 

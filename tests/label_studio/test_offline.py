@@ -7,7 +7,13 @@ import json
 
 import pytest
 
-from crowdqa.ingest.label_studio_api import LabelStudio, LabelStudioError, read_label_config, token_kind
+from crowdqa.ingest.label_studio_api import (
+    LabelStudio,
+    LabelStudioError,
+    read_label_config,
+    token_kind,
+    upload_bytes,
+)
 from crowdqa.store.private import server_secret
 from crowdqa.store.sealed import SealError, seal, unseal
 from tests.label_studio.conftest import CHOICE_CONFIG, NER_CONFIG, POLYGON_CONFIG
@@ -74,3 +80,22 @@ def test_a_refused_request_names_label_studios_reason():
     with LabelStudio("http://label-studio.test", "0" * 40, transport=transport) as client:
         with pytest.raises(LabelStudioError, match=r"HTTP 400: Validation error: .*corresponding task ID couldn't"):
             client.request("POST", "/api/projects/1/import/predictions", json=[])
+
+
+def test_several_answers_of_one_annotator_are_named_as_such():
+    """A ``<Choices choice="multiple">`` project where an annotator ticked two answers on a task: the pull says so
+    (task, annotator, answers), where it used to report a duplicate row on line 3 of a CSV the user never made;
+    one answer each (whatever the config allows) reads as before."""
+    config = read_label_config(CHOICE_CONFIG.replace('choice="single"', 'choice="multiple"'))
+
+    def task(*answers):
+        return {"id": 11, "data": {"text": "x"}, "annotations": [
+            {"completed_by": who, "result": [{"from_name": "sentiment", "to_name": "text", "type": "choices",
+                                              "value": {"choices": list(chosen)}}]}
+            for who, chosen in zip(("w1@example.com", "w2@example.com"), answers, strict=False)]}
+
+    data, fmt, _ = upload_bytes([task(["pos"], ["neg"])], config)
+    assert (fmt, data) == ("categorical", b"item,annotator,label\n11,w1@example.com,pos\n11,w2@example.com,neg\n")
+    with pytest.raises(LabelStudioError, match=r"^task 11: w2@example.com chose 2 answers \('pos', 'neg'\) in "
+                                               r'<Choices name="sentiment">; crowdqa aggregates one answer per '):
+        upload_bytes([task(["pos"], ["pos", "neg"])], config)
