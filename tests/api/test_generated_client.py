@@ -143,3 +143,38 @@ def test_the_readme_flow_through_the_generated_client_alone(served, client_packa
     refused = create_job.sync(dataset.id, client=client,
                               body=JobCreate.from_dict({"method": "ds", "params": {"no_such_parameter": 1}}))
     assert isinstance(refused, Problem) and refused.status == 422 and "no_such_parameter" in refused.detail
+
+
+def _readme_blocks() -> tuple[str, str]:
+    """The README's typed-client section: its shell block (fetch the document, generate) and its Python block."""
+    readme = (SAMPLE.parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### A typed client from the OpenAPI document", 1)[1].split("\n## ", 1)[0]
+    shell = section.split("```sh\n", 1)[1].split("\n```", 1)[0]
+    python = section.split("```python\n", 1)[1].split("\n```", 1)[0]
+    return shell, python
+
+
+def test_the_readme_client_example_word_for_word(served, tmp_path):
+    """The README's commands and Python, as written but for the server's port and the key, in a folder holding
+    the two sample files: the client is generated, the flow runs, and what it prints reads as values (the
+    parse summaries as dicts, each poll's status and progress, never an unset field's repr)."""
+    shell, python = _readme_blocks()
+    port = served["url"].rsplit(":", 1)[1]
+    for name in ("crowd.jsonl", "expert.jsonl"):
+        (tmp_path / name).write_bytes((SAMPLE / name).read_bytes())
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    made = subprocess.run(["bash", "-euo", "pipefail", "-c", shell.replace(":8000", f":{port}")], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert made.returncode == 0 and (tmp_path / "crowdqa_client").is_dir(), made.stdout + made.stderr
+    code = (f"KEY = {served['key']!r}\n" + python.replace(":8000", f":{port}")
+            + "\nprint(type(report).__name__, worst.count, type(csv_text).__name__, type(missing).__name__,"
+              " missing.status)\n")
+    ran = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    lines = ran.stdout.splitlines()
+    assert lines[:2] == ["40 {'crowd': 10, 'expert': 0}", "20 {'crowd': 0, 'expert': 1}"], lines
+    assert lines[-1] == "QualityReport 11 str Problem 404", lines
+    for poll in lines[2:-1]:  # e.g. "running {'stage': 'fitting', 'iteration': 3, ...}"
+        status, progress = poll.split(" ", 1)
+        assert status in ("queued", "running") and progress.startswith("{'stage': '"), poll
+    assert "Unset" not in ran.stdout
