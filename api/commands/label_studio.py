@@ -75,10 +75,12 @@ def _push(args: argparse.Namespace) -> int:
                         view=args.view)
         except LookupError as exc:
             raise UserError(str(exc)) from None
-    print(f"{done.predictions} predictions written to project {done.ls_project} of {done.url} as "
+    predictions = "prediction" if done.predictions == 1 else "predictions"
+    print(f"{done.predictions} {predictions} written to project {done.ls_project} of {done.url} as "
           f"model version {done.model_version!r} (replacing any earlier push of the job)")
     if done.skipped:
-        print(f"{done.skipped} tasks of the job deleted in Label Studio since were skipped")
+        tasks, were = ("task", "was") if done.skipped == 1 else ("tasks", "were")
+        print(f"{done.skipped} {tasks} of the job deleted in Label Studio since {were} skipped")
     if done.view is not None:
         print(f"view {done.view}: the project's tasks by prediction score, lowest (most disputed) first")
     return 0

@@ -309,7 +309,7 @@ def test_a_push_again_replaces_and_skips_the_tasks_deleted_since(ls, settings, c
     capsys.readouterr()
     assert main(["label-studio", "push", "--job", job_id]) == 0
     out = capsys.readouterr().out
-    assert "3 predictions written" in out and "1 tasks of the job deleted in Label Studio since were skipped" in out
+    assert "3 predictions written" in out and "1 task of the job deleted in Label Studio since was skipped" in out
     assert pushed() == [1, 1, 1]
     r = client.post(f"/api/v1/jobs/{job_id}/label-studio", headers=auth(key))
     assert r.status_code == 200 and (r.json()["predictions"], r.json()["skipped"]) == (3, 1), r.text
