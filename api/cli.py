@@ -20,7 +20,7 @@ from crowdqa.api.commands import COMMANDS, UserError, cli_wording
 from crowdqa.jobs.errors import JobError
 from crowdqa.store.errors import StoreError
 
-__all__ = ["main", "build_parser", "OneLineParser"]
+__all__ = ["main", "build_parser", "OneLineParser", "ReaderMayLeave"]
 
 _INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)$")
 
@@ -79,6 +79,45 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
 
 
+class ReaderMayLeave:
+    """``sys.stdout`` for a command's run: when its reader goes away (``crowdqa review ... | head``), the command
+    goes on, printing into nothing, and still writes every file it was asked to write.
+
+    Python's recipe for a closed stdout (the ``signal`` module's notes on SIGPIPE): point the descriptor at
+    ``os.devnull`` so that nothing further (nor the flush at exit) raises ``BrokenPipeError``. The recipe then
+    exits; a command here finishes its work instead, and :func:`main` returns 141 (128 + SIGPIPE, what a
+    Unix tool cut short by ``head`` returns) once it has. Anything else is the wrapped stream's.
+    """
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+        self.reader_left = False
+
+    def write(self, text: str) -> int:
+        if not self.reader_left:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._leave()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.reader_left:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._leave()
+
+    def _leave(self) -> None:
+        self.reader_left = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, self._stream.fileno())  # what is left in the stream's buffer now goes nowhere
+        os.close(devnull)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """Build the parser; the subcommand named in ``argv`` gets its module's full parser, the others a stub.
 
@@ -106,8 +145,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv)
     args = parser.parse_args(argv)
+    stdout = sys.stdout
+    sys.stdout = out = ReaderMayLeave(stdout)
     try:
-        return int(args.func(args) or 0)
+        status = int(args.func(args) or 0)
+        out.flush()  # here, not at exit, where a closed pipe would be "Exception ignored" and status 120
+        return 141 if out.reader_left and status == 0 else status
     except (UserError, StoreError, JobError, FileNotFoundError, IsADirectoryError, NotADirectoryError,
             PermissionError, ValueError) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -118,10 +161,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("crowdqa: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        # The reader went away (``crowdqa ingest ... | head``): stop quietly, as Unix tools do.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
+    finally:
+        sys.stdout = stdout
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -287,3 +287,23 @@ def test_the_readme_crowdtruth_transcript_is_what_the_commands_print(capsys, mon
         for line in (s for s in shown if s.strip() != "..."):
             assert line in printed[at:], f"README shows {line!r}; {command!r} printed:\n" + "\n".join(printed)
             at = printed.index(line, at) + 1
+
+
+def test_cli_review_into_a_closed_pipe_still_writes_its_files(batch, tmp_path):
+    """``crowdqa review ... | head -1``: the reader leaves after its line, the next write to stdout meets a closed
+    pipe, and the reviewed batch, bonuses and summary asked for are written all the same, quietly, with status 141.
+    The pipe's reader is closed before the command prints (as ``head`` is gone by the time a long review's second
+    block is written), and stdout is unbuffered so that the print itself meets it, not the flush at exit."""
+    out, bonus, summary = tmp_path / "reviewed.csv", tmp_path / "bonus.csv", tmp_path / "summary.json"
+    argv = ["review", str(batch), "--method", "mv", "--reject-below", "0.2", "--quiet", "--output", str(out),
+            "--bonus", "0.25", "--bonus-above", "0.9", "--bonus-output", str(bonus), "--summary", str(summary)]
+    proc = subprocess.Popen([sys.executable, "-c", "import sys\nfrom crowdqa.api.cli import main\nsys.exit(main())",
+                             *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1", "CROWDQA_DATA_DIR": str(tmp_path / "data")})
+    proc.stdout.close()  # the reader has gone
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141, err
+    assert err == ""  # no traceback, no "Exception ignored"
+    assert out.read_bytes().count(b"\r\n") == 61
+    assert bonus.read_bytes().startswith(b"WorkerId,AssignmentId,BonusAmount,Reason\r\n")
+    assert json.loads(summary.read_text())["assignments"]["rejected"] == 11
