@@ -112,12 +112,18 @@ def default_output_format(input_format: str, *, output: str | None = None, categ
 
 def output_format(corpus: Corpus, *, input_format: str, output: str, given: str | None) -> str:
     """The format the aggregate of ``corpus`` is written in: ``given``, or the default; ValueError when it does
-    not fit the labels (categorical answers are written as categorical-csv, span labels never are)."""
+    not fit the labels (categorical answers are written as categorical-csv, span labels never are), or when
+    the default would contradict ``output``'s suffix (categorical answers named .jsonl or .conll, span labels
+    named .csv)."""
     categorical = is_categorical(corpus)
     fmt = given or default_output_format(input_format, output=output, categorical=categorical)
     if categorical and given is None and str(output).lower().endswith((".jsonl", ".conll")):
         raise ValueError(f"--output {output}: these are categorical answers, written as categorical-csv "
                          "(item,label): name the output .csv")
+    if not categorical and given is None and str(output).lower().endswith(".csv"):
+        raise ValueError(f"--output {output}: these are span labels, and .csv names categorical-csv (answers): "
+                         "name the output .jsonl (spans-jsonl) or .conll (conll), or a folder (ebm-nlp), or choose "
+                         "with --output-format spans-jsonl, conll or ebm-nlp")
     if categorical and fmt != "categorical-csv":
         raise ValueError(f"--output-format {fmt}: these are categorical answers (one label per item); "
                          "they are written as categorical-csv")

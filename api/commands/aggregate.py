@@ -213,8 +213,9 @@ def register(subparsers) -> None:
     p.add_argument("--reference", default="union", help="expert reference rule: union, majority or an expert id")
     p.add_argument("--output", required=True, help="where to write the aggregate (a folder for ebm-nlp)")
     p.add_argument("--output-format", choices=WRITE_FORMATS,
-                   help="default: categorical-csv for categorical answers (whatever the input format), else by "
-                        "--output's suffix (.jsonl, .conll), else conll for CoNLL input, ebm-nlp for EBM-NLP, "
+                   help="default: categorical-csv for categorical answers (whatever the input format; --output "
+                        "named .jsonl or .conll is refused), else by --output's suffix (.jsonl, .conll; .csv is "
+                        "refused for span labels), else conll for CoNLL input, ebm-nlp for EBM-NLP, "
                         "else spans-jsonl")
     p.add_argument("--report", metavar="REPORT.json", help="write the quality report here")
     p.add_argument("--save-model", metavar="MODEL.npz",

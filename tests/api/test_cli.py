@@ -245,6 +245,28 @@ def test_default_output_format_follows_the_output_suffix():
     assert default_output_format("conll") == "conll"
 
 
+def test_an_output_suffix_that_names_the_other_kind_of_labels_is_refused(tmp_path, capsys):
+    """Span labels are never written as JSON Lines into a file named .csv (the suffix of categorical-csv), as
+    categorical answers are never written into one named .jsonl: one line naming the formats that fit and
+    --output-format, nothing written, before any fit. --output-format spans-jsonl writes the name as given."""
+    answers = tmp_path / "answers.csv"
+    answers.write_text("task,worker,label\n" + "".join(f"t{i},w{w},{(i + w) % 2}\n" for i in range(6)
+                                                       for w in range(3)), encoding="utf-8")
+    spans = ["aggregate", str(SAMPLE / "crowd.jsonl"), "--format", "spans-jsonl", "--method", "mv", "--quiet"]
+    for command, out, message in (
+            ([*spans], "agg.csv", "these are span labels, and .csv names categorical-csv (answers): name the "
+             "output .jsonl (spans-jsonl) or .conll (conll), or a folder (ebm-nlp), or choose with --output-format "
+             "spans-jsonl, conll or ebm-nlp"),
+            (["aggregate", str(answers), "--format", "categorical", "--method", "mv", "--quiet"], "agg.jsonl",
+             "these are categorical answers, written as categorical-csv (item,label): name the output .csv")):
+        assert main([*command, "--output", str(tmp_path / out)]) == 2
+        err = capsys.readouterr().err
+        assert err == f"crowdqa: error: --output {tmp_path / out}: {message}\n"
+        assert not (tmp_path / out).exists()
+    assert main([*spans, "--output", str(tmp_path / "agg.csv"), "--output-format", "spans-jsonl"]) == 0
+    assert json.loads((tmp_path / "agg.csv").read_text().splitlines()[0])["doc_id"]
+
+
 def test_use_experts_takes_the_gold_column_of_the_one_file(tmp_path, capsys):
     """A categorical file's gold column is read as an expert: --use-experts needs no --expert file, and
     gold-mv (skills from the known labels) runs on the one file, scored by cross-fitting."""
