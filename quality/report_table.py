@@ -107,7 +107,8 @@ def _table_order(workers: list[dict], sort: str | None, categorical: bool) -> tu
     return order, "experts" if against == "vs_expert" else "the aggregate"
 
 
-def format_report(report: QualityReport | dict, *, max_workers: int = 40, sort: str | None = None) -> str:
+def format_report(report: QualityReport | dict, *, max_workers: int = 40, sort: str | None = None,
+                  rest: str | None = None) -> str:
     """The report as a readable terminal table.
 
     Parameters
@@ -119,6 +120,9 @@ def format_report(report: QualityReport | dict, *, max_workers: int = 40, sort: 
     sort : str, optional
         Order of the worker rows, one of :data:`TABLE_SORT_KEYS`: a score puts the worst first (against the
         experts; workers without one last). Default ``"f1"``, or ``"accuracy"`` for categorical answers.
+    rest : str, optional
+        Where the workers beyond ``max_workers`` are, ending the line ``... N more workers``: ``" in the JSON
+        report r.json"`` when a file holds them, or how to get them. Default: they are said to be not shown.
 
     Returns
     -------
@@ -128,7 +132,8 @@ def format_report(report: QualityReport | dict, *, max_workers: int = 40, sort: 
         report = report.model_dump()
     categorical = report.get("kind") == "categorical"  # one-token documents: say items, score accuracy
     return "\n".join([*_header_lines(report, categorical), "", *_aggregate_lines(report, categorical), "",
-                      *_worker_lines(report.get("workers", []), categorical, max_workers=max_workers, sort=sort), "",
+                      *_worker_lines(report.get("workers", []), categorical, max_workers=max_workers, sort=sort,
+                                    rest=rest), "",
                       *_agreement_lines(report.get("agreement", {}))])
 
 
@@ -187,7 +192,8 @@ def _aggregate_lines(report: dict, categorical: bool) -> list[str]:
     return lines
 
 
-def _worker_lines(workers: list[dict], categorical: bool, *, max_workers: int, sort: str | None) -> list[str]:
+def _worker_lines(workers: list[dict], categorical: bool, *, max_workers: int, sort: str | None,
+                  rest: str | None) -> list[str]:
     """The worker table: the first ``max_workers`` rows in the order of ``sort``."""
     order, against = _table_order(workers, sort, categorical)
     shown = order[:max_workers]
@@ -199,7 +205,7 @@ def _worker_lines(workers: list[dict], categorical: bool, *, max_workers: int, s
     rows = _categorical_worker_rows if categorical else _span_worker_rows
     lines += rows(workers, shown, width)
     if len(workers) > max_workers:
-        lines.append(f"  ... {len(workers) - max_workers} more workers in the JSON report")
+        lines.append(f"  ... {len(workers) - max_workers} more workers{' not shown' if rest is None else rest}")
     return lines
 
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # the readers load only when a command reads (``--help`` stay
     from crowdqa.jobs.local import ParseResult
 
 __all__ = ["add_upload_arguments", "add_option_arguments", "read_uploads", "upload_options", "check_output",
-           "print_notes", "add_table_arguments", "check_sort"]
+           "print_notes", "add_table_arguments", "check_sort", "table_rest"]
 
 
 def add_upload_arguments(p: argparse.ArgumentParser, *, path_help: str, metavar: str = "PATH") -> None:
@@ -69,6 +69,12 @@ def add_table_arguments(p: argparse.ArgumentParser) -> None:
                         "documents, annotator; default f1 for span labels, accuracy for categorical answers")
     p.add_argument("--top", "--max-workers", dest="top", type=int, default=40, metavar="N",
                    help="worker rows in the table (default 40)")
+
+
+def table_rest(option: str, path: str | None) -> str:
+    """Where the worker rows beyond ``--top`` are (the end of the table's "... N more workers" line): in the report
+    file ``option`` writes, if one is written; else how to get them."""
+    return f" in the JSON report {path}" if path else f": {option} FILE writes them all, --top N shows N"
 
 
 def check_sort(args: argparse.Namespace) -> None:

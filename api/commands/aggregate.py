@@ -96,7 +96,7 @@ def method_params(args: argparse.Namespace) -> dict:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from crowdqa.api.commands._uploads import check_output, check_sort, print_notes, read_uploads
+    from crowdqa.api.commands._uploads import check_output, check_sort, print_notes, read_uploads, table_rest
     from crowdqa.jobs import local
 
     # Everything that can be checked without the data, before any file is read.
@@ -167,7 +167,7 @@ def _run(args: argparse.Namespace) -> int:
         with open(args.report, "w", encoding="utf-8") as fh:
             local.write_report(report, fh)
         say(f"crowdqa: wrote the report to {args.report}")
-    print(local.format_report(report, max_workers=args.top, sort=args.sort))
+    print(local.format_report(report, max_workers=args.top, sort=args.sort, rest=table_rest("--report", args.report)))
     if comparison is not None:
         from crowdqa.jobs.compare import format_comparison
 

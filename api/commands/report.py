@@ -14,6 +14,7 @@ from crowdqa.api.commands._uploads import (
     check_sort,
     print_notes,
     read_uploads,
+    table_rest,
     upload_options,
 )
 from crowdqa.ingest.formats import AGGREGATE_FORMATS, READ_FORMATS
@@ -80,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
                              experts_used_in_fit=args.experts_used_in_fit, reference=args.reference,
                              seed=args.seed, n_boot=args.n_boot)
     report["counts"]["expert_documents_without_crowd"] = parsed.unmatched_expert_documents
-    print(format_report(report, max_workers=args.top, sort=args.sort))
+    print(format_report(report, max_workers=args.top, sort=args.sort, rest=table_rest("--json", args.json)))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             write_report(report, fh)

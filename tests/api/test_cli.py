@@ -267,6 +267,26 @@ def test_an_output_suffix_that_names_the_other_kind_of_labels_is_refused(tmp_pat
     assert json.loads((tmp_path / "agg.csv").read_text().splitlines()[0])["doc_id"]
 
 
+def test_the_worker_table_says_where_the_workers_it_leaves_out_are(tmp_path, capsys):
+    """"... N more workers in the JSON report" only when a report file was written (naming it); otherwise the
+    option that writes them all. For crowdqa aggregate (--report) and crowdqa report (--json) alike."""
+    crowd = ["--format", "spans-jsonl", "--expert", str(SAMPLE / "expert.jsonl"), "--top", "1"]
+    agg, rep = tmp_path / "agg.jsonl", tmp_path / "r.json"
+
+    def more(command: list[str]) -> str:
+        assert main(command) == 0
+        lines = [line for line in capsys.readouterr().out.splitlines() if "more workers" in line]
+        assert len(lines) == 1, lines
+        return lines[0].split(" more workers", 1)[1]
+
+    aggregate = ["aggregate", str(SAMPLE / "crowd.jsonl"), *crowd, "--method", "mv", "--output", str(agg), "--quiet"]
+    assert more(aggregate) == ": --report FILE writes them all, --top N shows N"
+    assert more([*aggregate, "--report", str(rep)]) == f" in the JSON report {rep}" and rep.exists()
+    report = ["report", str(SAMPLE / "crowd.jsonl"), *crowd, "--aggregate", str(agg)]
+    assert more(report) == ": --json FILE writes them all, --top N shows N"
+    assert more([*report, "--json", str(tmp_path / "s.json")]) == f" in the JSON report {tmp_path / 's.json'}"
+
+
 def test_use_experts_takes_the_gold_column_of_the_one_file(tmp_path, capsys):
     """A categorical file's gold column is read as an expert: --use-experts needs no --expert file, and
     gold-mv (skills from the known labels) runs on the one file, scored by cross-fitting."""
