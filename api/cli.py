@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from crowdqa.api.commands import COMMANDS, UserError, cli_wording
+from crowdqa.ingest.formats import missing_path
 from crowdqa.jobs.errors import JobError
 from crowdqa.store.errors import StoreError
 
@@ -154,7 +155,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UserError, StoreError, JobError, FileNotFoundError, IsADirectoryError, NotADirectoryError,
             PermissionError, ValueError) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        if isinstance(exc, OSError) and exc.filename:
+        if isinstance(exc, FileNotFoundError) and exc.filename:
+            msg = missing_path(exc.filename)  # in the words every reader uses, not the system's
+        elif isinstance(exc, OSError) and exc.filename:
             msg = f"{exc.filename}: {exc.strerror}"
         print(f"crowdqa: error: {cli_wording(msg)}", file=sys.stderr)
         return 2

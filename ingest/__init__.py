@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from crowdqa.ingest.errors import IngestError, Problem, ProblemLog
-from crowdqa.ingest.formats import FORMATS, ROLES, UPLOAD_OPTIONS, check_options, check_upload
+from crowdqa.ingest.formats import FORMATS, NO_SUCH_PATH, ROLES, UPLOAD_OPTIONS, check_options, check_upload
 
 if TYPE_CHECKING:  # numpy and the corpus load on first use, so `crowdqa --help` starts without them
     from crowdqa.aggregation.corpus import Corpus
@@ -97,7 +97,7 @@ def read_corpus(path: str | os.PathLike, *, format: str, role: str = ROLES[0], *
     problems = ProblemLog(given["on_error"])
     path = Path(path)
     if not path.exists():
-        raise IngestError("no such file or folder", source=str(path))
+        raise IngestError(NO_SUCH_PATH, source=str(path))
     spec = FORMATS[format]
     module, _, func = spec.reader.partition(":")
     reader = getattr(importlib.import_module(module), func)

@@ -43,6 +43,7 @@ from crowdqa.ingest._inflate import (
     read_npz_arrays,
 )
 from crowdqa.ingest.errors import IngestError, ProblemLog
+from crowdqa.ingest.formats import NO_SUCH_PATH
 
 __all__ = ["decode_text", "read_text", "read_corpus_npz", "Tree", "open_tree", "is_archive", "MAX_ZIP_BYTES",
            "MAX_ZIP_MEMBERS", "MAX_ZIP_RATIO", "ZIP_RATIO_FLOOR"]
@@ -129,7 +130,7 @@ class Tree:
             raise IngestError("expected a folder, a .zip or a .tar(.gz) archive, found a file that is none of them",
                               source=str(root))
         else:
-            raise IngestError("no such file or folder", source=str(root))
+            raise IngestError(NO_SUCH_PATH, source=str(root))
         names = [n for n in self._names if not _hidden(n.split("/"))]
         self._real = {n: n for n in names}
 

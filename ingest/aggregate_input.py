@@ -23,6 +23,7 @@ overlap. Formats (:data:`crowdqa.ingest.formats.AGGREGATE_FORMATS`, the outputs 
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import json
 import os
@@ -35,7 +36,7 @@ from crowdqa.aggregation.corpus import MISSING, Corpus, run_indices
 from crowdqa.ingest._bytes import unique_sorted
 from crowdqa.ingest._common import jsonl_lines
 from crowdqa.ingest.build import span_token_ranges
-from crowdqa.ingest.formats import AGGREGATE_FORMATS
+from crowdqa.ingest.formats import AGGREGATE_FORMATS, NO_SUCH_PATH
 from crowdqa.ingest.writers import csv_unescape
 
 __all__ = ["read_aggregate", "labels_from_spans", "labels_from_corpus"]
@@ -323,7 +324,7 @@ def read_aggregate(path: str | os.PathLike, corpus: Corpus, *, format: str,  # n
     """
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(2, "No such file or directory", str(path))
+        raise FileNotFoundError(errno.ENOENT, NO_SUCH_PATH, str(path))
     if format in ("spans-jsonl", "spans-csv"):
         return _read_spans(path, corpus, format, remarks)
     if format == "conll":

@@ -23,7 +23,7 @@ from crowdqa.aggregation.roles import ROLES
 
 __all__ = ["AGGREGATE_FORMATS", "CLIENT_FIELDS", "FORMATS", "Format", "READ_FORMATS", "ROLES", "ROUTING_EXPORTS",
            "UPLOAD_OPTIONS", "UploadOption", "WRITE_FORMATS", "Writer", "check_options", "check_upload",
-           "choice_message", "option"]
+           "choice_message", "option", "NO_SUCH_PATH", "missing_path"]
 
 @dataclass(frozen=True)
 class UploadOption:
@@ -181,6 +181,16 @@ AGGREGATE_FORMATS: tuple[str, ...] = tuple(n for n, f in FORMATS.items() if f.ag
 #: What a routing list can be written as: the task CSV, or the routed documents as tasks of an annotation
 #: tool whose export reads back as an expert upload (:mod:`crowdqa.ingest.routing_export`).
 ROUTING_EXPORTS: tuple[str, ...] = ("csv", "label-studio", "doccano", "spans-jsonl")
+
+
+#: What every door says of a path that is not there (a file or a folder may have been meant); the operating
+#: system's "No such file or directory" is said in these words too.
+NO_SUCH_PATH = "no such file or folder"
+
+
+def missing_path(path: object, *, option: str | None = None) -> str:
+    """The one line for a path that is not there: ``"--aggregate x.jsonl: no such file or folder"``."""
+    return f"{option + ' ' if option else ''}{path}: {NO_SUCH_PATH}"
 
 
 def choice_message(name: str, value: object, choices: tuple[str, ...] | None = None) -> str:

@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 from sqlmodel import Session
 
 from crowdqa.ingest._inflate import read_npz_arrays
+from crowdqa.ingest.formats import missing_path
 from crowdqa.jobs.errors import JobModelMissingError, JobNotFinishedError
 from crowdqa.jobs.finished import check_finished
 from crowdqa.jobs.pipeline import ModelStart
@@ -127,7 +128,7 @@ def load_model_file(path: str | os.PathLike, *, method: str, frozen: bool) -> Mo
 
     _check_method(method)
     if not Path(path).exists():  # said as the other inputs' are (a bare FileNotFoundError printed the name alone)
-        raise ValueError(f"--from-model {path}: no such file or folder")
+        raise ValueError(missing_path(path, option="--from-model"))
     try:
         state = read_npz_arrays(Path(path))  # bounded like every upload: a deflate bomb is refused, not inflated
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:

@@ -19,7 +19,7 @@ from crowdqa.aggregation.memory import Shape
 from crowdqa.aggregation.registry import check_memory
 from crowdqa.ingest import read_corpus
 from crowdqa.ingest.aggregate_input import labels_from_corpus, read_aggregate
-from crowdqa.ingest.formats import AGGREGATE_FORMATS, READ_FORMATS
+from crowdqa.ingest.formats import AGGREGATE_FORMATS, READ_FORMATS, missing_path
 from crowdqa.jobs.local import check_reference
 from crowdqa.quality.report import build_report_data, format_report
 
@@ -71,7 +71,7 @@ def read_aggregate_labels(path: str | Path, corpus: Corpus, *, format: str | Non
     """
     p = Path(path)
     if not p.exists():
-        raise ValueError(f"--aggregate {path}: no such file or folder")
+        raise ValueError(missing_path(path, option="--aggregate"))
     fmt = format or aggregate_format(p, categorical=not corpus.has_outside)
     if p.is_dir() and fmt != "ebm-nlp" and fmt not in READ_FORMATS:
         raise ValueError(f"--aggregate {path} is a folder: give --aggregate-format ebm-nlp (or a file)")

@@ -17,7 +17,7 @@ from crowdqa.api.commands._uploads import (
     table_rest,
     upload_options,
 )
-from crowdqa.ingest.formats import AGGREGATE_FORMATS, READ_FORMATS
+from crowdqa.ingest.formats import AGGREGATE_FORMATS, READ_FORMATS, missing_path
 
 __all__ = ["register", "run"]
 
@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     check_output(args.json, option="--json")
     check_sort(args)
     if not Path(args.aggregate).exists():
-        raise UserError(f"--aggregate {args.aggregate}: no such file or folder")
+        raise UserError(missing_path(args.aggregate, option="--aggregate"))
     check_run(use_experts=False, reference=args.reference, expert_files=len(args.expert), role=args.role,
               input_format=args.format)
     parsed = read_uploads(args)

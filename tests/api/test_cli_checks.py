@@ -186,3 +186,22 @@ def test_label_studio_errors_name_the_line_of_the_bad_result(client, keys, tmp_p
     path.write_text(json.dumps(json.loads(path.read_text())), encoding="utf-8")  # one line: line 1 is right
     assert main(["ingest", str(path), "--format", "label-studio"]) == 2
     assert "ls.json:1: bad result of '4': " in _err(capsys)[-1]
+
+
+@pytest.mark.parametrize("command", [
+    ["ingest", "{missing}", "--format", "spans-jsonl"],
+    ["aggregate", "{missing}", "--format", "spans-jsonl", "--method", "mv", "--output", "{tmp}/a.jsonl", "-q"],
+    ["compare", "{missing}", "--format", "spans-jsonl", "--output", "{tmp}/c.json", "-q"],
+    ["route", "{missing}", "--format", "spans-jsonl", "--budget", "5", "--output", "{tmp}/r.csv", "-q"],
+    ["review", "{missing}", "--method", "mv", "--reject-below", "0.2", "--dry-run", "-q"],
+    ["report", CROWD, "--format", "spans-jsonl", "--aggregate", "{missing}"],
+    ["aggregate", CROWD, "--format", "spans-jsonl", "--method", "ds", "--from-model", "{missing}", "--output",
+     "{tmp}/a.jsonl", "-q"],
+])
+def test_every_command_says_a_missing_path_in_the_same_words(tmp_path, capsys, command):
+    """One wording for a path that is not there (review said the system's "No such file or directory")."""
+    missing = str(tmp_path / "nope.csv")
+    assert main([a.format(missing=missing, tmp=tmp_path) for a in command]) == 2
+    err = _err(capsys)
+    assert len(err) == 1 and err[0].startswith("crowdqa: error: ") and err[0].endswith(f"{missing}: no such file "
+                                                                                       "or folder"), err
