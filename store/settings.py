@@ -109,4 +109,6 @@ def get_settings() -> Settings:
     except ValidationError as exc:
         first = exc.errors()[0]
         name = "CROWDQA_" + ".".join(str(p) for p in first.get("loc", ())).upper()
-        raise ConfigurationError(f"{name}: {first.get('msg', 'invalid value')}") from None
+        # Our own validators' messages as they were raised: pydantic's msg prefixes them with "Value error, ".
+        raised = (first.get("ctx") or {}).get("error") if first.get("type") == "value_error" else None
+        raise ConfigurationError(f"{name}: {raised or first.get('msg', 'invalid value')}") from None

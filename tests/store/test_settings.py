@@ -32,3 +32,18 @@ def test_settings_from_environment(tmp_path, monkeypatch):
             Settings(max_upload_bytes=0)
     finally:
         get_settings.cache_clear()
+
+
+def test_a_placeholder_password_is_said_in_our_words(monkeypatch):
+    """The variable and the validator's own sentence, without pydantic's "Value error, " prefix."""
+    from crowdqa.store.errors import ConfigurationError
+
+    monkeypatch.setenv("CROWDQA_DATABASE_URL", "postgresql://u:changeme@localhost/x")
+    get_settings.cache_clear()
+    try:
+        with pytest.raises(ConfigurationError) as caught:
+            get_settings()
+    finally:
+        get_settings.cache_clear()
+    assert str(caught.value) == ("CROWDQA_DATABASE_URL: the password in the postgresql URL is a placeholder "
+                                 "('changeme'); set a real one")
