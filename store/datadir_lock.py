@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from crowdqa.store.errors import DataDirLockedError
-from crowdqa.store.private import make_private_dir
+from crowdqa.store.private import make_private_dir, open_private_file
 
 __all__ = ["LOCK_NAME", "acquire_data_dir", "held_data_dirs", "release_data_dir"]
 
@@ -56,7 +56,7 @@ def acquire_data_dir(data_dir: str | os.PathLike, *, port: int | None = None) ->
             return folder / LOCK_NAME
         make_private_dir(folder)
         path = folder / LOCK_NAME
-        fh = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held open for the process' life
+        fh = os.fdopen(open_private_file(path), "a+", encoding="utf-8")  # held open for the process' life; 0600
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -3,7 +3,8 @@
 The data directory is created 0700; the SQLite file is created 0600 before SQLite first opens
 it, and SQLite gives its ``-wal`` and ``-shm`` files the database file's mode, so they are 0600
 too (an existing database left 0644 by an older version is narrowed at start). Stored artifacts
-are already 0600 (``tempfile.mkstemp``). Two secrets live in the data directory as 0600 files:
+are already 0600 (``tempfile.mkstemp``), and so is ``serve.lock`` (:mod:`crowdqa.store.datadir_lock`). Two
+secrets live in the data directory as 0600 files:
 
 * ``server-secret``: 32 random bytes, made once, that sign dashboard session cookies. It is
   never in the database, so a copy of the database (or of one ``apikey`` row) cannot forge a
@@ -25,7 +26,7 @@ from sqlalchemy.engine import make_url
 from crowdqa.store.errors import ConfigurationError
 
 __all__ = ["SECRET_NAME", "FIRST_KEY_NAME", "make_private_dir", "prepare_sqlite_file", "write_private_file",
-           "server_secret"]
+           "open_private_file", "server_secret"]
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +82,15 @@ def prepare_sqlite_file(url: str) -> None:
         pass
     for suffix in ("", "-wal", "-shm", "-journal"):
         _narrow(path.with_name(path.name + suffix))
+
+
+def open_private_file(path: str | os.PathLike, flags: int = os.O_RDWR | os.O_APPEND) -> int:
+    """Open ``path`` with ``flags``, creating it 0600 (in a 0700 folder) or narrowing an existing readable one as the
+    database is narrowed; return the file descriptor."""
+    final = Path(path)
+    make_private_dir(final.parent)
+    _narrow(final)
+    return os.open(final, flags | os.O_CREAT, 0o600)
 
 
 def write_private_file(path: str | os.PathLike, text: str) -> Path:

@@ -90,3 +90,20 @@ def test_private_files_are_written_0600(tmp_path, loose_umask):
     path = write_private_file(tmp_path / "f.txt", "hello\n")
     assert path.read_text() == "hello\n" and _mode(path) == 0o600
     assert [p.name for p in tmp_path.iterdir()] == ["f.txt"]
+
+
+def test_the_serve_lock_is_private_and_an_old_readable_one_is_narrowed(tmp_path, loose_umask):
+    """serve.lock (who holds the data directory: pid, host, port) was created 0644 in the 0700 folder."""
+    from crowdqa.store.datadir_lock import acquire_data_dir, release_data_dir
+
+    for data, old in ((tmp_path / "new", None), (tmp_path / "old", 0o644)):
+        if old is not None:
+            make_private_dir(data)
+            (data / "serve.lock").write_text("{}", encoding="utf-8")
+            os.chmod(data / "serve.lock", old)
+        lock = acquire_data_dir(data, port=8123)
+        try:
+            assert _mode(lock) == 0o600 and _mode(data) == 0o700
+            assert '"port": 8123' in lock.read_text(encoding="utf-8")
+        finally:
+            release_data_dir(data)
