@@ -11,6 +11,7 @@ file and line of anything wrong.
 
 from __future__ import annotations
 
+import codecs
 import os
 
 import numpy as np
@@ -23,6 +24,9 @@ __all__ = ["MAX_FIELD_BYTES", "read_padded", "padded", "find_byte", "other_contr
 MAX_FIELD_BYTES = 32
 #: ``_LOW_BYTES[n]``: the low ``n`` bytes of a little-endian 64-bit word (n = 0..8).
 _LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
+#: ``_WORD_MASKS[j, w]``: the bytes of word ``j`` that a field of ``w`` bytes fills (a lookup, not a clip per field).
+_WORD_MASKS = _LOW_BYTES[np.clip(np.arange(MAX_FIELD_BYTES + 1)[None, :] - 8 * np.arange(MAX_FIELD_BYTES // 8)[:, None],
+                                 0, 8)]
 #: An odd 64-bit multiplier (2**64 / golden ratio) that spreads keys over the high bits of the product.
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 #: Bytes per chunk of the scans of a whole file (:func:`find_byte`, :func:`other_controls`).
@@ -51,15 +55,17 @@ def padded(data: bytearray, start: int) -> tuple[NDArray[np.uint8], int]:
     return np.frombuffer(data, dtype=np.uint8, offset=start), len(data) - MAX_FIELD_BYTES - start
 
 
-def find_byte(body: NDArray[np.uint8], size: int, value: int) -> NDArray[np.int64]:
-    """Positions of the byte ``value`` in ``body[:size]``, in order.
+def find_byte(body: NDArray[np.uint8], size: int, value: int, *, dtype: type = np.int64) -> NDArray:
+    """Positions of the byte ``value`` in ``body[:size]``, in order, as ``dtype`` (``np.int32`` halves them for a
+    body under 2 GiB).
 
     Scanned by chunks of :data:`_SCAN` bytes, as is :func:`other_controls`: a comparison of the whole file
     at once makes a bool per byte of the file, whose pages the kernel maps anew at each scan; chunks reuse a
     few MB that stay in cache.
     """
-    found = [np.flatnonzero(body[a:min(a + _SCAN, size)] == value) + a for a in range(0, size, _SCAN)]
-    return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+    found = [(np.flatnonzero(body[a:min(a + _SCAN, size)] == value) + a).astype(dtype, copy=False)
+             for a in range(0, size, _SCAN)]
+    return np.concatenate(found) if found else np.zeros(0, dtype=dtype)
 
 
 def other_controls(body: NDArray[np.uint8], size: int, *, below: int, allowed: tuple[int, ...]) -> int:
@@ -72,23 +78,29 @@ def other_controls(body: NDArray[np.uint8], size: int, *, below: int, allowed: t
     return n
 
 
-def line_bounds(body: NDArray[np.uint8], size: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """Start and end (exclusive, at the newline) of every line of ``body[:size]``; a last line may lack its newline."""
-    ends = find_byte(body, size, 10)
+def line_bounds(body: NDArray[np.uint8], size: int, *, dtype: type = np.int64) -> tuple[NDArray, NDArray]:
+    """Start and end (exclusive, at the newline) of every line of ``body[:size]``; a last line may lack its newline.
+
+    Positions as ``dtype`` (:func:`find_byte`)."""
+    ends = find_byte(body, size, 10, dtype=dtype)
     if size and body[size - 1] != 10:
-        ends = np.append(ends, size)
-    return np.concatenate([[0], ends[:-1] + 1]).astype(np.int64), ends.astype(np.int64)
+        ends = np.append(ends, np.array([size], dtype=dtype))
+    starts = np.empty_like(ends)
+    if starts.size:
+        starts[0] = 0
+        np.add(ends[:-1], 1, out=starts[1:])
+    return starts, ends
 
 
-def field_bounds(body: NDArray[np.uint8], size: int, row_start: NDArray[np.int64], row_end: NDArray[np.int64], *,
-                 delimiter: int, n_fields: int) -> NDArray[np.int64] | None:
+def field_bounds(body: NDArray[np.uint8], size: int, row_start: NDArray, row_end: NDArray, *,
+                 delimiter: int, n_fields: int) -> NDArray | None:
     """The boundaries of ``n_fields`` fields in each row, or None if a row holds another number of fields.
 
     Returns
     -------
     ndarray of shape (n_rows, n_fields + 1), or None
         Field ``j`` of row ``i`` is ``body[b[i, j] + 1 : b[i, j + 1]]``: ``b[i, 0]`` is the byte
-        before the row, then its delimiters, then its end.
+        before the row, then its delimiters, then its end. Of the dtype of ``row_start``.
 
     Notes
     -----
@@ -97,13 +109,14 @@ def field_bounds(body: NDArray[np.uint8], size: int, row_start: NDArray[np.int64
     too many pushes a delimiter into the next row, which then starts before its own start, and
     the first with one too few takes the next row's, past its own end.
     """
-    delims = find_byte(body, size, delimiter)
+    delims = find_byte(body, size, delimiter, dtype=row_start.dtype)
     n_rows = row_start.size
     if delims.size != n_rows * (n_fields - 1):
         return None
-    bounds = np.empty((n_rows, n_fields + 1), dtype=np.int64)
-    bounds[:, 0] = row_start - 1
+    bounds = np.empty((n_rows, n_fields + 1), dtype=row_start.dtype)
+    np.subtract(row_start, 1, out=bounds[:, 0])
     bounds[:, 1:-1] = delims.reshape(n_rows, n_fields - 1)
+    del delims
     bounds[:, -1] = row_end
     if np.any(bounds[:, 1:] <= bounds[:, :-1]):
         return None
@@ -111,7 +124,7 @@ def field_bounds(body: NDArray[np.uint8], size: int, row_start: NDArray[np.int64
 
 
 def field_codes(body: NDArray[np.uint8], start: NDArray[np.int64], width: NDArray[np.int64], *,
-                first_seen: bool = False) -> tuple[NDArray[np.intp], list[str]] | None:
+                first_seen: bool = False) -> tuple[NDArray[np.integer], list[str]] | None:
     """Codes and distinct values of byte fields ``body[start:start + width]`` (a factorisation), or None.
 
     Each field is read as up to four little-endian 64-bit words (``body`` comes from :func:`padded`),
@@ -133,7 +146,7 @@ def field_codes(body: NDArray[np.uint8], start: NDArray[np.int64], width: NDArra
     Returns
     -------
     codes : ndarray of shape (n_fields,)
-        Index of each field's value in ``values``.
+        Index of each field's value in ``values`` (int32 for fewer than 2**31 fields).
     values : list of str
         The distinct fields, decoded (UTF-8).
     """
@@ -143,36 +156,58 @@ def field_codes(body: NDArray[np.uint8], start: NDArray[np.int64], width: NDArra
     if n_words > MAX_FIELD_BYTES // 8:
         return None
     word = np.ndarray(buffer=body, dtype="<u8", shape=(body.size - 7,), strides=(1,))
-    words = [word[start + 8 * j] & _LOW_BYTES[np.clip(width - 8 * j, 0, 8)] for j in range(n_words)]
-    key = words[0]
-    for w in words[1:]:
-        key = key * _MIX ^ w  # (wraps modulo 2**64)
+    # Codes as int32 where they fit (half the memory of intp). The check below needs every word but the last:
+    # fields of one key whose other words are equal have equal last words (``key ^ last`` is the mix of the
+    # others), so the last word is dropped once mixed in.
+    code_type = np.int32 if start.size < 2**31 else np.intp
+    words = [_words(word, start, width, j) for j in range(n_words - 1)]
+    key = _words(word, start, width, n_words - 1)
+    if words:
+        mixed = words[0] * _MIX
+        for w in words[1:]:
+            mixed ^= w
+            mixed *= _MIX  # (wraps modulo 2**64)
+        key ^= mixed
+        del mixed
     sample = np.sort(key[:1 << 16])
     distinct = sample[_firsts(sample)]
     if distinct.size > _MANY:  # many values (item ids): one sort of every key
         # numpy's default argsort (SIMD quicksort) is faster than its stable one on 64-bit keys; the first
         # field of each value is then the least position in its run of the sort.
         order = np.argsort(key)
-        ordered = key[order]
-        new = _firsts(ordered)
-        del ordered
-        codes = np.empty(key.size, dtype=np.intp)
-        codes[order] = np.cumsum(new) - 1
+        new = _firsts(key[order])
+        del key
+        codes = np.empty(order.size, dtype=code_type)
+        rank = np.cumsum(new, dtype=code_type)
+        rank -= 1
+        codes[order] = rank
+        del rank
         some = np.minimum.reduceat(order, np.flatnonzero(new))
         del order, new
     else:
         codes, distinct = _few_codes(key, distinct)
+        del key
         some = np.full(distinct.size, codes.size, dtype=np.int64)
         np.minimum.at(some, codes, np.arange(codes.size))  # the first field of each value
     if first_seen:
         order = np.argsort(some)
-        rank = np.empty(some.size, dtype=np.intp)
+        rank = np.empty(some.size, dtype=code_type)
         rank[order] = np.arange(some.size)
         codes, some = rank[codes], some[order]
-    if n_words > 1 and not all(np.array_equal(w, w[some][codes]) for w in words):
+    if not all(np.array_equal(w, w[some][codes]) for w in words):
         return None
-    values = _decode([w[some] for w in words], width[some])
+    del words
+    first_start, first_width = start[some], width[some]
+    values = _decode([_words(word, first_start, first_width, j) for j in range(n_words)], first_width)
     return None if values is None else (codes, values)
+
+
+def _words(word: NDArray[np.uint64], start: NDArray, width: NDArray, j: int) -> NDArray[np.uint64]:
+    """Word ``j`` (bytes ``8 j`` to ``8 j + 7``) of each field ``start, width``, the bytes past the field zero."""
+    out = word[start + 8 * j]
+    if width.min() < 8 * j + 8:  # (no mask where every field fills the word)
+        out &= _WORD_MASKS[j][width]
+    return out
 
 
 def _few_codes(key: NDArray[np.uint64], distinct: NDArray[np.uint64]) -> tuple[NDArray[np.intp], NDArray[np.uint64]]:
@@ -185,7 +220,7 @@ def _few_codes(key: NDArray[np.uint64], distinct: NDArray[np.uint64]) -> tuple[N
     while True:
         bits = max((8 * distinct.size - 1).bit_length(), 6)
         shift = np.uint64(64 - bits)
-        table = np.zeros(1 << bits, dtype=np.intp)
+        table = np.zeros(1 << bits, dtype=np.int32 if key.size < 2**31 else np.intp)
         table[(distinct * _MIX) >> shift] = np.arange(distinct.size)  # of colliding keys one keeps the slot
         codes = table[(key * _MIX) >> shift]
         miss = np.flatnonzero(distinct[codes] != key)
@@ -238,9 +273,14 @@ def _decode(words: list[NDArray[np.uint64]], width: NDArray[np.int64]) -> list[s
     """
     n, k = width.size, 8 * len(words)
     rows = np.zeros((n, k + 1), dtype=np.uint8)
-    rows[:, :k] = np.stack(words, axis=1).astype("<u8", copy=False).view(np.uint8)
+    for j, w in enumerate(words):
+        rows[:, 8 * j:8 * j + 8] = w.astype("<u8", copy=False).view(np.uint8).reshape(n, 8)
     rows[np.arange(n), width] = 10
+    kept = rows[np.arange(k + 1) <= width[:, None]]
+    del rows
     try:
-        return rows[np.arange(k + 1) <= width[:, None]].tobytes().decode("utf-8").split("\n")[:-1]
+        text = codecs.utf_8_decode(kept, "strict", True)[0]  # from the array's buffer, without a copy as bytes
     except UnicodeDecodeError:
         return None
+    del kept
+    return text.split("\n")[:-1]

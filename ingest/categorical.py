@@ -271,7 +271,7 @@ def _corpus(
     """
     # Class order: natural order of the answers, independent of the row order.
     class_names = tuple(sorted(label_names, key=natural_key))
-    remap = np.empty(len(label_names), dtype=np.int64)
+    remap = np.empty(len(label_names), dtype=np.int32)
     for k, name in enumerate(label_names):
         remap[k] = class_names.index(name)
     token, worker, label = item, worker, remap[label]
@@ -287,12 +287,22 @@ def _corpus(
     item_ids = tuple(item_ids)
     n_w = len(worker_ids)
     if token.size and float(n_items) * n_w * 2**16 < 2.0**62:
-        # Corpus order, (item, annotator), by one sort of packed keys (labels < 2**15) instead of an argsort.
-        packed = ((token * n_w + worker) << 16) | label
+        # Corpus order, (item, annotator), by one sort of packed keys (labels < 2**15) instead of an argsort;
+        # the key is built and unpacked in place, and the annotators and labels leave it in the corpus's types.
+        packed = token.astype(np.int64)
+        del token
+        packed *= n_w
+        packed += worker
+        del worker
+        packed <<= 16
+        packed |= label
+        del label
         packed.sort()
-        label = packed & 0xFFFF
+        label = (packed & 0xFFFF).astype(np.int16)
         packed >>= 16
-        token, worker = packed // n_w, packed % n_w
+        worker = (packed % n_w).astype(np.int32)
+        packed //= n_w
+        token = packed
         del packed
     item_lengths = np.fromiter(map(len, item_ids), dtype=np.int64, count=n_items)
     # One-token documents: the item id is the text and its token.
@@ -395,14 +405,21 @@ def _byte_columns(path: Path, *, delimiter: str, n_columns: int, columns: list[i
     del data
     if other_controls(body, size, below=32, allowed=(10, 9)):
         return None  # a control byte (the row loop's csv module treats some specially)
-    starts, ends = line_bounds(body, size)
+    # Positions as int32 (the file is under 2 GiB), each array dropped when it is no longer needed: the peak is
+    # the bytes, the field bounds, one column's temporaries and the codes made so far.
+    starts, ends = line_bounds(body, size, dtype=np.int32)
     full = ends > starts  # empty lines are skipped, as by the row loop
-    bounds = field_bounds(body, size, starts[full], ends[full], delimiter=ord(delimiter), n_fields=n_columns)
+    if not full.all():
+        starts, ends = starts[full], ends[full]
+    del full
+    bounds = field_bounds(body, size, starts, ends, delimiter=ord(delimiter), n_fields=n_columns)
+    del starts, ends
     if bounds is None or bounds.shape[0] == 0:
         return None
     out = {}
     for i in columns:
-        encoded = field_codes(body, bounds[:, i] + 1, bounds[:, i + 1] - bounds[:, i] - 1, first_seen=True)
+        start = bounds[:, i] + 1
+        encoded = field_codes(body, start, bounds[:, i + 1] - start, first_seen=True)
         if encoded is None:
             return None
         out[i] = encoded
