@@ -17,6 +17,10 @@ middleware runs first, on the request line and headers only:
   ``Content-Length`` is answered 413 at once, and a body sent without one is cut off (413) as soon as
   it passes the limit.
 
+A refusal the gate sends itself (the 401 or 429 of a key, the 413 of a ``Content-Length``) is problem+json,
+and at a ``/ui`` address the dashboard's error page (:func:`crowdqa.api.dashboard.errors.error_page`), as the
+app's own handlers answer there.
+
 The routes still check the key themselves (the gate is a first line, not the only one), so the gate may
 remember a key it found valid for :data:`KEY_MEMORY_SECONDS` (by its sha256; never a refusal): a key revoked
 within that window still gets its body read once more, and its 401 from the route. When the gate did ask the
@@ -34,9 +38,11 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
-from starlette.responses import RedirectResponse
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
 
 from crowdqa.api.dashboard.auth import SESSION_COOKIE, read_session
+from crowdqa.api.dashboard.errors import error_page, is_dashboard_path
 from crowdqa.api.dashboard.web import PREFIX as UI_PREFIX
 from crowdqa.api.deps import GATE_CALLER, Caller, authenticate_client
 from crowdqa.api.errors import ProblemError, problem_response
@@ -104,6 +110,13 @@ def _cookie(scope: Scope, name: str) -> str | None:
     return None
 
 
+def _refused(scope: Scope, status: int, detail: str, headers: dict[str, str] | None = None) -> Response:
+    """The gate's refusal: the dashboard's error page at a dashboard address, else the problem document."""
+    if is_dashboard_path(scope.get("path", "")):
+        return error_page(Request(scope), status, detail, headers=headers)
+    return problem_response(status, detail, headers=headers)
+
+
 def _authenticate(settings: Settings, authorization: str | None, client: str, throttle: FailureThrottle) -> Caller:
     """The API's own key check (expiry, throttling of failures included); ProblemError 401/429 when refused."""
     with open_read_session(settings) as session:
@@ -133,7 +146,7 @@ class RequestGate:
             caller = await run_in_threadpool(_authenticate, settings, authorization, client_address(scope),
                                              throttle_of(scope["app"]))
         except ProblemError as exc:
-            return problem_response(exc.status, exc.detail, headers=exc.headers)
+            return _refused(scope, exc.status, exc.detail, exc.headers)
         scope.setdefault("state", {})[GATE_CALLER] = caller
         if len(self._valid_keys) >= _KEY_MEMORY_SIZE:
             self._valid_keys.clear()
@@ -163,7 +176,7 @@ class RequestGate:
             error = UploadTooLargeError(limit, setting="CROWDQA_MAX_BODY_BYTES", what="the request body")
         length = dict(scope.get("headers") or []).get(b"content-length")
         if length is not None and length.isdigit() and int(length) > limit:
-            await problem_response(413, f"{error.what} exceeds the limit of {error.limit} bytes ({error.setting})")(
+            await _refused(scope, 413, f"{error.what} exceeds the limit of {error.limit} bytes ({error.setting})")(
                 scope, receive, send)
             return
         seen = 0

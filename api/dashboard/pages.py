@@ -51,7 +51,8 @@ from crowdqa.store import crud
 from crowdqa.store.errors import UploadTooLargeError
 from crowdqa.store.models import Dataset, DatasetCreate, Job, JobCreate, JobPublic, JobStatus, Method
 
-__all__ = ["router", "owned_dataset", "owned_job", "error_message", "datasets_view", "FORM_ERRORS", "Csrf"]
+__all__ = ["router", "owned_dataset", "owned_job", "job_dataset", "error_message", "datasets_view", "FORM_ERRORS",
+           "Csrf"]
 
 router = APIRouter(prefix=PREFIX, include_in_schema=False)
 PAGE_ROWS = 200  # the newest uploads and jobs a dataset page lists (it says how many more the API lists)
@@ -88,6 +89,11 @@ def owned_job(session, dash: DashboardSession, job_id: str) -> Job:
     if job is None:
         raise PageError(404, "no such job in this project")
     return job
+
+
+def job_dataset(session, dash: DashboardSession, job: Job | JobPublic) -> Dataset | None:
+    """The job's dataset (for the breadcrumb of the job's pages), or None if it is gone."""
+    return crud.get_dataset(session=session, project_id=dash.project.id, dataset_id=job.dataset_id)
 
 
 # ---------------------------------------------------------------- sign in / out
@@ -378,7 +384,7 @@ def job_page_response(request: Request, session, settings, dash: DashboardSessio
                       **report: Any) -> HTMLResponse:
     """The job page: progress while it runs, the reason when it failed, the report when finished; after a push to
     Label Studio, how many predictions it wrote (``pushed``) and tasks it skipped."""
-    dataset = crud.get_dataset(session=session, project_id=dash.project.id, dataset_id=job.dataset_id)
+    dataset = job_dataset(session, dash, job)
     history = []
     body = report.get("report")
     if body is not None:

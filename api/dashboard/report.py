@@ -22,7 +22,7 @@ from crowdqa.api.dashboard.charts import (
     precision_recall_scatter,
     shade_class,
 )
-from crowdqa.api.dashboard.pages import job_page_response, owned_job, router
+from crowdqa.api.dashboard.pages import job_dataset, job_page_response, owned_job, router
 from crowdqa.api.dashboard.web import PREFIX, SECURITY_HEADERS, PageError, render, templates
 from crowdqa.api.deps import QueueDep, SessionDep, SettingsDep
 from crowdqa.api.routes.jobs import LabelFormat, get_labels
@@ -148,16 +148,11 @@ def worker_page(request: Request, job_id: str, session: SessionDep, settings: Se
         measured = confusion_matrix(rates, labels, counts=counts)
     entry = next((e for e in body.get("workers") or [] if e.get("annotator") == id), {})
     return render(request, "worker.html", {
-        "job": job, "dataset": _dataset_of(session, dash, job), "annotator": id, "role": details.role, "entry": entry,
+        "job": job, "dataset": job_dataset(session, dash, job), "annotator": id, "role": details.role, "entry": entry,
         "estimated": confusion_matrix(details.estimated, labels), "measured": measured, "worst": details.worst,
         "documents": details.documents, "method": body.get("method"), "reference": job.reference,
         "categorical": body.get("kind") == "categorical",
     }, dash=dash)
-
-
-def _dataset_of(session, dash, job: Job):
-    """The job's dataset (for the breadcrumb), or None if it is gone."""
-    return crud.get_dataset(session=session, project_id=dash.project.id, dataset_id=job.dataset_id)
 
 
 def _segments(text: str, spans: list[tuple[int, int, str]]) -> list[tuple[str, str | None, int, int]]:
@@ -188,7 +183,7 @@ def document_page(request: Request, job_id: str, doc: int, session: SessionDep, 
         layers = document_layers(result, doc)
     except IndexError:
         raise PageError(404, "no such document in this job") from None
-    return render(request, "document.html", {"job": job, "dataset": _dataset_of(session, dash, job),
+    return render(request, "document.html", {"job": job, "dataset": job_dataset(session, dash, job),
                                              "method": job.method.value, "doc": doc,
                                              "n_docs": result.corpus.n_docs,
                                              **viewer(layers, job, has_outside=result.corpus.has_outside,

@@ -16,7 +16,7 @@ from fastapi.responses import HTMLResponse, Response
 from pydantic import ValidationError
 
 from crowdqa.api.dashboard.auth import DashSessionDep, check_csrf
-from crowdqa.api.dashboard.pages import Csrf, error_message, owned_job, router
+from crowdqa.api.dashboard.pages import Csrf, error_message, job_dataset, owned_job, router
 from crowdqa.api.dashboard.web import PageError, redirect, render
 from crowdqa.api.deps import SessionDep, SettingsDep
 from crowdqa.api.routes.review import ReviewRequest
@@ -63,7 +63,8 @@ def review_page(request: Request, job_id: str, session: SessionDep, settings: Se
             error, status = exc.detail, exc.status
     query = urlencode(given)
     return render(request, "review.html", {
-        "job": job, "form": given, "summary": summary, "error": error, "query": query,
+        "job": job, "dataset": job_dataset(session, dash, job), "form": given, "summary": summary, "error": error,
+        "query": query,
         "interval": review.interval_name(summary["rules"]["level"]) if summary else None,
         "next": f"/jobs/{job.id}/review" + (f"?{query}" if query else ""),
     }, dash=dash, status_code=status)

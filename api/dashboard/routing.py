@@ -12,7 +12,7 @@ from fastapi import Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from crowdqa.api.dashboard.auth import DashSessionDep
-from crowdqa.api.dashboard.pages import owned_job, router
+from crowdqa.api.dashboard.pages import job_dataset, owned_job, router
 from crowdqa.api.dashboard.web import PageError, render
 from crowdqa.api.deps import SessionDep, SettingsDep
 from crowdqa.ingest.formats import ROUTING_EXPORTS
@@ -63,8 +63,9 @@ def routing_page(request: Request, job_id: str, session: SessionDep, settings: S
     job, routed, corpus, _ = _route(session, dash, settings, job_id, options)
     query = {"budget": budget, "half_width": half_width, "worker_weight": worker_weight,
              "correction_weight": correction_weight}
-    context: dict[str, Any] = {"job": job, "routed": routed, "rows": routed.rows, "query": query,
-                               "exports": ROUTING_EXPORTS, "has_outside": corpus.has_outside}
+    context: dict[str, Any] = {"job": job, "dataset": job_dataset(session, dash, job), "routed": routed,
+                               "rows": routed.rows, "query": query, "exports": ROUTING_EXPORTS,
+                               "has_outside": corpus.has_outside}
     return render(request, "routing.html", context, dash=dash)
 
 

@@ -1,5 +1,5 @@
-"""Errors at a dashboard address are HTML pages in the dashboard's style; every API path keeps problem+json.
-And the worker and document pages' breadcrumb names the dataset."""
+"""Errors at a dashboard address are HTML pages in the dashboard's style, the request gate's refusals too; every
+API path keeps problem+json. And the job pages' breadcrumb names the dataset."""
 
 from __future__ import annotations
 
@@ -62,12 +62,48 @@ def test_an_unexpected_error_is_a_page_with_the_request_id_the_log_names(client,
     assert r.json()["detail"] == "internal error; the server log has the details"
 
 
-def test_worker_and_document_pages_name_the_dataset_in_their_breadcrumb(client, keys):
-    """Datasets / <the dataset> / job <id> /, each a link."""
+def test_the_job_pages_name_the_dataset_in_their_breadcrumb(client, keys):
+    """Datasets / <the dataset> / job <id> /, each a link: the worker, document, review and routing pages (the
+    review and routing pages skipped the dataset)."""
     dataset, job_url, job_id = finished_job(client, keys["a"])
     worker = client.get(f"/api/v1/jobs/{job_id}/report", headers=auth(keys["a"])).json()["workers"][0]["annotator"]
     crumbs = (f'<p class="crumbs" id="crumbs"><a href="/ui/">Datasets</a> / <a href="/ui/datasets/{dataset}">sample'
               f'</a> / <a href="/ui/jobs/{job_id}">job {job_id[:8]}</a> /</p>')
-    for page in (f"{job_url}/worker?id={worker}", f"{job_url}/documents/0"):
+    for page in (f"{job_url}/worker?id={worker}", f"{job_url}/documents/0", f"{job_url}/review",
+                 f"{job_url}/routing"):
         r = client.get(page)
         assert r.status_code == 200 and crumbs in r.text, page
+
+
+def test_the_gate_refuses_a_dashboard_address_with_a_page(client, keys, monkeypatch):
+    """The request gate answers before the app's handlers: a ``Content-Length`` over the limit at /ui (an upload,
+    or a form that is not one) is a 413 page naming the limit; the same at /api/v1 is problem+json, as are the
+    gate's 401s there. A body cut off past the limit (no ``Content-Length``) reaches the app's handlers: a page
+    too. A /ui form posted without a session is sent to sign in (the gate answers /ui no 401)."""
+    from crowdqa.jobs import uploads
+
+    small = uploads.UploadLimits(file=1000, request=1000 + uploads.FORM_OVERHEAD, texts=4000)
+    monkeypatch.setattr(uploads.UploadLimits, "of", classmethod(lambda cls, settings: small))
+    key = keys["a"]
+    ds = client.post("/api/v1/datasets", headers=auth(key), json={"name": "d"}).json()["id"]
+    r = client.post(f"/ui/datasets/{ds}/jobs", content=b"x", headers={"Content-Type": "text/plain"},
+                    follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/ui/signin"
+    csrf = sign_in(client, key)
+    form = {"Content-Type": "multipart/form-data; boundary=b"}
+    text = _is_page(client.post(f"/ui/datasets/{ds}/uploads", headers=form, content=b"x" * (small.request + 1)), 413)
+    assert "<h1>413 Content Too Large</h1>" in text or "<h1>413 Request Entity Too Large</h1>" in text
+    assert "the upload exceeds the limit of 1000 bytes (CROWDQA_MAX_UPLOAD_BYTES)" in text
+    big = b"csrf=" + csrf.encode() + b"&name=" + b"x" * (1 << 20)
+    text = _is_page(client.post("/ui/datasets", content=big,
+                                headers={"Content-Type": "application/x-www-form-urlencoded"}), 413)
+    assert "the request body exceeds the limit of 1048576 bytes (CROWDQA_MAX_BODY_BYTES)" in text
+    text = _is_page(client.post(f"/ui/datasets/{ds}/uploads", headers=form,
+                                content=iter([b"x" * 4096] * (small.request // 4096 + 2))), 413)
+    assert "exceeds the limit of 1000 bytes" in text
+    r = client.post(f"/api/v1/datasets/{ds}/uploads", headers={**auth(key), **form}, content=b"x" * (small.request + 1))
+    assert r.status_code == 413 and r.headers["content-type"] == PROBLEM
+    assert r.json()["detail"] == "the upload exceeds the limit of 1000 bytes (CROWDQA_MAX_UPLOAD_BYTES)"
+    r = client.post(f"/api/v1/datasets/{ds}/uploads", headers={"Authorization": "Bearer nope", **form}, content=b"x")
+    assert r.status_code == 401 and r.headers["content-type"] == PROBLEM
+    assert client.get(f"/api/v1/datasets/{ds}", headers=auth(key)).json()["n_uploads"] == 0

@@ -25,6 +25,7 @@ def test_route_the_next_documents_from_a_finished_job(server, page_of):
                     headers={"Authorization": f"Bearer {server.keys['a']}"}).json()
     shown = [a.inner_text() for a in page.locator("#routing a.doc-link").all()]
     assert shown == [row["doc_id"] for row in api["data"]] and len(shown) == 20  # every candidate, API's order
+    assert page.inner_text("#crumbs") == f"Datasets / routing / job {job_id[:8]} /"
     w.shot("routing")
 
     page.fill("#routing-form input[name=budget]", "5")
