@@ -271,9 +271,8 @@ def _corpus(
     """
     # Class order: natural order of the answers, independent of the row order.
     class_names = tuple(sorted(label_names, key=natural_key))
-    remap = np.empty(len(label_names), dtype=np.int32)
-    for k, name in enumerate(label_names):
-        remap[k] = class_names.index(name)
+    position = {name: k for k, name in enumerate(class_names)}
+    remap = np.array([position[name] for name in label_names], dtype=np.int32)
     token, worker, label = item, worker, remap[label]
     worker_ids = list(worker_ids)
     worker_roles = [role] * len(worker_ids)
@@ -473,7 +472,7 @@ def _from_codes(columns: _Columns, cols: dict[str, int | None], *, role: str) ->
         g_label = np.array([index.get(name, -1) for name in g_list], dtype=np.int64)[g_code]
         has = g_label >= 0
         n_lab = max(len(label_names), 1)
-        pairs = unique_sorted(item[has] * n_lab + g_label[has])
+        pairs = unique_sorted(item[has].astype(np.int64) * n_lab + g_label[has])  # (int32 codes: past 2**31)
         gold_item = pairs // n_lab
         if np.any(gold_item[1:] == gold_item[:-1]):  # an item with two gold values (pairs are sorted)
             return None

@@ -340,6 +340,21 @@ def test_files_above_the_byte_path_limit_go_to_arrow(tmp_path, monkeypatch):
     assert_same_corpus(*_both_paths(path, monkeypatch))
 
 
+def test_gold_pairs_past_two_to_the_31_equal_the_row_loop(tmp_path, monkeypatch):
+    """The byte path's codes are int32; the gold column's (item, label) pairs are ``item * n_labels + label``,
+    past 2**31 here (70,000 items, 32,000 labels). Oracle: the row loop (and Arrow's path, int64 codes)."""
+    import crowdqa.ingest.categorical as cat
+
+    n_items, n_labels = 70_000, 32_000
+    lines = ["task,true_label"] + [f"q{i},L{i % n_labels}" for i in range(n_items)]
+    path = _write(tmp_path, "\n".join(lines) + "\n", "reference.csv")
+    assert cat._read_columnar(path, {"item": None, "annotator": None, "label": None, "gold": None},
+                              role="crowd") is not None  # (not left to the row loop)
+    fast, slow = _both_paths(path, monkeypatch)
+    assert_same_corpus(fast, slow)
+    assert slow.n_obs == n_items and slow.n_classes == n_labels
+
+
 @settings(max_examples=300, deadline=None)
 @given(values=st.lists(st.text(alphabet=st.sampled_from(["a", "é", " ", "\t", "\n", "\x00", "\x1c", "\xa0", "\u3000"]),
                                max_size=4), max_size=6))
