@@ -109,13 +109,26 @@ class LabelStudio:
     timeout : float, default=30.0
     transport : httpx.BaseTransport, optional
         The transport under the client (the tests wrap the real one to cut a pull halfway).
+
+    A scheme other than http(s) and a URL holding a user name or password are refused here, before any connection
+    (which servers a URL may name is the caller's policy: :func:`crowdqa.jobs.label_studio.connect`), and no
+    redirect is followed: a 3xx answer is a LabelStudioError naming where it pointed, so an allowed server cannot
+    send the client (and its token) elsewhere.
     """
 
     def __init__(self, url: str, token: str, *, timeout: float = 30.0,
                  transport: httpx.BaseTransport | None = None) -> None:
         url = url.strip().rstrip("/")
-        if not url.startswith(("http://", "https://")) or len(url) < 10:
-            raise LabelStudioError(f"the Label Studio URL must start with http:// or https://, found {url!r}")
+        try:
+            parsed = httpx.URL(url)
+        except (httpx.InvalidURL, ValueError) as exc:
+            raise LabelStudioError(f"bad Label Studio URL {url!r}: {exc}") from None
+        if parsed.userinfo:  # also "http://host:8080\@elsewhere", which reaches elsewhere; never repeated back
+            raise LabelStudioError("the Label Studio URL holds a user name or password: give the server's address "
+                                   "alone, and the token as the token")
+        if parsed.scheme not in ("http", "https") or not parsed.host:
+            raise LabelStudioError(f"the Label Studio URL must start with http:// or https:// and name a host, "
+                                   f"found {url!r}")
         token = token.strip()
         if not token:
             raise LabelStudioError("the Label Studio token is empty")
@@ -146,11 +159,11 @@ class LabelStudio:
             headers["Authorization"] = self._authorization()
         try:
             try:
-                return self._http.request(method, path, headers=headers, **kw)
+                r = self._http.request(method, path, headers=headers, **kw)
             except _LOST:
                 if method not in _IDEMPOTENT:
                     raise
-                return self._http.request(method, path, headers=headers, **kw)  # on a new connection
+                r = self._http.request(method, path, headers=headers, **kw)  # on a new connection
         except (httpx.InvalidURL, UnicodeError) as exc:
             raise LabelStudioError(f"bad Label Studio URL {self.url!r}: {exc}") from None
         except httpx.TimeoutException:
@@ -158,6 +171,12 @@ class LabelStudio:
         except httpx.TransportError as exc:
             why = " ".join(str(exc).split()) or type(exc).__name__
             raise LabelStudioError(f"cannot reach Label Studio at {self.url}: {why}") from None
+        if r.is_redirect:  # never followed (follow_redirects=False): it could lead off the allowed servers
+            where = " ".join(r.headers.get("location", "").split())[:300] or "nowhere"
+            raise LabelStudioError(f"Label Studio at {self.url} answered {method} {path} with a redirect "
+                                   f"(HTTP {r.status_code}) to {where}, which crowdqa does not follow: give the "
+                                   "server's own address")
+        return r
 
     def _authorization(self) -> str:
         if self.kind == "legacy":

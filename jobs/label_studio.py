@@ -24,6 +24,7 @@ the job's snapshot are skipped. Optionally a data manager view (tab) lists the t
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,13 +59,37 @@ from crowdqa.store import crud
 from crowdqa.store.artifacts import ArtifactStore
 from crowdqa.store.models import Dataset, DatasetCreate, Job, LabelStudioLink, Upload
 from crowdqa.store.sealed import SealError, seal, unseal
-from crowdqa.store.settings import Settings
+from crowdqa.store.settings import Settings, url_origin
 
-__all__ = ["LabelStudio", "LabelStudioError", "PullResult", "PushResult", "pull", "push", "linked_client",
-           "model_version", "PREDICTION_CHUNK"]
+__all__ = ["LabelStudio", "LabelStudioError", "LabelStudioRefused", "PullResult", "PushResult", "connect", "pull",
+           "push", "linked_client", "model_version", "PREDICTION_CHUNK", "URLS_SETTING"]
 
 #: Predictions per ``POST /api/projects/{id}/import/predictions``.
 PREDICTION_CHUNK = 500
+#: The setting naming the Label Studio servers the service may reach (:attr:`Settings.label_studio_origins`).
+URLS_SETTING = "CROWDQA_LABEL_STUDIO_URLS"
+
+
+class LabelStudioRefused(LabelStudioError):
+    """The URL names a server this crowdqa server may not reach (:data:`URLS_SETTING`); refused before any
+    connection, so the refusal says nothing of what answers there."""
+
+
+def connect(url: str, token: str, *, allowed: Collection[str] | None) -> LabelStudio:
+    """A client for the Label Studio at ``url``, refused (:class:`LabelStudioRefused`) when ``allowed`` (origins,
+    :func:`crowdqa.store.settings.url_origin`) does not hold the URL's origin; None allows any http(s) URL.
+
+    The API and the dashboard pass ``settings.label_studio_origins``: their callers hold only an API key, and
+    must not make the server reach its own network. The CLI passes None: it runs as the operator, who could reach
+    any URL from that machine anyway, and for whom the setting is written. The refusal names the setting, never
+    its value (the operator's).
+    """
+    client = LabelStudio(url, token)  # refuses other schemes and credentials in the URL, whatever ``allowed``
+    if allowed is not None and url_origin(client.url) not in allowed:
+        client.close()
+        raise LabelStudioRefused(f"this crowdqa server may not reach the Label Studio at {client.url}: its operator "
+                                 f"names the servers it may reach ({URLS_SETTING})")
+    return client
 
 
 @dataclass
@@ -240,9 +265,11 @@ def _store(*, session: Session, settings: Settings, dataset: Dataset, link: Labe
     return added
 
 
-def linked_client(*, session: Session, settings: Settings, dataset_id: str, token: str | None = None,
-                  url: str | None = None) -> tuple[LabelStudio, LabelStudioLink]:
-    """A client for the project a dataset was pulled from, with ``token`` or the link's sealed one."""
+def linked_client(*, session: Session, settings: Settings, dataset_id: str, allowed: Collection[str] | None,
+                  token: str | None = None, url: str | None = None) -> tuple[LabelStudio, LabelStudioLink]:
+    """A client for the project a dataset was pulled from, with ``token`` or the link's sealed one, refused when
+    the link's server is not among ``allowed`` (see :func:`connect`; the list may have changed since the
+    pull)."""
     link = crud.get_label_studio_link(session=session, dataset_id=dataset_id)
     if link is None:
         raise LookupError(f"dataset {dataset_id} was not pulled from Label Studio (crowdqa label-studio pull)")
@@ -254,7 +281,7 @@ def linked_client(*, session: Session, settings: Settings, dataset_id: str, toke
         except SealError as exc:
             raise LabelStudioError(f"the kept Label Studio token cannot be opened ({exc}): give one (--token)") \
                 from None
-    return LabelStudio(url or link.url, token), link
+    return connect(url or link.url, token, allowed=allowed), link
 
 
 def model_version(job: Job) -> str:
@@ -281,8 +308,8 @@ _VIEW_HIDDEN = ["tasks:inner_id", "tasks:annotations_results", "tasks:annotation
                 "tasks:updated_by", "tasks:avg_lead_time", "tasks:draft_exists"]
 
 
-def push(*, session: Session, settings: Settings, job: Job, token: str | None = None,
-         view: bool = False) -> PushResult:
+def push(*, session: Session, settings: Settings, job: Job, allowed: Collection[str] | None,
+         token: str | None = None, view: bool = False) -> PushResult:
     """Write a finished job's aggregate on the Label Studio tasks of its dataset as predictions; see the module.
 
     The job's earlier predictions (its model version) are replaced, not added to; tasks deleted in Label Studio
@@ -290,7 +317,8 @@ def push(*, session: Session, settings: Settings, job: Job, token: str | None = 
     view) listing the project's tasks by prediction score, lowest first: the tasks the crowd disputed most, for
     the experts to review first.
     """
-    client, link = linked_client(session=session, settings=settings, dataset_id=job.dataset_id, token=token)
+    client, link = linked_client(session=session, settings=settings, dataset_id=job.dataset_id, allowed=allowed,
+                                 token=token)
     version = model_version(job)
     with client:
         config = read_label_config(str(client.project(link.ls_project).get("label_config") or ""))

@@ -10,12 +10,13 @@ from functools import lru_cache
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import httpx
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from crowdqa.store.errors import ConfigurationError
 
-__all__ = ["Settings", "get_settings", "PLACEHOLDER_SECRETS", "masked_url", "describe"]
+__all__ = ["Settings", "get_settings", "PLACEHOLDER_SECRETS", "masked_url", "describe", "url_origin"]
 
 #: Passwords that mean "somebody copied an example and forgot to change it".
 PLACEHOLDER_SECRETS = frozenset({"changethis", "changeme", "password", "secret", "example"})
@@ -58,6 +59,14 @@ class Settings(BaseSettings):
                                    "the reason at its next checkpoint past it.")
     embedded_workers: int = Field(default=2, ge=1, le=16, description="Jobs the embedded worker runs at once, "
                                   "at most one per project.")
+    # Unset = any http(s) URL: the embedded single-user server, whose one user could reach that URL from their
+    # own machine anyway (Label Studio usually runs on the same laptop). A server shared by projects sets it, or
+    # any API key can make the server send requests into its network (its Redis, its database, a cloud
+    # metadata address) and read from the errors what answers.
+    label_studio_urls: str | None = Field(default=None, description="The Label Studio servers (origins, "
+                                          "comma-separated: http://localhost:8080,https://ls.example.org) a pull "
+                                          "or push of the API or dashboard may reach; 'none' for no server; unset "
+                                          "for any http(s) URL.")
 
     @field_validator("database_url", "redis_url")
     @classmethod
@@ -68,6 +77,29 @@ class Settings(BaseSettings):
                 scheme = urlsplit(value).scheme
                 raise ValueError(f"the password in the {scheme} URL is a placeholder ({password!r}); set a real one")
         return value
+
+    @field_validator("label_studio_urls")
+    @classmethod
+    def _origins(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        if value.strip().lower() == "none":
+            return ""
+        origins = []
+        for entry in (e.strip() for e in value.split(",")):
+            if not entry:
+                continue
+            origins.append(url_origin(entry))
+            if httpx.URL(entry).path not in ("", "/") or "?" in entry or "#" in entry:
+                raise ValueError(f"{entry!r} is not an origin (scheme://host[:port], no path)")
+        return ",".join(origins)
+
+    @property
+    def label_studio_origins(self) -> frozenset[str] | None:
+        """The origins (:func:`url_origin`) of ``CROWDQA_LABEL_STUDIO_URLS``; None when unset (any URL)."""
+        if self.label_studio_urls is None:
+            return None
+        return frozenset(filter(None, self.label_studio_urls.split(",")))
 
     @model_validator(mode="after")
     def _default_database(self) -> Settings:
@@ -82,6 +114,26 @@ class Settings(BaseSettings):
     def embedded(self) -> bool:
         """True when jobs run on the in-process worker (no ``CROWDQA_REDIS_URL``)."""
         return not self.redis_url
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def url_origin(url: str) -> str:
+    """``scheme://host:port`` of an http(s) URL as httpx will connect to it (host lower-cased, IDNA-encoded, in
+    brackets if IPv6; the port written out). A ValueError for another scheme, no host, or a user name or password
+    in the URL (the message then does not repeat the URL). Host names are compared as written, not resolved."""
+    try:
+        parsed = httpx.URL(url.strip())
+    except (httpx.InvalidURL, TypeError, ValueError) as exc:
+        raise ValueError(f"bad URL {url!r}: {exc}") from None
+    if parsed.userinfo:
+        raise ValueError("a URL holds a user name or password")
+    if parsed.scheme not in _DEFAULT_PORTS or not parsed.raw_host:
+        raise ValueError(f"{url.strip()!r} does not start with http:// or https:// or names no host")
+    host = parsed.raw_host.decode("ascii").lower()
+    host = f"[{host}]" if ":" in host else host
+    return f"{parsed.scheme}://{host}:{parsed.port or _DEFAULT_PORTS[parsed.scheme]}"
 
 
 def masked_url(url: str | None) -> str:

@@ -28,14 +28,15 @@ def _token(args: argparse.Namespace, required: bool) -> str | None:
 
 
 def _pull(args: argparse.Namespace) -> int:
-    from crowdqa.jobs.label_studio import LabelStudio, pull
+    from crowdqa.jobs.label_studio import connect, pull
     from crowdqa.store.settings import get_settings
 
     url = args.url or os.environ.get("LABEL_STUDIO_URL")
     if not url:
         raise UserError("give the Label Studio server: --url URL or LABEL_STUDIO_URL")
     token = _token(args, required=True)
-    with LabelStudio(url, token) as client, server_session(create=True) as session:
+    # allowed=None: the operator's own command, not bound by CROWDQA_LABEL_STUDIO_URLS (see connect)
+    with connect(url, token, allowed=None) as client, server_session(create=True) as session:
         done = pull(session=session, settings=get_settings(), client=client, ls_project=args.project,
                     project_name=args.crowdqa_project, dataset_name=args.dataset, experts=args.expert,
                     ground_truth=True if args.ground_truth else None, keep_token=token, full=args.full)
@@ -71,7 +72,8 @@ def _push(args: argparse.Namespace) -> int:
         if job is None:
             raise UserError(f"no job {args.job!r} in this data directory")
         try:
-            done = push(session=session, settings=get_settings(), job=job, token=_token(args, required=False),
+            done = push(session=session, settings=get_settings(), job=job, allowed=None,
+                        token=_token(args, required=False),
                         view=args.view)
         except LookupError as exc:
             raise UserError(str(exc)) from None

@@ -24,7 +24,7 @@ from crowdqa.api.dashboard.pages import (
 from crowdqa.api.dashboard.web import redirect
 from crowdqa.api.deps import SessionDep, SettingsDep
 from crowdqa.jobs.errors import UploadConflictError
-from crowdqa.jobs.label_studio import LabelStudio, pull, push
+from crowdqa.jobs.label_studio import connect, pull, push
 
 __all__ = ["connect_label_studio", "push_to_label_studio"]
 
@@ -43,7 +43,7 @@ def connect_label_studio(request: Request, session: SessionDep, settings: Settin
                               f"{project.strip()[:20]!r}", status_code=422)
     names = [e.strip() for e in experts.replace("\n", ",").split(",") if e.strip()]
     try:
-        with LabelStudio(url, token) as client:
+        with connect(url, token, allowed=settings.label_studio_origins) as client:
             done = pull(session=session, settings=settings, client=client, ls_project=int(project),
                         project_name=dash.project.name, experts=names, ground_truth=True if ground_truth else None,
                         keep_token=token)
@@ -60,7 +60,7 @@ def push_to_label_studio(request: Request, job_id: str, session: SessionDep, set
     check_csrf(request, dash, csrf)
     job = owned_job(session, dash, job_id)
     try:
-        done = push(session=session, settings=settings, job=job)
+        done = push(session=session, settings=settings, job=job, allowed=settings.label_studio_origins)
     except (*FORM_ERRORS, LookupError) as exc:  # shown on the job's page, where the push was asked for
         return job_page_response(request, session, settings, dash, job, error=error_message(exc), status_code=422)
     return redirect(f"/jobs/{job.id}?pushed={done.predictions}&skipped={done.skipped}")

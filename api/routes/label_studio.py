@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from crowdqa.api.deps import CurrentProjectDep, OwnedJobDep, SessionDep, SettingsDep
 from crowdqa.api.errors import ProblemError, problem_responses
-from crowdqa.jobs.label_studio import LabelStudio, pull, push
+from crowdqa.jobs.label_studio import connect, pull, push
 
 router = APIRouter(tags=["label-studio"])
 
@@ -23,7 +23,8 @@ class LabelStudioPull(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    url: str = Field(min_length=8, max_length=500, description="The Label Studio server, http(s)://host:port.")
+    url: str = Field(min_length=8, max_length=500, description="The Label Studio server, http(s)://host:port "
+                     "(one of CROWDQA_LABEL_STUDIO_URLS when the operator sets it).")
     token: SecretStr = Field(min_length=1, max_length=4000, description="A personal access token (refresh "
                              "token) or a legacy token; kept sealed with the dataset, never shown again.")
     project: int = Field(ge=1, description="The Label Studio project id.")
@@ -68,11 +69,12 @@ def pull_project(body: LabelStudioPull, session: SessionDep, settings: SettingsD
                  project: CurrentProjectDep) -> LabelStudioPulled:
     """Pull a Label Studio project's tasks and annotations into a dataset of the caller's project (a second
     pull reads only the tasks changed since the last). A pull is an upload, refused as one is: 422 names what
-    is wrong with the server, the token, the labeling config or the labels (experts matching no crowd task);
+    is wrong with the server (one outside ``CROWDQA_LABEL_STUDIO_URLS`` is refused before any connection), the
+    token, the labeling config or the labels (experts matching no crowd task);
     409 when the dataset holds other uploads or another project's, or labels of another kind; 413 and 429 past
     the size limit and the project's limits (a pull counts as an upload request)."""
     token = body.token.get_secret_value()
-    with LabelStudio(body.url, token) as client:
+    with connect(body.url, token, allowed=settings.label_studio_origins) as client:
         done = pull(session=session, settings=settings, client=client, ls_project=body.project,
                     project_name=project.name, dataset_name=body.dataset, experts=body.experts,
                     ground_truth=body.ground_truth, keep_token=token, full=body.full)
@@ -88,9 +90,10 @@ def push_job(job: OwnedJobDep, session: SessionDep, settings: SettingsDep,
                                                      "score, most disputed first.")] = False) -> LabelStudioPushed:
     """Write the finished job's aggregate on the Label Studio tasks of its dataset as predictions (model version
     ``crowdqa-<method>-job-<id>``, scored by confidence), with the token kept at the last pull. Pushing a job
-    again replaces its predictions; tasks deleted in Label Studio since the job's snapshot are skipped."""
+    again replaces its predictions; tasks deleted in Label Studio since the job's snapshot are skipped. 422 when
+    the pull's server is no longer in ``CROWDQA_LABEL_STUDIO_URLS`` or Label Studio refuses the push."""
     try:
-        done = push(session=session, settings=settings, job=job, view=view)
+        done = push(session=session, settings=settings, job=job, allowed=settings.label_studio_origins, view=view)
     except LookupError as exc:
         raise ProblemError(409, str(exc)) from None
     return LabelStudioPushed(model_version=done.model_version, predictions=done.predictions, url=done.url,
