@@ -2,7 +2,8 @@
 
 At start: create or check the schema; in embedded mode (no ``CROWDQA_REDIS_URL``) recover
 jobs a previous process left behind and start the in-process worker; in every mode start the
-reconciler that fails abandoned and lost jobs (:mod:`crowdqa.jobs.reconcile`).
+reconciler that fails abandoned and lost jobs (:mod:`crowdqa.jobs.reconcile`). A production server (Redis)
+without ``CROWDQA_LABEL_STUDIO_URLS`` says at start that any API key can make it reach any URL.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from crowdqa.jobs.embedded import EmbeddedWorker, recover_jobs
+from crowdqa.jobs.label_studio import URLS_SETTING
 from crowdqa.jobs.reconcile import Reconciler
 from crowdqa.jobs.uploads import collect_garbage
 from crowdqa.store.artifacts import ArtifactStore
@@ -41,6 +43,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         logger.warning("removed %d temporary files left by an interrupted upload or job", removed)
     with open_session(settings) as session:  # files of rows deleted while files were young
         collect_garbage(session=session, settings=settings)
+    if not settings.embedded and settings.label_studio_origins is None:
+        logger.warning("%s is unset: any API key can make this server send requests to any URL (a Label Studio "
+                       "pull or push); set it to the Label Studio servers it may reach, or none", URLS_SETTING)
     worker = None
     if settings.embedded:
         failed, requeued = recover_jobs(settings)

@@ -194,6 +194,29 @@ def test_a_push_is_refused_once_its_server_left_the_list(monkeypatch, settings, 
         assert r.status_code == 200 and r.json()["predictions"] == 4, r.text
 
 
+@pytest.mark.parametrize(("redis", "listed", "warned"), [(True, None, True), (True, URL, False),
+                                                         (False, None, False)])
+def test_a_production_server_without_the_list_says_so_at_start(monkeypatch, settings, request, caplog, redis, listed,
+                                                               warned):
+    """The embedded single-user server keeps the open default quietly; a production one (Redis) warns at start."""
+    import logging
+
+    from fastapi.testclient import TestClient
+
+    from crowdqa.api.main import app
+
+    if redis:
+        monkeypatch.setenv("CROWDQA_REDIS_URL", request.getfixturevalue("redis_url"))
+    allow(monkeypatch, listed)
+    caplog.set_level(logging.WARNING, logger="crowdqa.api.lifespan")
+    with TestClient(app):
+        pass
+    said = [r.getMessage() for r in caplog.records if SETTING in r.getMessage()]
+    warning = (f"{SETTING} is unset: any API key can make this server send requests to any URL (a Label Studio pull "
+               "or push); set it to the Label Studio servers it may reach, or none")
+    assert said == ([warning] if warned else [])
+
+
 # -- the dashboard --------------------------------------------------------------------------------------------
 def test_the_dashboards_connect_form_and_push_are_refused_outside_the_list(monkeypatch, settings, fake, client, key):
     from tests.dashboard.test_pages import sign_in
