@@ -17,14 +17,13 @@ if [ ${#missing[@]} -gt 0 ]; then
     fi
 fi
 PY=${PYTHON:-python3}
-[ -x .venv/bin/python ] || "$PY" -m venv .venv
-.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+bash scripts/install.sh locks/test.txt
 .venv/bin/python -m ruff check .
-# Label Studio 1.23 (about 1 GB) for the tests of `crowdqa label-studio`, in its own venv, cached between runs
+# Label Studio 1.23 (about 1 GB, locks/label-studio.txt) for the tests of `crowdqa label-studio`, in its own venv, cached between runs
 # (tests/utils/label_studio.py installs it there too, if absent, when those tests run).
 LS_VENV=${CROWDQA_LABEL_STUDIO_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/crowdqa-tests/label-studio-1.23}
 if [ ! -x "$LS_VENV/bin/label-studio" ]; then
     { "$PY" -m venv "$LS_VENV" && "$LS_VENV/bin/python" -m pip install -q --disable-pip-version-check \
-        'label-studio>=1.23,<1.24'; } || { rm -rf "$LS_VENV"; echo "scripts/test.sh: label-studio not installed" >&2; }
+        --require-hashes -r locks/label-studio.txt; } || { rm -rf "$LS_VENV"; echo "scripts/test.sh: label-studio not installed" >&2; }
 fi
 exec .venv/bin/python -m pytest -q "$@"

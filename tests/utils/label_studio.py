@@ -29,7 +29,8 @@ import pytest
 
 from tests.utils.services import free_port
 
-SPEC = "label-studio>=1.23,<1.24"
+SPEC = "label-studio>=1.23,<1.24"  # the range scripts/lock.sh compiles into LOCK
+LOCK = Path(__file__).resolve().parents[2] / "locks" / "label-studio.txt"
 ADMIN = "admin@example.com"
 LEGACY_TOKEN = "crowdqa0test0legacy0token0000000000000000"
 START_TIMEOUT = 300.0
@@ -50,7 +51,8 @@ def ensure_installed() -> Path:
     if exe.is_file():
         return exe
     steps = [[sys.executable, "-m", "venv", str(venv)],
-             [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", SPEC]]
+             [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--require-hashes",
+              "-r", str(LOCK)]]
     for cmd in steps:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
         if done.returncode != 0:
