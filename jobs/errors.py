@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-__all__ = ["JobError", "QueueUnavailableError", "JobNotRunnableError", "JobNotFinishedError", "DatasetBusyError",
+__all__ = ["JobError", "QueueUnavailableError", "QueueInstallError", "JobNotRunnableError", "JobNotFinishedError",
+           "DatasetBusyError",
            "JobCancelled", "UploadConflictError", "JobParamsError", "JobModelMissingError", "KeyRefusedError",
            "KeyScopeError", "QuotaExceededError", "BudgetExceededError"]
 
@@ -13,6 +14,10 @@ class JobError(Exception):
 
 class QueueUnavailableError(JobError):
     """The job queue (Redis) cannot be reached; the job was kept and can be enqueued again."""
+
+
+class QueueInstallError(JobError):
+    """The in-process queue cannot start: the installed redis, fakeredis and rq do not work together."""
 
 
 class JobNotRunnableError(JobError):

@@ -19,11 +19,11 @@ from rq.exceptions import NoSuchJobError
 from rq.job import Job as RqJob
 from rq.serializers import JSONSerializer
 
-from crowdqa.jobs.errors import QueueUnavailableError
+from crowdqa.jobs.errors import QueueInstallError, QueueUnavailableError
 from crowdqa.store.settings import Settings
 
 __all__ = ["TASK", "FAILURE_CALLBACK", "redis_connection", "get_queue", "enqueue_job", "cancel_job",
-           "queue_available"]
+           "queue_available", "check_embedded_queue"]
 
 #: The task and the failure callback, by name: rq imports them in the worker.
 TASK = "crowdqa.jobs.tasks.run_job"
@@ -63,6 +63,39 @@ def redis_connection(settings: Settings) -> Redis:
 @lru_cache(maxsize=8)
 def _fake_connection(key: str) -> fakeredis.FakeRedis:
     return fakeredis.FakeRedis(server=_fake_server(key))
+
+
+#: The packages the in-process queue is made of, and the command that installs the versions tested together.
+QUEUE_PACKAGES = ("redis", "fakeredis", "rq")
+REPAIR = "bash scripts/install.sh locks/run.txt (in a checkout; elsewhere: pip install -r locks/run.txt)"
+
+
+def check_embedded_queue(settings: Settings) -> None:
+    """Start the in-process queue once and put a job key through it; raise :class:`QueueInstallError` if it fails.
+
+    A fresh install that resolved its own versions can pair a redis and a fakeredis that do not work together
+    (redis 8.2.0 with fakeredis 2.40.0 fails in ``FakeRedis()``); the message names the installed versions and
+    the command that installs the locked ones, where a bare traceback named neither.
+    """
+    try:
+        connection = redis_connection(settings)
+        connection.set("crowdqa:queue-check", "1")
+        connection.delete("crowdqa:queue-check")
+        get_queue(settings, connection).count  # noqa: B018 - rq's own calls on the connection, as a job's
+    except Exception as exc:  # any failure here is the install's: nothing of the user's has been read yet
+        _fake_connection.cache_clear()
+        from importlib.metadata import PackageNotFoundError, version
+
+        def installed(name: str) -> str:
+            try:
+                return f"{name} {version(name)}"
+            except PackageNotFoundError:
+                return f"{name} (not installed)"
+
+        what = " ".join(f"{type(exc).__name__}: {exc}".split())
+        raise QueueInstallError(
+            f"the in-process queue cannot start with {', '.join(map(installed, QUEUE_PACKAGES))} ({what[:200]}); "
+            f"these versions do not work together: install the tested ones with {REPAIR}") from exc
 
 
 def get_queue(settings: Settings, connection: Redis | None = None) -> Queue:

@@ -54,6 +54,7 @@ def _run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from crowdqa.jobs import keys
+    from crowdqa.jobs.queue import check_embedded_queue
     from crowdqa.store.db import open_session
     from crowdqa.store.settings import describe, get_settings
 
@@ -65,6 +66,7 @@ def _run(args: argparse.Namespace) -> int:
         from crowdqa.store.datadir_lock import acquire_data_dir
 
         acquire_data_dir(settings.data_dir, port=args.port)
+        check_embedded_queue(settings)
     sock = _listen(args.host, args.port)
     with open_session(settings) as session:
         key = keys.ensure_first_key(session=session)

@@ -319,3 +319,28 @@ class _ClientAdapter:
 
     def post(self, url: str, **kw):
         return self.client.post(f"/api/v1{url}", headers=self.headers, **kw)
+
+
+def test_a_queue_that_cannot_start_is_one_line_naming_the_versions(tmp_path):
+    """Issue 42: redis 8.2 with fakeredis 2.40 (the pair a fresh install met) makes `serve` say, in one line, which
+    versions are installed and the command that installs the locked ones; no traceback, nothing served.
+
+    Oracle: the real clash. fakeredis 2.40.0 is put in front of the venv's own (pip install --target); the test
+    skips where PyPI cannot be reached."""
+    target = tmp_path / "fakeredis-2.40"
+    got = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
+                          "--target", str(target), "fakeredis==2.40.0"], capture_output=True, text=True, timeout=300)
+    if got.returncode != 0:
+        pytest.skip(f"cannot install fakeredis 2.40.0 for the clash: {got.stderr.strip()[-200:]}")
+    from importlib.metadata import version
+
+    if version("redis") != "8.2.0":
+        pytest.skip(f"the clash is redis 8.2.0's; this venv has redis {version('redis')}")
+    full = {**{k: v for k, v in os.environ.items() if not k.startswith("CROWDQA_")},
+            "CROWDQA_DATA_DIR": str(tmp_path / "d"), "PYTHONPATH": str(target)}
+    out = subprocess.run([str(CROWDQA), "serve", "--port", str(free_port())], env=full, capture_output=True,
+                         text=True, timeout=60)
+    err = out.stderr.strip().splitlines()
+    assert out.returncode == 2 and len(err) == 1, out.stdout + out.stderr
+    assert "redis 8.2.0" in err[0] and "fakeredis 2.40.0" in err[0] and "locks/run.txt" in err[0], err[0]
+    assert "Traceback" not in out.stderr and "serving on" not in out.stdout

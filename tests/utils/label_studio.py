@@ -51,8 +51,8 @@ def ensure_installed() -> Path:
     if exe.is_file():
         return exe
     steps = [[sys.executable, "-m", "venv", str(venv)],
-             [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--require-hashes",
-              "-r", str(LOCK)]]
+             [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+              "--require-hashes", "-r", str(LOCK)]]
     for cmd in steps:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
         if done.returncode != 0:
