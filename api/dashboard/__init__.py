@@ -18,7 +18,7 @@ from fastapi.staticfiles import StaticFiles
 
 from crowdqa.api.dashboard import label_studio, report, review, routing  # noqa: F401  (register their pages on the router)
 from crowdqa.api.dashboard.auth import CsrfError, SignInRequired
-from crowdqa.api.dashboard.errors import error_page, install_error_pages
+from crowdqa.api.dashboard.errors import error_page, install_error_pages, is_dashboard_path
 from crowdqa.api.dashboard.pages import router
 from crowdqa.api.dashboard.web import PREFIX, SECURITY_HEADERS, PageError
 
@@ -42,7 +42,7 @@ class DashboardMiddleware:
             if "text/html" in accept:
                 await RedirectResponse(PREFIX + "/", status_code=303)(scope, receive, send)
                 return
-        if path != PREFIX and not path.startswith(PREFIX + "/"):
+        if not is_dashboard_path(path):
             await self.app(scope, receive, send)
             return
 
