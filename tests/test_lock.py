@@ -107,3 +107,20 @@ def test_every_install_reads_a_lock():
     for script in ("run.sh", "test.sh", "install.sh"):
         text = (REPO / "scripts" / script).read_text(encoding="utf-8")
         assert not re.search(r"pip install[^\n]*-e '?\.\[", text), f"scripts/{script} resolves ranges, not the lock"
+
+
+def test_the_committed_drift_check_tried_these_ranges():
+    """locks/drift-check.json is the result of scripts/drift_check.py on pyproject's current ranges, and passed."""
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location("drift_check", REPO / "scripts" / "drift_check.py")
+    drift = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(drift)
+    result = json.loads((LOCKS / "drift-check.json").read_text(encoding="utf-8"))
+    assert result["ranges_sha256"] == drift.ranges_digest(), (
+        "pyproject's ranges changed since the committed drift check: run python3 scripts/drift_check.py")
+    assert result["verdict"] == "pass" and result["meta"]["commit"], result["verdict"]
+    assert drift.without_upper_bounds("redis>=5,<8.3") == "redis>=5"
+    assert drift.without_upper_bounds("psycopg[binary]>=3.1,<3.4") == "psycopg[binary]>=3.1"
+    assert drift.without_upper_bounds("crowd-kit==1.4.2") == "crowd-kit==1.4.2"
