@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
 # Build the documentation site (mkdocs.yml, docs/) strictly and serve it on http://127.0.0.1:8001; arguments go
 # to `mkdocs serve` (e.g. --dev-addr 127.0.0.1:9000). `bash scripts/docs.sh build` writes the site to site/ and
-# stops. The build needs no network: the reference pages are made from the code (docs/_hooks/).
+# stops. Installs from locks/test.txt (which holds the docs extra); the build needs no network: the reference
+# pages are made from the code (docs/_hooks/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export NO_MKDOCS_2_WARNING=1  # Material 9.7+ prints a notice about MkDocs 2 on every build
-PY=${PYTHON:-python3}
-[ -x .venv/bin/python ] || "$PY" -m venv .venv
-.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[docs]'
+bash scripts/install.sh locks/test.txt
 if [ "${1:-}" = build ]; then
     shift
     exec .venv/bin/mkdocs build --strict "$@"
