@@ -1,11 +1,11 @@
-"""Rerun the benchmarks behind the README: ``python -m benchmarks [--list] [--quick] [all | NAME ...]``.
+"""Rerun the benchmarks behind the Benchmarks page: ``python -m benchmarks [--list] [--quick] [all | NAME ...]``.
 
 Without names it lists them. With names (or ``all``: every benchmark of :mod:`benchmarks.registry`,
-in README order) it runs each step one after another, each in its own process with the same
+in the page's order) it runs each step one after another, each in its own process with the same
 interpreter (the machine is shared: never in parallel), with a progress bar on stderr, then
-regenerates the README tables with ``benchmarks.tables``. ``--quick`` runs the quick subset
+regenerates the Benchmarks page (docs/benchmarks.md) with ``benchmarks.tables``. ``--quick`` runs the quick subset
 (each benchmark's small variant, writing ``NAME_quick.json``). A run of ``all`` records its
-steps' seconds in ``benchmarks/results/rerun_all[_quick].json`` (the README's "Rerun every
+steps' seconds in ``benchmarks/results/rerun_all[_quick].json`` (the Benchmarks page's "Rerun every
 number" table). A benchmark whose data or optional library is absent prints why and exits 0.
 """
 

@@ -1,4 +1,4 @@
-"""Every benchmark behind a README table: the commands that rerun it and the code its numbers depend on.
+"""Every benchmark behind a table of the Benchmarks page: the commands that rerun it and the code its numbers depend on.
 
 ``python -m benchmarks all`` runs :data:`BENCHMARKS` in this order; ``benchmarks.tables``
 renders a results file only when none of its benchmark's :attr:`Benchmark.sources` changed
@@ -15,7 +15,7 @@ WHOLE = ("aggregation", "ingest", "quality", "jobs", "store", "api")
 
 @dataclass(frozen=True)
 class Benchmark:
-    """One README table's benchmark.
+    """One Benchmarks table's benchmark.
 
     ``steps`` are the argument lists (after ``python``) that write ``stem``'s full results, in
     order (a later step may ``--merge`` into an earlier one's file); ``quick`` the steps of the

@@ -1,9 +1,10 @@
-"""Render benchmarks/results/*.json as the README's benchmark tables.
+"""Render benchmarks/results/*.json as the benchmark tables of the documentation site.
 
-``python -m benchmarks.tables`` reads every results file and rewrites the part of README.md
-between ``<!-- benchmarks:start -->`` and ``<!-- benchmarks:end -->``; without those markers
-(or with ``--stdout``) it prints the markdown and leaves the README alone. Nothing outside
-the markers is touched.
+``python -m benchmarks.tables`` reads every results file and rewrites the part of docs/benchmarks.md
+(the site's Benchmarks page) between ``<!-- benchmarks:start -->`` and ``<!-- benchmarks:end -->``;
+without those markers (or with ``--stdout``) it prints the markdown and leaves the page alone. Nothing
+outside the markers is touched. Plots are linked as ``benchmarks/results/NAME.png``: the site's build
+(docs/_hooks/) publishes them under that path.
 
 For each benchmark the full run's file (``NAME.json``) is used, else the ``--quick`` one
 (``NAME_quick.json``, marked as such). Each table names the command that produced it and the
@@ -26,7 +27,7 @@ from benchmarks.registry import BY_STEM, SOURCES
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
-README = REPO / "README.md"
+PAGE = REPO / "docs" / "benchmarks.md"
 START, END = "<!-- benchmarks:start -->", "<!-- benchmarks:end -->"
 
 
@@ -785,7 +786,7 @@ def render_rerun_all(d: dict, results: Path, quick: bool) -> str:
             + _table(["benchmark", "command", "seconds", "result"], rows))
 
 
-#: results stem -> (section title, command without --quick, renderer), in README order.
+#: results stem -> (section title, command without --quick, renderer), in the page's order.
 SECTIONS: dict[str, tuple[str, str, Callable[[dict, Path, bool], str]]] = {
     "pico_study": ("PICO / EBM-NLP aggregation study", "python -m benchmarks.pico_study", render_pico_study),
     "categorical": ("Categorical accuracy vs crowd-kit", "python -m benchmarks.categorical", render_categorical),
@@ -866,8 +867,8 @@ def render(results: Path = RESULTS, *, repo: Path | None = REPO) -> str:
             bench = BY_STEM.get(stem)
             steps = () if bench is None else bench.quick if path.stem.endswith("_quick") else bench.steps
             rerun = " && ".join(f"`python {' '.join(step)}`" for step in steps) or f"`{command}`"
-            # The reason goes to stderr, not the README: it names the newest change, and whether a rebased-away
-            # commit is known differs between clones; the README's text must be the same in every checkout.
+            # The reason goes to stderr, not the page: it names the newest change, and whether a rebased-away
+            # commit is known differs between clones; the page's text must be the same in every checkout.
             print(f"{path.name}: not shown: {stale}", file=sys.stderr)
             commit = (data.get("meta") or {}).get("commit")
             parts.append(f"### {title}\n\nNot shown: `benchmarks/results/{path.name}` "
@@ -890,33 +891,33 @@ def render(results: Path = RESULTS, *, repo: Path | None = REPO) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def update_readme(markdown: str, readme: Path = README) -> bool:
-    """Replace the text between the markers; False (README untouched) when the file or a marker is missing."""
-    if not readme.exists():
+def update_page(markdown: str, page: Path = PAGE) -> bool:
+    """Replace the text between the markers; False (page untouched) when the file or a marker is missing."""
+    if not page.exists():
         return False
-    text = readme.read_text(encoding="utf-8")
+    text = page.read_text(encoding="utf-8")
     a, b = text.find(START), text.find(END)
     if a < 0 or b < a:
         return False
     new = text[: a + len(START)] + "\n" + markdown + text[b:]
     if new != text:
-        readme.write_text(new, encoding="utf-8")
+        page.write_text(new, encoding="utf-8")
     return True
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--results", type=Path, default=RESULTS, help="results folder (default: benchmarks/results)")
-    ap.add_argument("--readme", type=Path, default=README, help="README to update between the markers")
-    ap.add_argument("--stdout", action="store_true", help="print the markdown; do not touch the README")
+    ap.add_argument("--page", type=Path, default=PAGE, help="page to update between the markers (docs/benchmarks.md)")
+    ap.add_argument("--stdout", action="store_true", help="print the markdown; do not touch the page")
     args = ap.parse_args(argv)
     markdown = render(args.results)
-    if args.stdout or not update_readme(markdown, args.readme):
+    if args.stdout or not update_page(markdown, args.page):
         if not args.stdout:
-            print(f"{args.readme}: no '{START}' ... '{END}' markers; printing instead", file=sys.stderr)
+            print(f"{args.page}: no '{START}' ... '{END}' markers; printing instead", file=sys.stderr)
         sys.stdout.write(markdown)
     else:
-        print(f"updated the benchmark section of {args.readme}")
+        print(f"updated the benchmark section of {args.page}")
     return 0
 
 

@@ -1,7 +1,7 @@
-"""What an integrator meets: a client generated from the served OpenAPI document does the README flow.
+"""What an integrator meets: a client generated from the served OpenAPI document does the typed-client how-to's flow.
 
 The document is fetched from a running ``crowdqa serve``, validated with ``openapi-spec-validator``,
-turned into a client package by ``openapi-python-client`` and imported; the README's flow then
+turned into a client package by ``openapi-python-client`` and imported; the how-to's flow then
 runs through that client alone (no raw HTTP): a dataset, the crowd and expert uploads, a job,
 polling, the typed report, the worker rows and their CSV, and a 404 and a 422 read as typed
 ``Problem`` objects.
@@ -146,16 +146,16 @@ def test_the_readme_flow_through_the_generated_client_alone(served, client_packa
 
 
 def _readme_blocks() -> tuple[str, str]:
-    """The README's typed-client section: its shell block (fetch the document, generate) and its Python block."""
-    readme = (SAMPLE.parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### A typed client from the OpenAPI document", 1)[1].split("\n## ", 1)[0]
+    """The typed-client how-to (docs/how-to/typed-client.md): its shell block (fetch the document, generate) and its
+    Python block."""
+    section = (SAMPLE.parents[1] / "docs" / "how-to" / "typed-client.md").read_text(encoding="utf-8")
     shell = section.split("```sh\n", 1)[1].split("\n```", 1)[0]
     python = section.split("```python\n", 1)[1].split("\n```", 1)[0]
     return shell, python
 
 
 def test_the_readme_client_example_word_for_word(served, tmp_path):
-    """The README's commands and Python, as written but for the server's port and the key, in a folder holding
+    """The how-to's commands and Python, as written but for the server's port and the key, in a folder holding
     the two sample files: the client is generated, the flow runs, and what it prints reads as values (the
     parse summaries as dicts, each poll's status and progress, never an unset field's repr)."""
     shell, python = _readme_blocks()

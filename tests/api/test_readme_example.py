@@ -34,7 +34,15 @@ def test_readme_example_against_crowdqa_serve(tmp_path):
                              timeout=180)
         assert out.returncode == 0, out.stdout + out.stderr
         assert re.search(r"job [0-9a-f]{32}: finished", out.stdout), out.stdout
-        report = __import__("json").loads((tmp_path / "report.json").read_text())
+        # The report is written to a temporary folder of its own, never into the folder the example runs in.
+        assert not (tmp_path / "report.json").exists()
+        report_path = Path(re.search(r"^report: (\S+)$", out.stdout, flags=re.M)[1])
+        assert not report_path.is_relative_to(tmp_path)
+        report = __import__("json").loads(report_path.read_text())
+        # The last line says how to see the job in the dashboard: the demo project's key, not the first key.
+        dashboard = re.search(r"^dashboard: open (\S+) and sign in with the demo project's key (cqa_\S+)$", out.stdout,
+                              flags=re.M)
+        assert dashboard and dashboard[1] == f"http://127.0.0.1:{port}/ui/", out.stdout
         assert report["method"] == "hmm-crowd" and report["experts_used_in_fit"] is False
         token = report["aggregate_vs_expert"]["token"]
         assert 0.5 < token["f1"] <= 1.0 and token["tp"] > 0  # the sample is built to give meaningful numbers
@@ -44,7 +52,8 @@ def test_readme_example_against_crowdqa_serve(tmp_path):
         # pasted from a manual run, now they are what the script prints.
         readme = (REPO / "README.md").read_text(encoding="utf-8")
         shown = readme.split("two parse summaries, then", 1)[1].split("```\n", 1)[1].split("\n```", 1)[0]
-        expected = [line for line in shown.splitlines() if not line.startswith("job ")]
+        # The job id, the report's temporary folder and the key are new each run.
+        expected = [line for line in shown.splitlines() if not line.startswith(("job ", "report: ", "dashboard: "))]
         printed = out.stdout.splitlines()
         assert expected[0] in printed, out.stdout
         start = printed.index(expected[0])

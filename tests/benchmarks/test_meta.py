@@ -1,4 +1,5 @@
-"""Where results come from: make_meta's commit and load, the staleness check, the rerun command, the README."""
+"""Where results come from: make_meta's commit and load, the staleness check, the rerun command, the Benchmarks
+page (docs/benchmarks.md)."""
 
 from __future__ import annotations
 
@@ -139,12 +140,12 @@ def test_every_results_file_has_a_commit_and_no_placeholder_texts():
         assert meta.get("commit"), path.name
 
 
-def test_readme_tables_are_the_rendered_results():
-    """Rendering the results (with the staleness check) leaves the README between the markers unchanged."""
-    text = tables.README.read_text(encoding="utf-8")
+def test_the_benchmarks_page_tables_are_the_rendered_results():
+    """Rendering the results (with the staleness check) leaves the page between the markers unchanged."""
+    text = tables.PAGE.read_text(encoding="utf-8")
     a, b = text.index(tables.START), text.index(tables.END)
     assert text[a + len(tables.START) + 1: b] == tables.render(), (
-        "the README's tables differ from benchmarks/results: run `python -m benchmarks.tables`")
+        "the Benchmarks page's tables differ from benchmarks/results: run `python -m benchmarks.tables`")
 
 
 def _numbers_in(value) -> list[float]:
@@ -167,11 +168,11 @@ def test_the_benchmarks_prose_cites_only_numbers_of_results_files():
     """
     import re
 
-    text = tables.README.read_text(encoding="utf-8")
-    prose = text[text.index("## Benchmarks\n"): text.index(tables.START)]
+    text = tables.PAGE.read_text(encoding="utf-8")
+    prose = text[text.index("# Benchmarks\n"): text.index(tables.START)]
     prose = re.sub(r"```.*?```", "", prose, flags=re.S)
     prose = re.sub(r"`[^`]*`", "", prose)
-    prose = re.sub(r"\(#[^)]*\)", "", prose)
+    prose = re.sub(r"\]\([^)]*\)", "]", prose)  # link targets
     prose = re.sub(r"(et al\.,?|issue) \d+", "", prose)
     prose = re.sub(r"\d{4}-\d\d-\d\d( \d\d:\d\d(-\d\d:\d\d)?)?", "", prose)  # dates of runs
     held = [x for p in (REPO / "benchmarks" / "results").glob("*.json")

@@ -293,20 +293,20 @@ def test_unknown_layout_is_reported_not_skipped(results):
     assert "`categorical.json` has a layout this script does not know (KeyError" in md
 
 
-def test_readme_changes_only_between_markers(results, tmp_path):
-    readme = tmp_path / "README.md"
+def test_the_page_changes_only_between_markers(results, tmp_path):
+    readme = tmp_path / "benchmarks.md"
     before, after = "# crowdqa\n\nintro\n\n", "\n\n## Licence\n\nMIT\n"
     readme.write_text(f"{before}{tables.START}\nold table\n{tables.END}{after}")
-    assert tables.main(["--results", str(results), "--readme", str(readme)]) == 0
+    assert tables.main(["--results", str(results), "--page", str(readme)]) == 0
     text = readme.read_text()
     assert text.startswith(before + tables.START + "\n") and text.endswith(tables.END + after)
     assert "old table" not in text and "### PICO / EBM-NLP aggregation study" in text
 
 
-def test_readme_without_markers_is_left_alone(results, tmp_path, capsys):
-    readme = tmp_path / "README.md"
+def test_a_page_without_markers_is_left_alone(results, tmp_path, capsys):
+    readme = tmp_path / "benchmarks.md"
     readme.write_text("# crowdqa\n")
-    assert tables.main(["--results", str(results), "--readme", str(readme)]) == 0
+    assert tables.main(["--results", str(results), "--page", str(readme)]) == 0
     assert readme.read_text() == "# crowdqa\n"
     assert "### Ingest throughput" in capsys.readouterr().out
 

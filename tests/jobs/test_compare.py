@@ -178,7 +178,7 @@ def test_the_kept_fit_follows_the_leader_and_none_when_a_dropped_one_leads():
 
 
 def test_compare_with_the_experts_fits_each_method_k_plus_1_times_as_the_readme_says(monkeypatch):
-    """The decision kept (README, compare section): with use_experts each method is fitted once per fold and once
+    """The decision kept (docs/how-to/choose-a-method.md): with use_experts each method is fitted once per fold and once
     on every expert label; that last fit is the one the table's iterations, convergence and warnings describe (the
     fit ``aggregate --use-experts`` makes, which auto reuses)."""
     import re
@@ -186,9 +186,10 @@ def test_compare_with_the_experts_fits_each_method_k_plus_1_times_as_the_readme_
 
     from crowdqa.aggregation.dawid_skene import DawidSkene
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    how_to = Path(__file__).resolve().parents[2] / "docs" / "how-to" / "choose-a-method.md"
+    readme = how_to.read_text(encoding="utf-8")
     said = re.search(r"Each method is then fitted (\d+) times\s+\(k\+1 for k folds\)", readme)
-    assert said, "the README's compare section says how many times --use-experts fits each method"
+    assert said, "the compare how-to says how many times --use-experts fits each method"
     corpus = synthetic_corpus(n_docs=24, accuracy=0.75, seed=5)
     fits = []
     fit = DawidSkene.fit

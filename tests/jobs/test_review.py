@@ -263,17 +263,19 @@ def test_a_review_by_a_report_at_another_level_says_that_level(batch):
     assert not any("95%" in t for t in texts)
 
 
-def test_the_readme_crowdtruth_transcript_is_what_the_commands_print(capsys, monkeypatch):
-    """The README's review transcript on CrowdTruth's example batch was pasted from one manual run; each of its
-    commands is run here and every line the README shows (``...`` elides lines) is printed, in that order."""
+def test_the_documented_crowdtruth_transcript_is_what_the_commands_print(capsys, monkeypatch):
+    """The review transcript on CrowdTruth's example batch (docs/how-to/pay-and-block.md) was pasted from one manual
+    run; each of its commands is run here and every line the page shows (``...`` elides lines) is printed, in that
+    order."""
     import re
     import shlex
     from pathlib import Path
 
     path = shared_path("mturk", "crowdtruth_amt_example.csv")
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    how_to = Path(__file__).resolve().parents[2] / "docs" / "how-to" / "pay-and-block.md"
+    readme = how_to.read_text(encoding="utf-8")
     block = re.search(r"```\n(\$ crowdqa review crowdtruth_amt_example\.csv .*?)```", readme, flags=re.S)
-    assert block, "the README shows a review of crowdtruth_amt_example.csv"
+    assert block, "the how-to shows a review of crowdtruth_amt_example.csv"
     runs = re.split(r"^\$ ", block[1], flags=re.M)[1:]
     assert len(runs) == 2
     monkeypatch.chdir(path.parent)
@@ -285,7 +287,7 @@ def test_the_readme_crowdtruth_transcript_is_what_the_commands_print(capsys, mon
         printed = capsys.readouterr().out.splitlines()
         at = 0
         for line in (s for s in shown if s.strip() != "..."):
-            assert line in printed[at:], f"README shows {line!r}; {command!r} printed:\n" + "\n".join(printed)
+            assert line in printed[at:], f"the how-to shows {line!r}; {command!r} printed:\n" + "\n".join(printed)
             at = printed.index(line, at) + 1
 
 

@@ -1,8 +1,9 @@
-"""deploy/ and the README's production section: what they start is what the production tests start.
+"""deploy/ and the production tutorial (docs/tutorials/production.md): what they start is what the production tests
+start.
 
 The compose file cannot be started here (no Docker engine): it is checked against the Compose specification's
 JSON schema (check-jsonschema's vendored copy), the systemd units with ``systemd-analyze verify``, and the
-crowdqa commands and settings of both against the ones tests/reliability/production.py starts. The README's
+crowdqa commands and settings of both against the ones tests/reliability/production.py starts. The tutorial's
 production snippet is run word for word against a real redis-server and PostgreSQL.
 """
 
@@ -88,7 +89,8 @@ def _compose_interpolated(password: str) -> dict:
 def test_the_compose_password_reaches_postgres_and_crowdqa_alike_only_when_url_safe(password):
     """The compose file hands CROWDQA_DB_PASSWORD to the postgres image as it is (POSTGRES_PASSWORD) and to
     crowdqa inside CROWDQA_DATABASE_URL, which SQLAlchemy decodes: the two agree for the passwords the compose
-    file and the README ask for (letters, digits, -._~) and not for an encoded or a bare @, so both say so."""
+    file and the production tutorial ask for (letters, digits, -._~) and not for an encoded or a bare @, so both say
+    so."""
     from sqlalchemy.engine import make_url
 
     services = _compose_interpolated(password)["services"]
@@ -98,7 +100,8 @@ def test_the_compose_password_reaches_postgres_and_crowdqa_alike_only_when_url_s
     assert (url.password == given and url.host == "postgres") is url_safe, (given, url.password, url.host)
     header = (DEPLOY / "compose.yaml").read_text(encoding="utf-8").split("name:", 1)[0]
     assert "letters, digits and - . _ ~ only" in header
-    assert "letters, digits and `-._~` only" in (REPO / "README.md").read_text(encoding="utf-8")
+    tutorial = (REPO / "docs" / "tutorials" / "production.md").read_text(encoding="utf-8")
+    assert "letters, digits and `-._~` only" in tutorial
 
 
 @pytest.mark.parametrize("name", sorted(UNITS))
@@ -128,7 +131,7 @@ def _environment_file(path) -> dict[str, str]:
 
 def test_the_units_environment_file_example_is_what_they_read():
     """deploy/crowdqa.env.example holds the deployment's settings as systemd takes them, written out (systemd
-    expands no ``${...}`` and knows no ``export``: the README's shell lines copied there would reach crowdqa as
+    expands no ``${...}`` and knows no ``export``: the tutorial's shell lines copied there would reach crowdqa as
     they are written); crowdqa refuses its placeholder password and takes it once a real one is set. The units
     say how to set a host up: the user they run as, its data directory, this file."""
     from pydantic import ValidationError
@@ -187,7 +190,7 @@ def test_the_image_context_leaves_out_what_a_checkout_makes():
 
 
 def _readme_snippet() -> str:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "docs" / "tutorials" / "production.md").read_text(encoding="utf-8")
     section = readme.split("<!-- production:start -->", 1)[1].split("<!-- production:end -->", 1)[0]
     return section.split("```sh\n", 1)[1].split("\n```", 1)[0]
 
