@@ -75,6 +75,17 @@ def without_upper_bounds(requirement: str) -> str:
     return name + ",".join(kept)
 
 
+def summary(result: dict) -> str:
+    """The one line the README quotes: date, mode, verdict and the versions that differ from the lock."""
+    differ = result["versions_differing_from_lock"]
+    what = ", ".join(f"{name} {pair['locked']} -> {pair['tried']}" for name, pair in differ.items())
+    n = len(differ)
+    versions = (f"{n} version{'s' if n != 1 else ''} differ{'s' if n == 1 else ''} from the lock ({what})" if n
+                else "the locked versions are the newest allowed")
+    return (f"Drift check (locks/drift-check.json): {result['meta']['date']}, {result['mode']}: "
+            f"{result['verdict']}; {versions}.")
+
+
 def run(step: str, argv: list[str], *, env: dict[str, str], cwd: Path, timeout: float) -> dict:
     """Run one step; keep its exit status, its time and the end of its output."""
     print(f"drift_check: {step}: {' '.join(argv)}", file=sys.stderr, flush=True)
@@ -169,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         if s["exit"] != 0:
             print("  " + "\n  ".join(s["tail"]))
     print(f"drift_check: verdict {verdict} ({result['mode']}); written to {args.output.relative_to(REPO)}")
+    print(f"drift_check: the README's line: {summary(result)}")
     if args.keep:
         print(f"drift_check: the venv is kept in {venv}")
     else:

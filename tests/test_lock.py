@@ -121,6 +121,9 @@ def test_the_committed_drift_check_tried_these_ranges():
     assert result["ranges_sha256"] == drift.ranges_digest(), (
         "pyproject's ranges changed since the committed drift check: run python3 scripts/drift_check.py")
     assert result["verdict"] == "pass" and result["meta"]["commit"], result["verdict"]
+    line = drift.summary(result)
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert line in " ".join(readme.split()), f"the README should quote the drift check as: {line}"
     assert drift.without_upper_bounds("redis>=5,<8.3") == "redis>=5"
     assert drift.without_upper_bounds("psycopg[binary]>=3.1,<3.4") == "psycopg[binary]>=3.1"
     assert drift.without_upper_bounds("crowd-kit==1.4.2") == "crowd-kit==1.4.2"
