@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # the same names, written out for editors and type checkers, 
     from crowdqa.aggregation.glad import GLAD as GLAD
     from crowdqa.aggregation.gold_majority_vote import GoldMajorityVote as GoldMajorityVote
     from crowdqa.aggregation.hmm_crowd import HMMCrowd as HMMCrowd
+    from crowdqa.aggregation.hmm_crowd_tagger import HMMCrowdTagger as HMMCrowdTagger
     from crowdqa.aggregation.ibcc import IBCC as IBCC
     from crowdqa.aggregation.kos import KOS as KOS
     from crowdqa.aggregation.mace import MACE as MACE

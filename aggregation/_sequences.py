@@ -160,15 +160,17 @@ class Layout:
 
 
 def layout(corpus: Corpus, *, known: NDArray[np.int64] | None, sequences: str,
-           tokens: list[str] | None = None) -> Layout:
+           tokens: list[str] | None = None, every_document: bool = False) -> Layout:
     """Sequences of the corpus (``"document"``, or ``"sentence"``: cut at :func:`sentence_starts`).
 
     A document has evidence when someone labelled it or a token of it has a ``known``
-    class; the sequences of the others get length 0, so forward-backward skips them (their
+    class (or always, with ``every_document``: a model whose text model labels any document); the
+    sequences of the others get length 0, so forward-backward skips them (their
     posteriors are filled with the class prior afterwards). ``tokens`` (from
     :func:`token_text`) is needed for ``"sentence"``.
     """
     evidence = np.bincount(corpus.obs_doc, minlength=corpus.n_docs) > 0
+    evidence |= every_document
     if known is not None:
         evidence |= np.bincount(corpus.token_doc[known >= 0], minlength=corpus.n_docs) > 0
     active = evidence[corpus.token_doc]

@@ -53,6 +53,7 @@ class _Design:
     pairs: NDArray[np.int64]  # tokens t of active documents whose successor t + 1 is in the same sequence
     buckets: list[tuple[NDArray[np.int64], NDArray[np.int64]]]  # (token index (n_seqs_b, max_len), lengths)
     words: tuple[str, ...]  # the word of each word id (text_features); empty without the "word" feature
+    tagger: NDArray[np.float64] | None = None  # (n_tokens, n_classes) soft labels of one more annotator (a tagger)
 
 
 @dataclass(frozen=True)
@@ -66,10 +67,12 @@ class _Params:
     confusion: NDArray[np.float64]  # (n_workers, n_classes, n_classes), rows sum to 1
     dirichlets: tuple[NDArray[np.float64], ...]  # concentration of q(start) (unless MAP), q(trans), q(word), q(shape)
     wrong_boost: float = 0.0  # log of the factor by which the E-step weighs every wrong answer (see _log_crowd)
+    tagger_confusion: NDArray[np.float64] | None = None  # (n_classes, n_classes) the tagger's full confusion matrix
 
 
 def _build_design(corpus: Corpus, *, known: NDArray[np.int64] | None, features: tuple[str, ...],
-                  lowercase: bool, sequences: str = "document", shape_emission: str = "bernoulli") -> _Design:
+                  lowercase: bool, sequences: str = "document", shape_emission: str = "bernoulli",
+                  every_document: bool = False) -> _Design:
     """Word ids, shape indicators, the crowd design matrix and the padded batches of sequences.
 
     ``sequences="sentence"`` cuts documents at
@@ -77,6 +80,8 @@ def _build_design(corpus: Corpus, *, known: NDArray[np.int64] | None, features: 
     sequence with its own start probability, exactly like a document.
     ``shape_emission="shared"`` puts each token's word and shape features into one bag of
     draws from a single per-state multinomial (``vocab`` holds the counts, ``word`` is None).
+    ``every_document`` makes every document active, labelled or not (see
+    :func:`~crowdqa.aggregation._sequences.layout`).
     """
     n_tokens, n_classes = corpus.n_tokens, corpus.n_classes
     crowd = sp.csr_array(
@@ -91,7 +96,7 @@ def _build_design(corpus: Corpus, *, known: NDArray[np.int64] | None, features: 
         extra = sp.csr_array(shape.astype(np.float64))
         vocab = extra if vocab is None else sp.csr_array(sp.hstack([vocab, extra], format="csr"))
         word, shape = None, np.zeros((n_tokens, 0), dtype=bool)
-    seqs = layout(corpus, known=known, sequences=sequences, tokens=tokens)
+    seqs = layout(corpus, known=known, sequences=sequences, tokens=tokens, every_document=every_document)
     active, seq_first, start = seqs.active, seqs.seq_first, seqs.start
     pairs = np.flatnonzero(active[:-1] & ~seq_first[1:])
     return _Design(n_classes, crowd, word, vocab, shape, known, active, seq_first, start[active[start]], pairs,
@@ -155,6 +160,8 @@ def _hard_stats(design: _Design, post: NDArray[np.float64], *, n_workers: int) -
     stats = _emission_stats(design, hard)
     stats.update(start=hard[design.first].sum(axis=0), trans=trans.astype(np.float64),
                  worker=_worker_counts(design.crowd, post, n_workers=n_workers))
+    if design.tagger is not None:
+        stats["tagger"] = post.T @ design.tagger  # soft, as the annotators' counts
     return stats
 
 
@@ -175,8 +182,13 @@ def _token_log_lik(params: _Params, design: _Design) -> NDArray[np.float64]:
         words = dict(word=design.word, log_word_emission=params.log_word)
     else:
         words = dict(bag=design.vocab, log_bag_emission=params.log_word)
-    return _log_emissions(crowd=design.crowd, log_confusion=log_crowd, shape=design.shape,
-                          log_shape_emission=params.log_shape, known=design.known, **words)
+    out = _log_emissions(crowd=design.crowd, log_confusion=log_crowd, shape=design.shape,
+                         log_shape_emission=params.log_shape, known=design.known, **words)
+    if design.tagger is not None and params.tagger_confusion is not None:
+        # The tagger is one more annotator whose answer is a distribution q(o): its factor is
+        # prod_o C[k, o] ** q(o), a fractional count of each answer (hard labels: one-hot q).
+        out += design.tagger @ np.log(params.tagger_confusion).T
+    return out
 
 
 def _e_step(params: _Params, design: _Design) -> tuple[dict, NDArray[np.float64], float]:
@@ -216,11 +228,14 @@ def _e_step(params: _Params, design: _Design) -> tuple[dict, NDArray[np.float64]
     stats = _emission_stats(design, post)
     stats.update(start=post[design.first].sum(axis=0), trans=xi,
                  worker=_worker_counts(design.crowd, post, n_workers=params.confusion.shape[0]))
+    if design.tagger is not None:
+        stats["tagger"] = post.T @ design.tagger  # [k, o]: expected count of true k where the tagger says o
     return stats, post, log_evidence
 
 
 def _m_step(stats: dict, *, pseudo_count: float, worker_smoothing: float, worker_model: str,
-            wrong_mass: str = "split", start_smoothing: float | None = None, variational: bool = True) -> _Params:
+            wrong_mass: str = "split", start_smoothing: float | None = None, variational: bool = True,
+            tagger_model: str = "full") -> _Params:
     """New parameters from expected counts.
 
     With ``variational`` (the authors' ``m_step_vb``), transition and emission rows are
@@ -229,7 +244,9 @@ def _m_step(stats: dict, *, pseudo_count: float, worker_smoothing: float, worker
     ``(count + a) / sum(count + a)``. The start probabilities are the same estimate, or,
     with ``start_smoothing = s``, ``(count + s) / sum(count + s)`` as in ``m_step_vb`` (a MAP
     estimate under Dirichlet(1 + s)). Confusion matrices are MAP estimates (:func:`_confusion`);
-    ``wrong_mass`` sets the E-step factor of a wrong answer (:func:`_log_crowd`).
+    ``wrong_mass`` sets the E-step factor of a wrong answer (:func:`_log_crowd`). With a tagger's counts
+    (``stats["tagger"]``) its confusion matrix is a full MAP matrix (``tagger_model="full"``), or uniform
+    (``"uniform"``: a constant factor in every state, so the tagger changes nothing).
     """
     keys = [key for key in ("start", "trans", "word", "shape") if key in stats]
     if start_smoothing is not None:
@@ -246,6 +263,11 @@ def _m_step(stats: dict, *, pseudo_count: float, worker_smoothing: float, worker
         start = stats["start"] + start_smoothing
         logs["start"] = np.log(start / start.sum())
     confusion = _confusion(stats["worker"], smoothing=worker_smoothing, model=worker_model)
+    tagger = None
+    if "tagger" in stats:
+        k = stats["tagger"].shape[0]
+        tagger = (np.full((k, k), 1.0 / k) if tagger_model == "uniform"
+                  else _confusion(stats["tagger"][None], smoothing=worker_smoothing, model="full")[0])
     return _Params(
         log_start=logs["start"],
         log_trans=logs["trans"],
@@ -254,6 +276,7 @@ def _m_step(stats: dict, *, pseudo_count: float, worker_smoothing: float, worker
         confusion=confusion,
         dirichlets=dirichlets,
         wrong_boost=_wrong_boost(confusion.shape[1], model=worker_model, wrong_mass=wrong_mass),
+        tagger_confusion=tagger,
     )
 
 
@@ -321,6 +344,8 @@ def _expected_log_factor(stats: dict, params: _Params) -> float:
              (stats["worker"], _log_crowd(params.confusion, wrong_boost=params.wrong_boost))]
     if params.log_word is not None:
         pairs.append((stats["word"], params.log_word))
+    if params.tagger_confusion is not None:
+        pairs.append((stats["tagger"], np.log(params.tagger_confusion)))
     total = 0.0
     for counts, log in pairs:
         total += float(np.multiply(counts, log, out=np.zeros(np.shape(counts)), where=counts > 0).sum())
@@ -328,7 +353,7 @@ def _expected_log_factor(stats: dict, params: _Params) -> float:
 
 
 def _log_prior_minus_kl(params: _Params, *, pseudo_count: float, worker_smoothing: float, worker_model: str,
-                        start_smoothing: float | None = None, **_: object) -> float:
+                        start_smoothing: float | None = None, tagger_model: str = "full", **_: object) -> float:
     """``log p(C) [+ log p(pi)] - sum KL(q(theta) || Dirichlet(a))`` of the parameters ``params``.
 
     ``log p(C)`` is the (unnormalised) log prior that makes the confusion M-step a MAP
@@ -346,6 +371,8 @@ def _log_prior_minus_kl(params: _Params, *, pseudo_count: float, worker_smoothin
             log_prior += (xlogy(worker_smoothing, a1) + xlogy(worker_smoothing, 1 - a1)).sum()
     if start_smoothing is not None:
         log_prior += start_smoothing * params.log_start.sum()
+    if params.tagger_confusion is not None and tagger_model == "full":
+        log_prior += xlogy(worker_smoothing, params.tagger_confusion).sum()
     kl = 0.0
     for alpha in params.dirichlets:
         a0 = alpha.sum(axis=-1)
@@ -636,22 +663,38 @@ class HMMCrowd(BaseAggregator):
         self
         """
         known = self._start_fit(corpus, known)
-        n_workers = corpus.n_workers
-        opts = dict(pseudo_count=self.pseudo_count, worker_smoothing=self.worker_smoothing,
+        design = self._design(corpus, known)
+        monitor = self._monitor(callback)
+        max_iter = self.resolved_max_iter(corpus.n_classes)
+        params, post, converged = self._run_em(corpus, design, monitor=monitor)
+        self._record_run(monitor.history, converged, max_iter=max_iter)
+        self._set_fitted(corpus, design, params, post)
+        return self
+
+    def _design(self, corpus: Corpus, known: NDArray[np.int64] | None) -> _Design:
+        """The arrays of ``corpus`` the EM loop reads (:func:`_build_design` with this model's settings)."""
+        return _build_design(corpus, known=known, features=tuple(self.features), lowercase=self.lowercase,
+                             sequences=self.sequences, shape_emission=self.shape_emission)
+
+    def _em_options(self) -> dict:
+        return dict(pseudo_count=self.pseudo_count, worker_smoothing=self.worker_smoothing,
                     worker_model=self.worker_model, wrong_mass=self.wrong_mass, start_smoothing=self.start_smoothing)
-        design = _build_design(corpus, known=known, features=tuple(self.features), lowercase=self.lowercase,
-                               sequences=self.sequences, shape_emission=self.shape_emission)
-        if self.warm_start and self._has_batch_state():
+
+    def _run_em(self, corpus: Corpus, design: _Design, *, monitor, warm: bool = True
+                ) -> tuple[_Params, NDArray[np.float64], bool]:
+        """EM from the initial estimates (or, with ``warm_start``, the carried ones): parameters, posteriors
+        under them, and whether the objective converged. Each iteration's objective goes to ``monitor``."""
+        n_workers = corpus.n_workers
+        opts = self._em_options()
+        if warm and self.warm_start and self._has_batch_state():
             params = self._carried(corpus, design)  # the earlier fit's factors, annotators and words matched
         else:
             init = _dawid_skene_init(design, n_workers=n_workers, n_rounds=self.init_rounds,
                                      diagonal=self.init_diagonal, smoothing=self.worker_smoothing)
             params = _initial_params(_hard_stats(design, init, n_workers=n_workers), smoothing=self.init_smoothing,
                                      **opts)
-        max_iter = self.resolved_max_iter(corpus.n_classes)
-        monitor = self._monitor(callback)
         converged = False
-        for _ in range(max_iter):
+        for _ in range(self.resolved_max_iter(corpus.n_classes)):
             stats, _, log_evidence = _e_step(params, design)
             new = _m_step(stats, **opts)
             # The objective of this iteration is F(q, new): E-step under the old parameters,
@@ -663,8 +706,11 @@ class HMMCrowd(BaseAggregator):
                 break
         # Final E-step so that proba_ matches the final parameters.
         _, post, _ = _e_step(params, design)
-        self._record_run(monitor.history, converged, max_iter=max_iter)
+        return params, post, converged
 
+    def _set_fitted(self, corpus: Corpus, design: _Design, params: _Params, post: NDArray[np.float64]) -> None:
+        """The fitted attributes from the final parameters and posteriors (``post`` is filled in place)."""
+        n_workers = corpus.n_workers
         active = design.active
         prior = post[active].sum(axis=0) + (0.0 if active.any() else 1.0)
         self.class_prior_ = prior / prior.sum()
@@ -682,7 +728,6 @@ class HMMCrowd(BaseAggregator):
         self.log_start_, self.log_transition_ = params.log_start, params.log_trans
         self.log_word_emission_ = params.log_word if params.log_word is not None else np.zeros((0, 0))
         self.log_shape_emission_ = params.log_shape
-        return self
 
     def _carried(self, corpus: Corpus, design: _Design) -> _Params:
         """The fitted factors carried to ``corpus`` (whose design is ``design``): annotators by id (a new one gets

@@ -95,6 +95,9 @@ FIT_ARRAYS: dict[str, dict[str, float]] = {
     "mmsr": {"confusion": 3, "tokens": 2, "answers": 1},
     "hmm-crowd": {"confusion": 4, "tokens": 8, "answers": 2, "words": 2},
     "bsc-seq": {"confusion": 4, "tokens": 8, "answers": 2, "words": 2, "sequential": 3},
+    # HMM-Crowd's arrays, the tagger's votes and training targets (tokens), its sparse features (about 20 a
+    # token, value and index: counted as words) and the coefficients of one tagger per fold (words).
+    "hmm-crowd-tagger": {"confusion": 4, "tokens": 14, "answers": 2, "words": 10},
 }
 #: The report: the aggregate's and every worker's confusion against the experts, and the pair confusions (their
 #: counts and a float copy: ``crowdqa aggregate --method mv`` of 5,000 items, 50 workers and 300 classes peaked at

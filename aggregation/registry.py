@@ -65,6 +65,7 @@ METHODS: dict[str, MethodEntry] = {
     "ds": MethodEntry("crowdqa.aggregation.dawid_skene", "DawidSkene"),
     "hmm-crowd": MethodEntry("crowdqa.aggregation.hmm_crowd", "HMMCrowd", sequences=True),
     "bsc-seq": MethodEntry("crowdqa.aggregation.bsc_seq", "BayesianSequenceCombination", sequences=True),
+    "hmm-crowd-tagger": MethodEntry("crowdqa.aggregation.hmm_crowd_tagger", "HMMCrowdTagger", sequences=True),
     "wawa": MethodEntry("crowdqa.aggregation.wawa", "Wawa"),
     "zbs": MethodEntry("crowdqa.aggregation.zero_based_skill", "ZeroBasedSkill"),
     "gold-mv": MethodEntry("crowdqa.aggregation.gold_majority_vote", "GoldMajorityVote", experts=True),

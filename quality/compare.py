@@ -55,7 +55,7 @@ __all__ = ["COST_ORDER", "Comparison", "MethodScore", "compare_aggregates", "for
 
 #: The order of cost the rule prefers simpler methods in (cheapest, fewest parameters first).
 COST_ORDER: tuple[str, ...] = ("mv", "ds", "wawa", "zbs", "gold-mv", "kos", "mmsr", "glad", "mace", "ibcc",
-                               "hmm-crowd", "bsc-seq")
+                               "hmm-crowd", "bsc-seq", "hmm-crowd-tagger")
 
 #: The rule in one sentence (written into every comparison).
 RULE = ("recommend the best point estimate, unless a simpler method (in the order " + ", ".join(COST_ORDER)

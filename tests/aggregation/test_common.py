@@ -24,6 +24,7 @@ ESTIMATORS = [
     pytest.param("ds", {"model": "one-coin"}, True, id="DawidSkene-one-coin"),
     pytest.param("hmm-crowd", {}, True, id="HMMCrowd"),
     pytest.param("bsc-seq", {}, True, id="BayesianSequenceCombination"),
+    pytest.param("hmm-crowd-tagger", {"n_folds": 2}, True, id="HMMCrowdTagger"),
     pytest.param("wawa", {}, False, id="Wawa"),
     pytest.param("zbs", {}, False, id="ZeroBasedSkill"),
     pytest.param("gold-mv", {}, False, id="GoldMajorityVote"),

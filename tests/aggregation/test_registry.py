@@ -13,7 +13,7 @@ from crowdqa.aggregation.registry import METHODS, aggregator_class
 
 EXPORTS = {"BaseAggregator", "ConvergenceWarning", "Corpus", "MISSING", "make_aggregator", "METHODS",
            "MajorityVote", "DawidSkene", "HMMCrowd", "BayesianSequenceCombination", "Wawa", "ZeroBasedSkill",
-           "GoldMajorityVote", "GLAD", "MACE", "KOS", "MMSR", "IBCC"}
+           "GoldMajorityVote", "GLAD", "MACE", "KOS", "MMSR", "IBCC", "HMMCrowdTagger"}
 
 
 def test_one_module_per_method() -> None:
