@@ -46,7 +46,7 @@ class HMMCrowdTagger(HMMCrowd):
 
     Parameters
     ----------
-    n_folds : int, default=5
+    n_folds : int, default=2
         Folds of documents for cross-fitting the tagger's votes (1: no cross-fitting).
     max_rounds : int, default=5
         Tagger-and-crowd-model rounds after round 0.
@@ -54,7 +54,7 @@ class HMMCrowdTagger(HMMCrowd):
         Stop when the share of labelled tokens whose label changed in a round is at most this.
     tagger_c : float, default=1.0
         Inverse L2 strength of the tagger's logistic regression (scikit-learn's ``C``).
-    tagger_iter : int, default=100
+    tagger_iter : int, default=50
         L-BFGS iterations of each tagger fit (warm-started from the same fold's tagger of the round before).
     affixes : int, default=3
         Prefixes and suffixes of lengths 1 to ``affixes`` are features.
@@ -123,6 +123,8 @@ features, lowercase, sequences, shape_emission, wrong_mass, start_smoothing, ini
     array([0, 1, 1, 0])
     """
 
+    #: The fitted model labels documents nobody annotated (:mod:`crowdqa.jobs.preannotate`): its tagger reads any text.
+    labels_unannotated: ClassVar[bool] = True
     _batch_state: ClassVar[tuple[str, ...]] = (*HMMCrowd._batch_state, "tagger_confusion_", "tagger_coef_",
                                                "tagger_intercept_", "tagger_vocabulary_")
     _parameter_constraints: ClassVar[dict[str, list]] = {
@@ -134,8 +136,8 @@ features, lowercase, sequences, shape_emission, wrong_mass, start_smoothing, ini
         "random_state": [Interval(int, 0, None), None],
     }
 
-    def __init__(self, *, n_folds: int = 5, max_rounds: int = 5, round_tol: float = 0.001, tagger_c: float = 1.0,
-                 tagger_iter: int = 100, affixes: int = 3, min_count: int = 2, tagger_confusion: str = "full",
+    def __init__(self, *, n_folds: int = 2, max_rounds: int = 5, round_tol: float = 0.001, tagger_c: float = 1.0,
+                 tagger_iter: int = 50, affixes: int = 3, min_count: int = 2, tagger_confusion: str = "full",
                  random_state: int | None = 0, decode: str = "viterbi", worker_model: str = "two-param",
                  max_iter: int | str = "auto", tol: float | None = None, pseudo_count: float = 0.1,
                  worker_smoothing: float = 0.001, init_rounds: int = 5, init_diagonal: float = 0.9,

@@ -205,15 +205,16 @@ def choose(candidates: list[dict]) -> int:
     return int(np.argmax(scores))
 
 
-def run_grid(sets: list[_Set], grid: list[dict]) -> list[dict]:
-    """Fit every candidate on every set (whole and small); keep per-document counts for the cross-check."""
+def run_grid(sets: list[_Set], grid: list[dict], *, method: str = "bsc-seq") -> list[dict]:
+    """Fit every candidate of ``method`` on every set (whole and small); keep per-document counts for the
+    cross-check."""
     out = []
     for params in grid:
         cand = {"params": params, "f1": {}, "fits": {}, "_counts": {}}
         for s in sets:
             cand["f1"][s.name], cand["fits"][s.name] = {}, {}
             for small in (False, True):
-                labels, info = s.fit("bsc-seq", params, small=small)
+                labels, info = s.fit(method, params, small=small)
                 counts = s.doc_counts(labels, small=small)
                 key = "small" if small else "whole"
                 cand["_counts"][(s.name, key)] = counts
@@ -251,10 +252,11 @@ def cross_check(sets: list[_Set], candidates: list[dict]) -> list[dict]:
     return rows
 
 
-def report_methods(sets: list[_Set], *, seed: int, n_boot: int) -> dict:
-    """Every sequence method with its defaults on every set (whole and small), with intervals and fit times."""
+def report_methods(sets: list[_Set], *, seed: int, n_boot: int, methods: dict[str, str] | None = None) -> dict:
+    """Every sequence method (``methods``: row name -> method id, default :data:`METHODS`) with its defaults on
+    every set (whole and small), with intervals and fit times."""
     out: dict = {}
-    for name, method in METHODS.items():
+    for name, method in (METHODS if methods is None else methods).items():
         out[name] = {"method": method}
         for s in sets:
             for small in (False, True):

@@ -650,8 +650,9 @@ def _params_text(params: dict) -> str:
     return ", ".join(f"{k}={'+'.join(map(str, v)) if isinstance(v, list | tuple) else v}" for k, v in params.items())
 
 
-def render_seq_protocol(d: dict, results: Path, quick: bool) -> str:
-    """Issue 28: every sequence method on conll_val and PICO dev, and the protocol that chose BSC-seq's defaults."""
+def _protocol_tables(d: dict, *, candidates_of: str) -> tuple[str, str, dict[str, str]]:
+    """The protocol's three tables of a results file (``seq_protocol``, ``tagger``): the methods with intervals and
+    fit times (after a sentence on the sets), the candidates and the rule, and the halving cross-check."""
     sets = d["sets"]
     names = list(sets)
     label = {"conll_val": "conll_val span F1", "pico": "PICO dev token F1"}
@@ -668,17 +669,39 @@ def render_seq_protocol(d: dict, results: Path, quick: bool) -> str:
     cross = [[f"{r['chosen_on']} → {r['reported_on']}", _params_text(r["chosen"]), _f(r["score_on_chosen_half"], 4),
               _f(r["score_on_reported_half"], 4), _params_text(r["best_on_reported_half"]),
               _f(r["best_score_on_reported_half"], 4)] for r in d["cross_check"]]
-    return (
+    methods = (
         f"Every sequence method with its defaults ({size}). conll_val: strict span F1 (conlleval); PICO: token F1 "
         "against the union of the experts on the 64 expert-dev documents; F1 with a 95% document bootstrap "
-        "interval. The protocol is in `benchmarks/README.md`.\n\n" + _table(header, rows)
-        + f"\n\nBSC-seq candidates and the rule ({d['rule']}):\n\n"
-        + _table(["candidate"] + [f"{n} {x}" for n in names for x in ("whole", "small")] + ["score"], grid_rows)
-        + "\n\nCross-check: the scored documents of each set halved at random; the candidate the rule picks on "
-          "one half, scored on the other, beside the best candidate of that other half.\n\n"
-        + _table(["chosen on → reported on", "chosen", "score, chosen half", "score, other half",
-                  "best on the other half", "its score"], cross)
-        + _iteration_table(d.get("iterations"), label))
+        "interval. The protocol is in `benchmarks/README.md`.\n\n" + _table(header, rows))
+    rule = (f"\n\n{candidates_of} candidates and the rule ({d['rule']}):\n\n"
+            + _table(["candidate"] + [f"{n} {x}" for n in names for x in ("whole", "small")] + ["score"], grid_rows)
+            + "\n\nCross-check: the scored documents of each set halved at random; the candidate the rule picks on "
+              "one half, scored on the other, beside the best candidate of that other half.\n\n"
+            + _table(["chosen on → reported on", "chosen", "score, chosen half", "score, other half",
+                      "best on the other half", "its score"], cross))
+    return methods, rule, label
+
+
+def render_seq_protocol(d: dict, results: Path, quick: bool) -> str:
+    """Issue 28: every sequence method on conll_val and PICO dev, and the protocol that chose BSC-seq's defaults."""
+    methods, rule, label = _protocol_tables(d, candidates_of="BSC-seq")
+    return methods + rule + _iteration_table(d.get("iterations"), label)
+
+
+def render_tagger(d: dict, results: Path, quick: bool) -> str:
+    """Issue 43: HMM-Crowd with a tagger in the loop beside the other sequence methods, its defaults by the protocol,
+    and pre-annotation of sentences nobody annotated."""
+    methods, rule, _ = _protocol_tables(d, candidates_of="hmm-crowd-tagger")
+    pre = [[f"{r['learned_on']} → {r['labelled']}", f"{r['sentences_learned']:,}",
+            f"{r['sentences_labelled']:,} ({r['tokens_labelled']:,} tokens)", _ci(r["unseen"], "f1"),
+            _f(r["aggregate_of_the_learned_half"]["f1"]), _ms(r["fit_seconds"]), _ms(r["predict_seconds"])]
+           for r in d.get("pre_annotation", [])]
+    return (methods + rule + "\n\nPre-annotation: conll_val's sentences halved at random (seed 0); the method at its "
+            "defaults learns from one half's crowd labels and labels the other half's words, whose labels it never "
+            "reads (strict span F1 against the gold, 95% sentence bootstrap interval), beside its aggregate of the "
+            "half it learned from.\n\n"
+            + _table(["learned on → labelled", "sentences learned", "sentences labelled", "F1, unseen sentences",
+                      "F1, aggregate of the learned half", "fit", "labelling"], pre))
 
 
 def _iteration_table(curves: dict | None, label: dict[str, str]) -> str:
@@ -806,6 +829,8 @@ SECTIONS: dict[str, tuple[str, str, Callable[[dict, Path, bool], str]]] = {
                 render_bsc_seq),
     "seq_protocol": ("Sequence methods on conll_val and PICO dev, and how BSC-seq's defaults were chosen",
                      "python -m benchmarks.seq_protocol", render_seq_protocol),
+    "tagger": ("HMM-Crowd with a tagger in the loop: defaults by the protocol, pre-annotation",
+               "python -m benchmarks.tagger", render_tagger),
     "ingest_pico": ("Ingest throughput", "python -m benchmarks.ingest_pico", render_ingest_pico),
     "scaling": ("Scaling from 10^4 to 10^7 labels", "python -m benchmarks.scaling", render_scaling),
     "service_overhead": ("Service overhead", "python benchmarks/service_overhead.py", render_service_overhead),

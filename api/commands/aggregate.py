@@ -110,6 +110,7 @@ def _run(args: argparse.Namespace) -> int:
     check_output(args.report, option="--report")
     check_output(args.save_model, option="--save-model")
     start = _model_start(args)
+    predict_format = _check_predict(args)
 
     quiet = args.quiet
     say = (lambda msg: None) if quiet else (lambda msg: print(msg, file=sys.stderr))
@@ -163,6 +164,8 @@ def _run(args: argparse.Namespace) -> int:
 
         save_model_file(result.model, args.save_model)
         say(f"crowdqa: wrote the fitted model to {args.save_model}")
+    if args.predict:
+        _pre_annotate(args, result.model, method=method, params=params, out_format=predict_format, say=say)
     if args.report:
         with open(args.report, "w", encoding="utf-8") as fh:
             local.write_report(report, fh)
@@ -173,6 +176,41 @@ def _run(args: argparse.Namespace) -> int:
 
         print("\nMethods compared (--method auto):\n" + format_comparison(comparison))
     return 0
+
+
+def _check_predict(args: argparse.Namespace) -> str | None:
+    """``--predict`` and ``--predictions`` together, a method that can, and the predictions' format (None without)."""
+    if bool(args.predict) != bool(args.predictions):
+        raise UserError("--predict DOCS and --predictions OUT go together: the documents to label and where to "
+                        "write their labels")
+    if not args.predict:
+        return None
+    from crowdqa.api.commands._uploads import check_output
+    from crowdqa.jobs import local
+    from crowdqa.jobs.preannotate import check_pre_annotation
+
+    if args.method == "auto":
+        raise UserError("--predict needs one method; --method auto chooses it from the data")
+    try:
+        check_pre_annotation(args.method)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    fmt = args.output_format or local.default_output_format(args.format, output=args.predictions)
+    check_output(args.predictions, option="--predictions", folder=fmt == "ebm-nlp")
+    return fmt
+
+
+def _pre_annotate(args: argparse.Namespace, model, *, method: str, params: dict, out_format: str, say) -> None:
+    """Label ``--predict``'s documents with the fitted (or ``--from-model``) model; write them to ``--predictions``."""
+    from crowdqa.api.commands._uploads import upload_options
+    from crowdqa.ingest.writers import write_labels
+    from crowdqa.jobs.preannotate import pre_annotate, read_documents
+
+    documents = read_documents(args.predict, format=args.format, options=upload_options(args))
+    labels, corpus = pre_annotate(model, method=method, params=params, documents=documents)
+    write_labels(labels, corpus, args.predictions, format=out_format)
+    say(f"crowdqa: labelled {corpus.n_docs} documents ({corpus.n_tokens} tokens) of {args.predict}; wrote "
+        f"{out_format} to {args.predictions}")
 
 
 def _model_start(args: argparse.Namespace):
@@ -225,6 +263,12 @@ def register(subparsers) -> None:
                         "annotators seen before keeping their history, new ones starting from the crowd average")
     p.add_argument("--frozen", action="store_true",
                    help="with --from-model: predict with the earlier model's parameters, no EM")
+    p.add_argument("--predict", metavar="DOCS",
+                   help="pre-annotation: label the documents of DOCS (read as --format; any labels there are not "
+                        "read) with the fitted model (or --from-model's); needs a method that reads the text "
+                        "(hmm-crowd-tagger)")
+    p.add_argument("--predictions", metavar="OUT",
+                   help="where --predict writes its labels (format as --output-format, else by the suffix)")
     p.add_argument("--quiet", "-q", action="store_true",
                    help="no progress on stderr (on a terminal it is a progress bar per stage; elsewhere one line "
                         "per stage and per EM iteration)")

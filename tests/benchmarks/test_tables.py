@@ -206,6 +206,23 @@ def _fakes() -> dict[str, dict]:
             "methods": {"BSC-seq": {k: {**_block(0.8, 0.7, 0.75), "fit": {"seconds": 3.0, "iterations": 12}}
                                     for k in ("conll_val", "conll_val_small", "pico", "pico_small")}},
         },
+        "tagger": {
+            "meta": meta, "rule": "maximise the mean",
+            "sets": {"conll_val": {"documents": 2743, "tokens": 37660, "scored_documents": 2743,
+                                   "small_documents": 300}},
+            "grid": [{"params": {"tagger_c": 1.0}, "f1": {"conll_val": {"whole": 0.78, "small": 0.76}},
+                      "score": 0.77}],
+            "chosen": {"tagger_c": 1.0},
+            "cross_check": [{"chosen_on": "A", "reported_on": "B", "chosen": {"tagger_c": 1.0},
+                             "score_on_chosen_half": 0.77, "score_on_reported_half": 0.76,
+                             "best_on_reported_half": {"tagger_c": 1.0}, "best_score_on_reported_half": 0.76}],
+            "methods": {"HMMCrowdTagger": {k: {**_block(0.78, 0.77, 0.79), "fit": {"seconds": 30.0, "iterations": 1}}
+                                           for k in ("conll_val", "conll_val_small")}},
+            "pre_annotation": [{"learned_on": "A", "labelled": "B", "sentences_learned": 1371,
+                                "sentences_labelled": 1372, "tokens_labelled": 18800,
+                                "unseen": _block(0.61, 0.59, 0.63), "aggregate_of_the_learned_half": {"f1": 0.77},
+                                "fit_seconds": 12.0, "predict_seconds": 0.5}],
+        },
     }
 
 
@@ -341,6 +358,14 @@ def test_a_merged_run_names_every_run_whose_points_it_kept(tmp_path):
                     "--no-peer` (2026-01-02 00:00 UTC, commit `bbbbbbbbbb`), `python -m benchmarks.whole_path --sizes "
                     "3e5` (2026-01-01 00:00 UTC, commit `aaaaaaaaaa`) · `benchmarks/results/whole_path.json`")
     assert "kept" not in tables._provenance({"meta": first}, tmp_path / "whole_path.json", "unused")
+
+
+def test_tagger_section(results):
+    """Oracle: the fake file's values, formatted by hand."""
+    md = tables.render(results)
+    assert "| tagger_c=1.0 | 0.780 | 0.760 | 0.7700 **chosen** |" in md
+    assert ("| A → B | 1,371 | 1,372 (18,800 tokens) | 0.630 (0.600–0.660) | 0.770 | 12.00 s | 500.0 ms |"
+            in md)
 
 
 def test_seq_protocol_section(results):
