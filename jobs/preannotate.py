@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 
 from crowdqa.aggregation.corpus import Corpus
 
-__all__ = ["pre_annotation_methods", "check_pre_annotation", "read_documents", "pre_annotate"]
+__all__ = ["pre_annotation_methods", "check_pre_annotation", "read_documents", "pre_annotate", "label_documents"]
 
 
 def pre_annotation_methods() -> tuple[str, ...]:
@@ -70,3 +70,16 @@ def pre_annotate(state: dict[str, NDArray], *, method: str, params: dict[str, An
                               class_names=names)
     model = restore_state(make_aggregator(method, dict(params or {})), state)
     return np.asarray(model.predict(bare), dtype=np.int64), bare
+
+
+def label_documents(state: dict[str, NDArray], *, method: str, params: dict[str, Any] | None,
+                    path: str | os.PathLike, format: str, options: dict[str, Any], output: str | os.PathLike,
+                    output_format: str) -> Corpus:
+    """Read the documents of ``path``, label them with the model ``state`` and write the labels to ``output``
+    (``crowdqa aggregate --predict``); returns the documents as labelled (without their labels)."""
+    from crowdqa.ingest.writers import write_labels
+
+    labels, corpus = pre_annotate(state, method=method, params=params,
+                                  documents=read_documents(path, format=format, options=options))
+    write_labels(labels, corpus, output, format=output_format)
+    return corpus

@@ -203,12 +203,10 @@ def _check_predict(args: argparse.Namespace) -> str | None:
 def _pre_annotate(args: argparse.Namespace, model, *, method: str, params: dict, out_format: str, say) -> None:
     """Label ``--predict``'s documents with the fitted (or ``--from-model``) model; write them to ``--predictions``."""
     from crowdqa.api.commands._uploads import upload_options
-    from crowdqa.ingest.writers import write_labels
-    from crowdqa.jobs.preannotate import pre_annotate, read_documents
+    from crowdqa.jobs.preannotate import label_documents
 
-    documents = read_documents(args.predict, format=args.format, options=upload_options(args))
-    labels, corpus = pre_annotate(model, method=method, params=params, documents=documents)
-    write_labels(labels, corpus, args.predictions, format=out_format)
+    corpus = label_documents(model, method=method, params=params, path=args.predict, format=args.format,
+                             options=upload_options(args), output=args.predictions, output_format=out_format)
     say(f"crowdqa: labelled {corpus.n_docs} documents ({corpus.n_tokens} tokens) of {args.predict}; wrote "
         f"{out_format} to {args.predictions}")
 

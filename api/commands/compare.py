@@ -7,7 +7,7 @@ token F1 for one type, accuracy for categorical answers (macro F1 beside it), ea
 over documents and the paired interval of its difference to the best (the same resamples for every method).
 
 The recommendation: the best point estimate, unless a simpler method (mv, ds, wawa, zbs, gold-mv, kos, mmsr,
-glad, mace, ibcc, hmm-crowd, bsc-seq) is not significantly worse; then the simplest such one.
+glad, mace, ibcc, hmm-crowd, bsc-seq, hmm-crowd-tagger) is not significantly worse; then the simplest such one.
 """
 
 from __future__ import annotations
