@@ -311,12 +311,18 @@ def main(argv: list[str] | None = None) -> int:
     }
     result["methods"] = report_methods(sets, seed=0, n_boot=200 if args.quick else N_BOOT)
     result["iterations"] = iteration_curve(sets, quick=args.quick)
-    command = "python -m benchmarks.seq_protocol" + (" --quick" if args.quick else "")
-    result["meta"] = make_meta(command, seconds=time.perf_counter() - t0)
-    result["meta"]["note"] = "shared machine: up to 8 engineers ran tests and benchmarks at the same time"
-    path = write_results(args.out / f"seq_protocol{'_quick' if args.quick else ''}.json", result)
-    print(f"chosen: {result['chosen']}\nwrote {path}")
+    write_run(result, stem="seq_protocol", quick=args.quick, out=args.out, started=t0,
+              note="shared machine: up to 8 engineers ran tests and benchmarks at the same time")
     return 0
+
+
+def write_run(result: dict, *, stem: str, quick: bool, out: Path, started: float, note: str) -> None:
+    """Add the run's meta block (command, seconds since ``started``, ``note``) and write ``<stem>[_quick].json``."""
+    command = f"python -m benchmarks.{stem}" + (" --quick" if quick else "")
+    result["meta"] = make_meta(command, seconds=time.perf_counter() - started)
+    result["meta"]["note"] = note
+    path = write_results(out / f"{stem}{'_quick' if quick else ''}.json", result)
+    print(f"chosen: {result['chosen']}\nwrote {path}")
 
 
 if __name__ == "__main__":

@@ -239,8 +239,8 @@ def register(subparsers) -> None:
     add_upload_arguments(p, path_help="the crowd annotations (file, folder or zip)", metavar="CROWD_PATH")
     p.add_argument("--method", required=True, choices=[*METHODS, "auto"],
                    help="aggregation method; auto: compare the methods that apply on the experts (crowdqa compare) "
-                        "and use the recommended one; without experts, hmm-crowd for BIO labels with several types, "
-                        "bsc-seq for one span type, ds for categorical answers")
+                        "and use the recommended one; without experts, hmm-crowd-tagger for BIO labels with several "
+                        "types, bsc-seq for one span type, ds for categorical answers")
     p.add_argument("--params", help='method parameters as JSON, e.g. \'{"max_iter": 50}\'; upper bounds: '
                    + describe_bounds())
     p.add_argument("--use-experts", action="store_true",
