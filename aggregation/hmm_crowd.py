@@ -671,10 +671,20 @@ class HMMCrowd(BaseAggregator):
         self._set_fitted(corpus, design, params, post)
         return self
 
-    def _design(self, corpus: Corpus, known: NDArray[np.int64] | None) -> _Design:
+    def _design(self, corpus: Corpus, known: NDArray[np.int64] | None, *, every_document: bool = False) -> _Design:
         """The arrays of ``corpus`` the EM loop reads (:func:`_build_design` with this model's settings)."""
         return _build_design(corpus, known=known, features=tuple(self.features), lowercase=self.lowercase,
-                             sequences=self.sequences, shape_emission=self.shape_emission)
+                             sequences=self.sequences, shape_emission=self.shape_emission,
+                             every_document=every_document)
+
+    def _token_posteriors(self, params: _Params, design: _Design) -> NDArray[np.float64]:
+        """Posterior marginals of every token under ``params`` (one forward-backward, :func:`_e_step`)."""
+        return _e_step(params, design)[1]
+
+    def _decode(self, corpus: Corpus, design: _Design, params: _Params, post: NDArray[np.float64], *,
+                fill: int) -> NDArray[np.int64]:
+        """Labels by this model's decoder (:func:`_decode_labels`); tokens outside every sequence get ``fill``."""
+        return _decode_labels(corpus, design, params, post, decode=self.decode, fill=fill)
 
     def _em_options(self) -> dict:
         return dict(pseudo_count=self.pseudo_count, worker_smoothing=self.worker_smoothing,

@@ -21,7 +21,7 @@ from crowdqa.aggregation._tagger import (
     tagger_proba,
 )
 from crowdqa.aggregation.corpus import Corpus
-from crowdqa.aggregation.hmm_crowd import HMMCrowd, _build_design, _decode_labels, _Design, _e_step, _Params
+from crowdqa.aggregation.hmm_crowd import HMMCrowd
 
 __all__ = ["HMMCrowdTagger"]
 
@@ -241,33 +241,26 @@ features, lowercase, sequences, shape_emission, wrong_mass, start_smoothing, ini
             self.proba_[rest] = new_post[rest]
         return self
 
-    def _labels(self, corpus: Corpus, design: _Design, params: _Params, post: NDArray[np.float64]
-                ) -> NDArray[np.int64]:
+    def _labels(self, corpus: Corpus, design, params, post: NDArray[np.float64]) -> NDArray[np.int64]:
         """The round's decoded labels (documents without evidence filled with the most likely class)."""
         active = design.active
         prior = post[active].sum(axis=0) + (0.0 if active.any() else 1.0)
-        return _decode_labels(corpus, design, params, post, decode=self.decode, fill=int(prior.argmax()))
+        return self._decode(corpus, design, params, post, fill=int(prior.argmax()))
 
-    def _carried(self, corpus: Corpus, design: _Design) -> _Params:
+    def _carried(self, corpus: Corpus, design):
+        """HMM-Crowd's carried factors, and the tagger's confusion matrix."""
         return dataclasses.replace(super()._carried(corpus, design), tagger_confusion=self.tagger_confusion_)
 
     def _predict_batch(self, corpus: Corpus, *, features=None) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """Labels and posteriors of every document of ``corpus`` under the fitted factors, the fitted tagger voting
         on every token (a document nobody labelled gets its labels from the tagger and the HMM alone)."""
-        design = _build(self, corpus)
+        # every document active: the tagger gives evidence on each, labelled or not
+        design = self._design(corpus, None, every_document=True)
         if features is None:
             features, _ = tagger_features(token_text(corpus), seq_first=design.seq_first, affixes=self.affixes,
                                           vocabulary=self.tagger_vocabulary_)
         votes = tagger_proba(features, TaggerWeights(self.tagger_coef_, self.tagger_intercept_))
         design = dataclasses.replace(design, tagger=votes)
         params = self._carried(corpus, design)
-        _, post, _ = _e_step(params, design)
-        labels = _decode_labels(corpus, design, params, post, decode=self.decode,
-                                fill=int(self.class_prior_.argmax()))
-        return labels, post
-
-
-def _build(model: HMMCrowdTagger, corpus: Corpus) -> _Design:
-    """The design of ``corpus`` with every document active (the tagger gives evidence on every one)."""
-    return _build_design(corpus, known=None, features=tuple(model.features), lowercase=model.lowercase,
-                         sequences=model.sequences, shape_emission=model.shape_emission, every_document=True)
+        post = self._token_posteriors(params, design)
+        return self._decode(corpus, design, params, post, fill=int(self.class_prior_.argmax())), post
