@@ -66,8 +66,8 @@ class CrowdqaWorker(Worker):
 def _preload() -> None:
     """Import every aggregator's module once in the parent (the task's modules come with
     :mod:`crowdqa.jobs.tasks`), so each forked work horse starts warm."""
-    for module, _ in METHODS.values():
-        importlib.import_module(module)
+    for entry in METHODS.values():
+        importlib.import_module(entry.module)
 
 
 def _check(settings: Settings) -> redis.Redis:
