@@ -29,7 +29,7 @@ _INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)$")
 class OneLineParser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose errors are one line, with a "did you mean" for a misspelt option or choice.
 
-    argparse prints the whole usage (17 lines for ``aggregate``) and, for ``--methd mv``, complains that
+    argparse prints the whole usage (17 lines for ``aggregate``) and, for ``--methd ID``, complains that
     ``--method`` is missing instead of naming the typo; the API answers one problem line, and so does this.
     Subparsers made by ``add_subparsers`` are of the same class, so every subcommand behaves alike.
     """

@@ -8,8 +8,12 @@ docstring (issue 45).
 
 from __future__ import annotations
 
+import ast
 import importlib
+import io
 import re
+import tokenize
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +30,7 @@ from crowdqa.aggregation.registry import (
     register_method,
 )
 
+ROOT = Path(__file__).resolve().parents[2]
 #: What the package exports beside one estimator class per method.
 SHARED = {"BaseAggregator", "ConvergenceWarning", "Corpus", "MISSING", "make_aggregator", "METHODS"}
 
@@ -112,3 +117,32 @@ def test_a_registered_method_is_made_listed_and_ordered() -> None:
         assert methods_by_cost()[:3] == ["mv", "vote-again", "ds"]
     finally:
         del METHODS["vote-again"]
+
+
+def _texts_of(path: Path) -> list[tuple[int, str]]:
+    """``(line, text)`` of every string literal (docstrings and the literal parts of f-strings included) and every
+    comment of a Python file, or of every line of any other text file."""
+    source = path.read_text(encoding="utf-8")
+    if path.suffix != ".py":
+        return list(enumerate(source.splitlines(), 1))
+    found = [(node.lineno, node.value) for node in ast.walk(ast.parse(source))
+             if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+    found += [(tok.start[0], tok.string) for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+              if tok.type == tokenize.COMMENT]
+    return found
+
+
+def test_no_product_module_outside_aggregation_names_a_method_id() -> None:
+    """Issue 45's done-criterion: a method is one estimator module and one registry entry, so outside aggregation/
+    no product file (code, docstring, comment, template) names a method id: lists, orders, defaults and examples
+    are read from the registry. Oracle: every string and comment of those files, searched for each id as a word."""
+    ids = sorted(METHODS, key=len, reverse=True)
+    word = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, ids)) + r")(?![\w-])")
+    named = []
+    for folder in ("api", "jobs", "quality", "store", "ingest"):
+        for path in sorted((ROOT / folder).rglob("*")):
+            if path.suffix not in {".py", ".html", ".svg", ".js", ".css"} or "sample" in path.parts:
+                continue
+            named += [f"{path.relative_to(ROOT)}:{line}: {word.findall(text)}" for line, text in _texts_of(path)
+                      if word.search(text)]
+    assert not named, named
