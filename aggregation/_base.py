@@ -178,6 +178,9 @@ class BaseAggregator:
     _parameter_constraints: ClassVar[dict[str, list]] = {}
     #: The fewest and the most classes the model is defined for (None: no upper bound).
     _n_classes_range: ClassVar[tuple[int, int | None]] = (1, None)
+    #: The fitted attributes a model carries to a new batch (a warm start or a prediction with fixed parameters,
+    #: :mod:`crowdqa.aggregation.batches`); empty for a model that cannot.
+    _carried_attributes: ClassVar[tuple[str, ...]] = ()
     #: What ``skills_`` (one score per annotator, reported as each worker's ``skill``) measures;
     #: None for models without one.
     skill_description: ClassVar[str | None] = None
@@ -250,20 +253,20 @@ class BaseAggregator:
         labels : ndarray of shape (n_tokens,)
         proba : ndarray of shape (n_tokens, n_classes)
         """
-        if corpus is None or not self._has_batch_state():
+        if corpus is None or not self._has_carried_attributes():
             self._check_fitted()
         if corpus is None:
             return self.labels_, self.proba_
         return self._predict_batch(corpus)
 
     def _predict_batch(self, corpus: Corpus) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-        """Labels and posteriors of a new batch under the fitted parameters (models that keep ``_batch_state``)."""
+        """Labels and posteriors of a new batch under the fitted parameters (models with ``_carried_attributes``)."""
         raise ValueError(f"{type(self).__name__} cannot aggregate a new batch with frozen parameters; "
                          "refit it on the batch")
 
-    def _has_batch_state(self) -> bool:
-        """Whether the fitted attributes a new batch needs (``_batch_state``) are set, by a fit or restored."""
-        names = getattr(type(self), "_batch_state", ())
+    def _has_carried_attributes(self) -> bool:
+        """Whether the fitted attributes a new batch needs (``_carried_attributes``) are set, by a fit or restored."""
+        names = getattr(type(self), "_carried_attributes", ())
         return bool(names) and all(hasattr(self, n) for n in names)
 
     @classmethod

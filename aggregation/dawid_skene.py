@@ -267,7 +267,8 @@ class DawidSkene(BaseAggregator):
     """
 
     #: Fitted attributes a new batch is aggregated with (:mod:`crowdqa.aggregation.batches`).
-    _batch_state: ClassVar[tuple[str, ...]] = ("class_prior_", "worker_confusion_", "worker_ids_", "worker_labels_")
+    _carried_attributes: ClassVar[tuple[str, ...]] = ("class_prior_", "worker_confusion_", "worker_ids_",
+                                                      "worker_labels_")
     _parameter_constraints: ClassVar[dict[str, list]] = {
         "max_iter": [ITERATIONS],
         "tol": [Interval(float, 0, None), None],
@@ -332,7 +333,7 @@ class DawidSkene(BaseAggregator):
             "alpha": float(self.alpha), "model": self.model, "unlabelled": unlabelled, "scratch": scratch,
         }
 
-        if self.warm_start and self._has_batch_state():
+        if self.warm_start and self._has_carried_attributes():
             prior, conf = self._carried(corpus)  # the earlier fit's parameters, annotators matched by id
         else:
             posterior = _init_posterior(corpus, init=self.init, rng=rng, known=known)

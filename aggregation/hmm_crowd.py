@@ -568,7 +568,7 @@ class HMMCrowd(BaseAggregator):
     """
 
     #: Fitted attributes a new batch is aggregated with (:mod:`crowdqa.aggregation.batches`).
-    _batch_state: ClassVar[tuple[str, ...]] = (
+    _carried_attributes: ClassVar[tuple[str, ...]] = (
         "class_prior_", "worker_confusion_", "worker_ids_", "worker_labels_", "vocabulary_", "log_start_",
         "log_transition_", "log_word_emission_", "log_shape_emission_")
     _parameter_constraints: ClassVar[dict[str, list]] = {
@@ -641,7 +641,7 @@ class HMMCrowd(BaseAggregator):
                     worker_model=self.worker_model, wrong_mass=self.wrong_mass, start_smoothing=self.start_smoothing)
         design = _build_design(corpus, known=known, features=tuple(self.features), lowercase=self.lowercase,
                                sequences=self.sequences, shape_emission=self.shape_emission)
-        if self.warm_start and self._has_batch_state():
+        if self.warm_start and self._has_carried_attributes():
             params = self._carried(corpus, design)  # the earlier fit's factors, annotators and words matched
         else:
             init = _dawid_skene_init(design, n_workers=n_workers, n_rounds=self.init_rounds,

@@ -8,8 +8,9 @@ method ``auto`` runs without experts (:func:`default_method`), the memory estima
 of data its method is defined for (classes, token sequences, experts), checked by :func:`check_data_kind` when a
 job or command is asked for.
 
-A method of this package is added to the table below; a method of another package is added with
-:func:`register_method` (docs/how-to/add-an-aggregator.md has the whole recipe).
+A method of this package is added to the table below; a method of another package is declared in its entry point
+group :data:`ENTRY_POINT_GROUP` (registered by :func:`load_entry_points` when the CLI, the API or a worker starts) or
+added with :func:`register_method`. docs/how-to/add-an-aggregator.md has the whole recipe.
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ from crowdqa.aggregation.limits import describe_bounds
 if TYPE_CHECKING:  # the method table imports without numpy (crowdqa aggregate --help)
     from crowdqa.aggregation._base import BaseAggregator
 
-__all__ = ["BASELINE", "DATA_KINDS", "EXAMPLE_METHOD", "METHODS", "MethodEntry", "RESERVED_IDS", "aggregator_class",
-           "check_data_kind", "check_memory", "default_method", "describe_bounds", "make_aggregator",
-           "methods_by_cost", "register_method", "validate_params"]
+__all__ = ["BASELINE", "DATA_KINDS", "ENTRY_POINT_GROUP", "EXAMPLE_METHOD", "METHODS", "MethodEntry", "RESERVED_IDS",
+           "aggregator_class", "check_data_kind", "check_memory", "default_method", "describe_bounds",
+           "load_entry_points", "make_aggregator", "methods_by_cost", "register_method", "validate_params"]
 
 #: The kinds of data a comparison tells apart (:func:`crowdqa.quality.compare.metric_for`): BIO labels with several
 #: entity types, span labels of one type, categorical answers.
@@ -175,6 +176,42 @@ def register_method(method: str, entry: MethodEntry) -> None:
     if not isinstance(cls, type):
         raise ValueError(f"{entry.module} has no class {entry.name}")
     METHODS[method] = entry
+
+
+#: The entry point group in which an installed package declares its methods, one per entry point: the name is the
+#: method id, the object a :class:`MethodEntry` (pyproject.toml: ``[project.entry-points."crowdqa.methods"]``,
+#: ``one-coin = "my_package.methods:ONE_COIN"``).
+ENTRY_POINT_GROUP = "crowdqa.methods"
+
+
+def load_entry_points() -> list[str]:
+    """Register the methods installed packages declare in :data:`ENTRY_POINT_GROUP`; return the ids added now.
+
+    The CLI, the API and ``crowdqa worker`` call it when they start (a work horse forked by the worker inherits what
+    it registered). Calling it again adds nothing: an entry point whose id is registered with the same entry is
+    skipped.
+
+    Raises
+    ------
+    ValueError
+        Naming the entry point and its package, and what is wrong with it (it cannot be imported, it is not a
+        :class:`MethodEntry`, or :func:`register_method` refuses it).
+    """
+    from importlib.metadata import entry_points  # here: scanning the installed packages costs ~0.1 s
+
+    added = []
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        where = f"entry point {point.name} = {point.value} ({ENTRY_POINT_GROUP}"
+        where += f", package {point.dist.name})" if point.dist is not None else ")"
+        try:
+            entry = point.load()
+            if METHODS.get(point.name) == entry:
+                continue
+            register_method(point.name, entry)
+        except Exception as exc:  # an installed package's import may fail in any way: say which one it is
+            raise ValueError(f"{where}: {str(exc) or type(exc).__name__}") from exc
+        added.append(point.name)
+    return added
 
 
 def methods_by_cost() -> list[str]:

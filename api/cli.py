@@ -144,7 +144,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(argv)
+    try:
+        parser = build_parser(argv)
+    except ValueError as exc:  # a method an installed package declares cannot be registered (registered_methods)
+        print(f"crowdqa: error: {exc}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     stdout = sys.stdout
     sys.stdout = out = ReaderMayLeave(stdout)

@@ -35,14 +35,20 @@ __all__ = ["batch_methods", "check_start", "start_candidates", "start_from_job",
            "job_model", "model_bytes"]
 
 
-@functools.cache
 def batch_methods() -> tuple[str, ...]:
     """The methods whose fit a new batch can start from."""
-    from crowdqa.aggregation import make_aggregator
-    from crowdqa.aggregation.batches import supports_batches
     from crowdqa.aggregation.registry import METHODS
 
-    return tuple(m for m in METHODS if supports_batches(make_aggregator(m, {})))
+    return _batch_methods(tuple(METHODS))
+
+
+@functools.cache
+def _batch_methods(methods: tuple[str, ...]) -> tuple[str, ...]:
+    """:func:`batch_methods` of these registered methods (each module imported once)."""
+    from crowdqa.aggregation import make_aggregator
+    from crowdqa.aggregation.batches import supports_batches
+
+    return tuple(m for m in methods if supports_batches(make_aggregator(m, {})))
 
 
 def _check_method(method: str) -> None:

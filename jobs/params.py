@@ -14,16 +14,25 @@ from typing import Any
 from crowdqa.aggregation.registry import (
     EXAMPLE_METHOD,
     METHODS,
+    MethodEntry,
     check_data_kind,
     default_method,
     describe_bounds,
+    load_entry_points,
     methods_by_cost,
 )
 from crowdqa.aggregation.registry import validate_params as check
 from crowdqa.jobs.errors import JobParamsError
 
 __all__ = ["EXAMPLE_METHOD", "METHODS", "check_data_kind", "data_kind", "default_method", "describe_bounds",
-           "methods_by_cost", "validate_params", "method_defaults"]
+           "load_entry_points", "methods_by_cost", "registered_methods", "validate_params", "method_defaults"]
+
+def registered_methods() -> dict[str, MethodEntry]:
+    """:data:`~crowdqa.aggregation.registry.METHODS` with the methods installed packages declare (registered now by
+    :func:`~crowdqa.aggregation.registry.load_entry_points`): what a command offers as its choices."""
+    load_entry_points()
+    return METHODS
+
 
 _UNKNOWN = re.compile(r"found unknown parameter '([^']+)'")
 

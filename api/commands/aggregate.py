@@ -195,13 +195,13 @@ def _model_start(args: argparse.Namespace):
 
 def register(subparsers) -> None:
     from crowdqa.api.commands._uploads import add_table_arguments, add_upload_arguments
-    from crowdqa.jobs.params import METHODS, default_method, describe_bounds
+    from crowdqa.jobs.params import default_method, describe_bounds, registered_methods
 
     p = subparsers.add_parser("aggregate", help=COMMANDS["aggregate"][1],
                               description=__doc__.split("\n", 1)[1].strip(),
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     add_upload_arguments(p, path_help="the crowd annotations (file, folder or zip)", metavar="CROWD_PATH")
-    p.add_argument("--method", required=True, choices=[*METHODS, "auto"],
+    p.add_argument("--method", required=True, choices=[*registered_methods(), "auto"],
                    help="aggregation method; auto: compare the methods that apply on the experts (crowdqa compare) "
                         f"and use the recommended one; without experts, {default_method('typed-bio')} for BIO labels "
                         f"with several types, {default_method('spans')} for one span type, "

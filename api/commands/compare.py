@@ -23,8 +23,9 @@ __all__ = ["register", "params_for"]
 
 def _description() -> str:
     """The module docstring with the registry's order of cost written in."""
-    from crowdqa.jobs.params import methods_by_cost
+    from crowdqa.jobs.params import methods_by_cost, registered_methods
 
+    registered_methods()  # the methods of installed packages too, for --methods and the order below
     return __doc__.split("\n", 1)[1].strip().format(cost_order=", ".join(methods_by_cost()))
 
 
