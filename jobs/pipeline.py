@@ -400,7 +400,8 @@ def _score(corpus: Corpus, crowd: Corpus, fitted: Fitted, *, method: str, use_ex
     # label): it is not scored, so documents only the experts labelled do not read as missed spans.
     covered = np.bincount(crowd.token, minlength=corpus.n_tokens) > 0
     uncovered = int(np.count_nonzero(~covered))
-    # Labels only the experts or only the crowd use are said in the report (disjoint ones were refused at the door).
+    # Labels only the experts or only the crowd use are said in the report (disjoint ones were refused when the job
+    # was asked for).
     record = replace(fitted.record, uncovered_tokens=uncovered or None,
                      warnings=[*fitted.record.warnings, *check_corpus_vocabularies(corpus)])
     scored = np.where(covered | clamped, fitted.labels, MISSING)

@@ -1,4 +1,4 @@
-"""The house's layout: one import package, ``crowdqa``, whose subpackages are the design card's top-level folders.
+"""The repository's layout: one import package, ``crowdqa``, whose subpackages are the design card's top-level folders.
 
 The folders ``aggregation/``, ``ingest/``, ``quality/``, ``store/``, ``jobs/`` and ``api/`` install as
 ``crowdqa.aggregation`` and so on. ``src/crowdqa/`` is a real package folder whose subpackages are symbolic

@@ -313,7 +313,8 @@ def test_validate_params_names_the_parameter(method, params, is_em):
     ({"random_state": -1}, "random_state must be an integer >= 0 or a numpy.random.Generator or None, found -1"),
 ])
 def test_validate_params_messages(params, message):
-    """The house message: '<name> must be <what it may be>, found <value>' (JSON types: no bool for a number)."""
+    """The message of every parameter check: '<name> must be <what it may be>, found <value>' (JSON types: no bool
+    for a number)."""
     from crowdqa.aggregation.registry import validate_params
 
     with pytest.raises(ValueError) as info:

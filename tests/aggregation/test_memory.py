@@ -1,7 +1,7 @@
 """Memory estimates and refusals (issue 30 item 5: 20,000 distinct answers on 20,000 items died with
 ``ArrayMemoryError: Unable to allocate 147. GiB`` in the majority vote; 1,000 classes on 5,000 items in the
 report's pair confusions). Oracles: the sizes of the arrays written out by hand, the limit's spellings, and
-the one line / 422 of both doors."""
+the one line of the CLI and the 422 of the API."""
 
 from __future__ import annotations
 
