@@ -214,7 +214,7 @@ class DawidSkene(BaseAggregator):
         by a token whose argmax breaks BIO.
     proba_ : ndarray of shape (n_tokens, n_classes)
         Posteriors :math:`q_i`. Tokens nobody labelled get ``class_prior_``; tokens
-        in ``known`` are one-hot.
+        in ``true_labels`` are one-hot.
     worker_confusion_ : ndarray of shape (n_workers, n_classes, n_classes)
         ``worker_confusion_[w, t, o]`` is P(worker w answers o | true class t).
     class_prior_ : ndarray of shape (n_classes,)
@@ -235,7 +235,7 @@ class DawidSkene(BaseAggregator):
     M-step: :math:`\theta_{w,t,o} \propto \alpha + \sum_{(i,w,o)} q_i(t)`,
     :math:`\pi_t \propto \alpha + \sum_i q_i(t)`.
 
-    Semi-supervised fitting (``known``) clamps :math:`q_i` to the known class in
+    Semi-supervised fitting (``true_labels``) clamps :math:`q_i` to the known class in
     every E-step, so tokens with expert labels teach the confusion matrices. The
     initial confusion rows of annotators who labelled known tokens are estimated
     from those tokens alone (:func:`_supervised_start`), so a small expert set is
@@ -300,14 +300,14 @@ class DawidSkene(BaseAggregator):
 
     @one_blas_thread
     def fit(
-        self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None
+        self, corpus: Corpus, *, true_labels: NDArray | None = None, callback: ProgressCallback | None = None
     ) -> DawidSkene:
         """Run EM on ``corpus``.
 
         Parameters
         ----------
         corpus : Corpus
-        known : ndarray of shape (n_tokens,), optional
+        true_labels : ndarray of shape (n_tokens,), optional
             Known class index of a token, -1 = unknown; clamped in every E-step.
         callback : callable, optional
             ``callback(iteration, log_likelihood)`` after every EM iteration.
@@ -316,7 +316,7 @@ class DawidSkene(BaseAggregator):
         -------
         self : DawidSkene
         """
-        known = self._start_fit(corpus, known)
+        known = self._start_fit(corpus, true_labels)
         rng = np.random.default_rng(self.random_state)
 
         token = corpus.token

@@ -619,14 +619,14 @@ class HMMCrowd(BaseAggregator):
         return 1 if improper else 5
 
     @one_blas_thread
-    def fit(self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None
+    def fit(self, corpus: Corpus, *, true_labels: NDArray | None = None, callback: ProgressCallback | None = None
             ) -> HMMCrowd:
         """Fit the HMM to ``corpus`` by EM and decode the true labels.
 
         Parameters
         ----------
         corpus : Corpus
-        known : ndarray of shape (n_tokens,), optional
+        true_labels : ndarray of shape (n_tokens,), optional
             Class of tokens whose true label is known (-1 = unknown); clamped in every E-step.
         callback : callable, optional
             ``callback(iteration, objective)`` after each E-step.
@@ -635,7 +635,7 @@ class HMMCrowd(BaseAggregator):
         -------
         self
         """
-        known = self._start_fit(corpus, known)
+        known = self._start_fit(corpus, true_labels)
         n_workers = corpus.n_workers
         opts = dict(pseudo_count=self.pseudo_count, worker_smoothing=self.worker_smoothing,
                     worker_model=self.worker_model, wrong_mass=self.wrong_mass, start_smoothing=self.start_smoothing)

@@ -185,7 +185,7 @@ def test_known_tokens_are_clamped(method, params, is_em, seed):
     known[:4] = [1, 2, 0, 1] if corpus.n_classes == 3 else [1, 1, 0, 1]
     given = known.copy()
     # an int64 known reaches the fit as a read-only view of the caller's array: a fit that wrote into it raises
-    est = _fit(make_aggregator(method, params), corpus, known=known)
+    est = _fit(make_aggregator(method, params), corpus, true_labels=known)
     np.testing.assert_array_equal(known, given)
     np.testing.assert_array_equal(est.labels_[:4], known[:4])
     np.testing.assert_allclose(est.proba_[:4], np.eye(corpus.n_classes)[known[:4]], atol=1e-12)
@@ -195,14 +195,14 @@ def test_known_tokens_are_clamped(method, params, is_em, seed):
 def test_bad_known_raises(method, params, is_em, seed):
     corpus = corpus_for(method, seed)
     est = make_aggregator(method, params)
-    with pytest.raises(ValueError, match="known must have shape"):
-        est.fit(corpus, known=np.zeros(3, dtype=int))
+    with pytest.raises(ValueError, match="true_labels must have shape"):
+        est.fit(corpus, true_labels=np.zeros(3, dtype=int))
     for bad in (-2, corpus.n_classes):
         known = np.full(corpus.n_tokens, -1)
         known[5] = bad
-        message = rf"known must be -1 or in \[0, {corpus.n_classes}\), found {bad} at token 5"
+        message = rf"true_labels must be -1 or in \[0, {corpus.n_classes}\), found {bad} at token 5"
         with pytest.raises(ValueError, match=message):
-            est.fit(corpus, known=known)
+            est.fit(corpus, true_labels=known)
 
 
 @pytest.mark.parametrize(("method", "params", "is_em"), ESTIMATORS)
