@@ -242,7 +242,10 @@ def test_readme_production_snippet_word_for_word(tmp_path, redis_url, postgres_u
             body = wait_status(api, job, timeout=90)
             assert body["status"] == "finished", (body, (tmp_path / "worker.log").read_text())
     finally:
-        os.killpg(shell.pid, signal.SIGTERM)  # the snippet's background processes kept its process group
+        try:  # the snippet's background processes kept its process group (gone already if they died)
+            os.killpg(shell.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             try:
