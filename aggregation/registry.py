@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib
 import re
 from collections.abc import Mapping
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING
 
 from crowdqa.aggregation.limits import describe_bounds
@@ -53,31 +53,31 @@ class MethodEntry:
     worker. Every field after ``module`` and ``name`` is keyword-only.
     """
 
-    #: The module that defines the estimator class, imported when the method is first asked for
-    #: (``"crowdqa.aggregation.dawid_skene"``).
     module: str
-    #: The estimator class's name in ``module`` (``"DawidSkene"``); the package exports it under this name.
+    """The module that defines the estimator class, imported when the method is first asked for
+    (``"crowdqa.aggregation.dawid_skene"``)."""
     name: str
+    """The estimator class's name in ``module`` (``"DawidSkene"``); the package exports it under this name."""
     _: KW_ONLY
-    #: The method's place in the order of cost compare prefers simpler methods in (:func:`methods_by_cost`): lower
-    #: is cheaper to fit and has fewer parameters. The methods of this package use multiples of 10, so a new one
-    #: can go between two; no two methods share a cost.
     cost: int
-    #: How many arrays of each part the fit holds at once, for the memory estimate
-    #: (:data:`crowdqa.aggregation.memory.PARTS` names the parts: ``confusion``, ``tokens``, ``answers``, ...).
+    """The method's place in the order of cost compare prefers simpler methods in (:func:`methods_by_cost`): lower
+    is cheaper to fit and has fewer parameters. The methods of this package use multiples of 10, so a new one
+    can go between two; no two methods share a cost."""
     memory: Mapping[str, float]
-    #: The fewest and the most classes the model is defined for (None: no upper bound); the estimator's
-    #: ``_n_classes_range`` says the same (a test checks they agree).
+    """How many arrays of each part the fit holds at once, for the memory estimate
+    (:data:`crowdqa.aggregation.memory.PARTS` names the parts: ``confusion``, ``tokens``, ``answers``, ...)."""
     classes: tuple[int, int | None] = (1, None)
-    #: True for a model of token sequences (an HMM over each document's labels): refused on categorical answers,
-    #: whose items are one token each with nothing to chain.
+    """The fewest and the most classes the model is defined for (None: no upper bound); the estimator's
+    ``_n_classes_range`` says the same (a test checks they agree)."""
     sequences: bool = False
-    #: True for a model that learns from true labels only (GoldMajorityVote's skills are each worker's accuracy on
-    #: them): refused unless ``use_experts`` clamps the experts' labels into the fit.
+    """True for a model of token sequences (an HMM over each document's labels): refused on categorical answers,
+    whose items are one token each with nothing to chain."""
     experts: bool = False
-    #: The kinds of data (of :data:`DATA_KINDS`) this method is the one ``auto`` runs on when there are no experts
-    #: to compare on (:func:`default_method`); at most one method per kind.
-    default_for: tuple[str, ...] = field(default=())
+    """True for a model that learns from true labels only (GoldMajorityVote's skills are each worker's accuracy on
+    them): refused unless ``use_experts`` clamps the experts' labels into the fit."""
+    default_for: tuple[str, ...] = ()
+    """The kinds of data (of :data:`DATA_KINDS`) this method is the one ``auto`` runs on when there are no experts
+    to compare on (:func:`default_method`); at most one method per kind."""
 
     def __post_init__(self) -> None:
         from crowdqa.aggregation.memory import PARTS
