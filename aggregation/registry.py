@@ -149,7 +149,7 @@ def register_method(method: str, entry: MethodEntry) -> None:
     Parameters
     ----------
     method : str
-        The new method id (``"one-coin"``): what ``--method``, a job's ``method`` and the reports say.
+        The new method id (``"smoothed-vote"``): what ``--method``, a job's ``method`` and the reports say.
     entry : MethodEntry
         Where its estimator lives and what it is defined for.
 
