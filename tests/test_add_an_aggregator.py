@@ -160,3 +160,23 @@ def test_the_api_schema_lists_it(registered):
     from crowdqa.store.models import JobCreate
 
     assert METHOD in JobCreate.model_json_schema()["$defs"]["Method"]["enum"]
+
+
+@pytest.mark.parametrize("command", [["aggregate", "crowd.jsonl"], ["serve"], ["worker"]])
+def test_an_entry_point_that_cannot_be_loaded_is_one_line(tmp_path, monkeypatch, capsys, command):
+    """A package that declares a method it does not ship: the command stops before it starts, with one line naming
+    the entry point and the package, not a traceback."""
+    info = tmp_path / "crowdqa_broken-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: crowdqa-broken\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[crowdqa.methods]\nbroken-vote = crowdqa_broken_absent.entry:ENTRY\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("CROWDQA_DATA_DIR", str(tmp_path / "data"))
+    from crowdqa.api.cli import main
+
+    assert main(command) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in err[0], err
+    assert err[0].startswith("crowdqa: error: entry point broken-vote = crowdqa_broken_absent.entry:ENTRY "
+                             "(crowdqa.methods, package crowdqa-broken): No module named 'crowdqa_broken_absent'")
+    assert "broken-vote" not in METHODS
