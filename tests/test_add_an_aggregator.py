@@ -53,6 +53,9 @@ def installed(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(site))
     yield
     METHODS.pop(METHOD, None)  # this process's registry as it was (an installed package stays installed)
+    from crowdqa.api.main import app
+
+    app.openapi_schema = None  # FastAPI's cached document may list the method: the next test's app makes its own
     for name in [m for m in sys.modules if m.startswith("crowdqa_smoothed_vote")]:
         del sys.modules[name]
 
