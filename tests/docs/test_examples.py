@@ -1,6 +1,6 @@
 """Every example of the README and the tutorials runs as written, on bundled data, and writes nowhere in the checkout.
 
-Each page's shell and Python blocks run in order, as one session would run them, in a fresh copy of the
+Each page's shell and Python blocks run in order, as one shell session (:func:`session`), in a fresh copy of the
 repository's files (a clone's root), against a ``crowdqa serve`` started in that copy the way
 ``bash scripts/run.sh`` starts it (its data directory is the copy's ``./crowdqa-data``). Every command must exit 0,
 and afterwards the copy must hold exactly the files it held before, but the server's data directory.
@@ -122,15 +122,25 @@ def served_copy(tmp_path) -> Iterator[tuple[Path, dict[str, str]]]:
         log.close()
 
 
-def _run_in_order(blocks: list[tuple[str, str]], root: Path, env: dict[str, str]) -> None:
-    before = _files(root)
+def session(blocks: list[tuple[str, str]]) -> str:
+    """The blocks as one shell session, as a reader runs them in one terminal (a variable set in one block is
+    there in the next); a Python block runs in the suite's interpreter (``$PYTHON``), reading what the shell
+    exported."""
+    parts = ["set -euo pipefail"]
     for language, code in blocks:
-        command = ["bash", "-euo", "pipefail", "-c", code] if language == "sh" else [sys.executable, "-c", code]
-        done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, f"{code}\nexit {done.returncode}\n{done.stdout}\n{done.stderr}"
+        parts.append(code if language == "sh" else f'"$PYTHON" - <<\'CROWDQA_PYTHON\'\n{code.rstrip()}\nCROWDQA_PYTHON')
+    return "\n".join(parts) + "\n"
+
+
+def _run_in_order(blocks: list[tuple[str, str]], root: Path, env: dict[str, str]) -> str:
+    before = _files(root)
+    done = subprocess.run(["bash", "-c", session(blocks)], cwd=root, env={**env, "PYTHON": sys.executable},
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
     after = _files(root)
     written = {name for name in set(after) | set(before) if before.get(name) != after.get(name)}
     assert {name for name in written if not name.startswith("crowdqa-data/")} == set(), "written in the checkout"
+    return done.stdout
 
 
 def test_every_readme_example_runs_in_order_from_a_fresh_copy(served_copy):
