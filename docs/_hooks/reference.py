@@ -20,8 +20,10 @@ entries are read through their public names only, and fields an entry may not ha
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -359,8 +361,30 @@ def on_files(files: Files, config) -> Files:
     return files
 
 
+def _mathml():
+    """``mathml`` of the griffe extension beside this file (one converter for docstrings and pages)."""
+    spec = importlib.util.spec_from_file_location("docs_hooks_rst_docstrings", Path(__file__).with_name(
+        "rst_docstrings.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.mathml
+
+
+#: ``\\( ... \\)`` (inline) and ``\\[ ... \\]`` (display) in the written pages of docs/explanation/.
+PAGE_MATH = re.compile(r"\\\((?P<inline>.+?)\\\)|\\\[(?P<display>.+?)\\\]", flags=re.S)
+
+
+def page_math(markdown: str) -> str:
+    """The LaTeX of a written page as MathML, drawn by the browser (no script, no network)."""
+    mathml = _mathml()
+    return PAGE_MATH.sub(lambda m: mathml(m["inline"]) if m["inline"] is not None
+                         else f'<div class="math">{mathml(m["display"], display=True)}</div>', markdown)
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:
-    """Replace each ``<!-- generated: NAME -->`` line with its part."""
+    """Replace each ``<!-- generated: NAME -->`` line with its part; draw the explanation pages' equations."""
+    if page.file.src_uri.startswith("explanation/"):
+        markdown = page_math(markdown)
     for name, make in PARTS.items():
         marker = f"<!-- generated: {name} -->"
         if marker in markdown:

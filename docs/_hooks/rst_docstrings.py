@@ -4,7 +4,7 @@ The docstrings are written for Sphinx (STYLE.md): ``:math:`...``` and ``.. math:
 ``:func:`` / ``:class:`` / ``:data:`` roles for names, ``.. [1]`` for references. mkdocstrings reads Markdown, where
 those would show as raw markup (and an equation's underscores as emphasis). Each docstring is rewritten once, when
 griffe loads it: equations become MathML (``latex2mathml``; browsers draw MathML themselves, so the site needs no
-script and no network), roles become code spans, references become numbered lines.
+script and no network), roles become code spans, references and citations (``[1]_``) become numbered lines and ``[1]``.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ ROLE = re.compile(r":(?:func|class|data|mod|meth|attr|obj|exc|const|py:\w+):`~?(
 INLINE_MATH = re.compile(r":math:`([^`]+)`")
 DIRECTIVE = re.compile(r"^(?P<indent>[ \t]*)\.\. math::[ \t]*(?P<first>.*)$")
 REFERENCE = re.compile(r"^\.\. \[(\w+)\][ \t]+", flags=re.M)
+CITATION = re.compile(r"\[(\w+)\]_")
 
 
 def mathml(latex: str, *, display: bool = False) -> str:
@@ -51,6 +52,7 @@ def rst_to_markdown(text: str) -> str:
     text = _block_math(text)
     text = INLINE_MATH.sub(lambda m: mathml(m[1]), text)
     text = ROLE.sub(lambda m: f"`{m[1]}`", text)
+    text = CITATION.sub(lambda m: f"\\[{m[1]}\\]", text)
     return REFERENCE.sub(lambda m: f"\n\\[{m[1]}\\] ", text)
 
 

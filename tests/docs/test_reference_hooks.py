@@ -44,6 +44,7 @@ def test_math_roles_and_references_become_markdown(rst):
     assert "\\[1\\] A. Author (2001). A title." in out and "\\[2\\] B. Author." in out and ".. [" not in out
     assert out.split("</div>", 1)[1].lstrip("\n").startswith("After.")
     assert rst.rst_to_markdown("No markup: `x` and ``y``.") == "No markup: `x` and ``y``."
+    assert rst.rst_to_markdown("the exact interval [1]_ of") == "the exact interval \\[1\\] of"
 
 
 def test_an_inline_equation_at_a_line_start_stays_in_its_paragraph(rst):

@@ -90,3 +90,5 @@ def test_equations_are_mathml_and_no_sphinx_markup_is_left(site):
         page = _html(site, f"reference/methods/{method}")
         assert "<math" in page and ":math:" not in page and ".. math::" not in page, method
         assert ":func:" not in page and ":class:" not in page and ".. [1]" not in page, method
+    metrics = _html(site, "explanation/metrics")
+    assert metrics.count("<math") >= 5 and "\\(" not in metrics and "[1]_" not in metrics
