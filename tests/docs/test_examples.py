@@ -9,7 +9,8 @@ Not run, and why (each is covered elsewhere): lines that install or start someth
 ``bash scripts/...``, ``source .venv/bin/activate`` (the suite's own environment is first on ``PATH`` instead),
 ``crowdqa serve`` (the server this test starts), ``crowdqa worker`` (tests/reliability/test_production.py) and
 ``crowdqa label-studio`` (tests/label_studio/, against a real Label Studio). The production tutorial's blocks run
-in tests/docs/test_production_tutorial.py, on a real PostgreSQL and Redis.
+in tests/docs/test_production_tutorial.py, on a real PostgreSQL and Redis. The command-line reference's examples
+run here too: they are the ones a reader copies first.
 """
 
 from __future__ import annotations
@@ -30,7 +31,10 @@ from tests.utils.docs import DOCS, REPO
 from tests.utils.services import free_port, wait_for_port
 
 BIN = Path(sys.executable).parent
-TUTORIALS = sorted(p.name for p in (DOCS / "tutorials").glob("*.md") if p.name not in ("index.md", "production.md"))
+#: The pages whose examples run here: every tutorial (but production.md, see above), the command-line reference and
+#: the how-to guides whose examples need nothing but the bundled data.
+PAGES = [*sorted(f"tutorials/{p.name}" for p in (DOCS / "tutorials").glob("*.md")
+                 if p.name not in ("index.md", "production.md")), "reference/cli.md", "how-to/pre-annotate.md"]
 SKIPPED = re.compile(r"^\s*(bash scripts/|source \.venv/bin/activate|crowdqa (serve|worker|label-studio)\b)")
 BLOCK = re.compile(r"^```(sh|bash|python)\n(.*?)^```", flags=re.M | re.S)
 SNIPPET = re.compile(r'^--8<-- "([^"]+)"$', flags=re.M)
@@ -154,10 +158,10 @@ def test_every_readme_example_runs_in_order_from_a_fresh_copy(served_copy):
     _run_in_order(blocks, root, env)
 
 
-@pytest.mark.parametrize("name", TUTORIALS)
-def test_every_tutorial_example_runs_in_order_from_a_fresh_copy(served_copy, name):
+@pytest.mark.parametrize("name", PAGES)
+def test_every_example_of_the_tutorials_and_the_cli_reference_runs_in_order(served_copy, name):
     root, env = served_copy
-    blocks = examples((root / "docs" / "tutorials" / name).read_text(encoding="utf-8"))
-    if name != "label-studio.md":  # its commands all need a Label Studio server
-        assert blocks, f"docs/tutorials/{name} has no example this test runs"
+    blocks = examples((root / "docs" / name).read_text(encoding="utf-8"))
+    if name != "tutorials/label-studio.md":  # its commands all need a Label Studio server
+        assert blocks, f"docs/{name} has no example this test runs"
     _run_in_order(blocks, root, env)
