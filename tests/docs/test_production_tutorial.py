@@ -16,11 +16,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -29,7 +27,7 @@ import pytest
 
 from tests.docs.test_examples import BLOCK
 from tests.utils.docs import REPO, page
-from tests.utils.services import PG_BIN, free_port
+from tests.utils.services import PG_BIN, free_port, stop_process_group
 
 BIN = Path(sys.executable).parent
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]
@@ -96,16 +94,7 @@ def test_the_production_tutorial_as_written_runs_a_job(tmp_path, debian_like_clu
     try:
         out, err = shell.communicate(timeout=300)
     finally:
-        os.killpg(shell.pid, signal.SIGTERM)  # serve and worker were started in the background of this session
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                os.killpg(shell.pid, 0)
-            except ProcessLookupError:
-                break
-            time.sleep(0.2)
-        else:
-            os.killpg(shell.pid, signal.SIGKILL)
+        stop_process_group(shell.pid)  # serve and worker were started in the background of this session
     logs = {name: (tmp_path / name).read_text() for name in ("serve.log", "worker.log") if (tmp_path / name).exists()}
     assert shell.returncode == 0, (out, err, logs)
     assert re.search(r"^job [0-9a-f]{32}: finished$", out, flags=re.M), (out, logs)
