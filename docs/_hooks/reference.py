@@ -37,6 +37,11 @@ MEMORY_PARTS = {"confusion": "n_workers × K²", "tokens": "n_tokens × K", "ans
                 "pairs": "annotator pairs × K²"}
 
 
+#: The registry's data kinds (``DATA_KINDS``), in words.
+KIND_WORDS = {"typed-bio": "BIO labels with several entity types", "spans": "span labels of one type",
+              "categorical": "categorical answers"}
+
+
 def _cell(text: object) -> str:
     """Text for one Markdown table cell: one line, pipes escaped."""
     return " ".join(str(text).split()).replace("|", "\\|")
@@ -162,7 +167,8 @@ def method_page(method: str) -> str:
              ("memory of a fit", memory_model(method, entry))]
     default_for = getattr(entry, "default_for", ())
     if default_for:
-        facts.append(("`auto` without experts", "the method for " + ", ".join(default_for)))
+        facts.append(("`auto` without experts", "the method it runs on " + ", ".join(KIND_WORDS.get(k, k)
+                                                                                for k in default_for)))
     table = "\n".join(f"- **{name}**: {_cell(value)}" for name, value in facts)
     return (f"# `{method}`: {cls.__name__}\n\n{first_line}\n\n{table}\n\n"
             f"## Parameters\n\nA job's `params`, `crowdqa aggregate --params` (JSON). Each is checked before "
