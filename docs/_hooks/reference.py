@@ -300,7 +300,7 @@ def api_schemas(document: dict | None = None) -> str:
             required = set(schema.get("required", []))
             text += ["| field | type | required | what it is |", "|---|---|---|---|"]
             text += [f"| `{field}` | {_cell(_schema_type(s))} | {'yes' if field in required else 'no'} | "
-                     f"{_text(s.get('description', s.get('title', '')))} |" for field, s in properties.items()]
+                     f"{_text(s.get('description', ''))} |" for field, s in properties.items()]
         elif "enum" in schema:
             text.append("One of " + ", ".join(f"`{v}`" for v in schema["enum"]) + ".")
         parts.append("\n".join(text))
