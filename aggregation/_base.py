@@ -4,7 +4,7 @@ Aggregators follow scikit-learn's estimator conventions: parameters are stored b
 ``__init__`` as given (keyword-only, no validation), checked against the class's
 ``_parameter_constraints`` when ``fit`` starts (or at request time, through
 :func:`crowdqa.aggregation.registry.validate_params`); ``get_params``/``set_params`` make
-``sklearn.base.clone`` work; ``fit(corpus, *, known=None)`` learns and returns ``self``;
+``sklearn.base.clone`` work; ``fit(corpus, *, true_labels=None)`` learns and returns ``self``;
 fitted attributes end in ``_`` and exist only after fit (before it, results raise
 ``sklearn.exceptions.NotFittedError``).
 """
@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 from crowdqa.aggregation._params import check_params
 from crowdqa.aggregation.corpus import Corpus
 
-__all__ = ["BaseAggregator", "ConvergenceWarning", "ProgressCallback", "check_known", "ConvergenceMonitor",
+__all__ = ["BaseAggregator", "ConvergenceWarning", "ProgressCallback", "check_true_labels", "ConvergenceMonitor",
            "one_blas_thread", "one_hot_columns"]
 
 logger = logging.getLogger(__name__)
@@ -42,24 +42,24 @@ class ConvergenceWarning(UserWarning):
     """EM stopped at ``max_iter`` before the objective changed by less than ``tol``."""
 
 
-def check_known(known: NDArray | None, corpus: Corpus) -> NDArray[np.int64] | None:
-    """Validate ``known``: ndarray of shape (n_tokens,), a class index or -1 (unknown).
+def check_true_labels(true_labels: NDArray | None, corpus: Corpus) -> NDArray[np.int64] | None:
+    """Validate ``true_labels``: ndarray of shape (n_tokens,), each token's class index, or -1 where it is not known.
 
     Tokens with a known true label (typically the experts' labels) are clamped to it
     in every E-step, so they teach the worker models.
     """
-    if known is None:
+    if true_labels is None:
         return None
-    k = np.asarray(known)
+    k = np.asarray(true_labels)
     if k.shape != (corpus.n_tokens,):
-        raise ValueError(f"known must have shape ({corpus.n_tokens},), found {k.shape}")
+        raise ValueError(f"true_labels must have shape ({corpus.n_tokens},), found {k.shape}")
     if not np.issubdtype(k.dtype, np.integer):
-        raise ValueError(f"known must hold integer class indices (-1 = unknown), found dtype {k.dtype}")
+        raise ValueError(f"true_labels must hold integer class indices (-1 = unknown), found dtype {k.dtype}")
     if k.size and (k.min() < -1 or k.max() >= corpus.n_classes):  # two reductions, no mask unless one is out
         i = int(np.flatnonzero((k < -1) | (k >= corpus.n_classes))[0])
-        raise ValueError(f"known must be -1 or in [0, {corpus.n_classes}), found {int(k[i])} at token {i}")
+        raise ValueError(f"true_labels must be -1 or in [0, {corpus.n_classes}), found {int(k[i])} at token {i}")
     # int64 already: a read-only view, not a copy (a copy is fresh memory whose pages the kernel must map, a
-    # real share of a vote's time); no fit writes into known, and the view makes sure of it
+    # real share of a vote's time); no fit writes into true_labels, and the view makes sure of it
     out = k.astype(np.int64, copy=False).view()
     out.flags.writeable = False
     return out
@@ -160,7 +160,7 @@ class BaseAggregator:
 
     Subclasses store their keyword-only ``__init__`` parameters as given, declare what
     each may be in ``_parameter_constraints`` (see :mod:`crowdqa.aggregation._params`), call
-    :meth:`_start_fit` first thing in ``fit(corpus, *, known=None, callback=None)``
+    :meth:`_start_fit` first thing in ``fit(corpus, *, true_labels=None, callback=None)``
     (iterative ones then run a :meth:`_monitor` and end with :meth:`_record_run`) and
     set at least ``labels_`` (ndarray of shape (n_tokens,)) and ``proba_`` (ndarray of
     shape (n_tokens, n_classes)).
@@ -178,17 +178,20 @@ class BaseAggregator:
     _parameter_constraints: ClassVar[dict[str, list]] = {}
     #: The fewest and the most classes the model is defined for (None: no upper bound).
     _n_classes_range: ClassVar[tuple[int, int | None]] = (1, None)
+    #: The fitted attributes a model carries to a new batch (a warm start or a prediction with fixed parameters,
+    #: :mod:`crowdqa.aggregation.batches`); empty for a model that cannot.
+    _carried_attributes: ClassVar[tuple[str, ...]] = ()
     #: What ``skills_`` (one score per annotator, reported as each worker's ``skill``) measures;
     #: None for models without one.
     skill_description: ClassVar[str | None] = None
 
-    def fit(self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None):
+    def fit(self, corpus: Corpus, *, true_labels: NDArray | None = None, callback: ProgressCallback | None = None):
         """Learn from ``corpus`` and set the fitted attributes (every aggregator's ``fit`` takes these).
 
         Parameters
         ----------
         corpus : Corpus
-        known : ndarray of shape (n_tokens,), optional
+        true_labels : ndarray of shape (n_tokens,), optional
             Known class of a token, -1 where unknown (typically the experts' labels). How
             a model uses it (clamped in every E-step, or only kept in the output) is in
             its ``fit``'s docstring.
@@ -203,10 +206,10 @@ class BaseAggregator:
         raise NotImplementedError
 
     def fit_predict(
-        self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None
+        self, corpus: Corpus, *, true_labels: NDArray | None = None, callback: ProgressCallback | None = None
     ) -> NDArray[np.int64]:
         """Fit and return ``labels_``."""
-        return self.fit(corpus, known=known, callback=callback).labels_
+        return self.fit(corpus, true_labels=true_labels, callback=callback).labels_
 
     def __sklearn_is_fitted__(self) -> bool:
         return hasattr(self, "labels_")
@@ -250,20 +253,20 @@ class BaseAggregator:
         labels : ndarray of shape (n_tokens,)
         proba : ndarray of shape (n_tokens, n_classes)
         """
-        if corpus is None or not self._has_batch_state():
+        if corpus is None or not self._has_carried_attributes():
             self._check_fitted()
         if corpus is None:
             return self.labels_, self.proba_
         return self._predict_batch(corpus)
 
     def _predict_batch(self, corpus: Corpus) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-        """Labels and posteriors of a new batch under the fitted parameters (models that keep ``_batch_state``)."""
+        """Labels and posteriors of a new batch under the fitted parameters (models with ``_carried_attributes``)."""
         raise ValueError(f"{type(self).__name__} cannot aggregate a new batch with frozen parameters; "
                          "refit it on the batch")
 
-    def _has_batch_state(self) -> bool:
-        """Whether the fitted attributes a new batch needs (``_batch_state``) are set, by a fit or restored."""
-        names = getattr(type(self), "_batch_state", ())
+    def _has_carried_attributes(self) -> bool:
+        """Whether the fitted attributes a new batch needs (``_carried_attributes``) are set, by a fit or restored."""
+        names = getattr(type(self), "_carried_attributes", ())
         return bool(names) and all(hasattr(self, n) for n in names)
 
     @classmethod
@@ -322,25 +325,25 @@ class BaseAggregator:
             valid[name].set_params(**sub_params)
         return self
 
-    def _start_fit(self, corpus: Corpus, known: NDArray | None) -> NDArray[np.int64] | None:
-        """What every ``fit`` does first: check the parameters, the number of classes and ``known``.
+    def _start_fit(self, corpus: Corpus, true_labels: NDArray | None) -> NDArray[np.int64] | None:
+        """What every ``fit`` does first: check the parameters, the number of classes and ``true_labels``.
 
         Returns
         -------
         known : ndarray of shape (n_tokens,) or None
-            ``known`` as int64 (see :func:`check_known`).
+            ``true_labels`` checked, as int64 (see :func:`check_true_labels`): what the fit clamps.
 
         Raises
         ------
         ValueError
-            Naming the first bad parameter, a class count the model is not defined for, or a bad ``known``.
+            Naming the first bad parameter, a class count the model is not defined for, or a bad ``true_labels``.
         """
         self._validate_params()
         low, high = self._n_classes_range
         if not low <= corpus.n_classes <= (corpus.n_classes if high is None else high):
             allowed = f"{low}" if low == high else f"at least {low}" if high is None else f"{low} to {high}"
             raise ValueError(f"{type(self).__name__} needs {allowed} classes, found {corpus.n_classes}")
-        return check_known(known, corpus)
+        return check_true_labels(true_labels, corpus)
 
     def _monitor(self, callback: ProgressCallback | None = None) -> ConvergenceMonitor:
         """A convergence record for one run of the fit's loop, with the ``tol`` parameter."""

@@ -77,8 +77,8 @@ def carry_workers(
 
 
 def supports_batches(estimator: object) -> bool:
-    """Whether the estimator can carry its fit to a new batch (it lists its fitted state in ``_batch_state``)."""
-    return bool(getattr(type(estimator), "_batch_state", ()))
+    """Whether the estimator can carry its fit to a new batch (it lists the attributes in ``_carried_attributes``)."""
+    return bool(getattr(type(estimator), "_carried_attributes", ()))
 
 
 def fitted_state(estimator: object) -> dict[str, NDArray]:
@@ -86,14 +86,14 @@ def fitted_state(estimator: object) -> dict[str, NDArray]:
 
     Parameters
     ----------
-    estimator : a fitted aggregator listing them in ``_batch_state``
+    estimator : a fitted aggregator listing them in ``_carried_attributes``
 
     Returns
     -------
     dict of str to ndarray
         Saved with ``numpy.savez`` and read back without pickle.
     """
-    names = getattr(type(estimator), "_batch_state", ())
+    names = getattr(type(estimator), "_carried_attributes", ())
     if not names:
         raise ValueError(f"{type(estimator).__name__} cannot carry its fit to a new batch")
     missing = [n for n in names if not hasattr(estimator, n)]
@@ -109,7 +109,7 @@ def restore_state(estimator: object, state: dict[str, NDArray]) -> object:
 
     Raises ValueError for an estimator that keeps no such state or a state missing one of them.
     """
-    names = getattr(type(estimator), "_batch_state", ())
+    names = getattr(type(estimator), "_carried_attributes", ())
     if not names:
         raise ValueError(f"{type(estimator).__name__} cannot carry a fit to a new batch")
     missing = [n for n in names if n not in state]

@@ -239,7 +239,7 @@ def _initial_counts(corpus: Corpus, design: _Design, *, acc: bool, init: str) ->
     if init == "ds":
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)  # a start, not a result
-            q = DawidSkene().fit(corpus, known=design.known).proba_ * design.active[:, None]
+            q = DawidSkene().fit(corpus, true_labels=design.known).proba_ * design.active[:, None]
     else:
         votes = corpus.vote_counts()
         n = votes.sum(axis=1, keepdims=True)
@@ -420,7 +420,7 @@ class BayesianSequenceCombination(BaseAggregator):
     :math:`\pi` = ``worker_model_``.
 
     A sequence starts as if the annotator's previous label were ``O`` (the paper's
-    convention). Clamped (``known``) labels are first made valid BIO (an ``I-X`` that
+    convention). Clamped (``true_labels``) labels are first made valid BIO (an ``I-X`` that
     cannot follow its known predecessor becomes ``B-X``, which keeps its spans). Tokens
     of documents nobody labelled get ``class_prior_``.
 
@@ -471,14 +471,14 @@ class BayesianSequenceCombination(BaseAggregator):
         self.init = init
 
     @one_blas_thread
-    def fit(self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None
+    def fit(self, corpus: Corpus, *, true_labels: NDArray | None = None, callback: ProgressCallback | None = None
             ) -> BayesianSequenceCombination:
         """Fit the model to ``corpus`` by variational Bayes and decode the true labels.
 
         Parameters
         ----------
         corpus : Corpus
-        known : ndarray of shape (n_tokens,), optional
+        true_labels : ndarray of shape (n_tokens,), optional
             Class of tokens whose true label is known (-1 = unknown); clamped in every E-step.
         callback : callable, optional
             ``callback(iteration, elbo)`` after each E-step.
@@ -487,7 +487,7 @@ class BayesianSequenceCombination(BaseAggregator):
         -------
         self
         """
-        known = self._start_fit(corpus, known)
+        known = self._start_fit(corpus, true_labels)
         design = _build_design(corpus, known=known, annotator_model=self.annotator_model,
                                features=tuple(self.features), lowercase=self.lowercase, sequences=self.sequences)
         priors = _priors(design, annotator_model=self.annotator_model, alpha0=self.alpha0, epsilon0=self.epsilon0,

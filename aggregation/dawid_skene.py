@@ -214,7 +214,7 @@ class DawidSkene(BaseAggregator):
         by a token whose argmax breaks BIO.
     proba_ : ndarray of shape (n_tokens, n_classes)
         Posteriors :math:`q_i`. Tokens nobody labelled get ``class_prior_``; tokens
-        in ``known`` are one-hot.
+        in ``true_labels`` are one-hot.
     worker_confusion_ : ndarray of shape (n_workers, n_classes, n_classes)
         ``worker_confusion_[w, t, o]`` is P(worker w answers o | true class t).
     class_prior_ : ndarray of shape (n_classes,)
@@ -235,7 +235,7 @@ class DawidSkene(BaseAggregator):
     M-step: :math:`\theta_{w,t,o} \propto \alpha + \sum_{(i,w,o)} q_i(t)`,
     :math:`\pi_t \propto \alpha + \sum_i q_i(t)`.
 
-    Semi-supervised fitting (``known``) clamps :math:`q_i` to the known class in
+    Semi-supervised fitting (``true_labels``) clamps :math:`q_i` to the known class in
     every E-step, so tokens with expert labels teach the confusion matrices. The
     initial confusion rows of annotators who labelled known tokens are estimated
     from those tokens alone (:func:`_supervised_start`), so a small expert set is
@@ -267,7 +267,8 @@ class DawidSkene(BaseAggregator):
     """
 
     #: Fitted attributes a new batch is aggregated with (:mod:`crowdqa.aggregation.batches`).
-    _batch_state: ClassVar[tuple[str, ...]] = ("class_prior_", "worker_confusion_", "worker_ids_", "worker_labels_")
+    _carried_attributes: ClassVar[tuple[str, ...]] = ("class_prior_", "worker_confusion_", "worker_ids_",
+                                                      "worker_labels_")
     _parameter_constraints: ClassVar[dict[str, list]] = {
         "max_iter": [ITERATIONS],
         "tol": [Interval(float, 0, None), None],
@@ -299,14 +300,14 @@ class DawidSkene(BaseAggregator):
 
     @one_blas_thread
     def fit(
-        self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None
+        self, corpus: Corpus, *, true_labels: NDArray | None = None, callback: ProgressCallback | None = None
     ) -> DawidSkene:
         """Run EM on ``corpus``.
 
         Parameters
         ----------
         corpus : Corpus
-        known : ndarray of shape (n_tokens,), optional
+        true_labels : ndarray of shape (n_tokens,), optional
             Known class index of a token, -1 = unknown; clamped in every E-step.
         callback : callable, optional
             ``callback(iteration, log_likelihood)`` after every EM iteration.
@@ -315,7 +316,7 @@ class DawidSkene(BaseAggregator):
         -------
         self : DawidSkene
         """
-        known = self._start_fit(corpus, known)
+        known = self._start_fit(corpus, true_labels)
         rng = np.random.default_rng(self.random_state)
 
         token = corpus.token
@@ -332,7 +333,7 @@ class DawidSkene(BaseAggregator):
             "alpha": float(self.alpha), "model": self.model, "unlabelled": unlabelled, "scratch": scratch,
         }
 
-        if self.warm_start and self._has_batch_state():
+        if self.warm_start and self._has_carried_attributes():
             prior, conf = self._carried(corpus)  # the earlier fit's parameters, annotators matched by id
         else:
             posterior = _init_posterior(corpus, init=self.init, rng=rng, known=known)

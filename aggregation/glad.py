@@ -417,7 +417,7 @@ class GLAD(BaseAggregator):
     labels_ : ndarray of shape (n_items,)
         Argmax of ``proba_``; ties go to the lowest class index.
     proba_ : ndarray of shape (n_items, n_classes)
-        :math:`q_i` after the final E-step; one-hot on ``known`` items.
+        :math:`q_i` after the final E-step; one-hot on ``true_labels`` items.
     alpha_ : ndarray of shape (n_workers,)
         Abilities :math:`\alpha_w` (workers without labels keep the prior mean).
     beta_ : ndarray of shape (n_items,)
@@ -436,7 +436,7 @@ class GLAD(BaseAggregator):
 
     Notes
     -----
-    ``known`` clamps :math:`q_i` to the known class in every E-step, so those items
+    ``true_labels`` clamps :math:`q_i` to the known class in every E-step, so those items
     teach the abilities (the paper's use of gold items).
 
     Defaults are crowd-kit 1.4.2's (``GLAD``): the same priors, starting point and fixed
@@ -499,14 +499,15 @@ class GLAD(BaseAggregator):
         self.class_prior = class_prior
 
     @one_blas_thread
-    def fit(self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None) -> GLAD:
+    def fit(self, corpus: Corpus, *, true_labels: NDArray | None = None,
+            callback: ProgressCallback | None = None) -> GLAD:
         """Run EM on ``corpus``.
 
-        ``known`` (class or -1 per token): clamped in every E-step. ``callback(iteration, objective)`` after
+        ``true_labels`` (class or -1 per token): clamped in every E-step. ``callback(iteration, objective)`` after
         every EM iteration. Parameters and return value: :meth:`BaseAggregator.fit
         <crowdqa.aggregation._base.BaseAggregator.fit>`.
         """
-        known = self._start_fit(corpus, known)
+        known = self._start_fit(corpus, true_labels)
         n_workers, n_items, n_classes = corpus.n_workers, corpus.n_tokens, corpus.n_classes
         prior = np.full(n_classes, 1.0 / n_classes) if self.class_prior is None else np.asarray(
             self.class_prior, dtype=np.float64)

@@ -28,7 +28,7 @@ class GoldMajorityVote(SkillVote):
     the known class; the label of every token is :math:`\arg\max_k \sum_w s_w [y_{iw} = k]`,
     and known tokens keep their class.
 
-    The true labels are ``known`` when given (in a job: ``use_experts``); otherwise the
+    The true labels are ``true_labels`` when given (in a job: ``use_experts``); otherwise the
     labels of the corpus's annotators with role ``"expert"`` (their vote where several
     label a token, ties to the lowest class index), and then only the crowd votes.
 
@@ -73,7 +73,7 @@ class GoldMajorityVote(SkillVote):
     ...     label=[0, 0, 1, 1, 0, 1], doc_lengths=[1, 1], token_start=[0, 0], token_end=[1, 1],
     ...     doc_ids=["t1", "t2"], texts=["a", "b"], worker_ids=["p1", "p2", "p3"],
     ...     worker_roles=["crowd"] * 3, class_names=["0", "1"])
-    >>> model = GoldMajorityVote().fit(c, known=np.array([0, -1]))
+    >>> model = GoldMajorityVote().fit(c, true_labels=np.array([0, -1]))
     >>> model.skills_
     array([1., 1., 0.])
     >>> model.labels_
@@ -86,11 +86,11 @@ class GoldMajorityVote(SkillVote):
         self.tie_break = tie_break
 
     @one_blas_thread
-    def fit(self, corpus: Corpus, *, known: NDArray | None = None,
+    def fit(self, corpus: Corpus, *, true_labels: NDArray | None = None,
             callback: ProgressCallback | None = None) -> GoldMajorityVote:
         """Measure every worker on the known tokens, then take the weighted vote.
 
-        ``known`` (class or -1 per token) defaults to the expert annotators' labels; ``callback`` is
+        ``true_labels`` (class or -1 per token) defaults to the expert annotators' labels; ``callback`` is
         never called (no iterations). Parameters and return value: :meth:`BaseAggregator.fit
         <crowdqa.aggregation._base.BaseAggregator.fit>`.
 
@@ -99,7 +99,7 @@ class GoldMajorityVote(SkillVote):
         ValueError
             If no voting annotator labelled a token with a known class.
         """
-        known = self._start_fit(corpus, known)
+        known = self._start_fit(corpus, true_labels)
         voters = corpus
         if known is None:
             experts = corpus.select_role("expert")
@@ -110,7 +110,7 @@ class GoldMajorityVote(SkillVote):
         rated = ~np.isnan(skills)
         if not rated.any():
             raise ValueError(
-                "GoldMajorityVote needs true labels for some tokens the voters labelled: pass known= "
+                "GoldMajorityVote needs true labels for some tokens the voters labelled: pass true_labels= "
                 "(a job: use_experts=true; the command line: --use-experts) or fit a corpus whose expert annotators "
                 "labelled some of the same tokens"
             )

@@ -595,7 +595,7 @@ class HMMCrowd(BaseAggregator):
     """
 
     #: Fitted attributes a new batch is aggregated with (:mod:`crowdqa.aggregation.batches`).
-    _batch_state: ClassVar[tuple[str, ...]] = (
+    _carried_attributes: ClassVar[tuple[str, ...]] = (
         "class_prior_", "worker_confusion_", "worker_ids_", "worker_labels_", "vocabulary_", "log_start_",
         "log_transition_", "log_word_emission_", "log_shape_emission_")
     _parameter_constraints: ClassVar[dict[str, list]] = {
@@ -646,14 +646,14 @@ class HMMCrowd(BaseAggregator):
         return 1 if improper else 5
 
     @one_blas_thread
-    def fit(self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None
+    def fit(self, corpus: Corpus, *, true_labels: NDArray | None = None, callback: ProgressCallback | None = None
             ) -> HMMCrowd:
         """Fit the HMM to ``corpus`` by EM and decode the true labels.
 
         Parameters
         ----------
         corpus : Corpus
-        known : ndarray of shape (n_tokens,), optional
+        true_labels : ndarray of shape (n_tokens,), optional
             Class of tokens whose true label is known (-1 = unknown); clamped in every E-step.
         callback : callable, optional
             ``callback(iteration, objective)`` after each E-step.
@@ -662,7 +662,7 @@ class HMMCrowd(BaseAggregator):
         -------
         self
         """
-        known = self._start_fit(corpus, known)
+        known = self._start_fit(corpus, true_labels)
         design = self._design(corpus, known)
         monitor = self._monitor(callback)
         max_iter = self.resolved_max_iter(corpus.n_classes)
@@ -696,7 +696,7 @@ class HMMCrowd(BaseAggregator):
         under them, and whether the objective converged. Each iteration's objective goes to ``monitor``."""
         n_workers = corpus.n_workers
         opts = self._em_options()
-        if warm and self.warm_start and self._has_batch_state():
+        if warm and self.warm_start and self._has_carried_attributes():
             params = self._carried(corpus, design)  # the earlier fit's factors, annotators and words matched
         else:
             init = _dawid_skene_init(design, n_workers=n_workers, n_rounds=self.init_rounds,

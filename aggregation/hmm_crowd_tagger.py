@@ -127,7 +127,7 @@ features, lowercase, sequences, shape_emission, wrong_mass, start_smoothing, ini
 
     #: The fitted model labels documents nobody annotated (:mod:`crowdqa.jobs.preannotate`): its tagger reads any text.
     labels_unannotated: ClassVar[bool] = True
-    _batch_state: ClassVar[tuple[str, ...]] = (*HMMCrowd._batch_state, "tagger_confusion_", "tagger_coef_",
+    _carried_attributes: ClassVar[tuple[str, ...]] = (*HMMCrowd._carried_attributes, "tagger_confusion_", "tagger_coef_",
                                                "tagger_intercept_", "tagger_vocabulary_")
     _parameter_constraints: ClassVar[dict[str, list]] = {
         **HMMCrowd._parameter_constraints,
@@ -166,14 +166,14 @@ features, lowercase, sequences, shape_emission, wrong_mass, start_smoothing, ini
         return {**super()._em_options(), "tagger_model": self.tagger_confusion}
 
     @one_blas_thread
-    def fit(self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None
+    def fit(self, corpus: Corpus, *, true_labels: NDArray | None = None, callback: ProgressCallback | None = None
             ) -> HMMCrowdTagger:
         """Fit HMM-Crowd, then alternate tagger and crowd model until the labels settle.
 
         Parameters
         ----------
         corpus : Corpus
-        known : ndarray of shape (n_tokens,), optional
+        true_labels : ndarray of shape (n_tokens,), optional
             Class of tokens whose true label is known (-1 = unknown); clamped in every E-step (and so in the
             tagger's training labels).
         callback : callable, optional
@@ -184,7 +184,7 @@ features, lowercase, sequences, shape_emission, wrong_mass, start_smoothing, ini
         -------
         self
         """
-        known = self._start_fit(corpus, known)
+        known = self._start_fit(corpus, true_labels)
         design = self._design(corpus, known)
         tokens = token_text(corpus)
         features, vocabulary = tagger_features(tokens, seq_first=design.seq_first, affixes=self.affixes,

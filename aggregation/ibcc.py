@@ -86,7 +86,7 @@ class IBCC(BaseAggregator):
         document's most probable valid BIO sequence under ``proba_``
         (:func:`crowdqa.aggregation._bio.bio_decode`).
     proba_ : ndarray of shape (n_items, n_classes)
-        :math:`q_i` after the final E-step; one-hot on ``known`` items;
+        :math:`q_i` after the final E-step; one-hot on ``true_labels`` items;
         ``class_prior_`` on items nobody labelled.
     alpha_ : ndarray of shape (n_workers, n_classes, n_classes)
         Posterior Dirichlet parameters of the confusion rows.
@@ -105,7 +105,7 @@ class IBCC(BaseAggregator):
 
     Notes
     -----
-    ``known`` clamps :math:`q_i` to the known class in every E-step (training labels,
+    ``true_labels`` clamps :math:`q_i` to the known class in every E-step (training labels,
     as in pyIBCC's semi-supervised mode). Iterations start from the priors' expected
     log parameters (pyIBCC), so the first E-step is a vote weighted by the prior.
 
@@ -154,14 +154,15 @@ class IBCC(BaseAggregator):
         self.class_prior_strength = class_prior_strength
 
     @one_blas_thread
-    def fit(self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None) -> IBCC:
+    def fit(self, corpus: Corpus, *, true_labels: NDArray | None = None,
+            callback: ProgressCallback | None = None) -> IBCC:
         """Run the variational updates on ``corpus``.
 
-        ``known`` (class or -1 per token): clamped in every E-step. ``callback(iteration, bound)`` after every
+        ``true_labels`` (class or -1 per token): clamped in every E-step. ``callback(iteration, bound)`` after every
         iteration. Parameters and return value: :meth:`BaseAggregator.fit
         <crowdqa.aggregation._base.BaseAggregator.fit>`.
         """
-        known = self._start_fit(corpus, known)
+        known = self._start_fit(corpus, true_labels)
         n_workers, n_classes, n_items = corpus.n_workers, corpus.n_classes, corpus.n_tokens
         alpha0 = np.full((n_classes, n_classes), float(self.off_diagonal_prior))
         np.fill_diagonal(alpha0, float(self.diagonal_prior))

@@ -122,7 +122,7 @@ class KOS(BaseAggregator):
 
     Notes
     -----
-    Known items (``known``) keep their class in the output; the messages do not use
+    Known items (``true_labels``) keep their class in the output; the messages do not use
     them (KOS has no model to clamp).
 
     On real crowds, whose assignment graphs are far from regular, the messages can
@@ -168,10 +168,11 @@ class KOS(BaseAggregator):
         self.random_state = random_state
 
     @one_blas_thread
-    def fit(self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None) -> KOS:
+    def fit(self, corpus: Corpus, *, true_labels: NDArray | None = None,
+            callback: ProgressCallback | None = None) -> KOS:
         """Pass messages and decide every item by its sign.
 
-        The corpus must have two classes. ``known`` (class or -1 per token): overrides the decision
+        The corpus must have two classes. ``true_labels`` (class or -1 per token): overrides the decision
         there. ``callback(iteration,
         changed_decisions)`` after every round, with the number of decisions that changed negated (0 when
         stable). Parameters and return value: :meth:`BaseAggregator.fit
@@ -182,7 +183,7 @@ class KOS(BaseAggregator):
         ValueError
             If the corpus does not have exactly two classes.
         """
-        known = self._start_fit(corpus, known)
+        known = self._start_fit(corpus, true_labels)
         rng = np.random.default_rng(self.random_state)
         n_items, n_workers = corpus.n_tokens, corpus.n_workers
         token, worker = corpus.token, corpus.worker_index

@@ -301,7 +301,7 @@ class MACE(BaseAggregator):
 
     Notes
     -----
-    ``known`` clamps :math:`q_i` to the known class (MACE's control items): an answer
+    ``true_labels`` clamps :math:`q_i` to the known class (MACE's control items): an answer
     that differs from it counts as spam.
 
     Defaults are MACE's (and crowd-kit 1.4.2's). Where crowd-kit 1.4.2 differs: it draws
@@ -364,14 +364,15 @@ class MACE(BaseAggregator):
         self.random_state = random_state
 
     @one_blas_thread
-    def fit(self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None) -> MACE:
+    def fit(self, corpus: Corpus, *, true_labels: NDArray | None = None,
+            callback: ProgressCallback | None = None) -> MACE:
         """Run the restarts and keep the best.
 
-        ``known`` (class or -1 per token): clamped in every E-step. ``callback(iteration, objective)`` after
+        ``true_labels`` (class or -1 per token): clamped in every E-step. ``callback(iteration, objective)`` after
         every iteration of every restart (iterations counted across restarts). Parameters and return value:
         :meth:`BaseAggregator.fit <crowdqa.aggregation._base.BaseAggregator.fit>`.
         """
-        known = self._start_fit(corpus, known)
+        known = self._start_fit(corpus, true_labels)
         rng = np.random.default_rng(self.random_state)
         n_workers, n_classes = corpus.n_workers, corpus.n_classes
         variational = self.method == "vb"

@@ -66,7 +66,7 @@ class MajorityVote(BaseAggregator):
     ----------
     labels_ : ndarray of shape (n_tokens,)
     proba_ : ndarray of shape (n_tokens, n_classes)
-        Vote fractions (weighted); one-hot on ``known`` tokens; ``class_prior_`` on
+        Vote fractions (weighted); one-hot on ``true_labels`` tokens; ``class_prior_`` on
         tokens nobody labelled.
     worker_confusion_ : ndarray of shape (n_workers, n_classes, n_classes)
         ``[w, t, o]``: fraction of the tokens whose fitted label is ``t`` that
@@ -88,7 +88,7 @@ class MajorityVote(BaseAggregator):
     ``tests/aggregation/test_majority_vote.py``); the PICO documents with expert labels
     are the study's evaluation set and are not used to choose.
 
-    ``known`` tokens take their known class, and the empirical confusion matrices are
+    ``true_labels`` tokens take their known class, and the empirical confusion matrices are
     tallied against the final labels (known ones included).
 
     Examples
@@ -114,14 +114,14 @@ class MajorityVote(BaseAggregator):
 
     @one_blas_thread
     def fit(
-        self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None
+        self, corpus: Corpus, *, true_labels: NDArray | None = None, callback: ProgressCallback | None = None
     ) -> MajorityVote:
         """Count the votes of every token.
 
         Parameters
         ----------
         corpus : Corpus
-        known : ndarray of shape (n_tokens,), optional
+        true_labels : ndarray of shape (n_tokens,), optional
             Known class index of a token, -1 = unknown; overrides the vote there.
         callback : callable, optional
             Accepted for the common interface; never called (there are no iterations).
@@ -130,7 +130,7 @@ class MajorityVote(BaseAggregator):
         -------
         self : MajorityVote
         """
-        known = self._start_fit(corpus, known)
+        known = self._start_fit(corpus, true_labels)
         self.labels_, self.proba_, self.class_prior_, self.worker_confusion_ = vote_fit(
             corpus, _worker_weights(self.weights, corpus), tie_break=self.tie_break, known=known)
         self.n_iter_ = 0

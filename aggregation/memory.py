@@ -6,10 +6,11 @@ attribute of every aggregator) and the report's per-pair confusions (pairs x K x
 naming the estimate, its largest part and the limit, instead of dying part-way with numpy's
 ``ArrayMemoryError`` (or being killed by the system).
 
-The estimates count the float64 arrays each method keeps at once, from its fit (``fit`` of the estimators in
-this package): class scores per token (tokens x K), per answer (answers x K), the confusion matrices, and what
-is method-specific (HMM-Crowd's word emissions, K x vocabulary, bounded by the tokens; BSC-seq's sequential
-annotator model, annotators x K x K x K). They are upper bounds within a small factor, not measurements.
+The estimates count the float64 arrays each method keeps at once, from its fit (its registry entry says how
+many of each part: :attr:`crowdqa.aggregation.registry.MethodEntry.memory`): class scores per token (tokens x K),
+per answer (answers x K), the confusion matrices, and what is method-specific (HMM-Crowd's word emissions,
+K x vocabulary, bounded by the tokens; BSC-seq's sequential annotator model, annotators x K x K x K). They are
+upper bounds within a small factor, not measurements.
 
 The limit is ``CROWDQA_MAX_MEMORY`` (bytes, or with a unit: ``512M``, ``8G``, or a share of RAM: ``50%``);
 by default half of the machine's RAM.
@@ -22,7 +23,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-__all__ = ["Shape", "MemoryLimitError", "max_memory", "fit_bytes", "report_bytes", "check_memory", "gib"]
+__all__ = ["PARTS", "Shape", "MemoryLimitError", "max_memory", "fit_bytes", "report_bytes", "check_memory", "gib"]
 
 _FLOAT = 8
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -61,6 +62,10 @@ class Shape:
             return None
 
 
+#: The parts an estimate adds up (:func:`_parts`), by name: what a registry entry's ``memory`` counts.
+PARTS: tuple[str, ...] = ("confusion", "tokens", "answers", "words", "sequential", "pairs")
+
+
 def _parts(s: Shape) -> dict[str, tuple[float, str]]:
     """The arrays the estimates add up, in bytes, each with the words that name it in a refusal."""
     k = s.n_classes
@@ -79,26 +84,6 @@ def _parts(s: Shape) -> dict[str, tuple[float, str]]:
     }
 
 
-#: Method id -> how many of each array its fit holds at once (see the module's docstring).
-FIT_ARRAYS: dict[str, dict[str, float]] = {
-    # The confusion tables are counted, copied to float and normalised: MajorityVote on 2 annotators and 5,993
-    # classes (1.1 GiB a table) peaked at 3.2 GiB.
-    "mv": {"confusion": 3, "tokens": 2},
-    "wawa": {"confusion": 3, "tokens": 3},
-    "zbs": {"confusion": 3, "tokens": 3},
-    "gold-mv": {"confusion": 3, "tokens": 3},
-    "ds": {"confusion": 4, "tokens": 3, "answers": 2},
-    "ibcc": {"confusion": 4, "tokens": 3, "answers": 2},
-    "mace": {"confusion": 3, "tokens": 3, "answers": 2},
-    "glad": {"confusion": 3, "tokens": 3, "answers": 2},
-    "kos": {"confusion": 3, "tokens": 2, "answers": 1},
-    "mmsr": {"confusion": 3, "tokens": 2, "answers": 1},
-    "hmm-crowd": {"confusion": 4, "tokens": 8, "answers": 2, "words": 2},
-    "bsc-seq": {"confusion": 4, "tokens": 8, "answers": 2, "words": 2, "sequential": 3},
-    # HMM-Crowd's arrays, the tagger's votes and training targets (tokens), its sparse features (about 20 a
-    # token, value and index: counted as words) and the coefficients of one tagger per fold (words).
-    "hmm-crowd-tagger": {"confusion": 4, "tokens": 14, "answers": 2, "words": 10},
-}
 #: The report: the aggregate's and every worker's confusion against the experts, and the pair confusions (their
 #: counts and a float copy: ``crowdqa aggregate --method mv`` of 5,000 items, 50 workers and 300 classes peaked at
 #: 1.74 GiB, of 1,000 classes at 18.3 GiB; this table estimates 1.8 and 19.9 with the fit).
@@ -113,8 +98,13 @@ def _total(arrays: Mapping[str, float], shape: Shape) -> tuple[int, str]:
 
 
 def fit_bytes(method: str, shape: Shape) -> tuple[int, str]:
-    """Estimated bytes of fitting ``method`` on a corpus of ``shape``, and the words naming its largest part."""
-    return _total(FIT_ARRAYS[method], shape)
+    """Estimated bytes of fitting ``method`` on a corpus of ``shape``, and the words naming its largest part.
+
+    The arrays counted are the method's registry entry's (:attr:`~crowdqa.aggregation.registry.MethodEntry.memory`).
+    """
+    from crowdqa.aggregation.registry import METHODS  # here: the registry's entries check their parts against PARTS
+
+    return _total(METHODS[method].memory, shape)
 
 
 def report_bytes(shape: Shape) -> tuple[int, str]:

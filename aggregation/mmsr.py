@@ -244,7 +244,7 @@ class MMSR(BaseAggregator):
 
     Notes
     -----
-    ``known`` items keep their class in the output; the skills do not use them.
+    ``true_labels`` items keep their class in the output; the skills do not use them.
 
     Where crowd-kit 1.4.2 (``MMSR``) departs from the authors' MATLAB code
     (github.com/maqqbu/MMSR), this follows the authors: crowd-kit subtracts
@@ -290,14 +290,15 @@ class MMSR(BaseAggregator):
         self.random_state = random_state
 
     @one_blas_thread
-    def fit(self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None) -> MMSR:
+    def fit(self, corpus: Corpus, *, true_labels: NDArray | None = None,
+            callback: ProgressCallback | None = None) -> MMSR:
         """Estimate the skills, then take the weighted vote.
 
-        ``known`` (class or -1 per token): overrides the vote there. ``callback(iteration, -change)`` after
+        ``true_labels`` (class or -1 per token): overrides the vote there. ``callback(iteration, -change)`` after
         every completion iteration. Parameters and return value: :meth:`BaseAggregator.fit
         <crowdqa.aggregation._base.BaseAggregator.fit>`.
         """
-        known = self._start_fit(corpus, known)
+        known = self._start_fit(corpus, true_labels)
         k, n_workers, n_items = corpus.n_classes, corpus.n_workers, corpus.n_tokens
         rng = np.random.default_rng(self.random_state)
         row, col, value, degree = _agreement_matrix(corpus)

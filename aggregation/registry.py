@@ -1,17 +1,24 @@
 """The aggregation methods by id, and an aggregator built from an id and a parameter dict.
 
-:data:`METHODS` is the one list of method ids: the job model's ``Method`` enum, the CLI's
-``--method`` choices, the dashboard and the package's exports are made from it. It is the
-CLI's and the API's entry point to the estimators, and each entry declares the kinds of data
-its method is defined for (:class:`MethodEntry`: classes, token sequences, experts), checked
-by :func:`check_data_kind` when a job or command is asked for.
+A method is one estimator module and one :class:`MethodEntry` in :data:`METHODS`. Everything that lists,
+orders, sizes, stores or documents methods reads the entry: the CLI's ``--method`` choices, the API's schema and
+the job table's validation (:mod:`crowdqa.store.models`), compare's cost order (:func:`methods_by_cost`), the
+method ``auto`` runs without experts (:func:`default_method`), the memory estimate
+(:mod:`crowdqa.aggregation.memory`), the package's exports and the dashboard. Each entry also declares the kinds
+of data its method is defined for (classes, token sequences, experts), checked by :func:`check_data_kind` when a
+job or command is asked for.
+
+A method of this package is added to the table below; a method of another package is declared in its entry point
+group :data:`ENTRY_POINT_GROUP` (registered by :func:`load_entry_points` when the CLI, the API or a worker starts) or
+added with :func:`register_method`. docs/how-to/add-an-aggregator.md has the whole recipe.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator
-from dataclasses import dataclass
+import re
+from collections.abc import Mapping
+from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING
 
 from crowdqa.aggregation.limits import describe_bounds
@@ -19,62 +26,229 @@ from crowdqa.aggregation.limits import describe_bounds
 if TYPE_CHECKING:  # the method table imports without numpy (crowdqa aggregate --help)
     from crowdqa.aggregation._base import BaseAggregator
 
-__all__ = ["METHODS", "MethodEntry", "aggregator_class", "check_data_kind", "check_memory", "describe_bounds",
-           "make_aggregator", "validate_params"]
+__all__ = ["BASELINE", "DATA_KINDS", "ENTRY_POINT_GROUP", "EXAMPLE_METHOD", "METHODS", "MethodEntry", "RESERVED_IDS",
+           "aggregator_class", "check_data_kind", "check_memory", "default_method", "describe_bounds",
+           "load_entry_points", "make_aggregator", "methods_by_cost", "register_method", "validate_params"]
+
+#: The kinds of data a comparison tells apart (:func:`crowdqa.quality.compare.metric_for`): BIO labels with several
+#: entity types, span labels of one type, categorical answers.
+DATA_KINDS: tuple[str, ...] = ("typed-bio", "spans", "categorical")
+
+#: Names that choose among methods, so no method may take them: a job's ``auto`` and ``compare``, and ``all`` of
+#: ``crowdqa compare --methods``.
+RESERVED_IDS: frozenset[str] = frozenset({"auto", "compare", "all"})
+
+#: What a method id looks like: lower-case words of letters and digits joined by hyphens, at most 32 characters
+#: (the job table keeps it as text of up to 64).
+_ID = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
+_ID_MAX = 32
 
 
 @dataclass(frozen=True)
 class MethodEntry:
-    """Where a method's estimator lives, and the kinds of data it is defined for.
+    """Where a method's estimator lives, where it stands among the others, and the data it is defined for.
 
     The data-kind rules are checked when a job or command is asked for (:func:`check_data_kind`), before anything
     is queued or fitted, so a method the data does not suit is refused with its reason instead of failing in the
-    worker.
-
-    Attributes
-    ----------
-    module, name : str
-        The estimator class (imported when the method is first asked for).
-    classes : tuple of (int, int or None)
-        The fewest and the most classes the model is defined for (None: no upper bound); the estimator's
-        ``_n_classes_range`` says the same (a test checks they agree).
-    sequences : bool
-        True for a model of token sequences (an HMM over each document's labels): refused on categorical
-        answers, whose items are one token each with nothing to chain.
-    experts : bool
-        True for a model that learns from true labels only (GoldMajorityVote's skills are each worker's accuracy
-        on them): refused unless ``use_experts`` clamps the experts' labels into the fit.
+    worker. Every field after ``module`` and ``name`` is keyword-only.
     """
 
     module: str
+    """The module that defines the estimator class, imported when the method is first asked for
+    (``"crowdqa.aggregation.dawid_skene"``)."""
     name: str
+    """The estimator class's name in ``module`` (``"DawidSkene"``); the package exports it under this name."""
+    _: KW_ONLY
+    cost: int
+    """The method's place in the order of cost compare prefers simpler methods in (:func:`methods_by_cost`): lower
+    is cheaper to fit and has fewer parameters. The methods of this package use multiples of 10, so a new one
+    can go between two; no two methods share a cost."""
+    memory: Mapping[str, float]
+    """How many arrays of each part the fit holds at once, for the memory estimate
+    (:data:`crowdqa.aggregation.memory.PARTS` names the parts: ``confusion``, ``tokens``, ``answers``, ...)."""
     classes: tuple[int, int | None] = (1, None)
+    """The fewest and the most classes the model is defined for (None: no upper bound); the estimator's
+    ``_n_classes_range`` says the same (a test checks they agree)."""
     sequences: bool = False
+    """True for a model of token sequences (an HMM over each document's labels): refused on categorical answers,
+    whose items are one token each with nothing to chain."""
     experts: bool = False
+    """True for a model that learns from true labels only (GoldMajorityVote's skills are each worker's accuracy on
+    them): refused unless ``use_experts`` clamps the experts' labels into the fit."""
+    default_for: tuple[str, ...] = ()
+    """The kinds of data (of :data:`DATA_KINDS`) this method is the one ``auto`` runs on when there are no experts
+    to compare on (:func:`default_method`); at most one method per kind."""
 
-    def __iter__(self) -> Iterator[str]:
-        """Unpack as ``module, name`` (what the table's entries were before they carried the rules)."""
-        return iter((self.module, self.name))
+    def __post_init__(self) -> None:
+        from crowdqa.aggregation.memory import PARTS
+
+        unknown = sorted(set(self.memory) - set(PARTS))
+        if unknown:
+            raise ValueError(f"{self.name}: memory part {unknown[0]!r} is not one of {', '.join(PARTS)}")
+        if not self.memory or any(not n >= 0 for n in self.memory.values()):
+            raise ValueError(f"{self.name}: memory must count at least one part, each a number >= 0, "
+                             f"found {dict(self.memory)}")
+        if isinstance(self.cost, bool) or not isinstance(self.cost, int):
+            raise ValueError(f"{self.name}: cost must be an integer, found {self.cost!r}")
+        low, high = self.classes
+        if low < 1 or (high is not None and high < low):
+            raise ValueError(f"{self.name}: classes must be (low >= 1, high >= low or None), found {self.classes}")
+        bad = [k for k in self.default_for if k not in DATA_KINDS]
+        if bad:
+            raise ValueError(f"{self.name}: default_for {bad[0]!r} is not one of {', '.join(DATA_KINDS)}")
 
 
-#: method id -> its entry. A module is imported when its method is first asked for:
-#: the estimators bring scipy's optimisers, sparse and special functions, which a
-#: command that fits one method (or none, like ``--help``) should not pay for.
+#: method id -> its entry. A module is imported when its method is first asked for: the estimators bring
+#: scipy's optimisers, sparse and special functions, which a command that fits one method (or none, like
+#: ``--help``) should not pay for. ``memory`` counts what each fit keeps (see :mod:`crowdqa.aggregation.memory`):
+#: the confusion tables are counted, copied to float and normalised (MajorityVote on 2 annotators and 5,993
+#: classes, 1.1 GiB a table, peaked at 3.2 GiB).
 METHODS: dict[str, MethodEntry] = {
-    "mv": MethodEntry("crowdqa.aggregation.majority_vote", "MajorityVote"),
-    "ds": MethodEntry("crowdqa.aggregation.dawid_skene", "DawidSkene"),
-    "hmm-crowd": MethodEntry("crowdqa.aggregation.hmm_crowd", "HMMCrowd", sequences=True),
-    "bsc-seq": MethodEntry("crowdqa.aggregation.bsc_seq", "BayesianSequenceCombination", sequences=True),
-    "hmm-crowd-tagger": MethodEntry("crowdqa.aggregation.hmm_crowd_tagger", "HMMCrowdTagger", sequences=True),
-    "wawa": MethodEntry("crowdqa.aggregation.wawa", "Wawa"),
-    "zbs": MethodEntry("crowdqa.aggregation.zero_based_skill", "ZeroBasedSkill"),
-    "gold-mv": MethodEntry("crowdqa.aggregation.gold_majority_vote", "GoldMajorityVote", experts=True),
-    "glad": MethodEntry("crowdqa.aggregation.glad", "GLAD", classes=(2, None)),
-    "mace": MethodEntry("crowdqa.aggregation.mace", "MACE"),
-    "kos": MethodEntry("crowdqa.aggregation.kos", "KOS", classes=(2, 2)),
-    "mmsr": MethodEntry("crowdqa.aggregation.mmsr", "MMSR", classes=(2, None)),
-    "ibcc": MethodEntry("crowdqa.aggregation.ibcc", "IBCC"),
+    "mv": MethodEntry("crowdqa.aggregation.majority_vote", "MajorityVote", cost=10,
+                      memory={"confusion": 3, "tokens": 2}),
+    "ds": MethodEntry("crowdqa.aggregation.dawid_skene", "DawidSkene", cost=20,
+                      memory={"confusion": 4, "tokens": 3, "answers": 2}, default_for=("categorical",)),
+    "hmm-crowd": MethodEntry("crowdqa.aggregation.hmm_crowd", "HMMCrowd", cost=110, sequences=True,
+                             memory={"confusion": 4, "tokens": 8, "answers": 2, "words": 2}),
+    "bsc-seq": MethodEntry("crowdqa.aggregation.bsc_seq", "BayesianSequenceCombination", cost=120, sequences=True,
+                           memory={"confusion": 4, "tokens": 8, "answers": 2, "words": 2, "sequential": 3},
+                           default_for=("spans",)),
+    # HMM-Crowd's arrays, the tagger's votes and training targets (tokens), its sparse features (about 20 a token,
+    # value and index: counted as words) and the coefficients of one tagger per fold (words). The default for typed
+    # BIO by the protocol (benchmarks/README.md, benchmarks/results/tagger.json): above HMM-Crowd, the default before.
+    "hmm-crowd-tagger": MethodEntry("crowdqa.aggregation.hmm_crowd_tagger", "HMMCrowdTagger", cost=130,
+                                    sequences=True, memory={"confusion": 4, "tokens": 14, "answers": 2, "words": 10},
+                                    default_for=("typed-bio",)),
+    "wawa": MethodEntry("crowdqa.aggregation.wawa", "Wawa", cost=30, memory={"confusion": 3, "tokens": 3}),
+    "zbs": MethodEntry("crowdqa.aggregation.zero_based_skill", "ZeroBasedSkill", cost=40,
+                       memory={"confusion": 3, "tokens": 3}),
+    "gold-mv": MethodEntry("crowdqa.aggregation.gold_majority_vote", "GoldMajorityVote", cost=50, experts=True,
+                           memory={"confusion": 3, "tokens": 3}),
+    "glad": MethodEntry("crowdqa.aggregation.glad", "GLAD", cost=80, classes=(2, None),
+                        memory={"confusion": 3, "tokens": 3, "answers": 2}),
+    "mace": MethodEntry("crowdqa.aggregation.mace", "MACE", cost=90,
+                        memory={"confusion": 3, "tokens": 3, "answers": 2}),
+    "kos": MethodEntry("crowdqa.aggregation.kos", "KOS", cost=60, classes=(2, 2),
+                       memory={"confusion": 3, "tokens": 2, "answers": 1}),
+    "mmsr": MethodEntry("crowdqa.aggregation.mmsr", "MMSR", cost=70, classes=(2, None),
+                        memory={"confusion": 3, "tokens": 2, "answers": 1}),
+    "ibcc": MethodEntry("crowdqa.aggregation.ibcc", "IBCC", cost=100,
+                        memory={"confusion": 4, "tokens": 3, "answers": 2}),
 }
+
+#: The method every other is compared with: compare warns when a method is significantly worse than it.
+BASELINE = "mv"
+#: The method examples in help texts and messages name (its ``max_iter``, ``tol`` and ``alpha`` are the
+#: parameters most often set).
+EXAMPLE_METHOD = "ds"
+
+
+def register_method(method: str, entry: MethodEntry) -> None:
+    """Add ``method`` to :data:`METHODS`, for a method whose estimator lives in another package.
+
+    Call it when that package is imported, before the CLI, the API or a worker is asked for the method (every
+    process that runs it needs it registered). The entry is checked as the table's entries are: a new id of at
+    most 32 lower-case letters, digits and hyphens, a cost no other method has, and at most one default per kind
+    of data. The estimator's module is imported (and the class looked up) here, so a misspelt one fails now.
+
+    Parameters
+    ----------
+    method : str
+        The new method id (``"smoothed-vote"``): what ``--method``, a job's ``method`` and the reports say.
+    entry : MethodEntry
+        Where its estimator lives and what it is defined for.
+
+    Raises
+    ------
+    ValueError
+        Naming what is wrong: the id's form, an id already taken (or reserved), a cost or a default already held,
+        a module or class that cannot be found.
+    """
+    if not isinstance(entry, MethodEntry):
+        raise ValueError(f"entry must be a MethodEntry, found {type(entry).__name__}")
+    if not isinstance(method, str) or not _ID.fullmatch(method) or len(method) > _ID_MAX:
+        raise ValueError(f"a method id is lower-case letters and digits joined by hyphens, at most {_ID_MAX} "
+                         f"characters, found {method!r}")
+    if method in METHODS or method in RESERVED_IDS:
+        raise ValueError(f"method id {method!r} is already taken")
+    for other, held in METHODS.items():
+        if held.cost == entry.cost:
+            raise ValueError(f"cost {entry.cost} is {other}'s: give {method} a cost no method has")
+        shared = set(held.default_for) & set(entry.default_for)
+        if shared:
+            raise ValueError(f"{other} is already the default for {sorted(shared)[0]}")
+    cls = getattr(importlib.import_module(entry.module), entry.name, None)
+    if not isinstance(cls, type):
+        raise ValueError(f"{entry.module} has no class {entry.name}")
+    METHODS[method] = entry
+
+
+#: The entry point group in which an installed package declares its methods, one per entry point: the name is the
+#: method id, the object a :class:`MethodEntry` (pyproject.toml: ``[project.entry-points."crowdqa.methods"]``,
+#: ``one-coin = "my_package.methods:ONE_COIN"``).
+ENTRY_POINT_GROUP = "crowdqa.methods"
+
+
+def load_entry_points() -> list[str]:
+    """Register the methods installed packages declare in :data:`ENTRY_POINT_GROUP`; return the ids added now.
+
+    The CLI, the API and ``crowdqa worker`` call it when they start (a work horse forked by the worker inherits what
+    it registered). Calling it again adds nothing: an entry point whose id is registered with the same entry is
+    skipped.
+
+    Raises
+    ------
+    ValueError
+        Naming the entry point and its package, and what is wrong with it (it cannot be imported, it is not a
+        :class:`MethodEntry`, or :func:`register_method` refuses it).
+    """
+    from importlib.metadata import entry_points  # here: scanning the installed packages costs ~0.1 s
+
+    added = []
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        where = f"entry point {point.name} = {point.value} ({ENTRY_POINT_GROUP}"
+        where += f", package {point.dist.name})" if point.dist is not None else ")"
+        try:
+            entry = point.load()
+            if METHODS.get(point.name) == entry:
+                continue
+            register_method(point.name, entry)
+        except Exception as exc:  # an installed package's import may fail in any way: say which one it is
+            raise ValueError(f"{where}: {str(exc) or type(exc).__name__}") from exc
+        added.append(point.name)
+    return added
+
+
+def methods_by_cost() -> list[str]:
+    """Every method id, cheapest first (:attr:`MethodEntry.cost`): the order compare prefers simpler methods in.
+
+    Examples
+    --------
+    >>> methods_by_cost()[:2]
+    ['mv', 'ds']
+    """
+    return sorted(METHODS, key=lambda m: METHODS[m].cost)
+
+
+def default_method(kind: str) -> str:
+    """The method ``auto`` runs on data of ``kind`` (one of :data:`DATA_KINDS`) when no experts can compare.
+
+    Raises
+    ------
+    ValueError
+        If ``kind`` is not a kind of data, or no method is its default.
+
+    Examples
+    --------
+    >>> default_method("categorical")
+    'ds'
+    """
+    if kind not in DATA_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(DATA_KINDS)}, found {kind!r}")
+    for method, entry in METHODS.items():
+        if kind in entry.default_for:
+            return method
+    raise ValueError(f"no method is the default for {kind}: give one entry default_for=({kind!r},)")
 
 
 def check_data_kind(method: str, *, n_classes: int | None = None, categorical: bool | None = None,
@@ -128,8 +302,9 @@ def check_data_kind(method: str, *, n_classes: int | None = None, categorical: b
 
 def check_memory(method: str | None, shape, *, report: bool = True) -> int:
     """Refuse, before anything is allocated, a fit of ``method`` (and its report) whose estimated memory on a
-    corpus of ``shape`` exceeds ``CROWDQA_MAX_MEMORY``: the hook both doors call; each method's estimate is
-    in :mod:`crowdqa.aggregation.memory` (``FIT_ARRAYS``). Returns the estimate in bytes."""
+    corpus of ``shape`` exceeds ``CROWDQA_MAX_MEMORY``: the check the CLI and the API both call; each method's
+    estimate counts the arrays of its entry's ``memory`` (:mod:`crowdqa.aggregation.memory`). Returns the estimate
+    in bytes."""
     from crowdqa.aggregation.memory import check_memory as check
 
     return check(method, shape, report=report)

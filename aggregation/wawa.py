@@ -39,7 +39,7 @@ class Wawa(SkillVote):
     ----------
     labels_ : ndarray of shape (n_tokens,)
     proba_ : ndarray of shape (n_tokens, n_classes)
-        Skill-weighted vote fractions; one-hot on ``known`` tokens.
+        Skill-weighted vote fractions; one-hot on ``true_labels`` tokens.
     skills_ : ndarray of shape (n_workers,)
         :math:`s_w`, the worker's agreement with the majority vote (NaN: no labels).
     worker_confusion_ : ndarray of shape (n_workers, n_classes, n_classes)
@@ -54,7 +54,7 @@ class Wawa(SkillVote):
 
     Notes
     -----
-    With ``known``, the known tokens take their class in the first vote, so the skills
+    With ``true_labels``, the known tokens take their class in the first vote, so the skills
     measure agreement with the experts there, and keep it in the output.
 
     crowd-kit 1.4.2's ``Wawa`` computes the same skills; its ``predict`` fails with
@@ -87,14 +87,15 @@ class Wawa(SkillVote):
         self.tie_break = tie_break
 
     @one_blas_thread
-    def fit(self, corpus: Corpus, *, known: NDArray | None = None, callback: ProgressCallback | None = None) -> Wawa:
+    def fit(self, corpus: Corpus, *, true_labels: NDArray | None = None,
+            callback: ProgressCallback | None = None) -> Wawa:
         """Vote, measure every worker against the vote, vote again weighted by those skills.
 
-        ``known`` (class or -1 per token) replaces the first vote there and is kept in the output;
+        ``true_labels`` (class or -1 per token) replaces the first vote there and is kept in the output;
         ``callback`` is never called (no iterations). Parameters and return value:
         :meth:`BaseAggregator.fit <crowdqa.aggregation._base.BaseAggregator.fit>`.
         """
-        known = self._start_fit(corpus, known)
+        known = self._start_fit(corpus, true_labels)
         majority = skill_vote(corpus, np.ones(corpus.n_workers), tie_break=self.tie_break, known=known)
         self._finish(corpus, agreement_rate(corpus, majority), known, n_iter=1, converged=True)
         return self

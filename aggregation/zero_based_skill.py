@@ -112,15 +112,15 @@ class ZeroBasedSkill(SkillVote):
         self.tie_break = tie_break
 
     @one_blas_thread
-    def fit(self, corpus: Corpus, *, known: NDArray | None = None,
+    def fit(self, corpus: Corpus, *, true_labels: NDArray | None = None,
             callback: ProgressCallback | None = None) -> ZeroBasedSkill:
         """Alternate weighted votes and skill steps.
 
-        ``known`` (class or -1 per token): fixed in every vote. ``callback(iteration, -max_skill_change)``
+        ``true_labels`` (class or -1 per token): fixed in every vote. ``callback(iteration, -max_skill_change)``
         after every iteration. Parameters and return value: :meth:`BaseAggregator.fit
         <crowdqa.aggregation._base.BaseAggregator.fit>`.
         """
-        known = self._start_fit(corpus, known)
+        known = self._start_fit(corpus, true_labels)
         present = corpus.worker_answers > 0
         skills = np.where(present, 1.0 / corpus.n_classes, np.nan)
         lr = float(self.lr_init)

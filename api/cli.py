@@ -29,7 +29,7 @@ _INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)$")
 class OneLineParser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose errors are one line, with a "did you mean" for a misspelt option or choice.
 
-    argparse prints the whole usage (17 lines for ``aggregate``) and, for ``--methd mv``, complains that
+    argparse prints the whole usage (17 lines for ``aggregate``) and, for ``--methd ID``, complains that
     ``--method`` is missing instead of naming the typo; the API answers one problem line, and so does this.
     Subparsers made by ``add_subparsers`` are of the same class, so every subcommand behaves alike.
     """
@@ -144,7 +144,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(argv)
+    try:
+        parser = build_parser(argv)
+    except ValueError as exc:  # a method an installed package declares cannot be registered (registered_methods)
+        print(f"crowdqa: error: {exc}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     stdout = sys.stdout
     sys.stdout = out = ReaderMayLeave(stdout)

@@ -16,6 +16,7 @@ from fastapi import FastAPI
 
 from crowdqa.jobs.embedded import EmbeddedWorker, recover_jobs
 from crowdqa.jobs.label_studio import URLS_SETTING
+from crowdqa.jobs.params import load_entry_points
 from crowdqa.jobs.reconcile import Reconciler
 from crowdqa.jobs.uploads import collect_garbage
 from crowdqa.store.artifacts import ArtifactStore
@@ -30,6 +31,7 @@ logger = logging.getLogger(__name__)
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings = get_settings()
+    load_entry_points()  # the methods of installed packages (already done by `crowdqa serve`; again adds nothing)
     app.state.auth_throttle = None  # a new start forgets failed sign-ins (made from the settings on first use)
     took_lock = False
     if settings.embedded:

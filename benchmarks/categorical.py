@@ -134,7 +134,7 @@ def run_ours(crowd: Corpus, gold: np.ndarray, *, repeats: int, methods: tuple[st
         known = _given_gold(gold) if name == "gold-mv" else None
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ConvergenceWarning)
-            model, times = _timed(lambda m=method, p=params, k=known: make_aggregator(m, p).fit(crowd, known=k),
+            model, times = _timed(lambda m=method, p=params, k=known: make_aggregator(m, p).fit(crowd, true_labels=k),
                                   repeats)
         out[name] = {"accuracy": _accuracy(model.labels_, _scored(name, gold)), "fit_seconds": statistics.median(times),
                      "fits": len(times), "n_iter": int(getattr(model, "n_iter_", 1)),

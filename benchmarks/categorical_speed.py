@@ -106,7 +106,7 @@ def _fit_crowdqa(method: str, z: dict, params: dict) -> tuple[float, np.ndarray]
     t0, c0 = time.perf_counter(), time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # defaults as a user runs them; counted in n_iter
-        model.fit(corpus, known=known)
+        model.fit(corpus, true_labels=known)
     return time.perf_counter() - t0, time.process_time() - c0, model.labels_
 
 

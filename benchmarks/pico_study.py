@@ -8,7 +8,7 @@ Protocol: Participants; all crowd documents fitted together; token-wise precisio
 and F1 (positive = not ``O``) against the union of the experts on the expert documents,
 with Clopper-Pearson intervals for P and R and a document bootstrap interval for F1
 (``crowdqa.quality.report.score_block``). Each method is also run with the experts' labels
-clamped (``known=``) and evaluated by 4-fold cross-fitting over the expert documents:
+clamped (``true_labels=``) and evaluated by 4-fold cross-fitting over the expert documents:
 the labels of one fold's documents are never given to the fit that predicts them. The
 authors' published aggregates are scored the same way on the same tokens. Per-worker
 scores come from ``crowdqa.quality.report.build_report`` (the service's own report): every crowd
@@ -64,7 +64,7 @@ def fit(method: str, corpus: Corpus, known: np.ndarray | None = None) -> tuple[n
     with warnings.catch_warnings():
         # HMM-Crowd's default is the authors' single EM step: not converging is the design.
         warnings.simplefilter("ignore", ConvergenceWarning)
-        model.fit(corpus, known=known)
+        model.fit(corpus, true_labels=known)
     return model.labels_, time.perf_counter() - t0
 
 

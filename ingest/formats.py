@@ -1,8 +1,8 @@
 """Every file format crowdqa reads and writes, and every option an upload takes: one table each.
 
-The doors are made from these tables, never spelled again: :func:`crowdqa.ingest.read_corpus`
-dispatches on :data:`FORMATS` and checks its keywords against :data:`UPLOAD_OPTIONS`; the API's
-upload form model (``crowdqa.api.forms``) and the command line's upload flags
+The entry points (CLI, API, dashboard) are made from these tables, never spelled again:
+:func:`crowdqa.ingest.read_corpus` dispatches on :data:`FORMATS` and checks its keywords against
+:data:`UPLOAD_OPTIONS`; the API's upload form model (``crowdqa.api.forms``) and the command line's upload flags
 (``crowdqa.api.commands._uploads``) are generated from :data:`UPLOAD_OPTIONS`; the label writers,
 the aggregate reader and the API's label download take their names, media types and suffixes from
 :data:`FORMATS`. A new upload option is one row of :data:`UPLOAD_OPTIONS` (and its name in the rows of
@@ -27,7 +27,7 @@ __all__ = ["AGGREGATE_FORMATS", "CLIENT_FIELDS", "FORMATS", "Format", "READ_FORM
 
 @dataclass(frozen=True)
 class UploadOption:
-    """One option an upload takes, as every door shows it.
+    """One option an upload takes, as every entry point (CLI, API, dashboard) shows it.
 
     Attributes
     ----------
@@ -57,7 +57,7 @@ class UploadOption:
     metavar: str = "NAME"
 
 
-#: The options an upload takes besides its file, format and role, in the order the doors list them.
+#: The options an upload takes besides its file, format and role, in the order the CLI and the API list them.
 UPLOAD_OPTIONS: tuple[UploadOption, ...] = (
     UploadOption("docs", "folder of <doc_id>.txt texts for span formats without texts", client=False, metavar="DIR"),
     UploadOption("category", "the PICO / EBM-NLP element, or the one label to keep"),
@@ -183,7 +183,7 @@ AGGREGATE_FORMATS: tuple[str, ...] = tuple(n for n, f in FORMATS.items() if f.ag
 ROUTING_EXPORTS: tuple[str, ...] = ("csv", "label-studio", "doccano", "spans-jsonl")
 
 
-#: What every door says of a path that is not there (a file or a folder may have been meant); the operating
+#: What every entry point says of a path that is not there (a file or a folder may have been meant); the operating
 #: system's "No such file or directory" is said in these words too.
 NO_SUCH_PATH = "no such file or folder"
 
@@ -207,11 +207,11 @@ CLIENT_FIELDS: tuple[str, ...] = ("file", "format", "role", "docs")
 
 
 def check_upload(fields: Mapping[str, Any], *, client: bool = False, source: str = "") -> None:
-    """The one check of an upload's format, role and options, whichever door it comes through.
+    """The one check of an upload's format, role and options, whichever entry point it comes through.
 
     The API's upload form (a dependency of its route), the dashboard's upload form and
     :func:`crowdqa.ingest.read_corpus` (the command line, every library caller) call it, so the same bad field
-    gets the same message at every door.
+    gets the same message from every entry point.
 
     Parameters
     ----------
@@ -252,8 +252,8 @@ def check_options(options: Mapping[str, Any], *, client: bool = False, source: s
 
 
 def _check_option(name: str, value: Any, *, client: bool, source: str, also: tuple[str, ...] = ()) -> None:
-    """IngestError for an unknown option ``name`` (naming the closest of the options and ``also``, the door's
-    other fields) or a value outside its choices."""
+    """IngestError for an unknown option ``name`` (naming the closest of the options and ``also``, the
+    form's other fields) or a value outside its choices."""
     from crowdqa.ingest.errors import IngestError
 
     if name not in _OPTION or (client and not _OPTION[name].client):

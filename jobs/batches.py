@@ -35,14 +35,20 @@ __all__ = ["batch_methods", "check_start", "start_candidates", "start_from_job",
            "job_model", "model_bytes"]
 
 
-@functools.cache
 def batch_methods() -> tuple[str, ...]:
     """The methods whose fit a new batch can start from."""
-    from crowdqa.aggregation import make_aggregator
-    from crowdqa.aggregation.batches import supports_batches
     from crowdqa.aggregation.registry import METHODS
 
-    return tuple(m for m in METHODS if supports_batches(make_aggregator(m, {})))
+    return _batch_methods(tuple(METHODS))
+
+
+@functools.cache
+def _batch_methods(methods: tuple[str, ...]) -> tuple[str, ...]:
+    """:func:`batch_methods` of these registered methods (each module imported once)."""
+    from crowdqa.aggregation import make_aggregator
+    from crowdqa.aggregation.batches import supports_batches
+
+    return tuple(m for m in methods if supports_batches(make_aggregator(m, {})))
 
 
 def _check_method(method: str) -> None:
@@ -66,8 +72,8 @@ def check_start(*, session: Session, dataset: Dataset, job_in: JobCreate) -> Non
     except JobNotFinishedError as exc:
         raise JobNotFinishedError(f"from_job: {exc}") from None
     if earlier.method != job_in.method:
-        raise ValueError(f"from_job: job {earlier.id} was fitted by {earlier.method.value}, this job's method is "
-                         f"{job_in.method.value}: a model starts only its own method")
+        raise ValueError(f"from_job: job {earlier.id} was fitted by {earlier.method}, this job's method is "
+                         f"{job_in.method}: a model starts only its own method")
     _check_method(str(job_in.method))
     if "model" not in (earlier.artifacts or {}):
         raise ValueError(f"from_job: job {earlier.id} kept no fitted model (it finished before crowdqa kept them): "
@@ -80,7 +86,7 @@ def start_candidates(*, session: Session, project_id: str, limit: int = 100) -> 
     _, count = crud.list_jobs(session=session, project_id=project_id, status=JobStatus.finished, limit=1)
     jobs, _ = crud.list_jobs(session=session, project_id=project_id, status=JobStatus.finished,
                              offset=max(count - 10 * limit, 0), limit=10 * limit)
-    return [j for j in reversed(jobs) if j.method.value in batch_methods() and "model" in (j.artifacts or {})][:limit]
+    return [j for j in reversed(jobs) if j.method in batch_methods() and "model" in (j.artifacts or {})][:limit]
 
 
 def job_model(settings: Settings, job: Job) -> dict[str, NDArray]:
@@ -89,7 +95,7 @@ def job_model(settings: Settings, job: Job) -> dict[str, NDArray]:
     check_finished(job)
     artifact = (job.artifacts or {}).get("model")
     if artifact is None:
-        raise JobModelMissingError(f"job {job.id} kept no fitted model ({job.method.value} keeps none, or the job "
+        raise JobModelMissingError(f"job {job.id} kept no fitted model ({job.method} keeps none, or the job "
                                    "finished before crowdqa kept them)")
     return ArtifactStore(settings.data_dir).load_arrays(artifact)
 

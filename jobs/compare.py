@@ -19,25 +19,18 @@ import numpy as np
 from crowdqa.aggregation import make_aggregator
 from crowdqa.aggregation.corpus import MISSING, Corpus
 from crowdqa.aggregation.memory import Shape
-from crowdqa.aggregation.registry import METHODS, check_memory
+from crowdqa.aggregation.registry import METHODS, check_memory, default_method, methods_by_cost
 from crowdqa.jobs.params import check_data_kind, validate_params
-from crowdqa.quality.compare import COST_ORDER, Scoreboard, format_comparison, metric_for
+from crowdqa.quality.compare import Scoreboard, format_comparison, metric_for
 from crowdqa.quality.references import reference_labels
 from crowdqa.quality.report_model import MethodsComparison
 
 if TYPE_CHECKING:
     from crowdqa.jobs.pipeline import PriorFit
 
-__all__ = ["AUTO_DEFAULTS", "AutoChoice", "applicable_methods", "parse_methods", "run_comparison",
+__all__ = ["AutoChoice", "applicable_methods", "parse_methods", "run_comparison",
            "auto_method", "choose_method", "check_methods", "job_comparison", "MethodsComparison",
            "format_comparison"]
-
-#: ``--method auto`` without expert labels: the method per data kind (``metric_for``'s kind), chosen from the
-#: project's benchmarks: HMM-Crowd with a tagger in the loop on typed BIO (by the protocol of benchmarks/README.md
-#: it scores above HMM-Crowd, the default before it, and above HMM-Crowd on conll_val whole and as a small project:
-#: ``benchmarks/results/tagger.json``), BSC-seq for one span type (it leads on PICO and by the protocol's rule),
-#: Dawid-Skene for categorical answers.
-AUTO_DEFAULTS: dict[str, str] = {"typed-bio": "hmm-crowd-tagger", "spans": "bsc-seq", "categorical": "ds"}
 
 #: The kinds of labels in words.
 KIND_NAMES: dict[str, str] = {"typed-bio": "BIO labels with several entity types", "spans": "span labels of one type",
@@ -61,13 +54,12 @@ def _applies(method: str, corpus: Corpus, *, use_experts: bool) -> bool:
 def applicable_methods(corpus: Corpus, *, use_experts: bool = False) -> list[str]:
     """Every method that applies to ``corpus`` (``--methods all``), in cost order, by the registry's data-kind rules
     (:func:`crowdqa.aggregation.registry.check_data_kind`): its number of classes in the method's range, sequence
-    methods not on categorical answers, gold-mv only with ``use_experts``."""
-    order = sorted(METHODS, key=lambda m: COST_ORDER.index(m) if m in COST_ORDER else len(COST_ORDER))
-    return [m for m in order if _applies(m, corpus, use_experts=use_experts)]
+    methods not on categorical answers, a method that learns from the experts only with ``use_experts``."""
+    return [m for m in methods_by_cost() if _applies(m, corpus, use_experts=use_experts)]
 
 
 def parse_methods(text: str | list[str] | None) -> list[str] | None:
-    """``"mv,ds"`` (or a list) as method ids, checked; None for ``"all"`` or nothing (every applicable method)."""
+    """``"ID,ID"`` (or a list) as method ids, checked; None for ``"all"`` or nothing (every applicable method)."""
     if text is None:
         return None
     items = [m.strip() for m in (text.split(",") if isinstance(text, str) else text) if m.strip()]
@@ -137,7 +129,7 @@ def run_comparison(
     methods : list of str, optional
         Method ids; None: :func:`applicable_methods`.
     params_for : dict, optional
-        Parameters of some methods (``{"ds": {"max_iter": 50}}``); the others run with their defaults.
+        Parameters of some methods by id (``{method: {"max_iter": 50}}``); the others run with their defaults.
     use_experts : bool
         Clamp the expert labels in every fit and score held-out predictions by cross-fitting.
     reference : str
@@ -292,13 +284,14 @@ def choose_method(corpus: Corpus, **kwargs: Any) -> AutoChoice:
     """The method ``--method auto`` fits, with the comparison's fit of it.
 
     With expert labels, the recommendation of :func:`run_comparison` over every applicable method (``kwargs`` go
-    there); without, :data:`AUTO_DEFAULTS` for the data's kind. The comparison keeps every method's fit until it
-    has chosen (the memory of one fit per method, held at once), then only the chosen one's.
+    there); without, the registry's default for the data's kind (:func:`crowdqa.aggregation.registry.default_method`,
+    chosen from the project's benchmarks). The comparison keeps every method's fit until it has chosen (the memory
+    of one fit per method, held at once), then only the chosen one's.
     """
     kind, _ = metric_for(corpus)
     experts = corpus.workers_with_role("expert")
     if not np.isin(corpus.worker, experts).any():
-        method = AUTO_DEFAULTS[kind]
+        method = default_method(kind)
         return AutoChoice(method, None, f"no expert labels to compare methods on: the default for "
                                         f"{KIND_NAMES[kind]}, {method}")
     fits: dict[str, PriorFit] = {}

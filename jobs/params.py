@@ -11,11 +11,28 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from crowdqa.aggregation.registry import METHODS, check_data_kind, describe_bounds
+from crowdqa.aggregation.registry import (
+    EXAMPLE_METHOD,
+    METHODS,
+    MethodEntry,
+    check_data_kind,
+    default_method,
+    describe_bounds,
+    load_entry_points,
+    methods_by_cost,
+)
 from crowdqa.aggregation.registry import validate_params as check
 from crowdqa.jobs.errors import JobParamsError
 
-__all__ = ["METHODS", "check_data_kind", "data_kind", "describe_bounds", "validate_params", "method_defaults"]
+__all__ = ["EXAMPLE_METHOD", "METHODS", "check_data_kind", "data_kind", "default_method", "describe_bounds",
+           "load_entry_points", "methods_by_cost", "registered_methods", "validate_params", "method_defaults"]
+
+def registered_methods() -> dict[str, MethodEntry]:
+    """:data:`~crowdqa.aggregation.registry.METHODS` with the methods installed packages declare (registered now by
+    :func:`~crowdqa.aggregation.registry.load_entry_points`): what a command offers as its choices."""
+    load_entry_points()
+    return METHODS
+
 
 _UNKNOWN = re.compile(r"found unknown parameter '([^']+)'")
 
@@ -55,9 +72,9 @@ def validate_params(method: str, params: dict[str, Any] | None) -> dict[str, Any
 
     Examples
     --------
-    >>> validate_params("ds", {"max_iter": 5})
+    >>> validate_params(EXAMPLE_METHOD, {"max_iter": 5})
     {'max_iter': 5}
-    >>> validate_params("ds", {"max_iter": "ten"})
+    >>> validate_params(EXAMPLE_METHOD, {"max_iter": "ten"})
     Traceback (most recent call last):
     ...
     crowdqa.jobs.errors.JobParamsError: params.max_iter: max_iter must be an integer in [1, 10000], found 'ten'

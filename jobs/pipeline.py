@@ -239,7 +239,7 @@ def run_pipeline(
 ) -> PipelineResult:
     """Fit ``method`` on the crowd annotators of ``corpus`` and report against its experts.
 
-    With ``use_experts`` the expert reference labels are clamped (``known``) during the
+    With ``use_experts`` the expert reference labels are clamped (the fit's ``true_labels``) during the
     fit, so the labels returned on expert documents are the experts' and the experts
     teach the worker models. The aggregate is then scored against the experts by
     cross-fitting: the expert documents are split into ``crossfit_folds`` folds (seeded),
@@ -335,7 +335,7 @@ def fit_model(aggregator: Any, crowd: Corpus, *, known: NDArray | None, params: 
             labels, proba = aggregator.predict_with_proba(crowd)
             confusion = _carried_confusion(start.state, crowd)
         else:
-            aggregator.fit(crowd, known=known, callback=callback)
+            aggregator.fit(crowd, true_labels=known, callback=callback)
             labels, proba = aggregator.labels_, aggregator.proba_
             confusion = aggregator.worker_confusion_
     seconds = round(time.perf_counter() - t0, 6)
@@ -400,7 +400,8 @@ def _score(corpus: Corpus, crowd: Corpus, fitted: Fitted, *, method: str, use_ex
     # label): it is not scored, so documents only the experts labelled do not read as missed spans.
     covered = np.bincount(crowd.token, minlength=corpus.n_tokens) > 0
     uncovered = int(np.count_nonzero(~covered))
-    # Labels only the experts or only the crowd use are said in the report (disjoint ones were refused at the door).
+    # Labels only the experts or only the crowd use are said in the report (disjoint ones were refused when the job
+    # was asked for).
     record = replace(fitted.record, uncovered_tokens=uncovered or None,
                      warnings=[*fitted.record.warnings, *check_corpus_vocabularies(corpus)])
     scored = np.where(covered | clamped, fitted.labels, MISSING)
@@ -474,7 +475,7 @@ def cross_fit(
         with warnings.catch_warnings():
             # The main fit already recorded this method's warnings for these settings.
             warnings.simplefilter("ignore")
-            model.fit(crowd, known=np.where(held, MISSING, known), callback=callback)
+            model.fit(crowd, true_labels=np.where(held, MISSING, known), callback=callback)
         heldout[held] = np.asarray(model.labels_, dtype=np.int64)[held]
     return heldout, n_folds, int(expert_docs.size)
 

@@ -1,6 +1,6 @@
 """Review a Mechanical Turk batch: approve or reject every open assignment, and list the bonuses.
 
-The use case behind ``crowdqa review`` and ``POST /jobs/{id}/review``. Both doors come here with a
+The use case behind ``crowdqa review`` and ``POST /jobs/{id}/review``. Both entry points (CLI and API) come here with a
 batch-results file and the rules (:class:`crowdqa.quality.review_rules.ReviewRules`); the command
 line aggregates the batch itself (:func:`review_file`), the service reads the report of a finished
 job and the batch file stored with its dataset (:func:`crowdqa.jobs.exports.review_job`). :func:`review_batch`

@@ -1,6 +1,6 @@
 """Route documents to the experts: the use case behind ``crowdqa route``, the API's job action and the dashboard.
 
-Both doors call these functions: the command line with files it has just aggregated
+Every entry point calls these functions: the command line with files it has just aggregated
 (:func:`route_corpus`), the API and the dashboard with a finished job's stored aggregate
 (:func:`route_job`). The ranking itself is :func:`crowdqa.quality.routing.route_documents`;
 here the options are checked, the rows built and the exports written.

@@ -20,7 +20,7 @@ from crowdqa.jobs import cancel
 from crowdqa.jobs.batches import check_start
 from crowdqa.jobs.compare import check_methods, parse_methods
 from crowdqa.jobs.errors import JobNotRunnableError, QueueUnavailableError
-from crowdqa.jobs.params import check_data_kind, data_kind, validate_params
+from crowdqa.jobs.params import EXAMPLE_METHOD, check_data_kind, data_kind, validate_params
 from crowdqa.jobs.queue import cancel_job, enqueue_job
 from crowdqa.jobs.quotas import check_job_quota
 from crowdqa.jobs.reconcile import reconcile_job
@@ -88,7 +88,7 @@ def check_comparison_job(job_in: JobCreate, *, has_experts: bool) -> None:
         methods = job_in.methods
     if not all(isinstance(v, dict) for v in params.values()):
         raise ValueError("params of a compare job are each method's parameters by method id, e.g. "
-                         "{\"ds\": {\"max_iter\": 50}}")
+                         f"{{\"{EXAMPLE_METHOD}\": {{\"max_iter\": 50}}}}")
     check_methods(parse_methods(methods), params, use_experts=job_in.use_experts)
 
 

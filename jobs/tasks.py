@@ -125,7 +125,7 @@ class _Progress:
 
     def method(self, method: str | None, index: int, total: int) -> None:
         """A comparison's progress: the method being fitted (``method``, ``method_index`` from 1, ``methods``), then
-        the scoring; each is a stage of its own (``fitting ds``), so ``stages`` keeps every fit's seconds."""
+        the scoring; each is a stage of its own (``fitting <method id>``), so ``stages`` keeps every fit's seconds."""
         if method is None:
             self("comparing: scoring", None, None, methods=total)
         else:

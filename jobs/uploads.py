@@ -7,7 +7,7 @@ list, merged when it runs (:func:`load_job_corpus`). Stored files are content-ad
 rows, so they go only when no row names them (:func:`collect_garbage`). The API routes and the dashboard
 call these (the command line reads files, not datasets: :mod:`crowdqa.jobs.local`).
 
-Every door that adds uploads to a dataset (:func:`add_upload`, a Label Studio pull in
+Every entry point that adds uploads to a dataset (:func:`add_upload`, a Label Studio pull in
 :mod:`crowdqa.jobs.label_studio`) takes the same steps, so each meets every guard: :func:`admit_upload` (the
 project's limits), :func:`store_raw` or :func:`store_raws` (the size limit of :class:`UploadLimits` and the
 bytes kept; files of known size, a pull's, are checked before a byte of them is stored), :func:`stage_upload` (a
@@ -75,7 +75,7 @@ FORM_OVERHEAD = 64 * 1024
 class UploadLimits:
     """Every size limit of an upload, made from ``CROWDQA_MAX_UPLOAD_BYTES`` here only: the request gate refuses
     a larger request body before reading it (API and dashboard), :func:`add_upload` a larger file or docs zip
-    (any door), and the docs zip's texts are unpacked up to ``texts`` bytes."""
+    (any entry point), and the docs zip's texts are unpacked up to ``texts`` bytes."""
 
     #: Bytes of the uploaded file, and of the docs zip.
     file: int
@@ -213,7 +213,7 @@ def add_upload(*, session: Session, settings: Settings, dataset: Dataset, stream
 def admit_upload(*, session: Session, settings: Settings, project_id: str, replaced: int = 0) -> None:
     """The project's limits (QuotaExceededError, 429) before a byte is read: bytes kept (less ``replaced``, the
     bytes of the uploads this request replaces if it succeeds), and uploads per hour (this request is counted,
-    refused or not). Every door that adds uploads (an upload, a Label Studio pull) calls it once per request."""
+    refused or not). Every path that adds uploads (an upload, a Label Studio pull) calls it once per request."""
     check_stored_bytes(session=session, settings=settings, project_id=project_id, freed=replaced)
     check_upload_rate(session=session, settings=settings, project_id=project_id)
 

@@ -27,7 +27,7 @@ import redis
 from rq import Worker
 from rq.serializers import JSONSerializer
 
-from crowdqa.aggregation.registry import METHODS
+from crowdqa.aggregation.registry import METHODS, load_entry_points
 from crowdqa.jobs.queue import get_queue, redis_connection
 from crowdqa.jobs.tasks import fail_or_requeue
 from crowdqa.store.db import get_engine
@@ -66,8 +66,9 @@ class CrowdqaWorker(Worker):
 def _preload() -> None:
     """Import every aggregator's module once in the parent (the task's modules come with
     :mod:`crowdqa.jobs.tasks`), so each forked work horse starts warm."""
-    for module, _ in METHODS.values():
-        importlib.import_module(module)
+    load_entry_points()  # the methods installed packages declare: every work horse inherits them
+    for entry in METHODS.values():
+        importlib.import_module(entry.module)
 
 
 def _check(settings: Settings) -> redis.Redis:

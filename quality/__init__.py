@@ -20,7 +20,7 @@ segmentation
     segeval's boundary similarity B and the ClinAIS B2.
 report
     The quality report, built in named steps (an aggregate file is read back onto a corpus by
-    :mod:`crowdqa.ingest.aggregate_input`); its rooms: score_blocks (a score block, accuracy, span
+    :mod:`crowdqa.ingest.aggregate_input`); its modules: score_blocks (a score block, accuracy, span
     levels), worker_counts (every worker's counts at once), report_agreement, report_model (the typed
     models: the report's one schema), report_schema (their fields, read without pydantic), report_json
     (the JSON writer), report_table (the terminal table).

@@ -6,9 +6,9 @@ because measured (issue 32, 2 cores under load, this machine, numpy 2.4.6, scipy
 
 * ``import scipy.special`` costs 0.22-0.27 s of CPU (``/usr/bin/time``, 5 runs: ``import
   crowdqa.quality.report`` 0.15-0.19 s user, with ``scipy.special`` 0.37-0.45 s; 0.85-1.2 s wall with the
-  machine's load at 11-13). ``crowdqa aggregate --method mv`` and ``--method ds`` never import it
-  otherwise: the whole ``mv`` process on the bundled sample takes 0.28-0.30 s user, so scipy would about
-  double it. (hmm-crowd, bsc-seq, glad and mace import it anyway.)
+  machine's load at 11-13). ``crowdqa aggregate`` with majority vote or Dawid-Skene never imports it
+  otherwise: the whole majority-vote process on the bundled sample takes 0.28-0.30 s user, so scipy would about
+  double it. (HMM-Crowd, BSC-seq, GLAD and MACE import it anyway.)
 * scipy's quantiles differ from these in the last bits (on 20,000 random counts, 95% of the lower bounds
   and 94% of the upper ones are not the same doubles, at most 8.5e-14 relative), so every stored and
   reference report would change in its last digits.

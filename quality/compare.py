@@ -14,7 +14,8 @@ and every interval comes from the *same* document resamples [1]_: each resample'
 (``W @ counts``), so the difference between two methods is a paired difference, resample by resample
 (percentile intervals, resamples where a score is undefined left out).
 
-The rule (:func:`recommend`), in a fixed order of cost :data:`COST_ORDER` (mv, ds, the weighted votes, the
+The rule (:func:`recommend`), in the registry's fixed order of cost
+(:func:`crowdqa.aggregation.registry.methods_by_cost`: majority vote, Dawid-Skene, the weighted votes, the
 worker-difficulty models, the Bayesian models, the sequence models):
 
 1. the *best* method is the one with the highest point estimate;
@@ -26,7 +27,7 @@ worker-difficulty models, the Bayesian models, the sequence models):
    best point estimate and the next lower one: methods that tie the best leave no gap), how many more expert
    documents would; when every method ties the best, it says that instead;
 4. a warning names every method significantly worse than majority vote (its paired interval of the difference
-   to ``mv`` lies below 0).
+   to the registry's ``BASELINE`` lies below 0).
 
 References
 ----------
@@ -45,22 +46,21 @@ import numpy as np
 from numpy.typing import NDArray
 
 from crowdqa.aggregation.corpus import MISSING, Corpus, entity_type
+from crowdqa.aggregation.registry import BASELINE, METHODS, methods_by_cost
 from crowdqa.aggregation.spans import decode_spans
 from crowdqa.quality.metrics import grouped_counts, per_label_prf
 from crowdqa.quality.sample_size import binomial_sample_size, slice_sample_size
 from crowdqa.quality.span_metrics import instance_counts
 
-__all__ = ["COST_ORDER", "Comparison", "MethodScore", "compare_aggregates", "format_comparison", "metric_for",
-           "more_documents", "paired_bootstrap", "recommend", "RULE", "Scoreboard"]
+__all__ = ["Comparison", "MethodScore", "compare_aggregates", "format_comparison", "metric_for",
+           "more_documents", "paired_bootstrap", "recommend", "rule_text", "Scoreboard"]
 
-#: The order of cost the rule prefers simpler methods in (cheapest, fewest parameters first).
-COST_ORDER: tuple[str, ...] = ("mv", "ds", "wawa", "zbs", "gold-mv", "kos", "mmsr", "glad", "mace", "ibcc",
-                               "hmm-crowd", "bsc-seq", "hmm-crowd-tagger")
 
-#: The rule in one sentence (written into every comparison).
-RULE = ("recommend the best point estimate, unless a simpler method (in the order " + ", ".join(COST_ORDER)
-        + ") is not significantly worse (its paired 95% bootstrap interval of the difference to the best contains "
-          "0): then the simplest such method")
+def rule_text() -> str:
+    """The rule in one sentence, with the registry's order of cost (written into every comparison)."""
+    return ("recommend the best point estimate, unless a simpler method (in the order " + ", ".join(methods_by_cost())
+            + ") is not significantly worse (its paired 95% bootstrap interval of the difference to the best contains "
+              "0): then the simplest such method")
 
 LEVEL = 0.95
 
@@ -77,7 +77,7 @@ class MethodScore:
     diff, diff_low, diff_high : float or None
         ``value - best value`` and the paired bootstrap interval of that difference.
     vs_mv_low, vs_mv_high : float or None
-        Paired interval of ``value - value of mv`` (None without mv).
+        Paired interval of ``value - value of majority vote`` (the registry's ``BASELINE``; None without it).
     extra : dict
         Secondary metrics (token F1 for typed BIO, macro F1 for categorical answers).
     """
@@ -111,7 +111,7 @@ class Comparison:
     n_boot: int
     seed: int
     level: float = LEVEL
-    rule: str = RULE
+    rule: str = field(default_factory=rule_text)
 
     def as_dict(self) -> dict:
         """Plain JSON data; methods best first."""
@@ -317,7 +317,7 @@ class Scoreboard:
         finite = np.where(np.isfinite(point), point, -np.inf)
         best = int(np.argmax(finite))
         d_low, d_high = _bounds(boot - boot[:, [best]], level)
-        mv = names.index("mv") if "mv" in names else None
+        mv = names.index(BASELINE) if BASELINE in names else None
         if mv is not None:
             m_low, m_high = _bounds(boot - boot[:, [mv]], level)
         extra = [_extra(self.corpus, self.kind, self._labels[m], self.reference, tokens, self._counts[m][1][docs])
@@ -346,8 +346,9 @@ def _extra(corpus: Corpus, kind: str, labels: NDArray, ref: NDArray, tokens: NDA
     return {}
 
 
-def _cost(method: str) -> int:
-    return COST_ORDER.index(method) if method in COST_ORDER else len(COST_ORDER)
+def _cost(method: str) -> float:
+    """The method's place in the registry's order of cost (an unregistered name comes last)."""
+    return METHODS[method].cost if method in METHODS else math.inf
 
 
 def _plan_inputs(kind: str, best_counts: NDArray, documents: int) -> dict:
@@ -438,7 +439,7 @@ def recommend(
                        f"between {between} ({best.value:.3f} and {runner_up:.3f}) (SLiCE)")
     warnings = [f"{s.method} is significantly worse than majority vote (paired difference interval "
                 f"[{s.vs_mv_low:.3f}, {s.vs_mv_high:.3f}])"
-                for s in scores if s.method != "mv" and s.vs_mv_high is not None and s.vs_mv_high < 0]
+                for s in scores if s.method != BASELINE and s.vs_mv_high is not None and s.vs_mv_high < 0]
     return Comparison(kind=kind, metric=metric, documents=documents, methods=list(scores), best=best.method,
                       recommended=chosen.method, reason=reason, too_small=too_small, more_documents=more,
                       warnings=warnings, n_boot=n_boot, seed=seed, level=level)

@@ -95,7 +95,7 @@ def clopper_pearson_bounds(
     -----
     The beta quantiles come from :func:`crowdqa.quality._beta_quantile.beta_lower_quantile` (numpy only;
     its docstring has the measurement that keeps it: importing ``scipy.special`` about doubles the CPU time of
-    ``crowdqa aggregate --method mv``). Counts that are not whole numbers go to ``scipy.special.betaincinv``.
+    ``crowdqa aggregate`` with majority vote). Counts that are not whole numbers go to ``scipy.special.betaincinv``.
     """
     _check_level(level)
     k, n = np.broadcast_arrays(np.asarray(k, dtype=np.float64), np.asarray(n, dtype=np.float64))

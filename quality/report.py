@@ -44,7 +44,7 @@ once (span counts from one decoding of every (worker, document) pair,
 (:func:`crowdqa.quality.score_blocks.worker_blocks`), at a cost that follows the
 workers' distinct per-document counts, not a loop over workers.
 
-Rooms: :mod:`~crowdqa.quality.score_blocks`, :mod:`~crowdqa.quality.worker_counts`,
+Its parts, one module each: :mod:`~crowdqa.quality.score_blocks`, :mod:`~crowdqa.quality.worker_counts`,
 :mod:`~crowdqa.quality.report_agreement`, :mod:`~crowdqa.quality.report_schema` (the models' fields without
 pydantic), :mod:`~crowdqa.quality.report_json`, :mod:`~crowdqa.quality.report_table`. This module builds the
 report in named steps (:func:`_references`, :func:`_aggregate_vs_expert`, :func:`_worker_sides`); each
@@ -185,7 +185,7 @@ def build_report_data(
     :class:`~crowdqa.quality.report_model.QualityReport` (its fields in the model's order, its defaults
     filled in, :mod:`crowdqa.quality.report_schema`): exactly
     ``QualityReport.model_validate(data).model_dump(mode="json")``, without importing or running pydantic,
-    so the command line writes it as is and the API validates it at its door (:func:`build_report` for the
+    so the command line writes it as is and the API validates it where it takes it in (:func:`build_report` for the
     typed model).
 
     Parameters

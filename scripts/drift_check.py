@@ -3,8 +3,9 @@
     python3 scripts/drift_check.py                    # newest versions inside the ranges
     python3 scripts/drift_check.py --newest-releases  # newest releases, upper bounds ignored (to widen a range)
 
-It builds a throwaway venv (in a temporary folder, never the checkout's .venv), installs crowdqa with its test
-extra there by resolving the ranges afresh (no lock), and runs a smoke set with that venv:
+It clones the checkout's HEAD into a temporary folder (the result is of a commit: uncommitted changes are not
+tried), builds a throwaway venv there (never the checkout's .venv), installs crowdqa with its test extra by
+resolving the ranges afresh (no lock), and runs a smoke set with that venv:
 
 1. ``crowdqa aggregate`` of the bundled sample (api/sample), with the report;
 2. the README's example job against an embedded ``crowdqa serve`` (tests/api/test_readme_example.py);
@@ -49,19 +50,19 @@ def canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def locked_versions() -> dict[str, set[str]]:
+def locked_versions(root: Path = REPO) -> dict[str, set[str]]:
     """Package -> the versions locks/test.txt pins (a universal lock may pin two, each under a marker)."""
     found: dict[str, set[str]] = {}
-    for line in (REPO / "locks" / "test.txt").read_text(encoding="utf-8").splitlines():
+    for line in (root / "locks" / "test.txt").read_text(encoding="utf-8").splitlines():
         m = PIN.match(line)
         if m:
             found.setdefault(canonical(m[1]), set()).add(m[2])
     return found
 
 
-def ranges_digest() -> str:
+def ranges_digest(root: Path = REPO) -> str:
     """A digest of pyproject's ranges (dependencies and extras): the committed result says which ranges it tried."""
-    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     ranges = sorted([*project["dependencies"], *(r for extra in project["optional-dependencies"].values()
                                                    for r in extra)])
     return hashlib.sha256("\n".join(ranges).encode()).hexdigest()
@@ -109,21 +110,24 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     work = Path(tempfile.mkdtemp(prefix="crowdqa-drift-"))
-    venv, python = work / "venv", work / "venv" / "bin" / "python"
+    venv, python, clone = work / "venv", work / "venv" / "bin" / "python", work / "crowdqa"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CROWDQA_", "VIRTUAL_ENV", "PYTHONPATH"))}
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-    steps = [run("venv", [sys.executable, "-m", "venv", str(venv)], env=env, cwd=REPO, timeout=300)]
+    steps = [run("clone", ["git", "clone", "-q", str(REPO), str(clone)], env=env, cwd=work, timeout=300)]
+    if (REPO.parent / "shared").is_dir() and not (work / "shared").exists():
+        (work / "shared").symlink_to(REPO.parent / "shared")  # the clone's ../shared, as beside the checkout
+    steps.append(run("venv", [sys.executable, "-m", "venv", str(venv)], env=env, cwd=work, timeout=300))
     pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     if args.newest_releases:
-        project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+        project = tomllib.loads((clone / "pyproject.toml").read_text(encoding="utf-8"))["project"]
         ranges = (*project["dependencies"], *project["optional-dependencies"]["test"])
         wanted = [without_upper_bounds(r) for r in ranges]
         requirements = work / "newest.txt"
         requirements.write_text("\n".join(wanted) + "\n", encoding="utf-8")
-        steps.append(run("install", [*pip, "-r", str(requirements)], env=env, cwd=REPO, timeout=1800))
-        steps.append(run("install crowdqa", [*pip, "--no-deps", "-e", "."], env=env, cwd=REPO, timeout=600))
+        steps.append(run("install", [*pip, "-r", str(requirements)], env=env, cwd=clone, timeout=1800))
+        steps.append(run("install crowdqa", [*pip, "--no-deps", "-e", "."], env=env, cwd=clone, timeout=600))
     else:
-        steps.append(run("install", [*pip, "-e", ".[test]"], env=env, cwd=REPO, timeout=1800))
+        steps.append(run("install", [*pip, "-e", ".[test]"], env=env, cwd=clone, timeout=1800))
 
     installed: dict[str, str] = {}
     if all(s["exit"] == 0 for s in steps):
@@ -132,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         installed = {canonical(p["name"]): p["version"] for p in json.loads(listing.stdout or "[]")}
         out = work / "out"
         out.mkdir()
-        sample = REPO / "api" / "sample"
+        sample = clone / "api" / "sample"
         steps.append(run("crowdqa aggregate (the bundled sample)",
                          [str(venv / "bin" / "crowdqa"), "aggregate", str(sample / "crowd.jsonl"), "--format",
                           "spans-jsonl", "--expert", str(sample / "expert.jsonl"), "--method", "hmm-crowd",
@@ -141,28 +145,26 @@ def main(argv: list[str] | None = None) -> int:
         pytest_env = env
         steps.append(run("README example job (embedded serve) and production snippet (Redis, PostgreSQL)",
                          [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", *SMOKE_TESTS],
-                         env=pytest_env, cwd=REPO, timeout=1800))
+                         env=pytest_env, cwd=clone, timeout=1800))
         steps.append(run("OpenAPI conformance run: collection",
                          [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only",
-                          "tests/reliability/test_openapi_conformance.py"], env=pytest_env, cwd=REPO, timeout=600))
+                          "tests/reliability/test_openapi_conformance.py"], env=pytest_env, cwd=clone, timeout=600))
     smoke = next((s for s in steps if s["step"].startswith("README example")), None)
     skipped = smoke is not None and any(re.search(r"\d+ skipped", line) for line in smoke["tail"])
 
-    locked = locked_versions()
+    locked = locked_versions(clone)
     # pip is the venv's own (python -m venv bootstraps it); nothing of the project's installs it
     differ = {name: {"locked": " or ".join(sorted(locked[name])), "tried": version}
               for name, version in sorted(installed.items())
               if name in locked and version not in locked[name] and name not in ("crowdqa", "pip")}
     verdict = "fail" if not installed or any(s["exit"] != 0 for s in steps) else "incomplete" if skipped else "pass"
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True,
-                           text=True).stdout.split("\n")
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=clone, capture_output=True, text=True).stdout.strip()
     result = {
         "meta": {"command": "python3 scripts/drift_check.py" + (" --newest-releases" if args.newest_releases else ""),
-                 "commit": commit, "dirty_paths": [ln[3:] for ln in dirty if ln.strip()],
+                 "commit": commit,
                  "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
                  "python": platform.python_version(), "platform": platform.platform()},
-        "ranges_sha256": ranges_digest(),
+        "ranges_sha256": ranges_digest(clone),
         "mode": "newest releases (upper bounds ignored)" if args.newest_releases else "newest inside the ranges",
         "verdict": verdict,
         "smoke_tests_skipped": skipped,  # "incomplete": a smoke test skipped (no redis-server or PostgreSQL here)

@@ -121,8 +121,23 @@ def _jobs_get_auto_and_compare(conn: Connection) -> None:
             conn.execute(text(f"ALTER TYPE method ADD VALUE IF NOT EXISTS '{value}'"))
 
 
+def _job_methods_become_text(conn: Connection) -> None:
+    """5 -> 6: a job's method becomes text checked by the application (issue 45), so a method registered later
+    needs no migration.
+
+    Version 5 kept the enum member's *name* (the id with ``_`` for ``-``: ``hmm_crowd``); no id had an underscore,
+    so replacing each ``_`` by ``-`` gives the id back. PostgreSQL's native enum type ``method`` is converted to
+    text and dropped; SQLite kept the names as text already and only has them rewritten.
+    """
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("ALTER TABLE job ALTER COLUMN method TYPE VARCHAR(64) USING replace(method::text, '_', '-')"))
+        conn.execute(text("DROP TYPE IF EXISTS method"))
+    else:
+        conn.execute(text("UPDATE job SET method = replace(method, '_', '-')"))
+
+
 #: The steps from an older schema version to the next, applied in order at start.
-MIGRATIONS = {3: _keys_get_scopes_and_expiry, 4: _jobs_get_auto_and_compare}
+MIGRATIONS = {3: _keys_get_scopes_and_expiry, 4: _jobs_get_auto_and_compare, 5: _job_methods_become_text}
 
 
 def _init_db_once(engine: Engine) -> None:

@@ -13,8 +13,16 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import ConfigDict, SerializerFunctionWrapHandler, field_validator, model_serializer
-from sqlalchemy import JSON, DateTime, UniqueConstraint
+from pydantic import (
+    ConfigDict,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
+from pydantic_core import core_schema
+from sqlalchemy import JSON, DateTime, String, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from crowdqa.aggregation.registry import METHODS, describe_bounds
@@ -24,7 +32,9 @@ __all__ = [
     "SCHEMA_VERSION",
     "JobStatus",
     "queued_progress",
-    "Method",
+    "JOB_MODES",
+    "MethodId",
+    "job_methods",
     "SchemaInfo",
     "Project",
     "ApiKey",
@@ -61,8 +71,9 @@ __all__ = [
 
 #: Bump when a table changes; :func:`crowdqa.store.db.init_db` migrates the versions it knows
 #: (``crowdqa.store.db.MIGRATIONS``) and refuses any other.
-SCHEMA_VERSION = 5  # 2: worker accuracy columns; 3: jobs' from_job and frozen (new batches);
-#                     4: keys' admin and expires_at, dashboard sessions (issue 35); 5: job methods auto and compare
+SCHEMA_VERSION = 6  # 2: worker accuracy columns; 3: jobs' from_job and frozen (new batches);
+#                     4: keys' admin and expires_at, dashboard sessions (issue 35); 5: job methods auto and compare;
+#                     6: a job's method is text checked by the application, not a database enum (issue 45)
 
 
 def new_id() -> str:
@@ -91,12 +102,43 @@ class JobStatus(StrEnum):
     failed = "failed"
 
 
-#: What a job can run: every aggregation method, ``auto`` (compare the methods on the experts, then aggregate with
-#: the recommended one) and ``compare`` (the comparison only, :mod:`crowdqa.jobs.compare`).
-JOB_METHODS: tuple[str, ...] = (*METHODS, "auto", "compare")
-Method = StrEnum("Method", {m.replace("-", "_"): m for m in JOB_METHODS}, module=__name__)
-Method.__doc__ = ("What a job runs: the ids of ``crowdqa.aggregation.registry.METHODS``, ``auto`` (the method a "
-                  "comparison on the experts recommends) or ``compare`` (the comparison only).")
+#: What a job can run besides one method: ``auto`` (compare the methods on the experts, then aggregate with the
+#: recommended one) and ``compare`` (the comparison only, :mod:`crowdqa.jobs.compare`).
+JOB_MODES: tuple[str, ...] = ("auto", "compare")
+#: The longest method id the job table keeps (the registry's ids are at most 32 characters).
+METHOD_ID_LENGTH = 64
+
+
+def job_methods() -> tuple[str, ...]:
+    """What a job can run now: every method id of :data:`crowdqa.aggregation.registry.METHODS`, then
+    :data:`JOB_MODES` (a method registered after start is included)."""
+    return (*METHODS, *JOB_MODES)
+
+
+class MethodId(str):
+    """A job's method: an id of :func:`job_methods`, checked when a job is asked for.
+
+    The database keeps it as text (no enum type), so a method registered after the database was made needs no
+    migration; OpenAPI shows the ids registered when the document is made, as the enum of the ``Method`` schema.
+    """
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.no_info_after_validator_function(cls._check, core_schema.str_schema(), ref="Method")
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+                                     ) -> dict[str, Any]:
+        json_schema = handler.resolve_ref_schema(handler(schema))
+        json_schema.update(title="Method", enum=list(job_methods()),
+                           description="A method id of the registry, or auto or compare.")
+        return json_schema
+
+    @staticmethod
+    def _check(value: str) -> str:
+        if value not in job_methods():
+            raise ValueError(f"method must be one of {', '.join(job_methods())}, found {value!r}")
+        return value
 
 
 class SchemaInfo(SQLModel, table=True):
@@ -330,7 +372,7 @@ PARAMS_DESCRIPTION = (f"The method's parameters (the README's Aggregators sectio
 
 
 class JobBase(SQLModel):
-    method: Method
+    method: MethodId = Field(sa_type=String(METHOD_ID_LENGTH))
     params: dict[str, Any] = Field(default_factory=dict, sa_type=JSON, description=PARAMS_DESCRIPTION)
     use_experts: bool = False
     reference: str = Field(default="union", max_length=300,
@@ -356,7 +398,7 @@ class JobRerun(SQLModel):
     """Body of ``POST /jobs/{id}/rerun`` (optional): the settings to change; the rest stay the job's."""
 
     model_config = ConfigDict(extra="forbid")
-    method: Method | None = None
+    method: MethodId | None = None
     params: dict[str, Any] | None = Field(default=None, description=PARAMS_DESCRIPTION)
     use_experts: bool | None = None
     reference: str | None = Field(default=None, max_length=300)
@@ -384,6 +426,7 @@ class Job(JobBase, table=True):
 
 
 class JobPublic(_UtcTimes, JobBase):
+    method: str = Field(description="The method the job ran, as stored (also an id no longer registered).")
     id: str
     dataset_id: str
     status: JobStatus

@@ -1,11 +1,12 @@
-"""The house's arrows (DESIGN.md): which of our packages each package may import, checked on the sources.
+"""The import arrows between packages (DESIGN.md): which of our packages each package may import, checked on the
+sources.
 
 Every import counts, at the top of a module or inside a function: a function-local import is still an
-arrow, only a later one. The doors (``api``) reach the house through the use cases of ``jobs`` and the
-rows of ``store``; ``quality`` computes on ``aggregation``'s corpus and nothing else of ours; ``store``
-keeps corpora, method ids and the typed report, so it may name their types; nothing imports ``api``. The one
-schema module both doors render from is ``ingest.formats``: the table of formats and upload options that
-the API's form and the command line's flags are made from.
+arrow, only a later one. The entry points (``api``: CLI, API, dashboard) reach the other packages through the use
+cases of ``jobs`` and the rows of ``store``; ``quality`` computes on ``aggregation``'s corpus and nothing else of
+ours; ``store`` keeps corpora, method ids and the typed report, so it may name their types; nothing imports
+``api``. The one schema module the CLI and the API both render from is ``ingest.formats``: the table of formats
+and upload options that the API's form and the command line's flags are made from.
 
 Start-up (issue 14) is a property of the same graph, checked in a fresh interpreter by the modules it has
 loaded, not by a clock: ``crowdqa --help`` and every ``crowdqa COMMAND --help`` build their parser from
@@ -70,7 +71,7 @@ def test_package_imports_only_what_the_design_allows(package: str) -> None:
 
 def private_imports(package: str, root: Path = ROOT) -> list[tuple[str, int, str]]:
     """(file, line, ``module.name``) of every private name (a leading underscore) ``package`` imports from another
-    module of ours. A private module of a package (``ingest._inflate``) is a room of that package; a private
+    module of ours. A private module of a package (``ingest._inflate``) is a module of that package's own; a private
     name is one module's own, so another module uses it only once it is public (documented, in ``__all__``)."""
     found = []
     for path in sorted((root / package).rglob("*.py")):
@@ -84,7 +85,8 @@ def private_imports(package: str, root: Path = ROOT) -> list[tuple[str, int, str
 
 @pytest.mark.parametrize("package", sorted(set(ALLOWED) - {"aggregation"}))
 def test_no_module_imports_anothers_private_name(package: str) -> None:
-    """Outside aggregation/ (whose kernels' rooms are being reshaped), no module reaches into another's privates."""
+    """Outside aggregation/ (whose private kernel modules are being reshaped), no module reaches into another's
+    privates."""
     assert private_imports(package) == []
 
 

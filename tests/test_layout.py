@@ -1,4 +1,4 @@
-"""The house's layout: one import package, ``crowdqa``, whose subpackages are the design card's top-level folders.
+"""The repository's layout: one import package, ``crowdqa``, whose subpackages are the design card's top-level folders.
 
 The folders ``aggregation/``, ``ingest/``, ``quality/``, ``store/``, ``jobs/`` and ``api/`` install as
 ``crowdqa.aggregation`` and so on. ``src/crowdqa/`` is a real package folder whose subpackages are symbolic
@@ -173,7 +173,9 @@ def test_aggregation_lists_its_lazy_names_for_editors() -> None:
                  ast.If(test=ast.Constant(True), body=[], orelse=[]))
     written = {alias.name: node.module for node in block.body if isinstance(node, ast.ImportFrom)
                for alias in node.names}
-    assert written == aggregation._HOME
+    missing = [f"from {module} import {name} as {name}" for name, module in aggregation._HOME.items()
+               if written.get(name) != module]
+    assert written == aggregation._HOME, f"write in the TYPE_CHECKING block of aggregation/__init__.py: {missing}"
 
 
 def test_the_wheel_holds_every_module_once_and_runs(tmp_path: Path) -> None:

@@ -231,16 +231,17 @@ def _model_start(args: argparse.Namespace):
 
 def register(subparsers) -> None:
     from crowdqa.api.commands._uploads import add_table_arguments, add_upload_arguments
-    from crowdqa.jobs.params import METHODS, describe_bounds
+    from crowdqa.jobs.params import default_method, describe_bounds, registered_methods
 
     p = subparsers.add_parser("aggregate", help=COMMANDS["aggregate"][1],
                               description=__doc__.split("\n", 1)[1].strip(),
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     add_upload_arguments(p, path_help="the crowd annotations (file, folder or zip)", metavar="CROWD_PATH")
-    p.add_argument("--method", required=True, choices=[*METHODS, "auto"],
+    p.add_argument("--method", required=True, choices=[*registered_methods(), "auto"],
                    help="aggregation method; auto: compare the methods that apply on the experts (crowdqa compare) "
-                        "and use the recommended one; without experts, hmm-crowd-tagger for BIO labels with several "
-                        "types, bsc-seq for one span type, ds for categorical answers")
+                        f"and use the recommended one; without experts, {default_method('typed-bio')} for BIO labels "
+                        f"with several types, {default_method('spans')} for one span type, "
+                        f"{default_method('categorical')} for categorical answers")
     p.add_argument("--params", help='method parameters as JSON, e.g. \'{"max_iter": 50}\'; upper bounds: '
                    + describe_bounds())
     p.add_argument("--use-experts", action="store_true",

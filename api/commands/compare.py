@@ -6,8 +6,8 @@ expert documents: conlleval-like typed span F1 for BIO labels with several entit
 token F1 for one type, accuracy for categorical answers (macro F1 beside it), each with a 95% bootstrap interval
 over documents and the paired interval of its difference to the best (the same resamples for every method).
 
-The recommendation: the best point estimate, unless a simpler method (mv, ds, wawa, zbs, gold-mv, kos, mmsr,
-glad, mace, ibcc, hmm-crowd, bsc-seq, hmm-crowd-tagger) is not significantly worse; then the simplest such one.
+The recommendation: the best point estimate, unless a simpler method (in the fixed order of cost:
+{cost_order}) is not significantly worse; then the simplest such one.
 """
 
 from __future__ import annotations
@@ -21,13 +21,24 @@ from crowdqa.api.commands import COMMANDS, UserError
 __all__ = ["register", "params_for"]
 
 
+def _description() -> str:
+    """The module docstring with the registry's order of cost written in."""
+    from crowdqa.jobs.params import methods_by_cost, registered_methods
+
+    registered_methods()  # the methods of installed packages too, for --methods and the order below
+    return __doc__.split("\n", 1)[1].strip().format(cost_order=", ".join(methods_by_cost()))
+
+
 def params_for(items: list[str]) -> dict[str, dict]:
     """``--params-for METHOD=JSON`` options as ``{method: params}`` (checked later against the methods)."""
+    from crowdqa.jobs.params import EXAMPLE_METHOD
+
     out: dict[str, dict] = {}
     for item in items:
         method, sep, text = item.partition("=")
         if not sep or not method.strip():
-            raise UserError(f"--params-for must be METHOD=JSON, e.g. ds='{{\"max_iter\": 50}}', found {item!r}")
+            raise UserError(f"--params-for must be METHOD=JSON, e.g. {EXAMPLE_METHOD}='{{\"max_iter\": 50}}', "
+                            f"found {item!r}")
         try:
             params = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -81,14 +92,15 @@ def _run(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:
     from crowdqa.api.commands._uploads import add_upload_arguments
+    from crowdqa.jobs.params import EXAMPLE_METHOD
 
-    p = subparsers.add_parser("compare", help=COMMANDS["compare"][1], description=__doc__.split("\n", 1)[1].strip(),
+    p = subparsers.add_parser("compare", help=COMMANDS["compare"][1], description=_description(),
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     add_upload_arguments(p, path_help="the crowd annotations (file, folder or zip)", metavar="CROWD_PATH")
     p.add_argument("--methods", default="all",
                    help="comma-separated method ids, or all (default): every method that applies to the labels")
     p.add_argument("--params-for", metavar="METHOD=JSON", action="append", default=[],
-                   help='one method\'s parameters, e.g. ds=\'{"max_iter": 50}\' (repeatable)')
+                   help=f'one method\'s parameters, e.g. {EXAMPLE_METHOD}=\'{{"max_iter": 50}}\' (repeatable)')
     p.add_argument("--use-experts", action="store_true",
                    help="clamp the expert labels in every fit; each method is then scored by 4-fold cross-fitting "
                         "(and fitted once more on every expert label: its seconds, iterations and convergence)")

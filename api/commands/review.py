@@ -121,12 +121,13 @@ def _run(args: argparse.Namespace) -> int:
 def register(subparsers) -> None:
     from crowdqa.api.commands._uploads import add_option_arguments
     from crowdqa.ingest.formats import READ_FORMATS
-    from crowdqa.jobs.params import METHODS
+    from crowdqa.jobs.params import registered_methods
 
     p = subparsers.add_parser("review", help=COMMANDS["review"][1], description=__doc__.split("\n", 1)[1].strip(),
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("path", metavar="BATCH.csv", help="the Mechanical Turk batch-results CSV")
-    p.add_argument("--method", required=True, metavar="M", help=f"aggregation method: {', '.join(METHODS)}")
+    p.add_argument("--method", required=True, metavar="M",
+                   help=f"aggregation method: {', '.join(registered_methods())}")
     p.add_argument("--params", help='method parameters as JSON, e.g. \'{"max_iter": 50}\'')
     p.add_argument("--reject-below", required=True, metavar="SCORE",
                    help="reject workers whose score (F1, or accuracy for categorical answers) is below this")

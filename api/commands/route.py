@@ -62,7 +62,7 @@ def _run(args: argparse.Namespace) -> int:
 def register(subparsers) -> None:
     from crowdqa.api.commands._uploads import add_upload_arguments
     from crowdqa.ingest.formats import ROUTING_EXPORTS
-    from crowdqa.jobs.params import METHODS
+    from crowdqa.jobs.params import default_method, registered_methods
 
     p = subparsers.add_parser("route", help=COMMANDS["route"][1], description=__doc__.split("\n", 1)[1].strip(),
                               formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -70,9 +70,10 @@ def register(subparsers) -> None:
     p.add_argument("--budget", required=True, metavar="N", help="documents to route (a whole number >= 1)")
     p.add_argument("--output", required=True, metavar="NEXT.csv",
                    help="the list: doc_id, text, link, rank, reason, score, tokens (CSV, UTF-8)")
-    p.add_argument("--method", default="ds", choices=list(METHODS),
-                   help="aggregation method whose posteriors are used (default ds: Dawid-Skene, for span and "
-                        "categorical data alike)")
+    method = default_method("categorical")  # Dawid-Skene: its posteriors suit span and categorical data alike
+    p.add_argument("--method", default=method, choices=list(registered_methods()),
+                   help=f"aggregation method whose posteriors are used (default {method}, for span and categorical "
+                        "data alike)")
     p.add_argument("--params", help='method parameters as JSON, e.g. \'{"max_iter": 50}\'')
     p.add_argument("--use-experts", action="store_true", help="clamp the expert labels while fitting")
     p.add_argument("--reference", default="union", help="expert reference rule: union, majority or an expert id")

@@ -54,11 +54,13 @@ def _run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from crowdqa.jobs import keys
+    from crowdqa.jobs.params import registered_methods
     from crowdqa.jobs.queue import check_embedded_queue
     from crowdqa.store.db import open_session
     from crowdqa.store.settings import describe, get_settings
 
     settings = get_settings()
+    registered_methods()  # an installed package's method that cannot be registered: one line now, not at app start
     if args.workers > 1 and settings.embedded:
         raise UserError("--workers > 1 needs CROWDQA_REDIS_URL (the embedded queue lives in one process)")
     if settings.embedded:

@@ -11,9 +11,11 @@ __all__ = ["register"]
 
 
 def _run(args: argparse.Namespace) -> int:
+    from crowdqa.jobs.params import registered_methods
     from crowdqa.jobs.worker import run_worker, supervise
     from crowdqa.store.settings import get_settings
 
+    registered_methods()  # an installed package's method that cannot be registered: one line, before any process
     settings = get_settings()
     if not settings.redis_url:
         raise UserError("crowdqa worker needs CROWDQA_REDIS_URL (without it, 'crowdqa serve' runs jobs itself)")

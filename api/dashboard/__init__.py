@@ -1,6 +1,6 @@
 """The web dashboard inside ``crowdqa serve``: server-rendered pages under ``/ui`` (``/`` for browsers).
 
-A third front door beside the API and the CLI: its handlers parse forms and query strings, call
+A third entry point beside the API and the CLI: its handlers parse forms and query strings, call
 the same use cases as the API (``crowdqa.jobs``: uploads, service, exports, review, blocklist, results; rows
 through ``crowdqa.store.crud``) and render Jinja2 templates shipped in this package; charts are plain SVG
 and the one script (live job progress) is a static file, so every page runs under a Content-Security-Policy

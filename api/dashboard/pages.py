@@ -46,10 +46,10 @@ from crowdqa.jobs.errors import (
     QueueUnavailableError,
     QuotaExceededError,
 )
-from crowdqa.jobs.params import data_kind, method_defaults
+from crowdqa.jobs.params import data_kind, default_method, method_defaults
 from crowdqa.store import crud
 from crowdqa.store.errors import UploadTooLargeError
-from crowdqa.store.models import Dataset, DatasetCreate, Job, JobCreate, JobPublic, JobStatus, Method
+from crowdqa.store.models import Dataset, DatasetCreate, Job, JobCreate, JobPublic, JobStatus, job_methods
 
 __all__ = ["router", "owned_dataset", "owned_job", "job_dataset", "error_message", "datasets_view", "FORM_ERRORS",
            "Csrf"]
@@ -196,9 +196,10 @@ def _dataset_page(request: Request, session, dash: DashboardSession, dataset: Da
     return render(request, "dataset.html", {
         "dataset": dataset, "uploads": upload_rows, "n_uploads": n_uploads, "jobs": jobs, "n_jobs": n_jobs,
         "api_dataset": f"{API_PREFIX}/datasets/{dataset.id}", "formats": READ_FORMATS,
-        "roles": ROLES, "methods": [m.value for m in Method], "error": error,
-        # A method the data allows first: hmm-crowd refuses categorical answers (one-token items), ds takes them.
-        "default_method": "ds" if data_kind(dataset.summary).get("categorical") else "hmm-crowd",
+        "roles": ROLES, "methods": list(job_methods()), "error": error,
+        # A method the data allows first: auto's default for categorical answers, else for BIO labels.
+        "default_method": default_method("categorical" if data_kind(dataset.summary).get("categorical")
+                                         else "typed-bio"),
         "upload_options": [o for o in UPLOAD_OPTIONS if o.client], "form": form or {}, "defaults": _method_defaults(),
         "earlier_jobs": start_candidates(session=session, project_id=dash.project.id), "datasets": datasets,
         "batch_methods": batch_methods(),
@@ -208,7 +209,7 @@ def _dataset_page(request: Request, session, dash: DashboardSession, dataset: Da
 def _method_defaults() -> dict[str, str]:
     """Each method's parameters with their defaults, as JSON (the hint under the job form)."""
     defaults = method_defaults()  # auto and compare have none (compare: each method's parameters by method id)
-    return {m.value: json.dumps(defaults.get(m.value, {}), default=str) for m in Method}
+    return {m: json.dumps(defaults.get(m, {}), default=str) for m in job_methods()}
 
 
 @router.get("/datasets/{dataset_id}")

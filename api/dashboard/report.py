@@ -184,7 +184,7 @@ def document_page(request: Request, job_id: str, doc: int, session: SessionDep, 
     except IndexError:
         raise PageError(404, "no such document in this job") from None
     return render(request, "document.html", {"job": job, "dataset": job_dataset(session, dash, job),
-                                             "method": job.method.value, "doc": doc,
+                                             "method": job.method, "doc": doc,
                                              "n_docs": result.corpus.n_docs,
                                              **viewer(layers, job, has_outside=result.corpus.has_outside,
                                                       class_names=result.corpus.class_names)}, dash=dash)

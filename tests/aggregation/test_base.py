@@ -35,7 +35,7 @@ def test_a_subclass_fit_is_not_wrapped_behind_its_back() -> None:
     """The base class wraps nothing: a ``fit`` without the decorator is the function its class defines."""
 
     class Plain(BaseAggregator):
-        def fit(self, corpus, *, known=None, callback=None):
+        def fit(self, corpus, *, true_labels=None, callback=None):
             return self
 
     assert Plain.__dict__["fit"].__qualname__.endswith("Plain.fit")

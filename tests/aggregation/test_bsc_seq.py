@@ -72,7 +72,7 @@ def random_corpus(rng: np.random.Generator, *, n_docs: int = 3, max_len: int = 4
 def _fit(corpus: Corpus, *, known: np.ndarray | None = None, **kw) -> BayesianSequenceCombination:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return BayesianSequenceCombination(**kw).fit(corpus, known=known)
+        return BayesianSequenceCombination(**kw).fit(corpus, true_labels=known)
 
 
 def _random_posteriors(rng: np.random.Generator, priors: dict) -> dict:

@@ -296,7 +296,7 @@ def test_known_clamps_posteriors_and_rescues_adversarial_workers(seed):
     known_before = known.copy()
 
     plain = _fit(DawidSkene(), c)
-    semi = _fit(DawidSkene(), c, known=known)
+    semi = _fit(DawidSkene(), c, true_labels=known)
     np.testing.assert_array_equal(known, known_before)  # input not mutated
     np.testing.assert_array_equal(semi.proba_[idx], np.eye(2)[truth[idx]])
     assert (plain.labels_[held] == truth[held]).mean() < 0.05

@@ -1,4 +1,5 @@
-"""Every docstring example in aggregation/ runs as a doctest (STYLE.md: "Examples must pass as doctests").
+"""Every docstring example in aggregation/ runs as a doctest: an example that no longer runs would teach a reader
+something false (the estimators' docstrings end with Examples, as scikit-learn's and crowd-kit's do).
 
 Oracle: the expected output written in each docstring.
 """

@@ -145,7 +145,7 @@ def test_known_items_teach_the_abilities(seed):
     for rng in map(np.random.default_rng, np.random.SeedSequence(seed).spawn(5)):
         corpus, truth = random_corpus(rng, n_items=60, n_workers=6, per_item=3, accuracy=(0.3, 0.9))
         known = np.where(rng.random(60) < 0.5, truth, -1)
-        free, taught = GLAD().fit(corpus), GLAD().fit(corpus, known=known)
+        free, taught = GLAD().fit(corpus), GLAD().fit(corpus, true_labels=known)
         right = np.bincount(corpus.worker, weights=corpus.label == truth[corpus.token], minlength=6)
         acc = right / np.bincount(corpus.worker, minlength=6)
         free_corr.append(np.corrcoef(free.alpha_, acc)[0, 1])

@@ -23,7 +23,7 @@ def test_gold_mv_from_expert_annotators_equals_known(seed):
     with_expert = Corpus.from_arrays(**fields, worker_roles=roles)
     expert = with_expert.labels_of(5)
     a = GoldMajorityVote().fit(with_expert)
-    b = GoldMajorityVote().fit(with_expert.select_role("crowd"), known=expert)
+    b = GoldMajorityVote().fit(with_expert.select_role("crowd"), true_labels=expert)
     np.testing.assert_array_equal(a.labels_, b.labels_)
     np.testing.assert_allclose(a.skills_[:5], b.skills_[:5])
     assert np.isnan(a.skills_[5])
@@ -47,7 +47,7 @@ def test_gold_mv_matches_crowdkit(name, tmp_path):
     df, classes, workers = frame(crowd)
     rng = np.random.default_rng(17)
     known = np.where(rng.random(crowd.n_tokens) < 0.3, gold, -1)
-    ours = GoldMajorityVote().fit(crowd, known=known)
+    ours = GoldMajorityVote().fit(crowd, true_labels=known)
     code = {int(c): i for i, c in enumerate(classes)}
     has = np.flatnonzero(known >= 0)
     true_labels = pd.Series([code[int(k)] for k in known[has]], index=has)

@@ -430,7 +430,7 @@ def test_unanimous_reliable_crowd_is_returned(seed):
 def _fit(corpus: Corpus, *, known=None, **kw) -> HMMCrowd:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return HMMCrowd(**kw).fit(corpus, known=known)
+        return HMMCrowd(**kw).fit(corpus, true_labels=known)
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -78,7 +78,7 @@ def test_bound_never_decreases(seed):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         for k in (None, known):
-            bound = IBCC(max_iter=40, tol=None).fit(corpus, known=k).log_likelihood_
+            bound = IBCC(max_iter=40, tol=None).fit(corpus, true_labels=k).log_likelihood_
             assert np.all(np.diff(bound) >= -1e-9 * np.abs(bound[1:]))
 
 

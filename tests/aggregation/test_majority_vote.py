@@ -136,7 +136,7 @@ def test_known_overrides_and_unlabelled_tokens_get_prior(seed):
     c = c._with_obs(c.token < 18)  # items 18, 19 unlabelled
     known = np.full(20, -1)
     known[[0, 19]] = [2, 1]
-    mv = MajorityVote().fit(c, known=known)
+    mv = MajorityVote().fit(c, true_labels=known)
     assert mv.labels_[0] == 2 and mv.labels_[19] == 1
     np.testing.assert_array_equal(mv.proba_[[0, 19]], [[0, 0, 1], [0, 1, 0]])
     np.testing.assert_allclose(mv.class_prior_, mv.proba_[np.r_[0:18, 19]].mean(axis=0))

@@ -15,11 +15,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from crowdqa.aggregation import Corpus
-from crowdqa.aggregation.registry import make_aggregator
+from crowdqa.aggregation.registry import METHODS, make_aggregator
 from crowdqa.ingest.categorical import read_categorical
 
-CATEGORICAL = ["mv", "ds", "wawa", "zbs", "glad", "mace", "kos", "mmsr", "ibcc"]
-SEQUENCE = ["mv", "ds", "ibcc", "hmm-crowd", "bsc-seq"]
+#: Every method of the registry that fits the crowd alone (GoldMajorityVote needs expert labels): on categorical
+#: answers those not of token sequences, on BIO sequences (three classes) those defined for three classes.
+CATEGORICAL = [m for m, entry in METHODS.items() if not (entry.sequences or entry.experts)]
+#: Found when this test first took every method (issue 45; it took mv, ds, ibcc and the sequence models before):
+#: MACE's posteriors on BIO sequences change with the document order, by up to 8e-8 (2.8e-11 on other draws; the
+#: labels were equal), though they do not on categorical answers. Open: aggregation/mace.py.
+ORDER_DEPENDENT = {"mace": "MACE's posteriors on BIO sequences depend on the document order (up to 8e-8)"}
+SEQUENCE = [pytest.param(m, marks=pytest.mark.xfail(reason=ORDER_DEPENDENT[m], strict=False))
+            if m in ORDER_DEPENDENT else m
+            for m, entry in METHODS.items() if not entry.experts and entry.classes[1] is None]
 #: Fast settings where a method's default runs long; the order rule does not depend on them.
 QUICK = {"glad": {"max_iter": 30}, "mace": {"n_restarts": 3, "max_iter": 30}, "hmm-crowd": {"max_iter": 5},
          "bsc-seq": {"max_iter": 5}}
@@ -65,7 +73,7 @@ def _assert_same(a, b) -> None:
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**31 - 1), n_classes=st.integers(2, 4), permutation_seed=st.integers(0, 2**31 - 1))
 def test_categorical_rows_in_any_order_give_the_same_result(tmp_path, method, seed, n_classes, permutation_seed):
-    if method == "kos":
+    if METHODS[method].classes[1] == 2:  # a binary model (KOS)
         n_classes = 2
     rows = _rows(seed, n_items=60, n_workers=12, n_classes=n_classes)
     shuffled = [rows[i] for i in np.random.default_rng(permutation_seed).permutation(len(rows))]

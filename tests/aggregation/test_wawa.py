@@ -22,7 +22,7 @@ def test_wawa_with_known_measures_workers_against_the_known_labels():
                            doc_lengths=[1, 1], token_start=[0, 0], token_end=[1, 1], doc_ids=["a", "b"],
                            texts=["a", "b"], worker_ids=["u", "v", "w"], worker_roles=["crowd"] * 3,
                            class_names=["no", "yes"])
-    model = Wawa().fit(c, known=np.array([-1, 1]))
+    model = Wawa().fit(c, true_labels=np.array([-1, 1]))
     np.testing.assert_allclose(model.skills_, [0.5, 0.5, 0.5])
     np.testing.assert_array_equal(model.labels_, [1, 1])
 

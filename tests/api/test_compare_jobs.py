@@ -42,20 +42,20 @@ def test_a_compare_job_reports_its_comparison(client, keys):
 
 def test_a_compare_jobs_missing_aggregate_is_a_409_at_every_door(client, keys):
     """A compare job keeps only its comparison: its labels and routing were a 500 (KeyError on the absent labels
-    artifact), its workers an empty 200. Every door now answers the same 409 pointing at the comparison."""
+    artifact), its workers an empty 200. Every endpoint now answers the same 409 pointing at the comparison."""
     key = keys["a"]
     ds = sample_dataset(client, key)
     r = client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key), json={"method": "compare", "methods": ["mv"]})
     job = wait_job(client, r.json()["id"], key)
     assert job["status"] == "finished", job
-    doors = {door: client.get(f"/api/v1/jobs/{job['id']}/{door}", headers=auth(key))
-             for door in ("report", "workers", "workers.csv", "labels?format=conll", "routing?budget=2",
+    endpoints = {endpoint: client.get(f"/api/v1/jobs/{job['id']}/{endpoint}", headers=auth(key))
+             for endpoint in ("report", "workers", "workers.csv", "labels?format=conll", "routing?budget=2",
                           "routing/export?budget=2&format=csv")}
-    for door, got in doors.items():
-        assert got.status_code == 409, (door, got.status_code, got.text)
-        assert got.headers["content-type"].startswith("application/problem+json"), door
-        assert got.json()["detail"].startswith(f"job {job['id']} is a comparison of methods"), door
-        assert f"/api/v1/jobs/{job['id']}/comparison" in got.json()["detail"], door
+    for endpoint, got in endpoints.items():
+        assert got.status_code == 409, (endpoint, got.status_code, got.text)
+        assert got.headers["content-type"].startswith("application/problem+json"), endpoint
+        assert got.json()["detail"].startswith(f"job {job['id']} is a comparison of methods"), endpoint
+        assert f"/api/v1/jobs/{job['id']}/comparison" in got.json()["detail"], endpoint
 
 
 def test_an_auto_job_aggregates_with_the_recommended_method(client, keys):

@@ -1,6 +1,6 @@
 """Issue 30 item 6: a method's data-kind rules (its classes, token sequences, experts) are declared on its
-registry entry and checked when a job or command is asked for, by both doors: KOS on a 4-class dataset was
-queued (202) and then failed in the worker."""
+registry entry and checked when a job or command is asked for, by the CLI and the API alike: KOS on a 4-class
+dataset was queued (202) and then failed in the worker."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""One "is the job finished" check (crowdqa.jobs.finished) behind every door that needs a finished job.
+"""One "is the job finished" check (crowdqa.jobs.finished) behind every endpoint that needs a finished job.
 
 Oracle: the message :func:`crowdqa.jobs.finished.check_finished` builds for the job row, compared word for word
-with the ``detail`` of each door's problem (report, workers, labels, model, routing, review, a new batch
+with the ``detail`` of each endpoint's problem (report, workers, labels, model, routing, review, a new batch
 from the job), and the modules a fresh interpreter has loaded after importing the review use case.
 """
 
@@ -42,7 +42,7 @@ def test_every_door_refuses_an_unfinished_job_with_the_same_409(client, keys, se
         with pytest.raises(JobNotFinishedError) as expected:
             check_finished(job)
     message = str(expected.value)
-    doors = {
+    endpoints = {
         "report": client.get(f"/api/v1/jobs/{job.id}/report", headers=auth(key)),
         "workers": client.get(f"/api/v1/jobs/{job.id}/workers", headers=auth(key)),
         "labels": client.get(f"/api/v1/jobs/{job.id}/labels", headers=auth(key)),
@@ -52,11 +52,11 @@ def test_every_door_refuses_an_unfinished_job_with_the_same_409(client, keys, se
         "new batch": client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key),
                                  json={"method": "ds", "from_job": job.id}),
     }
-    for door, r in doors.items():
-        assert r.status_code == 409, (door, r.text)
-        assert r.headers["content-type"].startswith("application/problem+json"), door
-        prefix = "from_job: " if door == "new batch" else ""
-        assert r.json()["detail"] == prefix + message, door
+    for endpoint, r in endpoints.items():
+        assert r.status_code == 409, (endpoint, r.text)
+        assert r.headers["content-type"].startswith("application/problem+json"), endpoint
+        prefix = "from_job: " if endpoint == "new batch" else ""
+        assert r.json()["detail"] == prefix + message, endpoint
 
 
 def test_the_review_use_case_loads_no_queue():

@@ -1,6 +1,6 @@
-"""Limits at the doors: both refuse a run whose estimated memory exceeds CROWDQA_MAX_MEMORY (item 5:
-the command line with one line, exit 2; the API with a 422 before anything is queued), and the API reads the
-conll-folders format (item 10)."""
+"""Limits at the entry points: the CLI and the API both refuse a run whose estimated memory exceeds
+CROWDQA_MAX_MEMORY (item 5: the command line with one line, exit 2; the API with a 422 before anything is queued),
+and the API reads the conll-folders format (item 10)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def test_the_api_refuses_with_a_422_before_queueing(client, keys, tmp_path, monk
 
 
 def test_the_api_reads_conll_folders_as_a_zip(client, keys, tmp_path):
-    """Issue 30 item 10 through the API door: the format comes from ingest/formats.py, a zip of the folder."""
+    """Issue 30 item 10 through the API: the format comes from ingest/formats.py, a zip of the folder."""
     import zipfile
 
     from tests.ingest.test_conll_folders import _write

@@ -160,7 +160,7 @@ def test_limits_and_the_cpu_budget_in_production(pg_settings, redis_url, monkeyp
 
 
 def test_the_dashboard_says_the_limit_on_the_job_form(idle_worker, settings, monkeypatch, keys):
-    """The dashboard's form goes through the same door: past the limit the page says why, with status 429."""
+    """The dashboard's form goes through the same use case: past the limit the page says why, with status 429."""
     from fastapi.testclient import TestClient
 
     from crowdqa.api.main import app

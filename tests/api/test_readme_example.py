@@ -19,6 +19,17 @@ SCRIPT = REPO / "api" / "sample" / "README_example.sh"
 BIN = Path(sys.executable).parent
 
 
+def _dashboard_home(port: int, key: str) -> str:
+    """The dashboard's home page after signing in with ``key`` through its form."""
+    base = f"http://127.0.0.1:{port}"
+    with httpx.Client(base_url=base, headers={"Origin": base}) as browser:
+        form = browser.get("/ui/signin").text
+        token = re.search(r'name="login_token" value="([^"]+)"', form)[1]
+        signed = browser.post("/ui/signin", data={"key": key, "login_token": token})
+        assert signed.status_code == 303, signed.text
+        return browser.get("/ui/").text
+
+
 @pytest.mark.skipif(not (BIN / "crowdqa").exists(), reason="crowdqa is not installed in this environment")
 def test_readme_example_against_crowdqa_serve(tmp_path):
     """`crowdqa serve` (embedded) writes a first key; the README steps upload, run HMM-Crowd and fetch a report."""
@@ -58,6 +69,11 @@ def test_readme_example_against_crowdqa_serve(tmp_path):
         assert expected[0] in printed, out.stdout
         start = printed.index(expected[0])
         assert printed[start:start + len(expected)] == expected, out.stdout
+        # What the README says about the dashboard: the demo key shows the example's dataset, the first key (the
+        # project "default") shows none.
+        first_key = re.findall(r"^cqa_\S+$", (tmp_path / "crowdqa-data" / "first-key.txt").read_text(), flags=re.M)
+        assert _dashboard_home(port, dashboard[2]).count(">sample<") == 1
+        assert "No datasets yet" in _dashboard_home(port, first_key[0])
     finally:
         server.send_signal(signal.SIGTERM)
         log, _ = server.communicate(timeout=30)

@@ -37,7 +37,7 @@ def _expert_docs() -> set[str]:
 
 
 def test_routing_a_finished_job_equals_the_command_line(client, keys, tmp_path, capsys):
-    """Both doors give one ranking: the job's stored Dawid-Skene aggregate and `crowdqa route` refitting it."""
+    """The API and the CLI give one ranking: the job's stored Dawid-Skene aggregate and `crowdqa route` refitting it."""
     key = keys["a"]
     job = _finished_job(client, key)
     r = client.get(f"/api/v1/jobs/{job}/routing?budget=6", headers=auth(key))

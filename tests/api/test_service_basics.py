@@ -93,9 +93,10 @@ def test_the_keys_list_pages_like_every_list(client, keys):
     assert client.get("/api/v1/keys?limit=0", headers=auth(key)).status_code == 422
 
 
-def test_run_sh_installs_only_when_pyproject_changed_and_passes_its_arguments(tmp_path):
-    """scripts/run.sh reinstalls only when pyproject.toml changed since the last install (before: on every
-    start), and its arguments go to `crowdqa serve`. A stand-in .venv records what run.sh runs."""
+def test_run_sh_installs_from_the_lock_only_when_it_or_pyproject_changed_and_passes_its_arguments(tmp_path):
+    """scripts/run.sh installs the lock (locks/run.txt, hash-checked), then crowdqa without resolving again, only
+    when the lock or pyproject.toml changed since the last install (before: on every start), and its arguments go
+    to `crowdqa serve`. A stand-in .venv records what run.sh runs."""
     import os
     import shutil
     import subprocess
@@ -103,13 +104,14 @@ def test_run_sh_installs_only_when_pyproject_changed_and_passes_its_arguments(tm
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    (tmp_path / "scripts").mkdir()
-    shutil.copy(root / "scripts" / "run.sh", tmp_path / "scripts" / "run.sh")
-    shutil.copy(root / "pyproject.toml", tmp_path / "pyproject.toml")
+    for name in ("scripts/run.sh", "scripts/install.sh", "locks/run.txt", "pyproject.toml"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        shutil.copy(root / name, tmp_path / name)
     bin_ = tmp_path / ".venv" / "bin"
     bin_.mkdir(parents=True)
     log = tmp_path / "log"
-    (bin_ / "python").write_text(f'#!/bin/sh\nif [ "$1 $2" = "-m pip" ]; then echo pip >> {log}; exit 0; fi\n'
+    (bin_ / "python").write_text('#!/bin/sh\n'
+                                 f'if [ "$1 $2" = "-m pip" ]; then shift 2; echo "pip $*" >> {log}; exit 0; fi\n'
                                  f'exec {sys.executable} "$@"\n')
     (bin_ / "crowdqa").write_text(f'#!/bin/sh\necho "crowdqa $*" >> {log}\n')
     for exe in ("python", "crowdqa"):
@@ -118,14 +120,17 @@ def test_run_sh_installs_only_when_pyproject_changed_and_passes_its_arguments(tm
     def run() -> list[str]:
         log.write_text("")
         subprocess.run(["bash", "scripts/run.sh", "--port", "8001"], cwd=tmp_path, check=True, timeout=60,
-                       env={k: v for k, v in os.environ.items() if k != "PYTHON"})
+                       env={k: v for k, v in os.environ.items() if k != "PYTHON"}, capture_output=True)
         return log.read_text().splitlines()
 
-    assert run() == ["pip", "crowdqa serve --port 8001"]  # first start: no record of an install
+    pip = "pip install -q --disable-pip-version-check"
+    install = [f"{pip} --require-hashes -r locks/run.txt", f"{pip} --no-deps --no-build-isolation -e ."]
+    assert run() == [*install, "crowdqa serve --port 8001"]  # first start: no record of an install
     assert run() == ["crowdqa serve --port 8001"]  # nothing changed
-    with open(tmp_path / "pyproject.toml", "a", encoding="utf-8") as fh:
-        fh.write("\n# a new dependency\n")
-    assert run() == ["pip", "crowdqa serve --port 8001"]
+    for changed in ("pyproject.toml", "locks/run.txt"):
+        with open(tmp_path / changed, "a", encoding="utf-8") as fh:
+            fh.write("\n# a new dependency\n")
+        assert run() == [*install, "crowdqa serve --port 8001"], changed
 
 
 def test_an_unexpected_error_is_a_500_problem_logged_once(caplog):

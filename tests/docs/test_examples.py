@@ -1,6 +1,6 @@
 """Every example of the README and the tutorials runs as written, on bundled data, and writes nowhere in the checkout.
 
-Each page's shell and Python blocks run in order, as one session would run them, in a fresh copy of the
+Each page's shell and Python blocks run in order, as one shell session (:func:`session`), in a fresh copy of the
 repository's files (a clone's root), against a ``crowdqa serve`` started in that copy the way
 ``bash scripts/run.sh`` starts it (its data directory is the copy's ``./crowdqa-data``). Every command must exit 0,
 and afterwards the copy must hold exactly the files it held before, but the server's data directory.
@@ -9,7 +9,8 @@ Not run, and why (each is covered elsewhere): lines that install or start someth
 ``bash scripts/...``, ``source .venv/bin/activate`` (the suite's own environment is first on ``PATH`` instead),
 ``crowdqa serve`` (the server this test starts), ``crowdqa worker`` (tests/reliability/test_production.py) and
 ``crowdqa label-studio`` (tests/label_studio/, against a real Label Studio). The production tutorial's blocks run
-in tests/docs/test_production_tutorial.py, on a real PostgreSQL and Redis.
+in tests/docs/test_production_tutorial.py, on a real PostgreSQL and Redis. The command-line reference's examples
+run here too: they are the ones a reader copies first.
 """
 
 from __future__ import annotations
@@ -30,7 +31,10 @@ from tests.utils.docs import DOCS, REPO
 from tests.utils.services import free_port, wait_for_port
 
 BIN = Path(sys.executable).parent
-TUTORIALS = sorted(p.name for p in (DOCS / "tutorials").glob("*.md") if p.name not in ("index.md", "production.md"))
+#: The pages whose examples run here: every tutorial (but production.md, see above), the command-line reference and
+#: the how-to guides whose examples need nothing but the bundled data.
+PAGES = [*sorted(f"tutorials/{p.name}" for p in (DOCS / "tutorials").glob("*.md")
+                 if p.name not in ("index.md", "production.md")), "reference/cli.md", "how-to/pre-annotate.md"]
 SKIPPED = re.compile(r"^\s*(bash scripts/|source \.venv/bin/activate|crowdqa (serve|worker|label-studio)\b)")
 BLOCK = re.compile(r"^```(sh|bash|python)\n(.*?)^```", flags=re.M | re.S)
 SNIPPET = re.compile(r'^--8<-- "([^"]+)"$', flags=re.M)
@@ -122,15 +126,25 @@ def served_copy(tmp_path) -> Iterator[tuple[Path, dict[str, str]]]:
         log.close()
 
 
-def _run_in_order(blocks: list[tuple[str, str]], root: Path, env: dict[str, str]) -> None:
-    before = _files(root)
+def session(blocks: list[tuple[str, str]]) -> str:
+    """The blocks as one shell session, as a reader runs them in one terminal (a variable set in one block is
+    there in the next); a Python block runs in the suite's interpreter (``$PYTHON``), reading what the shell
+    exported."""
+    parts = ["set -euo pipefail"]
     for language, code in blocks:
-        command = ["bash", "-euo", "pipefail", "-c", code] if language == "sh" else [sys.executable, "-c", code]
-        done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, f"{code}\nexit {done.returncode}\n{done.stdout}\n{done.stderr}"
+        parts.append(code if language == "sh" else f'"$PYTHON" - <<\'CROWDQA_PYTHON\'\n{code.rstrip()}\nCROWDQA_PYTHON')
+    return "\n".join(parts) + "\n"
+
+
+def _run_in_order(blocks: list[tuple[str, str]], root: Path, env: dict[str, str]) -> str:
+    before = _files(root)
+    done = subprocess.run(["bash", "-c", session(blocks)], cwd=root, env={**env, "PYTHON": sys.executable},
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
     after = _files(root)
     written = {name for name in set(after) | set(before) if before.get(name) != after.get(name)}
     assert {name for name in written if not name.startswith("crowdqa-data/")} == set(), "written in the checkout"
+    return done.stdout
 
 
 def test_every_readme_example_runs_in_order_from_a_fresh_copy(served_copy):
@@ -144,10 +158,10 @@ def test_every_readme_example_runs_in_order_from_a_fresh_copy(served_copy):
     _run_in_order(blocks, root, env)
 
 
-@pytest.mark.parametrize("name", TUTORIALS)
-def test_every_tutorial_example_runs_in_order_from_a_fresh_copy(served_copy, name):
+@pytest.mark.parametrize("name", PAGES)
+def test_every_example_of_the_tutorials_and_the_cli_reference_runs_in_order(served_copy, name):
     root, env = served_copy
-    blocks = examples((root / "docs" / "tutorials" / name).read_text(encoding="utf-8"))
-    if name != "label-studio.md":  # its commands all need a Label Studio server
-        assert blocks, f"docs/tutorials/{name} has no example this test runs"
+    blocks = examples((root / "docs" / name).read_text(encoding="utf-8"))
+    if name != "tutorials/label-studio.md":  # its commands all need a Label Studio server
+        assert blocks, f"docs/{name} has no example this test runs"
     _run_in_order(blocks, root, env)

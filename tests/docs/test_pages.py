@@ -185,14 +185,14 @@ def test_the_formats_page_upload_options_are_the_table():
 
 def test_the_sort_keys_and_cost_order_of_the_pages_are_the_codes():
     """The worker table's ``--sort`` keys (Command line) and compare's cost order (Choose a method)."""
-    from crowdqa.quality.compare import COST_ORDER
+    from crowdqa.aggregation.registry import methods_by_cost
     from crowdqa.quality.report import TABLE_SORT_KEYS
 
     cli = " ".join(page("reference/cli.md").split())
     assert tuple(re.search(r"`--sort ([a-z_0-9|]+)`", cli)[1].split("|")) == TABLE_SORT_KEYS
     how_to = " ".join(page("how-to/choose-a-method.md").split())
     order = re.search(r"in the fixed cost order ([a-z, -]+?), is not significantly worse", how_to)[1]
-    assert tuple(order.split(", ")) == COST_ORDER
+    assert order.split(", ") == methods_by_cost()
 
 
 def test_the_format_table_and_output_formats_are_the_readers_and_writers():

@@ -49,3 +49,46 @@ def test_no_page_loads_anything_from_another_origin(site):
                    if re.search(r'\brel="(?:stylesheet|preload|icon)"', tag) and 'href="' in tag]
         outside += [(str(html.relative_to(site)), url) for url in loaded if "//" in url]
     assert outside == []
+
+
+def _html(site: Path, page: str) -> str:
+    import html
+
+    return html.unescape((site / page / "index.html").read_text(encoding="utf-8"))
+
+
+def test_the_reference_shows_every_method_format_command_endpoint_and_setting(site):
+    """Issue 45: the reference is made from the code, so it lists what the code has, all of it."""
+    from crowdqa.aggregation.registry import METHODS, aggregator_class
+    from crowdqa.api.cli import COMMANDS
+    from crowdqa.api.main import app
+    from crowdqa.ingest.formats import FORMATS, UPLOAD_OPTIONS
+    from crowdqa.store.settings import Settings
+
+    methods = _html(site, "reference/methods")
+    for method in METHODS:
+        page = _html(site, f"reference/methods/{method}")
+        cls = aggregator_class(method)
+        assert f"{method}: {cls.__name__}" in page and f'href="{method}/"' in methods, method
+        for name in cls().get_params():
+            assert f"<code>{name}</code>" in page, (method, name)
+    formats = _html(site, "reference/formats")
+    assert all(f"<code>{name}</code>" in formats for name in [*FORMATS, *(o.name for o in UPLOAD_OPTIONS)])
+    cli = _html(site, "reference/cli")
+    assert all(f"usage: crowdqa {name}" in cli for name in COMMANDS)
+    operations = _html(site, "reference/api-operations")
+    for path, ops in app.openapi()["paths"].items():
+        assert all(f"{method.upper()} {path}" in operations for method in ops), path
+    settings = _html(site, "reference/settings")
+    assert all(f"CROWDQA_{name.upper()}" in settings for name in Settings.model_fields)
+    assert (site / "reference" / "openapi.json").is_file()
+
+
+def test_equations_are_mathml_and_no_sphinx_markup_is_left(site):
+    """The docstrings' ``:math:`` and ``.. math::`` are drawn as MathML, their roles and references as text."""
+    for method in ("ds", "glad", "kos"):
+        page = _html(site, f"reference/methods/{method}")
+        assert "<math" in page and ":math:" not in page and ".. math::" not in page, method
+        assert ":func:" not in page and ":class:" not in page and ".. [1]" not in page, method
+    metrics = _html(site, "explanation/metrics")
+    assert metrics.count("<math") >= 5 and "\\(" not in metrics and "[1]_" not in metrics

@@ -86,7 +86,7 @@ def test_use_experts_scores_the_aggregate_by_cross_fitting(seed):
     heldout = np.full(corpus.n_tokens, -1)
     for part in np.array_split(np.random.default_rng(7).permutation(docs), min(3, docs.size)):
         held = np.isin(corpus.token_doc, part)
-        model = make_aggregator("ds", {"max_iter": 30}).fit(crowd, known=np.where(held, -1, ref))
+        model = make_aggregator("ds", {"max_iter": 30}).fit(crowd, true_labels=np.where(held, -1, ref))
         heldout[held] = model.labels_[held]
     expected = build_report(corpus, result.labels, method="ds", experts_used_in_fit=True, clamped=ref >= 0,
                             heldout=heldout, fit=result.fit)
@@ -140,7 +140,7 @@ def test_report_carries_each_workers_skill(method, seed):
         assert result.fit.skill is None and all(w.skill is None for w in workers)
         return
     known = reference_labels(corpus, rule="union") if method == "gold-mv" else None
-    direct = make_aggregator(method).fit(corpus.select_role("crowd"), known=known)
+    direct = make_aggregator(method).fit(corpus.select_role("crowd"), true_labels=known)
     assert result.fit.skill == direct.skill_description
     for w, entry in enumerate(workers):
         if corpus.worker_roles[w] == "expert":

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from crowdqa.aggregation.corpus import MISSING, Corpus
+from crowdqa.aggregation.registry import methods_by_cost
 from crowdqa.quality.compare import (
-    COST_ORDER,
     MethodScore,
     Scoreboard,
     compare_aggregates,
@@ -119,7 +119,7 @@ def test_a_tie_goes_to_the_simpler_method():
     out = recommend(scores, kind="spans", metric="token_f1", documents=500)
     assert out.best == "bsc-seq" and out.recommended == "ds"
     assert "not significantly worse" in out.reason and not out.too_small
-    assert COST_ORDER.index("ds") < COST_ORDER.index("bsc-seq")
+    assert methods_by_cost().index("ds") < methods_by_cost().index("bsc-seq")
 
 
 def test_too_few_experts_says_so_and_how_many_more():

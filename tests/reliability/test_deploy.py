@@ -211,7 +211,7 @@ def test_readme_production_snippet_word_for_word(tmp_path, redis_url, postgres_u
     """The snippet, run as written with the password variable set (and the servers' hosts and ports, the API's
     port and the data directory, which it reads from variables), starts an API and a worker pool that finish a
     job with the key it printed; without the password it stops at once, saying which variable to set."""
-    from tests.utils.services import free_port
+    from tests.utils.services import free_port, stop_process_group
 
     redis_at, pg_at, port = urlsplit(redis_url), urlsplit(postgres_url), free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("CROWDQA_")}
@@ -242,16 +242,7 @@ def test_readme_production_snippet_word_for_word(tmp_path, redis_url, postgres_u
             body = wait_status(api, job, timeout=90)
             assert body["status"] == "finished", (body, (tmp_path / "worker.log").read_text())
     finally:
-        os.killpg(shell.pid, signal.SIGTERM)  # the snippet's background processes kept its process group
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                os.killpg(shell.pid, 0)
-            except ProcessLookupError:
-                break
-            time.sleep(0.2)
-        else:
-            os.killpg(shell.pid, signal.SIGKILL)
+        stop_process_group(shell.pid)  # the snippet's background processes kept its process group
     for log in ("serve.log", "worker.log"):
         assert "Traceback" not in (tmp_path / log).read_text(), (tmp_path / log).read_text()
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from crowdqa.aggregation.registry import METHODS
 from tests.api.conftest import SAMPLE
 from tests.reliability import production
 from tests.reliability.production import Deployment, children, kill_hard, kill_hard_pid, upload, wait_status
@@ -160,8 +161,8 @@ def test_worker_keeps_serving_across_redis_and_postgres_restarts(tmp_path, slow_
 
 #: The worker processes of a deployed `crowdqa worker` (deploy/compose.yaml).
 POOL = int(production.WORKER_ARGS[production.WORKER_ARGS.index("--processes") + 1])
-#: The methods of the 20 jobs in a row (every aggregator that takes a span corpus), in turn.
-MIXED = ("mv", "ds", "hmm-crowd", "bsc-seq", "wawa", "zbs", "glad", "mace", "mmsr", "ibcc")
+#: The methods of the 20 jobs in a row (every aggregator that takes a span corpus of the crowd alone), in turn.
+MIXED = tuple(m for m, entry in METHODS.items() if not entry.experts and entry.classes[1] is None)
 
 
 def _pool_processes(pid: int) -> list[int]:

@@ -45,11 +45,16 @@ def venv_dir() -> Path:
 
 
 def ensure_installed() -> Path:
-    """The ``label-studio`` executable of the cached venv, installing it if absent; skip if that is impossible."""
+    """The ``label-studio`` executable of the cached venv, installing it from the lock if absent or made from
+    another lock (scripts/test.sh keeps the same digest); skip if that is impossible."""
+    import hashlib
+
     venv = venv_dir()
-    exe = venv / "bin" / "label-studio"
-    if exe.is_file():
+    exe, stamp = venv / "bin" / "label-studio", venv / ".crowdqa-lock"
+    want = hashlib.sha256(LOCK.read_bytes()).hexdigest()
+    if exe.is_file() and stamp.is_file() and stamp.read_text().strip() == want:
         return exe
+    shutil.rmtree(venv, ignore_errors=True)
     steps = [[sys.executable, "-m", "venv", str(venv)],
              [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
               "--require-hashes", "-r", str(LOCK)]]
@@ -59,6 +64,7 @@ def ensure_installed() -> Path:
             shutil.rmtree(venv, ignore_errors=True)
             tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
             pytest.skip(f"cannot install {SPEC} ({' '.join(cmd)} exited {done.returncode}: {tail[0]})")
+    stamp.write_text(want + "\n")
     return exe
 
 

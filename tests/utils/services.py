@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -70,6 +71,23 @@ def redis_server() -> Iterator[str]:
         finally:
             proc.terminate()
             proc.wait(10)
+
+
+def stop_process_group(pid: int, *, timeout: float = 20.0) -> None:
+    """SIGTERM a shell's process group (what it started in the background kept the group), then SIGKILL what is
+    left after ``timeout`` seconds; a group already gone is fine."""
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    os.killpg(pid, signal.SIGKILL)
 
 
 def _as_postgres(cmd: list[str]) -> list[str]:

@@ -1,5 +1,5 @@
-"""Both doors take the upload options of crowdqa.ingest.formats: the CLI's flags and the API's form are made
-from the table, so a row added there shows in ``--help``, the form and the OpenAPI document alike."""
+"""The CLI and the API both take the upload options of crowdqa.ingest.formats: the CLI's flags and the API's form
+are made from the table, so a row added there shows in ``--help``, the form and the OpenAPI document alike."""
 
 from __future__ import annotations
 
@@ -87,8 +87,8 @@ def test_a_bad_option_value_gets_one_message_at_every_door(client, keys, capsys,
 
 @pytest.mark.parametrize("field, hint", [("text_colum", "text_column"), ("fromat", "format"), ("docs_path", "docs")])
 def test_an_unknown_field_gets_one_message_at_api_and_dashboard(client, keys, capsys, field, hint):
-    """Issue 32: an unknown field is refused by the same check at both form doors, naming the closest field
-    (before: the API said "unknown form field" by its own check, the dashboard ignored it and stored the upload).
+    """Issue 32: an unknown field is refused by the same check in both forms (API and dashboard), naming the closest
+    field (before: the API said "unknown form field" by its own check, the dashboard ignored it and stored the upload).
     The command line's flags are the table itself: argparse refuses an unknown flag."""
     from markupsafe import escape
 
