@@ -127,8 +127,8 @@ features, lowercase, sequences, shape_emission, wrong_mass, start_smoothing, ini
 
     #: The fitted model labels documents nobody annotated (:mod:`crowdqa.jobs.preannotate`): its tagger reads any text.
     labels_unannotated: ClassVar[bool] = True
-    _carried_attributes: ClassVar[tuple[str, ...]] = (*HMMCrowd._carried_attributes, "tagger_confusion_", "tagger_coef_",
-                                               "tagger_intercept_", "tagger_vocabulary_")
+    _carried_attributes: ClassVar[tuple[str, ...]] = (*HMMCrowd._carried_attributes, "tagger_confusion_",
+                                                      "tagger_coef_", "tagger_intercept_", "tagger_vocabulary_")
     _parameter_constraints: ClassVar[dict[str, list]] = {
         **HMMCrowd._parameter_constraints,
         "n_folds": [Interval(int, 1, 20)], "max_rounds": [Interval(int, 0, 50)],

@@ -3,8 +3,8 @@
 The use case behind ``crowdqa aggregate --predict DOCS --predictions OUT``: a model learned from the crowd
 (the one just fitted, or an earlier job's, ``--from-model``, which ``GET /jobs/{id}/model`` serves) labels
 new documents, so an annotation team can pre-fill its next batch. Only a model with a text model of its own
-can do this (``hmm-crowd-tagger``: its tagger votes on any document); the others know nothing of a document
-without labels and are refused by name.
+can do this (its estimator says so with ``labels_unannotated``: a tagger that votes on any document); the others
+know nothing of a document without labels and are refused by name.
 """
 
 from __future__ import annotations

@@ -264,8 +264,8 @@ def register(subparsers) -> None:
                    help="with --from-model: predict with the earlier model's parameters, no EM")
     p.add_argument("--predict", metavar="DOCS",
                    help="pre-annotation: label the documents of DOCS (read as --format; any labels there are not "
-                        "read) with the fitted model (or --from-model's); needs a method that reads the text "
-                        "(hmm-crowd-tagger)")
+                        "read) with the fitted model (or --from-model's); needs a method whose model reads the "
+                        "text")
     p.add_argument("--predictions", metavar="OUT",
                    help="where --predict writes its labels (format as --output-format, else by the suffix)")
     p.add_argument("--quiet", "-q", action="store_true",
