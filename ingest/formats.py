@@ -69,6 +69,9 @@ UPLOAD_OPTIONS: tuple[UploadOption, ...] = (
     UploadOption("keep_rejected", "keep rejected MTurk assignments", type=bool, default=False),
     UploadOption("on_error", "fail on the first bad row, or skip bad rows and count them", choices=("fail", "skip"),
                  default="fail"),
+    UploadOption("repeats", "categorical: an annotator's repeated answers to one item: identical ones count once; "
+                 "differing ones keep the first, the last, are dropped, or refuse the file",
+                 choices=("first", "last", "drop", "refuse"), default="first"),
     UploadOption("scheme", "label scheme for span formats: inside/outside, BIO, or auto (IO for one entity type, "
                  "BIO for several)", choices=("auto", "io", "bio"), default="auto"),
 )
@@ -164,7 +167,7 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
            "crowdqa.ingest.doccano:read_doccano", ("text_column", "id_column", "category", "scheme")),
     Format("categorical", "one answer per row: item, annotator, label (and an optional gold column)",
            "crowdqa.ingest.categorical:read_categorical",
-           ("id_column", "annotator_column", "answer_column", "gold_column"), experts=True),
+           ("id_column", "annotator_column", "answer_column", "gold_column", "repeats"), experts=True),
     Format("categorical-csv", "item,label rows: an aggregate of categorical answers",
            writer=Writer("text/csv; charset=utf-8", ".csv"), aggregate=True),
     Format("corpus", "a corpus .npz written by crowdqa (crowdqa ingest --save); roles as stored",

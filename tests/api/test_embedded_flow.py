@@ -460,10 +460,11 @@ def test_upload_errors_and_skipped_rows_name_the_clients_file(client, keys, sett
     with open(path, "rb") as fh:
         r = client.post(f"/api/v1/datasets/{ds}/uploads", headers=auth(key),
                         files={"file": ("C:\\Users\\me\\my answers.csv", fh, "text/csv")},
-                        data={"format": "categorical", "on_error": "skip"})
+                        data={"format": "categorical", "on_error": "skip", "repeats": "refuse"})
     assert r.status_code == 201, r.text
     assert r.json()["problems"] == ["my answers.csv:3: duplicate row: annotator 'w1' labelled item 'q1' twice"]
     other = client.post("/api/v1/datasets", headers=auth(key), json={"name": "again"}).json()["id"]
-    r = upload(client, key, other, path, format="categorical")  # the same bytes in ds would be "already uploaded"
+    # the same bytes in ds would be "already uploaded"
+    r = upload(client, key, other, path, format="categorical", repeats="refuse")
     assert r.status_code == 422
     assert r.json()["detail"] == "my answers.csv:3: duplicate row: annotator 'w1' labelled item 'q1' twice"

@@ -72,7 +72,6 @@ def test_quoted_fields_with_commas(tmp_path):
 @pytest.mark.parametrize(
     ("text", "match"),
     [
-        ("item,annotator,label\na,u,x\na,u,y\n", r"data.csv:3: duplicate row: annotator 'u' labelled item 'a' twice"),
         ("item,annotator,label\na,u\n", r"data.csv:2: expected 3 columns, found 2"),
         ("item,annotator,label\na,u,x,extra\n", r"data.csv:2: expected 3 columns, found 4"),
         ("item,annotator,label\na,,x\n", r"data.csv:2: empty annotator field"),
@@ -90,6 +89,13 @@ def test_bad_rows_raise_one_line_ingest_error(tmp_path, text, match):
     assert "\n" not in str(info.value)
 
 
+def test_repeats_refuse_names_the_first_repeated_row(tmp_path):
+    """``repeats="refuse"``: the reader's behaviour before the option, one line naming the file and line."""
+    p = _write(tmp_path, "item,annotator,label\na,u,x\na,u,y\n")
+    with pytest.raises(IngestError, match=r"data.csv:3: duplicate row: annotator 'u' labelled item 'a' twice"):
+        read_categorical(p, repeats="refuse")
+
+
 def test_missing_file_is_ingest_error(tmp_path):
     with pytest.raises(IngestError, match="cannot open file"):
         read_categorical(tmp_path / "absent.csv")
@@ -98,7 +104,7 @@ def test_missing_file_is_ingest_error(tmp_path):
 def test_skip_mode_records_problems_and_keeps_good_rows(tmp_path):
     p = _write(tmp_path, "item,annotator,label\na,u,x\na,u,y\nb,u\nb,v,y\n")
     log = ProblemLog("skip")
-    c = read_categorical(p, problems=log)
+    c = read_categorical(p, problems=log, repeats="refuse")
     assert [pr.line for pr in log.problems] == [3, 4]
     assert c.n_obs == 2 and c.class_names == ("x", "y")
     assert c.label.tolist() == [0, 1]
@@ -107,7 +113,7 @@ def test_skip_mode_records_problems_and_keeps_good_rows(tmp_path):
 def test_blank_lines_are_ignored_and_line_numbers_stay_true(tmp_path):
     p = _write(tmp_path, "item,annotator,label\n\na,u,x\n\na,u,x\n")
     with pytest.raises(IngestError, match=r":5: duplicate row"):
-        read_categorical(p)
+        read_categorical(p, repeats="refuse")
 
 
 def test_round_trip_against_dense_table(tmp_path, seed):
@@ -372,5 +378,6 @@ def test_read_by_position_is_noted_once(tmp_path):
 
     for name, body in (("bytes.csv", "q1,u,a\nq2,u,b\n"), ("arrow.csv", '"q1",u,a\nq2,u,b\n'),
                        ("loop.csv", "q1,u,a\nq1,u,b\n")):
-        parsed = read_corpus(_write(tmp_path, "foo,bar,baz\n" + body, name), format="categorical", on_error="skip")
+        parsed = read_corpus(_write(tmp_path, "foo,bar,baz\n" + body, name), format="categorical", on_error="skip",
+                             repeats="refuse")
         assert sum("read by position" in n for n in parsed.notes) == 1, (name, parsed.notes)
