@@ -22,6 +22,7 @@ from crowdqa.jobs.params import check_data_kind
 from crowdqa.jobs.pipeline import ModelStart, PipelineResult, PriorFit, ProgressFn, run_pipeline
 from crowdqa.quality.references import RULES
 from crowdqa.quality.report import TABLE_SORT_KEYS, dump_report, format_report
+from crowdqa.quality.worker_quality import VerdictRules
 
 if TYPE_CHECKING:
     from crowdqa.quality.report_model import QualityReport
@@ -135,7 +136,8 @@ def output_format(corpus: Corpus, *, input_format: str, output: str, given: str 
 
 def aggregate(corpus: Corpus, *, method: str, params: dict[str, Any], use_experts: bool, reference: str,
               progress: ProgressFn | None = None, start: ModelStart | None = None,
-              unmatched_expert_documents: int = 0, prior: PriorFit | None = None) -> PipelineResult:
+              unmatched_expert_documents: int = 0, prior: PriorFit | None = None,
+              verdict_rules: VerdictRules | None = None) -> PipelineResult:
     """Aggregate ``corpus`` and report against its experts, as a queued job does (from an earlier batch's
     model when ``start`` is given; reusing ``--method auto``'s fit of the method as ``prior``);
     ``unmatched_expert_documents`` is the reader's count of expert documents left out
@@ -143,7 +145,7 @@ def aggregate(corpus: Corpus, *, method: str, params: dict[str, Any], use_expert
     check_reference(reference, corpus)
     return run_pipeline(corpus, method=method, params=params, use_experts=use_experts, reference=reference,
                         progress=progress, start=start, unmatched_expert_documents=unmatched_expert_documents,
-                        prior=prior)
+                        prior=prior, verdict_rules=verdict_rules)
 
 
 def write_aggregate(result: PipelineResult, corpus: Corpus, *, output: str, format: str) -> None:

@@ -84,6 +84,7 @@ from crowdqa.quality.score_blocks import (
     worker_blocks,
 )
 from crowdqa.quality.worker_counts import AnnotationPairs, obs_pairs, pair_counts, worker_hits, worker_span_counts
+from crowdqa.quality.worker_quality import VerdictRules, worker_quality_blocks
 
 if TYPE_CHECKING:  # the typed models (pydantic) are imported where a typed report is asked for, not here
     from crowdqa.quality.report_model import FitRecord, QualityReport
@@ -105,6 +106,7 @@ class Stream(IntEnum):
     WORKERS_VS_AGGREGATE = 3  #: Every worker against the aggregate.
     EXPERT_VS_OTHERS = 4  #: An expert against the other experts, ``[seed, 4, rank]`` by the rank of its id.
     WORKER_SPANS_VS_EXPERT = 5  #: Every crowd worker's spans against the experts.
+    WORKER_QUALITY = 6  #: Every worker's spammer score (:mod:`crowdqa.quality.worker_quality`).
 
 
 def _seed(seed: int, stream: Stream, *more: int) -> list[int]:
@@ -164,20 +166,10 @@ def build_report(corpus: Corpus, labels: NDArray, *, fit: FitRecord | dict | Non
 
 
 def build_report_data(
-    corpus: Corpus,
-    labels: NDArray,
-    *,
-    method: str,
-    experts_used_in_fit: bool,
-    clamped: NDArray | None = None,
-    heldout: NDArray | None = None,
-    fit: FitRecord | dict | None = None,
-    skills: NDArray | None = None,
-    reference: str = "union",
-    seed: int = 0,
-    n_boot: int = 1000,
-    min_boot_docs: int = 3,
-    min_pair_docs: int = 3,
+    corpus: Corpus, labels: NDArray, *, method: str, experts_used_in_fit: bool, clamped: NDArray | None = None,
+    heldout: NDArray | None = None, fit: FitRecord | dict | None = None, skills: NDArray | None = None,
+    model_confusion: NDArray | None = None, verdict_rules: VerdictRules | None = None, reference: str = "union",
+    seed: int = 0, n_boot: int = 1000, min_boot_docs: int = 3, min_pair_docs: int = 3,
 ) -> dict:
     """Score the aggregate and every annotator against the experts (and annotators against the aggregate).
 
@@ -211,6 +203,11 @@ def build_report_data(
     skills : ndarray of shape (n_workers,), optional
         The aggregator's score of every annotator (``skills_``; NaN: none), reported as
         each worker's ``skill`` (None without one).
+    model_confusion : ndarray of shape (n_workers, n_classes, n_classes), optional
+        The aggregator's ``worker_confusion_`` (NaN for an annotator it has no estimate of), reported in each
+        worker's ``quality`` (:mod:`crowdqa.quality.worker_quality`).
+    verdict_rules : VerdictRules, optional
+        The rules of the workers' verdicts; default :class:`~crowdqa.quality.worker_quality.VerdictRules()`.
     reference : str, default="union"
         Rule or expert id for :func:`crowdqa.quality.references.reference_labels`.
     seed : int, default=0
@@ -228,6 +225,7 @@ def build_report_data(
     """
     refs = _references(corpus, labels, clamped=clamped, heldout=heldout, reference=reference)
     boot = _Bootstrap(n_boot=n_boot, seed=seed, min_docs=min_boot_docs)
+    rules = verdict_rules or VerdictRules()
     return record("QualityReport", {
         # "categorical": answers without an outside class, scored by accuracy; "spans": token labels with an
         # outside class "O", scored by P/R/F1 of the positive (non-O) tokens.
@@ -236,12 +234,29 @@ def build_report_data(
         "aggregate_scored_on": refs.scored_on, "reference": reference,
         "counts": _counts(corpus, refs),
         "aggregate_vs_expert": _aggregate_vs_expert(corpus, refs, boot=boot),
-        "workers": _worker_entries(corpus, _worker_sides(corpus, refs, reference=reference, boot=boot), skills),
+        "workers": _worker_entries(corpus, _worker_sides(corpus, refs, reference=reference, boot=boot), skills,
+                                   _worker_quality(corpus, refs, model_confusion, rules=rules, boot=boot)),
         "agreement": agreement_block(corpus, min_pair_docs=min_pair_docs),
         "fit": fit_record_data(fit),
         "bootstrap": record("Bootstrap", {"n_boot": int(n_boot), "seed": int(seed), "level": LEVEL,
                                           "min_documents": int(min_boot_docs)}),
+        "verdict_rules": record("VerdictRulesRecord", rules.as_record()),
     })
+
+
+def _worker_quality(corpus: Corpus, refs: References, model_confusion: NDArray | None, *, rules: VerdictRules,
+                    boot: _Bootstrap) -> list[dict | None]:
+    """Step 5: every annotator's confusion, spammer score, label bias and verdict
+    (:mod:`crowdqa.quality.worker_quality`); ``model_confusion`` is checked to be of shape (n_workers, n_classes,
+    n_classes)."""
+    if model_confusion is not None:
+        model_confusion = np.asarray(model_confusion, dtype=np.float64)
+        shape = (corpus.n_workers, corpus.n_classes, corpus.n_classes)
+        if model_confusion.shape != shape:
+            raise ValueError(f"model_confusion must have shape {shape}, found {model_confusion.shape}")
+    return worker_quality_blocks(corpus, expert=refs.expert, aggregate=refs.aggregate,
+                                 model_confusion=model_confusion, rules=rules, n_boot=boot.n_boot, level=LEVEL,
+                                 seed=_seed(boot.seed, Stream.WORKER_QUALITY))
 
 
 def _check_labels(labels: NDArray, corpus: Corpus, name: str) -> NDArray[np.int64]:
@@ -404,14 +419,15 @@ def _counts(corpus: Corpus, refs: References) -> dict:
     })
 
 
-def _worker_entries(corpus: Corpus, sides: WorkerSides, skills: NDArray | None) -> list[dict]:
+def _worker_entries(corpus: Corpus, sides: WorkerSides, skills: NDArray | None,
+                    quality: list[dict | None]) -> list[dict]:
     """Step 4: one ``WorkerReport`` per annotator, in the corpus's order."""
     return records("WorkerReport", {
         "annotator": list(corpus.worker_ids), "role": list(corpus.worker_roles),
         "documents": sides.documents.tolist(), "tokens": sides.tokens.tolist(), "vs_expert": sides.vs_expert,
         "span_vs_expert": sides.span_vs_expert, "vs_aggregate": sides.vs_aggregate,
         "skill": [None] * corpus.n_workers if skills is None else [finite_or_none(float(s)) for s in skills],
-        "blocked": [False] * corpus.n_workers,
+        "blocked": [False] * corpus.n_workers, "quality": quality,
     })
 
 

@@ -23,9 +23,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from crowdqa.quality.span_metrics import LEGACY_SPAN_KEYS
 
 __all__ = ["Interval", "Accuracy", "Score", "LabelScore", "Confusion", "AggregateScores",
-           "CategoricalScore", "CategoricalAggregateScores", "WorkerReport", "ExpertPair", "CrowdPair",
+           "CategoricalScore", "CategoricalAggregateScores", "WorkerConfusion", "WorkerQuality", "WorkerReport",
+           "ExpertPair", "CrowdPair",
            "KappaSummary", "Agreement", "Counts", "CrossFit", "FitRecord", "Bootstrap", "MethodComparison",
-           "MethodsComparison", "QualityReport"]
+           "MethodsComparison", "VerdictRulesRecord", "QualityReport"]
 
 #: A confidence interval, ``[low, high]``.
 Interval = tuple[float, float]
@@ -125,6 +126,52 @@ class CategoricalAggregateScores(BaseModel):
     items: int | None = Field(description="Items compared.")
 
 
+class WorkerConfusion(BaseModel):
+    """A worker's confusion counts: rows the reference's label, columns the worker's answer."""
+
+    labels: list[str]
+    rows: Literal["experts", "aggregate"] = Field(description="What the rows are: the expert reference or the "
+                                                              "aggregate.")
+    columns: Literal["worker"] = "worker"
+    matrix: list[list[int]] = Field(description="matrix[i][j]: items (tokens) the reference labels i and the "
+                                                "worker j.")
+
+
+class WorkerQuality(BaseModel):
+    """Whether a worker's answers depend on the truth (:mod:`crowdqa.quality.worker_quality`): its confusion,
+    Raykar and Yu's spammer score with a bootstrap interval, its label bias and the verdict."""
+
+    against: Literal["experts", "aggregate"] = Field(
+        description="The reference of confusion and the spammer score: the experts when the worker has at least "
+                    "min_items expert items, else the aggregate on all its items.")
+    items: int = Field(description="Items (tokens) the confusion counts.")
+    confusion: WorkerConfusion
+    confusion_vs_expert: WorkerConfusion | None = Field(description="Against the experts; null without any.")
+    model_confusion: list[list[float]] | None = Field(
+        description="The method's estimate (worker_confusion_): row = true class, column = answer, rows sum to 1; "
+                    "null when the method has none for this worker.")
+    spammer_score: float | None = Field(
+        description="Raykar & Yu (JMLR 2012): 0 when the confusion rows are identical (answers independent of the "
+                    "truth), 1 for a perfect worker; null with fewer than two true classes seen.")
+    spammer_score_ci: Interval | None = Field(
+        description="Equal-tailed posterior interval at bootstrap.level (each confusion row Dirichlet(counts + 1/2)).")
+    spammer_score_vs_aggregate: float | None = Field(description="The spammer score against the aggregate, on "
+                                                                 "all of the worker's items.")
+    spammer_score_vs_aggregate_ci: Interval | None = Field(description="Its posterior interval.")
+    model_spammer_score: float | None = Field(description="The score of model_confusion.")
+    label_share: dict[str, float | None] = Field(description="Each label's share of the worker's answers.")
+    crowd_label_share: dict[str, float | None] = Field(
+        description="Each label's share of the other annotators' answers on the worker's items.")
+    bias: float | None = Field(description="The largest label_share minus crowd_label_share.")
+    bias_label: str | None = Field(description="The label of bias.")
+    verdict: Literal["block", "watch", "keep"] | None = Field(
+        description="block: the spammer score's whole interval (against the experts, or against the aggregate when "
+                    "the experts do not show the worker informative) is below verdict_rules.block_below; watch: the "
+                    "score is low without that evidence, or a label is overused; keep: otherwise, or too few items "
+                    "to judge (the reason says which). null for experts.")
+    reason: str
+
+
 class WorkerReport(BaseModel):
     """One annotator: against the experts (an expert: against the other experts) and against the aggregate."""
 
@@ -143,6 +190,8 @@ class WorkerReport(BaseModel):
                                             "measures); null when the method has none.")
     blocked: bool = Field(default=False, description="On the project's block list: left out of the fit, scored "
                                                      "like the others.")
+    quality: WorkerQuality | None = Field(default=None, description="Confusion, spammer score, label bias and "
+                                                                    "verdict; null for an annotator without answers.")
 
 
 class ExpertPair(BaseModel):
@@ -293,6 +342,15 @@ class MethodsComparison(BaseModel):
     fit_seconds: float | None = None
 
 
+class VerdictRulesRecord(BaseModel):
+    """The rules the workers' verdicts were decided by (:class:`crowdqa.quality.worker_quality.VerdictRules`)."""
+
+    min_items: int
+    block_below: float
+    watch_below: float
+    bias_above: float
+
+
 class QualityReport(BaseModel):
     """Every worker and the aggregate against the experts, with intervals (see :mod:`crowdqa.quality.report`)."""
 
@@ -311,4 +369,6 @@ class QualityReport(BaseModel):
     bootstrap: Bootstrap
     report_seconds: float | None = Field(default=None, description="Seconds the report took (crowdqa report).")
     method_choice: str | None = Field(default=None, description="method auto: why this method was chosen.")
+    verdict_rules: VerdictRulesRecord | None = Field(default=None, description="The rules of the workers' "
+                                                                               "verdicts.")
     comparison: MethodsComparison | None = Field(default=None, description="method auto: the comparison it ran.")
