@@ -117,7 +117,8 @@ def repeated_answers(item: NDArray, worker: NDArray, label: NDArray, *, rule: st
         return RepeatedAnswers(np.arange(n, dtype=np.int64), int(np.count_nonzero(repeated)), 0, 0, 0)
     lab = label[order].astype(np.int64)
     same = np.minimum.reduceat(lab, start) == np.maximum.reduceat(lab, start)
-    pick = start + (size - 1 if rule == "last" else 0)
+    # An identical repeat keeps its first row; a differing one the rule's.
+    pick = start + np.where(same | (rule != "last"), 0, size - 1)
     pick = pick[same | (rule != "drop")]
     keep = np.sort(order[pick])
     return RepeatedAnswers(keep.astype(np.int64), int(np.count_nonzero(repeated)),

@@ -322,8 +322,8 @@ def verdicts(expert: Evidence, aggregate: Evidence, bias: NDArray, *, judged: ND
             how = "do not depend" if bar == "block" else "depend little"
             why.append(f"answers {how} on {whose} labels: spammer score {float(ev.score[w]):.3f}, interval up to "
                        f"{float(ev.high[w]):.3f} < {getattr(rules, f'{bar}_below'):g}, on {int(ev.items[w])} items"
-                       + (f" (the experts' {int(expert.items[w])} items do not show otherwise)"
-                          if name == "aggregate" and expert.items[w] else ""))
+                       + (f" (the experts' {int(expert.items[w])} item{'' if expert.items[w] == 1 else 's'} "
+                          "do not show otherwise)" if name == "aggregate" and expert.items[w] else ""))
         elif np.isfinite(bias[w]) and bias[w] >= rules.bias_above:
             out.append("watch")
             label = bias_label[w] if bias_label is not None else None

@@ -381,3 +381,60 @@ def test_read_by_position_is_noted_once(tmp_path):
         parsed = read_corpus(_write(tmp_path, "foo,bar,baz\n" + body, name), format="categorical", on_error="skip",
                              repeats="refuse")
         assert sum("read by position" in n for n in parsed.notes) == 1, (name, parsed.notes)
+
+
+@pytest.mark.parametrize("rule", ["first", "last", "drop"])
+def test_repeated_answers_equal_a_dictionary_oracle(rule, seed):
+    """Oracle: a dictionary of each (item, annotator) pair's answers in file order, resolved by hand: identical
+    repeats kept once; differing ones the first, the last, or none."""
+    from crowdqa.ingest.categorical import repeated_answers
+
+    rng = np.random.default_rng(seed)
+    n = 300
+    item, worker, label = rng.integers(0, 30, n), rng.integers(0, 6, n), rng.integers(0, 3, n)
+    got = repeated_answers(item, worker, label, rule=rule)
+    rows: dict[tuple[int, int], list[int]] = {}
+    for r in range(n):
+        rows.setdefault((int(item[r]), int(worker[r])), []).append(r)
+    keep = []
+    for rs in rows.values():
+        same = len({int(label[r]) for r in rs}) == 1
+        if same or rule == "first":
+            keep.append(rs[0])
+        elif rule == "last":
+            keep.append(rs[-1])
+    assert got.keep.tolist() == sorted(keep)
+    repeated = [rs for rs in rows.values() if len(rs) > 1]
+    assert got.pairs == len(repeated) and got.rows_left_out == n - len(keep)
+    assert got.identical == sum(len({int(label[r]) for r in rs}) == 1 for rs in repeated)
+    assert got.identical + got.differing == got.pairs
+
+
+def test_repeated_rows_are_counted_and_said_on_both_paths(tmp_path):
+    """A plain file (the byte path) and a quoted one (Arrow's path, then the row loop under on_error=skip) give the
+    same corpus, the same note and the same count of rows left out."""
+    from crowdqa.ingest import read_corpus
+
+    body = "item,annotator,label\na,u,x\na,u,x\na,u,x\nb,u,x\nb,u,y\nb,v,y\nc,v,x\n"
+    quoted = body.replace("c,v,x", '"c",v,x')
+    results = [read_corpus(_write(tmp_path, text, name), format="categorical", **options)
+               for name, text, options in (("plain.csv", body, {}), ("quoted.csv", quoted, {}),
+                                           ("loop.csv", body + "d,w\n", {"on_error": "skip"}))]
+    for parsed in results:
+        c = parsed.corpus
+        assert c.n_obs == 4 and c.labels_of(c.worker_ids.index("u"))[:2].tolist() == [0, 0]  # b: first answer
+        assert parsed.dropped == {"repeated (item, annotator)": 3}
+        assert any("2 (item, annotator) pairs are answered more than once (3 rows left out): 1 with the same "
+                   "answer each time, counted once; 1 with differing answers, kept the first answer" in n
+                   for n in parsed.notes), parsed.notes
+    last = read_corpus(_write(tmp_path, body, "last.csv"), format="categorical", repeats="last").corpus
+    assert last.labels_of(last.worker_ids.index("u"))[1] == 1
+    drop = read_corpus(_write(tmp_path, body, "drop.csv"), format="categorical", repeats="drop").corpus
+    assert drop.n_obs == 3 and drop.labels_of(drop.worker_ids.index("u"))[1] == -1
+
+
+def test_repeats_option_is_checked_at_the_upload_door(tmp_path):
+    from crowdqa.ingest import read_corpus
+
+    with pytest.raises(IngestError, match="repeats must be 'first', 'last', 'drop' or 'refuse', found 'mean'"):
+        read_corpus(_write(tmp_path, "item,annotator,label\na,u,x\n"), format="categorical", repeats="mean")
