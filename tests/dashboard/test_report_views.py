@@ -77,7 +77,7 @@ def test_categorical_jobs_get_their_own_view(client, keys, tmp_path):
     assert {a: (float(v), int(n)) for a, v, n in drawn} == expected and len(expected) == 6
     assert 'data-kind="aggregate"' in svg
     assert "no shared documents" not in html and "precision vs" not in html and "Most disputed items" in html
-    assert 'id="review-link"' not in html and "Mechanical Turk" not in html
+    assert 'id="review-link">Review the workers<' in html and "Mechanical Turk" not in html  # any format is reviewed
     rows = _rows(html)
     crowd = [r for r in rows if r[1] == "crowd"]
     accuracy = [float(r[3]) for r in crowd]
