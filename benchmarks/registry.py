@@ -95,6 +95,10 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("batches", "a new batch: an earlier model against a refit", (_m("batches"),),
               (_m("batches", "--quick"),),
               ("aggregation", "quality", "ingest", "jobs", "benchmarks/batches.py", "benchmarks/_pico.py")),
+    Benchmark("spammers", "the worker verdict on planted spammers; blocking on real sets with the gold halved",
+              (_m("spammers"),), (_m("spammers", "--quick"),),
+              ("aggregation", "quality", "ingest", "jobs", "benchmarks/spammers.py", "benchmarks/categorical.py",
+               "benchmarks/compare.py", "benchmarks/_pico.py")),
 )
 
 BY_STEM: dict[str, Benchmark] = {b.stem: b for b in BENCHMARKS}

@@ -746,6 +746,31 @@ def render_batches(d: dict, results: Path, quick: bool) -> str:
     )
 
 
+def render_spammers(d: dict, results: Path, quick: bool) -> str:
+    rows = []
+    for name, r in d["planted"].items():
+        rows.append([name, str(r["seeds"]), f"{r['spammers_blocked']} / {r['spammers']}", str(r["spammers_judged"]),
+                     str(r["spammers_watched"]), f"{r['honest_blocked']} / {r['honest']}",
+                     str(r["honest_blocked_above_bar"]), str(r["honest_watched"])])
+    planted = _table(["crowds", "seeds", "spammers blocked", "spammers with 20+ items", "spammers watched",
+                      "honest workers blocked", "of them above the bar", "honest watched"], rows)
+    rows = []
+    for name, r in d["real_gold_halved"].items():
+        before, after = r["all_workers"], r["without_blocked"]
+        f1 = (f" (token F1 {before['token_f1']:.4f} -> {after['token_f1']:.4f})" if "token_f1" in before else "")
+        rows.append([name, str(r["crowd_workers"]), f"{r['expert_documents_given']} / {r['expert_documents_held_out']}",
+                     f"{r['verdicts']['block']} / {r['verdicts']['watch']}", f"{100 * r['blocked_label_share']:.1f}%",
+                     f"{before['accuracy']:.4f}", f"{after['accuracy']:.4f}{f1}", f"{r['accuracy_change']:+.4f}"])
+    real = _table(["set", "crowd workers", "expert items given / held out", "blocked / watched",
+                   "labels of the blocked", "DS accuracy, all workers", "without the blocked", "change"], rows)
+    return ("Planted spammers: synthetic categorical crowds (1,000 items, 30 honest workers of accuracy 0.6-0.95, "
+            "10 spammers: uniform, one label always, one label 90%), DS with the default verdict rules "
+            "(`crowdqa.quality.worker_quality.VerdictRules`). Above the bar: an honest worker whose true spammer score "
+            "is at least the rule's block bar (0.05), so a block the rule does not mean.\n\n" + planted
+            + "\n\nReal sets, gold halved: the report built with half of the expert items blocks workers; DS refitted "
+              "without them, both fits scored on the other half (token accuracy for span sets).\n\n" + real)
+
+
 def render_compare(d: dict, results: Path, quick: bool) -> str:
     titles = {"conll_val": "CoNLL-2003 crowd, validation half (`../shared/data/conll_val`)",
               "pico_dev": "PICO Participants, dev split and the expert-dev documents (`../shared/data/pico`)"}
@@ -817,6 +842,8 @@ SECTIONS: dict[str, tuple[str, str, Callable[[dict, Path, bool], str]]] = {
     "batches": ("New batches: an earlier model vs a refit", "python -m benchmarks.batches", render_batches),
     "compare": ("Which method for my data: crowdqa compare on CoNLL val and PICO dev", "python -m benchmarks.compare",
                 render_compare),
+    "spammers": ("Finding spammers: the worker verdict on planted and real crowds", "python -m benchmarks.spammers",
+                 render_spammers),
     "rerun_all": ("Rerun every number: the time it takes", "python -m benchmarks all", render_rerun_all),
 }
 
