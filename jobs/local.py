@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ParseResult", "read_files", "summarize", "format_summary", "check_run", "check_method_data",
            "check_reference", "max_iter", "is_categorical", "sizes", "default_output_format", "output_format",
-           "aggregate", "write_aggregate", "write_report", "format_report", "RULES", "TABLE_SORT_KEYS"]
+           "aggregate", "write_aggregate", "write_report", "format_report", "RULES", "TABLE_SORT_KEYS",
+           "VerdictRules"]
 
 
 def read_files(uploads: list[dict[str, Any]]) -> ParseResult:

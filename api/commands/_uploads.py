@@ -65,11 +65,11 @@ def _checked(name: str):
 def add_table_arguments(p: argparse.ArgumentParser) -> None:
     """``--sort`` and ``--top`` for the terminal worker table."""
     p.add_argument("--sort", default=None, metavar="KEY",
-                   help="order of the worker table: f1, precision, recall, span_f1, accuracy (worst first; "
-                        "f1_low, f1_high, accuracy_low, accuracy_high: by the interval's bound), spammer_score, "
-                        "spammer_score_low, spammer_score_high (lowest first), bias (highest first), verdict "
-                        "(block, watch, keep), or documents, annotator; default f1 for span labels, accuracy for "
-                        "categorical answers")
+                   help="order of the worker table: f1, precision, recall, span_f1, accuracy, documents, annotator, "
+                        "f1_low, f1_high, accuracy_low, accuracy_high, spammer_score, spammer_score_low, "
+                        "spammer_score_high, bias, verdict; scores worst first (_low and _high by the interval's "
+                        "bound, spammer scores lowest first, bias highest first, verdict block, watch, keep), "
+                        "documents most first; default f1 for span labels, accuracy for categorical answers")
     p.add_argument("--min-items", type=min_items_value, default=None, metavar="N",
                    help="judge workers (their verdict) only on at least N compared items, tokens for span labels "
                         "(default 20), and show only those in the table (default: all)")
@@ -92,7 +92,7 @@ def verdict_rules(args: argparse.Namespace):
     """The verdict rules of ``--min-items`` (the others at their defaults), or None for the defaults."""
     if args.min_items is None:
         return None
-    from crowdqa.quality.worker_quality import VerdictRules
+    from crowdqa.jobs.local import VerdictRules
 
     return VerdictRules(min_items=args.min_items)
 

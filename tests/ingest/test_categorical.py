@@ -433,7 +433,7 @@ def test_repeated_rows_are_counted_and_said_on_both_paths(tmp_path):
     assert drop.n_obs == 3 and drop.labels_of(drop.worker_ids.index("u"))[1] == -1
 
 
-def test_repeats_option_is_checked_at_the_upload_door(tmp_path):
+def test_repeats_option_is_checked_by_the_upload_check(tmp_path):
     from crowdqa.ingest import read_corpus
 
     with pytest.raises(IngestError, match="repeats must be 'first', 'last', 'drop' or 'refuse', found 'mean'"):
