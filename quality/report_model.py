@@ -142,8 +142,9 @@ class WorkerQuality(BaseModel):
     Raykar and Yu's spammer score with a bootstrap interval, its label bias and the verdict."""
 
     against: Literal["experts", "aggregate"] = Field(
-        description="The reference of confusion and the spammer score: the experts when the worker has at least "
-                    "min_items expert items, else the aggregate on all its items.")
+        description="The reference of confusion and the spammer score, the evidence the verdict rests on: the "
+                    "experts when the worker has at least min_items expert items (unless the aggregate's evidence "
+                    "blocked or watched it), else the aggregate on all its items.")
     items: int = Field(description="Items (tokens) the confusion counts.")
     confusion: WorkerConfusion
     confusion_vs_expert: WorkerConfusion | None = Field(description="Against the experts; null without any.")

@@ -3,9 +3,10 @@
 For every annotator, all at once over the corpus's COO arrays:
 
 * ``confusion``: counts of (reference label, the worker's label) on the items (tokens) the worker labelled
-  where the reference has a label. The reference is the experts when the worker has at least
-  ``min_items`` items with an expert label, else the aggregate on all of the worker's items
-  (``against`` says which); the counts against the experts are always kept (``confusion_vs_expert``).
+  where the reference has a label. The reference (``against``) is the one the verdict rests on: the experts
+  when the worker has at least ``min_items`` items with an expert label, unless the verdict came from the
+  aggregate's evidence (below), else the aggregate on all of the worker's items; the counts against the
+  experts are always kept (``confusion_vs_expert``).
 * ``model_confusion``: the aggregator's own estimate, ``worker_confusion_[w]`` (rows the true class, columns
   the worker's answer, each row summing to 1), where the method has one.
 * ``spammer_score`` (Raykar & Yu [1]_): how far apart the rows of the worker's confusion matrix are. A
@@ -269,7 +270,7 @@ class Evidence(NamedTuple):
 
 
 def verdicts(expert: Evidence, aggregate: Evidence, bias: NDArray, *, judged: NDArray, rules: VerdictRules,
-             bias_label: list[str | None] | None = None) -> tuple[list[str | None], list[str]]:
+             bias_label: list[str | None] | None = None) -> tuple[list[str | None], list[str], NDArray[np.bool_]]:
     """Every worker's verdict and its reason (module notes), one rule set for all workers.
 
     Evidence against a reference counts when the worker has at least ``min_items`` items with it, the
@@ -293,7 +294,11 @@ def verdicts(expert: Evidence, aggregate: Evidence, bias: NDArray, *, judged: ND
     -------
     verdict : list of str or None
     reason : list of str
+    by_expert : ndarray of shape (n_workers,) of bool
+        Whether the evidence the verdict rests on is the experts' (else the aggregate's): the side that blocked
+        or watched the worker, else the experts where they count.
     """
+    by_expert = np.zeros(bias.shape[0], dtype=bool)
     counts = {name: (ev.items >= rules.min_items) & np.isfinite(ev.score) for name, ev in
               (("experts", expert), ("aggregate", aggregate))}
     out: list[str | None] = []
@@ -317,6 +322,8 @@ def verdicts(expert: Evidence, aggregate: Evidence, bias: NDArray, *, judged: ND
         name, ev = ("experts", expert) if e_ok else ("aggregate", aggregate)
         if found is not None:
             bar, name, ev = found
+        by_expert[w] = name == "experts"
+        if found is not None:
             out.append(bar)
             whose = "the experts'" if name == "experts" else "the aggregate's"
             how = "do not depend" if bar == "block" else "depend little"
@@ -333,7 +340,7 @@ def verdicts(expert: Evidence, aggregate: Evidence, bias: NDArray, *, judged: ND
             out.append("keep")
             why.append(f"spammer score {float(ev.score[w]):.3f} (interval {float(ev.low[w]):.3f} to "
                        f"{float(ev.high[w]):.3f}) against the {name} on {int(ev.items[w])} items")
-    return out, why
+    return out, why, by_expert
 
 
 def _matrix(conf: NDArray, labels: list[str], *, rows: str) -> dict:
@@ -369,18 +376,20 @@ def worker_quality_blocks(corpus: Corpus, *, expert: NDArray, aggregate: NDArray
         low, high = posterior_spammer_bounds(counts, n_draws=n_boot, level=level, ranks=id_rank(corpus.worker_ids),
                                              rng=np.random.default_rng([*seed, len(evidence)]))
         evidence[name] = Evidence(spammer_score(counts), low, high, counts.sum(axis=(1, 2)))
-    use_expert = evidence["experts"].items >= rules.min_items
-    primary = {key: np.where(use_expert, getattr(evidence["experts"], key), getattr(evidence["aggregate"], key))
-               for key in Evidence._fields}
-    measured = np.where(use_expert[:, None, None], conf.vs_expert, conf.vs_aggregate)
-    n_expert = evidence["experts"].items
     own, crowd, bias = label_shares(conf.answers, conf.others)
     names = list(corpus.class_names)
     excess = np.where(np.isfinite(own - crowd), own - crowd, -np.inf)
     top = [names[int(i)] for i in np.argmax(excess, axis=1)]
     judged = np.array([r == "crowd" for r in corpus.worker_roles]) & (conf.answers.sum(axis=1) > 0)
-    verdict, reason = verdicts(evidence["experts"], evidence["aggregate"], bias, judged=judged, rules=rules,
-                               bias_label=top)
+    verdict, reason, by_expert = verdicts(evidence["experts"], evidence["aggregate"], bias, judged=judged,
+                                          rules=rules, bias_label=top)
+    # The score shown is the evidence the verdict rests on (for an unjudged annotator: the experts' where they
+    # count), so a worker blocked on the aggregate's evidence does not show the experts' wide interval.
+    use_expert = np.where(judged, by_expert, evidence["experts"].items >= rules.min_items)
+    primary = {key: np.where(use_expert, getattr(evidence["experts"], key), getattr(evidence["aggregate"], key))
+               for key in Evidence._fields}
+    measured = np.where(use_expert[:, None, None], conf.vs_expert, conf.vs_aggregate)
+    n_expert = evidence["experts"].items
     agg = evidence["aggregate"]
     model_score = None if model_confusion is None else spammer_score(model_confusion)
     blocks: list[dict | None] = []

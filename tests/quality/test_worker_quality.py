@@ -162,8 +162,9 @@ def test_verdict_rules():
                     [100, 100, 100, 100, 100, 10, 100, 100])
     bias = np.array([0.0, 0.0, 0.0, 0.0, 0.4, 0.0, 0.1, 0.0])
     judged = np.array([True] * 7 + [False])
-    got, why = verdicts(expert, aggregate, bias, judged=judged, rules=rules, bias_label=["a"] * 8)
+    got, why, by_expert = verdicts(expert, aggregate, bias, judged=judged, rules=rules, bias_label=["a"] * 8)
     assert got == ["block", "block", "keep", "watch", "watch", "keep", "keep", None]
+    assert by_expert.tolist() == [True, False, True, True, True, False, True, False]
     assert "experts' labels" in why[0] and "aggregate's labels" in why[1] and "do not show otherwise" in why[1]
     assert "'a'" in why[4] and why[5].startswith("too few items") and why[7] == ""
 
