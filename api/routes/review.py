@@ -149,6 +149,16 @@ def _review(job, body: ReviewRequest, session, settings) -> review.ReviewOutcome
         raise ProblemError(404, str(exc)) from None
 
 
+def _batch_review(job, body: ReviewRequest, session, settings) -> review.ReviewOutcome:
+    """The review of the job's Mechanical Turk batch; 409 for a dataset without one (it is reviewed worker by
+    worker, with nothing to write back and no assignment to pay)."""
+    outcome = _review(job, body, session, settings)
+    if outcome.batch is None:
+        raise ProblemError(409, f"the dataset of job {job.id} has no mturk-csv crowd upload to write back: get the "
+                                "decisions (/review/decisions) and the block list (/review/block-list)")
+    return outcome
+
+
 def _counted(outcome: review.ReviewOutcome, filename: str) -> dict[str, str]:
     a = outcome.summary["assignments"]
     return {"X-Review-Approved": str(a["approved"]), "X-Review-Rejected": str(a["rejected"]),
@@ -171,10 +181,7 @@ def review_job(job: OwnedJobDep, body: ReviewRequest, session: SessionDep, setti
 def review_batch(job: OwnedJobDep, body: ReviewRequest, session: SessionDep, settings: SettingsDep) -> Response:
     """The job's Mechanical Turk batch with Approve, Reject and RequesterFeedback filled by the rules and every
     other byte as uploaded: the file to upload on the requester site."""
-    outcome = _review(job, body, session, settings)
-    if outcome.batch is None:
-        raise ProblemError(409, f"the dataset of job {job.id} has no mturk-csv crowd upload to write back: get the "
-                                "decisions (/review/decisions) and the block list (/review/block-list)")
+    outcome = _batch_review(job, body, session, settings)
     return Response(outcome.reviewed_csv(), media_type=outcome.media_type,
                     headers=_counted(outcome, f"{job.id}-reviewed.csv"))
 
@@ -214,8 +221,9 @@ def review_block(job: OwnedJobDep, body: ReviewRequest, session: SessionDep, set
     **problem_responses(404, 409),
     200: download_response("The bonus list: WorkerId, AssignmentId, BonusAmount, Reason.", "text/csv; charset=utf-8")})
 def review_bonuses(job: OwnedJobDep, body: ReviewRequest, session: SessionDep, settings: SettingsDep) -> Response:
-    """The bonuses the rules grant, one row per worker at or above ``bonus_above`` (empty without ``bonus``)."""
-    outcome = _review(job, body, session, settings)
+    """The bonuses the rules grant, one row per worker at or above ``bonus_above`` (empty without ``bonus``); a
+    Mechanical Turk bonus list, so 409 for a dataset without a batch (its decisions CSV has every bonus)."""
+    outcome = _batch_review(job, body, session, settings)
     return Response(outcome.bonus_csv(), media_type="text/csv; charset=utf-8",
                     headers=_counted(outcome, f"{job.id}-bonuses.csv"))
 
