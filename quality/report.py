@@ -84,7 +84,7 @@ from crowdqa.quality.score_blocks import (
     worker_blocks,
 )
 from crowdqa.quality.worker_counts import AnnotationPairs, obs_pairs, pair_counts, worker_hits, worker_span_counts
-from crowdqa.quality.worker_quality import VerdictRules, worker_quality_blocks
+from crowdqa.quality.worker_quality import VerdictRules, posterior_draws, worker_quality_blocks
 
 if TYPE_CHECKING:  # the typed models (pydantic) are imported where a typed report is asked for, not here
     from crowdqa.quality.report_model import FitRecord, QualityReport
@@ -240,7 +240,7 @@ def build_report_data(
         "fit": fit_record_data(fit),
         "bootstrap": record("Bootstrap", {"n_boot": int(n_boot), "seed": int(seed), "level": LEVEL,
                                           "min_documents": int(min_boot_docs)}),
-        "verdict_rules": record("VerdictRulesRecord", rules.as_record()),
+        "verdict_rules": record("VerdictRulesRecord", {**rules.as_record(), "posterior_draws": _draws(corpus, boot)}),
     })
 
 
@@ -255,8 +255,14 @@ def _worker_quality(corpus: Corpus, refs: References, model_confusion: NDArray |
         if model_confusion.shape != shape:
             raise ValueError(f"model_confusion must have shape {shape}, found {model_confusion.shape}")
     return worker_quality_blocks(corpus, expert=refs.expert, aggregate=refs.aggregate,
-                                 model_confusion=model_confusion, rules=rules, n_boot=boot.n_boot, level=LEVEL,
-                                 seed=_seed(boot.seed, Stream.WORKER_QUALITY))
+                                 model_confusion=model_confusion, rules=rules, n_draws=_draws(corpus, boot),
+                                 level=LEVEL, seed=_seed(boot.seed, Stream.WORKER_QUALITY))
+
+
+def _draws(corpus: Corpus, boot: _Bootstrap) -> int:
+    """The posterior draws of every worker's spammer score interval (:func:`posterior_draws`)."""
+    return posterior_draws(boot.n_boot, n_workers=int(corpus.workers_with_role("crowd").shape[0]),
+                           n_classes=corpus.n_classes)
 
 
 def _check_labels(labels: NDArray, corpus: Corpus, name: str) -> NDArray[np.int64]:

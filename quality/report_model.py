@@ -350,6 +350,8 @@ class VerdictRulesRecord(BaseModel):
     block_below: float
     watch_below: float
     bias_above: float
+    posterior_draws: int | None = Field(default=None, description="Posterior draws of each spammer score interval "
+                                                                  "(400, fewer for many workers x classes^2).")
 
 
 class QualityReport(BaseModel):

@@ -197,7 +197,7 @@ def test_report_blocks_a_planted_constant_answerer_and_keeps_the_honest(seed):
     assert q[3]["label_share"] == {"a": 1.0, "b": 0.0} and q[3]["bias_label"] == "a"
     assert q[0]["confusion"]["matrix"] == q[0]["confusion_vs_expert"]["matrix"]
     assert sum(map(sum, q[0]["confusion"]["matrix"])) == n_items
-    assert report["verdict_rules"] == VerdictRules().as_record()
+    assert report["verdict_rules"] == {**VerdictRules().as_record(), "posterior_draws": 400}
 
 
 def test_model_confusion_is_reported_with_its_score():
@@ -212,3 +212,12 @@ def test_model_confusion_is_reported_with_its_score():
     with pytest.raises(ValueError, match=r"model_confusion must have shape \(2, 2, 2\)"):
         build_report_data(corpus, np.arange(40) % 2, method="ds", experts_used_in_fit=False, n_boot=0,
                           model_confusion=np.eye(2))
+
+
+def test_posterior_draws_shrink_only_for_large_crowds_of_many_classes():
+    from crowdqa.quality.worker_quality import DRAW_BUDGET, MIN_DRAWS, POSTERIOR_DRAWS, posterior_draws
+
+    assert posterior_draws(1000, n_workers=825, n_classes=4) == POSTERIOR_DRAWS
+    assert posterior_draws(50, n_workers=825, n_classes=4) == 50 and posterior_draws(0, n_workers=3, n_classes=2) == 0
+    assert posterior_draws(1000, n_workers=800, n_classes=20) == max(MIN_DRAWS, DRAW_BUDGET // (800 * 400))
+    assert posterior_draws(1000, n_workers=10**6, n_classes=50) == MIN_DRAWS
