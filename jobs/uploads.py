@@ -9,7 +9,7 @@ call these (the command line reads files, not datasets: :mod:`crowdqa.jobs.local
 
 Every entry point that adds uploads to a dataset (:func:`add_upload`, a Label Studio pull in
 :mod:`crowdqa.jobs.label_studio`) takes the same steps, so each meets every guard: :func:`admit_upload` (the
-project's limits), :func:`store_raw` or :func:`store_raws` (the size limit of :class:`UploadLimits` and the
+project's limits; a pull takes its two checks apart, the count before it asks Label Studio for anything), :func:`store_raw` or :func:`store_raws` (the size limit of :class:`UploadLimits` and the
 bytes kept; files of known size, a pull's, are checked before a byte of them is stored), :func:`stage_upload` (a
 stored file made an upload row: parse and summary) and :func:`merge_uploads` (the rows added to the dataset under
 its lock, with the checks against its other uploads). A refused request removes the files it made

@@ -35,9 +35,10 @@ def _pull(args: argparse.Namespace) -> int:
     if not url:
         raise UserError("give the Label Studio server: --url URL or LABEL_STUDIO_URL")
     token = _token(args, required=True)
+    settings = get_settings()
     # allowed=None: the operator's own command, not bound by CROWDQA_LABEL_STUDIO_URLS (see connect)
-    with connect(url, token, allowed=None) as client, server_session(create=True) as session:
-        done = pull(session=session, settings=get_settings(), client=client, ls_project=args.project,
+    with connect(url, token, allowed=None, settings=settings) as client, server_session(create=True) as session:
+        done = pull(session=session, settings=settings, client=client, ls_project=args.project,
                     project_name=args.crowdqa_project, dataset_name=args.dataset, experts=args.expert,
                     ground_truth=True if args.ground_truth else None, keep_token=token, full=args.full)
         ds = done.dataset

@@ -43,7 +43,7 @@ def connect_label_studio(request: Request, session: SessionDep, settings: Settin
                               f"{project.strip()[:20]!r}", status_code=422)
     names = [e.strip() for e in experts.replace("\n", ",").split(",") if e.strip()]
     try:
-        with connect(url, token, allowed=settings.label_studio_origins) as client:
+        with connect(url, token, allowed=settings.label_studio_origins, settings=settings) as client:
             done = pull(session=session, settings=settings, client=client, ls_project=int(project),
                         project_name=dash.project.name, experts=names, ground_truth=True if ground_truth else None,
                         keep_token=token)

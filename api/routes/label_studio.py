@@ -74,7 +74,7 @@ def pull_project(body: LabelStudioPull, session: SessionDep, settings: SettingsD
     409 when the dataset holds other uploads or another project's, or labels of another kind; 413 and 429 past
     the size limit and the project's limits (a pull counts as an upload request)."""
     token = body.token.get_secret_value()
-    with connect(body.url, token, allowed=settings.label_studio_origins) as client:
+    with connect(body.url, token, allowed=settings.label_studio_origins, settings=settings) as client:
         done = pull(session=session, settings=settings, client=client, ls_project=body.project,
                     project_name=project.name, dataset_name=body.dataset, experts=body.experts,
                     ground_truth=body.ground_truth, keep_token=token, full=body.full)
