@@ -34,6 +34,7 @@ from numpy.typing import NDArray
 from crowdqa.aggregation.corpus import ROLES, Corpus, entity_type
 from crowdqa.ingest.errors import IngestError, ProblemLog
 from crowdqa.ingest.formats import choice_message
+from crowdqa.ingest.limits import DocumentLimits
 from crowdqa.ingest.tokenize import offsets_from_tokens, tokenize_many
 
 __all__ = ["Span", "UnusualSpans", "corpus_from_spans", "corpus_from_span_columns", "corpus_from_span_arrays",
@@ -119,8 +120,8 @@ def corpus_from_spans(*, documents: dict[str, str], assignments: Sequence[tuple[
 
 def corpus_from_span_columns(*, documents: dict[str, str], assignments: Sequence[tuple[str, str]],
                              span_doc: list[str], span_annotator: list[str], span_start: list[int],
-                             span_end: list[int], span_label: list[str], roles: dict[str, str], scheme: str = "auto"
-                             ) -> Corpus:
+                             span_end: list[int], span_label: list[str], roles: dict[str, str], scheme: str = "auto",
+                             limits: DocumentLimits | None = None) -> Corpus:
     """:func:`corpus_from_spans` of spans given as columns (a reader's fast path, with no :class:`Span` per span).
 
     Raises :class:`UnusualSpans` where :func:`corpus_from_spans` would report a span (unknown document,
@@ -133,7 +134,7 @@ def corpus_from_span_columns(*, documents: dict[str, str], assignments: Sequence
     if columns is None or not all(d in doc_index for d, _ in assignments):
         raise UnusualSpans("a span or an assignment fails a check")
     return _columns_corpus(documents, doc_index, texts, assignments, columns, roles=roles, scheme=scheme, types=None,
-                           spans=None, problems=ProblemLog("fail"))
+                           spans=None, problems=ProblemLog("fail", limits=limits or DocumentLimits()))
 
 
 def _columns_corpus(documents: dict[str, str], doc_index: dict[str, int], texts: list[str],
@@ -322,6 +323,7 @@ def corpus_from_span_arrays(
     sp_pair, sp_type = np.asarray(span_pair, dtype=np.int64), np.asarray(span_type, dtype=np.int64)
 
     doc_lengths, token_start, token_end = tokenize_many(texts)
+    problems.limits.check_lengths(doc_lengths, doc_ids)
     doc_start = np.concatenate([[0], np.cumsum(doc_lengths)])
     n_pairs = pair_doc.size
 
@@ -496,7 +498,9 @@ def corpus_from_token_labels(
     problems = problems or ProblemLog("fail")
     doc_index = {d: i for i, d in enumerate(documents)}
     texts, starts, ends = [], [], []
-    for toks in documents.values():
+    for doc_id, toks in documents.items():
+        problems.limits.check_tokens(len(toks), doc_id=doc_id)
+        problems.limits.check_chars(sum(map(len, toks)) + max(len(toks) - 1, 0), doc_id=doc_id)
         t, s, e = offsets_from_tokens(toks)
         texts.append(t)
         starts.append(s)

@@ -43,6 +43,7 @@ from crowdqa.ingest._common import reader_log
 from crowdqa.ingest._io import read_text
 from crowdqa.ingest.build import class_names_for, corpus_from_token_labels
 from crowdqa.ingest.errors import IngestError, ProblemLog
+from crowdqa.ingest.limits import DocumentLimits
 
 __all__ = ["read_conll"]
 
@@ -65,7 +66,7 @@ def read_conll(path: str | os.PathLike, *, role: str = "crowd", problems: Proble
     """
     problems = reader_log(role, problems)
     src = str(Path(path))
-    fast = _read_columnar(Path(path), role=role)
+    fast = _read_columnar(Path(path), role=role, limits=problems.limits)
     if fast is not None:
         return fast
     lines = read_text(path).splitlines()
@@ -129,6 +130,9 @@ def read_conll(path: str | os.PathLike, *, role: str = "crowd", problems: Proble
             flush()
         else:
             sentence.append((lineno, fields))
+            if len(sentence) > problems.limits.max_tokens:
+                problems.limits.check_tokens(len(sentence), doc_id=str(counter[0] + 1), source=src,
+                                             line=sentence[0][0], at_least=True)
     flush()
     if not documents:
         raise IngestError("no sentences found", source=src)
@@ -159,7 +163,7 @@ class _Part:
     lengths: NDArray[np.int32]
 
 
-def _read_columnar(path: Path, *, role: str) -> Corpus | None:
+def _read_columnar(path: Path, *, role: str, limits: DocumentLimits) -> Corpus | None:
     """The file read part by part as byte arrays (:data:`PART_BYTES` of whole sentences each), or None for the
     line loop.
 
@@ -175,7 +179,9 @@ def _read_columnar(path: Path, *, role: str) -> Corpus | None:
     Fields are found from the positions of the newline and delimiter bytes; tags are encoded by
     their bytes (:mod:`crowdqa.ingest._bytes`) and token texts copied out of the bytes
     (:func:`_token_texts`), with no Python string per row. Parts, not the whole file, are held as
-    arrays, so the peak memory follows the corpus, not the file's bytes times the arrays per byte.
+    arrays, so the peak memory follows the corpus, not the file's bytes times the arrays per byte. A sentence (a
+    document) of more lines than ``limits.max_tokens`` is refused as it is read (:func:`_sentence_parts`): a
+    part holds whole sentences, so one endless sentence would be one endless part.
     """
     try:
         fh = open(path, "rb")  # noqa: SIM115 - closed below, on every return
@@ -201,7 +207,7 @@ def _read_columnar(path: Path, *, role: str) -> Corpus | None:
         tags: dict[str, int] = {}
         parts: list[_Part] = []
         layout: list = [names, None]  # annotator names, then (delimiter, n_fields) from the first row
-        for chunk in _sentence_parts(fh, rest):
+        for chunk in _sentence_parts(fh, rest, limits=limits, source=str(path), line=1 if rest else 2):
             part = _columnar_part(chunk, layout, tags, role=role)
             if part is None:
                 return None
@@ -211,17 +217,22 @@ def _read_columnar(path: Path, *, role: str) -> Corpus | None:
     return _joined_parts(parts, list(tags), layout[0], role=role)
 
 
-def _sentence_parts(fh, head: bytes):
+def _sentence_parts(fh, head: bytes, *, limits: DocumentLimits, source: str, line: int):
     """The file's bytes from ``head`` on in parts of about :data:`PART_BYTES`, each ending after a blank line
-    (or at the end of the file), so no sentence is cut."""
+    (or at the end of the file), so no sentence is cut; ``line`` is the line ``head`` starts at. A sentence of more
+    lines than ``limits.max_tokens`` is refused (IngestError naming the line it starts at) before it is held
+    whole."""
     buffer = bytearray(head)
     while True:
         more = fh.read(PART_BYTES)
         buffer += more
         cut = buffer.rfind(b"\n\n") + 2 if more else len(buffer)
         if cut < 2 and more:
+            if buffer.count(b"\n") > limits.max_tokens + 1:  # one sentence of more lines than tokens allowed
+                limits.check_tokens(buffer.count(b"\n"), doc_id="?", source=source, line=line, at_least=True)
             continue  # no sentence ends yet: read on
         if cut:
+            line += buffer.count(b"\n", 0, cut)
             yield bytes(buffer[:cut])
             del buffer[:cut]
         if not more:

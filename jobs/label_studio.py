@@ -60,6 +60,7 @@ from crowdqa.jobs.quotas import check_stored_bytes, check_upload_rate
 from crowdqa.jobs.results import load_job_result
 from crowdqa.jobs.uploads import (
     NoLabelsError,
+    UploadLimits,
     collect_garbage,
     discard_raw,
     discard_staged,
@@ -309,7 +310,8 @@ def _store(*, session: Session, settings: Settings, dataset: Dataset, link: Labe
         for raw, (_, name, fmt, options, role) in zip(raws, files, strict=True):
             try:
                 staged.append(stage_upload(store=store, dataset=dataset, raw=raw, filename=name, format=fmt,
-                                           role=role, options=options))
+                                           role=role, options=options,
+                                           document_limits=UploadLimits.of(settings).document))
             except NoLabelsError:
                 continue
         removed, link.upload_ids = link.upload_ids, [s.upload.id for s in staged]
