@@ -140,7 +140,7 @@ _UNUSUAL = re.compile("\x00|\r(?!\n)|[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 
 def _read_at_once(tree: Tree, ann_files: list[str], txt_by_doc: dict[str, list[str]], extra: DocsFolder | None, *,
                   role: str, category: str | None, scheme: str, read: Callable[[str], str],
-                  limits: DocumentLimits) -> Corpus | None:
+                  limits: DocumentLimits | None = None) -> Corpus | None:
     """The corpus with every ``T`` line parsed at once, or None to let the line loop read the files.
 
     The assignments are checked as the loop checks them (:func:`_assignments`), giving up at the first
@@ -157,7 +157,7 @@ def _read_at_once(tree: Tree, ann_files: list[str], txt_by_doc: dict[str, list[s
         contents.append((content, annotator, doc_id))
         return []
 
-    found = SpanCollector(role=role, problems=ProblemLog("fail", limits=limits))
+    found = SpanCollector(role=role, problems=ProblemLog("fail", limits=limits or DocumentLimits()))
     try:
         _assignments(tree, ann_files, txt_by_doc, extra, found, read=read, parse=keep)
     except IngestError:

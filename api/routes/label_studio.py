@@ -13,9 +13,10 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from crowdqa.api.deps import CurrentProjectDep, OwnedJobDep, SessionDep, SettingsDep
 from crowdqa.api.errors import ProblemError, problem_responses
+from crowdqa.api.strict_json import StrictJSONRoute
 from crowdqa.jobs.label_studio import connect, pull, push
 
-router = APIRouter(tags=["label-studio"])
+router = APIRouter(tags=["label-studio"], route_class=StrictJSONRoute)
 
 
 class LabelStudioPull(BaseModel):

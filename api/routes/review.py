@@ -12,12 +12,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from crowdqa.api.deps import CurrentProjectDep, Limit, Offset, OwnedJobDep, SessionDep, SettingsDep
 from crowdqa.api.errors import ProblemError, problem_responses
 from crowdqa.api.openapi import download_response
+from crowdqa.api.strict_json import StrictJSONRoute
 from crowdqa.jobs import blocklist, exports, review
 from crowdqa.store.models import BlockedWorkerCreate, BlockedWorkerPublic, BlockedWorkersPublic
 
 __all__ = ["router", "ReviewRequest", "ReviewSummary"]
 
-router = APIRouter(tags=["review"])
+router = APIRouter(tags=["review"], route_class=StrictJSONRoute)
 
 #: The rules' choices (crowdqa.quality.review_rules.METRICS, AGAINST, DECIDE_BY; a test pins them), written once
 #: for the request and the rules as applied.
