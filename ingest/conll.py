@@ -163,7 +163,7 @@ class _Part:
     lengths: NDArray[np.int32]
 
 
-def _read_columnar(path: Path, *, role: str, limits: DocumentLimits) -> Corpus | None:
+def _read_columnar(path: Path, *, role: str, limits: DocumentLimits | None = None) -> Corpus | None:
     """The file read part by part as byte arrays (:data:`PART_BYTES` of whole sentences each), or None for the
     line loop.
 
@@ -207,7 +207,8 @@ def _read_columnar(path: Path, *, role: str, limits: DocumentLimits) -> Corpus |
         tags: dict[str, int] = {}
         parts: list[_Part] = []
         layout: list = [names, None]  # annotator names, then (delimiter, n_fields) from the first row
-        for chunk in _sentence_parts(fh, rest, limits=limits, source=str(path), line=1 if rest else 2):
+        for chunk in _sentence_parts(fh, rest, limits=limits or DocumentLimits(), source=str(path),
+                                     line=1 if rest else 2):
             part = _columnar_part(chunk, layout, tags, role=role)
             if part is None:
                 return None

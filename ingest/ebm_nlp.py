@@ -208,7 +208,7 @@ def _line_of(text: str, index: int) -> int:
 
 
 def _read_arrays(anns: list[tuple[str, str, bool]], *, docs_dir: Path, class_names: tuple[str, ...], role: str,
-                 limits: DocumentLimits) -> Corpus | None:
+                 limits: DocumentLimits | None = None) -> Corpus | None:
     """Every ``.ann`` file parsed at once as one byte array, or None to let the file loop read them.
 
     Applies when every file name is ``<PMID>.<WORKER>.ann``, every document has its tokens file,
@@ -254,6 +254,7 @@ def _read_arrays(anns: list[tuple[str, str, bool]], *, docs_dir: Path, class_nam
         return None  # an annotator labels a document twice
     # Documents: the tokens files, in order of first appearance.
     token_lists = []
+    limits = limits or DocumentLimits()
     for pmid in doc_index:
         tok_file = os.path.join(docs_dir, f"{pmid}.tokens")
         try:

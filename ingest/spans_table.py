@@ -207,7 +207,7 @@ def _columnar_jsonl(path) -> dict | None:
 
 
 def _columnar_corpus(cols: dict, *, role: str, docs, category: str | None, scheme: str,
-                     problems: ProblemLog) -> Corpus | None:
+                     problems: ProblemLog | None = None) -> Corpus | None:
     """The corpus of clean span rows (see above), or None for the row loop."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -248,6 +248,7 @@ def _columnar_corpus(cols: dict, *, role: str, docs, category: str | None, schem
     if any(not names[k].strip() or names[k] == "O" for k in used):
         return None  # a blank label, or "O"
     # Texts, checked like the row loop's: every document's file, every span inside its text.
+    problems = problems or ProblemLog("fail")
     folder = DocsFolder(docs, limits=problems.limits)
     texts = [folder.get(d) for d in doc_names.to_pylist()]
     if any(t is None for t in texts):
