@@ -14,7 +14,7 @@ from typing import Any
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.ingest._io import read_text
 from crowdqa.ingest.build import Span, corpus_from_spans
-from crowdqa.ingest.errors import IngestError, ProblemLog
+from crowdqa.ingest.errors import DocumentTooLongError, IngestError, ProblemLog
 from crowdqa.ingest.formats import ROLES, choice_message
 from crowdqa.ingest.limits import DocumentLimits
 
@@ -95,6 +95,8 @@ class SpanCollector:
         self.role, self.problems, self.category = role, problems, category
         self.documents: dict[str, str] = {}
         self.text_source: dict[str, str] = {}
+        #: Where each document was read (source, line), for a refusal its builder makes (too many tokens).
+        self.read_at: dict[str, tuple[str, int | None]] = {}
         self.assignments: list[tuple[str, str]] = []
         self.spans: list[Span] = []
         self.roles: dict[str, str] = {}
@@ -115,6 +117,7 @@ class SpanCollector:
         ``line`` (where the reader met it) or else ``text_source``."""
         if doc_id not in self.documents:
             self.problems.limits.check_chars(len(text), doc_id=doc_id, source=source or text_source, line=line)
+            self.read_at[doc_id] = (source or text_source, line)
             self.documents[doc_id] = text
             self.text_source[doc_id] = text_source
         for a in annotators:
@@ -138,8 +141,11 @@ class SpanCollector:
             self.problems.note(f"category {self.category!r} is none of the labels of this {self.role} file's "
                                f"{sum(self.other_labels.values())} spans ({labels}): its annotators read as marking "
                                "nothing")
-        return corpus_from_spans(documents=self.documents, assignments=self.assignments, spans=self.spans,
-                                 roles=self.roles, scheme=scheme, types=types, problems=self.problems)
+        try:
+            return corpus_from_spans(documents=self.documents, assignments=self.assignments, spans=self.spans,
+                                     roles=self.roles, scheme=scheme, types=types, problems=self.problems)
+        except DocumentTooLongError as exc:  # too many tokens: counted once all are tokenized at once
+            raise exc.at(*self.read_at.get(exc.doc_id, (exc.source, exc.line))) from None
 
 
 def spans_at(found: Iterable[tuple[int, int, str]], doc_id: str, annotator: str, *, source: str,

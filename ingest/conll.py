@@ -207,11 +207,13 @@ def _read_columnar(path: Path, *, role: str, limits: DocumentLimits | None = Non
         tags: dict[str, int] = {}
         parts: list[_Part] = []
         layout: list = [names, None]  # annotator names, then (delimiter, n_fields) from the first row
-        for chunk in _sentence_parts(fh, rest, limits=limits or DocumentLimits(), source=str(path),
-                                     line=1 if rest else 2):
+        limits = limits or DocumentLimits()
+        for chunk, line in _sentence_parts(fh, rest, limits=limits, source=str(path), line=1 if rest else 2):
             part = _columnar_part(chunk, layout, tags, role=role)
             if part is None:
                 return None
+            _check_part(part, chunk, line, limits=limits, source=str(path),
+                        first_doc=sum(p.doc_lengths.size for p in parts) + 1)
             parts.append(part)
     if not parts:
         return None
@@ -220,8 +222,8 @@ def _read_columnar(path: Path, *, role: str, limits: DocumentLimits | None = Non
 
 def _sentence_parts(fh, head: bytes, *, limits: DocumentLimits, source: str, line: int):
     """The file's bytes from ``head`` on in parts of about :data:`PART_BYTES`, each ending after a blank line
-    (or at the end of the file), so no sentence is cut; ``line`` is the line ``head`` starts at. A sentence of more
-    lines than ``limits.max_tokens`` is refused (IngestError naming the line it starts at) before it is held
+    (or at the end of the file), so no sentence is cut, with the line each starts at (``line``: ``head``'s). A
+    sentence of more lines than ``limits.max_tokens`` is refused (naming the line it starts at) before it is held
     whole."""
     buffer = bytearray(head)
     while True:
@@ -233,11 +235,27 @@ def _sentence_parts(fh, head: bytes, *, limits: DocumentLimits, source: str, lin
                 limits.check_tokens(buffer.count(b"\n"), doc_id="?", source=source, line=line, at_least=True)
             continue  # no sentence ends yet: read on
         if cut:
+            yield bytes(buffer[:cut]), line
             line += buffer.count(b"\n", 0, cut)
-            yield bytes(buffer[:cut])
             del buffer[:cut]
         if not more:
             return
+
+
+def _check_part(part: _Part, chunk: bytes, line: int, *, limits: DocumentLimits, source: str, first_doc: int
+                ) -> None:
+    """Refuse a part's longest sentence past ``limits`` (tokens, or its text's characters), naming the line it
+    starts at (``chunk`` starts at ``line``; sentence ids count from ``first_doc``)."""
+    chars = np.fromiter(map(len, part.texts), dtype=np.int64, count=len(part.texts))
+    over = np.flatnonzero((part.doc_lengths > limits.max_tokens) | (chars > limits.max_chars))
+    if not over.size:
+        return
+    d = int(over[0])
+    starts = [k for k, (prev, this) in enumerate(zip([b""] + chunk.split(b"\n"), chunk.split(b"\n"), strict=False))
+              if this.strip() and not prev.strip()]
+    where = dict(doc_id=str(first_doc + d), source=source, line=line + starts[d] if d < len(starts) else None)
+    limits.check_tokens(int(part.doc_lengths[d]), **where)
+    limits.check_chars(int(chars[d]), **where)
 
 
 def _columnar_part(chunk: bytes, layout: list, tags: dict[str, int], *, role: str) -> _Part | None:

@@ -27,7 +27,16 @@ class IngestError(ValueError):
 
 class DocumentTooLongError(IngestError):
     """A document longer than the reading's :class:`~crowdqa.ingest.limits.DocumentLimits`: the upload is refused
-    whole (``on_error="skip"`` does not skip it)."""
+    whole (``on_error="skip"`` does not skip it). ``doc_id`` names the document, ``limit`` the setting."""
+
+    def __init__(self, message: str, *, doc_id: str, limit: str, source: str = "", line: int | None = None) -> None:
+        super().__init__(message, source=source, line=line)
+        self.doc_id, self.limit = doc_id, limit
+
+    def at(self, source: str, line: int | None) -> DocumentTooLongError:
+        """The same refusal, naming where the document was read (a reader that knows it, when a builder found
+        it)."""
+        return DocumentTooLongError(self.detail, doc_id=self.doc_id, limit=self.limit, source=source, line=line)
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ class DocumentLimits:
         if n_chars > self.max_chars:
             raise DocumentTooLongError(f"document {doc_id!r} has {n_chars} characters, more than the "
                                        f"{self.max_chars} a document may have ({CHARS_SETTING})", source=source,
-                                       line=line)
+                                       line=line, doc_id=doc_id, limit=CHARS_SETTING)
 
     def check_bytes(self, n_bytes: int, *, doc_id: str, source: str = "", line: int | None = None) -> None:
         """Refuse a text of ``n_bytes`` bytes before it is read when even UTF-8's widest characters (4 bytes)
@@ -56,7 +56,7 @@ class DocumentLimits:
         if n_bytes > 4 * self.max_chars:
             raise DocumentTooLongError(f"document {doc_id!r} is {n_bytes} bytes, more than the {self.max_chars} "
                                        f"characters a document may have ({CHARS_SETTING}) take", source=source,
-                                       line=line)
+                                       line=line, doc_id=doc_id, limit=CHARS_SETTING)
 
     def check_tokens(self, n_tokens: int, *, doc_id: str, source: str = "", line: int | None = None,
                      at_least: bool = False) -> None:
@@ -67,7 +67,8 @@ class DocumentLimits:
         if n_tokens > self.max_tokens:
             count = f"more than {self.max_tokens}" if at_least else str(n_tokens)
             raise DocumentTooLongError(f"document {doc_id!r} has {count} tokens, more than the {self.max_tokens} "
-                                       f"a document may have ({TOKENS_SETTING})", source=source, line=line)
+                                       f"a document may have ({TOKENS_SETTING})", source=source, line=line,
+                                       doc_id=doc_id, limit=TOKENS_SETTING)
 
     def check_lengths(self, doc_lengths: Any, doc_ids: Sequence[Any], *, source: str = "") -> None:
         """Refuse the longest of documents whose token counts are ``doc_lengths`` (an ndarray of shape (n_docs,)),
