@@ -32,12 +32,12 @@ class DocumentLimits:
     ----------
     max_chars : int, default=1_000_000
         Characters of a document's text (for token formats: its tokens joined by single spaces).
-    max_tokens : int, default=250_000
+    max_tokens : int, default=500_000
         Tokens of a document.
     """
 
     max_chars: int = 1_000_000
-    max_tokens: int = 250_000
+    max_tokens: int = 500_000
 
     def check_chars(self, n_chars: int, *, doc_id: str, source: str = "", line: int | None = None) -> None:
         """Refuse a document of ``n_chars`` characters past :attr:`max_chars`."""

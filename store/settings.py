@@ -83,7 +83,7 @@ class Settings(BaseSettings):
     # Reading: a document longer than this is refused while its file is read (naming its line), before the
     # tokens and labels of it are made (a 188 MB one-document file took the reading process to 2.5 GB).
     max_document_chars: int = Field(default=1_000_000, gt=0, description="Characters of one document's text.")
-    max_document_tokens: int = Field(default=250_000, gt=0, description="Tokens of one document.")
+    max_document_tokens: int = Field(default=500_000, gt=0, description="Tokens of one document.")
 
     @field_validator("database_url", "redis_url")
     @classmethod
