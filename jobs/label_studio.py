@@ -18,8 +18,9 @@ the dataset; a first pull of such a project is refused (nothing to make a datase
 (``model_version`` ``crowdqa-<method>-job-<id>``), each scored by the aggregate's mean confidence over the
 task's tokens (the posterior of the chosen label, averaged), and made the project's model version (the one whose
 scores Label Studio's data manager shows and sorts by), so reviewers sort tasks by it: the lowest scores are
-where the crowd disagreed most. Pushing a job again replaces its predictions; tasks deleted in Label Studio since
-the job's snapshot are skipped. Optionally a data manager view (tab) lists the tasks in that order.
+where the crowd disagreed most. A push replaces every earlier crowdqa prediction on the project's tasks (its own
+job's and, unless told to keep them, other jobs'), so a task holds one; tasks deleted in Label Studio since the
+job's snapshot are skipped. Optionally a data manager view (tab) lists the tasks in that order, made once.
 
 **Bounds.** Label Studio is another server: it may be slow, or answer without end. Every request of a pull or push
 is done within ``CROWDQA_LABEL_STUDIO_TIMEOUT`` seconds (connect to last byte) and all of them within
@@ -348,9 +349,15 @@ def linked_client(*, session: Session, settings: Settings, dataset_id: str, allo
     return connect(url or link.url, token, allowed=allowed, settings=settings), link
 
 
+#: The start of every crowdqa model version: a push replaces the earlier predictions whose version starts so.
+VERSION_PREFIX = "crowdqa-"
+#: The title of the project's data manager view a push with ``view`` makes once.
+VIEW_TITLE = "crowdqa: disputed first"
+
+
 def model_version(job: Job) -> str:
     """The ``model_version`` of a job's predictions: the method and the job."""
-    return f"crowdqa-{job.method}-job-{job.id}"
+    return f"{VERSION_PREFIX}{job.method}-job-{job.id}"
 
 
 @dataclass
@@ -364,6 +371,8 @@ class PushResult:
     view: int | None = None
     #: Tasks of the job's snapshot that Label Studio holds no more (deleted since the pull): no prediction.
     skipped: int = 0
+    #: Earlier crowdqa model versions (other jobs') whose predictions the push removed.
+    replaced: list[str] = field(default_factory=list)
 
 
 #: Data manager columns a disputed-first view hides (the prediction score stays in sight).
@@ -373,18 +382,21 @@ _VIEW_HIDDEN = ["tasks:inner_id", "tasks:annotations_results", "tasks:annotation
 
 
 def push(*, session: Session, settings: Settings, job: Job, allowed: Collection[str] | None,
-         token: str | None = None, view: bool = False) -> PushResult:
+         token: str | None = None, view: bool = False, keep_earlier: bool = False) -> PushResult:
     """Write a finished job's aggregate on the Label Studio tasks of its dataset as predictions; see the module.
 
-    The job's earlier predictions (its model version) are replaced, not added to; tasks deleted in Label Studio
-    since the job's snapshot get none (:attr:`PushResult.skipped`). With ``view``, also add a data manager tab (a
-    view) listing the project's tasks by prediction score, lowest first: the tasks the crowd disputed most, for
-    the experts to review first.
+    Every earlier crowdqa prediction on the project's tasks (model versions ``crowdqa-...``, of this job or
+    another) is removed first, so a task holds one crowdqa prediction, the latest push's
+    (:attr:`PushResult.replaced`); with ``keep_earlier`` only this job's own are replaced, and other jobs'
+    predictions stay beside them. Tasks deleted in Label Studio since the job's snapshot get none
+    (:attr:`PushResult.skipped`). With ``view``, the project also gets a data manager tab (a view) listing its
+    tasks by prediction score, lowest first (the tasks the crowd disputed most, for the experts to review first),
+    made on the first such push and found again by its title on the next.
     """
     client, link = linked_client(session=session, settings=settings, dataset_id=job.dataset_id, allowed=allowed,
                                  token=token)
     # Plain values of the rows: no database connection is held while Label Studio is waited on (_release).
-    version, method, job_id, project_id = model_version(job), job.method, job.id, job.project_id
+    version, project_id = model_version(job), job.project_id
     url, ls_project = link.url, link.ls_project
     with client, exchange_slot(settings=settings, project_id=project_id, what="push"):
         result = load_job_result(settings=settings, job=job)
@@ -395,21 +407,35 @@ def push(*, session: Session, settings: Settings, job: Job, allowed: Collection[
         # names one, so they are left out (and counted).
         held = client.task_ids(ls_project)
         kept = [row for row in rows if row["task"] in held]
-        # A push again (of the same job) replaces its predictions rather than adding a second set.
-        client.request("DELETE", f"/api/projects/{ls_project}/model-versions/", json={"model_version": version})
+        # A push again replaces predictions rather than adding a second set: this job's, and by default every
+        # earlier crowdqa job's (Label Studio lists a project's model versions with their prediction counts).
+        versions = client.request("GET", f"/api/projects/{ls_project}/model-versions/")
+        earlier = sorted(v for v in (versions if isinstance(versions, dict) else {})
+                         if isinstance(v, str) and v.startswith(VERSION_PREFIX) and v != version)
+        replaced = [] if keep_earlier else earlier
+        for old in [version, *replaced]:
+            client.request("DELETE", f"/api/projects/{ls_project}/model-versions/", json={"model_version": old})
         for a in range(0, len(kept), PREDICTION_CHUNK):
             client.request("POST", f"/api/projects/{ls_project}/import/predictions",
                            json=kept[a:a + PREDICTION_CHUNK])
         # The project's model version is the one whose scores the data manager shows and sorts by.
         client.request("PATCH", f"/api/projects/{ls_project}", json={"model_version": version})
-        view_id = None
-        if view:
-            made = client.request("POST", "/api/dm/views", json={"project": ls_project, "data": {
-                "title": f"crowdqa {method} {job_id[:8]}: disputed first", "ordering": ["tasks:predictions_score"],
-                "hiddenColumns": {"explore": _VIEW_HIDDEN, "labeling": _VIEW_HIDDEN}}})
-            view_id = made.get("id") if isinstance(made, dict) else None
+        view_id = _disputed_first_view(client, ls_project) if view else None
     return PushResult(model_version=version, predictions=len(kept), url=url, ls_project=ls_project,
-                      view=view_id, skipped=len(rows) - len(kept))
+                      view=view_id, skipped=len(rows) - len(kept), replaced=replaced)
+
+
+def _disputed_first_view(client: LabelStudio, ls_project: int) -> int | None:
+    """The project's crowdqa view (tab) of its tasks by prediction score, lowest first: found by its title, or made.
+    It sorts by the project's model version, which each push sets, so one view serves every push."""
+    views = client.request("GET", "/api/dm/views", params={"project": ls_project})
+    for found in views if isinstance(views, list) else []:
+        if isinstance(found, dict) and (found.get("data") or {}).get("title") == VIEW_TITLE:
+            return found.get("id")
+    made = client.request("POST", "/api/dm/views", json={"project": ls_project, "data": {
+        "title": VIEW_TITLE, "ordering": ["tasks:predictions_score"],
+        "hiddenColumns": {"explore": _VIEW_HIDDEN, "labeling": _VIEW_HIDDEN}}})
+    return made.get("id") if isinstance(made, dict) else None
 
 
 def _predictions(corpus, labels, proba, config: LabelConfig, version: str) -> list[dict[str, Any]]:

@@ -51,7 +51,8 @@ from crowdqa.store import crud
 from crowdqa.store.errors import UploadTooLargeError
 from crowdqa.store.models import Dataset, DatasetCreate, Job, JobCreate, JobPublic, JobStatus, job_methods
 
-__all__ = ["router", "owned_dataset", "owned_job", "job_dataset", "error_message", "datasets_view", "FORM_ERRORS",
+__all__ = ["router", "owned_dataset", "owned_job", "job_dataset", "error_message", "datasets_view", "dataset_view",
+           "FORM_ERRORS",
            "Csrf"]
 
 router = APIRouter(prefix=PREFIX, include_in_schema=False)
@@ -186,8 +187,8 @@ def create_dataset(request: Request, session: SessionDep, dash: DashSessionDep,
 
 
 def _dataset_page(request: Request, session, dash: DashboardSession, dataset: Dataset, *,
-                  error: str | None = None, status_code: int = 200, form: dict[str, Any] | None = None
-                  ) -> HTMLResponse:
+                  error: str | None = None, status_code: int = 200, form: dict[str, Any] | None = None,
+                  pulled: dict[str, Any] | None = None) -> HTMLResponse:
     upload_rows, n_uploads = crud.list_uploads(session=session, dataset_id=dataset.id, limit=PAGE_ROWS,
                                                newest_first=True)
     jobs, n_jobs = crud.list_jobs(session=session, project_id=dash.project.id, dataset_id=dataset.id,
@@ -202,8 +203,14 @@ def _dataset_page(request: Request, session, dash: DashboardSession, dataset: Da
                                          else "typed-bio"),
         "upload_options": [o for o in UPLOAD_OPTIONS if o.client], "form": form or {}, "defaults": _method_defaults(),
         "earlier_jobs": start_candidates(session=session, project_id=dash.project.id), "datasets": datasets,
-        "batch_methods": batch_methods(),
+        "batch_methods": batch_methods(), "pulled": pulled,
     }, dash=dash, status_code=status_code)
+
+
+def dataset_view(request: Request, session, dash: DashboardSession, dataset: Dataset, *,
+                 pulled: dict[str, Any] | None = None) -> HTMLResponse:
+    """The dataset's page, with what a Label Studio pull into it just did (``pulled``: its summary and notes)."""
+    return _dataset_page(request, session, dash, dataset, pulled=pulled)
 
 
 def _method_defaults() -> dict[str, str]:
