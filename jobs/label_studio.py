@@ -76,7 +76,8 @@ from crowdqa.store.sealed import SealError, seal, unseal
 from crowdqa.store.settings import Settings, url_origin
 
 __all__ = ["LabelStudio", "LabelStudioError", "LabelStudioRefused", "PullResult", "PushResult", "connect", "pull",
-           "push", "linked_client", "model_version", "exchange_limits", "PREDICTION_CHUNK", "URLS_SETTING"]
+           "push", "linked_client", "model_version", "exchange_limits", "last_pull", "PREDICTION_CHUNK", "URLS_SETTING",
+           "VERSION_PREFIX", "VIEW_TITLE"]
 
 #: Predictions per ``POST /api/projects/{id}/import/predictions``.
 PREDICTION_CHUNK = 500
@@ -249,6 +250,17 @@ def pull(*, session: Session, settings: Settings, client: LabelStudio, ls_projec
     return PullResult(dataset=dataset, link=link, kind=config.kind, fetched=len(fetched), tasks=len(tasks),
                       changed=True, uploads=uploads, created=created, removed=removed,
                       notes=_unmatched_experts(tasks, experts))
+
+
+def last_pull(*, session: Session, dataset_id: str) -> dict[str, Any] | None:
+    """What the dataset's link holds after its last pull (the Label Studio project, the tasks held, the uploads it
+    made, and the notes the pull made of them), or None for a dataset not pulled from Label Studio: what a page
+    shows beside the counts a pull returned."""
+    link = crud.get_label_studio_link(session=session, dataset_id=dataset_id)
+    if link is None:
+        return None
+    return {"project": link.ls_project, "url": link.url, "tasks": len(link.tasks), "uploads": len(link.upload_ids),
+            "notes": _unmatched_experts(link.tasks, link.experts)}
 
 
 def _unmatched_experts(tasks: list[dict], experts: list[str]) -> list[str]:

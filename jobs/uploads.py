@@ -86,7 +86,7 @@ class UploadLimits:
     #: Bytes the docs zip's texts may unpack to.
     texts: int
     #: The longest document a reader accepts (``CROWDQA_MAX_DOCUMENT_CHARS``, ``CROWDQA_MAX_DOCUMENT_TOKENS``).
-    document: DocumentLimits
+    document: DocumentLimits = DocumentLimits()
 
     @classmethod
     def of(cls, settings: Settings) -> UploadLimits:

@@ -15,7 +15,6 @@ from crowdqa.api.dashboard.auth import DashSessionDep, check_csrf
 from crowdqa.api.dashboard.pages import (
     FORM_ERRORS,
     Csrf,
-    dataset_view,
     datasets_view,
     error_message,
     job_page_response,
@@ -53,10 +52,9 @@ def connect_label_studio(request: Request, session: SessionDep, settings: Settin
     except (*FORM_ERRORS, UploadConflictError) as exc:
         session.rollback()
         return datasets_view(request, session, dash, error=error_message(exc), status_code=422)
-    pulled = {"project": int(project), "changed": done.changed, "fetched": done.fetched, "removed": done.removed,
-              "tasks": done.tasks, "kind": done.kind, "uploads": len(done.uploads), "notes": done.notes,
-              "which": "all" if done.created else "changed since the last pull"}
-    return dataset_view(request, session, dash, done.dataset, pulled=pulled)
+    # The dataset's page says what the pull did: its counts here, the rest (tasks held, notes) from the link.
+    return redirect(f"/datasets/{done.dataset.id}?pulled={int(done.changed)}&fetched={done.fetched}"
+                    f"&removed={done.removed}&created={int(done.created)}")
 
 
 @router.post("/jobs/{job_id}/label-studio")

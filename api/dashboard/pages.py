@@ -51,8 +51,7 @@ from crowdqa.store import crud
 from crowdqa.store.errors import UploadTooLargeError
 from crowdqa.store.models import Dataset, DatasetCreate, Job, JobCreate, JobPublic, JobStatus, job_methods
 
-__all__ = ["router", "owned_dataset", "owned_job", "job_dataset", "error_message", "datasets_view", "dataset_view",
-           "FORM_ERRORS",
+__all__ = ["router", "owned_dataset", "owned_job", "job_dataset", "error_message", "datasets_view", "FORM_ERRORS",
            "Csrf"]
 
 router = APIRouter(prefix=PREFIX, include_in_schema=False)
@@ -207,12 +206,6 @@ def _dataset_page(request: Request, session, dash: DashboardSession, dataset: Da
     }, dash=dash, status_code=status_code)
 
 
-def dataset_view(request: Request, session, dash: DashboardSession, dataset: Dataset, *,
-                 pulled: dict[str, Any] | None = None) -> HTMLResponse:
-    """The dataset's page, with what a Label Studio pull into it just did (``pulled``: its summary and notes)."""
-    return _dataset_page(request, session, dash, dataset, pulled=pulled)
-
-
 def _method_defaults() -> dict[str, str]:
     """Each method's parameters with their defaults, as JSON (the hint under the job form)."""
     defaults = method_defaults()  # auto and compare have none (compare: each method's parameters by method id)
@@ -220,9 +213,20 @@ def _method_defaults() -> dict[str, str]:
 
 
 @router.get("/datasets/{dataset_id}")
-def dataset_page(request: Request, dataset_id: str, session: SessionDep, dash: DashSessionDep) -> HTMLResponse:
-    """One dataset: its parse summary, uploads (with skipped rows), jobs, and the upload and job forms."""
-    return _dataset_page(request, session, dash, owned_dataset(session, dash, dataset_id))
+def dataset_page(request: Request, dataset_id: str, session: SessionDep, dash: DashSessionDep,
+                 pulled: Annotated[int | None, Query(ge=0, le=1)] = None,
+                 fetched: Annotated[int, Query(ge=0, le=10**9)] = 0,
+                 removed: Annotated[int, Query(ge=0, le=10**9)] = 0,
+                 created: Annotated[int, Query(ge=0, le=1)] = 0) -> HTMLResponse:
+    """One dataset: its parse summary, uploads (with skipped rows), jobs, and the upload and job forms; after a
+    Label Studio pull (``pulled``: 1 if it changed the dataset), what it read and removed, and its notes."""
+    from crowdqa.jobs.label_studio import last_pull
+
+    dataset = owned_dataset(session, dash, dataset_id)
+    held = last_pull(session=session, dataset_id=dataset.id) if pulled is not None else None
+    summary = None if held is None else {**held, "changed": bool(pulled), "fetched": fetched, "removed": removed,
+                                         "which": "all" if created else "changed since the last pull"}
+    return _dataset_page(request, session, dash, dataset, pulled=summary)
 
 
 @router.post("/datasets/{dataset_id}/delete")

@@ -138,13 +138,16 @@ def test_the_dashboards_pull_takes_a_name_and_shows_what_it_did_and_noticed(clie
     form = client.get("/ui/").text
     assert 'name="dataset"' in form.split('id="label-studio"', 1)[1].split("</form>", 1)[0]
     r = client.post("/ui/label-studio", data={"url": URL, "token": TOKEN, "project": str(PROJECT),
-                                               "dataset": "my pull", "experts": "ex@exmaple.com", "csrf": csrf})
-    assert r.status_code == 200, r.text
-    assert '<h1 id="dataset-name">my pull</h1>' in r.text
-    notice = r.text.split('id="label-studio-pulled">', 1)[1].split("</div>", 1)[0]
+                                               "dataset": "my pull", "experts": "ex@exmaple.com", "csrf": csrf},
+                    follow_redirects=False)
+    assert r.status_code == 303, r.text  # to the dataset's page: reloading it pulls nothing again
+    page = client.get(r.headers["location"]).text
+    assert '<h1 id="dataset-name">my pull</h1>' in page
+    notice = page.split('id="label-studio-pulled">', 1)[1].split("</div>", 1)[0]
     assert f"Pulled from Label Studio project {PROJECT}: 4 tasks read (all)" in notice
-    assert "0 removed (deleted in Label Studio), 4 held, choices." in notice
+    assert "0 removed (deleted in Label Studio), 4 held." in notice
     assert "Note: expert &#39;ex@exmaple.com&#39; annotated none of the project&#39;s tasks" in notice
     again = client.post("/ui/label-studio", data={"url": URL, "token": TOKEN, "project": str(PROJECT),
                                                    "dataset": "my pull", "csrf": csrf})
     assert "nothing changed since the last pull (4 tasks held)" in again.text
+    assert 'id="label-studio-pulled"' not in client.get(r.headers["location"].split("?")[0]).text
