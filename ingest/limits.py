@@ -13,7 +13,8 @@ service will not hold.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +39,21 @@ class DocumentLimits:
 
     max_chars: int = 1_000_000
     max_tokens: int = 500_000
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] | None = None) -> DocumentLimits:
+        """The bounds of ``CROWDQA_MAX_DOCUMENT_CHARS`` and ``CROWDQA_MAX_DOCUMENT_TOKENS`` (the defaults where
+        unset), for the command line, which reads files without the service's settings; a ValueError naming the
+        variable for a value that is not a positive integer."""
+        environ = os.environ if environ is None else environ
+        values = {}
+        for name, field in ((CHARS_SETTING, "max_chars"), (TOKENS_SETTING, "max_tokens")):
+            text = environ.get(name, "").strip()
+            if text:
+                if not text.isdigit() or int(text) <= 0:
+                    raise ValueError(f"{name} must be a positive integer, found {text!r}")
+                values[field] = int(text)
+        return cls(**values)
 
     def check_chars(self, n_chars: int, *, doc_id: str, source: str = "", line: int | None = None) -> None:
         """Refuse a document of ``n_chars`` characters past :attr:`max_chars`."""

@@ -16,6 +16,7 @@ from crowdqa.aggregation.corpus import Corpus
 from crowdqa.ingest import ParseResult, read_merged
 from crowdqa.ingest.errors import IngestError
 from crowdqa.ingest.formats import FORMATS
+from crowdqa.ingest.limits import DocumentLimits
 from crowdqa.ingest.summary import format_summary, summarize
 from crowdqa.ingest.writers import write_labels
 from crowdqa.jobs.params import check_data_kind
@@ -38,7 +39,8 @@ def read_files(uploads: list[dict[str, Any]]) -> ParseResult:
 
     A first file that holds no labels is an error, as it is for an API upload.
     """
-    result = read_merged(uploads)
+    limits = DocumentLimits.from_environ()  # the service's variables: one bound for a file wherever it is read
+    result = read_merged([{"limits": limits, **u} for u in uploads])
     if result.corpus.n_obs == 0:
         first = uploads[0]
         raise IngestError(f"the file holds no labels (read as {first['format']!r})", source=str(first["path"]))

@@ -156,3 +156,23 @@ def test_the_defaults_bound_the_issues_document(tmp_path):
                                                    r"than the 1000000"):
         read_corpus(p, format="spans-jsonl")
 
+
+
+def test_the_command_line_reads_the_services_variables(tmp_path, monkeypatch, capsys):
+    """``crowdqa aggregate`` bounds a document by the same variables as the service, in one line naming the file
+    and line."""
+    from crowdqa.api.cli import main
+
+    path, _ = _spans_jsonl(tmp_path)
+    monkeypatch.setenv("CROWDQA_MAX_DOCUMENT_CHARS", "20")
+    assert main(["aggregate", str(path), "--format", "spans-jsonl", "--method", "mv",
+                 "--output", str(tmp_path / "out.jsonl")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()  # (a progress line first: "mv: reading")
+    assert err[-1] == (f"crowdqa: error: {path}:2: document 'd2' has 29 characters, more than the 20 a document may "
+                       "have (CROWDQA_MAX_DOCUMENT_CHARS)")
+    assert [line for line in err if "error" in line] == err[-1:]
+    monkeypatch.setenv("CROWDQA_MAX_DOCUMENT_CHARS", "many")
+    assert main(["aggregate", str(path), "--format", "spans-jsonl", "--method", "mv",
+                 "--output", str(tmp_path / "out.jsonl")]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "crowdqa: error: CROWDQA_MAX_DOCUMENT_CHARS must be a positive integer, found 'many'")
