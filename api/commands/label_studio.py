@@ -112,8 +112,9 @@ def _push(args: argparse.Namespace) -> int:
         except LookupError as exc:
             raise UserError(str(exc)) from None
     predictions = "prediction" if done.predictions == 1 else "predictions"
+    replacing = "the job's earlier push" if args.keep_earlier else "every earlier crowdqa prediction"
     print(f"{done.predictions} {predictions} written to project {done.ls_project} of {done.url} as "
-          f"model version {done.model_version!r} (replacing any earlier push of the job)")
+          f"model version {done.model_version!r} (replacing {replacing})")
     if done.replaced:
         print(f"earlier crowdqa predictions removed: {', '.join(done.replaced)}")
     if done.skipped:
