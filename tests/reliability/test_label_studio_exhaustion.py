@@ -103,15 +103,21 @@ def test_the_server_holds_against_slow_and_huge_label_studios_and_one_huge_docum
             r, took = _pull(base, key, slow.url, name)
             results.append((r.status_code, took, r.text))
 
+        def started(n: int) -> None:
+            waited = time.monotonic() + TIMEOUT * 0.75
+            while len(slow.requests) < n and time.monotonic() < waited:
+                time.sleep(0.05)
+            assert len(slow.requests) == n, slow.requests
+
         threads = [threading.Thread(target=pull, args=(keys[f"p{i}"], f"slow{j}")) for i in range(10)
                    for j in range(2)]
-        for t in threads:
+        for t in threads[:2]:  # project p0's two first, so they are waiting on the server when its third comes
             t.start()
-        waited = time.monotonic() + TIMEOUT / 2
-        while len(slow.requests) < 20 and time.monotonic() < waited:  # every pull waiting on the slow server
-            time.sleep(0.05)
-        assert len(slow.requests) == 20, slow.requests
+        started(2)
+        for t in threads[2:]:
+            t.start()
         third, _ = _pull(base, keys["p0"], slow.url, "slow-third")
+        started(20)  # every pull waiting on the slow server
         answers = []
         for _ in range(5):
             start = time.monotonic()
