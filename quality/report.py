@@ -83,6 +83,7 @@ from crowdqa.quality.score_blocks import (
     token_doc_counts,
     worker_blocks,
 )
+from crowdqa.quality.tag_scores import tag_blocks
 from crowdqa.quality.worker_counts import AnnotationPairs, obs_pairs, pair_counts, worker_hits, worker_span_counts
 
 if TYPE_CHECKING:  # the typed models (pydantic) are imported where a typed report is asked for, not here
@@ -226,16 +227,32 @@ def build_report_data(
     dict
         See the module notes and :mod:`crowdqa.quality.report_model`.
     """
+    tags = corpus.scheme == "tags"
+    sentences = corpus
+    if tags:  # scored per token: every token an item, as a categorical answer (Corpus.token_items)
+        corpus = corpus.token_items()
     refs = _references(corpus, labels, clamped=clamped, heldout=heldout, reference=reference)
     boot = _Bootstrap(n_boot=n_boot, seed=seed, min_docs=min_boot_docs)
+    aggregate = _aggregate_vs_expert(corpus, refs, boot=boot)
+    if tags and aggregate is not None:
+        ok = refs.compared
+        aggregate = record("TagAggregateScores", {**aggregate, **tag_blocks(
+            refs.scored[ok], refs.expert[ok], doc=sentences.token_doc[ok], n_docs=sentences.n_docs,
+            class_names=corpus.class_names, n_boot=boot.n_boot, seed=_seed(boot.seed, Stream.AGGREGATE_TOKENS),
+            min_boot_docs=boot.min_docs)})
+    counts = _counts(corpus, refs)
+    if tags:  # the documents are the sentences (the items are their tokens)
+        counts.update(documents=sentences.n_docs, expert_documents=int(np.count_nonzero(
+            np.bincount(sentences.token_doc[refs.expert != MISSING], minlength=sentences.n_docs))))
     return record("QualityReport", {
         # "categorical": answers without an outside class, scored by accuracy; "spans": token labels with an
-        # outside class "O", scored by P/R/F1 of the positive (non-O) tokens.
-        "method": method, "kind": "spans" if corpus.has_outside else "categorical",
+        # outside class "O", scored by P/R/F1 of the positive (non-O) tokens; "tags": a tag per token, scored
+        # per token as answers are, and per tag.
+        "method": method, "kind": "tags" if tags else "spans" if corpus.has_outside else "categorical",
         "labels": list(corpus.class_names), "experts_used_in_fit": bool(experts_used_in_fit),
         "aggregate_scored_on": refs.scored_on, "reference": reference,
-        "counts": _counts(corpus, refs),
-        "aggregate_vs_expert": _aggregate_vs_expert(corpus, refs, boot=boot),
+        "counts": counts,
+        "aggregate_vs_expert": aggregate,
         "workers": _worker_entries(corpus, _worker_sides(corpus, refs, reference=reference, boot=boot), skills),
         "agreement": agreement_block(corpus, min_pair_docs=min_pair_docs),
         "fit": fit_record_data(fit),

@@ -80,7 +80,7 @@ def report_context(session, settings, job: Job, *, sort: str | None, order: str,
         sort = sort if scored else f"agreement_{sort}"
     rows, count = crud.list_worker_scores(session=session, job_id=job.id, sort=sort, order=order, offset=offset,
                                           limit=PAGE)
-    categorical = body.get("kind") == "categorical"
+    categorical = body.get("kind") in crud.ACCURACY_KINDS
     plot = accuracy_scatter if categorical else precision_recall_scatter  # categorical answers have no P and R
     scatter = plot(body, against=against, worker_href=_worker_href(job))
     disputed = disputed_documents(load_job_result(settings=settings, job=job), by=docs_by)
@@ -151,7 +151,7 @@ def worker_page(request: Request, job_id: str, session: SessionDep, settings: Se
         "job": job, "dataset": job_dataset(session, dash, job), "annotator": id, "role": details.role, "entry": entry,
         "estimated": confusion_matrix(details.estimated, labels), "measured": measured, "worst": details.worst,
         "documents": details.documents, "method": body.get("method"), "reference": job.reference,
-        "categorical": body.get("kind") == "categorical",
+        "categorical": body.get("kind") in crud.ACCURACY_KINDS,
     }, dash=dash)
 
 
@@ -250,7 +250,7 @@ def download_scatter(request: Request, job_id: str, session: SessionDep, dash: D
     """The precision-recall scatter (categorical answers: accuracy against items) as a standalone SVG file."""
     job = owned_job(session, dash, job_id)
     body = _finished_report(session, job)
-    if body.get("kind") == "categorical":
+    if body.get("kind") in crud.ACCURACY_KINDS:
         name, context = "accuracy.svg", {"accuracy_plot": accuracy_scatter(body, against=against)}
     else:
         name, context = "scatter.svg", {"scatter": precision_recall_scatter(body, against=against)}
