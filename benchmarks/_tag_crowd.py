@@ -53,7 +53,9 @@ def pos_like_chain(n_classes: int, *, rng: np.random.Generator, sharpness: float
 
 
 def tag_crowd(*, n_docs: int = 400, n_workers: int = 60, n_classes: int = 12, labels_per_token: int = 5,
-              mean_length: int = 14, vocab_per_tag: int = 30, shared_words: float = 0.3, seed: int = 0) -> TagCrowd:
+              mean_length: int = 14, vocab_per_tag: int = 30, shared_words: float = 0.3,
+              accuracy: tuple[float, float] = (6.0, 2.5), shared_errors: float = 0.0, sharpness: float = 0.15,
+              seed: int = 0) -> TagCrowd:
     """Draw a synthetic tag-sequence crowd (see the module notes).
 
     Parameters
@@ -67,14 +69,23 @@ def tag_crowd(*, n_docs: int = 400, n_workers: int = 60, n_classes: int = 12, la
         Words of each tag's vocabulary.
     shared_words : float
         Share of each tag's words that another tag also emits (ambiguous words).
+    accuracy : (float, float), default=(6.0, 2.5)
+        Beta parameters of the workers' accuracies (mean ``a / (a + b)``).
+    shared_errors : float, default=0.0
+        Weight of one confusion pattern all workers share in their wrong answers (systematic errors, as one
+        tag mistaken for another by most of a crowd); the rest is each worker's own.
+    sharpness : float, default=0.15
+        Dirichlet concentration of the transition rows (:func:`pos_like_chain`): smaller, more predictable.
     seed : int
 
     Returns
     -------
     TagCrowd
     """
+    if not 1 <= labels_per_token <= n_workers:
+        raise ValueError(f"labels_per_token must be in [1, n_workers={n_workers}], found {labels_per_token}")
     rng = np.random.default_rng(seed)
-    start, trans = pos_like_chain(n_classes, rng=rng)
+    start, trans = pos_like_chain(n_classes, rng=rng, sharpness=sharpness)
     lengths = 3 + rng.poisson(mean_length - 3, size=n_docs)
     n_tokens = int(lengths.sum())
     doc_start = np.r_[0, np.cumsum(lengths)[:-1]]
@@ -96,11 +107,12 @@ def tag_crowd(*, n_docs: int = 400, n_workers: int = 60, n_classes: int = 12, la
     j = rng.integers(0, vocab_per_tag, size=n_tokens)
     owner = np.where(rng.random(n_tokens) < shared_words, (truth + 1) % n_classes, truth)
     word = owner * vocab_per_tag + j
-    # Workers: accuracy from Beta(6, 2.5) (mean ~.7), errors spread over a few confusable tags.
-    acc = rng.beta(6, 2.5, size=n_workers)
+    # Workers: accuracy from Beta(accuracy), errors spread over a few confusable tags (shared and own).
+    acc = rng.beta(*accuracy, size=n_workers)
+    common = rng.dirichlet(np.full(n_classes, 0.3), size=n_classes)
     confusion = np.empty((n_workers, n_classes, n_classes))
     for w in range(n_workers):  # one small matrix per worker
-        wrong = rng.dirichlet(np.full(n_classes, 0.3), size=n_classes)
+        wrong = shared_errors * common + (1 - shared_errors) * rng.dirichlet(np.full(n_classes, 0.3), size=n_classes)
         np.fill_diagonal(wrong, 0.0)
         wrong /= wrong.sum(axis=1, keepdims=True)
         confusion[w] = (1 - acc[w]) * wrong + acc[w] * np.eye(n_classes)

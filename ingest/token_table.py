@@ -194,21 +194,25 @@ def _arrow_rows(path: Path, *, jsonl: bool, role: str) -> _Rows | None:
         if table is None:
             return None
         cols = {c: table[names.index(c)] for c in TOKEN_COLUMNS}
-        if not pc.all(pc.match_substring_regex(cols["token_index"], r"^[0-9]{1,15}$")).as_py():
+        try:  # digits only (a sign, a space or a point is left to the row loop), cast in one pass
+            cols["token_index"] = pc.cast(cols["token_index"], pa.uint64())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             return None
-        cols["token_index"] = pc.cast(cols["token_index"], pa.int64())
         lines = True
     if len(cols["doc_id"]) == 0 or cols["token_index"].null_count:
         return None
-    for c in ("doc_id", "token", "annotator", "label"):
-        if not pa.types.is_string(cols[c].type) or not clean_strings(cols[c]):
-            return None
-    if pc.any(pc.match_substring_regex(cols["token"], r"\s")).as_py():
+    if not all(pa.types.is_string(cols[c].type) and cols[c].null_count == 0 for c in ("doc_id", "token", "annotator",
+                                                                                      "label")):
         return None
+    # Each column's distinct values are checked, not its rows: a file has far fewer of them.
     doc, doc_ids = factorize(cols["doc_id"])
     word, words = factorize(cols["token"])
     worker, worker_ids = factorize(cols["annotator"])
     label, label_names = factorize(cols["label"])
+    if not all(clean_strings(d) for d in (doc_ids, words, worker_ids, label_names)):
+        return None
+    if pc.any(pc.match_substring_regex(words, r"\s")).as_py() or pc.min(cols["token_index"]).as_py() < 0:
+        return None
     names = label_names.to_pylist()
     code = np.arange(len(names), dtype=np.int64)
     if UNLABELLED in names:  # "?" rows give a token without labelling it
@@ -236,11 +240,20 @@ def _build(rows: _Rows, *, src: str, problems: ProblemLog, strict: bool) -> Corp
         n_docs = len(rows.doc_ids)
         # Tokens: (document, position) pairs; each gives one word on every row.
         width = int(rows.position.max()) + 1 if rows.position.size else 1
+        n_w = max(len(rows.worker_ids), 1)
+        if width * max(n_docs, 1) * n_w >= 2**62:  # a gap no file could fill, and keys past int64
+            r = int(np.argmax(rows.position))
+            bad(f"token_index {int(rows.position[r])} of document {rows.doc_ids[int(rows.doc[r])]!r} leaves "
+                f"tokens on no row: a document's token_index runs 0 .. n - 1", r)
+            raise IngestError("token indices too large", source=src)  # (under skip: nothing can be built)
         key = rows.doc * width + rows.position
-        order = np.argsort(key, kind="stable")
+        pair = key * n_w + rows.worker
+        order = np.argsort(pair, kind="stable")  # by token, then annotator; rows of a pair in file order
         sorted_key = key[order]
         first_of = np.r_[True, sorted_key[1:] != sorted_key[:-1]] if order.size else np.zeros(0, bool)
-        owner = order[np.maximum.accumulate(np.where(first_of, np.arange(order.size), 0))] if order.size else order
+        group = np.cumsum(first_of) - 1
+        earliest = np.minimum.reduceat(order, np.flatnonzero(first_of)) if order.size else order  # of each token
+        owner = earliest[group]
         differs = rows.word[order] != rows.word[owner]
         for r in np.sort(order[differs]).tolist():
             w_first = rows.words[int(rows.word[owner[np.flatnonzero(order == r)[0]]])]
@@ -248,11 +261,9 @@ def _build(rows: _Rows, *, src: str, problems: ProblemLog, strict: bool) -> Corp
                 f"{rows.words[int(rows.word[r])]!r} here and {w_first!r} on an earlier row", r)
             keep[r] = False
         # One label per (token, annotator): later rows of a pair are duplicates.
-        n_w = max(len(rows.worker_ids), 1)
-        pair = key * n_w + rows.worker
-        p_order = np.argsort(pair, kind="stable")
-        dup = np.flatnonzero(np.r_[False, pair[p_order][1:] == pair[p_order][:-1]])
-        for r in np.sort(p_order[dup]).tolist():
+        sorted_pair = pair[order]
+        dup = np.flatnonzero(np.r_[False, sorted_pair[1:] == sorted_pair[:-1]])
+        for r in np.sort(order[dup]).tolist():
             if keep[r]:
                 bad(f"annotator {rows.worker_ids[int(rows.worker[r])]!r} labels token {int(rows.position[r])} of "
                     f"document {rows.doc_ids[int(rows.doc[r])]!r} twice", r)
@@ -260,7 +271,7 @@ def _build(rows: _Rows, *, src: str, problems: ProblemLog, strict: bool) -> Corp
         # Each document's tokens run 0 .. n - 1.
         lengths = np.zeros(n_docs, dtype=np.int64)
         np.maximum.at(lengths, rows.doc[keep], rows.position[keep] + 1)
-        tokens = np.unique(key[keep])
+        tokens = _distinct(sorted_key, keep[order])
         counted = np.bincount(tokens // width, minlength=n_docs)
         for d in np.flatnonzero(counted != lengths).tolist():
             there = np.zeros(int(lengths[d]), dtype=bool)
@@ -275,10 +286,13 @@ def _build(rows: _Rows, *, src: str, problems: ProblemLog, strict: bool) -> Corp
         return None
     doc_start = np.r_[0, np.cumsum(lengths)]
     # The word of every token, from its first kept row.
-    tokens = np.unique(key[keep])
-    first_row = np.full(tokens.size, rows.doc.size, dtype=np.int64)
-    kept = np.flatnonzero(keep)
-    np.minimum.at(first_row, np.searchsorted(tokens, key[kept]), kept)  # the earliest row of each token
+    if keep.all():
+        first_row = earliest  # the earliest row of each token
+    else:
+        tokens = _distinct(sorted_key, keep[order])
+        first_row = np.full(tokens.size, rows.doc.size, dtype=np.int64)
+        kept = np.flatnonzero(keep)
+        np.minimum.at(first_row, np.searchsorted(tokens, key[kept]), kept)
     tok_word = rows.word[first_row]
     word_len = np.fromiter(map(len, rows.words), dtype=np.int64, count=len(rows.words))[tok_word]
     start = np.cumsum(word_len + 1) - word_len - 1
@@ -297,6 +311,12 @@ def _build(rows: _Rows, *, src: str, problems: ProblemLog, strict: bool) -> Corp
         doc_lengths=lengths, token_start=start, token_end=start + word_len,
         doc_ids=rows.doc_ids, texts=texts, worker_ids=rows.worker_ids, worker_roles=rows.worker_roles,
         class_names=[rows.labels[i] for i in order], tags=True)
+
+
+def _distinct(sorted_values: NDArray[np.int64], keep: NDArray[np.bool_]) -> NDArray[np.int64]:
+    """The distinct values of a sorted array where ``keep`` is set (``np.unique`` without its sort)."""
+    values = sorted_values[keep]
+    return values[np.r_[True, values[1:] != values[:-1]]] if values.size else values
 
 
 class _Fallback(Exception):

@@ -182,11 +182,10 @@ def build_report_data(
 ) -> dict:
     """Score the aggregate and every annotator against the experts (and annotators against the aggregate).
 
-    The report comes as plain JSON data in the shape of
-    :class:`~crowdqa.quality.report_model.QualityReport` (its fields in the model's order, its defaults
-    filled in, :mod:`crowdqa.quality.report_schema`): exactly
-    ``QualityReport.model_validate(data).model_dump(mode="json")``, without importing or running pydantic,
-    so the command line writes it as is and the API validates it where it takes it in (:func:`build_report` for the
+    The report comes as plain JSON data in the shape of :class:`~crowdqa.quality.report_model.QualityReport` (its
+    fields in the model's order, its defaults filled in, :mod:`crowdqa.quality.report_schema`): exactly
+    ``QualityReport.model_validate(data).model_dump(mode="json")``, without importing or running pydantic, so the
+    command line writes it as is and the API validates it where it takes it in (:func:`build_report` for the
     typed model).
 
     Parameters
@@ -194,18 +193,15 @@ def build_report_data(
     corpus : Corpus
         The full corpus, crowd and experts.
     labels : ndarray of shape (n_tokens,)
-        The aggregate's class indices; ``MISSING`` marks tokens the aggregate does not
-        cover, which are left out of its comparisons (and documents with any such token
-        out of its span comparisons).
+        The aggregate's class indices; ``MISSING`` marks tokens the aggregate does not cover, which are left out
+        of its comparisons (and documents with any such token out of its span comparisons).
     method : str
     experts_used_in_fit : bool
     clamped : ndarray of shape (n_tokens,) of bool, optional
-        Tokens whose expert label was given to the aggregator; left out of the aggregate's
-        comparison with the experts.
+        Tokens whose expert label was given to the aggregator; left out of the aggregate's comparison.
     heldout : ndarray of shape (n_tokens,), optional
-        Held-out predictions (cross-fitting: each expert document predicted by a fit that
-        never saw its expert labels). When given, the aggregate is scored against the
-        experts on these instead of on ``labels`` outside ``clamped``.
+        Held-out predictions (cross-fitting: each expert document predicted by a fit that never saw its expert
+        labels). When given, the aggregate is scored against the experts on these, not on ``labels``.
     fit : FitRecord or dict, optional
         Fit record (iterations, converged, seconds, log_likelihood, ...); the report's ``fit`` is
         :func:`fit_record_data` of it (a new dict a caller may add stage seconds to).
@@ -227,31 +223,20 @@ def build_report_data(
     dict
         See the module notes and :mod:`crowdqa.quality.report_model`.
     """
-    tags = corpus.scheme == "tags"
-    sentences = corpus
-    if tags:  # scored per token: every token an item, as a categorical answer (Corpus.token_items)
-        corpus = corpus.token_items()
+    # Tags are scored per token: every token an item, as a categorical answer (Corpus.token_items).
+    sentences, tags = corpus, corpus.scheme == "tags"
+    corpus = corpus.token_items() if tags else corpus
     refs = _references(corpus, labels, clamped=clamped, heldout=heldout, reference=reference)
     boot = _Bootstrap(n_boot=n_boot, seed=seed, min_docs=min_boot_docs)
-    aggregate = _aggregate_vs_expert(corpus, refs, boot=boot)
-    if tags and aggregate is not None:
-        ok = refs.compared
-        aggregate = record("TagAggregateScores", {**aggregate, **tag_blocks(
-            refs.scored[ok], refs.expert[ok], doc=sentences.token_doc[ok], n_docs=sentences.n_docs,
-            class_names=corpus.class_names, n_boot=boot.n_boot, seed=_seed(boot.seed, Stream.AGGREGATE_TOKENS),
-            min_boot_docs=boot.min_docs)})
-    counts = _counts(corpus, refs)
-    if tags:  # the documents are the sentences (the items are their tokens)
-        counts.update(documents=sentences.n_docs, expert_documents=int(np.count_nonzero(
-            np.bincount(sentences.token_doc[refs.expert != MISSING], minlength=sentences.n_docs))))
+    aggregate, counts = _aggregate_vs_expert(corpus, refs, boot=boot), _counts(corpus, refs)
+    if tags:
+        aggregate, counts = _tag_scores(sentences, refs, aggregate, counts, boot=boot)
     return record("QualityReport", {
         # "categorical": answers without an outside class, scored by accuracy; "spans": token labels with an
-        # outside class "O", scored by P/R/F1 of the positive (non-O) tokens; "tags": a tag per token, scored
-        # per token as answers are, and per tag.
+        # outside class "O", scored by P/R/F1 of the positive (non-O) tokens; "tags": as answers, and per tag.
         "method": method, "kind": "tags" if tags else "spans" if corpus.has_outside else "categorical",
         "labels": list(corpus.class_names), "experts_used_in_fit": bool(experts_used_in_fit),
-        "aggregate_scored_on": refs.scored_on, "reference": reference,
-        "counts": counts,
+        "aggregate_scored_on": refs.scored_on, "reference": reference, "counts": counts,
         "aggregate_vs_expert": aggregate,
         "workers": _worker_entries(corpus, _worker_sides(corpus, refs, reference=reference, boot=boot), skills),
         "agreement": agreement_block(corpus, min_pair_docs=min_pair_docs),
@@ -332,6 +317,21 @@ def _aggregate_vs_expert(corpus: Corpus, refs: References, *, boot: _Bootstrap) 
         "headline": "span_location_and_type" if corpus.scheme == "bio" else "token",
         "token_per_label": by_label, "token_macro_f1": macro_f1,
     })
+
+
+def _tag_scores(sentences: Corpus, refs: References, aggregate: dict | None, counts: dict, *, boot: _Bootstrap
+                ) -> tuple[dict | None, dict]:
+    """Step 2 for tags: the per-token scores with the per-tag, micro and macro scores added (``TagAggregateScores``,
+    intervals resampling the sentences), and the counts of documents as sentences (the items are their tokens)."""
+    counts = {**counts, "documents": sentences.n_docs, "expert_documents": int(np.count_nonzero(
+        np.bincount(sentences.token_doc[refs.expert != MISSING], minlength=sentences.n_docs)))}
+    if aggregate is None:
+        return None, counts
+    ok = refs.compared
+    return record("TagAggregateScores", {**aggregate, **tag_blocks(
+        refs.scored[ok], refs.expert[ok], doc=sentences.token_doc[ok], n_docs=sentences.n_docs,
+        class_names=sentences.class_names, n_boot=boot.n_boot, seed=_seed(boot.seed, Stream.AGGREGATE_TOKENS),
+        min_boot_docs=boot.min_docs)}), counts
 
 
 def _worker_sides(corpus: Corpus, refs: References, *, reference: str, boot: _Bootstrap) -> WorkerSides:
