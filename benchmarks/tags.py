@@ -45,7 +45,8 @@ RESULTS = REPO / "benchmarks" / "results"
 
 #: The categorical methods and the sequence models of (c), with their parameters (defaults unless named).
 CATEGORICAL = ("mv", "ds", "glad", "mace", "ibcc", "wawa", "zbs")
-SEQUENCE = (("hmm-crowd", {}), ("hmm-crowd", {"worker_model": "full", "max_iter": 10}), ("bsc-seq", {}))
+SEQUENCE = (("hmm-crowd", {}), ("hmm-crowd", {"wrong_mass": "split"}), ("hmm-crowd", {"worker_model": "full"}),
+            ("bsc-seq", {}))
 
 
 def _fit(method: str, params: dict, corpus: Corpus):

@@ -28,13 +28,15 @@ def _as_tags(corpus: Corpus) -> Corpus:
     return dataclasses.replace(corpus, tags=True)
 
 
-@pytest.mark.parametrize("model", [lambda: HMMCrowd(), lambda: HMMCrowd(worker_model="full", max_iter=4),
+@pytest.mark.parametrize("model", [lambda: HMMCrowd(worker_model="full"),
+                                   lambda: HMMCrowd(worker_model="full", wrong_mass="split", max_iter=4),
                                    lambda: BayesianSequenceCombination(annotator_model="cm", max_iter=30)])
 def test_all_labels_present_give_the_span_scheme_fit(seed, model):
     """Regression: a corpus whose annotators label whole documents, read as tags, is fitted exactly as the same
     labels under the inside/outside span scheme (the models' arithmetic did not change for complete labels).
-    BSC-seq's sequential annotator model is left out by design: without an outside class, "before the first
-    token" is a value of its own under tags, where a span scheme takes ``O``."""
+    Left out by design: HMM-Crowd's two-parameter model (one accuracy for ``O``, one for the rest) keeps one
+    accuracy under tags, which have no outside class; BSC-seq's sequential annotator model, whose "before the
+    first token" is a value of its own under tags, where a span scheme takes ``O``."""
     rng = np.random.default_rng(seed)
     corpus = random_corpus(rng, n_docs=6, max_len=6, class_names=("O", "P", "Q"), p_label=0.7)
     span, tags = model().fit(corpus), model().fit(_as_tags(corpus))
@@ -103,3 +105,43 @@ def test_learned_transitions_follow_the_generating_chain():
     acc = {name: float((m.fit(corpus).labels_ == crowd.truth).mean())
            for name, m in (("mv", MajorityVote()), ("ds", DawidSkene()))}
     assert float((hmm.labels_ == crowd.truth).mean()) > max(acc.values())
+
+
+def test_one_accuracy_m_step_maximises_its_penalised_likelihood(seed):
+    """Oracle: scipy's bounded scalar search of ``sum_k c_kk log a + (sum c - sum_k c_kk) log((1 - a) / (K - 1))``
+    plus the prior ``s log a + (K - 1) s log(1 - a)`` finds the accuracy of the tag-set M-step (1e-6)."""
+    from scipy.optimize import minimize_scalar
+
+    from crowdqa.aggregation.hmm_crowd import _confusion
+
+    rng = np.random.default_rng(seed)
+    k, s = 5, 0.3
+    counts = rng.uniform(0, 4, size=(2, k, k))
+    got = _confusion(counts, smoothing=s, model="one-param")
+    np.testing.assert_allclose(got.sum(axis=2), 1.0, rtol=1e-12)
+    for w in range(2):
+        right, total = np.trace(counts[w]), counts[w].sum()
+
+        def loss(a, right=right, total=total):
+            return -((right + s) * np.log(a) + (total - right + (k - 1) * s) * np.log((1 - a) / (k - 1)))
+
+        best = minimize_scalar(loss, bounds=(1e-9, 1 - 1e-9), method="bounded", options={"xatol": 1e-10}).x
+        assert np.allclose(np.diag(got[w]), best, atol=1e-6)
+
+
+@pytest.mark.parametrize("wrong_mass", ["split", "each"])
+def test_objective_never_decreases_on_partial_tags(wrong_mass):
+    """Property: HMM-Crowd's EM objective is non-decreasing (relative slack 1e-9) on tag corpora whose
+    annotators left tokens unlabelled, with the tag set's one-accuracy worker model, over fixed seeds."""
+    import warnings
+
+    from crowdqa.aggregation._base import ConvergenceWarning
+
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        corpus = hide_per_token(_as_tags(random_corpus(rng, n_docs=5, max_len=6, class_names=("A", "B", "C", "D"),
+                                                       accuracy=0.6)), keep=0.6, seed=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            ll = np.array(HMMCrowd(max_iter=8, tol=0, wrong_mass=wrong_mass).fit(corpus).log_likelihood_)
+        assert ll.size == 8 and np.all(np.diff(ll) >= -1e-9 * np.abs(ll[1:])), (seed, ll)
