@@ -65,6 +65,19 @@ def _worker_href(job: Job):
     return lambda annotator: f"{PREFIX}/jobs/{job.id}/worker?id={quote(annotator, safe='')}"
 
 
+def _tag_confusion(body: dict):
+    """The aggregate against the experts of a tags report as a matrix the page shows (rows: the experts' tag, each
+    row the share of its tokens the aggregate gave each tag, with the counts); None for other kinds."""
+    confusion = (body.get("aggregate_vs_expert") or {}).get("token_confusion")
+    if body.get("kind") != "tags" or not confusion:
+        return None
+    counts = np.asarray(confusion["matrix"], dtype=np.int64).T  # stored rows: the aggregate; shown rows: the experts
+    totals = counts.sum(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):  # a tag the experts never use: NaN row
+        rates = np.where(totals > 0, counts / np.maximum(totals, 1), np.nan)
+    return confusion_matrix(rates, confusion["labels"], counts=counts)
+
+
 def report_context(session, settings, job: Job, *, sort: str | None, order: str, offset: int, against: str | None,
                    docs_by: str) -> dict[str, Any]:
     """Everything the report part of the job page shows (the scatter against the experts when any worker
@@ -92,7 +105,7 @@ def report_context(session, settings, job: Job, *, sort: str | None, order: str,
             "mturk_batch": exports.has_batch(session=session, job=job),
             "levels": score_levels(body), "per_type": vs_expert.get("span_per_type") or {},
             "accuracy": vs_expert.get("accuracy"), "per_label": vs_expert.get("token_per_label") or {},
-            "agreement": body.get("agreement") or {},
+            "agreement": body.get("agreement") or {}, "tag_confusion": _tag_confusion(body),
             "sort_keys": crud.WORKER_SORT_KEYS, "label_formats": exports.label_formats(body.get("kind"))}
 
 
