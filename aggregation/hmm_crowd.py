@@ -34,7 +34,7 @@ _DECODERS = ("viterbi", "marginal")
 _WORKER_MODELS = ("two-param", "full")
 _SEQUENCES = ("sentence", "document")
 _SHAPE_EMISSIONS = ("shared", "bernoulli")
-_WRONG_MASS = ("each", "split")
+_WRONG_MASS = ("auto", "each", "split")
 
 
 @dataclass(frozen=True)
@@ -475,12 +475,15 @@ class HMMCrowd(BaseAggregator):
         ``"bernoulli"``: each shape feature is its own two-valued per-state distribution.
         ``"shared"``: the authors' emission, shape features as extra entries of the word
         multinomial, counted only when present.
-    wrong_mass : {"each", "split"}, default="each"
+    wrong_mass : {"auto", "each", "split"}, default="auto"
         Two-parameter model only, ``K > 2``: a wrong answer weighs ``1 - a`` whichever wrong
         class it is (``"each"``, the authors' ``WorkerModel.get_prob`` for ``cv2``, used in
         their NER runs), or has probability ``(1 - a) / (K - 1)`` (``"split"``, a
         distribution over the wrong classes that assumes a wrong annotator picks among them
-        uniformly). Identical for ``K = 2``.
+        uniformly). Identical for ``K = 2``. ``"auto"``: the authors' ``"each"`` under a span
+        scheme; ``"split"`` under the ``tags`` scheme, whose tag sets are larger than the NER
+        schema ``"each"`` was made for and where a wrong answer's weight of ``1 - a`` for each of
+        many tags would outweigh a right one.
     start_smoothing : float or None, default=0.001
         Start probabilities ``(count + s) / sum`` as in the authors' ``m_step_vb``; None
         uses the variational estimate with ``pseudo_count`` as for transitions.
@@ -601,7 +604,7 @@ class HMMCrowd(BaseAggregator):
                  tol: float | None = None, pseudo_count: float = 0.1, worker_smoothing: float = 0.001,
                  init_rounds: int = 5, init_diagonal: float = 0.9,
                  features: tuple[str, ...] = ("word", "capitalised", "digit"), lowercase: bool = False,
-                 sequences: str = "document", shape_emission: str = "bernoulli", wrong_mass: str = "each",
+                 sequences: str = "document", shape_emission: str = "bernoulli", wrong_mass: str = "auto",
                  start_smoothing: float | None = 0.001, init_smoothing: float | None = 0.001,
                  warm_start: bool = False) -> None:
         self.decode = decode
@@ -621,12 +624,20 @@ class HMMCrowd(BaseAggregator):
         self.init_smoothing = init_smoothing
         self.warm_start = warm_start
 
-    def resolved_max_iter(self, n_classes: int) -> int:
-        """The number of EM iterations ``fit`` runs on ``n_classes`` classes (``max_iter="auto"`` resolved)."""
+    def resolved_max_iter(self, n_classes: int, *, tags: bool = False) -> int:
+        """The number of EM iterations ``fit`` runs on ``n_classes`` classes (``max_iter="auto"`` resolved), under
+        the ``tags`` scheme or a span scheme."""
         if self.max_iter != "auto":
             return int(self.max_iter)
-        improper = self.worker_model == "two-param" and self.wrong_mass == "each" and n_classes > 2
+        wrong_mass = self.wrong_mass if self.wrong_mass != "auto" else "split" if tags else "each"
+        improper = self.worker_model == "two-param" and wrong_mass == "each" and n_classes > 2
         return 1 if improper else 5
+
+    def _wrong_mass(self, corpus: Corpus) -> str:
+        """``wrong_mass`` for ``corpus`` (``"auto"`` resolved by its scheme)."""
+        if self.wrong_mass != "auto":
+            return self.wrong_mass
+        return "split" if corpus.scheme == "tags" else "each"
 
     @one_blas_thread
     def fit(self, corpus: Corpus, *, true_labels: NDArray | None = None, callback: ProgressCallback | None = None
@@ -648,7 +659,7 @@ class HMMCrowd(BaseAggregator):
         known = self._start_fit(corpus, true_labels)
         n_workers = corpus.n_workers
         opts = dict(pseudo_count=self.pseudo_count, worker_smoothing=self.worker_smoothing,
-                    worker_model=self._worker_model(corpus), wrong_mass=self.wrong_mass,
+                    worker_model=self._worker_model(corpus), wrong_mass=self._wrong_mass(corpus),
                     start_smoothing=self.start_smoothing)
         design = _build_design(corpus, known=known, features=tuple(self.features), lowercase=self.lowercase,
                                sequences=self.sequences, shape_emission=self.shape_emission)
@@ -659,7 +670,7 @@ class HMMCrowd(BaseAggregator):
                                      diagonal=self.init_diagonal, smoothing=self.worker_smoothing)
             params = _initial_params(_hard_stats(design, init, n_workers=n_workers), smoothing=self.init_smoothing,
                                      **opts)
-        max_iter = self.resolved_max_iter(corpus.n_classes)
+        max_iter = self.resolved_max_iter(corpus.n_classes, tags=corpus.scheme == "tags")
         monitor = self._monitor(callback)
         converged = False
         for _ in range(max_iter):
@@ -720,7 +731,7 @@ class HMMCrowd(BaseAggregator):
         return _Params(log_start=self.log_start_, log_trans=self.log_transition_, log_word=log_word,
                        log_shape=self.log_shape_emission_, confusion=confusion, dirichlets=(),
                        wrong_boost=_wrong_boost(corpus.n_classes, model=self._worker_model(corpus),
-                                                wrong_mass=self.wrong_mass))
+                                                wrong_mass=self._wrong_mass(corpus)))
 
     def _predict_batch(self, corpus: Corpus) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """Labels and posteriors of ``corpus`` under the fitted factors: one forward-backward and the decoder."""

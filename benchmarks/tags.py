@@ -45,7 +45,7 @@ RESULTS = REPO / "benchmarks" / "results"
 
 #: The categorical methods and the sequence models of (c), with their parameters (defaults unless named).
 CATEGORICAL = ("mv", "ds", "glad", "mace", "ibcc", "wawa", "zbs")
-SEQUENCE = (("hmm-crowd", {}), ("hmm-crowd", {"wrong_mass": "split"}), ("hmm-crowd", {"worker_model": "full"}),
+SEQUENCE = (("hmm-crowd", {}), ("hmm-crowd", {"wrong_mass": "each"}), ("hmm-crowd", {"worker_model": "full"}),
             ("bsc-seq", {}))
 
 

@@ -126,9 +126,9 @@ def _row_loop(records, *, src: str, role: str, problems: ProblemLog) -> _Rows:
             problems.report(f"token must be a non-empty string without spaces, found {token!r}", source=src, line=line)
             continue
         index = row["token_index"]
-        try:
-            position = int(index) if not isinstance(index, bool | float) else int("x")
-        except (TypeError, ValueError):
+        try:  # an integer, or a string of one (CSV); never a float or a boolean
+            position = int(index) if isinstance(index, int | str) and not isinstance(index, bool) else -1
+        except ValueError:
             position = -1
         if position < 0:
             problems.report(f"token_index must be an integer >= 0, found {index!r}", source=src, line=line)

@@ -145,3 +145,15 @@ def test_objective_never_decreases_on_partial_tags(wrong_mass):
             warnings.simplefilter("ignore", ConvergenceWarning)
             ll = np.array(HMMCrowd(max_iter=8, tol=0, wrong_mass=wrong_mass).fit(corpus).log_likelihood_)
         assert ll.size == 8 and np.all(np.diff(ll) >= -1e-9 * np.abs(ll[1:])), (seed, ll)
+
+
+def test_auto_wrong_mass_follows_the_scheme(seed):
+    """``wrong_mass="auto"``: the authors' ``each`` (one EM step on more than two classes) under a span scheme,
+    ``split`` (five steps) under tags; the fits equal the explicit settings exactly."""
+    rng = np.random.default_rng(seed)
+    span = random_corpus(rng, n_docs=5, max_len=6, class_names=("O", "B-A", "I-A"), p_label=0.8)
+    tags = _as_tags(span)
+    for corpus, mass, steps in ((span, "each", 1), (tags, "split", 5)):
+        auto, explicit = HMMCrowd().fit(corpus), HMMCrowd(wrong_mass=mass).fit(corpus)
+        assert auto.n_iter_ == explicit.n_iter_ == steps
+        np.testing.assert_array_equal(auto.proba_, explicit.proba_)
