@@ -424,8 +424,8 @@ class HMMCrowd(BaseAggregator):
     worker_model : {"two-param", "full"}, default="two-param"
         The paper's two accuracies per annotator (true ``O`` / any other class), or a
         full confusion matrix. Identical for two classes. A tag set (the ``tags`` scheme) has
-        no outside class: there the two-parameter model keeps one accuracy per annotator for
-        every true tag, a wrong answer shared among the other tags as above.
+        no outside class: there the two-parameter model of more than two tags keeps one accuracy
+        per annotator for every true tag, a wrong answer shared among the other tags as above.
     max_iter : int or "auto", default="auto"
         EM iterations. ``"auto"`` follows the authors' two schedules: five iterations
         (``niter = 5`` in ``src/seqcrowd/run.py`` of github.com/yinfeiy/PICO-data, the run
@@ -707,8 +707,11 @@ class HMMCrowd(BaseAggregator):
         return self
 
     def _worker_model(self, corpus: Corpus) -> str:
-        """``worker_model`` for ``corpus``: a tag set has no outside class, so two parameters become one."""
-        return "one-param" if self.worker_model == "two-param" and corpus.scheme == "tags" else self.worker_model
+        """``worker_model`` for ``corpus``: a tag set of more than two tags has no outside class, so two parameters
+        become one; with two tags the two accuracies are the full 2 x 2 matrix, as under a span scheme."""
+        if self.worker_model != "two-param" or corpus.scheme != "tags":
+            return self.worker_model
+        return "full" if corpus.n_classes == 2 else "one-param"
 
     def _carried(self, corpus: Corpus, design: _Design) -> _Params:
         """The fitted factors carried to ``corpus`` (whose design is ``design``): annotators by id (a new one gets
