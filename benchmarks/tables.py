@@ -795,7 +795,8 @@ def render_tags(d: dict, results: Path, quick: bool) -> str:
                      f"{t['workers']} workers, 12 tags) read and aggregated by Dawid-Skene "
                      f"({t['crowdqa']['iterations']} EM iterations; crowd-kit ran as many), best of "
                      f"{t['repeats']}; labels agreeing with crowd-kit's: "
-                     f"{100 * ck.get('label_agreement_with_crowdqa', float('nan')):.2f}%.\n\n"
+                     f"{100 * ck.get('label_agreement_with_crowdqa', float('nan')):.2f}%. Target, read and aggregated "
+                     f"in under 5 s: {'met' if t['target_met'] else 'not met'}.\n\n"
                      + _table(["what", "read s", "fit s", "total s"], rows))
     return "\n\n".join(parts)
 
