@@ -102,6 +102,10 @@ BENCHMARKS: tuple[Benchmark, ...] = (
               (_m("spammers"),), (_m("spammers", "--quick"),),
               ("aggregation", "quality", "ingest", "jobs", "benchmarks/spammers.py", "benchmarks/categorical.py",
                "benchmarks/compare.py", "benchmarks/_pico.py")),
+    Benchmark("tags", "tag labels: partial conll_val and PICO, a synthetic POS-like crowd, a 1M-label token table",
+              (_m("tags"),), (_m("tags", "--quick"),),
+              ("aggregation", "ingest", "benchmarks/tags.py", "benchmarks/_tag_crowd.py", "benchmarks/_pico.py",
+               "benchmarks/bsc_seq.py")),
 )
 
 BY_STEM: dict[str, Benchmark] = {b.stem: b for b in BENCHMARKS}

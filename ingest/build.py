@@ -65,6 +65,9 @@ def class_names_for(types: Sequence[str], scheme: str) -> tuple[str, ...]:
 
 
 def _resolve_scheme(scheme: str, n_types: int) -> str:
+    if scheme == "tags":
+        raise IngestError("scheme 'tags' (one tag per token, no spans) is read from token formats: conll, "
+                          "tokens-csv, tokens-jsonl; a format of character spans is read under io or bio")
     if scheme == "auto":
         return "io" if n_types <= 1 else "bio"
     if scheme not in ("io", "bio"):
@@ -479,6 +482,7 @@ def corpus_from_token_labels(
     class_names: Sequence[str] | None = None,
     problems: ProblemLog | None = None,
     sources: Sequence[tuple[str, int | None]] | None = None,
+    tags: bool = False,
 ) -> Corpus:
     """Build a corpus from documents given as tokens and per-assignment tag sequences.
 
@@ -487,13 +491,17 @@ def corpus_from_token_labels(
     documents : dict of str to list of str
         ``doc_id -> tokens``; the text is the tokens joined by single spaces.
     labels : sequence of (doc_id, annotator, tags)
-        ``tags`` has one class name per token of the document (``"O"`` outside).
+        ``tags`` has one class name per token of the document (``"O"`` outside); with ``tags=True`` a
+        ``None`` marks a token the annotator left unlabelled.
     roles : dict of str to str
     class_names : sequence of str, optional
         Fixed schema (span tasks start with ``"O"``; categorical answers need not); by default ``O`` then the tags seen,
         sorted by entity type with ``B-`` before ``I-``.
     sources : sequence of (source, line), optional
         Where each entry of ``labels`` came from, for error messages.
+    tags : bool, default=False
+        The ``tags`` scheme (:attr:`crowdqa.aggregation.corpus.Corpus.tags`): the classes are the tags seen in
+        natural order, and an annotator may leave tokens unlabelled.
     """
     problems = problems or ProblemLog("fail")
     doc_index = {d: i for i, d in enumerate(documents)}
@@ -508,6 +516,10 @@ def corpus_from_token_labels(
     doc_lengths = np.fromiter((len(t) for t in documents.values()), np.int64, len(documents))
     doc_start = np.concatenate([[0], np.cumsum(doc_lengths)])
 
+    if class_names is None and tags:
+        from crowdqa.ingest.categorical import natural_key
+
+        class_names = sorted({t for _, _, tt in labels for t in tt if t is not None}, key=natural_key) or ["O"]
     if class_names is None:
         # Full schema from the tags seen: every type gets both B- and I- under BIO.
         seen = {tag for _, _, tags in labels for tag in tags} - {"O"}
@@ -521,19 +533,20 @@ def corpus_from_token_labels(
     annotators: dict[str, int] = {}
     seen_pairs: set[tuple[int, int]] = set()
     tok_parts, wrk_parts, lab_parts = [], [], []
-    for k, (doc_id, annotator, tags) in enumerate(labels):
+    for k, (doc_id, annotator, row_tags) in enumerate(labels):
         src, line = sources[k] if sources is not None else ("", None)
         d = doc_index.get(doc_id)
         if d is None:
             problems.report(f"labels for unknown document {doc_id!r}", source=src, line=line)
             continue
-        if len(tags) != doc_lengths[d]:
+        if len(row_tags) != doc_lengths[d]:
             problems.report(
-                f"{len(tags)} labels for document {doc_id!r} of {int(doc_lengths[d])} tokens",
+                f"{len(row_tags)} labels for document {doc_id!r} of {int(doc_lengths[d])} tokens",
                 source=src, line=line,
             )
             continue
-        unknown = [t for t in tags if t not in class_id]
+        present = [t is not None for t in row_tags]
+        unknown = [t for t in row_tags if t is not None and t not in class_id]
         if unknown:
             problems.report(f"unknown label {unknown[0]!r}; expected one of {list(class_names)}", source=src, line=line)
             continue
@@ -542,9 +555,10 @@ def corpus_from_token_labels(
             problems.report(f"duplicate assignment: {annotator!r} labelled {doc_id!r} twice", source=src, line=line)
             continue
         seen_pairs.add((d, w))
-        tok_parts.append(np.arange(doc_start[d], doc_start[d + 1], dtype=np.int64))
-        wrk_parts.append(np.full(len(tags), w, dtype=np.int32))
-        lab_parts.append(np.fromiter((class_id[t] for t in tags), np.int16, len(tags)))
+        given = [t for t in row_tags if t is not None]
+        tok_parts.append(np.arange(doc_start[d], doc_start[d + 1], dtype=np.int64)[np.array(present, dtype=bool)])
+        wrk_parts.append(np.full(len(given), w, dtype=np.int32))
+        lab_parts.append(np.fromiter((class_id[t] for t in given), np.int16, len(given)))
 
     worker_ids = tuple(annotators)
     empty = np.zeros(0, np.int64)
@@ -560,4 +574,5 @@ def corpus_from_token_labels(
         worker_ids=worker_ids,
         worker_roles=_check_roles(worker_ids, roles),
         class_names=class_names,
+        tags=tags,
     )

@@ -41,6 +41,8 @@ WORKER_COLUMNS = crud.WORKER_SORT_KEYS
 
 def label_formats(kind: str | None) -> list[str]:
     """The output formats that fit a report of this kind (categorical answers: categorical-csv only)."""
+    if kind == "tags":  # a tag per token: no spans to write
+        return [f for f in WRITE_FORMATS if f in ("conll", "tokens-csv", "tokens-jsonl")]
     return [f for f in WRITE_FORMATS if (f == "categorical-csv") == (kind == "categorical")]
 
 
@@ -52,7 +54,7 @@ def worker_scores(*, session: Session, job: Job, sort: str | None = None, order:
     kind = crud.report_kind(session=session, job_id=job.id) or "spans"
     if sort is None:
         sort = crud.DEFAULT_SORT.get(kind, "annotator")
-    if kind == "categorical" and sort not in crud.CATEGORICAL_SORT_KEYS:
+    if kind in crud.ACCURACY_KINDS and sort not in crud.CATEGORICAL_SORT_KEYS:
         raise ValueError(f"sort: job {job.id} has a categorical report, whose workers have no {sort}; "
                          f"sort by one of {', '.join(crud.CATEGORICAL_SORT_KEYS)}")
     return crud.list_worker_scores(session=session, job_id=job.id, sort=sort, order=order, offset=offset,

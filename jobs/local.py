@@ -97,15 +97,26 @@ def sizes(corpus: Corpus) -> str:
     return f"{corpus.n_docs} documents, {corpus.n_tokens} tokens"
 
 
-def default_output_format(input_format: str, *, output: str | None = None, categorical: bool = False) -> str:
+def default_output_format(input_format: str, *, output: str | None = None, categorical: bool = False,
+                          tags: bool = False) -> str:
     """The output format when none is given.
 
     Categorical answers (one-token items without an outside class) are written as ``item,label``
-    CSV, whatever their input format; otherwise an output name ending in ``.jsonl`` or ``.conll``
-    says which, else CoNLL in -> CoNLL out, EBM-NLP -> EBM-NLP, any other span format -> spans-jsonl.
+    CSV, whatever their input format; tag labels (the ``tags`` scheme) as a token table when the
+    output name ends in ``.csv`` or ``.jsonl`` (or they were read from one), else as CoNLL; otherwise
+    an output name ending in ``.jsonl`` or ``.conll`` says which, else CoNLL in -> CoNLL out,
+    EBM-NLP -> EBM-NLP, any other span format -> spans-jsonl.
     """
     if categorical or input_format == "categorical":
         return "categorical-csv"
+    if tags:
+        name = str(output or "").lower()
+        if name.endswith((".csv", ".tsv")):
+            return "tokens-csv"
+        if name.endswith(".jsonl"):
+            return "tokens-jsonl"
+        return input_format if input_format in ("tokens-csv", "tokens-jsonl") and not name.endswith(".conll") \
+            else "conll"
     by_suffix = {".jsonl": "spans-jsonl", ".conll": "conll"}
     if output is not None:
         for suffix, fmt in by_suffix.items():
@@ -120,11 +131,15 @@ def output_format(corpus: Corpus, *, input_format: str, output: str, given: str 
     the default would contradict ``output``'s suffix (categorical answers named .jsonl or .conll, span labels
     named .csv)."""
     categorical = is_categorical(corpus)
-    fmt = given or default_output_format(input_format, output=output, categorical=categorical)
+    tags = corpus.scheme == "tags"
+    fmt = given or default_output_format(input_format, output=output, categorical=categorical, tags=tags)
+    if tags and fmt not in ("conll", "tokens-csv", "tokens-jsonl"):
+        raise ValueError(f"--output-format {fmt}: these are tag labels (scheme tags, no spans); they are written "
+                         "as conll, tokens-csv or tokens-jsonl")
     if categorical and given is None and str(output).lower().endswith((".jsonl", ".conll")):
         raise ValueError(f"--output {output}: these are categorical answers, written as categorical-csv "
                          "(item,label): name the output .csv")
-    if not categorical and given is None and str(output).lower().endswith(".csv"):
+    if not categorical and not tags and given is None and str(output).lower().endswith(".csv"):
         raise ValueError(f"--output {output}: these are span labels, and .csv names categorical-csv (answers): "
                          "name the output .jsonl (spans-jsonl) or .conll (conll), or a folder (ebm-nlp), or choose "
                          "with --output-format spans-jsonl, conll or ebm-nlp")

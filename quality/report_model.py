@@ -1,10 +1,13 @@
 """The quality report as typed models: what :func:`crowdqa.quality.report.build_report` returns, the store
 keeps, ``GET /jobs/{id}/report`` serves and the OpenAPI document describes.
 
-A report has one of two kinds. ``"spans"``: token labels with an outside class ``O``, scored by precision,
+A report has one of three kinds. ``"spans"``: token labels with an outside class ``O``, scored by precision,
 recall and F1 of the positive (non-``O``) tokens and of the decoded spans. ``"categorical"``: one answer per
 item and no outside class, so no label is "positive": every block is an accuracy (the aggregate also gets
-per-class precision, recall and F1, named as such).
+per-class precision, recall and F1, named as such). ``"tags"``: one tag of a tag set per token (the ``tags``
+scheme), scored per token as categorical answers are (each token an item: accuracy, the confusion matrix,
+agreement over tokens), and the aggregate also per tag and by micro and macro averages with intervals that
+resample sentences (:mod:`crowdqa.quality.tag_scores`).
 
 Intervals are ``[low, high]`` pairs at ``bootstrap.level`` (Clopper-Pearson for proportions, a document
 bootstrap for F1); ``null`` where they say nothing (no count, or too few documents to resample). Every
@@ -20,10 +23,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from crowdqa.quality.report_schema import ACCURACY_KINDS
 from crowdqa.quality.span_metrics import LEGACY_SPAN_KEYS
 
-__all__ = ["Interval", "Accuracy", "Score", "LabelScore", "Confusion", "AggregateScores",
-           "CategoricalScore", "CategoricalAggregateScores", "WorkerConfusion", "WorkerQuality", "WorkerReport",
+__all__ = ["ACCURACY_KINDS", "Interval", "Accuracy", "Score", "LabelScore", "Confusion", "AggregateScores",
+           "CategoricalScore", "CategoricalAggregateScores", "MacroScore", "TagAggregateScores", "WorkerConfusion",
+           "WorkerQuality", "WorkerReport",
            "ExpertPair", "CrowdPair",
            "KappaSummary", "Agreement", "Counts", "CrossFit", "FitRecord", "Bootstrap", "MethodComparison",
            "MethodsComparison", "VerdictRulesRecord", "QualityReport"]
@@ -171,6 +176,27 @@ class WorkerQuality(BaseModel):
                     "score is low without that evidence, or a label is overused; keep: otherwise, or too few items "
                     "to judge (the reason says which). null for experts.")
     reason: str
+
+
+class MacroScore(BaseModel):
+    """The mean over tags of the per-tag scores (the tags that occur on either side of the compared tokens)."""
+
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    f1_ci: Interval | None = Field(description="Percentile interval of a document (sentence) bootstrap; null for "
+                                               "fewer than bootstrap.min_documents documents.")
+    tags: int = Field(description="Tags averaged over.")
+    documents: int = Field(description="Documents compared.")
+
+
+class TagAggregateScores(CategoricalAggregateScores):
+    """The aggregate against the experts, for tag labels: the categorical scores over tokens, then every tag's
+    precision, recall and F1 with intervals, and their micro and macro averages."""
+
+    per_tag: dict[str, Score | None] = Field(description="Each tag against the rest: tp, fp, fn over tokens.")
+    micro: Score = Field(description="Counts of every tag pooled; precision = recall = F1 = token accuracy.")
+    macro: MacroScore
 
 
 class WorkerReport(BaseModel):
@@ -358,13 +384,13 @@ class QualityReport(BaseModel):
     """Every worker and the aggregate against the experts, with intervals (see :mod:`crowdqa.quality.report`)."""
 
     method: str
-    kind: Literal["spans", "categorical"]
+    kind: Literal["spans", "categorical", "tags"]
     labels: list[str]
     experts_used_in_fit: bool
     aggregate_scored_on: str
     reference: str = Field(description="union, majority, or the id of the expert used as the reference.")
     counts: Counts
-    aggregate_vs_expert: AggregateScores | CategoricalAggregateScores | None
+    aggregate_vs_expert: AggregateScores | TagAggregateScores | CategoricalAggregateScores | None
     workers: list[WorkerReport]
     blocked_workers: list[str] = Field(default_factory=list, description="Annotators left out of the fit.")
     agreement: Agreement

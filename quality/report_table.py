@@ -10,6 +10,7 @@ import math
 import re
 from typing import TYPE_CHECKING
 
+from crowdqa.quality.report_schema import ACCURACY_KINDS
 from crowdqa.quality.score_blocks import headline_level, span_levels
 
 if TYPE_CHECKING:  # the typed model (pydantic) is only dumped here, never imported
@@ -187,7 +188,7 @@ def format_report(report: QualityReport | dict, *, max_workers: int = 40, sort: 
     """
     if not isinstance(report, dict):  # the typed model
         report = report.model_dump()
-    categorical = report.get("kind") == "categorical"  # one-token documents: say items, score accuracy
+    categorical = report.get("kind") in ACCURACY_KINDS  # one-token items (tags: tokens): say items, score accuracy
     return "\n".join([*_header_lines(report, categorical), "", *_aggregate_lines(report, categorical), "",
                       *_worker_lines(report.get("workers", []), categorical, max_workers=max_workers, sort=sort,
                                     rest=rest, min_items=min_items), "",
@@ -208,7 +209,11 @@ def _header_lines(report: dict, categorical: bool) -> list[str]:
             lines.append(f"warning: {fit['convergence_note']}")
     counts = report.get("counts", {})
     if counts:
-        if categorical:
+        if report.get("kind") == "tags":
+            lines.append(f"{counts['documents']} documents, {counts['tokens']} tokens (each token an item), "
+                         f"{counts['crowd_workers']} crowd workers, {counts['experts']} experts on "
+                         f"{counts['expert_documents']} documents")
+        elif categorical:
             lines.append(f"{counts['documents']} items, {counts['crowd_workers']} crowd workers, "
                          f"{counts['experts']} experts on {counts['expert_documents']} items")
         else:
@@ -234,6 +239,10 @@ def _aggregate_lines(report: dict, categorical: bool) -> list[str]:
         a = agg["accuracy"]
         lines.append(f"  accuracy {_fmt(a['value'])} {_fmt_ci(a['ci'])}  ({a['correct']} of {a['compared']} items)   "
                      f"macro F1 over the labels {_fmt(agg.get('macro_f1'))}")
+        if agg.get("macro"):  # tags: per-tag scores, macro F1 with a sentence bootstrap interval
+            lines.append(f"  macro F1 {_fmt(agg['macro']['f1'])} {_fmt_ci(agg['macro']['f1_ci'])} over "
+                         f"{agg['macro']['tags']} tags (document bootstrap); per tag F1: " + ", ".join(
+                             f"{name} {_fmt(b['f1'] if b else None)}" for name, b in agg["per_tag"].items()))
     else:
         levels = {"token": agg.get("token"), **span_levels(agg)}
         head = headline_level(report)
