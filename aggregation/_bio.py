@@ -22,7 +22,7 @@ from crowdqa.aggregation._forward_backward import _bucket_index, _viterbi_corpus
 from crowdqa.aggregation._sequences import doc_first
 from crowdqa.aggregation.corpus import Corpus
 
-__all__ = ["bio_decode", "bio_rules", "repair_bio"]
+__all__ = ["bio_decode", "bio_rules", "repair_bio", "sequence_rules"]
 
 
 def bio_rules(class_names: tuple[str, ...]) -> tuple[NDArray[np.bool_], NDArray[np.bool_], NDArray[np.int64]]:
@@ -43,6 +43,18 @@ def bio_rules(class_names: tuple[str, ...]) -> tuple[NDArray[np.bool_], NDArray[
     same = (kind[:, None] == kind[None, :]) & (kind[:, None] != "")
     ok_trans = ~constrained[None, :] | same
     return ~constrained, ok_trans, begin
+
+
+def sequence_rules(corpus: Corpus) -> tuple[NDArray[np.bool_], NDArray[np.bool_], NDArray[np.int64]]:
+    """:func:`bio_rules` of the corpus's classes, or no rule at all under the ``tags`` scheme.
+
+    A tag set has no spans: every start and every move is allowed (and learned from the data by the
+    sequence models), even where tag names look like BIO (``B-PER`` read as one tag of a tag set).
+    """
+    k = corpus.n_classes
+    if corpus.scheme == "tags":
+        return np.ones(k, dtype=bool), np.ones((k, k), dtype=bool), np.arange(k)
+    return bio_rules(corpus.class_names)
 
 
 def repair_bio(labels: NDArray[np.int64], *, first: NDArray[np.bool_], class_names: tuple[str, ...]

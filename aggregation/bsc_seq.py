@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 from scipy.special import digamma, gammaln
 
 from crowdqa.aggregation._base import BaseAggregator, ConvergenceWarning, ProgressCallback, one_blas_thread
-from crowdqa.aggregation._bio import bio_rules, repair_bio
+from crowdqa.aggregation._bio import repair_bio, sequence_rules
 from crowdqa.aggregation._forward_backward import (
     _bucket_index,
     _forward_backward_corpus,
@@ -77,27 +77,31 @@ class _Design:
 def _previous_labels(corpus: Corpus, *, start: int) -> NDArray[np.int64]:
     """Each annotation's annotator's label on the previous token of the same document.
 
-    Rows are sorted by ``(token, worker)`` and an annotator who labelled a document
-    labelled all of its tokens (both checked at corpus construction), so inside a
-    document the rows of token ``t - 1`` are the rows of token ``t`` shifted back by
-    the number of annotators of ``t``: one subtraction finds every predecessor.
-    ``start`` where there is none (the document's first token).
+    Rows are sorted by ``(token, worker)`` and unique (checked at corpus construction), so the
+    key ``token * n_workers + worker`` increases strictly along them and one binary search of
+    ``(token - 1) * n_workers + worker`` finds every predecessor at once. ``start`` where there
+    is none: the document's first token, or a previous token the annotator left unlabelled
+    (the ``tags`` scheme's partial labelling: the annotator said nothing there, as before a
+    document's first token).
 
     Returns
     -------
     ndarray of shape (n_obs,)
     """
-    per_token = np.diff(corpus.token_obs_start)
+    n_w = max(corpus.n_workers, 1)
+    key = corpus.token * n_w + corpus.worker
     has_prev = ~doc_first(corpus)[corpus.token]
-    pos = np.where(has_prev, np.arange(corpus.n_obs) - per_token[corpus.token], 0)
-    return np.where(has_prev, corpus.label[pos].astype(np.int64), start)
+    pos = np.searchsorted(key, key - n_w)  # the row of (token - 1, worker), if it is there
+    pos = np.minimum(pos, max(corpus.n_obs - 1, 0))
+    found = has_prev & (key[pos] == key - n_w) if corpus.n_obs else has_prev
+    return np.where(found, corpus.label[pos].astype(np.int64), start)
 
 
 def _build_design(corpus: Corpus, *, known: NDArray[np.int64] | None, annotator_model: str,
                   features: tuple[str, ...], lowercase: bool, sequences: str) -> _Design:
     """The one-hot crowd matrix (indexed by previous label for ``seq``), text features and batches."""
     n_tokens, k, n_workers = corpus.n_tokens, corpus.n_classes, corpus.n_workers
-    ok_start, ok_trans, begin = bio_rules(corpus.class_names)
+    ok_start, ok_trans, begin = sequence_rules(corpus)  # none under the tags scheme
     if annotator_model == "seq":
         # Before a document's first token the annotator has said nothing: "O" when the
         # schema has an outside class (the paper's convention), else an extra value.
@@ -117,8 +121,14 @@ def _build_design(corpus: Corpus, *, known: NDArray[np.int64] | None, annotator_
                      tuple(corpus.class_names))
     if known is None:
         return design
-    return dataclasses.replace(design, known=repair_bio(known, first=design.seq_first,
-                                                        class_names=design.class_names))
+    return dataclasses.replace(design, known=_repaired(known, design))
+
+
+def _repaired(labels: NDArray[np.int64], design: _Design) -> NDArray[np.int64]:
+    """``labels`` made valid BIO (:func:`repair_bio`); unchanged where no class is constrained (tags, IO)."""
+    if np.array_equal(design.begin, np.arange(design.n_classes)):
+        return labels
+    return repair_bio(labels, first=design.seq_first, class_names=design.class_names)
 
 
 # ---------------------------------------------------------------------------- priors
@@ -524,6 +534,6 @@ class BayesianSequenceCombination(BaseAggregator):
         """Viterbi path of ``q(t)`` (whose potentials are ``exp E[log theta]``), or the repaired marginal argmax."""
         if self.decode == "marginal":
             labels = np.where(design.active, post.argmax(axis=1), fill).astype(np.int64)
-            return repair_bio(labels, first=design.seq_first, class_names=design.class_names)
+            return _repaired(labels, design)
         return _viterbi_corpus(_token_log_lik(params, design), log_startprob=_expected_log(params["start"]),
                                log_transmat=_expected_log(params["trans"]), buckets=design.buckets, fill=fill)

@@ -4,9 +4,12 @@ Every upload format is parsed into one :class:`Corpus` (see ``ingest/``), and ev
 aggregator, metric and job works on its integer arrays. Documents are concatenated
 token sequences; ``doc_lengths`` delimits them (hmmlearn's ``X, lengths``).
 
-An annotator who labelled a document gives every one of its tokens a label (tokens
-outside every span get class 0, ``"O"``); an annotator who did not label a document
-is *absent* there: a missing annotation is an absent row, never a ``-1``.
+Two kinds of token labels share the corpus. Under a span scheme (inside/outside or BIO) an
+annotator who labelled a document gives every one of its tokens a label (tokens outside every
+span get class 0, ``"O"``): a span cut by an unlabelled token would be ambiguous. Under the
+``tags`` scheme (:attr:`Corpus.tags`: one class of a tag set per token, no spans) an annotator
+may label any subset of a document's tokens. Either way a token an annotator did not label is
+*absent* for that annotator, never ``O``: a missing annotation is an absent row, never a ``-1``.
 """
 
 from __future__ import annotations
@@ -78,14 +81,19 @@ class Corpus:
         inside/outside per category (``"O", "Participants"``) or BIO
         (``"O", "B-PER", "I-PER", ...``). Categorical corpora (one-token items) have
         no outside class: their classes are the answers in natural order, so no
-        model carries a phantom class (see :attr:`has_outside`).
+        model carries a phantom class (see :attr:`has_outside`). Tag sets (``tags``) are any
+        names, in natural order; a class named ``"O"`` is then one tag like the others.
+    tags : bool, default=False
+        The ``tags`` label scheme: every token carries one class of a tag set, there are no
+        spans and no outside class, and an annotator may label any subset of a document's
+        tokens (a token it left unlabelled is missing, not ``O``).
 
     Notes
     -----
-    The triplets are sorted by ``(token, worker)`` and unique; each (document,
-    annotator) pair present covers every token of that document. Validation runs
-    once, here; code after ingest trusts the object. Use :meth:`from_arrays` to
-    build one from unsorted triplets.
+    The triplets are sorted by ``(token, worker)`` and unique. Under a span scheme each
+    (document, annotator) pair present covers every token of that document; under ``tags``
+    any subset. Validation runs once, here; code after ingest trusts the object. Use
+    :meth:`from_arrays` to build one from unsorted triplets.
     """
 
     token: NDArray[np.int64]
@@ -99,6 +107,7 @@ class Corpus:
     worker_ids: tuple[str, ...]
     worker_roles: tuple[str, ...]
     class_names: tuple[str, ...]
+    tags: bool = False
     _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -125,6 +134,7 @@ class Corpus:
         worker_ids: tuple[str, ...] | list[str],
         worker_roles: tuple[str, ...] | list[str],
         class_names: tuple[str, ...] | list[str],
+        tags: bool = False,
     ) -> Corpus:
         """Build a corpus from triplets in any order: cast dtypes, sort by (token, worker)."""
         token = np.asarray(token, dtype=np.int64)
@@ -148,6 +158,7 @@ class Corpus:
             worker_ids=tuple(worker_ids),
             worker_roles=tuple(worker_roles),
             class_names=tuple(class_names),
+            tags=bool(tags),
         )
 
     # ------------------------------------------------------------------ sizes
@@ -223,11 +234,16 @@ class Corpus:
     def doc_annotators(self) -> NDArray[np.int64]:
         """ndarray of shape (n_docs,): how many annotators labelled each document (0 for one without tokens).
 
-        An annotator present on a document labels all of its tokens, so each of its tokens lists the same
-        annotators: a document's annotations over its tokens.
+        Under a span scheme an annotator present on a document labels all of its tokens, so each of its tokens
+        lists the same annotators: a document's annotations over its tokens. Under ``tags`` (partial labelling)
+        the distinct annotators of each document are counted.
         """
         if "doc_annotators" not in self._cache:
-            n = np.diff(self.doc_obs_start) // np.maximum(self.doc_lengths, 1)
+            if self.tags:
+                pairs = np.unique(self.obs_doc * max(self.n_workers, 1) + self.worker)
+                n = np.bincount(pairs // max(self.n_workers, 1), minlength=self.n_docs)
+            else:
+                n = np.diff(self.doc_obs_start) // np.maximum(self.doc_lengths, 1)
             n.flags.writeable = False
             self._cache["doc_annotators"] = n
         return self._cache["doc_annotators"]
@@ -312,13 +328,36 @@ class Corpus:
 
     @property
     def has_outside(self) -> bool:
-        """True if class 0 is the outside class ``"O"`` (span tasks); False for categorical answers."""
-        return self.class_names[0] == "O"
+        """True if class 0 is the outside class ``"O"`` (span tasks); False for categorical answers and tags."""
+        return not self.tags and self.class_names[0] == "O"
 
     @property
-    def scheme(self) -> Literal["io", "bio"]:
-        """``"bio"`` if any class name starts with ``B-``, else ``"io"``."""
+    def scheme(self) -> Literal["io", "bio", "tags"]:
+        """``"tags"`` for a tag set (:attr:`tags`), else ``"bio"`` if any class name starts with ``B-``, else
+        ``"io"``."""
+        if self.tags:
+            return "tags"
         return "bio" if any(c.startswith("B-") for c in self.class_names) else "io"
+
+    def token_items(self) -> Corpus:
+        """The same annotations with every token its own one-token document (id ``"<doc_id>:<position>"``).
+
+        What per-token scoring reads a tag corpus as: each token is an item, as a categorical answer is, so
+        every count that pairs an annotator with a document pairs it with a token.
+        """
+        if "token_items" not in self._cache:
+            position = np.arange(self.n_tokens, dtype=np.int64) - self.doc_start[:-1][self.token_doc]
+            ids = [f"{self.doc_ids[d]}:{p}" for d, p in zip(self.token_doc.tolist(), position.tolist(), strict=True)]
+            words = [self.texts[d][a:b] for d, a, b in zip(self.token_doc.tolist(), self.token_start.tolist(),
+                                                           self.token_end.tolist(), strict=True)]
+            items = Corpus(token=self.token, worker=self.worker, label=self.label,
+                           doc_lengths=np.ones(self.n_tokens, dtype=np.int64),
+                           token_start=np.zeros(self.n_tokens, dtype=np.int64),
+                           token_end=np.fromiter(map(len, words), dtype=np.int64, count=self.n_tokens),
+                           doc_ids=tuple(ids), texts=tuple(words), worker_ids=self.worker_ids,
+                           worker_roles=self.worker_roles, class_names=self.class_names, tags=self.tags)
+            self._cache["token_items"] = items
+        return self._cache["token_items"]
 
     @property
     def entity_types(self) -> tuple[str, ...]:
@@ -404,7 +443,7 @@ class Corpus:
     def equals(self, other: Corpus) -> bool:
         """True if both corpora hold identical arrays and vocabularies."""
         arrays = ("token", "worker", "label", "doc_lengths", "token_start", "token_end")
-        meta = ("doc_ids", "texts", "worker_ids", "worker_roles", "class_names")
+        meta = ("doc_ids", "texts", "worker_ids", "worker_roles", "class_names", "tags")
         return all(np.array_equal(getattr(self, a), getattr(other, a)) for a in arrays) and all(
             getattr(self, m) == getattr(other, m) for m in meta
         )
@@ -430,6 +469,7 @@ class Corpus:
             "worker_ids": self.worker_ids,
             "worker_roles": self.worker_roles,
             "class_names": self.class_names,
+            **({"tags": True} if self.tags else {}),  # absent in span and categorical corpora, as before
         }
         return npz_bytes(
             {"token": self.token, "worker": self.worker, "label": self.label, "doc_lengths": self.doc_lengths,
@@ -463,6 +503,7 @@ class Corpus:
             worker_ids=tuple(meta["worker_ids"]),
             worker_roles=tuple(meta["worker_roles"]),
             class_names=tuple(meta["class_names"]),
+            tags=bool(meta.get("tags", False)),
         )
 
 
@@ -536,7 +577,8 @@ def _check_corpus(c: Corpus) -> None:
             row = int(np.flatnonzero(out)[0])
             raise ValueError(f"{name} index must be in [0, {hi}), found {int(a[row])} at row {row}")
     _check_sorted_unique(c, n_workers)
-    _check_coverage(c)
+    if not c.tags:  # a tag set may be labelled token by token; a span scheme is labelled whole documents
+        _check_coverage(c)
 
 
 _CHUNK = 1 << 20  # rows per chunk: keeps validation's temporaries near 10 MB at any corpus size
@@ -659,8 +701,9 @@ def _raise_coverage(c: Corpus, t: int, block: NDArray, doc_start: NDArray) -> No
     rows = c.worker[block[f] : block[doc_start[d + 1]]]
     raise ValueError(
         f"annotator {c.worker_ids[w]!r} labels {int(np.count_nonzero(rows == w))} of the "
-        f"{int(c.doc_lengths[d])} tokens of document {c.doc_ids[d]!r}; an annotator labels all "
-        f"tokens of a document or none"
+        f"{int(c.doc_lengths[d])} tokens of document {c.doc_ids[d]!r}; under a span scheme (io, bio) an annotator "
+        f"labels all tokens of a document or none (a span cut by an unlabelled token is ambiguous); the tags "
+        f"scheme lets an annotator label any tokens"
     )
 
 

@@ -34,7 +34,7 @@ _DECODERS = ("viterbi", "marginal")
 _WORKER_MODELS = ("two-param", "full")
 _SEQUENCES = ("sentence", "document")
 _SHAPE_EMISSIONS = ("shared", "bernoulli")
-_WRONG_MASS = ("each", "split")
+_WRONG_MASS = ("auto", "each", "split")
 
 
 @dataclass(frozen=True)
@@ -287,7 +287,7 @@ def _wrong_boost(k: int, *, model: str, wrong_mass: str) -> float:
     ``WorkerModel.get_prob`` for ``cv2``), ``K - 1`` times the proper ``(1 - a) / (K - 1)``
     that ``worker_confusion_`` holds; 0 otherwise (and whenever ``K = 2``).
     """
-    return float(np.log(k - 1)) if model == "two-param" and wrong_mass == "each" and k > 2 else 0.0
+    return float(np.log(k - 1)) if model in ("two-param", "one-param") and wrong_mass == "each" and k > 2 else 0.0
 
 
 def _log_crowd(confusion: NDArray[np.float64], *, wrong_boost: float) -> NDArray[np.float64]:
@@ -306,16 +306,21 @@ def _confusion(counts: NDArray[np.float64], *, smoothing: float, model: str) -> 
     ``a1 = (sum_{k>0} c[k, k] + s) / (sum_{k>0, o} c[k, o] + 2 s)`` otherwise; a wrong
     answer shares ``1 - a`` equally among the other ``K - 1`` classes. (The authors give
     each wrong class ``1 - a``, which is a distribution only for ``K = 2``, where both agree.)
+    ``"one-param"`` (the two-parameter model of a tag set, which has no outside class): one accuracy
+    ``a = (sum_k c[k, k] + s) / (sum c + K s)`` whatever the true class.
     """
     n_workers, k, _ = counts.shape
     if model == "full":
         c = counts + smoothing
         return c / c.sum(axis=2, keepdims=True)
+    eye = np.eye(k, dtype=bool)
+    if model == "one-param":
+        a = (np.trace(counts, axis1=1, axis2=2) + smoothing) / (counts.sum(axis=(1, 2)) + k * smoothing)
+        return np.where(eye, a[:, None, None], (1.0 - a[:, None, None]) / max(k - 1, 1))
     a0 = (counts[:, 0, 0] + smoothing) / (counts[:, 0].sum(axis=1) + k * smoothing)
     inner = counts[:, 1:]
     a1 = (np.trace(counts, axis1=1, axis2=2) - counts[:, 0, 0] + smoothing) / (inner.sum(axis=(1, 2)) + 2 * smoothing)
     acc = np.concatenate([a0[:, None], np.repeat(a1[:, None], k - 1, axis=1)], axis=1)  # (n_workers, K)
-    eye = np.eye(k, dtype=bool)
     return np.where(eye, acc[:, :, None], (1.0 - acc[:, :, None]) / max(k - 1, 1))
 
 
@@ -363,6 +368,9 @@ def _log_prior_minus_kl(params: _Params, *, pseudo_count: float, worker_smoothin
     c = params.confusion
     if worker_model == "full":
         log_prior = xlogy(worker_smoothing, c).sum()
+    elif worker_model == "one-param":
+        a = c[:, 0, 0]
+        log_prior = (xlogy(worker_smoothing, a) + xlogy((c.shape[1] - 1) * worker_smoothing, 1 - a)).sum()
     else:
         k = c.shape[1]
         a0, a1 = c[:, 0, 0], c[:, min(1, k - 1), min(1, k - 1)]
@@ -442,7 +450,9 @@ class HMMCrowd(BaseAggregator):
         turning an ``I-X`` that cannot follow its predecessor into ``B-X``).
     worker_model : {"two-param", "full"}, default="two-param"
         The paper's two accuracies per annotator (true ``O`` / any other class), or a
-        full confusion matrix. Identical for two classes.
+        full confusion matrix. Identical for two classes. A tag set (the ``tags`` scheme) has
+        no outside class: there the two-parameter model of more than two tags keeps one accuracy
+        per annotator for every true tag, a wrong answer shared among the other tags as above.
     max_iter : int or "auto", default="auto"
         EM iterations. ``"auto"`` follows the authors' two schedules: five iterations
         (``niter = 5`` in ``src/seqcrowd/run.py`` of github.com/yinfeiy/PICO-data, the run
@@ -492,12 +502,15 @@ class HMMCrowd(BaseAggregator):
         ``"bernoulli"``: each shape feature is its own two-valued per-state distribution.
         ``"shared"``: the authors' emission, shape features as extra entries of the word
         multinomial, counted only when present.
-    wrong_mass : {"each", "split"}, default="each"
+    wrong_mass : {"auto", "each", "split"}, default="auto"
         Two-parameter model only, ``K > 2``: a wrong answer weighs ``1 - a`` whichever wrong
         class it is (``"each"``, the authors' ``WorkerModel.get_prob`` for ``cv2``, used in
         their NER runs), or has probability ``(1 - a) / (K - 1)`` (``"split"``, a
         distribution over the wrong classes that assumes a wrong annotator picks among them
-        uniformly). Identical for ``K = 2``.
+        uniformly). Identical for ``K = 2``. ``"auto"``: the authors' ``"each"`` under a span
+        scheme; ``"split"`` under the ``tags`` scheme, whose tag sets are larger than the NER
+        schema ``"each"`` was made for and where a wrong answer's weight of ``1 - a`` for each of
+        many tags would outweigh a right one.
     start_smoothing : float or None, default=0.001
         Start probabilities ``(count + s) / sum`` as in the authors' ``m_step_vb``; None
         uses the variational estimate with ``pseudo_count`` as for transitions.
@@ -618,7 +631,7 @@ class HMMCrowd(BaseAggregator):
                  tol: float | None = None, pseudo_count: float = 0.1, worker_smoothing: float = 0.001,
                  init_rounds: int = 5, init_diagonal: float = 0.9,
                  features: tuple[str, ...] = ("word", "capitalised", "digit"), lowercase: bool = False,
-                 sequences: str = "document", shape_emission: str = "bernoulli", wrong_mass: str = "each",
+                 sequences: str = "document", shape_emission: str = "bernoulli", wrong_mass: str = "auto",
                  start_smoothing: float | None = 0.001, init_smoothing: float | None = 0.001,
                  warm_start: bool = False) -> None:
         self.decode = decode
@@ -638,12 +651,20 @@ class HMMCrowd(BaseAggregator):
         self.init_smoothing = init_smoothing
         self.warm_start = warm_start
 
-    def resolved_max_iter(self, n_classes: int) -> int:
-        """The number of EM iterations ``fit`` runs on ``n_classes`` classes (``max_iter="auto"`` resolved)."""
+    def resolved_max_iter(self, n_classes: int, *, tags: bool = False) -> int:
+        """The number of EM iterations ``fit`` runs on ``n_classes`` classes (``max_iter="auto"`` resolved), under
+        the ``tags`` scheme or a span scheme."""
         if self.max_iter != "auto":
             return int(self.max_iter)
-        improper = self.worker_model == "two-param" and self.wrong_mass == "each" and n_classes > 2
+        wrong_mass = self.wrong_mass if self.wrong_mass != "auto" else "split" if tags else "each"
+        improper = self.worker_model == "two-param" and wrong_mass == "each" and n_classes > 2
         return 1 if improper else 5
+
+    def _wrong_mass(self, corpus: Corpus) -> str:
+        """``wrong_mass`` for ``corpus`` (``"auto"`` resolved by its scheme)."""
+        if self.wrong_mass != "auto":
+            return self.wrong_mass
+        return "split" if corpus.scheme == "tags" else "each"
 
     @one_blas_thread
     def fit(self, corpus: Corpus, *, true_labels: NDArray | None = None, callback: ProgressCallback | None = None
@@ -665,7 +686,7 @@ class HMMCrowd(BaseAggregator):
         known = self._start_fit(corpus, true_labels)
         design = self._design(corpus, known)
         monitor = self._monitor(callback)
-        max_iter = self.resolved_max_iter(corpus.n_classes)
+        max_iter = self.resolved_max_iter(corpus.n_classes, tags=corpus.scheme == "tags")
         params, post, converged = self._run_em(corpus, design, monitor=monitor)
         self._record_run(monitor.history, converged, max_iter=max_iter)
         self._set_fitted(corpus, design, params, post)
@@ -686,16 +707,18 @@ class HMMCrowd(BaseAggregator):
         """Labels by this model's decoder (:func:`_decode_labels`); tokens outside every sequence get ``fill``."""
         return _decode_labels(corpus, design, params, post, decode=self.decode, fill=fill)
 
-    def _em_options(self) -> dict:
+    def _em_options(self, corpus: Corpus) -> dict:
+        """The M-step's and objective's settings for ``corpus`` (worker model and wrong mass resolved by its scheme)."""
         return dict(pseudo_count=self.pseudo_count, worker_smoothing=self.worker_smoothing,
-                    worker_model=self.worker_model, wrong_mass=self.wrong_mass, start_smoothing=self.start_smoothing)
+                    worker_model=self._worker_model(corpus), wrong_mass=self._wrong_mass(corpus),
+                    start_smoothing=self.start_smoothing)
 
     def _run_em(self, corpus: Corpus, design: _Design, *, monitor, warm: bool = True
                 ) -> tuple[_Params, NDArray[np.float64], bool]:
         """EM from the initial estimates (or, with ``warm_start``, the carried ones): parameters, posteriors
         under them, and whether the objective converged. Each iteration's objective goes to ``monitor``."""
         n_workers = corpus.n_workers
-        opts = self._em_options()
+        opts = self._em_options(corpus)
         if warm and self.warm_start and self._has_carried_attributes():
             params = self._carried(corpus, design)  # the earlier fit's factors, annotators and words matched
         else:
@@ -704,7 +727,7 @@ class HMMCrowd(BaseAggregator):
             params = _initial_params(_hard_stats(design, init, n_workers=n_workers), smoothing=self.init_smoothing,
                                      **opts)
         converged = False
-        for _ in range(self.resolved_max_iter(corpus.n_classes)):
+        for _ in range(self.resolved_max_iter(corpus.n_classes, tags=corpus.scheme == "tags")):
             stats, _, log_evidence = _e_step(params, design)
             new = _m_step(stats, **opts)
             # The objective of this iteration is F(q, new): E-step under the old parameters,
@@ -739,6 +762,13 @@ class HMMCrowd(BaseAggregator):
         self.log_word_emission_ = params.log_word if params.log_word is not None else np.zeros((0, 0))
         self.log_shape_emission_ = params.log_shape
 
+    def _worker_model(self, corpus: Corpus) -> str:
+        """``worker_model`` for ``corpus``: a tag set of more than two tags has no outside class, so two parameters
+        become one; with two tags the two accuracies are the full 2 x 2 matrix, as under a span scheme."""
+        if self.worker_model != "two-param" or corpus.scheme != "tags":
+            return self.worker_model
+        return "full" if corpus.n_classes == 2 else "one-param"
+
     def _carried(self, corpus: Corpus, design: _Design) -> _Params:
         """The fitted factors carried to ``corpus`` (whose design is ``design``): annotators by id (a new one gets
         the crowd average), word columns by text (a word the fit never saw gets log factor 0 in every state: no
@@ -759,7 +789,8 @@ class HMMCrowd(BaseAggregator):
             log_word = np.hstack([words, self.log_word_emission_[:, len(self.vocabulary_):]])
         return _Params(log_start=self.log_start_, log_trans=self.log_transition_, log_word=log_word,
                        log_shape=self.log_shape_emission_, confusion=confusion, dirichlets=(),
-                       wrong_boost=_wrong_boost(corpus.n_classes, model=self.worker_model, wrong_mass=self.wrong_mass))
+                       wrong_boost=_wrong_boost(corpus.n_classes, model=self._worker_model(corpus),
+                                                wrong_mass=self._wrong_mass(corpus)))
 
     def _predict_batch(self, corpus: Corpus) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """Labels and posteriors of ``corpus`` under the fitted factors: one forward-backward and the decoder."""

@@ -144,7 +144,7 @@ features, lowercase, sequences, shape_emission, wrong_mass, start_smoothing, ini
                  max_iter: int | str = "auto", tol: float | None = None, pseudo_count: float = 0.1,
                  worker_smoothing: float = 0.001, init_rounds: int = 5, init_diagonal: float = 0.9,
                  features: tuple[str, ...] = ("word", "capitalised", "digit"), lowercase: bool = False,
-                 sequences: str = "document", shape_emission: str = "bernoulli", wrong_mass: str = "each",
+                 sequences: str = "document", shape_emission: str = "bernoulli", wrong_mass: str = "auto",
                  start_smoothing: float | None = 0.001, init_smoothing: float | None = 0.001,
                  warm_start: bool = False) -> None:
         super().__init__(decode=decode, worker_model=worker_model, max_iter=max_iter, tol=tol,
@@ -162,8 +162,8 @@ features, lowercase, sequences, shape_emission, wrong_mass, start_smoothing, ini
         self.tagger_confusion = tagger_confusion
         self.random_state = random_state
 
-    def _em_options(self) -> dict:
-        return {**super()._em_options(), "tagger_model": self.tagger_confusion}
+    def _em_options(self, corpus: Corpus) -> dict:
+        return {**super()._em_options(corpus), "tagger_model": self.tagger_confusion}
 
     @one_blas_thread
     def fit(self, corpus: Corpus, *, true_labels: NDArray | None = None, callback: ProgressCallback | None = None
@@ -224,7 +224,8 @@ features, lowercase, sequences, shape_emission, wrong_mass, start_smoothing, ini
             warnings.warn(f"HMMCrowdTagger stopped after max_rounds={self.max_rounds} rounds with {changes[-1]:.2%} "
                           f"of the labels still changing (round_tol={self.round_tol}); raise max_rounds to let the "
                           "tagger and the crowd model settle.", ConvergenceWarning, stacklevel=2)
-        self._record_run(monitor.history, converged, max_iter=self.resolved_max_iter(corpus.n_classes))
+        self._record_run(monitor.history, converged,
+                         max_iter=self.resolved_max_iter(corpus.n_classes, tags=corpus.scheme == "tags"))
         final = fit_tagger(features, post, rows=np.flatnonzero(design.active), c=self.tagger_c,
                            max_iter=self.tagger_iter, warm=None if weights is None else weights[0])
         self.tagger_coef_, self.tagger_intercept_ = final.coef, final.intercept

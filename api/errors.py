@@ -68,8 +68,8 @@ _DESCRIPTIONS = {
          "CROWDQA_MAX_BODY_BYTES for any other request.",
     422: "The request or the uploaded file is invalid.",
     429: "Too many requests: failed authentications from this address, or a limit of the project "
-         "(CROWDQA_MAX_ACTIVE_JOBS, CROWDQA_MAX_UPLOADS_PER_HOUR, CROWDQA_MAX_PROJECT_BYTES); retry after the "
-         "Retry-After header's seconds.",
+         "(CROWDQA_MAX_ACTIVE_JOBS, CROWDQA_MAX_UPLOADS_PER_HOUR, CROWDQA_MAX_PROJECT_BYTES, "
+         "CROWDQA_LABEL_STUDIO_CONCURRENCY); retry after the Retry-After header's seconds.",
     503: "The job queue (Redis) is unavailable; nothing was lost, retry later.",
 }
 

@@ -1,9 +1,10 @@
 """What the app does at start and stop.
 
-At start: create or check the schema; in embedded mode (no ``CROWDQA_REDIS_URL``) recover
-jobs a previous process left behind and start the in-process worker; in every mode start the
-reconciler that fails abandoned and lost jobs (:mod:`crowdqa.jobs.reconcile`). A production server (Redis)
-without ``CROWDQA_LABEL_STUDIO_URLS`` says at start that any API key can make it reach any URL.
+At start: keep credentials out of the access log (:mod:`crowdqa.api.access_log`); create or check the schema; in
+embedded mode (no ``CROWDQA_REDIS_URL``) recover jobs a previous process left behind and start the in-process
+worker; in every mode start the reconciler that fails abandoned and lost jobs (:mod:`crowdqa.jobs.reconcile`). A
+production server (Redis) without ``CROWDQA_LABEL_STUDIO_URLS`` says at start that any API key can make it reach
+any URL.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from crowdqa.api.access_log import install_access_log_filter
 from crowdqa.jobs.embedded import EmbeddedWorker, recover_jobs
 from crowdqa.jobs.label_studio import URLS_SETTING
 from crowdqa.jobs.params import load_entry_points
@@ -32,6 +34,7 @@ logger = logging.getLogger(__name__)
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings = get_settings()
     load_entry_points()  # the methods of installed packages (already done by `crowdqa serve`; again adds nothing)
+    install_access_log_filter()  # a key sent in a query string is not written to the access log
     app.state.auth_throttle = None  # a new start forgets failed sign-ins (made from the settings on first use)
     took_lock = False
     if settings.embedded:

@@ -57,6 +57,9 @@ BENCHMARKS: tuple[Benchmark, ...] = (
               (_m("categorical_speed", "--quick"),), ("aggregation", "benchmarks/categorical_speed.py")),
     Benchmark("readers", "reader throughput per format", (_m("readers"),), (_m("readers", "--quick"),),
               ("ingest", "aggregation/corpus.py", "benchmarks/readers.py", "benchmarks/whole_path.py")),
+    Benchmark("document_memory", "reading memory per input size: one long document, many short, past the bound",
+              (_m("document_memory"),), (_m("document_memory", "--quick"),),
+              ("ingest", "aggregation/corpus.py", "benchmarks/document_memory.py")),
     Benchmark("ds_speed", "Dawid-Skene time and memory against crowd-kit", (_m("ds_speed"),),
               (_m("ds_speed", "--quick"),), ("aggregation", "benchmarks/ds_speed.py", "benchmarks/whole_path.py")),
     Benchmark("hmm_crowd", "HMM-Crowd against the authors' code on conll_val; the PICO fit",
@@ -99,6 +102,14 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("batches", "a new batch: an earlier model against a refit", (_m("batches"),),
               (_m("batches", "--quick"),),
               ("aggregation", "quality", "ingest", "jobs", "benchmarks/batches.py", "benchmarks/_pico.py")),
+    Benchmark("spammers", "the worker verdict on planted spammers; blocking on real sets with the gold halved",
+              (_m("spammers"),), (_m("spammers", "--quick"),),
+              ("aggregation", "quality", "ingest", "jobs", "benchmarks/spammers.py", "benchmarks/categorical.py",
+               "benchmarks/compare.py", "benchmarks/_pico.py")),
+    Benchmark("tags", "tag labels: partial conll_val and PICO, a synthetic POS-like crowd, a 1M-label token table",
+              (_m("tags"),), (_m("tags", "--quick"),),
+              ("aggregation", "ingest", "benchmarks/tags.py", "benchmarks/_tag_crowd.py", "benchmarks/_pico.py",
+               "benchmarks/bsc_seq.py")),
 )
 
 BY_STEM: dict[str, Benchmark] = {b.stem: b for b in BENCHMARKS}

@@ -769,6 +769,86 @@ def render_batches(d: dict, results: Path, quick: bool) -> str:
     )
 
 
+def render_spammers(d: dict, results: Path, quick: bool) -> str:
+    rows = []
+    for name, r in d["planted"].items():
+        rows.append([name, str(r["seeds"]), f"{r['spammers_blocked']} / {r['spammers']}", str(r["spammers_judged"]),
+                     str(r["spammers_watched"]), f"{r['honest_blocked']} / {r['honest']}",
+                     str(r["honest_blocked_above_bar"]), str(r["honest_watched"])])
+    planted = _table(["crowds", "seeds", "spammers blocked", "spammers with 20+ items", "spammers watched",
+                      "honest workers blocked", "of them above the bar", "honest watched"], rows)
+    rows = []
+    for name, r in d["real_gold_halved"].items():
+        before, after = r["all_workers"], r["without_blocked"]
+        f1 = (f" (token F1 {before['token_f1']:.4f} -> {after['token_f1']:.4f})" if "token_f1" in before else "")
+        rows.append([name, str(r["crowd_workers"]), f"{r['expert_documents_given']} / {r['expert_documents_held_out']}",
+                     f"{r['verdicts']['block']} / {r['verdicts']['watch']}", f"{100 * r['blocked_label_share']:.1f}%",
+                     f"{before['accuracy']:.4f}", f"{after['accuracy']:.4f}{f1}", f"{r['accuracy_change']:+.4f}"])
+    real = _table(["set", "crowd workers", "expert items given / held out", "blocked / watched",
+                   "labels of the blocked", "DS accuracy, all workers", "without the blocked", "change"], rows)
+    return ("Planted spammers: synthetic categorical crowds (1,000 items, 30 honest workers of accuracy 0.6-0.95, "
+            "10 spammers: uniform, one label always, one label 90%), DS with the default verdict rules "
+            "(`crowdqa.quality.worker_quality.VerdictRules`). Above the bar: an honest worker whose true spammer score "
+            "is at least the rule's block bar (0.05), so a block the rule does not mean.\n\n" + planted
+            + "\n\nReal sets, gold halved: the report built with half of the expert items blocks workers; DS refitted "
+              "without them, both fits scored on the other half (token accuracy for span sets).\n\n" + real)
+
+
+def render_tags(d: dict, results: Path, quick: bool) -> str:
+    """The tags scheme: partial conll_val and PICO, the synthetic POS-like crowd, the 1M-label token table."""
+    parts = []
+    c = d.get("conll_val_partial")
+    if c:
+        rows = [["all labels, BIO scheme", f"{c['all_labels_bio']['labels_per_token']:.2f}",
+                 f"{c['all_labels_bio']['f1']:.4f}"],
+                ["all labels, tags scheme", f"{c['all_labels_tags']['labels_per_token']:.2f}",
+                 f"{c['all_labels_tags']['f1']:.4f}"]]
+        for key, what in (("per_token", "kept token by token (partial sentences)"),
+                          ("per_sentence", "kept as whole sentences")):
+            rows.append([f"{100 * c['keep']:.0f}% of labels {what}",
+                         f"{sum(r['labels_per_token'] for r in c[key]) / len(c[key]):.2f}",
+                         f"{c['mean_f1'][key]:.4f} (seeds " + ", ".join(f"{r['f1']:.4f}" for r in c[key]) + ")"])
+        parts.append(f"conll_val ({c['sentences']:,} sentences, {c['tokens']:,} tokens): HMM-Crowd's strict span F1 "
+                     "(conlleval) against the gold, its nine tags read as a tag set (no BIO rule) unless named; "
+                     f"partial minus whole sentences: {c['difference']:+.4f} (target within .01: "
+                     f"{'met' if c['target_met'] else 'not met'}).\n\n"
+                     + _table(["labels", "labels a token", "span F1"], rows))
+    p = d.get("pico_partial")
+    if p:
+        rows = [[NAMES.get(m, m), *(f"{r[k]['f1']:.4f}" for k in ("all_labels", "per_token", "per_document"))]
+                for m, r in p["methods"].items()]
+        parts.append(f"PICO Participants as tags ({p['documents']:,} documents, {p['tokens']:,} tokens; "
+                     f"{p['crowd_labels_per_labelled_token']} labels a labelled token, "
+                     f"{p['labels_per_labelled_token_after']} after keeping {100 * p['keep']:.0f}% token by token): "
+                     f"token F1 of Participants against the union of the experts ({p['expert_tokens']:,} tokens).\n\n"
+                     + _table(["method", "all labels", "kept per token", "kept per document"], rows))
+    s = d.get("synthetic_pos")
+    if s:
+        acc = s["token_accuracy"]
+        parts.append(f"Synthetic part-of-speech-like crowd ({s['settings']['n_docs']:,} sentences, "
+                     f"{s['settings']['n_classes']} tags from a Markov chain, {s['settings']['n_workers']} workers, "
+                     f"{s['settings']['labels_per_token']} labels a token, each worker labelling single tokens; mean "
+                     f"of seeds {s['seeds']}): token accuracy against the truth. Best sequence method "
+                     f"{s['best_sequence']:.4f}, best categorical {s['best_categorical']:.4f}.\n\n"
+                     + _table(["method", "token accuracy"], [[k, f"{v:.4f}"] for k, v in acc.items()]))
+    t = d.get("token_table_speed")
+    if t:
+        ck = t.get("crowdkit", {})
+        rows = [["crowdqa (read_corpus + DawidSkene)", f"{t['crowdqa']['read_seconds']:.2f}",
+                 f"{t['crowdqa']['fit_seconds']:.2f}", f"{t['crowdqa']['seconds']:.2f}"]]
+        if "seconds" in ck:
+            rows.append(["crowd-kit 1.4.2 (pandas read_csv + DawidSkene)", f"{ck['read_seconds']:.2f}",
+                         f"{ck['fit_seconds']:.2f}", f"{ck['seconds']:.2f}"])
+        parts.append(f"A token table of {t['labels']:,} labels ({t['file_mb']} MB CSV, {t['tokens']:,} tokens, "
+                     f"{t['workers']} workers, 12 tags) read and aggregated by Dawid-Skene "
+                     f"({t['crowdqa']['iterations']} EM iterations; crowd-kit ran as many), best of "
+                     f"{t['repeats']}; labels agreeing with crowd-kit's: "
+                     f"{100 * ck.get('label_agreement_with_crowdqa', float('nan')):.2f}%. Target, read and aggregated "
+                     f"in under 5 s: {'met' if t['target_met'] else 'not met'}.\n\n"
+                     + _table(["what", "read s", "fit s", "total s"], rows))
+    return "\n\n".join(parts)
+
+
 def render_compare(d: dict, results: Path, quick: bool) -> str:
     titles = {"conll_val": "CoNLL-2003 crowd, validation half (`../shared/data/conll_val`)",
               "pico_dev": "PICO Participants, dev split and the expert-dev documents (`../shared/data/pico`)"}
@@ -842,6 +922,10 @@ SECTIONS: dict[str, tuple[str, str, Callable[[dict, Path, bool], str]]] = {
     "batches": ("New batches: an earlier model vs a refit", "python -m benchmarks.batches", render_batches),
     "compare": ("Which method for my data: crowdqa compare on CoNLL val and PICO dev", "python -m benchmarks.compare",
                 render_compare),
+    "spammers": ("Finding spammers: the worker verdict on planted and real crowds", "python -m benchmarks.spammers",
+                 render_spammers),
+    "tags": ("Tag labels: partial sentences, a POS-like crowd, a 1M-label token table", "python -m benchmarks.tags",
+             render_tags),
     "rerun_all": ("Rerun every number: the time it takes", "python -m benchmarks all", render_rerun_all),
 }
 

@@ -28,11 +28,13 @@ from typing import TYPE_CHECKING, Any
 
 from crowdqa.ingest.errors import IngestError, Problem, ProblemLog
 from crowdqa.ingest.formats import FORMATS, NO_SUCH_PATH, ROLES, UPLOAD_OPTIONS, check_options, check_upload
+from crowdqa.ingest.limits import DocumentLimits
 
 if TYPE_CHECKING:  # numpy and the corpus load on first use, so `crowdqa --help` starts without them
     from crowdqa.aggregation.corpus import Corpus
 
-__all__ = ["ParseResult", "check_options", "check_upload", "read_corpus", "read_merged", "IngestError", "Problem"]
+__all__ = ["DocumentLimits", "ParseResult", "check_options", "check_upload", "read_corpus", "read_merged",
+           "IngestError", "Problem"]
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,8 @@ class ParseResult:
         return out
 
 
-def read_corpus(path: str | os.PathLike, *, format: str, role: str = ROLES[0], **options: Any) -> ParseResult:
+def read_corpus(path: str | os.PathLike, *, format: str, role: str = ROLES[0], limits: DocumentLimits | None = None,
+                **options: Any) -> ParseResult:
     """Parse one upload (file, folder or zip) into a corpus.
 
     Parameters
@@ -77,6 +80,9 @@ def read_corpus(path: str | os.PathLike, *, format: str, role: str = ROLES[0], *
         One of :data:`~crowdqa.ingest.formats.READ_FORMATS`.
     role : {"crowd", "expert"}, default="crowd"
         The role of the upload's annotators where the format does not say.
+    limits : DocumentLimits, optional
+        The longest document accepted (default :class:`~crowdqa.ingest.limits.DocumentLimits`'s), checked
+        while the file is read.
     **options
         Upload options (:data:`~crowdqa.ingest.formats.UPLOAD_OPTIONS`); ``None`` or absent means the
         option's default. An option the format does not take is ignored (one set of options serves a
@@ -94,7 +100,7 @@ def read_corpus(path: str | os.PathLike, *, format: str, role: str = ROLES[0], *
     """
     check_upload({"format": format, "role": role, **options}, source=str(path))
     given = {o.name: o.default for o in UPLOAD_OPTIONS} | {k: v for k, v in options.items() if v is not None}
-    problems = ProblemLog(given["on_error"])
+    problems = ProblemLog(given["on_error"], limits=limits or DocumentLimits())
     path = Path(path)
     if not path.exists():
         raise IngestError(NO_SUCH_PATH, source=str(path))

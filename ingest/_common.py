@@ -14,8 +14,9 @@ from typing import Any
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.ingest._io import read_text
 from crowdqa.ingest.build import Span, corpus_from_spans
-from crowdqa.ingest.errors import IngestError, ProblemLog
+from crowdqa.ingest.errors import DocumentTooLongError, IngestError, ProblemLog
 from crowdqa.ingest.formats import ROLES, choice_message
+from crowdqa.ingest.limits import DocumentLimits
 
 __all__ = ["as_offset", "parse_span_list", "DocsFolder", "reader_log", "csv_rows", "json_lines", "SpanCollector",
            "spans_at"]
@@ -94,6 +95,8 @@ class SpanCollector:
         self.role, self.problems, self.category = role, problems, category
         self.documents: dict[str, str] = {}
         self.text_source: dict[str, str] = {}
+        #: Where each document was read (source, line), for a refusal its builder makes (too many tokens).
+        self.read_at: dict[str, tuple[str, int | None]] = {}
         self.assignments: list[tuple[str, str]] = []
         self.spans: list[Span] = []
         self.roles: dict[str, str] = {}
@@ -107,10 +110,14 @@ class SpanCollector:
         return None
 
     def add(self, doc_id: str, text: str, annotators: Iterable[str], spans: Iterable[Span] = (), *,
-            text_source: str = "", role: str | None = None) -> None:
+            text_source: str = "", role: str | None = None, source: str = "", line: int | None = None) -> None:
         """Record one document's text (the first one given, from ``text_source``), its assignments (one per
-        annotator, also one who marked nothing) and their spans (those of ``category``)."""
+        annotator, also one who marked nothing) and their spans (those of ``category``). A text longer than the
+        reading's :class:`~crowdqa.ingest.limits.DocumentLimits` allows is refused, naming ``source`` and
+        ``line`` (where the reader met it) or else ``text_source``."""
         if doc_id not in self.documents:
+            self.problems.limits.check_chars(len(text), doc_id=doc_id, source=source or text_source, line=line)
+            self.read_at[doc_id] = (source or text_source, line)
             self.documents[doc_id] = text
             self.text_source[doc_id] = text_source
         for a in annotators:
@@ -134,8 +141,11 @@ class SpanCollector:
             self.problems.note(f"category {self.category!r} is none of the labels of this {self.role} file's "
                                f"{sum(self.other_labels.values())} spans ({labels}): its annotators read as marking "
                                "nothing")
-        return corpus_from_spans(documents=self.documents, assignments=self.assignments, spans=self.spans,
-                                 roles=self.roles, scheme=scheme, types=types, problems=self.problems)
+        try:
+            return corpus_from_spans(documents=self.documents, assignments=self.assignments, spans=self.spans,
+                                     roles=self.roles, scheme=scheme, types=types, problems=self.problems)
+        except DocumentTooLongError as exc:  # too many tokens: counted once all are tokenized at once
+            raise exc.at(*self.read_at.get(exc.doc_id, (exc.source, exc.line))) from None
 
 
 def spans_at(found: Iterable[tuple[int, int, str]], doc_id: str, annotator: str, *, source: str,
@@ -233,8 +243,9 @@ def parse_span_list(value: Any, *, default_label: str | None) -> list[tuple[int,
 class DocsFolder:
     """Texts ``<doc_id>.txt`` from a folder, read lazily and cached."""
 
-    def __init__(self, folder: str | os.PathLike) -> None:
+    def __init__(self, folder: str | os.PathLike, *, limits: DocumentLimits | None = None) -> None:
         self.folder = Path(folder)
+        self.limits = limits or DocumentLimits()
         if not self.folder.is_dir():
             raise IngestError("docs must be a folder of <doc_id>.txt files", source=str(folder))
         self._cache: dict[str, str] = {}
@@ -247,5 +258,8 @@ class DocsFolder:
             p = os.path.join(self.folder, f"{doc_id}.txt")  # (strings: pathlib objects cost more than the read)
             if not os.path.isfile(p):
                 return None
-            self._cache[doc_id] = read_text(p)
+            self.limits.check_bytes(os.path.getsize(p), doc_id=doc_id, source=p)  # before it is read
+            text = read_text(p)
+            self.limits.check_chars(len(text), doc_id=doc_id, source=p)
+            self._cache[doc_id] = text
         return self._cache[doc_id]

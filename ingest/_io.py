@@ -87,7 +87,9 @@ def read_corpus_npz(path: Path, *, role: str, problems: ProblemLog) -> Corpus:
         if not zipfile.is_zipfile(path):
             raise ValueError("not a zip")
         arrays = read_npz_arrays(path)  # bounded: a deflated bomb is refused before it is inflated
-        return Corpus.from_saved(arrays, source=str(path))
+        corpus = Corpus.from_saved(arrays, source=str(path))
+        problems.limits.check_lengths(corpus.doc_lengths, corpus.doc_ids, source=str(path))
+        return corpus
     except IngestError:
         raise
     except (OSError, ValueError, KeyError, TypeError, AttributeError):

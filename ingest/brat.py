@@ -30,6 +30,7 @@ from crowdqa.ingest._common import DocsFolder, SpanCollector, reader_log
 from crowdqa.ingest._io import Tree
 from crowdqa.ingest.build import Span, UnusualSpans, corpus_from_span_columns
 from crowdqa.ingest.errors import IngestError, ProblemLog
+from crowdqa.ingest.limits import DocumentLimits
 
 __all__ = ["read_brat"]
 
@@ -55,7 +56,7 @@ def read_brat(path: str | os.PathLike, *, role: str = "crowd", problems: Problem
     Corpus
     """
     problems = reader_log(role, problems)
-    extra = DocsFolder(docs) if docs is not None else None
+    extra = DocsFolder(docs, limits=problems.limits) if docs is not None else None
     with Tree(path) as tree:
         ann_files = list(tree.iter_files(".ann"))
         if not ann_files:
@@ -84,7 +85,7 @@ def read_brat(path: str | os.PathLike, *, role: str = "crowd", problems: Problem
             return taken.popleft()[1] if taken and taken[0][0] == name else tree.read_text(name)
 
         fast = _read_at_once(tree, ann_files, txt_by_doc, extra, role=role, category=category, scheme=scheme,
-                             read=record)
+                             read=record, limits=problems.limits)
         if fast is not None:
             return fast
         found = SpanCollector(role=role, problems=problems, category=category)
@@ -138,7 +139,8 @@ _UNUSUAL = re.compile("\x00|\r(?!\n)|[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 
 
 def _read_at_once(tree: Tree, ann_files: list[str], txt_by_doc: dict[str, list[str]], extra: DocsFolder | None, *,
-                  role: str, category: str | None, scheme: str, read: Callable[[str], str]) -> Corpus | None:
+                  role: str, category: str | None, scheme: str, read: Callable[[str], str],
+                  limits: DocumentLimits | None = None) -> Corpus | None:
     """The corpus with every ``T`` line parsed at once, or None to let the line loop read the files.
 
     The assignments are checked as the loop checks them (:func:`_assignments`), giving up at the first
@@ -155,7 +157,7 @@ def _read_at_once(tree: Tree, ann_files: list[str], txt_by_doc: dict[str, list[s
         contents.append((content, annotator, doc_id))
         return []
 
-    found = SpanCollector(role=role, problems=ProblemLog("fail"))
+    found = SpanCollector(role=role, problems=ProblemLog("fail", limits=limits or DocumentLimits()))
     try:
         _assignments(tree, ann_files, txt_by_doc, extra, found, read=read, parse=keep)
     except IngestError:
@@ -184,7 +186,7 @@ def _read_at_once(tree: Tree, ann_files: list[str], txt_by_doc: dict[str, list[s
         return corpus_from_span_columns(
             documents=found.documents, assignments=found.assignments, span_doc=[doc_of[k] for k in files],
             span_annotator=[annotator_of[k] for k in files], span_start=starts, span_end=ends, span_label=labels,
-            roles=found.roles, scheme=scheme)
+            roles=found.roles, scheme=scheme, limits=limits)
     except UnusualSpans:
         return None
 

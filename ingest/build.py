@@ -34,6 +34,7 @@ from numpy.typing import NDArray
 from crowdqa.aggregation.corpus import ROLES, Corpus, entity_type
 from crowdqa.ingest.errors import IngestError, ProblemLog
 from crowdqa.ingest.formats import choice_message
+from crowdqa.ingest.limits import DocumentLimits
 from crowdqa.ingest.tokenize import offsets_from_tokens, tokenize_many
 
 __all__ = ["Span", "UnusualSpans", "corpus_from_spans", "corpus_from_span_columns", "corpus_from_span_arrays",
@@ -64,6 +65,9 @@ def class_names_for(types: Sequence[str], scheme: str) -> tuple[str, ...]:
 
 
 def _resolve_scheme(scheme: str, n_types: int) -> str:
+    if scheme == "tags":
+        raise IngestError("scheme 'tags' (one tag per token, no spans) is read from token formats: conll, "
+                          "tokens-csv, tokens-jsonl; a format of character spans is read under io or bio")
     if scheme == "auto":
         return "io" if n_types <= 1 else "bio"
     if scheme not in ("io", "bio"):
@@ -119,8 +123,8 @@ def corpus_from_spans(*, documents: dict[str, str], assignments: Sequence[tuple[
 
 def corpus_from_span_columns(*, documents: dict[str, str], assignments: Sequence[tuple[str, str]],
                              span_doc: list[str], span_annotator: list[str], span_start: list[int],
-                             span_end: list[int], span_label: list[str], roles: dict[str, str], scheme: str = "auto"
-                             ) -> Corpus:
+                             span_end: list[int], span_label: list[str], roles: dict[str, str], scheme: str = "auto",
+                             limits: DocumentLimits | None = None) -> Corpus:
     """:func:`corpus_from_spans` of spans given as columns (a reader's fast path, with no :class:`Span` per span).
 
     Raises :class:`UnusualSpans` where :func:`corpus_from_spans` would report a span (unknown document,
@@ -133,7 +137,7 @@ def corpus_from_span_columns(*, documents: dict[str, str], assignments: Sequence
     if columns is None or not all(d in doc_index for d, _ in assignments):
         raise UnusualSpans("a span or an assignment fails a check")
     return _columns_corpus(documents, doc_index, texts, assignments, columns, roles=roles, scheme=scheme, types=None,
-                           spans=None, problems=ProblemLog("fail"))
+                           spans=None, problems=ProblemLog("fail", limits=limits or DocumentLimits()))
 
 
 def _columns_corpus(documents: dict[str, str], doc_index: dict[str, int], texts: list[str],
@@ -322,6 +326,7 @@ def corpus_from_span_arrays(
     sp_pair, sp_type = np.asarray(span_pair, dtype=np.int64), np.asarray(span_type, dtype=np.int64)
 
     doc_lengths, token_start, token_end = tokenize_many(texts)
+    problems.limits.check_lengths(doc_lengths, doc_ids)
     doc_start = np.concatenate([[0], np.cumsum(doc_lengths)])
     n_pairs = pair_doc.size
 
@@ -477,6 +482,7 @@ def corpus_from_token_labels(
     class_names: Sequence[str] | None = None,
     problems: ProblemLog | None = None,
     sources: Sequence[tuple[str, int | None]] | None = None,
+    tags: bool = False,
 ) -> Corpus:
     """Build a corpus from documents given as tokens and per-assignment tag sequences.
 
@@ -485,18 +491,24 @@ def corpus_from_token_labels(
     documents : dict of str to list of str
         ``doc_id -> tokens``; the text is the tokens joined by single spaces.
     labels : sequence of (doc_id, annotator, tags)
-        ``tags`` has one class name per token of the document (``"O"`` outside).
+        ``tags`` has one class name per token of the document (``"O"`` outside); with ``tags=True`` a
+        ``None`` marks a token the annotator left unlabelled.
     roles : dict of str to str
     class_names : sequence of str, optional
         Fixed schema (span tasks start with ``"O"``; categorical answers need not); by default ``O`` then the tags seen,
         sorted by entity type with ``B-`` before ``I-``.
     sources : sequence of (source, line), optional
         Where each entry of ``labels`` came from, for error messages.
+    tags : bool, default=False
+        The ``tags`` scheme (:attr:`crowdqa.aggregation.corpus.Corpus.tags`): the classes are the tags seen in
+        natural order, and an annotator may leave tokens unlabelled.
     """
     problems = problems or ProblemLog("fail")
     doc_index = {d: i for i, d in enumerate(documents)}
     texts, starts, ends = [], [], []
-    for toks in documents.values():
+    for doc_id, toks in documents.items():
+        problems.limits.check_tokens(len(toks), doc_id=doc_id)
+        problems.limits.check_chars(sum(map(len, toks)) + max(len(toks) - 1, 0), doc_id=doc_id)
         t, s, e = offsets_from_tokens(toks)
         texts.append(t)
         starts.append(s)
@@ -504,6 +516,10 @@ def corpus_from_token_labels(
     doc_lengths = np.fromiter((len(t) for t in documents.values()), np.int64, len(documents))
     doc_start = np.concatenate([[0], np.cumsum(doc_lengths)])
 
+    if class_names is None and tags:
+        from crowdqa.ingest.categorical import natural_key
+
+        class_names = sorted({t for _, _, tt in labels for t in tt if t is not None}, key=natural_key) or ["O"]
     if class_names is None:
         # Full schema from the tags seen: every type gets both B- and I- under BIO.
         seen = {tag for _, _, tags in labels for tag in tags} - {"O"}
@@ -517,19 +533,20 @@ def corpus_from_token_labels(
     annotators: dict[str, int] = {}
     seen_pairs: set[tuple[int, int]] = set()
     tok_parts, wrk_parts, lab_parts = [], [], []
-    for k, (doc_id, annotator, tags) in enumerate(labels):
+    for k, (doc_id, annotator, row_tags) in enumerate(labels):
         src, line = sources[k] if sources is not None else ("", None)
         d = doc_index.get(doc_id)
         if d is None:
             problems.report(f"labels for unknown document {doc_id!r}", source=src, line=line)
             continue
-        if len(tags) != doc_lengths[d]:
+        if len(row_tags) != doc_lengths[d]:
             problems.report(
-                f"{len(tags)} labels for document {doc_id!r} of {int(doc_lengths[d])} tokens",
+                f"{len(row_tags)} labels for document {doc_id!r} of {int(doc_lengths[d])} tokens",
                 source=src, line=line,
             )
             continue
-        unknown = [t for t in tags if t not in class_id]
+        present = [t is not None for t in row_tags]
+        unknown = [t for t in row_tags if t is not None and t not in class_id]
         if unknown:
             problems.report(f"unknown label {unknown[0]!r}; expected one of {list(class_names)}", source=src, line=line)
             continue
@@ -538,9 +555,10 @@ def corpus_from_token_labels(
             problems.report(f"duplicate assignment: {annotator!r} labelled {doc_id!r} twice", source=src, line=line)
             continue
         seen_pairs.add((d, w))
-        tok_parts.append(np.arange(doc_start[d], doc_start[d + 1], dtype=np.int64))
-        wrk_parts.append(np.full(len(tags), w, dtype=np.int32))
-        lab_parts.append(np.fromiter((class_id[t] for t in tags), np.int16, len(tags)))
+        given = [t for t in row_tags if t is not None]
+        tok_parts.append(np.arange(doc_start[d], doc_start[d + 1], dtype=np.int64)[np.array(present, dtype=bool)])
+        wrk_parts.append(np.full(len(given), w, dtype=np.int32))
+        lab_parts.append(np.fromiter((class_id[t] for t in given), np.int16, len(given)))
 
     worker_ids = tuple(annotators)
     empty = np.zeros(0, np.int64)
@@ -556,4 +574,5 @@ def corpus_from_token_labels(
         worker_ids=worker_ids,
         worker_roles=_check_roles(worker_ids, roles),
         class_names=class_names,
+        tags=tags,
     )

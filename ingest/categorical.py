@@ -3,6 +3,21 @@
 Each item becomes a one-token document (document id = text = item id, the token
 covers the whole text), so the sequence aggregators and the metrics treat a
 categorical answer as a one-token label.
+
+Repeated answers
+----------------
+Real dumps hold an annotator's answer to one item more than once (Get-Another-Label's AdultContent2 has
+2,918 such (item, annotator) pairs, HITspam 3,248). The upload option ``repeats`` says what they mean
+(:func:`repeated_answers`, the same rule on both of the reader's paths):
+
+* identical repeats (the same label every time) are one answer, counted once, whatever the option;
+* differing repeats keep the first answer in file order (``"first"``, the default: the answer given
+  before the annotator saw the item again), the last (``"last"``: a correction), none (``"drop"``: the
+  annotator's answer to that item is unknown), or stop the file at the first repeated row (``"refuse"``,
+  what the reader did before the option, naming the line).
+
+The parse summary says how many pairs were repeated and what was done with them (a note), and the
+rows left out are counted among the dropped rows.
 """
 
 from __future__ import annotations
@@ -13,6 +28,7 @@ import io
 import math
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +50,80 @@ def natural_key(label: str) -> tuple:
     return (0, value, label) if math.isfinite(value) else (1, 0.0, label)
 
 
-__all__ = ["natural_key", "read_categorical", "GOLD_ANNOTATOR"]
+__all__ = ["natural_key", "read_categorical", "GOLD_ANNOTATOR", "REPEATS", "RepeatedAnswers", "repeated_answers"]
+
+#: The rules for an annotator's differing answers to one item (the ``repeats`` upload option).
+REPEATS = ("first", "last", "drop", "refuse")
+
+
+@dataclass(frozen=True)
+class RepeatedAnswers:
+    """What :func:`repeated_answers` found and kept.
+
+    Attributes
+    ----------
+    keep : ndarray of shape (n_kept,)
+        Indices of the rows kept, in file order.
+    pairs : int
+        (item, annotator) pairs with more than one row.
+    identical : int
+        Of those, pairs whose rows all give the same label (kept once).
+    differing : int
+        Pairs whose rows give different labels (decided by the rule).
+    rows_left_out : int
+        Rows not kept.
+    """
+
+    keep: NDArray[np.int64]
+    pairs: int
+    identical: int
+    differing: int
+    rows_left_out: int
+
+    def note(self, rule: str) -> str:
+        """The parse summary's line: how many pairs were repeated and what the rule did with them."""
+        done = {"first": "kept the first answer", "last": "kept the last answer",
+                "drop": "left out (no answer of that annotator on the item)", "refuse": "refused"}[rule]
+        return (f"{self.pairs} (item, annotator) pairs are answered more than once ({self.rows_left_out} rows "
+                f"left out): {self.identical} with the same answer each time, counted once; {self.differing} with "
+                f"differing answers, {done} (repeats={rule}; first, last, drop or refuse)")
+
+
+def repeated_answers(item: NDArray, worker: NDArray, label: NDArray, *, rule: str) -> RepeatedAnswers:
+    """Resolve repeated (item, annotator) rows by ``rule`` (see the module notes), all rows at once.
+
+    Parameters
+    ----------
+    item, worker, label : ndarray of shape (n_rows,)
+        Integer codes of each row, in file order.
+    rule : {"first", "last", "drop", "refuse"}
+        For differing repeats; ``"refuse"`` keeps every row (the caller refuses the file).
+
+    Returns
+    -------
+    RepeatedAnswers
+    """
+    if rule not in REPEATS:
+        raise ValueError(f"repeats must be one of {', '.join(REPEATS)}, found {rule!r}")
+    n = item.shape[0]
+    n_workers = int(worker.max()) + 1 if n else 1
+    key = item.astype(np.int64) * n_workers + worker
+    order = np.argsort(key, kind="stable")  # a pair's rows together, in file order
+    k = key[order]
+    start = np.flatnonzero(np.r_[True, k[1:] != k[:-1]]) if n else np.zeros(0, dtype=np.int64)
+    size = np.diff(np.r_[start, n])
+    repeated = size > 1
+    if not np.any(repeated) or rule == "refuse":
+        return RepeatedAnswers(np.arange(n, dtype=np.int64), int(np.count_nonzero(repeated)), 0, 0, 0)
+    lab = label[order].astype(np.int64)
+    same = np.minimum.reduceat(lab, start) == np.maximum.reduceat(lab, start)
+    # An identical repeat keeps its first row; a differing one the rule's.
+    pick = start + np.where(same | (rule != "last"), 0, size - 1)
+    pick = pick[same | (rule != "drop")]
+    keep = np.sort(order[pick])
+    return RepeatedAnswers(keep.astype(np.int64), int(np.count_nonzero(repeated)),
+                           int(np.count_nonzero(repeated & same)), int(np.count_nonzero(repeated & ~same)),
+                           int(n - keep.shape[0]))
 
 #: Annotator id given to the gold column (role ``"expert"``).
 GOLD_ANNOTATOR = "gold"
@@ -139,7 +228,8 @@ def _columns(names: list[str], chosen: dict[str, str | None], source: str) -> di
 
 def read_categorical(path: str | os.PathLike, *, role: str = "crowd", problems: ProblemLog | None = None,
                      id_column: str | None = None, annotator_column: str | None = None,
-                     answer_column: str | None = None, gold_column: str | None = None) -> Corpus:
+                     answer_column: str | None = None, gold_column: str | None = None,
+                     repeats: str = "first") -> Corpus:
     """Read categorical answers, one row per (item, annotator) answer, from a CSV or TSV with a header row.
 
     Columns are found by the options, else by their header names (``task, worker, label``
@@ -158,6 +248,8 @@ def read_categorical(path: str | os.PathLike, *, role: str = "crowd", problems: 
     id_column, annotator_column, answer_column, gold_column
         Upload options (:data:`crowdqa.ingest.formats.UPLOAD_OPTIONS`): the item, annotator, label and gold
         columns, by header name or 1-based number.
+    repeats : {"first", "last", "drop", "refuse"}, default="first"
+        An annotator's repeated answers to one item (module notes, :func:`repeated_answers`).
 
     Returns
     -------
@@ -174,25 +266,28 @@ def read_categorical(path: str | os.PathLike, *, role: str = "crowd", problems: 
     IngestError
         For an unreadable file, a header whose columns cannot be told apart, a row
         without the chosen columns or with more fields than the header, an empty field,
-        a duplicate (item, annotator) row, or conflicting gold values for one item.
+        a duplicate (item, annotator) row under ``repeats="refuse"``, or conflicting gold values for one item.
     """
     problems = reader_log(role, problems)
     source = str(path)
     chosen = {"item": id_column, "annotator": annotator_column, "label": answer_column, "gold": gold_column}
-    fast = _read_columnar(Path(path), chosen, role=role, problems=problems)
+    if repeats not in REPEATS:
+        raise IngestError(f"repeats must be one of {', '.join(REPEATS)}, found {repeats!r}", source=source)
+    fast = _read_columnar(Path(path), chosen, role=role, problems=problems, repeats=repeats)
     if fast is not None:
         return fast
     rows = _open_rows(Path(path))
     _, names = next(rows)
     cols = _columns(names, chosen, source)
     _note_positional(names, chosen, cols, problems)
-    corpus = _read_rows(rows, cols, n_header=len(names), role=role, source=source, problems=problems)
+    corpus = _read_rows(rows, cols, n_header=len(names), role=role, source=source, problems=problems,
+                        repeats=repeats)
     _note_gold(corpus, names, cols, problems)
     return corpus
 
 
 def _read_rows(rows: Iterator[tuple[int, list[str]]], cols: dict[str, int | None], *, n_header: int, role: str,
-               source: str, problems: ProblemLog) -> Corpus:
+               source: str, problems: ProblemLog, repeats: str = "first") -> Corpus:
     """The row loop: every answer row checked (bad ones reported, with their line), then the corpus."""
     i_item, i_ann, i_label, i_gold = cols["item"], cols["annotator"], cols["label"], cols["gold"]
     need = 1 + max(i for i in (i_item, i_ann, i_label) if i is not None)
@@ -231,7 +326,7 @@ def _read_rows(rows: Iterator[tuple[int, list[str]]], cols: dict[str, int | None
         i = items.get(item, len(items))
         if i_ann is not None:
             w = workers.get(annotator, len(workers))
-            if (i, w) in seen:
+            if repeats == "refuse" and (i, w) in seen:
                 problems.report(f"duplicate row: annotator {annotator!r} labelled item {item!r} twice",
                                 source=source, line=line)
                 continue
@@ -254,9 +349,25 @@ def _read_rows(rows: Iterator[tuple[int, list[str]]], cols: dict[str, int | None
 
     gold_item = np.fromiter(gold.keys(), dtype=np.int64, count=len(gold))
     gold_label = np.fromiter((labels[v] for v in gold.values()), dtype=np.int64, count=len(gold))
-    return _corpus(np.asarray(obs_item, dtype=np.int64), np.asarray(obs_worker, dtype=np.int64),
-                   np.asarray(obs_label, dtype=np.int64), gold_item, gold_label, item_ids=list(items),
+    answers = _resolve_repeats(np.asarray(obs_item, dtype=np.int64), np.asarray(obs_worker, dtype=np.int64),
+                               np.asarray(obs_label, dtype=np.int64), repeats=repeats, problems=problems)
+    return _corpus(*answers, gold_item, gold_label, item_ids=list(items),
                    worker_ids=list(workers), label_names=list(labels), role=role)
+
+
+def _resolve_repeats(item: NDArray, worker: NDArray, label: NDArray, *, repeats: str,
+                     problems: ProblemLog | None) -> tuple[NDArray, NDArray, NDArray]:
+    """The answer rows with repeated (item, annotator) pairs resolved by ``repeats`` (:func:`repeated_answers`),
+    said in ``problems``'s notes and dropped counts."""
+    found = repeated_answers(item, worker, label, rule=repeats)
+    if found.pairs and problems is not None and repeats != "refuse":
+        problems.note(found.note(repeats))
+        if found.rows_left_out:
+            problems.dropped["repeated (item, annotator)"] = (
+                problems.dropped.get("repeated (item, annotator)", 0) + found.rows_left_out)
+    if found.rows_left_out == 0:
+        return item, worker, label
+    return item[found.keep], worker[found.keep], label[found.keep]
 
 
 def _corpus(
@@ -344,7 +455,7 @@ _BYTE_PATH_LIMIT = 256 << 20
 
 
 def _read_columnar(path: Path, chosen: dict[str, str | None], *, role: str,
-                   problems: ProblemLog | None = None) -> Corpus | None:
+                   problems: ProblemLog | None = None, repeats: str = "first") -> Corpus | None:
     """The whole file read at once, or None to let the row loop read it.
 
     A plain file (no quote, no ``\r``, no control byte, every row as wide as the header, fields
@@ -376,7 +487,7 @@ def _read_columnar(path: Path, chosen: dict[str, str | None], *, role: str,
         columns = _arrow_columns(path, delimiter=delimiter, n_columns=len(names), columns=used)
     if columns is None:
         return None
-    corpus = _from_codes(columns, cols, role=role)
+    corpus = _from_codes(columns, cols, role=role, repeats=repeats, problems=problems)
     if corpus is not None and problems is not None:
         _note_positional(names, chosen, cols, problems)
         _note_gold(corpus, names, cols, problems)
@@ -440,7 +551,8 @@ def _arrow_columns(path: Path, *, delimiter: str, n_columns: int, columns: list[
     return out
 
 
-def _from_codes(columns: _Columns, cols: dict[str, int | None], *, role: str) -> Corpus | None:
+def _from_codes(columns: _Columns, cols: dict[str, int | None], *, role: str, repeats: str = "first",
+                problems: ProblemLog | None = None) -> Corpus | None:
     """The corpus of encoded columns (values in order of first appearance), or None where the row loop would
     report something. Distinct values are checked, not every cell: far fewer strings than rows."""
     i_item, i_ann, i_label, i_gold = cols["item"], cols["annotator"], cols["label"], cols["gold"]
@@ -478,11 +590,23 @@ def _from_codes(columns: _Columns, cols: dict[str, int | None], *, role: str) ->
             return None
         gold_label = pairs % n_lab
     answered = item if i_ann is not None else np.zeros(0, dtype=np.int64)
+    if i_ann is not None and item.size:
+        found = repeated_answers(answered, worker, label, rule=repeats)
+        if found.pairs and repeats == "refuse":
+            return None  # the row loop names the first repeated row's line
+        # Noted in a log of its own, handed on only once the corpus is made (else the row loop notes it again).
+        log = ProblemLog("fail")
+        answered, worker, label = _resolve_repeats(answered, worker, label, repeats=repeats, problems=log)
     try:
-        return _corpus(answered, worker, label, gold_item, gold_label, item_ids=list(item_ids),
-                       worker_ids=worker_names, label_names=label_names, role=role)
+        corpus = _corpus(answered, worker, label, gold_item, gold_label, item_ids=list(item_ids),
+                         worker_ids=worker_names, label_names=label_names, role=role)
     except ValueError:  # a duplicate (item, annotator): the row loop names its line
         return None
+    if i_ann is not None and item.size and problems is not None:
+        problems.notes.extend(log.notes)
+        for reason, n in log.dropped.items():
+            problems.dropped[reason] = problems.dropped.get(reason, 0) + n
+    return corpus
 
 
 def _clean(values: list[str]) -> bool:

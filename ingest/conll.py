@@ -8,15 +8,26 @@ doi:10.1007/s10994-013-5411-2::
     EU      B-ORG  ?  B-ORG
     rejects O      ?  O
 
-Fields are separated by whitespace: the token, then one IOB/BIO tag per annotator.
-``?`` means that annotator did not label the sentence: a column must be all ``?`` or
-all tags within a sentence. A blank line ends a sentence; each sentence is one
+Fields are separated by whitespace: the token, then one tag per annotator. ``?`` means
+that annotator did not label the token. What a column may leave unlabelled depends on the
+label scheme:
+
+* span schemes (``scheme="auto"``, ``"io"``, ``"bio"``; IOB/BIO tags): a column is all
+  ``?`` or all tags within a sentence. A span cut by an unlabelled token is ambiguous (does
+  it end there or run on?), and spans are compared whole, so a sentence is labelled whole
+  or not at all; a mixed column is refused, naming the line;
+* ``scheme="tags"`` (one class of a tag set per token, no spans): a column may leave any
+  tokens of a sentence ``?``; they are missing for that annotator, never ``O``. The classes
+  are the tags seen, in natural order (``B-PER`` is then one tag like ``NOUN``).
+
+A blank line ends a sentence; each sentence is one
 document, with id ``"1"``, ``"2"``, ... in file order. ``-DOCSTART-`` lines are
 skipped. Without the header the annotator columns are named ``"<role>:1"``,
 ``"<role>:2"``, ... (``crowd:1`` in a crowd upload, ``expert:1`` in a gold file).
 Tags are kept as written (IOB1 ``I-X`` after ``O`` is an entity start by the
-conlleval rule of :mod:`crowdqa.aggregation.spans`); the schema is ``O`` then ``B-``/``I-``
-of every type seen.
+conlleval rule of :mod:`crowdqa.aggregation.spans`); under a span scheme the schema is ``O``
+then ``B-``/``I-`` of every type seen, whichever of ``"auto"``, ``"io"`` or ``"bio"`` is asked:
+the tags' prefixes decide.
 """
 
 from __future__ import annotations
@@ -42,19 +53,25 @@ from crowdqa.ingest._bytes import (
 from crowdqa.ingest._common import reader_log
 from crowdqa.ingest._io import read_text
 from crowdqa.ingest.build import class_names_for, corpus_from_token_labels
+from crowdqa.ingest.categorical import natural_key
 from crowdqa.ingest.errors import IngestError, ProblemLog
+from crowdqa.ingest.limits import DocumentLimits
 
 __all__ = ["read_conll"]
 
 _MISSING = "?"
 
 
-def read_conll(path: str | os.PathLike, *, role: str = "crowd", problems: ProblemLog | None = None) -> Corpus:
+def read_conll(path: str | os.PathLike, *, role: str = "crowd", problems: ProblemLog | None = None,
+               scheme: str | None = "auto") -> Corpus:
     """Read a multi-annotator CoNLL file.
 
     Parameters
     ----------
     path : str or PathLike
+    scheme : {"auto", "io", "bio", "tags"}, default="auto"
+        ``"tags"`` reads a tag set labelled token by token (see the module notes); the others read
+        IOB/BIO span tags as written.
     role, problems
         The keywords every reader takes (:func:`crowdqa.ingest._common.reader_log`).
         A bad sentence is skipped whole under ``on_error="skip"``.
@@ -65,7 +82,8 @@ def read_conll(path: str | os.PathLike, *, role: str = "crowd", problems: Proble
     """
     problems = reader_log(role, problems)
     src = str(Path(path))
-    fast = _read_columnar(Path(path), role=role)
+    tags = scheme == "tags"
+    fast = _read_columnar(Path(path), role=role, tags=tags, limits=problems.limits)
     if fast is not None:
         return fast
     lines = read_text(path).splitlines()
@@ -77,8 +95,9 @@ def read_conll(path: str | os.PathLike, *, role: str = "crowd", problems: Proble
             raise IngestError("'# annotators:' must list distinct names", source=src, line=1)
         first = 1
 
+    tags_scheme = tags
     documents: dict[str, list[str]] = {}
-    labels: list[tuple[str, str, list[str]]] = []
+    labels: list[tuple[str, str, list[str | None]]] = []
     sources: list[tuple[str, int]] = []
     sentence: list[tuple[int, list[str]]] = []
     counter = [0]  # sentence number, counting skipped sentences too, so ids follow the file
@@ -111,12 +130,14 @@ def read_conll(path: str | os.PathLike, *, role: str = "crowd", problems: Proble
             missing = [t == _MISSING for t in tags]
             if all(missing):
                 continue
-            if any(missing):
+            if any(missing) and not tags_scheme:
                 ln = rows[missing.index(True) if not missing[0] else missing.index(False)][0]
-                problems.report(f"annotator {name!r} labels only part of the sentence ('?' mixed with tags)",
-                                source=src, line=ln)
+                problems.report(f"annotator {name!r} labels only part of the sentence ('?' mixed with tags): "
+                                "under a span scheme an annotator labels a whole sentence or none of it, since a "
+                                "span cut by an unlabelled token is ambiguous; read with scheme 'tags' "
+                                "(--scheme tags) to let annotators label any tokens", source=src, line=ln)
                 return
-            entries.append((doc_id, name, tags))
+            entries.append((doc_id, name, [None if m else t for t, m in zip(tags, missing, strict=True)]))
         documents[doc_id] = list(cols[0])
         labels.extend(entries)
         sources.extend((src, line0) for _ in entries)
@@ -129,11 +150,15 @@ def read_conll(path: str | os.PathLike, *, role: str = "crowd", problems: Proble
             flush()
         else:
             sentence.append((lineno, fields))
+            if len(sentence) > problems.limits.max_tokens:
+                problems.limits.check_tokens(len(sentence), doc_id=str(counter[0] + 1), source=src,
+                                             line=sentence[0][0], at_least=True)
     flush()
     if not documents:
         raise IngestError("no sentences found", source=src)
     roles = {name: role for _, name, _ in labels}
-    return corpus_from_token_labels(documents=documents, labels=labels, roles=roles, problems=problems, sources=sources)
+    return corpus_from_token_labels(documents=documents, labels=labels, roles=roles, problems=problems, sources=sources,
+                                    tags=tags)
 
 
 #: Beyond ASCII, the characters ``str.split`` and ``str.splitlines`` also cut at (ASCII ones are bytes below 33).
@@ -159,7 +184,8 @@ class _Part:
     lengths: NDArray[np.int32]
 
 
-def _read_columnar(path: Path, *, role: str) -> Corpus | None:
+def _read_columnar(path: Path, *, role: str, tags: bool = False, limits: DocumentLimits | None = None
+                   ) -> Corpus | None:
     """The file read part by part as byte arrays (:data:`PART_BYTES` of whole sentences each), or None for the
     line loop.
 
@@ -167,7 +193,7 @@ def _read_columnar(path: Path, *, role: str) -> Corpus | None:
     no other whitespace or control byte (no ``\r``, no line of only spaces, no empty field), no
     ``-DOCSTART-`` line, valid UTF-8 and tags of at most
     :data:`~crowdqa.ingest._bytes.MAX_FIELD_BYTES` bytes; gives up on anything the line loop would
-    report (a row of another width, a column mixing ``?`` and tags in a sentence), so messages
+    report (a row of another width, a column mixing ``?`` and tags in a sentence under a span scheme), so messages
     naming the line, and ``on_error="skip"``, come from the line loop. The corpus is the line
     loop's: documents ``"1"``, ``"2"``, ... in file order, annotators numbered in order of first
     appearance, tags mapped to the same schema.
@@ -175,7 +201,9 @@ def _read_columnar(path: Path, *, role: str) -> Corpus | None:
     Fields are found from the positions of the newline and delimiter bytes; tags are encoded by
     their bytes (:mod:`crowdqa.ingest._bytes`) and token texts copied out of the bytes
     (:func:`_token_texts`), with no Python string per row. Parts, not the whole file, are held as
-    arrays, so the peak memory follows the corpus, not the file's bytes times the arrays per byte.
+    arrays, so the peak memory follows the corpus, not the file's bytes times the arrays per byte. A sentence (a
+    document) of more lines than ``limits.max_tokens`` is refused as it is read (:func:`_sentence_parts`): a
+    part holds whole sentences, so one endless sentence would be one endless part.
     """
     try:
         fh = open(path, "rb")  # noqa: SIM115 - closed below, on every return
@@ -198,37 +226,62 @@ def _read_columnar(path: Path, *, role: str) -> Corpus | None:
             if not names or len(set(names)) != len(names):
                 return None
             rest = b""
-        tags: dict[str, int] = {}
+        vocab: dict[str, int] = {}
         parts: list[_Part] = []
         layout: list = [names, None]  # annotator names, then (delimiter, n_fields) from the first row
-        for chunk in _sentence_parts(fh, rest):
-            part = _columnar_part(chunk, layout, tags, role=role)
+        limits = limits or DocumentLimits()
+        for chunk, line in _sentence_parts(fh, rest, limits=limits, source=str(path), line=1 if rest else 2):
+            part = _columnar_part(chunk, layout, vocab, role=role, partial=tags)
             if part is None:
                 return None
+            _check_part(part, chunk, line, limits=limits, source=str(path),
+                        first_doc=sum(p.doc_lengths.size for p in parts) + 1)
             parts.append(part)
     if not parts:
         return None
-    return _joined_parts(parts, list(tags), layout[0], role=role)
+    return _joined_parts(parts, list(vocab), layout[0], role=role, tags=tags)
 
 
-def _sentence_parts(fh, head: bytes):
+def _sentence_parts(fh, head: bytes, *, limits: DocumentLimits, source: str, line: int):
     """The file's bytes from ``head`` on in parts of about :data:`PART_BYTES`, each ending after a blank line
-    (or at the end of the file), so no sentence is cut."""
+    (or at the end of the file), so no sentence is cut, with the line each starts at (``line``: ``head``'s). A
+    sentence of more lines than ``limits.max_tokens`` is refused (naming the line it starts at) before it is held
+    whole."""
     buffer = bytearray(head)
     while True:
         more = fh.read(PART_BYTES)
         buffer += more
         cut = buffer.rfind(b"\n\n") + 2 if more else len(buffer)
         if cut < 2 and more:
+            if buffer.count(b"\n") > limits.max_tokens + 1:  # one sentence of more lines than tokens allowed
+                limits.check_tokens(buffer.count(b"\n"), doc_id="?", source=source, line=line, at_least=True)
             continue  # no sentence ends yet: read on
         if cut:
-            yield bytes(buffer[:cut])
+            yield bytes(buffer[:cut]), line
+            line += buffer.count(b"\n", 0, cut)
             del buffer[:cut]
         if not more:
             return
 
 
-def _columnar_part(chunk: bytes, layout: list, tags: dict[str, int], *, role: str) -> _Part | None:
+def _check_part(part: _Part, chunk: bytes, line: int, *, limits: DocumentLimits, source: str, first_doc: int
+                ) -> None:
+    """Refuse a part's longest sentence past ``limits`` (tokens, or its text's characters), naming the line it
+    starts at (``chunk`` starts at ``line``; sentence ids count from ``first_doc``)."""
+    chars = np.fromiter(map(len, part.texts), dtype=np.int64, count=len(part.texts))
+    over = np.flatnonzero((part.doc_lengths > limits.max_tokens) | (chars > limits.max_chars))
+    if not over.size:
+        return
+    d = int(over[0])
+    starts = [k for k, (prev, this) in enumerate(zip([b""] + chunk.split(b"\n"), chunk.split(b"\n"), strict=False))
+              if this.strip() and not prev.strip()]
+    where = dict(doc_id=str(first_doc + d), source=source, line=line + starts[d] if d < len(starts) else None)
+    limits.check_tokens(int(part.doc_lengths[d]), **where)
+    limits.check_chars(int(chars[d]), **where)
+
+
+def _columnar_part(chunk: bytes, layout: list, tags: dict[str, int], *, role: str, partial: bool = False
+                   ) -> _Part | None:
     """One part's cells by the columnar rules of :func:`_read_columnar`, or None where the line loop must read."""
     if b"-DOCSTART-" in chunk:
         return None
@@ -283,9 +336,9 @@ def _columnar_part(chunk: bytes, layout: list, tags: dict[str, int], *, role: st
     del codes
     doc_start = np.concatenate([[0], np.cumsum(doc_lengths)])
     missing = np.add.reduceat(tag < 0, doc_start[:-1], axis=0, dtype=np.int64)  # (n_docs, n_ann)
-    if np.any((missing > 0) & (missing < doc_lengths[:, None])):
+    if not partial and np.any((missing > 0) & (missing < doc_lengths[:, None])):
         return None  # "?" mixed with tags in a sentence: the line loop names the line
-    present_doc = missing == 0
+    present_doc = missing < doc_lengths[:, None]  # the annotator labelled some token of the sentence
     first_doc = np.where(present_doc.any(axis=0), present_doc.argmax(axis=0), n_docs)
     cell = np.flatnonzero(tag.ravel() >= 0)  # (row, column) cells present, row by row
     row, column = np.divmod(cell, n_ann)
@@ -295,11 +348,16 @@ def _columnar_part(chunk: bytes, layout: list, tags: dict[str, int], *, role: st
                  first_doc, texts, start.astype(np.int32), lengths.astype(np.int32))
 
 
-def _joined_parts(parts: list[_Part], vocab: list[str], names: list[str], *, role: str) -> Corpus | None:
-    """The corpus of every part: tags mapped to the schema, annotators numbered by first appearance."""
-    seen = set(vocab) - {"O"}
-    bio = any(t[:2] in ("B-", "I-") for t in seen)
-    class_names = class_names_for(sorted({entity_type(t) for t in seen}), "bio" if bio else "io")
+def _joined_parts(parts: list[_Part], vocab: list[str], names: list[str], *, role: str, tags: bool = False
+                  ) -> Corpus | None:
+    """The corpus of every part: tags mapped to the schema (a tag set's in natural order under ``tags``),
+    annotators numbered by first appearance."""
+    if tags:
+        class_names = tuple(sorted(vocab, key=natural_key)) or ("O",)
+    else:
+        seen = set(vocab) - {"O"}
+        bio = any(t[:2] in ("B-", "I-") for t in seen)
+        class_names = class_names_for(sorted({entity_type(t) for t in seen}), "bio" if bio else "io")
     class_id = {c: i for i, c in enumerate(class_names)}
     if any(t not in class_id for t in vocab):
         return None  # a tag the schema does not have (e.g. "B-" alone)
@@ -325,6 +383,7 @@ def _joined_parts(parts: list[_Part], vocab: list[str], names: list[str], *, rol
         token_end=np.concatenate([p.start + p.lengths for p in parts]).astype(np.int64),
         doc_ids=tuple(map(str, range(1, n_docs + 1))), texts=tuple(t for p in parts for t in p.texts),
         worker_ids=tuple(worker_ids), worker_roles=tuple(role for _ in worker_ids), class_names=class_names,
+        tags=tags,
     )
 
 

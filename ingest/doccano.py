@@ -88,5 +88,5 @@ def read_doccano(path: str | os.PathLike, *, role: str = "crowd", problems: Prob
                 continue
             seen[doc_id] = lineno
             found.add(doc_id, text, [user], spans_at(triples, doc_id, user, source=src, line=lineno),
-                      text_source=f"{src}:{lineno}")
+                      text_source=f"{src}:{lineno}", source=src, line=lineno)
     return found.corpus(scheme=scheme)

@@ -38,7 +38,8 @@ from crowdqa.aggregation.corpus import Corpus
 from crowdqa.ingest._common import reader_log
 from crowdqa.ingest._io import Tree, folder_files, is_archive, read_text
 from crowdqa.ingest.build import corpus_from_token_labels, corpus_order
-from crowdqa.ingest.errors import IngestError, ProblemLog
+from crowdqa.ingest.errors import DocumentTooLongError, IngestError, ProblemLog
+from crowdqa.ingest.limits import DocumentLimits
 
 __all__ = ["read_ebm_nlp", "PHASE2_LABELS", "ELEMENT_NAMES"]
 
@@ -135,7 +136,7 @@ def read_ebm_nlp(path: str | os.PathLike, *, role: str = "crowd", problems: Prob
 
     # (file, its name, under a gold/ folder) of every .ann file; gold/ is looked for from root's own name down.
     anns = [(os.path.join(root, *rel), rel[-1], "gold" in (root.name, *rel)) for rel in by_element[element]]
-    fast = _read_arrays(anns, docs_dir=docs_dir, class_names=class_names, role=role)
+    fast = _read_arrays(anns, docs_dir=docs_dir, class_names=class_names, role=role, limits=problems.limits)
     if fast is not None:
         return fast
 
@@ -155,6 +156,7 @@ def read_ebm_nlp(path: str | os.PathLike, *, role: str = "crowd", problems: Prob
             if not tok_file.is_file():
                 problems.report(f"no tokens file {tok_file.name} for document {pmid!r}", source=src)
                 continue
+            problems.limits.check_bytes(tok_file.stat().st_size, doc_id=pmid, source=str(tok_file))
             documents[pmid] = read_text(tok_file).split()
         text = read_text(src)
         raw = text.split()
@@ -205,8 +207,8 @@ def _line_of(text: str, index: int) -> int:
     return n
 
 
-def _read_arrays(anns: list[tuple[str, str, bool]], *, docs_dir: Path, class_names: tuple[str, ...], role: str
-                 ) -> Corpus | None:
+def _read_arrays(anns: list[tuple[str, str, bool]], *, docs_dir: Path, class_names: tuple[str, ...], role: str,
+                 limits: DocumentLimits | None = None) -> Corpus | None:
     """Every ``.ann`` file parsed at once as one byte array, or None to let the file loop read them.
 
     Applies when every file name is ``<PMID>.<WORKER>.ann``, every document has its tokens file,
@@ -252,11 +254,19 @@ def _read_arrays(anns: list[tuple[str, str, bool]], *, docs_dir: Path, class_nam
         return None  # an annotator labels a document twice
     # Documents: the tokens files, in order of first appearance.
     token_lists = []
+    limits = limits or DocumentLimits()
     for pmid in doc_index:
+        tok_file = os.path.join(docs_dir, f"{pmid}.tokens")
         try:
-            token_lists.append(read_text(os.path.join(docs_dir, f"{pmid}.tokens")).split())
-        except (OSError, IngestError):
+            limits.check_bytes(os.path.getsize(tok_file), doc_id=pmid, source=tok_file)
+            token_lists.append(read_text(tok_file).split())
+        except OSError:
             return None
+        except DocumentTooLongError:
+            raise
+        except IngestError:
+            return None
+        limits.check_tokens(len(token_lists[-1]), doc_id=pmid, source=tok_file)
     doc_lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
     n_tokens = int(doc_lengths.sum())
     lengths = np.fromiter(map(len, itertools.chain.from_iterable(token_lists)), dtype=np.int64, count=n_tokens)

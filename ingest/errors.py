@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from crowdqa.ingest.formats import choice_message, option
+from crowdqa.ingest.limits import DocumentLimits
 
-__all__ = ["IngestError", "Problem", "ProblemLog"]
+__all__ = ["IngestError", "DocumentTooLongError", "Problem", "ProblemLog"]
 
 
 class IngestError(ValueError):
@@ -24,6 +25,20 @@ class IngestError(ValueError):
         super().__init__(f"{where}: {message}" if where else message)
 
 
+class DocumentTooLongError(IngestError):
+    """A document longer than the reading's :class:`~crowdqa.ingest.limits.DocumentLimits`: the upload is refused
+    whole (``on_error="skip"`` does not skip it). ``doc_id`` names the document, ``limit`` the setting."""
+
+    def __init__(self, message: str, *, doc_id: str, limit: str, source: str = "", line: int | None = None) -> None:
+        super().__init__(message, source=source, line=line)
+        self.doc_id, self.limit = doc_id, limit
+
+    def at(self, source: str, line: int | None) -> DocumentTooLongError:
+        """The same refusal, naming where the document was read (a reader that knows it, when a builder found
+        it)."""
+        return DocumentTooLongError(self.detail, doc_id=self.doc_id, limit=self.limit, source=source, line=line)
+
+
 @dataclass(frozen=True)
 class Problem:
     """One bad row that was skipped (``on_error="skip"``)."""
@@ -39,10 +54,13 @@ class Problem:
 
 @dataclass
 class ProblemLog:
-    """Collect bad rows: raise at the first one (``"fail"``) or record and go on (``"skip"``)."""
+    """Collect bad rows: raise at the first one (``"fail"``) or record and go on (``"skip"``). It travels with
+    every reader and its helpers, so it also carries the bound on a document's length they check as they read."""
 
     on_error: str = "fail"
     problems: list[Problem] = field(default_factory=list)
+    #: The longest document the reading accepts (refused in both modes).
+    limits: DocumentLimits = field(default_factory=DocumentLimits)
     #: What the reader assumed or left out by rule (never raised): the parse summary lists them.
     notes: list[str] = field(default_factory=list)
     #: Rows left out by rule, not because they are bad (e.g. rejected MTurk assignments), by reason.

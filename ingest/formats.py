@@ -69,8 +69,12 @@ UPLOAD_OPTIONS: tuple[UploadOption, ...] = (
     UploadOption("keep_rejected", "keep rejected MTurk assignments", type=bool, default=False),
     UploadOption("on_error", "fail on the first bad row, or skip bad rows and count them", choices=("fail", "skip"),
                  default="fail"),
-    UploadOption("scheme", "label scheme for span formats: inside/outside, BIO, or auto (IO for one entity type, "
-                 "BIO for several)", choices=("auto", "io", "bio"), default="auto"),
+    UploadOption("repeats", "categorical: an annotator's repeated answers to one item: identical ones count once; "
+                 "differing ones keep the first, the last, are dropped, or refuse the file",
+                 choices=("first", "last", "drop", "refuse"), default="first"),
+    UploadOption("scheme", "label scheme: inside/outside, BIO, auto (IO for one entity type, BIO for several), or "
+                 "tags (one tag of a tag set per token, no spans, any tokens may be left unlabelled; conll)",
+                 choices=("auto", "io", "bio", "tags"), default="auto"),
 )
 
 _OPTION = {o.name: o for o in UPLOAD_OPTIONS}
@@ -146,8 +150,14 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
     Format("spans-csv", "one character span per row: doc_id, annotator, start, end, label (role, text optional)",
            "crowdqa.ingest.spans_table:read_spans_csv", _SPANS, aggregate=True, experts=True),
     Format("conll", "CoNLL columns: a token and one tag per annotator on each line, blank lines between sentences",
-           "crowdqa.ingest.conll:read_conll",
+           "crowdqa.ingest.conll:read_conll", ("scheme",),
            writer=Writer("text/plain; charset=utf-8", ".conll"), aggregate=True),
+    Format("tokens-csv", "one row per token and annotator: doc_id, token_index, token, annotator, label (role "
+           "optional); a tag set, any tokens labelled", "crowdqa.ingest.token_table:read_tokens_csv",
+           writer=Writer("text/csv; charset=utf-8", ".csv"), experts=True),
+    Format("tokens-jsonl", "one JSON line per token and annotator, with the tokens-csv keys",
+           "crowdqa.ingest.token_table:read_tokens_jsonl",
+           writer=Writer("application/x-ndjson", ".jsonl"), experts=True),
     Format("conll-folders", "Rodrigues et al.'s per-worker CoNLL folders (folder or zip): ground_truth/<HIT>.txt "
            "and mturk_train_data/<worker>/<HIT>.txt", "crowdqa.ingest.conll_folders:read_conll_folders",
            experts=True),
@@ -164,7 +174,7 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
            "crowdqa.ingest.doccano:read_doccano", ("text_column", "id_column", "category", "scheme")),
     Format("categorical", "one answer per row: item, annotator, label (and an optional gold column)",
            "crowdqa.ingest.categorical:read_categorical",
-           ("id_column", "annotator_column", "answer_column", "gold_column"), experts=True),
+           ("id_column", "annotator_column", "answer_column", "gold_column", "repeats"), experts=True),
     Format("categorical-csv", "item,label rows: an aggregate of categorical answers",
            writer=Writer("text/csv; charset=utf-8", ".csv"), aggregate=True),
     Format("corpus", "a corpus .npz written by crowdqa (crowdqa ingest --save); roles as stored",

@@ -186,7 +186,7 @@ def index_corpus(corpus: Corpus) -> CorpusIndex:
 
 
 def _kind(ix: CorpusIndex) -> str:
-    return "span labels" if ix.has_outside else "categorical answers"
+    return "span labels" if ix.has_outside else "tag labels" if ix.scheme == "tags" else "categorical answers"
 
 
 def _classes(ix: CorpusIndex, n: int = 6) -> str:
@@ -209,7 +209,7 @@ def check_mergeable(parts: list[CorpusIndex], new: CorpusIndex, *, source: str =
     if not parts:
         return
     first = parts[0]
-    if new.has_outside != first.has_outside:
+    if new.has_outside != first.has_outside or (new.scheme == "tags") != (first.scheme == "tags"):
         raise KindConflict(
             f"the dataset holds {_kind(first)} ({_classes(first)}) and this file holds {_kind(new)} "
             f"({_classes(new)}); one dataset holds one kind of labels: create another dataset", source=source)

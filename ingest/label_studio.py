@@ -127,7 +127,7 @@ def read_label_studio(path: str | os.PathLike, *, role: str = "crowd", problems:
             problems.report(bad, source=src, line=k + content.count("\n", start, _offset(content, start, where)))
             continue
         seen.update((doc_id, who) for who in task_assign)
-        found.add(doc_id, text, task_assign, task_spans)
+        found.add(doc_id, text, task_assign, task_spans, source=src, line=k)
     return found.corpus(scheme=scheme)
 
 

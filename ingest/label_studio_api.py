@@ -25,15 +25,18 @@ import binascii
 import csv
 import io
 import json
+import math
+import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import httpcore
 import httpx
 
-__all__ = ["LabelStudioError", "LabelStudio", "LabelConfig", "read_label_config", "token_kind", "plain_task",
-           "split_tasks",
+__all__ = ["LabelStudioError", "LabelStudio", "ExchangeLimits", "LabelConfig", "read_label_config", "token_kind",
+           "plain_task", "split_tasks",
            "upload_bytes", "prediction_result", "PAGE_SIZE", "ID_PAGE_SIZE"]
 
 #: Tasks per page of ``GET /api/tasks``.
@@ -58,6 +61,106 @@ class LabelStudioError(ValueError):
     """Label Studio cannot be used as asked (unreachable, token refused, config unreadable): one line."""
 
 
+@dataclass(frozen=True)
+class ExchangeLimits:
+    """What one client may spend on its server: the service's settings (``CROWDQA_LABEL_STUDIO_*``, named in the
+    refusals), made from them by :func:`crowdqa.jobs.label_studio.connect`.
+
+    Attributes
+    ----------
+    timeout : float
+        Seconds one request may take, from connecting to the last byte of its answer (not per read: a server
+        answering a byte every second cannot stretch it).
+    deadline : float
+        Seconds the client may spend on all its requests together, counted from its making (a pull or a push).
+    max_answer_bytes : int
+        Bytes of one answer; a larger one is refused while it streams in, never held whole.
+    max_total_bytes : int
+        Bytes of all the answers the client reads.
+    """
+
+    timeout: float = 30.0
+    deadline: float = 300.0
+    max_answer_bytes: int = 64 * 1024**2
+    max_total_bytes: int = 512 * 1024**2
+
+
+class _Deadline:
+    """The instant (``time.monotonic``) the request under way must be done by; None: no bound."""
+
+    def __init__(self) -> None:
+        self.at: float | None = None
+
+    def left(self, timeout: float | None, error: type[Exception]) -> float | None:
+        """The time one socket operation may take: its own ``timeout`` cut to what is left; ``error`` once none
+        is."""
+        if self.at is None:
+            return timeout
+        left = self.at - time.monotonic()
+        if left <= 0:
+            raise error("the request's deadline passed")
+        return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A connection whose every read and write waits at most until the request's deadline (httpcore gives each
+    read the same timeout, taken when the request starts: a trickling answer would outlive any deadline)."""
+
+    def __init__(self, stream: httpcore.NetworkStream, deadline: _Deadline) -> None:
+        self._stream, self._deadline = stream, deadline
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._stream.read(max_bytes, self._deadline.left(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._stream.write(buffer, self._deadline.left(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def start_tls(self, ssl_context, server_hostname: str | None = None,
+                  timeout: float | None = None) -> httpcore.NetworkStream:
+        stream = self._stream.start_tls(ssl_context, server_hostname,
+                                        self._deadline.left(timeout, httpcore.ConnectTimeout))
+        return _DeadlineStream(stream, self._deadline)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    """httpcore's socket backend with every connect, read and write bounded by a :class:`_Deadline`."""
+
+    def __init__(self, deadline: _Deadline) -> None:
+        self._backend, self._deadline = httpcore.SyncBackend(), deadline
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options=None) -> httpcore.NetworkStream:
+        stream = self._backend.connect_tcp(host, port, self._deadline.left(timeout, httpcore.ConnectTimeout),
+                                           local_address, socket_options)
+        return _DeadlineStream(stream, self._deadline)
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None,
+                            socket_options=None) -> httpcore.NetworkStream:  # pragma: no cover - not used
+        raise httpcore.ConnectError("crowdqa speaks to Label Studio over TCP only")
+
+    def sleep(self, seconds: float) -> None:
+        self._backend.sleep(seconds)
+
+
+class _DeadlineTransport(httpx.HTTPTransport):
+    """httpx's transport on a :class:`_DeadlineBackend` (httpx takes no network backend, so its pool is made
+    again with one; the pool's other arguments are httpx's defaults)."""
+
+    def __init__(self, deadline: _Deadline) -> None:
+        super().__init__()
+        limits = httpx.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=5.0)
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=httpx.create_ssl_context(), max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections, keepalive_expiry=limits.keepalive_expiry,
+            network_backend=_DeadlineBackend(deadline))
+
+
 def token_kind(token: str) -> str:
     """``"personal"`` for a JWT refresh token (a personal access token), ``"access"`` for a JWT access token,
     ``"legacy"`` for anything else (Label Studio's legacy tokens are 40 hex digits)."""
@@ -73,6 +176,10 @@ def token_kind(token: str) -> str:
 
 
 _KIND_NAMES = {"personal": "personal access token", "access": "access token", "legacy": "legacy token"}
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g} s" if value < 120 or not math.isfinite(value) else f"{value / 60:g} min"
 
 
 def _messages(errors: Any) -> list[str]:
@@ -106,9 +213,12 @@ class LabelStudio:
         The server's address (``http://host:8080``).
     token : str
         A personal access token (refresh token), an access token, or a legacy token.
-    timeout : float, default=30.0
+    limits : ExchangeLimits, optional
+        The time and bytes the client may spend (default :class:`ExchangeLimits`'s): past one, a
+        LabelStudioError naming its setting, and nothing of the answer kept.
     transport : httpx.BaseTransport, optional
-        The transport under the client (the tests wrap the real one to cut a pull halfway).
+        The transport under the client (the tests wrap the real one to cut a pull halfway); the limits of time are
+        kept by the default one, the limits of bytes by any.
 
     A scheme other than http(s) and a URL holding a user name or password are refused here, before any connection
     (which servers a URL may name is the caller's policy: :func:`crowdqa.jobs.label_studio.connect`), and no
@@ -116,7 +226,7 @@ class LabelStudio:
     send the client (and its token) elsewhere.
     """
 
-    def __init__(self, url: str, token: str, *, timeout: float = 30.0,
+    def __init__(self, url: str, token: str, *, limits: ExchangeLimits | None = None,
                  transport: httpx.BaseTransport | None = None) -> None:
         url = url.strip().rstrip("/")
         try:
@@ -136,8 +246,14 @@ class LabelStudio:
         self.kind = token_kind(token)
         self._token = token
         self._access: str | None = token if self.kind == "access" else None
+        self.limits = limits or ExchangeLimits()
+        #: Bytes of the answers read so far (bounded by ``limits.max_total_bytes``).
+        self.received = 0
+        self._deadline = _Deadline()
+        self._ends = time.monotonic() + self.limits.deadline
         try:
-            self._http = httpx.Client(base_url=url, timeout=timeout, transport=transport, follow_redirects=False)
+            self._http = httpx.Client(base_url=url, timeout=self.limits.timeout, follow_redirects=False,
+                                      transport=transport or _DeadlineTransport(self._deadline))
         except (httpx.InvalidURL, ValueError) as exc:
             raise LabelStudioError(f"bad Label Studio URL {url!r}: {exc}") from None
 
@@ -153,21 +269,33 @@ class LabelStudio:
 
     # -- transport -------------------------------------------------------------------------------------------
     def _send(self, method: str, path: str, *, auth: bool = True, **kw: Any) -> httpx.Response:
-        """One request; a GET or HEAD that a kept-alive connection loses is sent once more (see :data:`_LOST`)."""
-        headers = {"Accept": "application/json"}
+        """One request, done within its deadline (:attr:`ExchangeLimits.timeout`, cut to what is left of
+        :attr:`ExchangeLimits.deadline`) and its answer within the bytes left; a GET or HEAD that a kept-alive
+        connection loses is sent once more (see :data:`_LOST`)."""
+        # Asked plain: a compressed answer would be counted as it came, not as it takes memory once decoded.
+        headers = {"Accept": "application/json", "Accept-Encoding": "identity"}
         if auth:
             headers["Authorization"] = self._authorization()
+        whole = self._ends - time.monotonic() <= self.limits.timeout  # the deadline of all comes first
+        self._deadline.at = min(time.monotonic() + self.limits.timeout, self._ends)
         try:
             try:
-                r = self._http.request(method, path, headers=headers, **kw)
+                r = self._bounded(method, path, headers=headers, **kw)
             except _LOST:
                 if method not in _IDEMPOTENT:
                     raise
-                r = self._http.request(method, path, headers=headers, **kw)  # on a new connection
+                r = self._bounded(method, path, headers=headers, **kw)  # on a new connection
         except (httpx.InvalidURL, UnicodeError) as exc:
             raise LabelStudioError(f"bad Label Studio URL {self.url!r}: {exc}") from None
         except httpx.TimeoutException:
-            raise LabelStudioError(f"Label Studio at {self.url} did not answer {method} {path} in time") from None
+            if whole:
+                raise LabelStudioError(
+                    f"Label Studio at {self.url} took longer than this exchange may take in all "
+                    f"({_seconds(self.limits.deadline)}, CROWDQA_LABEL_STUDIO_DEADLINE): stopped at {method} "
+                    f"{path}") from None
+            raise LabelStudioError(f"Label Studio at {self.url} did not answer {method} {path} within "
+                                   f"{_seconds(self.limits.timeout)} (CROWDQA_LABEL_STUDIO_TIMEOUT), from "
+                                   "connecting to the answer's last byte") from None
         except httpx.TransportError as exc:
             why = " ".join(str(exc).split()) or type(exc).__name__
             raise LabelStudioError(f"cannot reach Label Studio at {self.url}: {why}") from None
@@ -177,6 +305,39 @@ class LabelStudio:
                                    f"(HTTP {r.status_code}) to {where}, which crowdqa does not follow: give the "
                                    "server's own address")
         return r
+
+    def _bounded(self, method: str, path: str, **kw: Any) -> httpx.Response:
+        """Send a request and read its answer as it streams in, refused (LabelStudioError naming the setting) once
+        it passes :attr:`ExchangeLimits.max_answer_bytes` or the bytes left of
+        :attr:`ExchangeLimits.max_total_bytes`: a huge answer is never held whole."""
+        cap = min(self.limits.max_answer_bytes, self.limits.max_total_bytes - self.received)
+        with self._http.stream(method, path, **kw) as r:
+            encoding = r.headers.get("content-encoding", "identity").strip().lower()
+            if encoding not in ("", "identity"):
+                raise LabelStudioError(f"Label Studio at {self.url} answered {method} {path} compressed "
+                                       f"({encoding[:40]}) although asked for a plain answer")
+            body = bytearray()
+            declared = r.headers.get("content-length", "")
+            if not declared.isdigit() or int(declared) <= cap:
+                for chunk in r.iter_bytes():  # plain (refused otherwise): the bytes as sent
+                    body += chunk
+                    if len(body) > cap:
+                        break
+            if len(body) > cap or (declared.isdigit() and int(declared) > cap):
+                raise self._too_large(method, path, cap)
+            self.received += len(body)
+            headers = [(k, v) for k, v in r.headers.multi_items() if k.lower() != "transfer-encoding"]
+            return httpx.Response(r.status_code, headers=headers, content=bytes(body), request=r.request)
+
+    def _too_large(self, method: str, path: str, cap: int) -> LabelStudioError:
+        if cap < self.limits.max_answer_bytes:
+            return LabelStudioError(
+                f"Label Studio at {self.url} answered more than this exchange may read in all "
+                f"({self.limits.max_total_bytes} bytes, CROWDQA_LABEL_STUDIO_MAX_PULL_BYTES): stopped at {method} "
+                f"{path}")
+        return LabelStudioError(f"Label Studio at {self.url} answered {method} {path} with more than "
+                                f"{self.limits.max_answer_bytes} bytes (CROWDQA_LABEL_STUDIO_MAX_ANSWER_BYTES): "
+                                "refused")
 
     def _authorization(self) -> str:
         if self.kind == "legacy":

@@ -18,8 +18,13 @@ __all__ = ["merge_corpora", "merged_classes", "drop_expert_only", "select_docume
 def merged_classes(corpora: Sequence[Corpus]) -> tuple[str, ...]:
     """The merged label schema: span schemes by entity type, categorical answers by natural order (what
     :func:`merge_corpora` labels the merge with, and :func:`crowdqa.ingest.index.merged_class_names` a
-    dataset's uploads by, from their indexes). Raises IngestError for inside/outside labels next to BIO, or
-    categorical answers next to BIO."""
+    dataset's uploads by, from their indexes); tag sets (the ``tags`` scheme) by natural order too. Raises
+    IngestError for inside/outside labels next to BIO, categorical answers next to BIO, or tags next to anything
+    else."""
+    tags = [c.scheme == "tags" for c in corpora]
+    if any(tags) and not all(tags):
+        raise IngestError("cannot merge tag labels (scheme tags) with span labels or categorical answers: read "
+                          "every file of the dataset with scheme tags")
     if all(c.has_outside for c in corpora):
         schemes = {c.scheme for c in corpora if c.n_classes > 1}
         types = sorted({t for c in corpora for t in c.entity_types})
@@ -135,7 +140,7 @@ def merge_corpora(corpora: Sequence[Corpus], *, sources: Sequence[str] | None = 
         worker_roles=tuple(roles),
         class_names=class_names,
     )
-    return Corpus(token=token, worker=worker, label=label, **arrays)
+    return Corpus(token=token, worker=worker, label=label, tags=all(c.tags for c in corpora), **arrays)
 
 
 def drop_expert_only(corpus: Corpus, *, source: str = "") -> tuple[Corpus, int]:
@@ -216,4 +221,5 @@ def select_documents(corpus: Corpus, keep: NDArray[np.bool_]) -> Corpus:
                   token_end=corpus.token_end[keep_token],
                   doc_ids=tuple(d for d, k in zip(corpus.doc_ids, keep.tolist(), strict=True) if k),
                   texts=tuple(t for t, k in zip(corpus.texts, keep.tolist(), strict=True) if k),
-                  worker_ids=corpus.worker_ids, worker_roles=corpus.worker_roles, class_names=corpus.class_names)
+                  worker_ids=corpus.worker_ids, worker_roles=corpus.worker_roles, class_names=corpus.class_names,
+                  tags=corpus.tags)

@@ -200,7 +200,8 @@ def _spans(answers: list[tuple[int, dict[str, str], str]], *, id_col: str, text_
         if aid:
             seen_assignment[aid] = line
         seen_pair[doc_id, worker] = line
-        found.add(doc_id, text, [worker], spans_at(triples, doc_id, worker, source=src, line=line))
+        found.add(doc_id, text, [worker], spans_at(triples, doc_id, worker, source=src, line=line), source=src,
+                  line=line)
     return found.corpus(scheme=scheme)
 
 

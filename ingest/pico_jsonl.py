@@ -73,7 +73,7 @@ def read_pico_jsonl(path: str | os.PathLike, *, role: str = "crowd", problems: P
         raise IngestError(
             "PICO JSON Lines carry no texts: give the folder of <docid>.txt with docs=DIR", source=str(path)
         )
-    texts = DocsFolder(docs_dir)
+    texts = DocsFolder(docs_dir, limits=problems.limits)
 
     records: list[tuple[str, int, dict]] = []
     categories: dict[str, None] = {}
@@ -129,7 +129,7 @@ def read_pico_jsonl(path: str | os.PathLike, *, role: str = "crowd", problems: P
             problems.report(bad, source=src, line=lineno)
             continue
         first_line[doc_id] = f"{src}:{lineno}"
-        found.add(doc_id, text, doc_assign, doc_spans)
+        found.add(doc_id, text, doc_assign, doc_spans, source=src, line=lineno)
     return found.corpus(scheme="io", types=[name])
 
 

@@ -111,6 +111,7 @@ def select_documents(corpus: Corpus, docs: NDArray | Sequence[int]) -> Corpus:
         doc_lengths=lengths, token_start=corpus.token_start[old], token_end=corpus.token_end[old],
         doc_ids=[corpus.doc_ids[d] for d in docs], texts=[corpus.texts[d] for d in docs],
         worker_ids=corpus.worker_ids, worker_roles=corpus.worker_roles, class_names=corpus.class_names,
+        tags=corpus.tags,
     )
 
 

@@ -72,11 +72,12 @@ def _read(path, rows_of, *, role, problems, docs, category, scheme) -> Corpus:
     if docs is not None:
         columnar = (_columnar_csv if rows_of is _csv_rows else _columnar_jsonl)(path)
         if columnar is not None:
-            corpus = _columnar_corpus(columnar, role=role, docs=docs, category=category, scheme=scheme)
+            corpus = _columnar_corpus(columnar, role=role, docs=docs, category=category, scheme=scheme,
+                                      problems=problems)
             if corpus is not None:
                 return corpus
     src = str(Path(path))
-    texts = DocsFolder(docs) if docs is not None else None
+    texts = DocsFolder(docs, limits=problems.limits) if docs is not None else None
     found = SpanCollector(role=role, problems=problems, category=category)
     documents, roles = found.documents, found.roles
     for line, row in rows_of(read_text(path), src, problems):
@@ -123,7 +124,7 @@ def _read(path, rows_of, *, role, problems, docs, category, scheme) -> Corpus:
                 problems.report(f"label must be a non-empty string, found {label!r}", source=src, line=line)
                 continue
         spans = () if empty else [Span(doc_id, annotator, s, e, label, source=src, line=line)]
-        found.add(doc_id, text, [annotator], spans, role=r)
+        found.add(doc_id, text, [annotator], spans, role=r, source=src, line=line)
     return found.corpus(scheme=scheme)
 
 
@@ -205,7 +206,8 @@ def _columnar_jsonl(path) -> dict | None:
     return {c: cols[c] for c in _REQUIRED}
 
 
-def _columnar_corpus(cols: dict, *, role: str, docs, category: str | None, scheme: str) -> Corpus | None:
+def _columnar_corpus(cols: dict, *, role: str, docs, category: str | None, scheme: str,
+                     problems: ProblemLog | None = None) -> Corpus | None:
     """The corpus of clean span rows (see above), or None for the row loop."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -246,7 +248,8 @@ def _columnar_corpus(cols: dict, *, role: str, docs, category: str | None, schem
     if any(not names[k].strip() or names[k] == "O" for k in used):
         return None  # a blank label, or "O"
     # Texts, checked like the row loop's: every document's file, every span inside its text.
-    folder = DocsFolder(docs)
+    problems = problems or ProblemLog("fail")
+    folder = DocsFolder(docs, limits=problems.limits)
     texts = [folder.get(d) for d in doc_names.to_pylist()]
     if any(t is None for t in texts):
         return None
@@ -267,7 +270,7 @@ def _columnar_corpus(cols: dict, *, role: str, docs, category: str | None, schem
             doc_ids=tuple(doc_names.to_pylist()), texts=tuple(texts), worker_ids=tuple(worker_names.to_pylist()),
             worker_roles=tuple(role for _ in range(n_workers)), pair_doc=uniq[order] // n_workers,
             pair_worker=uniq[order] % n_workers, span_pair=rank[inverse][rows][keep], span_start=s_off[keep],
-            span_end=e_off[keep], span_type=type_of[keep], types=types, scheme=scheme,
+            span_end=e_off[keep], span_type=type_of[keep], types=types, scheme=scheme, problems=problems,
         )
     except UnusualSpans:
         return None

@@ -39,14 +39,21 @@ def summarize(corpus: Corpus, *, problems: list[Problem] | None = None, notes: l
         document: ``min``, ``median``, ``max``, overall and per role, and
         ``documents_with_expert``), and ``skipped`` / ``problems`` when given.
     """
-    # Unique (document, annotator) pairs, sorted: the rows on each document's first token (the corpus is
-    # sorted by (token, annotator) and an annotator of a document labels all of its tokens).
+    # Unique (document, annotator) pairs, sorted: under a span scheme the rows on each document's first token (the
+    # corpus is sorted by (token, annotator) and an annotator of a document labels all of its tokens); under tags
+    # (any tokens labelled) the distinct pairs of all rows.
     obs_doc = corpus.obs_doc
-    at_first = corpus.token == corpus.doc_start[obs_doc]
+    if corpus.scheme == "tags":
+        n_w = max(corpus.n_workers, 1)
+        pairs = np.unique(obs_doc * n_w + corpus.worker)
+        pair_doc, pair_worker = pairs // n_w, pairs % n_w
+    else:
+        at_first = corpus.token == corpus.doc_start[obs_doc]
+        pair_doc, pair_worker = obs_doc[at_first], corpus.worker[at_first].astype(np.int64)
     label_counts = np.bincount(corpus.label, minlength=corpus.n_classes)
     out = summary_fields(
         n_docs=corpus.n_docs, n_tokens=corpus.n_tokens, n_obs=corpus.n_obs, worker_roles=corpus.worker_roles,
-        pair_doc=obs_doc[at_first], pair_worker=corpus.worker[at_first].astype(np.int64),
+        pair_doc=pair_doc, pair_worker=pair_worker,
         class_names=corpus.class_names,
         label_counts={name: int(k) for name, k in zip(corpus.class_names, label_counts.tolist(), strict=True)})
     if problems is not None:

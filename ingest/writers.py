@@ -19,6 +19,10 @@ Formats
     A folder with one ``<doc_id>.AGGREGATED.ann`` per document: one integer per token
     line, the entity-type index (0 = outside, 1.. = the corpus entity types in order),
     as EBM-NLP's aggregated files.
+``tokens-csv``, ``tokens-jsonl``
+    The token table (:mod:`crowdqa.ingest.token_table`): one row per token, annotator ``aggregate``, the
+    class name as label (``?`` for ``MISSING``). Under the ``tags`` scheme the CoNLL writer, too, writes each
+    token's class name as it is, and ``?`` for ``MISSING`` (a tag set has no outside class to stand for it).
 ``categorical-csv``
     ``item,label`` rows, one per document, for one-token documents (categorical data);
     an item with no label (``MISSING``) gets an empty label. Cells are escaped against
@@ -104,7 +108,7 @@ def write_labels(labels: NDArray, corpus: Corpus, path: str | os.PathLike, *, fo
     corpus : Corpus
     path : str or PathLike
         A file, or a folder for ``ebm-nlp`` (created if absent).
-    format : {"spans-jsonl", "conll", "ebm-nlp", "categorical-csv"}
+    format : {"spans-jsonl", "conll", "tokens-csv", "tokens-jsonl", "ebm-nlp", "categorical-csv"}
 
     Raises
     ------
@@ -116,7 +120,16 @@ def write_labels(labels: NDArray, corpus: Corpus, path: str | os.PathLike, *, fo
         raise ValueError(f"format must be one of {', '.join(WRITE_FORMATS)}, found {format!r}")
     lab = _check(labels, corpus)
     path = Path(path)
-    if format == "spans-jsonl":
+    if corpus.scheme == "tags" and format in ("spans-jsonl", "ebm-nlp"):
+        raise ValueError(f"{format} writes spans, and tag labels (scheme tags) have none: use conll, tokens-csv "
+                         "or tokens-jsonl")
+    if format in ("tokens-csv", "tokens-jsonl"):
+        from crowdqa.ingest.token_table import write_token_table
+
+        write_token_table(np.asarray(labels, dtype=np.int64), corpus, path, jsonl=format == "tokens-jsonl")
+    elif format == "conll" and corpus.scheme == "tags":
+        _write_conll(np.asarray(labels, dtype=np.int64), corpus, path)
+    elif format == "spans-jsonl":
         _write_spans_jsonl(lab, corpus, path)
     elif format == "conll":
         _write_conll(lab, corpus, path)
@@ -140,8 +153,9 @@ def _write_spans_jsonl(lab: NDArray, corpus: Corpus, path: Path) -> None:
 
 
 def bio_tags(lab: NDArray, corpus: Corpus) -> NDArray:
-    """The BIO tag of every token: class names under BIO; under IO, ``B-`` where a run of a type starts."""
-    names = np.asarray(corpus.class_names, dtype=object)
+    """The BIO tag of every token: class names under BIO; under IO, ``B-`` where a run of a type starts; under
+    ``tags`` (and for categorical answers) the class names, ``?`` for ``MISSING``."""
+    names = np.asarray([*corpus.class_names, "?"], dtype=object)  # index MISSING (-1), the last: unlabelled
     if corpus.scheme == "bio" or not corpus.has_outside:
         return names[lab]
     starts = np.ones(lab.shape[0], dtype=bool)

@@ -14,7 +14,7 @@ from sqlmodel import Session
 from crowdqa.store import crud
 from crowdqa.store.models import BlockedWorker, BlockedWorkerCreate, Project
 
-__all__ = ["block_workers", "unblock_worker", "list_blocked", "project_named"]
+__all__ = ["block_workers", "block_rows", "read_block_list", "unblock_worker", "list_blocked", "project_named"]
 
 
 def block_workers(*, session: Session, project_id: str, annotators: list[str], reason: str = ""
@@ -23,6 +23,45 @@ def block_workers(*, session: Session, project_id: str, annotators: list[str], r
     each row and whether it is new. A worker blocked again keeps one row, with the new reason."""
     rows = [BlockedWorkerCreate(annotator=a, reason=reason) for a in annotators]  # all checked before any write
     return [crud.block_worker(session=session, project_id=project_id, worker_in=r) for r in rows]
+
+
+def block_rows(*, session: Session, project_id: str, rows: list[dict[str, str]]
+               ) -> list[tuple[BlockedWorker, bool]]:
+    """Put a block list (``annotator`` and ``reason`` of each row, as a review writes it) on the project's block
+    list; each row and whether it is new."""
+    checked = [BlockedWorkerCreate(annotator=r["annotator"], reason=r.get("reason") or "") for r in rows]
+    return [crud.block_worker(session=session, project_id=project_id, worker_in=r) for r in checked]
+
+
+def read_block_list(data: bytes, *, source: str) -> list[dict[str, str]]:
+    """The rows of a block-list CSV (``annotator[,reason]`` with a header, as ``crowdqa review --block-list``
+    writes it; cells written safe for spreadsheets are read back as written); ValueError naming the file and
+    line of a row without an annotator."""
+    import csv
+    import io
+
+    from crowdqa.ingest.writers import csv_unescape
+
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ValueError(f"{source}: not UTF-8 text") from None
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = [h.strip().lower() for h in next(reader, [])]
+    if "annotator" not in header:
+        raise ValueError(f"{source}:1: a block list's header names an 'annotator' column (and 'reason'), found "
+                         f"{', '.join(header) or 'nothing'}")
+    at, why = header.index("annotator"), header.index("reason") if "reason" in header else None
+    rows = []
+    for values in reader:
+        if not any(v.strip() for v in values):
+            continue
+        annotator = csv_unescape(values[at]).strip() if at < len(values) else ""
+        if not annotator:
+            raise ValueError(f"{source}:{reader.line_num}: no annotator")
+        reason = csv_unescape(values[why]).strip() if why is not None and why < len(values) else ""
+        rows.append({"annotator": annotator, "reason": reason})
+    return rows
 
 
 def project_named(*, session: Session, name: str) -> Project:

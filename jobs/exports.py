@@ -24,7 +24,7 @@ from crowdqa.ingest.mturk_review import read_batch
 from crowdqa.ingest.writers import csv_escape, write_labels
 from crowdqa.jobs.errors import JobNotRunnableError
 from crowdqa.jobs.finished import check_aggregated, finished_report
-from crowdqa.jobs.review import ReviewOutcome, ReviewRules, review_batch
+from crowdqa.jobs.review import ReviewOutcome, ReviewRules, review_batch, review_report
 from crowdqa.jobs.uploads import load_job_corpus
 from crowdqa.quality.report_model import QualityReport
 from crowdqa.store import crud
@@ -41,6 +41,8 @@ WORKER_COLUMNS = crud.WORKER_SORT_KEYS
 
 def label_formats(kind: str | None) -> list[str]:
     """The output formats that fit a report of this kind (categorical answers: categorical-csv only)."""
+    if kind == "tags":  # a tag per token: no spans to write
+        return [f for f in WRITE_FORMATS if f in ("conll", "tokens-csv", "tokens-jsonl")]
     return [f for f in WRITE_FORMATS if (f == "categorical-csv") == (kind == "categorical")]
 
 
@@ -52,7 +54,7 @@ def worker_scores(*, session: Session, job: Job, sort: str | None = None, order:
     kind = crud.report_kind(session=session, job_id=job.id) or "spans"
     if sort is None:
         sort = crud.DEFAULT_SORT.get(kind, "annotator")
-    if kind == "categorical" and sort not in crud.CATEGORICAL_SORT_KEYS:
+    if kind in crud.ACCURACY_KINDS and sort not in crud.CATEGORICAL_SORT_KEYS:
         raise ValueError(f"sort: job {job.id} has a categorical report, whose workers have no {sort}; "
                          f"sort by one of {', '.join(crud.CATEGORICAL_SORT_KEYS)}")
     return crud.list_worker_scores(session=session, job_id=job.id, sort=sort, order=order, offset=offset,
@@ -140,14 +142,22 @@ def _batch_upload(session: Session, job: Job, upload_id: str | None) -> Upload:
 
 
 def review_job(*, session: Session, settings: Settings, job: Job, rules: ReviewRules,
-               upload_id: str | None = None) -> ReviewOutcome:
-    """Review the batch-results upload of a finished job's dataset by the job's report.
+               upload_id: str | None = None, block_from: str = "verdict") -> ReviewOutcome:
+    """Review a finished job's workers by its report: the Mechanical Turk batch-results upload of its dataset
+    assignment by assignment when it has one (or ``upload_id`` names one), else every crowd worker of the report
+    (any upload format; :func:`crowdqa.jobs.review.review_report`).
 
     Raises JobNotFinishedError (the job is not finished, :func:`crowdqa.jobs.finished.check_aggregated`),
-    JobNotRunnableError (its dataset has no batch file, or the upload is not part of the job's snapshot),
-    LookupError (no such upload) and ValueError (rules).
+    JobNotRunnableError (the upload is not part of the job's snapshot), LookupError (no such upload) and
+    ValueError (rules).
     """
     report = finished_report(session=session, job=job)
+    blocked = crud.blocked_annotators(session=session, project_id=job.project_id)
+    if upload_id is None and not has_batch(session=session, job=job):
+        formats = sorted({u.format for u in crud.dataset_uploads(session=session, dataset_id=job.dataset_id,
+                                                                 role="crowd")})
+        return review_report(report, rules, blocked=blocked, block_from=block_from,
+                             source_format=", ".join(formats))
     upload = _batch_upload(session, job, upload_id)
     store = ArtifactStore(settings.data_dir)
     parts = store.snapshot_parts(job.corpus_sha256) or [job.corpus_sha256]
@@ -155,5 +165,4 @@ def review_job(*, session: Session, settings: Settings, job: Job, rules: ReviewR
         raise JobNotRunnableError(f"upload {upload.id} was added after job {job.id} ran: re-run the job to "
                                   "review it")
     batch = read_batch(store.path(upload.raw_path).read_bytes(), source=upload.filename)
-    blocked = crud.blocked_annotators(session=session, project_id=job.project_id)
-    return review_batch(batch, report, rules, blocked=blocked)
+    return review_batch(batch, report, rules, blocked=blocked, block_from=block_from)

@@ -18,8 +18,19 @@ the dataset; a first pull of such a project is refused (nothing to make a datase
 (``model_version`` ``crowdqa-<method>-job-<id>``), each scored by the aggregate's mean confidence over the
 task's tokens (the posterior of the chosen label, averaged), and made the project's model version (the one whose
 scores Label Studio's data manager shows and sorts by), so reviewers sort tasks by it: the lowest scores are
-where the crowd disagreed most. Pushing a job again replaces its predictions; tasks deleted in Label Studio since
-the job's snapshot are skipped. Optionally a data manager view (tab) lists the tasks in that order.
+where the crowd disagreed most. A push replaces every earlier crowdqa prediction on the project's tasks (its own
+job's and, unless told to keep them, other jobs'), so a task holds one; tasks deleted in Label Studio since the
+job's snapshot are skipped. Optionally a data manager view (tab) lists the tasks in that order, made once.
+
+**Bounds.** Label Studio is another server: it may be slow, or answer without end. Every request of a pull or push
+is done within ``CROWDQA_LABEL_STUDIO_TIMEOUT`` seconds (connect to last byte) and all of them within
+``CROWDQA_LABEL_STUDIO_DEADLINE``; an answer is read as it streams, refused past
+``CROWDQA_LABEL_STUDIO_MAX_ANSWER_BYTES`` (and all of one exchange's past ``CROWDQA_LABEL_STUDIO_MAX_PULL_BYTES``)
+(:class:`~crowdqa.ingest.label_studio_api.ExchangeLimits`); a project runs ``CROWDQA_LABEL_STUDIO_CONCURRENCY``
+pulls and pushes at once (:mod:`crowdqa.jobs.outbound`). No database connection is held while Label Studio is
+waited on: the session's transaction is ended (:func:`_release`) before each outbound step, and what the step
+needs of the database is read into plain values first. A pull is counted against the project's uploads per
+hour before its first request to Label Studio.
 """
 
 from __future__ import annotations
@@ -34,6 +45,7 @@ from sqlmodel import Session
 from crowdqa.aggregation.spans import decode_spans
 from crowdqa.ingest.errors import IngestError
 from crowdqa.ingest.label_studio_api import (
+    ExchangeLimits,
     LabelConfig,
     LabelStudio,
     LabelStudioError,
@@ -44,10 +56,12 @@ from crowdqa.ingest.label_studio_api import (
     upload_bytes,
 )
 from crowdqa.jobs.errors import UploadConflictError
+from crowdqa.jobs.outbound import exchange_slot
+from crowdqa.jobs.quotas import check_stored_bytes, check_upload_rate
 from crowdqa.jobs.results import load_job_result
 from crowdqa.jobs.uploads import (
     NoLabelsError,
-    admit_upload,
+    UploadLimits,
     collect_garbage,
     discard_raw,
     discard_staged,
@@ -62,7 +76,8 @@ from crowdqa.store.sealed import SealError, seal, unseal
 from crowdqa.store.settings import Settings, url_origin
 
 __all__ = ["LabelStudio", "LabelStudioError", "LabelStudioRefused", "PullResult", "PushResult", "connect", "pull",
-           "push", "linked_client", "model_version", "PREDICTION_CHUNK", "URLS_SETTING"]
+           "push", "linked_client", "model_version", "exchange_limits", "last_pull", "PREDICTION_CHUNK", "URLS_SETTING",
+           "VERSION_PREFIX", "VIEW_TITLE"]
 
 #: Predictions per ``POST /api/projects/{id}/import/predictions``.
 PREDICTION_CHUNK = 500
@@ -75,16 +90,25 @@ class LabelStudioRefused(LabelStudioError):
     connection, so the refusal says nothing of what answers there."""
 
 
-def connect(url: str, token: str, *, allowed: Collection[str] | None) -> LabelStudio:
+def exchange_limits(settings: Settings) -> ExchangeLimits:
+    """The time and bytes one pull or push may spend on Label Studio (``CROWDQA_LABEL_STUDIO_*``)."""
+    return ExchangeLimits(timeout=settings.label_studio_timeout, deadline=settings.label_studio_deadline,
+                          max_answer_bytes=settings.label_studio_max_answer_bytes,
+                          max_total_bytes=settings.label_studio_max_pull_bytes)
+
+
+def connect(url: str, token: str, *, allowed: Collection[str] | None, settings: Settings) -> LabelStudio:
     """A client for the Label Studio at ``url``, refused (:class:`LabelStudioRefused`) when ``allowed`` (origins,
     :func:`crowdqa.store.settings.url_origin`) does not hold the URL's origin; None allows any http(s) URL.
 
-    The API and the dashboard pass ``settings.label_studio_origins``: their callers hold only an API key, and
+    The client keeps the bounds of :func:`exchange_limits`; its deadline runs from here. The API and the
+    dashboard pass ``settings.label_studio_origins``: their callers hold only an API key, and
     must not make the server reach its own network. The CLI passes None: it runs as the operator, who could reach
     any URL from that machine anyway, and for whom the setting is written. The refusal names the setting, never
     its value (the operator's).
     """
-    client = LabelStudio(url, token)  # refuses other schemes and credentials in the URL, whatever ``allowed``
+    # Refuses other schemes and credentials in the URL, whatever ``allowed``.
+    client = LabelStudio(url, token, limits=exchange_limits(settings))
     if allowed is not None and url_origin(client.url) not in allowed:
         client.close()
         raise LabelStudioRefused(f"this crowdqa server may not reach the Label Studio at {client.url}: its operator "
@@ -115,6 +139,49 @@ def _default_name(ls_project: int, info: dict) -> str:
     return (f"label-studio {ls_project}" + (f": {title}" if title else ""))[:200]
 
 
+def _release(session: Session) -> None:
+    """End the session's transaction, so its connection goes back to the pool before crowdqa waits on Label Studio
+    (a slow server must not hold the pool that every other request needs). Its rows expire: what the waiting
+    step needs of them is read into plain values before."""
+    session.commit()
+
+
+@dataclass(frozen=True)
+class _Held:
+    """What a pull reads of the database before it asks Label Studio for tasks: the dataset's link as it was."""
+
+    dataset_id: str | None
+    linked: bool
+    experts: tuple[str, ...]
+    ground_truth: bool
+    cursor: str | None
+    tasks: dict[int, dict]
+    replaced: int
+
+
+def _held(*, session: Session, settings: Settings, client: LabelStudio, project_id: str, name: str, ls_project: int,
+          experts: list[str] | None, ground_truth: bool | None) -> _Held:
+    """The dataset ``name``'s link, checked against the pull (conflicts; the bytes the project keeps), as plain
+    values."""
+    dataset = crud.find_dataset(session=session, project_id=project_id, name=name)
+    link = crud.get_label_studio_link(session=session, dataset_id=dataset.id) if dataset is not None else None
+    # A pull is an upload request; a re-pull's new uploads replace the link's, whose bytes it frees.
+    replaced = _replaced_bytes(session, project_id, link)
+    check_stored_bytes(session=session, settings=settings, project_id=project_id, freed=replaced)
+    if dataset is not None and link is None and dataset.n_uploads:
+        raise UploadConflictError(f"dataset {name!r} holds uploads that were not pulled from Label Studio; "
+                                  "pull into a new dataset (--dataset NAME)")
+    if link is not None and (link.url.rstrip("/") != client.url or link.ls_project != int(ls_project)):
+        raise UploadConflictError(f"dataset {name!r} is pulled from project {link.ls_project} of {link.url}, "
+                                  f"not project {ls_project} of {client.url}")
+    return _Held(dataset_id=dataset.id if dataset is not None else None, linked=link is not None,
+                 experts=tuple(experts) if experts else tuple(link.experts if link is not None else ()),
+                 ground_truth=ground_truth if ground_truth is not None else (
+                     link.ground_truth if link is not None else False),
+                 cursor=link.cursor if link is not None else None,
+                 tasks={int(t["id"]): t for t in link.tasks} if link is not None else {}, replaced=replaced)
+
+
 def pull(*, session: Session, settings: Settings, client: LabelStudio, ls_project: int, project_name: str,
          dataset_name: str | None = None, experts: list[str] | None = None, ground_truth: bool | None = None,
          keep_token: str | None = None, full: bool = False) -> PullResult:
@@ -122,61 +189,59 @@ def pull(*, session: Session, settings: Settings, client: LabelStudio, ls_projec
 
     ``experts`` (e-mails or user ids) and ``ground_truth`` (Label Studio's ground-truth flag makes an expert)
     default to the last pull's. ``keep_token`` is sealed into the link, so a push needs no token. A pull is an
-    upload request, with an upload's guards (:mod:`crowdqa.jobs.uploads`). Raises LabelStudioError (server,
-    token, config), QuotaExceededError or UploadTooLargeError (the project's limits), IngestError or
-    UploadConflictError (the tasks do not merge with the dataset's other uploads); nothing is written then.
+    upload request, with an upload's guards (:mod:`crowdqa.jobs.uploads`), counted before its first request to
+    Label Studio, and one of the project's exchanges with it (:func:`~crowdqa.jobs.outbound.exchange_slot`).
+    Raises LabelStudioError (server, token, config, time or bytes past their bounds), QuotaExceededError or
+    UploadTooLargeError (the project's limits), IngestError or UploadConflictError (the tasks do not merge with
+    the dataset's other uploads); nothing is written then (but the upload request's count).
     """
-    info = client.project(ls_project)
-    config = read_label_config(str(info.get("label_config") or ""))
-    project = crud.get_or_create_project(session=session, name=project_name)
-    name = dataset_name or _default_name(ls_project, info)
-    dataset = crud.find_dataset(session=session, project_id=project.id, name=name)
-    link = crud.get_label_studio_link(session=session, dataset_id=dataset.id) if dataset is not None else None
-    # A pull is an upload request; a re-pull's new uploads replace the link's, whose bytes it frees.
-    replaced = _replaced_bytes(session, project.id, link)
-    admit_upload(session=session, settings=settings, project_id=project.id, replaced=replaced)
-    if dataset is not None and link is None and dataset.n_uploads:
-        raise UploadConflictError(f"dataset {name!r} holds uploads that were not pulled from Label Studio; "
-                                  "pull into a new dataset (--dataset NAME)")
-    if link is not None and (link.url.rstrip("/") != client.url or link.ls_project != int(ls_project)):
-        raise UploadConflictError(f"dataset {name!r} is pulled from project {link.ls_project} of {link.url}, "
-                                  f"not project {ls_project} of {client.url}")
-    experts = list(experts) if experts else (link.experts if link is not None else [])
-    ground_truth = ground_truth if ground_truth is not None else (link.ground_truth if link is not None else False)
-    since = None if full or link is None else link.cursor
-    emails = client.emails()
-    fetched = [plain_task(t, config, emails) for t in client.tasks(ls_project, since=since)]
-    held = {int(t["id"]): t for t in link.tasks} if link is not None else {}
-    base = {} if full else dict(held)
-    if since is not None:  # tasks deleted in Label Studio: the held ones it lists no more
-        current = client.task_ids(ls_project) | {t["id"] for t in fetched}
+    project_id = crud.get_or_create_project(session=session, name=project_name).id
+    check_upload_rate(session=session, settings=settings, project_id=project_id)  # counted, refused or not
+    with exchange_slot(settings=settings, project_id=project_id, what="pull"):
+        _release(session)
+        info = client.project(ls_project)
+        config = read_label_config(str(info.get("label_config") or ""))
+        name = dataset_name or _default_name(ls_project, info)
+        held = _held(session=session, settings=settings, client=client, project_id=project_id, name=name,
+                     ls_project=ls_project, experts=experts, ground_truth=ground_truth)
+        _release(session)
+        since = None if full or not held.linked else held.cursor
+        emails = client.emails()
+        fetched = [plain_task(t, config, emails) for t in client.tasks(ls_project, since=since)]
+        # Tasks deleted in Label Studio: the held ones it lists no more.
+        current = client.task_ids(ls_project) | {t["id"] for t in fetched} if since is not None else None
+    base = {} if full else dict(held.tasks)
+    if current is not None:
         base = {k: t for k, t in base.items() if k in current}
     base.update({t["id"]: t for t in fetched})
-    removed = len(held.keys() - base.keys())
+    removed = len(held.tasks.keys() - base.keys())
     tasks = [base[k] for k in sorted(base)]
-    same_roles = link is not None and link.experts == experts and link.ground_truth == ground_truth
+    experts = list(held.experts)
+    dataset = crud.find_dataset(session=session, project_id=project_id, name=name)
+    link = crud.get_label_studio_link(session=session, dataset_id=dataset.id) if dataset is not None else None
+    same_roles = link is not None and link.experts == experts and link.ground_truth == held.ground_truth
     if link is not None and not fetched and not removed and same_roles and not full:
         _keep_token(session, settings, link, keep_token)
         return PullResult(dataset=dataset, link=link, kind=config.kind, fetched=0, tasks=len(tasks), changed=False)
-    by_role = split_tasks(tasks, experts=frozenset(experts), ground_truth=ground_truth)
+    by_role = split_tasks(tasks, experts=frozenset(experts), ground_truth=held.ground_truth)
     source = f"{client.url} project {ls_project}"
     # A linked project with no annotations left (its tasks deleted, or their annotations) empties the link's
     # uploads; only a first pull has nothing to make a dataset of.
     if link is None and not by_role["crowd"] and not by_role["expert"]:
         raise IngestError(f"project {ls_project} has no annotations to pull", source=source)
     if by_role["expert"] and not by_role["crowd"]:
-        raise IngestError(_no_crowd(tasks, ground_truth), source=source)
+        raise IngestError(_no_crowd(tasks, held.ground_truth), source=source)
     created = dataset is None
     if created:
-        dataset = crud.create_dataset(session=session, project_id=project.id, dataset_in=DatasetCreate(name=name))
+        dataset = crud.create_dataset(session=session, project_id=project_id, dataset_in=DatasetCreate(name=name))
     link = link or LabelStudioLink(dataset_id=dataset.id, url=client.url, ls_project=int(ls_project))
-    link.experts, link.ground_truth, link.tasks = experts, ground_truth, tasks
+    link.experts, link.ground_truth, link.tasks = experts, held.ground_truth, tasks
     link.cursor = max((t["updated_at"] for t in tasks if t["updated_at"]), default=link.cursor)
     if keep_token:
         link.token_sealed = seal(settings.data_dir, keep_token)
     try:
         uploads = _store(session=session, settings=settings, dataset=dataset, link=link, config=config,
-                         by_role=by_role, ls_project=int(ls_project), replaced=replaced)
+                         by_role=by_role, ls_project=int(ls_project), replaced=held.replaced)
     except BaseException:
         session.rollback()
         if created:
@@ -185,6 +250,17 @@ def pull(*, session: Session, settings: Settings, client: LabelStudio, ls_projec
     return PullResult(dataset=dataset, link=link, kind=config.kind, fetched=len(fetched), tasks=len(tasks),
                       changed=True, uploads=uploads, created=created, removed=removed,
                       notes=_unmatched_experts(tasks, experts))
+
+
+def last_pull(*, session: Session, dataset_id: str) -> dict[str, Any] | None:
+    """What the dataset's link holds after its last pull (the Label Studio project, the tasks held, the uploads it
+    made, and the notes the pull made of them), or None for a dataset not pulled from Label Studio: what a page
+    shows beside the counts a pull returned."""
+    link = crud.get_label_studio_link(session=session, dataset_id=dataset_id)
+    if link is None:
+        return None
+    return {"project": link.ls_project, "url": link.url, "tasks": len(link.tasks), "uploads": len(link.upload_ids),
+            "notes": _unmatched_experts(link.tasks, link.experts)}
 
 
 def _unmatched_experts(tasks: list[dict], experts: list[str]) -> list[str]:
@@ -247,7 +323,8 @@ def _store(*, session: Session, settings: Settings, dataset: Dataset, link: Labe
         for raw, (_, name, fmt, options, role) in zip(raws, files, strict=True):
             try:
                 staged.append(stage_upload(store=store, dataset=dataset, raw=raw, filename=name, format=fmt,
-                                           role=role, options=options))
+                                           role=role, options=options,
+                                           document_limits=UploadLimits.of(settings).document))
             except NoLabelsError:
                 continue
         removed, link.upload_ids = link.upload_ids, [s.upload.id for s in staged]
@@ -281,12 +358,18 @@ def linked_client(*, session: Session, settings: Settings, dataset_id: str, allo
         except SealError as exc:
             raise LabelStudioError(f"the kept Label Studio token cannot be opened ({exc}): give one (--token)") \
                 from None
-    return connect(url or link.url, token, allowed=allowed), link
+    return connect(url or link.url, token, allowed=allowed, settings=settings), link
+
+
+#: The start of every crowdqa model version: a push replaces the earlier predictions whose version starts so.
+VERSION_PREFIX = "crowdqa-"
+#: The title of the project's data manager view a push with ``view`` makes once.
+VIEW_TITLE = "crowdqa: disputed first"
 
 
 def model_version(job: Job) -> str:
     """The ``model_version`` of a job's predictions: the method and the job."""
-    return f"crowdqa-{job.method}-job-{job.id}"
+    return f"{VERSION_PREFIX}{job.method}-job-{job.id}"
 
 
 @dataclass
@@ -300,6 +383,8 @@ class PushResult:
     view: int | None = None
     #: Tasks of the job's snapshot that Label Studio holds no more (deleted since the pull): no prediction.
     skipped: int = 0
+    #: Earlier crowdqa model versions (other jobs') whose predictions the push removed.
+    replaced: list[str] = field(default_factory=list)
 
 
 #: Data manager columns a disputed-first view hides (the prediction score stays in sight).
@@ -309,40 +394,60 @@ _VIEW_HIDDEN = ["tasks:inner_id", "tasks:annotations_results", "tasks:annotation
 
 
 def push(*, session: Session, settings: Settings, job: Job, allowed: Collection[str] | None,
-         token: str | None = None, view: bool = False) -> PushResult:
+         token: str | None = None, view: bool = False, keep_earlier: bool = False) -> PushResult:
     """Write a finished job's aggregate on the Label Studio tasks of its dataset as predictions; see the module.
 
-    The job's earlier predictions (its model version) are replaced, not added to; tasks deleted in Label Studio
-    since the job's snapshot get none (:attr:`PushResult.skipped`). With ``view``, also add a data manager tab (a
-    view) listing the project's tasks by prediction score, lowest first: the tasks the crowd disputed most, for
-    the experts to review first.
+    Every earlier crowdqa prediction on the project's tasks (model versions ``crowdqa-...``, of this job or
+    another) is removed first, so a task holds one crowdqa prediction, the latest push's
+    (:attr:`PushResult.replaced`); with ``keep_earlier`` only this job's own are replaced, and other jobs'
+    predictions stay beside them. Tasks deleted in Label Studio since the job's snapshot get none
+    (:attr:`PushResult.skipped`). With ``view``, the project also gets a data manager tab (a view) listing its
+    tasks by prediction score, lowest first (the tasks the crowd disputed most, for the experts to review first),
+    made on the first such push and found again by its title on the next.
     """
     client, link = linked_client(session=session, settings=settings, dataset_id=job.dataset_id, allowed=allowed,
                                  token=token)
-    version = model_version(job)
-    with client:
-        config = read_label_config(str(client.project(link.ls_project).get("label_config") or ""))
+    # Plain values of the rows: no database connection is held while Label Studio is waited on (_release).
+    version, project_id = model_version(job), job.project_id
+    url, ls_project = link.url, link.ls_project
+    with client, exchange_slot(settings=settings, project_id=project_id, what="push"):
         result = load_job_result(settings=settings, job=job)
+        _release(session)
+        config = read_label_config(str(client.project(ls_project).get("label_config") or ""))
         rows = _predictions(result.corpus, result.labels, result.proba, config, version)
         # Tasks of the job's snapshot deleted in Label Studio since: Label Studio refuses a whole import that
         # names one, so they are left out (and counted).
-        held = client.task_ids(link.ls_project)
+        held = client.task_ids(ls_project)
         kept = [row for row in rows if row["task"] in held]
-        # A push again (of the same job) replaces its predictions rather than adding a second set.
-        client.request("DELETE", f"/api/projects/{link.ls_project}/model-versions/", json={"model_version": version})
+        # A push again replaces predictions rather than adding a second set: this job's, and by default every
+        # earlier crowdqa job's (Label Studio lists a project's model versions with their prediction counts).
+        versions = client.request("GET", f"/api/projects/{ls_project}/model-versions/")
+        earlier = sorted(v for v in (versions if isinstance(versions, dict) else {})
+                         if isinstance(v, str) and v.startswith(VERSION_PREFIX) and v != version)
+        replaced = [] if keep_earlier else earlier
+        for old in [version, *replaced]:
+            client.request("DELETE", f"/api/projects/{ls_project}/model-versions/", json={"model_version": old})
         for a in range(0, len(kept), PREDICTION_CHUNK):
-            client.request("POST", f"/api/projects/{link.ls_project}/import/predictions",
+            client.request("POST", f"/api/projects/{ls_project}/import/predictions",
                            json=kept[a:a + PREDICTION_CHUNK])
         # The project's model version is the one whose scores the data manager shows and sorts by.
-        client.request("PATCH", f"/api/projects/{link.ls_project}", json={"model_version": version})
-        view_id = None
-        if view:
-            made = client.request("POST", "/api/dm/views", json={"project": link.ls_project, "data": {
-                "title": f"crowdqa {job.method} {job.id[:8]}: disputed first", "ordering": ["tasks:predictions_score"],
-                "hiddenColumns": {"explore": _VIEW_HIDDEN, "labeling": _VIEW_HIDDEN}}})
-            view_id = made.get("id") if isinstance(made, dict) else None
-    return PushResult(model_version=version, predictions=len(kept), url=link.url, ls_project=link.ls_project,
-                      view=view_id, skipped=len(rows) - len(kept))
+        client.request("PATCH", f"/api/projects/{ls_project}", json={"model_version": version})
+        view_id = _disputed_first_view(client, ls_project) if view else None
+    return PushResult(model_version=version, predictions=len(kept), url=url, ls_project=ls_project,
+                      view=view_id, skipped=len(rows) - len(kept), replaced=replaced)
+
+
+def _disputed_first_view(client: LabelStudio, ls_project: int) -> int | None:
+    """The project's crowdqa view (tab) of its tasks by prediction score, lowest first: found by its title, or made.
+    It sorts by the project's model version, which each push sets, so one view serves every push."""
+    views = client.request("GET", "/api/dm/views", params={"project": ls_project})
+    for found in views if isinstance(views, list) else []:
+        if isinstance(found, dict) and (found.get("data") or {}).get("title") == VIEW_TITLE:
+            return found.get("id")
+    made = client.request("POST", "/api/dm/views", json={"project": ls_project, "data": {
+        "title": VIEW_TITLE, "ordering": ["tasks:predictions_score"],
+        "hiddenColumns": {"explore": _VIEW_HIDDEN, "labeling": _VIEW_HIDDEN}}})
+    return made.get("id") if isinstance(made, dict) else None
 
 
 def _predictions(corpus, labels, proba, config: LabelConfig, version: str) -> list[dict[str, Any]]:

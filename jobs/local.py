@@ -16,19 +16,22 @@ from crowdqa.aggregation.corpus import Corpus
 from crowdqa.ingest import ParseResult, read_merged
 from crowdqa.ingest.errors import IngestError
 from crowdqa.ingest.formats import FORMATS
+from crowdqa.ingest.limits import DocumentLimits
 from crowdqa.ingest.summary import format_summary, summarize
 from crowdqa.ingest.writers import write_labels
 from crowdqa.jobs.params import check_data_kind
 from crowdqa.jobs.pipeline import ModelStart, PipelineResult, PriorFit, ProgressFn, run_pipeline
 from crowdqa.quality.references import RULES
 from crowdqa.quality.report import TABLE_SORT_KEYS, dump_report, format_report
+from crowdqa.quality.worker_quality import VerdictRules
 
 if TYPE_CHECKING:
     from crowdqa.quality.report_model import QualityReport
 
 __all__ = ["ParseResult", "read_files", "summarize", "format_summary", "check_run", "check_method_data",
            "check_reference", "max_iter", "is_categorical", "sizes", "default_output_format", "output_format",
-           "aggregate", "write_aggregate", "write_report", "format_report", "RULES", "TABLE_SORT_KEYS"]
+           "aggregate", "write_aggregate", "write_report", "format_report", "RULES", "TABLE_SORT_KEYS",
+           "VerdictRules"]
 
 
 def read_files(uploads: list[dict[str, Any]]) -> ParseResult:
@@ -36,7 +39,8 @@ def read_files(uploads: list[dict[str, Any]]) -> ParseResult:
 
     A first file that holds no labels is an error, as it is for an API upload.
     """
-    result = read_merged(uploads)
+    limits = DocumentLimits.from_environ()  # the service's variables: one bound for a file wherever it is read
+    result = read_merged([{"limits": limits, **u} for u in uploads])
     if result.corpus.n_obs == 0:
         first = uploads[0]
         raise IngestError(f"the file holds no labels (read as {first['format']!r})", source=str(first["path"]))
@@ -93,15 +97,26 @@ def sizes(corpus: Corpus) -> str:
     return f"{corpus.n_docs} documents, {corpus.n_tokens} tokens"
 
 
-def default_output_format(input_format: str, *, output: str | None = None, categorical: bool = False) -> str:
+def default_output_format(input_format: str, *, output: str | None = None, categorical: bool = False,
+                          tags: bool = False) -> str:
     """The output format when none is given.
 
     Categorical answers (one-token items without an outside class) are written as ``item,label``
-    CSV, whatever their input format; otherwise an output name ending in ``.jsonl`` or ``.conll``
-    says which, else CoNLL in -> CoNLL out, EBM-NLP -> EBM-NLP, any other span format -> spans-jsonl.
+    CSV, whatever their input format; tag labels (the ``tags`` scheme) as a token table when the
+    output name ends in ``.csv`` or ``.jsonl`` (or they were read from one), else as CoNLL; otherwise
+    an output name ending in ``.jsonl`` or ``.conll`` says which, else CoNLL in -> CoNLL out,
+    EBM-NLP -> EBM-NLP, any other span format -> spans-jsonl.
     """
     if categorical or input_format == "categorical":
         return "categorical-csv"
+    if tags:
+        name = str(output or "").lower()
+        if name.endswith((".csv", ".tsv")):
+            return "tokens-csv"
+        if name.endswith(".jsonl"):
+            return "tokens-jsonl"
+        return input_format if input_format in ("tokens-csv", "tokens-jsonl") and not name.endswith(".conll") \
+            else "conll"
     by_suffix = {".jsonl": "spans-jsonl", ".conll": "conll"}
     if output is not None:
         for suffix, fmt in by_suffix.items():
@@ -116,11 +131,15 @@ def output_format(corpus: Corpus, *, input_format: str, output: str, given: str 
     the default would contradict ``output``'s suffix (categorical answers named .jsonl or .conll, span labels
     named .csv)."""
     categorical = is_categorical(corpus)
-    fmt = given or default_output_format(input_format, output=output, categorical=categorical)
+    tags = corpus.scheme == "tags"
+    fmt = given or default_output_format(input_format, output=output, categorical=categorical, tags=tags)
+    if tags and fmt not in ("conll", "tokens-csv", "tokens-jsonl"):
+        raise ValueError(f"--output-format {fmt}: these are tag labels (scheme tags, no spans); they are written "
+                         "as conll, tokens-csv or tokens-jsonl")
     if categorical and given is None and str(output).lower().endswith((".jsonl", ".conll")):
         raise ValueError(f"--output {output}: these are categorical answers, written as categorical-csv "
                          "(item,label): name the output .csv")
-    if not categorical and given is None and str(output).lower().endswith(".csv"):
+    if not categorical and not tags and given is None and str(output).lower().endswith(".csv"):
         raise ValueError(f"--output {output}: these are span labels, and .csv names categorical-csv (answers): "
                          "name the output .jsonl (spans-jsonl) or .conll (conll), or a folder (ebm-nlp), or choose "
                          "with --output-format spans-jsonl, conll or ebm-nlp")
@@ -135,7 +154,8 @@ def output_format(corpus: Corpus, *, input_format: str, output: str, given: str 
 
 def aggregate(corpus: Corpus, *, method: str, params: dict[str, Any], use_experts: bool, reference: str,
               progress: ProgressFn | None = None, start: ModelStart | None = None,
-              unmatched_expert_documents: int = 0, prior: PriorFit | None = None) -> PipelineResult:
+              unmatched_expert_documents: int = 0, prior: PriorFit | None = None,
+              verdict_rules: VerdictRules | None = None) -> PipelineResult:
     """Aggregate ``corpus`` and report against its experts, as a queued job does (from an earlier batch's
     model when ``start`` is given; reusing ``--method auto``'s fit of the method as ``prior``);
     ``unmatched_expert_documents`` is the reader's count of expert documents left out
@@ -143,7 +163,7 @@ def aggregate(corpus: Corpus, *, method: str, params: dict[str, Any], use_expert
     check_reference(reference, corpus)
     return run_pipeline(corpus, method=method, params=params, use_experts=use_experts, reference=reference,
                         progress=progress, start=start, unmatched_expert_documents=unmatched_expert_documents,
-                        prior=prior)
+                        prior=prior, verdict_rules=verdict_rules)
 
 
 def write_aggregate(result: PipelineResult, corpus: Corpus, *, output: str, format: str) -> None:

@@ -8,6 +8,7 @@ whose message starts with ``params.<name>`` and whose ``field`` names the parame
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -80,6 +81,11 @@ def validate_params(method: str, params: dict[str, Any] | None) -> dict[str, Any
     crowdqa.jobs.errors.JobParamsError: params.max_iter: max_iter must be an integer in [1, 10000], found 'ten'
     """
     params = dict(params or {})
+    for name, value in params.items():  # NaN and the infinities pass many a bound (NaN compares false)
+        where = _non_finite(value)
+        if where is not None:
+            raise JobParamsError(f"params.{name}{where}: {_value_word(value, where)} is not a finite number",
+                                 field=name)
     if method not in METHODS:
         raise JobParamsError(f"method must be one of {sorted(METHODS)}, found {method!r}", field="method")
     try:
@@ -91,6 +97,24 @@ def validate_params(method: str, params: dict[str, Any] | None) -> dict[str, Any
             (k for k in sorted(params, key=len, reverse=True) if message.startswith(k)), next(iter(params), "params"))
         raise JobParamsError(f"params.{field}: {message}", field=field) from None
     return params
+
+
+def _non_finite(value: Any, at: str = "") -> str | None:
+    """Where in ``value`` (``""`` itself, ``"[2]"``, ``".O"``) a float is NaN or infinite; None if nowhere."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else at
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list | tuple) else ()
+    for key, item in items:
+        found = _non_finite(item, f"{at}[{key}]" if isinstance(key, int) else f"{at}.{key}")
+        if found is not None:
+            return found
+    return None
+
+
+def _value_word(value: Any, where: str) -> str:
+    for part in re.findall(r"\[(\d+)\]|\.([^.\[]+)", where):
+        value = value[int(part[0])] if part[0] else value[part[1]]
+    return repr(value)
 
 
 def method_defaults() -> dict[str, dict[str, Any]]:

@@ -27,6 +27,7 @@ from crowdqa.aggregation.registry import check_memory
 from crowdqa.ingest.vocabulary import check_corpus_vocabularies
 from crowdqa.quality.references import reference_labels
 from crowdqa.quality.report import build_report_data
+from crowdqa.quality.worker_quality import VerdictRules
 
 if TYPE_CHECKING:
     from crowdqa.quality.report_model import FitRecord, QualityReport
@@ -236,6 +237,7 @@ def run_pipeline(
     start: ModelStart | None = None,
     unmatched_expert_documents: int = 0,
     prior: PriorFit | None = None,
+    verdict_rules: VerdictRules | None = None,
 ) -> PipelineResult:
     """Fit ``method`` on the crowd annotators of ``corpus`` and report against its experts.
 
@@ -254,6 +256,7 @@ def run_pipeline(
     labelled them: :func:`crowdqa.ingest.merge.drop_expert_only`) is reported in ``counts``.
     ``checkpoint()`` is called between stages and between EM iterations; what it raises stops the run.
     ``prior``: the same fit (and cross-fit) made already (:class:`PriorFit`), used instead of fitting again.
+    ``verdict_rules``: the rules of the workers' verdicts (:mod:`crowdqa.quality.worker_quality`; default its own).
     Raises ValueError for an unknown method or parameter, or a corpus without crowd labels.
     """
     steps = _Steps(progress, checkpoint)
@@ -279,7 +282,8 @@ def run_pipeline(
     steps.enter("scoring")
     t1 = time.perf_counter()
     report = _score(corpus, crowd, fitted, method=method, use_experts=use_experts, reference=reference,
-                    clamped=clamped, heldout=heldout, excluded=excluded, unmatched=unmatched_expert_documents)
+                    clamped=clamped, heldout=heldout, excluded=excluded, unmatched=unmatched_expert_documents,
+                    verdict_rules=verdict_rules)
     report_seconds = time.perf_counter() - t1
     report["fit"]["stages"]["scoring"] = round(report_seconds, 6)  # the report's own dict, made by _score
     frozen = start is not None and start.frozen
@@ -393,7 +397,7 @@ def cross_fit_stage(method: str, params: dict[str, Any] | None, crowd: Corpus, k
 
 def _score(corpus: Corpus, crowd: Corpus, fitted: Fitted, *, method: str, use_experts: bool, reference: str,
            clamped: NDArray[np.bool_], heldout: NDArray[np.int64] | None, excluded: NDArray[np.bool_],
-           unmatched: int) -> dict[str, Any]:
+           unmatched: int, verdict_rules: VerdictRules | None = None) -> dict[str, Any]:
     """The scoring stage: the quality report as plain JSON data, with the blocked annotators marked and the
     expert documents the reader left out counted (set while it is built, not patched in afterwards)."""
     # A token no crowd worker labelled has no aggregate, only the model's prior (or a clamped expert
@@ -412,7 +416,8 @@ def _score(corpus: Corpus, crowd: Corpus, fitted: Fitted, *, method: str, use_ex
         corpus, scored, method=method, experts_used_in_fit=bool(use_experts),
         clamped=clamped if use_experts else None,
         heldout=None if heldout is None else np.where(covered, heldout, MISSING), fit=record.as_data(),
-        reference=reference, skills=skills,
+        reference=reference, skills=skills, model_confusion=_model_confusion(crowd, fitted, excluded),
+        verdict_rules=verdict_rules,
     )
     # Blocked annotators are left out of the fit and scored like the others: each entry says so.
     workers = [{**entry, "blocked": blocked} for entry, blocked in zip(report["workers"], excluded.tolist(),
@@ -420,6 +425,16 @@ def _score(corpus: Corpus, crowd: Corpus, fitted: Fitted, *, method: str, use_ex
     return {**report, "workers": workers,
             "blocked_workers": [corpus.worker_ids[w] for w in np.flatnonzero(excluded)],
             "counts": {**report["counts"], "expert_documents_without_crowd": int(unmatched)}}
+
+
+def _model_confusion(crowd: Corpus, fitted: Fitted, excluded: NDArray[np.bool_]) -> NDArray[np.float64] | None:
+    """The fit's confusion matrices by annotator of the full corpus (the crowd corpus keeps its vocabulary), NaN
+    for annotators the fit did not see (experts, blocked workers): their matrices are the model's prior."""
+    confusion = fitted.worker_confusion
+    if confusion.ndim != 3 or confusion.shape[0] != crowd.n_workers:
+        return None
+    seen = (np.bincount(crowd.worker, minlength=crowd.n_workers) > 0) & ~excluded
+    return np.where(seen[:, None, None], confusion, np.nan)
 
 
 def _aggregator(method: str, params: dict[str, Any] | None, start: ModelStart | None, corpus: Corpus) -> Any:

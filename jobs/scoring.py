@@ -22,6 +22,7 @@ from crowdqa.ingest.aggregate_input import labels_from_corpus, read_aggregate
 from crowdqa.ingest.formats import AGGREGATE_FORMATS, READ_FORMATS, missing_path
 from crowdqa.jobs.local import check_reference
 from crowdqa.quality.report import build_report_data, format_report
+from crowdqa.quality.worker_quality import VerdictRules
 
 __all__ = ["AGGREGATE_FORMATS", "aggregate_format", "check_reference", "read_aggregate_labels", "score_aggregate",
            "format_report"]
@@ -87,13 +88,13 @@ def read_aggregate_labels(path: str | Path, corpus: Corpus, *, format: str | Non
 
 
 def score_aggregate(corpus: Corpus, labels: NDArray, *, method: str, experts_used_in_fit: bool, reference: str,
-                    seed: int = 0, n_boot: int = 1000) -> dict[str, Any]:
+                    seed: int = 0, n_boot: int = 1000, verdict_rules: VerdictRules | None = None) -> dict[str, Any]:
     """The quality report of ``labels`` on ``corpus``, with the seconds it took, as plain JSON data in
     :class:`~crowdqa.quality.report_model.QualityReport`'s shape (the command line needs no pydantic)."""
     check_reference(reference, corpus)
     check_memory(None, Shape.of_corpus(corpus))  # the report's pair confusions grow with the square of the classes
     t0 = time.perf_counter()
     report = build_report_data(corpus, labels, method=method, experts_used_in_fit=experts_used_in_fit,
-                               reference=reference, seed=seed, n_boot=n_boot)
+                               reference=reference, seed=seed, n_boot=n_boot, verdict_rules=verdict_rules)
     report["report_seconds"] = round(time.perf_counter() - t0, 3)
     return report

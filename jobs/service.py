@@ -30,7 +30,7 @@ from crowdqa.store import crud
 from crowdqa.store.models import Dataset, Job, JobCreate, JobRerun, JobStatus, queued_progress, utcnow
 from crowdqa.store.settings import Settings
 
-__all__ = ["start_job", "rerun_job", "delete_job", "stop_running_job"]
+__all__ = ["run_job_here", "start_job", "rerun_job", "delete_job", "stop_running_job"]
 
 
 def _check_job_input(session: Session, dataset: Dataset, job_in: JobCreate) -> None:
@@ -120,6 +120,27 @@ def start_job(*, session: Session, settings: Settings, queue: Queue, dataset: Da
     check_job_quota(session=session, settings=settings, project_id=dataset.project_id)
     job = crud.create_job(session=session, dataset=dataset, job_in=comparison_params(job_in))
     return _enqueue_or_fail(session=session, settings=settings, queue=queue, job=job)
+
+
+def run_job_here(*, session: Session, settings: Settings, queue: Queue, dataset: Dataset, job_in: JobCreate,
+                 poll: float = 1.0) -> Job:
+    """Start a job as :func:`start_job` does and return it once it has finished or failed: run in this process
+    when the queue is embedded (a command line's own queue, which no worker serves; if this process does run an
+    embedded worker, whichever claims the job first runs it), waited for (polling the row every ``poll`` seconds,
+    up to ``CROWDQA_JOB_TIMEOUT``) when Redis's workers run it."""
+    import time
+
+    job = start_job(session=session, settings=settings, queue=queue, dataset=dataset, job_in=job_in)
+    if settings.embedded:
+        from crowdqa.jobs.tasks import run_job  # the fit's modules load only here
+
+        run_job(job.id)  # "skipped" at once when a worker claimed it first
+    ends = time.monotonic() + settings.job_timeout + settings.stale_after
+    session.refresh(job)
+    while job.status not in (JobStatus.finished, JobStatus.failed) and time.monotonic() < ends:
+        time.sleep(poll)
+        session.refresh(job)
+    return job
 
 
 def rerun_job(*, session: Session, settings: Settings, queue: Queue, job: Job,

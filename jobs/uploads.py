@@ -9,11 +9,12 @@ call these (the command line reads files, not datasets: :mod:`crowdqa.jobs.local
 
 Every entry point that adds uploads to a dataset (:func:`add_upload`, a Label Studio pull in
 :mod:`crowdqa.jobs.label_studio`) takes the same steps, so each meets every guard: :func:`admit_upload` (the
-project's limits), :func:`store_raw` or :func:`store_raws` (the size limit of :class:`UploadLimits` and the
-bytes kept; files of known size, a pull's, are checked before a byte of them is stored), :func:`stage_upload` (a
-stored file made an upload row: parse and summary) and :func:`merge_uploads` (the rows added to the dataset under
-its lock, with the checks against its other uploads). A refused request removes the files it made
-(:func:`discard_raw`, :func:`discard_staged`).
+project's limits; a pull takes its two checks apart, the count before it asks Label Studio for anything),
+:func:`store_raw` or :func:`store_raws` (the size limit of :class:`UploadLimits` and the bytes kept; files of known
+size, a pull's, are checked before a byte of them is stored), :func:`stage_upload` (a stored file made an upload
+row: parse and summary) and :func:`merge_uploads` (the rows added to the dataset under its lock, with the checks
+against its other uploads). A refused request removes the files it made (:func:`discard_raw`,
+:func:`discard_staged`).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from crowdqa.ingest.index import (
     index_union,
     summarize_indexes,
 )
+from crowdqa.ingest.limits import DocumentLimits
 from crowdqa.ingest.merge import drop_expert_only, merge_corpora
 from crowdqa.ingest.summary import summarize
 from crowdqa.ingest.vocabulary import written_otherwise
@@ -83,11 +85,15 @@ class UploadLimits:
     request: int
     #: Bytes the docs zip's texts may unpack to.
     texts: int
+    #: The longest document a reader accepts (``CROWDQA_MAX_DOCUMENT_CHARS``, ``CROWDQA_MAX_DOCUMENT_TOKENS``).
+    document: DocumentLimits = DocumentLimits()
 
     @classmethod
     def of(cls, settings: Settings) -> UploadLimits:
         return cls(file=settings.max_upload_bytes, request=settings.max_upload_bytes + FORM_OVERHEAD,
-                   texts=4 * settings.max_upload_bytes)
+                   texts=4 * settings.max_upload_bytes,
+                   document=DocumentLimits(max_chars=settings.max_document_chars,
+                                           max_tokens=settings.max_document_tokens))
 
 
 def load_job_corpus(store: ArtifactStore, sha: str, *, n_tokens: int | None = None) -> Corpus:
@@ -142,7 +148,7 @@ def extract_docs(zip_path: Path, target: Path, *, max_bytes: int, max_files: int
 
 
 def parse_upload(path, *, format: str, role: str, options: dict[str, Any], docs: Path | None = None,
-                 filename: str | None = None):
+                 filename: str | None = None, document_limits: DocumentLimits | None = None):
     """Parse a stored upload with ``ingest.read_corpus``; any parser failure becomes an IngestError.
 
     Messages and skipped-row records name the file as the client sent it (``filename``) and
@@ -157,7 +163,7 @@ def parse_upload(path, *, format: str, role: str, options: dict[str, Any], docs:
         return text
 
     try:
-        parsed = read_corpus(path, format=format, role=role, docs=docs, **options)
+        parsed = read_corpus(path, format=format, role=role, docs=docs, limits=document_limits, **options)
     except IngestError as exc:
         raise IngestError(shown(exc.detail), source=shown(exc.source), line=exc.line) from None
     except ValueError as exc:
@@ -199,7 +205,7 @@ def add_upload(*, session: Session, settings: Settings, dataset: Dataset, stream
                 extract_docs(store.path(docs), folder, max_bytes=limits.texts)
             _refuse_same_file(session=session, dataset=dataset, sha256=raw.sha256, filename=filename)
             staged = stage_upload(store=store, dataset=dataset, raw=raw, filename=filename, format=format,
-                                  role=role, options=options, docs=folder)
+                                  role=role, options=options, docs=folder, document_limits=limits.document)
         try:
             return merge_uploads(session=session, store=store, dataset=dataset, added=[staged])[0]
         except BaseException:
@@ -292,13 +298,14 @@ class NoLabelsError(IngestError):
 
 
 def stage_upload(*, store: ArtifactStore, dataset: Dataset, raw: Artifact, filename: str, format: str, role: str,
-                 options: dict[str, Any], docs: Path | None = None) -> StagedUpload:
-    """Turn a stored raw file into an upload row of ``dataset``: parse it (:func:`parse_upload`), keep its corpus
+                 options: dict[str, Any], document_limits: DocumentLimits, docs: Path | None = None) -> StagedUpload:
+    """Turn a stored raw file into an upload row of ``dataset``: parse it (:func:`parse_upload`, documents within
+    ``document_limits``: :attr:`UploadLimits.document`), keep its corpus
     and index, and summarise it. Raises IngestError (NoLabelsError for a file without labels) or ValueError;
     :func:`merge_uploads` adds the row to the dataset."""
     read_options = {k: v for k, v in options.items() if k != "docs_sha256"}
     parsed = parse_upload(store.path(raw), format=format, role=role, options=read_options, docs=docs,
-                          filename=filename)
+                          filename=filename, document_limits=document_limits)
     corpus: Corpus = parsed.corpus
     if corpus.n_obs == 0:
         raise NoLabelsError(f"the file holds no labels (read as {format!r})", source=filename or "upload")

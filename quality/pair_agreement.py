@@ -3,7 +3,9 @@
 With ~2,000 crowd workers a loop over worker pairs with dense label arrays is out of
 the question (and most pairs share nothing). The corpus layout gives the pairs that
 do share documents directly: triplets are sorted by (token, worker) and an annotator
-present on a document labels all of its tokens, so each document's annotations form
+present on a document labels all of its tokens (under a span scheme; a corpus of the ``tags`` scheme, whose
+annotators label any tokens, is scored as :meth:`~crowdqa.aggregation.corpus.Corpus.token_items`, where every
+document is one token), so each document's annotations form
 a (tokens x annotators) block. For every document with ``k`` annotators we take the
 ``k (k - 1) / 2`` column pairs of its block, number the worker pairs of all those
 (document, pair) rows by one sort of their codes, and count the joint labels of their tokens

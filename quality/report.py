@@ -83,7 +83,9 @@ from crowdqa.quality.score_blocks import (
     token_doc_counts,
     worker_blocks,
 )
+from crowdqa.quality.tag_scores import tag_blocks
 from crowdqa.quality.worker_counts import AnnotationPairs, obs_pairs, pair_counts, worker_hits, worker_span_counts
+from crowdqa.quality.worker_quality import VerdictRules, posterior_draws, worker_quality_blocks
 
 if TYPE_CHECKING:  # the typed models (pydantic) are imported where a typed report is asked for, not here
     from crowdqa.quality.report_model import FitRecord, QualityReport
@@ -105,6 +107,7 @@ class Stream(IntEnum):
     WORKERS_VS_AGGREGATE = 3  #: Every worker against the aggregate.
     EXPERT_VS_OTHERS = 4  #: An expert against the other experts, ``[seed, 4, rank]`` by the rank of its id.
     WORKER_SPANS_VS_EXPERT = 5  #: Every crowd worker's spans against the experts.
+    WORKER_QUALITY = 6  #: Every worker's spammer score (:mod:`crowdqa.quality.worker_quality`).
 
 
 def _seed(seed: int, stream: Stream, *more: int) -> list[int]:
@@ -164,28 +167,17 @@ def build_report(corpus: Corpus, labels: NDArray, *, fit: FitRecord | dict | Non
 
 
 def build_report_data(
-    corpus: Corpus,
-    labels: NDArray,
-    *,
-    method: str,
-    experts_used_in_fit: bool,
-    clamped: NDArray | None = None,
-    heldout: NDArray | None = None,
-    fit: FitRecord | dict | None = None,
-    skills: NDArray | None = None,
-    reference: str = "union",
-    seed: int = 0,
-    n_boot: int = 1000,
-    min_boot_docs: int = 3,
-    min_pair_docs: int = 3,
+    corpus: Corpus, labels: NDArray, *, method: str, experts_used_in_fit: bool, clamped: NDArray | None = None,
+    heldout: NDArray | None = None, fit: FitRecord | dict | None = None, skills: NDArray | None = None,
+    model_confusion: NDArray | None = None, verdict_rules: VerdictRules | None = None, reference: str = "union",
+    seed: int = 0, n_boot: int = 1000, min_boot_docs: int = 3, min_pair_docs: int = 3,
 ) -> dict:
     """Score the aggregate and every annotator against the experts (and annotators against the aggregate).
 
-    The report comes as plain JSON data in the shape of
-    :class:`~crowdqa.quality.report_model.QualityReport` (its fields in the model's order, its defaults
-    filled in, :mod:`crowdqa.quality.report_schema`): exactly
-    ``QualityReport.model_validate(data).model_dump(mode="json")``, without importing or running pydantic,
-    so the command line writes it as is and the API validates it where it takes it in (:func:`build_report` for the
+    The report comes as plain JSON data in the shape of :class:`~crowdqa.quality.report_model.QualityReport` (its
+    fields in the model's order, its defaults filled in, :mod:`crowdqa.quality.report_schema`): exactly
+    ``QualityReport.model_validate(data).model_dump(mode="json")``, without importing or running pydantic, so the
+    command line writes it as is and the API validates it where it takes it in (:func:`build_report` for the
     typed model).
 
     Parameters
@@ -193,24 +185,26 @@ def build_report_data(
     corpus : Corpus
         The full corpus, crowd and experts.
     labels : ndarray of shape (n_tokens,)
-        The aggregate's class indices; ``MISSING`` marks tokens the aggregate does not
-        cover, which are left out of its comparisons (and documents with any such token
-        out of its span comparisons).
+        The aggregate's class indices; ``MISSING`` marks tokens the aggregate does not cover, which are left out
+        of its comparisons (and documents with any such token out of its span comparisons).
     method : str
     experts_used_in_fit : bool
     clamped : ndarray of shape (n_tokens,) of bool, optional
-        Tokens whose expert label was given to the aggregator; left out of the aggregate's
-        comparison with the experts.
+        Tokens whose expert label was given to the aggregator; left out of the aggregate's comparison.
     heldout : ndarray of shape (n_tokens,), optional
-        Held-out predictions (cross-fitting: each expert document predicted by a fit that
-        never saw its expert labels). When given, the aggregate is scored against the
-        experts on these instead of on ``labels`` outside ``clamped``.
+        Held-out predictions (cross-fitting: each expert document predicted by a fit that never saw its expert
+        labels). When given, the aggregate is scored against the experts on these, not on ``labels``.
     fit : FitRecord or dict, optional
         Fit record (iterations, converged, seconds, log_likelihood, ...); the report's ``fit`` is
         :func:`fit_record_data` of it (a new dict a caller may add stage seconds to).
     skills : ndarray of shape (n_workers,), optional
         The aggregator's score of every annotator (``skills_``; NaN: none), reported as
         each worker's ``skill`` (None without one).
+    model_confusion : ndarray of shape (n_workers, n_classes, n_classes), optional
+        The aggregator's ``worker_confusion_`` (NaN for an annotator it has no estimate of), reported in each
+        worker's ``quality`` (:mod:`crowdqa.quality.worker_quality`).
+    verdict_rules : VerdictRules, optional
+        The rules of the workers' verdicts; default :class:`~crowdqa.quality.worker_quality.VerdictRules()`.
     reference : str, default="union"
         Rule or expert id for :func:`crowdqa.quality.references.reference_labels`.
     seed : int, default=0
@@ -226,22 +220,51 @@ def build_report_data(
     dict
         See the module notes and :mod:`crowdqa.quality.report_model`.
     """
+    # Tags are scored per token: every token an item, as a categorical answer (Corpus.token_items).
+    sentences, tags = corpus, corpus.scheme == "tags"
+    corpus = corpus.token_items() if tags else corpus
     refs = _references(corpus, labels, clamped=clamped, heldout=heldout, reference=reference)
     boot = _Bootstrap(n_boot=n_boot, seed=seed, min_docs=min_boot_docs)
+    rules = verdict_rules or VerdictRules()
+    aggregate, counts = _aggregate_vs_expert(corpus, refs, boot=boot), _counts(corpus, refs)
+    if tags:
+        aggregate, counts = _tag_scores(sentences, refs, aggregate, counts, boot=boot)
     return record("QualityReport", {
         # "categorical": answers without an outside class, scored by accuracy; "spans": token labels with an
-        # outside class "O", scored by P/R/F1 of the positive (non-O) tokens.
-        "method": method, "kind": "spans" if corpus.has_outside else "categorical",
+        # outside class "O", scored by P/R/F1 of the positive (non-O) tokens; "tags": as answers, and per tag.
+        "method": method, "kind": "tags" if tags else "spans" if corpus.has_outside else "categorical",
         "labels": list(corpus.class_names), "experts_used_in_fit": bool(experts_used_in_fit),
-        "aggregate_scored_on": refs.scored_on, "reference": reference,
-        "counts": _counts(corpus, refs),
-        "aggregate_vs_expert": _aggregate_vs_expert(corpus, refs, boot=boot),
-        "workers": _worker_entries(corpus, _worker_sides(corpus, refs, reference=reference, boot=boot), skills),
+        "aggregate_scored_on": refs.scored_on, "reference": reference, "counts": counts,
+        "aggregate_vs_expert": aggregate,
+        "workers": _worker_entries(corpus, _worker_sides(corpus, refs, reference=reference, boot=boot), skills,
+                                   _worker_quality(corpus, refs, model_confusion, rules=rules, boot=boot)),
         "agreement": agreement_block(corpus, min_pair_docs=min_pair_docs),
         "fit": fit_record_data(fit),
         "bootstrap": record("Bootstrap", {"n_boot": int(n_boot), "seed": int(seed), "level": LEVEL,
                                           "min_documents": int(min_boot_docs)}),
+        "verdict_rules": record("VerdictRulesRecord", {**rules.as_record(), "posterior_draws": _draws(corpus, boot)}),
     })
+
+
+def _worker_quality(corpus: Corpus, refs: References, model_confusion: NDArray | None, *, rules: VerdictRules,
+                    boot: _Bootstrap) -> list[dict | None]:
+    """Step 5: every annotator's confusion, spammer score, label bias and verdict
+    (:mod:`crowdqa.quality.worker_quality`); ``model_confusion`` is checked to be of shape (n_workers, n_classes,
+    n_classes)."""
+    if model_confusion is not None:
+        model_confusion = np.asarray(model_confusion, dtype=np.float64)
+        shape = (corpus.n_workers, corpus.n_classes, corpus.n_classes)
+        if model_confusion.shape != shape:
+            raise ValueError(f"model_confusion must have shape {shape}, found {model_confusion.shape}")
+    return worker_quality_blocks(corpus, expert=refs.expert, aggregate=refs.aggregate,
+                                 model_confusion=model_confusion, rules=rules, n_draws=_draws(corpus, boot),
+                                 level=LEVEL, seed=_seed(boot.seed, Stream.WORKER_QUALITY))
+
+
+def _draws(corpus: Corpus, boot: _Bootstrap) -> int:
+    """The posterior draws of every worker's spammer score interval (:func:`posterior_draws`)."""
+    return posterior_draws(boot.n_boot, n_workers=int(corpus.workers_with_role("crowd").shape[0]),
+                           n_classes=corpus.n_classes)
 
 
 def _check_labels(labels: NDArray, corpus: Corpus, name: str) -> NDArray[np.int64]:
@@ -315,6 +338,21 @@ def _aggregate_vs_expert(corpus: Corpus, refs: References, *, boot: _Bootstrap) 
         "headline": "span_location_and_type" if corpus.scheme == "bio" else "token",
         "token_per_label": by_label, "token_macro_f1": macro_f1,
     })
+
+
+def _tag_scores(sentences: Corpus, refs: References, aggregate: dict | None, counts: dict, *, boot: _Bootstrap
+                ) -> tuple[dict | None, dict]:
+    """Step 2 for tags: the per-token scores with the per-tag, micro and macro scores added (``TagAggregateScores``,
+    intervals resampling the sentences), and the counts of documents as sentences (the items are their tokens)."""
+    counts = {**counts, "documents": sentences.n_docs, "expert_documents": int(np.count_nonzero(
+        np.bincount(sentences.token_doc[refs.expert != MISSING], minlength=sentences.n_docs)))}
+    if aggregate is None:
+        return None, counts
+    ok = refs.compared
+    return record("TagAggregateScores", {**aggregate, **tag_blocks(
+        refs.scored[ok], refs.expert[ok], doc=sentences.token_doc[ok], n_docs=sentences.n_docs,
+        class_names=sentences.class_names, n_boot=boot.n_boot, seed=_seed(boot.seed, Stream.AGGREGATE_TOKENS),
+        min_boot_docs=boot.min_docs)}), counts
 
 
 def _worker_sides(corpus: Corpus, refs: References, *, reference: str, boot: _Bootstrap) -> WorkerSides:
@@ -404,14 +442,15 @@ def _counts(corpus: Corpus, refs: References) -> dict:
     })
 
 
-def _worker_entries(corpus: Corpus, sides: WorkerSides, skills: NDArray | None) -> list[dict]:
+def _worker_entries(corpus: Corpus, sides: WorkerSides, skills: NDArray | None,
+                    quality: list[dict | None]) -> list[dict]:
     """Step 4: one ``WorkerReport`` per annotator, in the corpus's order."""
     return records("WorkerReport", {
         "annotator": list(corpus.worker_ids), "role": list(corpus.worker_roles),
         "documents": sides.documents.tolist(), "tokens": sides.tokens.tolist(), "vs_expert": sides.vs_expert,
         "span_vs_expert": sides.span_vs_expert, "vs_aggregate": sides.vs_aggregate,
         "skill": [None] * corpus.n_workers if skills is None else [finite_or_none(float(s)) for s in skills],
-        "blocked": [False] * corpus.n_workers,
+        "blocked": [False] * corpus.n_workers, "quality": quality,
     })
 
 

@@ -1,10 +1,13 @@
 """The quality report as typed models: what :func:`crowdqa.quality.report.build_report` returns, the store
 keeps, ``GET /jobs/{id}/report`` serves and the OpenAPI document describes.
 
-A report has one of two kinds. ``"spans"``: token labels with an outside class ``O``, scored by precision,
+A report has one of three kinds. ``"spans"``: token labels with an outside class ``O``, scored by precision,
 recall and F1 of the positive (non-``O``) tokens and of the decoded spans. ``"categorical"``: one answer per
 item and no outside class, so no label is "positive": every block is an accuracy (the aggregate also gets
-per-class precision, recall and F1, named as such).
+per-class precision, recall and F1, named as such). ``"tags"``: one tag of a tag set per token (the ``tags``
+scheme), scored per token as categorical answers are (each token an item: accuracy, the confusion matrix,
+agreement over tokens), and the aggregate also per tag and by micro and macro averages with intervals that
+resample sentences (:mod:`crowdqa.quality.tag_scores`).
 
 Intervals are ``[low, high]`` pairs at ``bootstrap.level`` (Clopper-Pearson for proportions, a document
 bootstrap for F1); ``null`` where they say nothing (no count, or too few documents to resample). Every
@@ -20,12 +23,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from crowdqa.quality.report_schema import ACCURACY_KINDS
 from crowdqa.quality.span_metrics import LEGACY_SPAN_KEYS
 
-__all__ = ["Interval", "Accuracy", "Score", "LabelScore", "Confusion", "AggregateScores",
-           "CategoricalScore", "CategoricalAggregateScores", "WorkerReport", "ExpertPair", "CrowdPair",
+__all__ = ["ACCURACY_KINDS", "Interval", "Accuracy", "Score", "LabelScore", "Confusion", "AggregateScores",
+           "CategoricalScore", "CategoricalAggregateScores", "MacroScore", "TagAggregateScores", "WorkerConfusion",
+           "WorkerQuality", "WorkerReport",
+           "ExpertPair", "CrowdPair",
            "KappaSummary", "Agreement", "Counts", "CrossFit", "FitRecord", "Bootstrap", "MethodComparison",
-           "MethodsComparison", "QualityReport"]
+           "MethodsComparison", "VerdictRulesRecord", "QualityReport"]
 
 #: A confidence interval, ``[low, high]``.
 Interval = tuple[float, float]
@@ -125,6 +131,74 @@ class CategoricalAggregateScores(BaseModel):
     items: int | None = Field(description="Items compared.")
 
 
+class WorkerConfusion(BaseModel):
+    """A worker's confusion counts: rows the reference's label, columns the worker's answer."""
+
+    labels: list[str]
+    rows: Literal["experts", "aggregate"] = Field(description="What the rows are: the expert reference or the "
+                                                              "aggregate.")
+    columns: Literal["worker"] = "worker"
+    matrix: list[list[int]] = Field(description="matrix[i][j]: items (tokens) the reference labels i and the "
+                                                "worker j.")
+
+
+class WorkerQuality(BaseModel):
+    """Whether a worker's answers depend on the truth (:mod:`crowdqa.quality.worker_quality`): its confusion,
+    Raykar and Yu's spammer score with a bootstrap interval, its label bias and the verdict."""
+
+    against: Literal["experts", "aggregate"] = Field(
+        description="The reference of confusion and the spammer score, the evidence the verdict rests on: the "
+                    "experts when the worker has at least min_items expert items (unless the aggregate's evidence "
+                    "blocked or watched it), else the aggregate on all its items.")
+    items: int = Field(description="Items (tokens) the confusion counts.")
+    confusion: WorkerConfusion
+    confusion_vs_expert: WorkerConfusion | None = Field(description="Against the experts; null without any.")
+    model_confusion: list[list[float]] | None = Field(
+        description="The method's estimate (worker_confusion_): row = true class, column = answer, rows sum to 1; "
+                    "null when the method has none for this worker.")
+    spammer_score: float | None = Field(
+        description="Raykar & Yu (JMLR 2012): 0 when the confusion rows are identical (answers independent of the "
+                    "truth), 1 for a perfect worker; null with fewer than two true classes seen.")
+    spammer_score_ci: Interval | None = Field(
+        description="Equal-tailed posterior interval at bootstrap.level (each confusion row Dirichlet(counts + 1/2)).")
+    spammer_score_vs_aggregate: float | None = Field(description="The spammer score against the aggregate, on "
+                                                                 "all of the worker's items.")
+    spammer_score_vs_aggregate_ci: Interval | None = Field(description="Its posterior interval.")
+    model_spammer_score: float | None = Field(description="The score of model_confusion.")
+    label_share: dict[str, float | None] = Field(description="Each label's share of the worker's answers.")
+    crowd_label_share: dict[str, float | None] = Field(
+        description="Each label's share of the other annotators' answers on the worker's items.")
+    bias: float | None = Field(description="The largest label_share minus crowd_label_share.")
+    bias_label: str | None = Field(description="The label of bias.")
+    verdict: Literal["block", "watch", "keep"] | None = Field(
+        description="block: the spammer score's whole interval (against the experts, or against the aggregate when "
+                    "the experts do not show the worker informative) is below verdict_rules.block_below; watch: the "
+                    "score is low without that evidence, or a label is overused; keep: otherwise, or too few items "
+                    "to judge (the reason says which). null for experts.")
+    reason: str
+
+
+class MacroScore(BaseModel):
+    """The mean over tags of the per-tag scores (the tags that occur on either side of the compared tokens)."""
+
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    f1_ci: Interval | None = Field(description="Percentile interval of a document (sentence) bootstrap; null for "
+                                               "fewer than bootstrap.min_documents documents.")
+    tags: int = Field(description="Tags averaged over.")
+    documents: int = Field(description="Documents compared.")
+
+
+class TagAggregateScores(CategoricalAggregateScores):
+    """The aggregate against the experts, for tag labels: the categorical scores over tokens, then every tag's
+    precision, recall and F1 with intervals, and their micro and macro averages."""
+
+    per_tag: dict[str, Score | None] = Field(description="Each tag against the rest: tp, fp, fn over tokens.")
+    micro: Score = Field(description="Counts of every tag pooled; precision = recall = F1 = token accuracy.")
+    macro: MacroScore
+
+
 class WorkerReport(BaseModel):
     """One annotator: against the experts (an expert: against the other experts) and against the aggregate."""
 
@@ -143,6 +217,8 @@ class WorkerReport(BaseModel):
                                             "measures); null when the method has none.")
     blocked: bool = Field(default=False, description="On the project's block list: left out of the fit, scored "
                                                      "like the others.")
+    quality: WorkerQuality | None = Field(default=None, description="Confusion, spammer score, label bias and "
+                                                                    "verdict; null for an annotator without answers.")
 
 
 class ExpertPair(BaseModel):
@@ -293,17 +369,28 @@ class MethodsComparison(BaseModel):
     fit_seconds: float | None = None
 
 
+class VerdictRulesRecord(BaseModel):
+    """The rules the workers' verdicts were decided by (:class:`crowdqa.quality.worker_quality.VerdictRules`)."""
+
+    min_items: int
+    block_below: float
+    watch_below: float
+    bias_above: float
+    posterior_draws: int | None = Field(default=None, description="Posterior draws of each spammer score interval "
+                                                                  "(400, fewer for many workers x classes^2).")
+
+
 class QualityReport(BaseModel):
     """Every worker and the aggregate against the experts, with intervals (see :mod:`crowdqa.quality.report`)."""
 
     method: str
-    kind: Literal["spans", "categorical"]
+    kind: Literal["spans", "categorical", "tags"]
     labels: list[str]
     experts_used_in_fit: bool
     aggregate_scored_on: str
     reference: str = Field(description="union, majority, or the id of the expert used as the reference.")
     counts: Counts
-    aggregate_vs_expert: AggregateScores | CategoricalAggregateScores | None
+    aggregate_vs_expert: AggregateScores | TagAggregateScores | CategoricalAggregateScores | None
     workers: list[WorkerReport]
     blocked_workers: list[str] = Field(default_factory=list, description="Annotators left out of the fit.")
     agreement: Agreement
@@ -311,4 +398,6 @@ class QualityReport(BaseModel):
     bootstrap: Bootstrap
     report_seconds: float | None = Field(default=None, description="Seconds the report took (crowdqa report).")
     method_choice: str | None = Field(default=None, description="method auto: why this method was chosen.")
+    verdict_rules: VerdictRulesRecord | None = Field(default=None, description="The rules of the workers' "
+                                                                               "verdicts.")
     comparison: MethodsComparison | None = Field(default=None, description="method auto: the comparison it ran.")

@@ -18,7 +18,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["REQUIRED", "fields", "field_names", "record", "records"]
+__all__ = ["ACCURACY_KINDS", "REQUIRED", "fields", "field_names", "record", "records"]
+
+#: The report kinds scored per item by accuracy (no positive class): categorical answers, and tags (each token
+#: an item). Everything that words or sorts a report by its kind reads this tuple.
+ACCURACY_KINDS = ("categorical", "tags")
 
 #: The default of a field without one.
 REQUIRED = object()

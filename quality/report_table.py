@@ -10,6 +10,7 @@ import math
 import re
 from typing import TYPE_CHECKING
 
+from crowdqa.quality.report_schema import ACCURACY_KINDS
 from crowdqa.quality.score_blocks import headline_level, span_levels
 
 if TYPE_CHECKING:  # the typed model (pydantic) is only dumped here, never imported
@@ -39,7 +40,7 @@ def _span_worker_rows(workers: list[dict], shown: list[int], width: int) -> list
     token P/R/F1 against the aggregate."""
     lines = [f"  {'annotator':<{width}}  {'role':<6} {'docs':>5} {'tokens':>7}  "
              f"{'P(exp)':>6} {'R(exp)':>6} {'F1(exp)':>7} {'F1 95% CI':<13} {'docs(exp)':>9} {'spanF1(exp)':>11}  "
-             f"{'P(agg)':>6} {'R(agg)':>6} {'F1(agg)':>7}"]
+             f"{'P(agg)':>6} {'R(agg)':>6} {'F1(agg)':>7}  {_QUALITY_HEADER}"]
     for i in shown:
         w = workers[i]
         e, a, s = w["vs_expert"] or {}, w["vs_aggregate"] or {}, w.get("span_vs_expert") or {}
@@ -47,29 +48,50 @@ def _span_worker_rows(workers: list[dict], shown: list[int], width: int) -> list
             f"  {w['annotator']:<{width}}  {w['role']:<6} {w['documents']:>5} {w['tokens']:>7}  "
             f"{_fmt(e.get('precision')):>6} {_fmt(e.get('recall')):>6} {_fmt(e.get('f1')):>7} "
             f"{_fmt_ci(e.get('f1_ci')):<13} {e.get('documents', 0):>9} {_fmt(s.get('f1')):>11}  "
-            f"{_fmt(a.get('precision')):>6} {_fmt(a.get('recall')):>6} {_fmt(a.get('f1')):>7}"
+            f"{_fmt(a.get('precision')):>6} {_fmt(a.get('recall')):>6} {_fmt(a.get('f1')):>7}  {_quality_cells(w)}"
         )
     return lines
+
+
+#: The quality columns of both worker tables: the spammer score (Raykar & Yu) with its interval, what it is
+#: measured against, the most overused label and the verdict.
+_QUALITY_HEADER = f"{'spam':>5} {'95% CI':<13} {'vs':<4} {'bias':>5}  verdict"
+
+
+def _quality_cells(w: dict) -> str:
+    q = w.get("quality") or {}
+    against = {"experts": "exp", "aggregate": "agg"}.get(q.get("against"), "")
+    bias = q.get("bias")
+    return (f"{_fmt(q.get('spammer_score'), 2):>5} {_fmt_ci(q.get('spammer_score_ci')):<13} {against:<4} "
+            f"{'-' if bias is None else f'{bias:+.2f}':>5}  {q.get('verdict') or '-'}")
 
 
 def _categorical_worker_rows(workers: list[dict], shown: list[int], width: int) -> list[str]:
     """Worker rows for categorical answers: accuracy against the experts and against the aggregate."""
     lines = [f"  {'annotator':<{width}}  {'role':<6} {'items':>6}  {'Acc(exp)':>8} {'95% CI':<13} "
-             f"{'items(exp)':>10}  {'Acc(agg)':>8}"]
+             f"{'items(exp)':>10}  {'Acc(agg)':>8}  {_QUALITY_HEADER}"]
     for i in shown:
         w = workers[i]
         e = (w["vs_expert"] or {}).get("accuracy") or {}
         a = (w["vs_aggregate"] or {}).get("accuracy") or {}
         lines.append(f"  {w['annotator']:<{width}}  {w['role']:<6} {w['tokens']:>6}  {_fmt(e.get('value')):>8} "
-                     f"{_fmt_ci(e.get('ci')):<13} {e.get('compared', 0):>10}  {_fmt(a.get('value')):>8}")
+                     f"{_fmt_ci(e.get('ci')):<13} {e.get('compared', 0):>10}  {_fmt(a.get('value')):>8}  "
+                     f"{_quality_cells(w)}")
     return lines
 
 
 #: Sort keys of the terminal worker table: score keys order worst first (workers without a score last);
-#: ``span_f1`` is a worker's strict span F1 against the experts (``span_vs_expert``).
-TABLE_SORT_KEYS = ("f1", "precision", "recall", "span_f1", "accuracy", "documents", "annotator")
+#: ``span_f1`` is a worker's strict span F1 against the experts (``span_vs_expert``). ``_low`` and ``_high``
+#: sort by a score's interval bound (``accuracy_high``: the workers surely worst first); ``spammer_score`` is
+#: the worker's quality block's (lowest first), ``bias`` its most overused label's excess (highest first),
+#: ``verdict`` block, then watch, then keep (then by the spammer score's upper bound).
+TABLE_SORT_KEYS = ("f1", "precision", "recall", "span_f1", "accuracy", "documents", "annotator", "f1_low",
+                   "f1_high", "accuracy_low", "accuracy_high", "spammer_score", "spammer_score_low",
+                   "spammer_score_high", "bias", "verdict")
 #: The keys a categorical report's table cannot be sorted by: it has no P/R/F1.
-_SPAN_ONLY_KEYS = ("f1", "precision", "recall", "span_f1")
+_SPAN_ONLY_KEYS = ("f1", "f1_low", "f1_high", "precision", "recall", "span_f1")
+#: Keys read from a worker's ``quality`` block, not from its score against a reference.
+_QUALITY_KEYS = ("spammer_score", "spammer_score_low", "spammer_score_high", "bias", "verdict")
 
 
 def _id_key(annotator: str) -> tuple:
@@ -92,23 +114,56 @@ def _table_order(workers: list[dict], sort: str | None, categorical: bool) -> tu
         return sorted(range(len(workers)), key=lambda i: ids[i]), ""
     if sort == "documents":
         return sorted(range(len(workers)), key=lambda i: (-workers[i]["documents"], ids[i])), ""
+    if sort in _QUALITY_KEYS:
+        scores = [_quality_key(workers[i].get("quality") or {}, sort) for i in range(len(workers))]
+        order = sorted(range(len(workers)), key=lambda i: (scores[i] is None, scores[i] or 0.0, ids[i]))
+        return order, ""
+    name, _, bound = sort.partition("_") if sort.endswith(("_low", "_high")) else (sort, "", "")
 
     def score(i: int, against: str) -> float | None:
-        if sort == "span_f1":
+        if name == "span_f1":
             return (workers[i].get("span_vs_expert") or {}).get("f1") if against == "vs_expert" else None
         block = workers[i][against] or {}
-        return (block.get("accuracy") or {}).get("value") if sort == "accuracy" else block.get(sort)
+        if name == "accuracy":
+            block = block.get("accuracy") or {}
+            value, ci = block.get("value"), block.get("ci")
+        else:
+            value, ci = block.get(name), block.get(f"{name}_ci")
+        if bound:
+            return None if not ci else ci[0 if bound == "low" else 1]
+        return value
 
     against = "vs_expert"
-    if all(score(i, against) is None for i in range(len(workers))) and sort != "span_f1":
+    if all(score(i, against) is None for i in range(len(workers))) and name != "span_f1":
         against = "vs_aggregate"
     scores = [score(i, against) for i in range(len(workers))]
     order = sorted(range(len(workers)), key=lambda i: (scores[i] is None, scores[i] or 0.0, ids[i]))
     return order, "experts" if against == "vs_expert" else "the aggregate"
 
 
+def _quality_key(q: dict, sort: str) -> float | None:
+    """The value a worker's quality block sorts by (smaller first; None last)."""
+    if sort == "verdict":
+        if q.get("verdict") is None:
+            return None
+        high = (q.get("spammer_score_ci") or [None, None])[1]
+        return ("block", "watch", "keep").index(q["verdict"]) + (0.5 if high is None else min(high, 0.999))
+    if sort == "bias":
+        return None if q.get("bias") is None else -q["bias"]
+    if sort == "spammer_score":
+        return q.get("spammer_score")
+    ci = q.get("spammer_score_ci")
+    return None if not ci else ci[0 if sort.endswith("_low") else 1]
+
+
+def _items(w: dict, categorical: bool) -> int:
+    """The items (tokens) a worker's scores rest on: its quality block's, else its labels."""
+    q = w.get("quality") or {}
+    return int(q["items"]) if q else int(w.get("tokens") or 0)
+
+
 def format_report(report: QualityReport | dict, *, max_workers: int = 40, sort: str | None = None,
-                  rest: str | None = None) -> str:
+                  rest: str | None = None, min_items: int = 0) -> str:
     """The report as a readable terminal table.
 
     Parameters
@@ -123,6 +178,9 @@ def format_report(report: QualityReport | dict, *, max_workers: int = 40, sort: 
     rest : str, optional
         Where the workers beyond ``max_workers`` are, ending the line ``... N more workers``: ``" in the JSON
         report r.json"`` when a file holds them, or how to get them. Default: they are said to be not shown.
+    min_items : int, default=0
+        Show only workers whose scores rest on at least this many items (tokens); the table says how many
+        it leaves out.
 
     Returns
     -------
@@ -130,10 +188,10 @@ def format_report(report: QualityReport | dict, *, max_workers: int = 40, sort: 
     """
     if not isinstance(report, dict):  # the typed model
         report = report.model_dump()
-    categorical = report.get("kind") == "categorical"  # one-token documents: say items, score accuracy
+    categorical = report.get("kind") in ACCURACY_KINDS  # one-token items (tags: tokens): say items, score accuracy
     return "\n".join([*_header_lines(report, categorical), "", *_aggregate_lines(report, categorical), "",
                       *_worker_lines(report.get("workers", []), categorical, max_workers=max_workers, sort=sort,
-                                    rest=rest), "",
+                                    rest=rest, min_items=min_items), "",
                       *_agreement_lines(report.get("agreement", {}))])
 
 
@@ -151,7 +209,11 @@ def _header_lines(report: dict, categorical: bool) -> list[str]:
             lines.append(f"warning: {fit['convergence_note']}")
     counts = report.get("counts", {})
     if counts:
-        if categorical:
+        if report.get("kind") == "tags":
+            lines.append(f"{counts['documents']} documents, {counts['tokens']} tokens (each token an item), "
+                         f"{counts['crowd_workers']} crowd workers, {counts['experts']} experts on "
+                         f"{counts['expert_documents']} documents")
+        elif categorical:
             lines.append(f"{counts['documents']} items, {counts['crowd_workers']} crowd workers, "
                          f"{counts['experts']} experts on {counts['expert_documents']} items")
         else:
@@ -177,6 +239,10 @@ def _aggregate_lines(report: dict, categorical: bool) -> list[str]:
         a = agg["accuracy"]
         lines.append(f"  accuracy {_fmt(a['value'])} {_fmt_ci(a['ci'])}  ({a['correct']} of {a['compared']} items)   "
                      f"macro F1 over the labels {_fmt(agg.get('macro_f1'))}")
+        if agg.get("macro"):  # tags: per-tag scores, macro F1 with a sentence bootstrap interval
+            lines.append(f"  macro F1 {_fmt(agg['macro']['f1'])} {_fmt_ci(agg['macro']['f1_ci'])} over "
+                         f"{agg['macro']['tags']} tags (document bootstrap); per tag F1: " + ", ".join(
+                             f"{name} {_fmt(b['f1'] if b else None)}" for name, b in agg["per_tag"].items()))
     else:
         levels = {"token": agg.get("token"), **span_levels(agg)}
         head = headline_level(report)
@@ -193,9 +259,12 @@ def _aggregate_lines(report: dict, categorical: bool) -> list[str]:
 
 
 def _worker_lines(workers: list[dict], categorical: bool, *, max_workers: int, sort: str | None,
-                  rest: str | None) -> list[str]:
-    """The worker table: the first ``max_workers`` rows in the order of ``sort``."""
+                  rest: str | None, min_items: int = 0) -> list[str]:
+    """The worker table: the first ``max_workers`` rows in the order of ``sort`` of the workers with at least
+    ``min_items`` items."""
     order, against = _table_order(workers, sort, categorical)
+    few = [i for i in order if _items(workers[i], categorical) < min_items]
+    order = [i for i in order if _items(workers[i], categorical) >= min_items]
     shown = order[:max_workers]
     width = max([len(workers[i]["annotator"]) for i in shown] + [9])
     by = sort or ("accuracy" if categorical else "f1")
@@ -204,8 +273,16 @@ def _worker_lines(workers: list[dict], categorical: bool, *, max_workers: int, s
              "documents)"]
     rows = _categorical_worker_rows if categorical else _span_worker_rows
     lines += rows(workers, shown, width)
-    if len(workers) > max_workers:
-        lines.append(f"  ... {len(workers) - max_workers} more workers{' not shown' if rest is None else rest}")
+    if len(order) > max_workers:
+        lines.append(f"  ... {len(order) - max_workers} more workers{' not shown' if rest is None else rest}")
+    if few:
+        lines.append(f"  {len(few)} workers with fewer than {min_items} {'items' if categorical else 'tokens'} "
+                     "not shown (--min-items)")
+    verdicts = [(w.get("quality") or {}).get("verdict") for w in workers]
+    if any(verdicts):
+        lines.append(f"  verdicts: {verdicts.count('block')} block, {verdicts.count('watch')} watch, "
+                     f"{verdicts.count('keep')} keep (spam: Raykar & Yu's spammer score, 0 = answers independent "
+                     "of the truth, 1 = perfect; vs: measured against the experts or the aggregate)")
     return lines
 
 

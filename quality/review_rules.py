@@ -47,6 +47,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from crowdqa.quality.report_schema import ACCURACY_KINDS
+
 __all__ = ["ReviewRules", "WorkerEvidence", "Verdict", "Reason", "Decisions", "worker_evidence", "decide",
            "feedback", "bonus_reason", "interval_name", "METRICS", "AGAINST", "DECIDE_BY"]
 
@@ -173,8 +175,8 @@ class WorkerEvidence:
 
 def _resolve_metric(metric: str, kind: str) -> str:
     if metric == "auto":
-        return "accuracy" if kind == "categorical" else "f1"
-    if metric == "f1" and kind == "categorical":
+        return "accuracy" if kind in ACCURACY_KINDS else "f1"
+    if metric == "f1" and kind in ACCURACY_KINDS:
         raise ValueError("metric f1: these are categorical answers, which have no positive class and so no F1; "
                          "use metric accuracy (or auto)")
     return metric

@@ -75,7 +75,8 @@ def obs_pairs(corpus: Corpus) -> AnnotationPairs:
     Notes
     -----
     Triplets are sorted by (token, worker) and an annotator present on a document
-    labels all of its tokens (both checked by ``Corpus``), so each token of document ``d`` lists
+    labels all of its tokens (both checked by ``Corpus`` under a span scheme; the report scores a ``tags`` corpus as
+    its :meth:`~crowdqa.aggregation.corpus.Corpus.token_items`), so each token of document ``d`` lists
     the document's ``n_annotators[d]`` annotators in the same order: the pair of annotation
     ``i`` on token ``t`` is ``pair_base[d] + i - obs_base[t]``, one ``repeat`` of a per-token
     offset; with no document longer than one token (categorical items) every annotation is its own pair.

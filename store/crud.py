@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import Text, cast, func, insert, nulls_last, text
 from sqlmodel import Session, col, delete, select, update
 
-from crowdqa.quality.report_model import LabelScore, QualityReport
+from crowdqa.quality.report_model import ACCURACY_KINDS, LabelScore, QualityReport
 from crowdqa.store.artifacts import artifact_path
 from crowdqa.store.models import (
     Annotator,
@@ -41,6 +41,7 @@ from crowdqa.store.models import (
 )
 
 __all__ = [
+    "ACCURACY_KINDS",
     "find_dataset",
     "get_label_studio_link",
     "replace_uploads",
@@ -470,7 +471,7 @@ def has_running_job(*, session: Session, dataset_id: str) -> bool:
 
 
 def report_kind(*, session: Session, job_id: str) -> str | None:
-    """The ``kind`` of a job's report ("spans" or "categorical"), or None without a report."""
+    """The ``kind`` of a job's report ("spans", "categorical" or "tags"), or None without a report."""
     return session.exec(select(Report.body["kind"].as_string()).where(Report.job_id == job_id)).first()
 
 
@@ -652,7 +653,7 @@ WORKER_SORT_KEYS = ("annotator", "role", "documents", "tokens", "precision", "re
                     "agreement_precision", "agreement_recall", "agreement_f1", "accuracy", "agreement_accuracy")
 #: The keys a categorical report's worker rows can be sorted by (they carry no P/R/F1), and each kind's default.
 CATEGORICAL_SORT_KEYS = ("annotator", "role", "documents", "tokens", "accuracy", "agreement_accuracy")
-DEFAULT_SORT = {"spans": "f1", "categorical": "accuracy"}
+DEFAULT_SORT = {"spans": "f1", "categorical": "accuracy", "tags": "accuracy"}
 
 
 def list_worker_scores(*, session: Session, job_id: str, sort: str = "annotator", order: str = "asc",

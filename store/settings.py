@@ -68,6 +68,23 @@ class Settings(BaseSettings):
                                           "or push of the API or dashboard may reach; 'none' for no server; unset "
                                           "for any http(s) URL.")
 
+    # What a pull or push may spend on the Label Studio it talks to (a slow or huge answer must not hold the
+    # server): the time of each request and of the whole exchange, the bytes of an answer and of all of them.
+    label_studio_timeout: float = Field(default=30.0, gt=0, le=3600, description="Seconds one request to Label "
+                                        "Studio may take, from connecting to the last byte of its answer.")
+    label_studio_deadline: float = Field(default=300.0, gt=0, le=86400, description="Seconds one pull or push may "
+                                         "spend on its requests to Label Studio in all.")
+    label_studio_max_answer_bytes: int = Field(default=64 * 1024**2, gt=0, description="Bytes of one answer of "
+                                               "Label Studio; a larger one is refused as it streams in.")
+    label_studio_max_pull_bytes: int = Field(default=512 * 1024**2, gt=0, description="Bytes of all the answers "
+                                             "one pull or push may read.")
+    label_studio_concurrency: int = Field(default=2, ge=1, le=1000, description="Pulls and pushes one project may "
+                                          "run at once (across every API process); more are refused with 429.")
+    # Reading: a document longer than this is refused while its file is read (naming its line), before the
+    # tokens and labels of it are made (a 188 MB one-document file took the reading process to 2.5 GB).
+    max_document_chars: int = Field(default=1_000_000, gt=0, description="Characters of one document's text.")
+    max_document_tokens: int = Field(default=500_000, gt=0, description="Tokens of one document.")
+
     @field_validator("database_url", "redis_url")
     @classmethod
     def _refuse_placeholder_passwords(cls, value: str | None) -> str | None:

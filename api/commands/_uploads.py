@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # the readers load only when a command reads (``--help`` stay
     from crowdqa.jobs.local import ParseResult
 
 __all__ = ["add_upload_arguments", "add_option_arguments", "read_uploads", "upload_options", "check_output",
-           "print_notes", "add_table_arguments", "check_sort", "table_rest"]
+           "print_notes", "add_table_arguments", "check_sort", "table_rest", "verdict_rules", "min_items_value"]
 
 
 def add_upload_arguments(p: argparse.ArgumentParser, *, path_help: str, metavar: str = "PATH") -> None:
@@ -65,10 +65,36 @@ def _checked(name: str):
 def add_table_arguments(p: argparse.ArgumentParser) -> None:
     """``--sort`` and ``--top`` for the terminal worker table."""
     p.add_argument("--sort", default=None, metavar="KEY",
-                   help="order of the worker table: f1, precision, recall, span_f1, accuracy (worst first), or "
-                        "documents, annotator; default f1 for span labels, accuracy for categorical answers")
+                   help="order of the worker table: f1, precision, recall, span_f1, accuracy, documents, annotator, "
+                        "f1_low, f1_high, accuracy_low, accuracy_high, spammer_score, spammer_score_low, "
+                        "spammer_score_high, bias, verdict; scores worst first (_low and _high by the interval's "
+                        "bound, spammer scores lowest first, bias highest first, verdict block, watch, keep), "
+                        "documents most first; default f1 for span labels, accuracy for categorical answers")
+    p.add_argument("--min-items", type=min_items_value, default=None, metavar="N",
+                   help="judge workers (their verdict) only on at least N compared items, tokens for span labels "
+                        "(default 20), and show only those in the table (default: all)")
     p.add_argument("--top", "--max-workers", dest="top", type=int, default=40, metavar="N",
                    help="worker rows in the table (default 40)")
+
+
+def min_items_value(text: str) -> int:
+    """``--min-items``: an integer >= 1 (argparse names the flag in its message)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, found {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, found {value}")
+    return value
+
+
+def verdict_rules(args: argparse.Namespace):
+    """The verdict rules of ``--min-items`` (the others at their defaults), or None for the defaults."""
+    if args.min_items is None:
+        return None
+    from crowdqa.jobs.local import VerdictRules
+
+    return VerdictRules(min_items=args.min_items)
 
 
 def table_rest(option: str, path: str | None) -> str:

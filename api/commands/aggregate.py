@@ -96,7 +96,14 @@ def method_params(args: argparse.Namespace) -> dict:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from crowdqa.api.commands._uploads import check_output, check_sort, print_notes, read_uploads, table_rest
+    from crowdqa.api.commands._uploads import (
+        check_output,
+        check_sort,
+        print_notes,
+        read_uploads,
+        table_rest,
+        verdict_rules,
+    )
     from crowdqa.jobs import local
 
     # Everything that can be checked without the data, before any file is read.
@@ -144,7 +151,8 @@ def _run(args: argparse.Namespace) -> int:
         progress.method = method
     result = local.aggregate(corpus, method=method, params=params, use_experts=args.use_experts,
                              reference=args.reference, progress=progress, start=start,
-                             unmatched_expert_documents=parsed.unmatched_expert_documents, prior=prior)
+                             unmatched_expert_documents=parsed.unmatched_expert_documents, prior=prior,
+                             verdict_rules=verdict_rules(args))
     progress("writing", None, None)
     local.write_aggregate(result, corpus, output=args.output, format=out_format)
     progress.end()
@@ -170,7 +178,8 @@ def _run(args: argparse.Namespace) -> int:
         with open(args.report, "w", encoding="utf-8") as fh:
             local.write_report(report, fh)
         say(f"crowdqa: wrote the report to {args.report}")
-    print(local.format_report(report, max_workers=args.top, sort=args.sort, rest=table_rest("--report", args.report)))
+    print(local.format_report(report, max_workers=args.top, sort=args.sort, rest=table_rest("--report", args.report),
+                              min_items=args.min_items or 0))
     if comparison is not None:
         from crowdqa.jobs.compare import format_comparison
 

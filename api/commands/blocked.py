@@ -31,13 +31,23 @@ def _list(args: argparse.Namespace) -> int:
 def _add(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
-    from crowdqa.jobs.blocklist import block_workers
+    from crowdqa.jobs.blocklist import block_rows, read_block_list
 
+    rows = [{"annotator": a, "reason": args.reason} for a in args.annotator]
+    if args.from_file:
+        try:
+            with open(args.from_file, "rb") as fh:
+                rows += read_block_list(fh.read(), source=args.from_file)
+        except OSError as exc:
+            raise UserError(f"--from-file {args.from_file}: {exc.strerror}") from None
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+    if not rows:
+        raise UserError("give annotator ids, or --from-file BLOCKED.csv (as crowdqa review --block-list writes it)")
     with server_session() as session:
         project = server_project(session, args.project)
         try:
-            done = block_workers(session=session, project_id=project.id, annotators=args.annotator,
-                                 reason=args.reason)
+            done = block_rows(session=session, project_id=project.id, rows=rows)
         except ValidationError as exc:
             first = exc.errors()[0]
             raise UserError(f"{first['loc'][-1]}: {first['msg']}") from None
@@ -68,7 +78,10 @@ def register(subparsers) -> None:
     ls.add_argument("--project", required=True, help="project name")
     ls.set_defaults(func=_list)
     a = sub.add_parser("add", help="block workers (annotator ids as reports name them, e.g. mturk:A1B2C3)")
-    a.add_argument("annotator", nargs="+", metavar="ANNOTATOR", help="annotator id, e.g. mturk:A1B2C3")
+    a.add_argument("annotator", nargs="*", metavar="ANNOTATOR", help="annotator id, e.g. mturk:A1B2C3")
+    a.add_argument("--from-file", metavar="BLOCKED.csv",
+                   help="also block every row of this block list (annotator,reason), as crowdqa review --block-list "
+                        "writes it")
     a.add_argument("--project", required=True, help="project name")
     a.add_argument("--reason", default="", help="why, for the project's records")
     a.set_defaults(func=_add)

@@ -16,6 +16,7 @@ from crowdqa.api.commands._uploads import (
     read_uploads,
     table_rest,
     upload_options,
+    verdict_rules,
 )
 from crowdqa.ingest.formats import AGGREGATE_FORMATS, READ_FORMATS, missing_path
 
@@ -79,9 +80,10 @@ def run(args: argparse.Namespace) -> int:
     report = score_aggregate(parsed.corpus, labels,
                              method=args.method or args.aggregate_annotator or Path(args.aggregate).stem,
                              experts_used_in_fit=args.experts_used_in_fit, reference=args.reference,
-                             seed=args.seed, n_boot=args.n_boot)
+                             seed=args.seed, n_boot=args.n_boot, verdict_rules=verdict_rules(args))
     report["counts"]["expert_documents_without_crowd"] = parsed.unmatched_expert_documents
-    print(format_report(report, max_workers=args.top, sort=args.sort, rest=table_rest("--json", args.json)))
+    print(format_report(report, max_workers=args.top, sort=args.sort, rest=table_rest("--json", args.json),
+                        min_items=args.min_items or 0))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             write_report(report, fh)

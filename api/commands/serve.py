@@ -50,6 +50,22 @@ def _tell_first_key(key: str, data_dir) -> None:
         print(f"crowdqa: the key (shown once): {key}", flush=True)
 
 
+def _proxy_options(args: argparse.Namespace) -> dict:
+    """uvicorn's forwarded-header options: the client's address and scheme are taken from ``X-Forwarded-For`` and
+    ``-Proto`` only when the peer is one of ``--forwarded-allow-ips`` (or ``$FORWARDED_ALLOW_IPS``), and from no
+    peer by default. uvicorn's own default trusts 127.0.0.1, so any local process (or a proxy that passes a
+    client's header through) could name any address: the failed-key throttle, keyed on that address, would never
+    stop it."""
+    import os
+
+    trusted = args.forwarded_allow_ips if args.forwarded_allow_ips is not None else os.environ.get(
+        "FORWARDED_ALLOW_IPS", "")
+    trusted = ",".join(a.strip() for a in trusted.split(",") if a.strip())
+    if not args.proxy_headers or not trusted:
+        return {"proxy_headers": False, "forwarded_allow_ips": None}
+    return {"proxy_headers": True, "forwarded_allow_ips": trusted}
+
+
 def _run(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -76,7 +92,7 @@ def _run(args: argparse.Namespace) -> int:
     if key:
         _tell_first_key(key, settings.data_dir)
     print(f"crowdqa: serving on http://{args.host}:{args.port}/api/v1 (OpenAPI at /docs)", flush=True)
-    proxy = {"proxy_headers": args.proxy_headers, "forwarded_allow_ips": args.forwarded_allow_ips}
+    proxy = _proxy_options(args)
     config = uvicorn.Config("crowdqa.api.main:app", host=args.host, port=args.port, log_level=args.log_level,
                             workers=args.workers, **proxy)
     if args.workers > 1:
@@ -99,8 +115,10 @@ def register(subparsers) -> None:
     p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     p.add_argument("--proxy-headers", action=argparse.BooleanOptionalAction, default=True,
                    help="behind a TLS proxy: take the client's address and the scheme (https: Secure cookies) from "
-                        "X-Forwarded-For/-Proto when the proxy is one of --forwarded-allow-ips (uvicorn's; default on)")
+                        "X-Forwarded-For/-Proto when the proxy is one of --forwarded-allow-ips (default on, and "
+                        "without --forwarded-allow-ips no proxy is trusted)")
     p.add_argument("--forwarded-allow-ips", default=None, metavar="IPS",
-                   help="comma-separated addresses or networks of the proxies whose forwarded headers are trusted, "
-                        "or '*' (uvicorn's; default $FORWARDED_ALLOW_IPS or 127.0.0.1)")
+                   help="comma-separated addresses or networks of the proxies whose forwarded headers are trusted "
+                        "(your TLS proxy's, e.g. 127.0.0.1 when it runs on this host), or '*' (default "
+                        "$FORWARDED_ALLOW_IPS, else none: forwarded headers are ignored)")
     p.set_defaults(func=_run)

@@ -54,6 +54,7 @@ class ScatterPoint:
     tokens: int
     title: str
     href: str | None = None
+    verdict: str = ""  # the report's verdict on the worker (block, watch, keep), "" without one
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,18 @@ class Scatter:
 def _interval(block: dict[str, Any], name: str) -> str:
     ci = block.get(f"{name}_ci" if name else "ci")
     return f" ({ci[0]:.3f}-{ci[1]:.3f})" if isinstance(ci, list | tuple) and len(ci) == 2 else ""
+
+
+def _quality(worker: dict[str, Any]) -> tuple[str, str]:
+    """A worker's verdict and the hover lines of its spammer score and verdict ("" without a quality block)."""
+    q = worker.get("quality") if isinstance(worker.get("quality"), dict) else {}
+    if not q or q.get("verdict") is None:
+        return "", ""
+    score = q.get("spammer_score")
+    ci = q.get("spammer_score_ci")
+    text = f"\nspammer score {'-' if score is None else f'{score:.3f}'}"
+    text += f" ({ci[0]:.3f}-{ci[1]:.3f})" if isinstance(ci, list | tuple) and len(ci) == 2 else ""
+    return str(q["verdict"]), text + f"\nverdict {q['verdict']}: {q.get('reason', '')}"
 
 
 def _score(block: Any) -> dict[str, Any] | None:
@@ -109,12 +122,14 @@ def precision_recall_scatter(report: dict[str, Any], *, against: str = "expert",
             continue
         tokens = int(w.get("tokens") or 0)
         p, r = float(block["precision"]), float(block["recall"])
+        verdict, quality = _quality(w)
         title = (f"{w['annotator']} ({w.get('role', 'crowd')}), {tokens} tokens\n"
-                 f"precision {p:.3f}{_interval(block, 'precision')}\nrecall {r:.3f}{_interval(block, 'recall')}")
+                 f"precision {p:.3f}{_interval(block, 'precision')}\nrecall {r:.3f}{_interval(block, 'recall')}"
+                 + quality)
         points.append(ScatterPoint(
             label=str(w["annotator"]), kind=str(w.get("role", "crowd")), precision=p, recall=r, x=x(r), y=y(p),
             r=round(3 + 9 * math.sqrt(tokens / most), 2), tokens=tokens, title=title,
-            href=worker_href(str(w["annotator"])) if worker_href else None))
+            href=worker_href(str(w["annotator"])) if worker_href else None, verdict=verdict))
     agg = _score((report.get("aggregate_vs_expert") or {}).get("token")) if against == "expert" else None
     if agg is not None:
         p, r = float(agg["precision"]), float(agg["recall"])
@@ -138,6 +153,7 @@ class AccuracyPoint:
     y: float
     title: str
     href: str | None = None
+    verdict: str = ""  # the report's verdict on the worker (block, watch, keep), "" without one
 
 
 def _accuracy(block: Any) -> dict[str, Any] | None:
@@ -178,11 +194,13 @@ def accuracy_scatter(report: dict[str, Any], *, against: str = "expert", worker_
         if b is None:
             continue
         a, n = float(b["value"]), int(b["compared"])
+        verdict, quality = _quality(w)
         title = (f"{w['annotator']} ({w.get('role', 'crowd')}): accuracy vs {name} {a:.3f}{_interval(b, '')} "
-                 f"on {n} items")
+                 f"on {n} items" + quality)
         points.append(AccuracyPoint(label=str(w["annotator"]), kind=str(w.get("role", "crowd")), accuracy=a, items=n,
                                     x=x(n), y=y(a), title=title,
-                                    href=worker_href(str(w["annotator"])) if worker_href else None))
+                                    href=worker_href(str(w["annotator"])) if worker_href else None,
+                                    verdict=verdict))
     if agg is not None:
         a, n = float(agg["value"]), int(agg["compared"])
         points.append(AccuracyPoint(label="aggregate", kind="aggregate", accuracy=a, items=n, x=x(n), y=y(a),

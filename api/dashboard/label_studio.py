@@ -33,24 +33,28 @@ __all__ = ["connect_label_studio", "push_to_label_studio"]
 def connect_label_studio(request: Request, session: SessionDep, settings: SettingsDep, dash: DashSessionDep,
                          url: Annotated[str, Form(max_length=500)], token: Annotated[str, Form(max_length=4000)],
                          project: Annotated[str, Form(max_length=20)],
+                         dataset: Annotated[str, Form(max_length=200)] = "",
                          experts: Annotated[str, Form(max_length=20_000)] = "",
                          ground_truth: Annotated[str | None, Form(max_length=10)] = None,
                          csrf: Csrf = None) -> Response:
-    """Pull a Label Studio project into a dataset (a second pull of the same project reads what changed)."""
+    """Pull a Label Studio project into a dataset (named, or ``label-studio <id>: <title>``; a second pull of the
+    same project reads what changed), then show the dataset with what the pull did and noticed."""
     check_csrf(request, dash, csrf)
     if not project.strip().isdigit():
         return datasets_view(request, session, dash, error=f"the Label Studio project id must be a number, found "
                               f"{project.strip()[:20]!r}", status_code=422)
     names = [e.strip() for e in experts.replace("\n", ",").split(",") if e.strip()]
     try:
-        with connect(url, token, allowed=settings.label_studio_origins) as client:
+        with connect(url, token, allowed=settings.label_studio_origins, settings=settings) as client:
             done = pull(session=session, settings=settings, client=client, ls_project=int(project),
-                        project_name=dash.project.name, experts=names, ground_truth=True if ground_truth else None,
-                        keep_token=token)
+                        project_name=dash.project.name, dataset_name=dataset.strip() or None, experts=names,
+                        ground_truth=True if ground_truth else None, keep_token=token)
     except (*FORM_ERRORS, UploadConflictError) as exc:
         session.rollback()
         return datasets_view(request, session, dash, error=error_message(exc), status_code=422)
-    return redirect(f"/datasets/{done.dataset.id}")
+    # The dataset's page says what the pull did: its counts here, the rest (tasks held, notes) from the link.
+    return redirect(f"/datasets/{done.dataset.id}?pulled={int(done.changed)}&fetched={done.fetched}"
+                    f"&removed={done.removed}&created={int(done.created)}")
 
 
 @router.post("/jobs/{job_id}/label-studio")

@@ -186,8 +186,8 @@ def create_dataset(request: Request, session: SessionDep, dash: DashSessionDep,
 
 
 def _dataset_page(request: Request, session, dash: DashboardSession, dataset: Dataset, *,
-                  error: str | None = None, status_code: int = 200, form: dict[str, Any] | None = None
-                  ) -> HTMLResponse:
+                  error: str | None = None, status_code: int = 200, form: dict[str, Any] | None = None,
+                  pulled: dict[str, Any] | None = None) -> HTMLResponse:
     upload_rows, n_uploads = crud.list_uploads(session=session, dataset_id=dataset.id, limit=PAGE_ROWS,
                                                newest_first=True)
     jobs, n_jobs = crud.list_jobs(session=session, project_id=dash.project.id, dataset_id=dataset.id,
@@ -202,7 +202,7 @@ def _dataset_page(request: Request, session, dash: DashboardSession, dataset: Da
                                          else "typed-bio"),
         "upload_options": [o for o in UPLOAD_OPTIONS if o.client], "form": form or {}, "defaults": _method_defaults(),
         "earlier_jobs": start_candidates(session=session, project_id=dash.project.id), "datasets": datasets,
-        "batch_methods": batch_methods(),
+        "batch_methods": batch_methods(), "pulled": pulled,
     }, dash=dash, status_code=status_code)
 
 
@@ -213,9 +213,20 @@ def _method_defaults() -> dict[str, str]:
 
 
 @router.get("/datasets/{dataset_id}")
-def dataset_page(request: Request, dataset_id: str, session: SessionDep, dash: DashSessionDep) -> HTMLResponse:
-    """One dataset: its parse summary, uploads (with skipped rows), jobs, and the upload and job forms."""
-    return _dataset_page(request, session, dash, owned_dataset(session, dash, dataset_id))
+def dataset_page(request: Request, dataset_id: str, session: SessionDep, dash: DashSessionDep,
+                 pulled: Annotated[int | None, Query(ge=0, le=1)] = None,
+                 fetched: Annotated[int, Query(ge=0, le=10**9)] = 0,
+                 removed: Annotated[int, Query(ge=0, le=10**9)] = 0,
+                 created: Annotated[int, Query(ge=0, le=1)] = 0) -> HTMLResponse:
+    """One dataset: its parse summary, uploads (with skipped rows), jobs, and the upload and job forms; after a
+    Label Studio pull (``pulled``: 1 if it changed the dataset), what it read and removed, and its notes."""
+    from crowdqa.jobs.label_studio import last_pull
+
+    dataset = owned_dataset(session, dash, dataset_id)
+    held = last_pull(session=session, dataset_id=dataset.id) if pulled is not None else None
+    summary = None if held is None else {**held, "changed": bool(pulled), "fetched": fetched, "removed": removed,
+                                         "which": "all" if created else "changed since the last pull"}
+    return _dataset_page(request, session, dash, dataset, pulled=summary)
 
 
 @router.post("/datasets/{dataset_id}/delete")

@@ -65,6 +65,19 @@ def _worker_href(job: Job):
     return lambda annotator: f"{PREFIX}/jobs/{job.id}/worker?id={quote(annotator, safe='')}"
 
 
+def _tag_confusion(body: dict):
+    """The aggregate against the experts of a tags report as a matrix the page shows (rows: the experts' tag, each
+    row the share of its tokens the aggregate gave each tag, with the counts); None for other kinds."""
+    confusion = (body.get("aggregate_vs_expert") or {}).get("token_confusion")
+    if body.get("kind") != "tags" or not confusion:
+        return None
+    counts = np.asarray(confusion["matrix"], dtype=np.int64).T  # stored rows: the aggregate; shown rows: the experts
+    totals = counts.sum(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):  # a tag the experts never use: NaN row
+        rates = np.where(totals > 0, counts / np.maximum(totals, 1), np.nan)
+    return confusion_matrix(rates, confusion["labels"], counts=counts)
+
+
 def report_context(session, settings, job: Job, *, sort: str | None, order: str, offset: int, against: str | None,
                    docs_by: str) -> dict[str, Any]:
     """Everything the report part of the job page shows (the scatter against the experts when any worker
@@ -80,7 +93,7 @@ def report_context(session, settings, job: Job, *, sort: str | None, order: str,
         sort = sort if scored else f"agreement_{sort}"
     rows, count = crud.list_worker_scores(session=session, job_id=job.id, sort=sort, order=order, offset=offset,
                                           limit=PAGE)
-    categorical = body.get("kind") == "categorical"
+    categorical = body.get("kind") in crud.ACCURACY_KINDS
     plot = accuracy_scatter if categorical else precision_recall_scatter  # categorical answers have no P and R
     scatter = plot(body, against=against, worker_href=_worker_href(job))
     disputed = disputed_documents(load_job_result(settings=settings, job=job), by=docs_by)
@@ -92,7 +105,7 @@ def report_context(session, settings, job: Job, *, sort: str | None, order: str,
             "mturk_batch": exports.has_batch(session=session, job=job),
             "levels": score_levels(body), "per_type": vs_expert.get("span_per_type") or {},
             "accuracy": vs_expert.get("accuracy"), "per_label": vs_expert.get("token_per_label") or {},
-            "agreement": body.get("agreement") or {},
+            "agreement": body.get("agreement") or {}, "tag_confusion": _tag_confusion(body),
             "sort_keys": crud.WORKER_SORT_KEYS, "label_formats": exports.label_formats(body.get("kind"))}
 
 
@@ -151,7 +164,7 @@ def worker_page(request: Request, job_id: str, session: SessionDep, settings: Se
         "job": job, "dataset": job_dataset(session, dash, job), "annotator": id, "role": details.role, "entry": entry,
         "estimated": confusion_matrix(details.estimated, labels), "measured": measured, "worst": details.worst,
         "documents": details.documents, "method": body.get("method"), "reference": job.reference,
-        "categorical": body.get("kind") == "categorical",
+        "categorical": body.get("kind") in crud.ACCURACY_KINDS,
     }, dash=dash)
 
 
@@ -250,7 +263,7 @@ def download_scatter(request: Request, job_id: str, session: SessionDep, dash: D
     """The precision-recall scatter (categorical answers: accuracy against items) as a standalone SVG file."""
     job = owned_job(session, dash, job_id)
     body = _finished_report(session, job)
-    if body.get("kind") == "categorical":
+    if body.get("kind") in crud.ACCURACY_KINDS:
         name, context = "accuracy.svg", {"accuracy_plot": accuracy_scatter(body, against=against)}
     else:
         name, context = "scatter.svg", {"scatter": precision_recall_scatter(body, against=against)}

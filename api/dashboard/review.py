@@ -26,7 +26,8 @@ from crowdqa.jobs.errors import JobNotRunnableError
 __all__ = ["review_page", "blocked_page"]
 
 #: The rule fields of the review form, in the order the form shows them.
-RULE_FIELDS = ("reject_below", "min_tokens", "decide_by", "against", "metric", "bonus", "bonus_above", "upload_id")
+RULE_FIELDS = ("reject_below", "min_tokens", "decide_by", "against", "metric", "bonus", "bonus_above", "upload_id",
+               "block_from")
 
 
 def _rules(request: Request) -> dict[str, str]:
@@ -40,7 +41,7 @@ def _outcome(session, settings, job, given: dict[str, str], **extra: Any):
     try:
         body = ReviewRequest.model_validate({**given, **extra})
         return exports.review_job(session=session, settings=settings, job=job, rules=body.rules(),
-                                  upload_id=body.upload_id)
+                                  upload_id=body.upload_id, block_from=body.block_from)
     except (ValidationError, ValueError) as exc:
         raise PageError(422, f"review not made: {error_message(exc)}") from None
     except LookupError as exc:
@@ -66,6 +67,7 @@ def review_page(request: Request, job_id: str, session: SessionDep, settings: Se
         "job": job, "dataset": job_dataset(session, dash, job), "form": given, "summary": summary, "error": error,
         "query": query,
         "interval": review.interval_name(summary["rules"]["level"]) if summary else None,
+        "mturk_batch": exports.has_batch(session=session, job=job),
         "next": f"/jobs/{job.id}/review" + (f"?{query}" if query else ""),
     }, dash=dash, status_code=status)
 
@@ -73,15 +75,35 @@ def review_page(request: Request, job_id: str, session: SessionDep, settings: Se
 @router.get("/jobs/{job_id}/review.csv")
 def review_download(request: Request, job_id: str, session: SessionDep, settings: SettingsDep,
                     dash: DashSessionDep,
-                    output: Annotated[str, Query(pattern="^(batch|bonuses)$")] = "batch") -> Response:
-    """The reviewed batch-results CSV (or the bonus list), as the API's review action gives it."""
+                    output: Annotated[str, Query(pattern="^(batch|bonuses|decisions|block-list)$")] = "batch"
+                    ) -> Response:
+    """The reviewed batch-results CSV (or the bonus list, the decisions, the block list), as the API's review
+    actions give them."""
     job = owned_job(session, dash, job_id)
     outcome = _outcome(session, settings, job, _rules(request))
+    if output in ("decisions", "block-list"):
+        data = outcome.decisions_csv() if output == "decisions" else outcome.block_list_csv()
+        return Response(data, media_type="text/csv; charset=utf-8",
+                        headers={"Content-Disposition": f'attachment; filename="{job.id}-{output}.csv"'})
+    if outcome.batch is None:
+        raise PageError(409, f"review not made: the dataset of job {job.id} has no mturk-csv crowd upload to "
+                             "write back; download the decisions or the block list")
     if output == "bonuses":
         return Response(outcome.bonus_csv(), media_type="text/csv; charset=utf-8",
                         headers={"Content-Disposition": f'attachment; filename="{job.id}-bonuses.csv"'})
     return Response(outcome.reviewed_csv(), media_type=outcome.media_type,
                     headers={"Content-Disposition": f'attachment; filename="{job.id}-reviewed.csv"'})
+
+
+@router.post("/jobs/{job_id}/review/block")
+def apply_block_list(request: Request, job_id: str, session: SessionDep, settings: SettingsDep,
+                     dash: DashSessionDep, csrf: Csrf = None) -> Response:
+    """Put the review's block list (the rules in the query string) on the project's block list, then show it."""
+    check_csrf(request, dash, csrf)
+    job = owned_job(session, dash, job_id)
+    outcome = _outcome(session, settings, job, _rules(request))
+    blocklist.block_rows(session=session, project_id=dash.project.id, rows=outcome.summary["block_list"])
+    return redirect("/blocked")
 
 
 def _back(next_path: str) -> str:

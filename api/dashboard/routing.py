@@ -6,6 +6,7 @@ It parses the query string, calls the routing use case (:mod:`crowdqa.jobs.routi
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal
 
 from fastapi import Query, Request
@@ -37,8 +38,12 @@ def _options(budget: str, half_width: str, worker_weight: str, correction_weight
         n = parse_budget(budget)
         if n > MAX_BUDGET:
             raise ValueError(f"budget must be at most {MAX_BUDGET} here (the API and crowdqa route take more)")
-        return RoutingOptions(budget=n, half_width=float(half_width), worker_weight=float(worker_weight),
-                              correction_weight=float(correction_weight))
+        values = {"half_width": half_width, "worker_weight": worker_weight, "correction_weight": correction_weight}
+        numbers = {k: float(v) for k, v in values.items()}
+        bad = next((k for k, v in numbers.items() if not math.isfinite(v)), None)
+        if bad is not None:
+            raise ValueError(f"{bad} must be a finite number, found {values[bad]!r}")
+        return RoutingOptions(budget=n, **numbers)
     except ValueError as exc:
         raise PageError(422, str(exc)) from None
 

@@ -10,9 +10,10 @@ from fastapi import APIRouter, Response
 from crowdqa.api.deps import OwnedJobDep, SettingsDep
 from crowdqa.api.errors import problem_responses
 from crowdqa.api.openapi import download_response
+from crowdqa.api.strict_json import StrictJSONRoute
 from crowdqa.jobs.batches import job_model, model_bytes
 
-router = APIRouter(prefix="/jobs", tags=["jobs"])
+router = APIRouter(prefix="/jobs", tags=["jobs"], route_class=StrictJSONRoute)
 
 
 @router.get(

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Form, Path, Response, status
 from crowdqa.api.deps import CurrentProjectDep, Limit, Offset, OwnedDatasetDep, QueueDep, SessionDep, SettingsDep
 from crowdqa.api.errors import ProblemError, problem_responses
 from crowdqa.api.forms import UploadForm, check_upload_request, upload_options
+from crowdqa.api.strict_json import StrictJSONRoute
 from crowdqa.jobs import service, uploads
 from crowdqa.store import crud
 from crowdqa.store.models import (
@@ -22,7 +23,7 @@ from crowdqa.store.models import (
     UploadsPublic,
 )
 
-router = APIRouter(prefix="/datasets", tags=["datasets"])
+router = APIRouter(prefix="/datasets", tags=["datasets"], route_class=StrictJSONRoute)
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, responses=problem_responses())

@@ -6,10 +6,11 @@ from fastapi import APIRouter, Response
 from pydantic import BaseModel
 
 from crowdqa.api.deps import QueueDep, SessionDep, SettingsDep
+from crowdqa.api.strict_json import StrictJSONRoute
 from crowdqa.jobs.queue import queue_available
 from crowdqa.store import crud
 
-router = APIRouter(tags=["health"])
+router = APIRouter(tags=["health"], route_class=StrictJSONRoute)
 
 
 class Health(BaseModel):

@@ -22,6 +22,7 @@ from crowdqa.api.deps import (
 )
 from crowdqa.api.errors import problem_responses
 from crowdqa.api.openapi import download_response
+from crowdqa.api.strict_json import StrictJSONRoute
 from crowdqa.ingest.formats import FORMATS, WRITE_FORMATS
 from crowdqa.jobs import compare, exports, reconcile, service
 from crowdqa.jobs.compare import MethodsComparison
@@ -30,7 +31,7 @@ from crowdqa.jobs.finished import finished_report_json
 from crowdqa.store import crud
 from crowdqa.store.models import JobPublic, JobRerun, JobsPublic, JobStatus, WorkerScorePublic, WorkerScoresPublic
 
-router = APIRouter(prefix="/jobs", tags=["jobs"])
+router = APIRouter(prefix="/jobs", tags=["jobs"], route_class=StrictJSONRoute)
 
 #: The store's sortable columns, one list for both; named enums, so OpenAPI (and a generated client) has them
 #: as the components WorkerSortKey and SortOrder.

@@ -10,9 +10,10 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from crowdqa.api.deps import AdminCallerDep, CurrentProjectDep, Limit, Offset, SessionDep
 from crowdqa.api.errors import ProblemError, problem_responses
+from crowdqa.api.strict_json import StrictJSONRoute
 from crowdqa.jobs import keys
 
-router = APIRouter(prefix="/keys", tags=["keys"])
+router = APIRouter(prefix="/keys", tags=["keys"], route_class=StrictJSONRoute)
 
 
 class KeyPublic(BaseModel):

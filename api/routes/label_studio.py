@@ -13,9 +13,10 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from crowdqa.api.deps import CurrentProjectDep, OwnedJobDep, SessionDep, SettingsDep
 from crowdqa.api.errors import ProblemError, problem_responses
+from crowdqa.api.strict_json import StrictJSONRoute
 from crowdqa.jobs.label_studio import connect, pull, push
 
-router = APIRouter(tags=["label-studio"])
+router = APIRouter(tags=["label-studio"], route_class=StrictJSONRoute)
 
 
 class LabelStudioPull(BaseModel):
@@ -60,7 +61,10 @@ class LabelStudioPushed(BaseModel):
     predictions: int
     url: str
     project: int
-    view: int | None = Field(default=None, description="The data manager view made with ?view=true.")
+    view: int | None = Field(default=None, description="The project's crowdqa data manager view, with ?view=true "
+                                                       "(made on the first such push, found again after).")
+    replaced: list[str] = Field(default_factory=list, description="Earlier crowdqa model versions (other jobs') "
+                                                                  "whose predictions this push removed.")
     skipped: int = Field(default=0, description="Tasks of the job deleted in Label Studio since: no prediction.")
 
 
@@ -74,7 +78,7 @@ def pull_project(body: LabelStudioPull, session: SessionDep, settings: SettingsD
     409 when the dataset holds other uploads or another project's, or labels of another kind; 413 and 429 past
     the size limit and the project's limits (a pull counts as an upload request)."""
     token = body.token.get_secret_value()
-    with connect(body.url, token, allowed=settings.label_studio_origins) as client:
+    with connect(body.url, token, allowed=settings.label_studio_origins, settings=settings) as client:
         done = pull(session=session, settings=settings, client=client, ls_project=body.project,
                     project_name=project.name, dataset_name=body.dataset, experts=body.experts,
                     ground_truth=body.ground_truth, keep_token=token, full=body.full)
@@ -86,15 +90,21 @@ def pull_project(body: LabelStudioPull, session: SessionDep, settings: SettingsD
 
 @router.post("/jobs/{job_id}/label-studio", responses=problem_responses(404, 409, 422))
 def push_job(job: OwnedJobDep, session: SessionDep, settings: SettingsDep,
-             view: Annotated[bool, Query(description="Also add a data manager tab listing the tasks by prediction "
-                                                     "score, most disputed first.")] = False) -> LabelStudioPushed:
+             view: Annotated[bool, Query(description="Also give the project a data manager tab listing the tasks by "
+                                                     "prediction score, most disputed first (made once).")] = False,
+             keep_earlier: Annotated[bool, Query(description="Keep other crowdqa jobs' predictions beside this "
+                                                             "job's (by default a push replaces them).")] = False,
+             ) -> LabelStudioPushed:
     """Write the finished job's aggregate on the Label Studio tasks of its dataset as predictions (model version
-    ``crowdqa-<method>-job-<id>``, scored by confidence), with the token kept at the last pull. Pushing a job
-    again replaces its predictions; tasks deleted in Label Studio since the job's snapshot are skipped. 422 when
-    the pull's server is no longer in ``CROWDQA_LABEL_STUDIO_URLS`` or Label Studio refuses the push."""
+    ``crowdqa-<method>-job-<id>``, scored by confidence), with the token kept at the last pull. A push replaces
+    every earlier crowdqa prediction on the project's tasks (``keep_earlier``: only this job's own); tasks deleted
+    in Label Studio since the job's snapshot are skipped. 422 when the pull's server is no longer in
+    ``CROWDQA_LABEL_STUDIO_URLS`` or Label Studio refuses the push; 429 past the project's pulls and pushes at once
+    (``CROWDQA_LABEL_STUDIO_CONCURRENCY``)."""
     try:
-        done = push(session=session, settings=settings, job=job, allowed=settings.label_studio_origins, view=view)
+        done = push(session=session, settings=settings, job=job, allowed=settings.label_studio_origins, view=view,
+                    keep_earlier=keep_earlier)
     except LookupError as exc:
         raise ProblemError(409, str(exc)) from None
     return LabelStudioPushed(model_version=done.model_version, predictions=done.predictions, url=done.url,
-                             project=done.ls_project, view=done.view, skipped=done.skipped)
+                             project=done.ls_project, view=done.view, skipped=done.skipped, replaced=done.replaced)

@@ -11,12 +11,14 @@ from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html, get_swagge
 from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
 
+from crowdqa.api.strict_json import StrictJSONRoute
+
 __all__ = ["install_docs", "index_router"]
 
 #: Swagger UI and ReDoc assets shipped in a Python package, so /docs works without the internet.
 _ASSETS = "/static/docs"
 
-index_router = APIRouter(include_in_schema=False)
+index_router = APIRouter(include_in_schema=False, route_class=StrictJSONRoute)
 
 #: The service's icon (a white tick on the dashboard's blue), an SVG small enough to need no file.
 ICON_SVG = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" '

@@ -1,4 +1,5 @@
-"""Paying and blocking: review a finished job's Mechanical Turk batch, and the project's block list."""
+"""Paying and blocking: review a finished job's workers (any upload format; a Mechanical Turk batch is written
+back), the workers to block, and the project's block list."""
 
 from __future__ import annotations
 
@@ -11,18 +12,20 @@ from pydantic import BaseModel, ConfigDict, Field
 from crowdqa.api.deps import CurrentProjectDep, Limit, Offset, OwnedJobDep, SessionDep, SettingsDep
 from crowdqa.api.errors import ProblemError, problem_responses
 from crowdqa.api.openapi import download_response
+from crowdqa.api.strict_json import StrictJSONRoute
 from crowdqa.jobs import blocklist, exports, review
 from crowdqa.store.models import BlockedWorkerCreate, BlockedWorkerPublic, BlockedWorkersPublic
 
 __all__ = ["router", "ReviewRequest", "ReviewSummary"]
 
-router = APIRouter(tags=["review"])
+router = APIRouter(tags=["review"], route_class=StrictJSONRoute)
 
 #: The rules' choices (crowdqa.quality.review_rules.METRICS, AGAINST, DECIDE_BY; a test pins them), written once
 #: for the request and the rules as applied.
 Metric = Literal["auto", "f1", "accuracy"]
 Against = Literal["aggregate", "expert"]
 DecideBy = Literal["interval", "estimate"]
+BlockFrom = Literal["verdict", "rejected", "both"]
 
 
 class ReviewRequest(BaseModel):
@@ -44,7 +47,11 @@ class ReviewRequest(BaseModel):
                                   description="Dollars paid to each worker at or above bonus_above.")
     bonus_above: float | None = Field(default=None, ge=0, le=1, description="The bonus threshold.")
     upload_id: str | None = Field(default=None, max_length=64, description="The mturk-csv crowd upload to review "
-                                  "(default: the dataset's only one).")
+                                  "assignment by assignment (default: the dataset's only one; a dataset without "
+                                  "one is reviewed worker by worker).")
+    block_from: BlockFrom = Field(default="verdict", description="Who goes on the block list: the report's verdict "
+                                  "block (answers that do not depend on the truth), the workers the rules reject, or "
+                                  "both.")
 
     def rules(self) -> review.ReviewRules:
         """The rules (ValueError naming one that does not hold with the others)."""
@@ -65,6 +72,7 @@ class AppliedRules(BaseModel):
     bonus_above: float | None
     level: float | None = Field(description="Confidence level of the report's intervals the rules read "
                                             "(its bootstrap.level); null when the report does not say.")
+    block_from: BlockFrom = "verdict"
 
 
 class AssignmentCounts(BaseModel):
@@ -95,6 +103,16 @@ class WorkerDecision(BaseModel):
     feedback: str = Field(description="The text written to Reject (or RequesterFeedback when approved).")
     bonus: str | None
     blocked: bool = Field(description="On the project's block list.")
+    quality_verdict: Literal["block", "watch", "keep"] | None = Field(
+        default=None, description="The report's verdict on the worker (quality.verdict).")
+    spammer_score: float | None = Field(default=None, description="The report's spammer score (Raykar & Yu).")
+    quality_reason: str = Field(default="", description="Why the report gave its verdict.")
+    block: bool = Field(default=False, description="On this review's block list.")
+
+
+class BlockListEntry(BaseModel):
+    annotator: str
+    reason: str
 
 
 class Bonus(BaseModel):
@@ -107,12 +125,17 @@ class Bonus(BaseModel):
 class ReviewSummary(BaseModel):
     """What a review decides: counts, every worker's decision and the bonus list."""
 
+    format: str = Field(default="mturk-csv", description="The crowd upload's format (its formats, joined).")
     rules: AppliedRules
-    assignments: AssignmentCounts
+    assignments: AssignmentCounts | None = Field(description="A Mechanical Turk batch's assignments; null for "
+                                                             "another format (decided worker by worker).")
     workers: WorkerCounts
-    bonuses: list[Bonus]
+    bonuses: list[Bonus] = Field(description="A batch's bonus list (a worker's last assignment); empty for another "
+                                             "format, whose decisions carry each bonus.")
     bonus_total: str
     decisions: list[WorkerDecision]
+    block_list: list[BlockListEntry] = Field(default_factory=list, description="The workers to block, with why: "
+                                             "POST /jobs/{id}/review/block puts them on the project's list.")
 
 
 def _review(job, body: ReviewRequest, session, settings) -> review.ReviewOutcome:
@@ -121,9 +144,20 @@ def _review(job, body: ReviewRequest, session, settings) -> review.ReviewOutcome
     except ValueError as exc:
         raise ProblemError(422, str(exc)) from None
     try:
-        return exports.review_job(session=session, settings=settings, job=job, rules=rules, upload_id=body.upload_id)
+        return exports.review_job(session=session, settings=settings, job=job, rules=rules, upload_id=body.upload_id,
+                                  block_from=body.block_from)
     except LookupError as exc:
         raise ProblemError(404, str(exc)) from None
+
+
+def _batch_review(job, body: ReviewRequest, session, settings) -> review.ReviewOutcome:
+    """The review of the job's Mechanical Turk batch; 409 for a dataset without one (it is reviewed worker by
+    worker, with nothing to write back and no assignment to pay)."""
+    outcome = _review(job, body, session, settings)
+    if outcome.batch is None:
+        raise ProblemError(409, f"the dataset of job {job.id} has no mturk-csv crowd upload to write back: get the "
+                                "decisions (/review/decisions) and the block list (/review/block-list)")
+    return outcome
 
 
 def _counted(outcome: review.ReviewOutcome, filename: str) -> dict[str, str]:
@@ -134,9 +168,10 @@ def _counted(outcome: review.ReviewOutcome, filename: str) -> dict[str, str]:
 
 @router.post("/jobs/{job_id}/review", responses=problem_responses(404, 409))
 def review_job(job: OwnedJobDep, body: ReviewRequest, session: SessionDep, settings: SettingsDep) -> ReviewSummary:
-    """What the rules decide for the job's Mechanical Turk batch: every worker's verdict on its score in the job's
-    report, the assignment counts and the bonus list. Nothing is written; the files are ``/review/batch`` and
-    ``/review/bonuses`` with the same body."""
+    """What the rules decide for the job's workers: every worker's verdict on its score in the job's report, the
+    report's verdict and the block list; for a Mechanical Turk batch also the assignment counts and the bonus list.
+    Nothing is written; the files are ``/review/batch``, ``/review/bonuses``, ``/review/decisions`` and
+    ``/review/block-list`` with the same body, and ``/review/block`` applies the block list."""
     return ReviewSummary.model_validate(_review(job, body, session, settings).summary)
 
 
@@ -147,17 +182,49 @@ def review_job(job: OwnedJobDep, body: ReviewRequest, session: SessionDep, setti
 def review_batch(job: OwnedJobDep, body: ReviewRequest, session: SessionDep, settings: SettingsDep) -> Response:
     """The job's Mechanical Turk batch with Approve, Reject and RequesterFeedback filled by the rules and every
     other byte as uploaded: the file to upload on the requester site."""
-    outcome = _review(job, body, session, settings)
+    outcome = _batch_review(job, body, session, settings)
     return Response(outcome.reviewed_csv(), media_type=outcome.media_type,
                     headers=_counted(outcome, f"{job.id}-reviewed.csv"))
+
+
+@router.post("/jobs/{job_id}/review/decisions", response_class=Response, responses={
+    **problem_responses(404, 409),
+    200: download_response("Every worker's decision: annotator, decision, reason, score, low, high, items, verdict, "
+                           "spammer_score, verdict_reason, block, bonus, feedback.", "text/csv; charset=utf-8")})
+def review_decisions(job: OwnedJobDep, body: ReviewRequest, session: SessionDep, settings: SettingsDep) -> Response:
+    """The review's decisions as CSV, one row per crowd worker, for any upload format."""
+    outcome = _review(job, body, session, settings)
+    return Response(outcome.decisions_csv(), media_type="text/csv; charset=utf-8",
+                    headers={"Content-Disposition": f'attachment; filename="{job.id}-decisions.csv"'})
+
+
+@router.post("/jobs/{job_id}/review/block-list", response_class=Response, responses={
+    **problem_responses(404, 409),
+    200: download_response("The workers to block: annotator, reason.", "text/csv; charset=utf-8")})
+def review_block_list(job: OwnedJobDep, body: ReviewRequest, session: SessionDep, settings: SettingsDep) -> Response:
+    """The review's block list as CSV (what ``crowdqa blocked add --from-file`` reads)."""
+    outcome = _review(job, body, session, settings)
+    return Response(outcome.block_list_csv(), media_type="text/csv; charset=utf-8",
+                    headers={"Content-Disposition": f'attachment; filename="{job.id}-block-list.csv"'})
+
+
+@router.post("/jobs/{job_id}/review/block", responses=problem_responses(404, 409))
+def review_block(job: OwnedJobDep, body: ReviewRequest, session: SessionDep, settings: SettingsDep
+                 ) -> BlockedWorkersPublic:
+    """Put the review's block list on the project's block list: its jobs started from now on fit without them
+    (they are still scored). Returns the rows written."""
+    outcome = _review(job, body, session, settings)
+    done = blocklist.block_rows(session=session, project_id=job.project_id, rows=outcome.summary["block_list"])
+    return BlockedWorkersPublic(data=[BlockedWorkerPublic.model_validate(r) for r, _ in done], count=len(done))
 
 
 @router.post("/jobs/{job_id}/review/bonuses", response_class=Response, responses={
     **problem_responses(404, 409),
     200: download_response("The bonus list: WorkerId, AssignmentId, BonusAmount, Reason.", "text/csv; charset=utf-8")})
 def review_bonuses(job: OwnedJobDep, body: ReviewRequest, session: SessionDep, settings: SettingsDep) -> Response:
-    """The bonuses the rules grant, one row per worker at or above ``bonus_above`` (empty without ``bonus``)."""
-    outcome = _review(job, body, session, settings)
+    """The bonuses the rules grant, one row per worker at or above ``bonus_above`` (empty without ``bonus``); a
+    Mechanical Turk bonus list, so 409 for a dataset without a batch (its decisions CSV has every bonus)."""
+    outcome = _batch_review(job, body, session, settings)
     return Response(outcome.bonus_csv(), media_type="text/csv; charset=utf-8",
                     headers=_counted(outcome, f"{job.id}-bonuses.csv"))
 

@@ -9,11 +9,12 @@ from fastapi import APIRouter, Query, Response
 from crowdqa.api.deps import OwnedJobDep, SettingsDep
 from crowdqa.api.errors import problem_responses
 from crowdqa.api.openapi import download_response
+from crowdqa.api.strict_json import StrictJSONRoute
 from crowdqa.ingest.formats import ROUTING_EXPORTS
 from crowdqa.jobs.routing import RoutingOptions, route_job, routing_bytes
 from crowdqa.store.models import RoutingPublic
 
-router = APIRouter(prefix="/jobs", tags=["jobs"])
+router = APIRouter(prefix="/jobs", tags=["jobs"], route_class=StrictJSONRoute)
 
 #: Download formats: media type and file suffix.
 DOWNLOADS: dict[str, tuple[str, str]] = {

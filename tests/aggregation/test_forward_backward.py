@@ -170,3 +170,52 @@ def test_corpus_kernels_equal_enumeration(seed):
         np.testing.assert_array_equal(path[s:s + m], paths[int(np.argmax(w))])
     np.testing.assert_allclose(xi, xi_expected, rtol=1e-10, atol=1e-13)
     np.testing.assert_allclose(log_ev, log_ev_expected, rtol=1e-10)
+
+
+def test_missing_emissions_equal_enumeration(seed):
+    """Oracle: enumerate every path of each document with each token's factor written out by hand as the product
+    of the confusion entries of the annotators who labelled *that token* (an annotator who left a token unlabelled
+    contributes no factor there, not the factor of ``O``). The crowd design matrix of a partly labelled corpus
+    goes through :func:`_log_emissions` and :func:`_forward_backward_corpus`; posteriors, transition counts and log
+    evidence agree to 1e-10 relative; reading the missing labels as class 0 instead changes the posteriors."""
+    rng = np.random.default_rng(seed)
+    k, n_workers = 3, 4
+    lengths = np.array([4, 2, 5, 3])
+    seq_start = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    n = int(lengths.sum())
+    present = rng.random((n, n_workers)) < 0.5
+    present[rng.integers(0, n), :] = False  # a token nobody labelled: a frame of ones
+    given = rng.integers(0, k, size=(n, n_workers))
+    token, worker = np.nonzero(present)
+    crowd = sp.csr_array((np.ones(token.size), (token, worker * k + given[token, worker])),
+                         shape=(n, n_workers * k))
+    confusion = rng.dirichlet(np.ones(k), size=(n_workers, k))
+    log_frame = _log_emissions(crowd=crowd, log_confusion=np.log(confusion))
+    start, trans = rng.dirichlet(np.ones(k)), rng.dirichlet(np.ones(k), size=k)
+    buckets = _bucket_index(seq_start, lengths=lengths, n_tokens=n)
+    post, xi, log_ev = _forward_backward_corpus(log_frame, log_startprob=np.log(start), log_transmat=np.log(trans),
+                                                buckets=buckets)
+    by_hand = np.ones((n, k))
+    for i in range(n):
+        for w in range(n_workers):
+            if present[i, w]:
+                by_hand[i] *= confusion[w, :, given[i, w]]
+    xi_expected, log_ev_expected = np.zeros((k, k)), 0.0
+    for s, m in zip(seq_start, lengths, strict=True):
+        paths, w = _enumerate(start, trans, by_hand[s:s + m])
+        z = w.sum()
+        log_ev_expected += np.log(z)
+        expected = np.stack([np.bincount(paths[:, t], weights=w, minlength=k) / z for t in range(m)])
+        np.testing.assert_allclose(post[s:s + m], expected, rtol=1e-10, atol=1e-13)
+        for t in range(m - 1):
+            np.add.at(xi_expected, (paths[:, t], paths[:, t + 1]), w / z)
+    np.testing.assert_allclose(xi, xi_expected, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(log_ev, log_ev_expected, rtol=1e-10)
+    # Missing read as "O" (class 0): every absent annotator would emit its O column.
+    as_outside = np.where(present, given, 0)
+    filled = sp.csr_array((np.ones(n * n_workers), (np.repeat(np.arange(n), n_workers),
+                                                    np.tile(np.arange(n_workers), n) * k + as_outside.ravel())),
+                          shape=(n, n_workers * k))
+    post_o, _, _ = _forward_backward_corpus(_log_emissions(crowd=filled, log_confusion=np.log(confusion)),
+                                            log_startprob=np.log(start), log_transmat=np.log(trans), buckets=buckets)
+    assert not np.allclose(post_o, post)

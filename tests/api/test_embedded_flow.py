@@ -460,10 +460,30 @@ def test_upload_errors_and_skipped_rows_name_the_clients_file(client, keys, sett
     with open(path, "rb") as fh:
         r = client.post(f"/api/v1/datasets/{ds}/uploads", headers=auth(key),
                         files={"file": ("C:\\Users\\me\\my answers.csv", fh, "text/csv")},
-                        data={"format": "categorical", "on_error": "skip"})
+                        data={"format": "categorical", "on_error": "skip", "repeats": "refuse"})
     assert r.status_code == 201, r.text
     assert r.json()["problems"] == ["my answers.csv:3: duplicate row: annotator 'w1' labelled item 'q1' twice"]
     other = client.post("/api/v1/datasets", headers=auth(key), json={"name": "again"}).json()["id"]
-    r = upload(client, key, other, path, format="categorical")  # the same bytes in ds would be "already uploaded"
+    # the same bytes in ds would be "already uploaded"
+    r = upload(client, key, other, path, format="categorical", repeats="refuse")
     assert r.status_code == 422
     assert r.json()["detail"] == "my answers.csv:3: duplicate row: annotator 'w1' labelled item 'q1' twice"
+
+
+def test_repeated_rows_are_counted_in_the_upload_summary(client, keys, settings):
+    """A categorical upload with repeated (item, annotator) rows is taken: the summary counts them in its notes and
+    dropped rows; ``repeats`` is a form field of the one upload check (an unknown value: 422 naming it)."""
+    key = keys["a"]
+    ds = client.post("/api/v1/datasets", headers=auth(key), json={"name": "repeats"}).json()["id"]
+    path = settings.data_dir.parent / "answers.csv"
+    path.write_text("item,annotator,label\nq1,w1,a\nq1,w1,b\nq2,w1,a\nq2,w1,a\nq2,w2,b\n")
+    r = upload(client, key, ds, path, format="categorical", repeats="last")
+    assert r.status_code == 201, r.text
+    body = r.json()["summary"]
+    assert body["dropped"] == {"repeated (item, annotator)": 2}
+    assert any(n.startswith("2 (item, annotator) pairs are answered more than once (2 rows left out): 1 with the "
+                            "same answer each time, counted once; 1 with differing answers, kept the last answer")
+               for n in body["notes"]), body["notes"]
+    other = client.post("/api/v1/datasets", headers=auth(key), json={"name": "repeats 2"}).json()["id"]
+    r = upload(client, key, other, path, format="categorical", repeats="mean")
+    assert r.status_code == 422 and "repeats must be 'first', 'last', 'drop' or 'refuse'" in r.text

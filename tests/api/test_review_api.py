@@ -85,13 +85,15 @@ def test_review_errors_name_what_is_wrong(client, keys, tmp_path):
     assert r.status_code == 404 and "no upload 'nope'" in r.json()["detail"]
     r = client.post(f"{API}/jobs/{job}/review", headers=auth(key), json={**rules, "against": "expert"})
     assert r.status_code == 200 and r.json()["workers"]["rejected"] == 0  # no expert overlap: nobody judged
-    # A dataset without a batch file: 409.
+    # A dataset without a batch file is reviewed worker by worker; there is no batch to write back: 409.
     from tests.api.conftest import sample_dataset
 
     other = sample_dataset(client, key, experts=False)
     j = client.post(f"{API}/datasets/{other}/jobs", headers=auth(key), json={"method": "mv"}).json()["id"]
     assert wait_job(client, j, key)["status"] == "finished"
     r = client.post(f"{API}/jobs/{j}/review", headers=auth(key), json=rules)
+    assert r.status_code == 200 and r.json()["assignments"] is None and r.json()["decisions"]
+    r = client.post(f"{API}/jobs/{j}/review/batch", headers=auth(key), json=rules)
     assert r.status_code == 409 and "no mturk-csv crowd upload" in r.json()["detail"]
     # An upload added after the job ran is not in its snapshot: 409.
     extra = tmp_path / "Batch_8.csv"
@@ -184,3 +186,36 @@ def test_review_on_redis_with_a_worker_process(redis_client, keys, start_worker,
     rows = list(csv.DictReader(io.StringIO(r.content.decode("utf-8-sig"), newline="")))
     rejected = {row["WorkerId"] for row in rows if row["Reject"]}
     assert rejected == {"ASPAM5"} and sum(row["Approve"] == "x" for row in rows) == 48
+
+
+def test_review_of_any_format_gives_decisions_a_block_list_and_applies_it(client, keys, tmp_path, capsys):
+    """A categorical dataset (no batch file): the review's decisions and block list as CSV, ``/review/block`` puts the
+    block list on the project's list; ``crowdqa blocked add --from-file`` reads the same CSV."""
+    from crowdqa.api.cli import main
+    from tests.jobs.test_review_formats import _categorical
+
+    key = keys["a"]
+    path = tmp_path / "answers.csv"
+    _categorical(path, __import__("numpy").random.default_rng(5))
+    ds = client.post(f"{API}/datasets", headers=auth(key), json={"name": "answers"}).json()["id"]
+    assert upload(client, key, ds, path, format="categorical").status_code == 201
+    job = client.post(f"{API}/datasets/{ds}/jobs", headers=auth(key), json={"method": "ds"}).json()["id"]
+    assert wait_job(client, job, key, timeout=120)["status"] == "finished"
+    rules = {"reject_below": 0.5, "min_tokens": 20}
+    summary = client.post(f"{API}/jobs/{job}/review", headers=auth(key), json=rules).json()
+    assert summary["format"] == "categorical" and summary["block_list"][0]["annotator"] == "spam"
+    decisions = client.post(f"{API}/jobs/{job}/review/decisions", headers=auth(key), json=rules)
+    assert decisions.status_code == 200 and decisions.text.startswith("annotator,decision,reason,score")
+    listed = client.post(f"{API}/jobs/{job}/review/block-list", headers=auth(key), json=rules)
+    assert listed.text.splitlines()[1].startswith("spam,")
+    done = client.post(f"{API}/jobs/{job}/review/block", headers=auth(key), json=rules).json()
+    assert done["count"] == 1 and done["data"][0]["annotator"] == "spam"
+    rows = client.get(f"{API}/blocked-workers", headers=auth(key)).json()["data"]
+    assert [r["annotator"] for r in rows] == ["spam"] and rows[0]["reason"].startswith("answers do not depend")
+    # The same CSV through the command line, on the server's data directory.
+    file = tmp_path / "blocked.csv"
+    file.write_bytes(listed.content.replace(b"spam,", b"other,"))
+    assert main(["blocked", "add", "--project", "a", "--from-file", str(file)]) == 0
+    assert "blocked: other" in capsys.readouterr().out
+    rows = client.get(f"{API}/blocked-workers", headers=auth(key)).json()["data"]
+    assert sorted(r["annotator"] for r in rows) == ["other", "spam"]

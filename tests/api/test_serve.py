@@ -56,7 +56,8 @@ def test_first_key_on_a_terminal_and_forwarded_headers_from_a_trusted_proxy(tmp_
     """Issue 35 item 6: the first key went to stdout (a service log); no forwarded-headers option for TLS."""
     port, data = free_port(), tmp_path / "data"
     leader, follower = pty.openpty()
-    server = subprocess.Popen([str(BIN / "crowdqa"), "serve", "--port", str(port), "--log-level", "warning"],
+    server = subprocess.Popen([str(BIN / "crowdqa"), "serve", "--port", str(port), "--log-level", "warning",
+                               "--forwarded-allow-ips", "127.0.0.1"],
                               env=_env(data), cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=follower, stderr=follower)
     os.close(follower)
     try:
@@ -67,7 +68,7 @@ def test_first_key_on_a_terminal_and_forwarded_headers_from_a_trusted_proxy(tmp_
         assert re.search(rf"the key \(shown once\): {re.escape(key)}\s", said), said
         assert str((data / "first-key.txt").resolve()) in said
         base = f"http://127.0.0.1:{port}"
-        # The proxy on 127.0.0.1 (uvicorn's default trusted address) says the browser used https.
+        # The proxy on 127.0.0.1 (trusted by --forwarded-allow-ips) says the browser used https.
         assert _signin_cookie_secure(base, {"X-Forwarded-Proto": "https"})
         assert not _signin_cookie_secure(base, {})
         # Throttled by the client's forwarded address, not the proxy's: another client is not held back.
@@ -81,10 +82,14 @@ def test_first_key_on_a_terminal_and_forwarded_headers_from_a_trusted_proxy(tmp_
         os.close(leader)
 
 
-def test_forwarded_headers_of_an_untrusted_peer_are_ignored(tmp_path):
+@pytest.mark.parametrize("trusted", [None, "10.9.9.9"], ids=["no-proxy-by-default", "another-proxy"])
+def test_forwarded_headers_of_an_untrusted_peer_are_ignored_and_keys_stay_out_of_the_access_log(tmp_path, trusted):
+    """Issue 47 item 5: uvicorn's default trusted 127.0.0.1, so a local client naming 25 addresses in
+    X-Forwarded-For never met the failed-key throttle's 429; and a key in a query string reached the access log.
+    By default no peer is trusted; with a proxy named, another peer is not."""
     port, data = free_port(), tmp_path / "data"
-    server = subprocess.Popen([str(BIN / "crowdqa"), "serve", "--port", str(port), "--log-level", "warning",
-                               "--forwarded-allow-ips", "10.9.9.9"],
+    server = subprocess.Popen([str(BIN / "crowdqa"), "serve", "--port", str(port), "--log-level", "info",
+                               *(["--forwarded-allow-ips", trusted] if trusted else [])],
                               env=_env(data), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         wait_for_port(port, timeout=60)
@@ -95,10 +100,13 @@ def test_forwarded_headers_of_an_untrusted_peer_are_ignored(tmp_path):
                                                                "X-Forwarded-For": f"203.0.113.{i}"}).status_code
                  for i in range(3)]
         assert codes == [401, 401, 429]  # every request is the peer's own address
+        assert httpx.get(f"{base}/api/v1/datasets?api_key={key}&limit=5").status_code in (401, 429)
     finally:
         _stop(server)
         log = server.stdout.read()
-    assert "first start" in log and key not in log and "Traceback" not in log, log
+    assert "first start" in log and "Traceback" not in log, log
+    assert "/api/v1/datasets?api_key=***&limit=5" in log, log
+    assert key not in log and key.split("_")[2] not in log
 
 
 def test_connections_to_the_served_socket_send_without_nagle_delay():

@@ -39,7 +39,7 @@ def test_cli_refuses_a_value_outside_the_choices(capsys):
     with pytest.raises(SystemExit) as exc:
         _parser().parse_args(["f", "-f", "conll", "--scheme", "bilou"])
     assert exc.value.code == 2
-    assert "argument --scheme: scheme must be 'auto', 'io' or 'bio', found 'bilou'" in capsys.readouterr().err
+    assert "argument --scheme: scheme must be 'auto', 'io', 'bio' or 'tags', found 'bilou'" in capsys.readouterr().err
 
 
 def _through_every_door(client, key: str, capsys, field: str, value: str) -> tuple[str, str, str]:
@@ -71,7 +71,7 @@ def _through_every_door(client, key: str, capsys, field: str, value: str) -> tup
 
 
 @pytest.mark.parametrize("field, value, message", [
-    ("scheme", "bilou", "scheme must be 'auto', 'io' or 'bio', found 'bilou'"),
+    ("scheme", "bilou", "scheme must be 'auto', 'io', 'bio' or 'tags', found 'bilou'"),
     ("on_error", "ignore", "on_error must be 'fail' or 'skip', found 'ignore'"),
 ])
 def test_a_bad_option_value_gets_one_message_at_every_door(client, keys, capsys, field, value, message):

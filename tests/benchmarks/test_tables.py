@@ -111,6 +111,16 @@ def _fakes() -> dict[str, dict]:
             "methods": {"ds": {"runs": {k: {"seconds": 1.0, "fit_seconds": 0.5, "iterations": 3,
                                             "agreement_with_joint_refit": 0.99, **_block(0.8, 0.6, 0.69)}
                                         for k in ("refit", "frozen", "warm start", "joint refit")}}}},
+        "spammers": {
+            "meta": meta,
+            "planted": {"2 classes, 200 expert items": {
+                "seeds": 2, "spammers": 20, "spammers_judged": 18, "spammers_blocked": 14, "spammers_watched": 3,
+                "honest": 60, "honest_blocked": 1, "honest_blocked_above_bar": 0, "honest_watched": 1}},
+            "real_gold_halved": {"pico_dev": {
+                "crowd_workers": 204, "expert_documents_given": 32, "expert_documents_held_out": 32,
+                "verdicts": {"block": 12, "watch": 26, "keep": 166}, "blocked_label_share": 0.073,
+                "all_workers": {"accuracy": 0.9285, "token_f1": 0.7233},
+                "without_blocked": {"accuracy": 0.9293, "token_f1": 0.7262}, "accuracy_change": 0.0008}}},
         "compare": {
             "meta": meta, "methods": ["mv", "ds"],
             "conll_val": {"metric": "span_f1", "documents": 3, "corpus_documents": 5, "tokens": 40, "crowd_labels": 90,
@@ -257,6 +267,9 @@ def test_every_section_renders_with_its_command_and_machine(results):
     assert "Table 4" not in md  # not the same measurement (benchmarks/pico_study.py says why)
     assert "| snow2008_rte (800 items, 8,000 labels) | MajorityVote | 0.9187 | 0.8750 | 0.6 ms | 27.0 ms | 45× |" in md
     assert "| 44.0 ms | 200.0 ms |" in md
+    assert "| 2 classes, 200 expert items | 2 | 14 / 20 | 18 | 3 | 1 / 60 | 0 | 1 |" in md
+    assert ("| pico_dev | 204 | 32 / 32 | 12 / 26 | 7.3% | 0.9285 | 0.9293 (token F1 0.7233 -> 0.7262) | +0.0008 |"
+            in md)
     assert ("| whole process, crowdqa defaults | 50.00 s (40.00 s CPU) | 2.50 s (2.00 s CPU) | 20.0× (20.0× CPU) | "
             "0.780 / 0.750 / 0.765 | 0.850 / 0.820 / 0.835 |") in md
     assert ("| whole process, crowdqa `max_iter=1` | 50.00 s (40.00 s CPU) | 2.00 s (1.60 s CPU) | 25.0× (25.0× CPU) "

@@ -77,7 +77,7 @@ def test_categorical_jobs_get_their_own_view(client, keys, tmp_path):
     assert {a: (float(v), int(n)) for a, v, n in drawn} == expected and len(expected) == 6
     assert 'data-kind="aggregate"' in svg
     assert "no shared documents" not in html and "precision vs" not in html and "Most disputed items" in html
-    assert 'id="review-link"' not in html and "Mechanical Turk" not in html
+    assert 'id="review-link">Review the workers<' in html and "Mechanical Turk" not in html  # any format is reviewed
     rows = _rows(html)
     crowd = [r for r in rows if r[1] == "crowd"]
     accuracy = [float(r[3]) for r in crowd]
@@ -102,3 +102,40 @@ def test_mturk_datasets_keep_the_review_link(client, keys, tmp_path):
                           follow_redirects=False).headers["location"]
     assert wait_job(client, job_url.rsplit("/", 1)[-1], keys["a"])["status"] == "finished"
     assert 'id="review-link"' in client.get(job_url).text
+
+
+def test_tag_jobs_show_the_confusion_matrix_and_the_tag_averages(client, keys, tmp_path):
+    """A tag dataset (a token table with a role column: crowd rows labelling single tokens and expert rows) through
+    the dashboard's forms: the job page shows the aggregate's accuracy, the per-tag scores, the micro and macro F1
+    with their intervals and the confusion matrix against the experts, each figure as in the stored report."""
+    from benchmarks._tag_crowd import hide_per_token, tag_crowd
+
+    crowd = hide_per_token(tag_crowd(n_docs=30, n_workers=8, n_classes=4, labels_per_token=4, seed=5).corpus,
+                           keep=0.7, seed=5)
+    position = crowd.token - crowd.doc_start[:-1][crowd.token_doc[crowd.token]]
+    rows = ["doc_id,token_index,token,annotator,label,role"]
+    rows += [f"{crowd.doc_ids[crowd.token_doc[t]]},{p},{crowd.token_text(t)},{crowd.worker_ids[w]},"
+             f"{crowd.class_names[k]},{crowd.worker_roles[w]}"
+             for t, p, w, k in zip(crowd.token.tolist(), position.tolist(), crowd.worker.tolist(),
+                                   crowd.label.tolist(), strict=True)]
+    (tmp_path / "tokens.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    csrf = sign_in(client, keys["a"])
+    url = client.post("/ui/datasets", data={"name": "tags", "csrf": csrf}, follow_redirects=False).headers["location"]
+    with open(tmp_path / "tokens.csv", "rb") as fh:
+        r = client.post(f"{url}/uploads", data={"format": "tokens-csv", "role": "crowd", "csrf": csrf},
+                        files={"file": ("tokens.csv", fh)}, follow_redirects=False)
+    assert r.status_code == 303, r.text
+    job_url = client.post(f"{url}/jobs", data={"method": "hmm-crowd", "csrf": csrf},
+                          follow_redirects=False).headers["location"]
+    assert wait_job(client, job_url.rsplit("/", 1)[-1], keys["a"])["status"] == "finished"
+    html = client.get(job_url).text
+    report = client.get(f"{job_url}/report.json").json()
+    agg = report["aggregate_vs_expert"]
+    assert report["kind"] == "tags" and f"{agg['accuracy']['value']:.3f}" in html
+    averages = html.split('id="tag-averages"', 1)[1].split("</p>", 1)[0]
+    assert f"{agg['macro']['f1']:.3f} {agg['macro']['f1_ci'][0]:.3f}-{agg['macro']['f1_ci'][1]:.3f}" in averages
+    matrix = html.split('id="tag-confusion"', 1)[1].split("</table>", 1)[0]
+    counts = list(zip(*agg["token_confusion"]["matrix"], strict=True))  # shown rows: the experts' tags
+    for name, row in zip(agg["token_confusion"]["labels"], counts, strict=True):
+        if sum(row):
+            assert f"({row[0]})" in matrix.split(f"<th>{name}</th>", 2)[-1].split("</tr>", 1)[0]

@@ -86,3 +86,37 @@ def test_worker_ids_from_the_file_are_escaped(client, keys, tmp_path):
     sign_in(client, keys["a"])
     page = client.get(f"/ui/jobs/{job}/review?reject_below=0.2").text
     assert "&lt;b&gt;bold&lt;/b&gt;" in page and "<b>bold</b>" not in page
+
+
+def test_a_categorical_job_is_reviewed_worker_by_worker_and_its_block_list_applied(client, keys, tmp_path):
+    """No batch file: the page decides every crowd worker, shows the report's verdict and spammer score, offers the
+    decisions and the block list (the API's bytes) and a button that blocks the list's workers (CSRF needed). The
+    job page's worker table shows the verdicts too."""
+    import numpy as np
+
+    from tests.jobs.test_review_formats import _categorical
+
+    key = keys["a"]
+    path = tmp_path / "answers.csv"
+    _categorical(path, np.random.default_rng(7))
+    ds = client.post("/api/v1/datasets", headers=auth(key), json={"name": "answers"}).json()["id"]
+    assert upload(client, key, ds, path, format="categorical").status_code == 201
+    job = client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key), json={"method": "ds"}).json()["id"]
+    assert wait_job(client, job, key)["status"] == "finished"
+    csrf = sign_in(client, key)
+    table = client.get(f"/ui/jobs/{job}").text.split('id="workers"', 1)[1].split("</table>", 1)[0]
+    assert re.search(r'<td class="verdict verdict-block" title="answers do not depend[^"]*">block</td>', table)
+    assert table.count("verdict-keep") == 3 and 'id="verdict-rules"' in client.get(f"/ui/jobs/{job}").text
+    query = "reject_below=0.5&min_tokens=20"
+    page = client.get(f"/ui/jobs/{job}/review?{query}").text
+    assert "Review the workers" in page and "block list: <strong>1</strong> workers" in page
+    assert 'id="download-reviewed"' not in page and 'id="apply-block-list"' in page
+    api = client.post(f"/api/v1/jobs/{job}/review/decisions", headers=auth(key),
+                      json={"reject_below": 0.5, "min_tokens": 20})
+    assert client.get(f"/ui/jobs/{job}/review.csv?{query}&output=decisions").content == api.content
+    assert client.get(f"/ui/jobs/{job}/review.csv?{query}").status_code == 409  # no batch to write back
+    assert client.post(f"/ui/jobs/{job}/review/block?{query}").status_code == 403
+    r = client.post(f"/ui/jobs/{job}/review/block?{query}", data={"csrf": csrf}, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/ui/blocked"
+    assert [b["annotator"] for b in client.get("/api/v1/blocked-workers", headers=auth(key)).json()["data"]] == [
+        "spam"]

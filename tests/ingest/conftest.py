@@ -83,5 +83,5 @@ def assert_same_corpus(a, b) -> None:
         return
     for name in ("token", "worker", "label", "doc_lengths", "token_start", "token_end"):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
-    for name in ("doc_ids", "texts", "worker_ids", "worker_roles", "class_names"):
+    for name in ("doc_ids", "texts", "worker_ids", "worker_roles", "class_names", "tags"):
         assert getattr(a, name) == getattr(b, name), name

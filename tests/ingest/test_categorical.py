@@ -72,7 +72,6 @@ def test_quoted_fields_with_commas(tmp_path):
 @pytest.mark.parametrize(
     ("text", "match"),
     [
-        ("item,annotator,label\na,u,x\na,u,y\n", r"data.csv:3: duplicate row: annotator 'u' labelled item 'a' twice"),
         ("item,annotator,label\na,u\n", r"data.csv:2: expected 3 columns, found 2"),
         ("item,annotator,label\na,u,x,extra\n", r"data.csv:2: expected 3 columns, found 4"),
         ("item,annotator,label\na,,x\n", r"data.csv:2: empty annotator field"),
@@ -90,6 +89,13 @@ def test_bad_rows_raise_one_line_ingest_error(tmp_path, text, match):
     assert "\n" not in str(info.value)
 
 
+def test_repeats_refuse_names_the_first_repeated_row(tmp_path):
+    """``repeats="refuse"``: the reader's behaviour before the option, one line naming the file and line."""
+    p = _write(tmp_path, "item,annotator,label\na,u,x\na,u,y\n")
+    with pytest.raises(IngestError, match=r"data.csv:3: duplicate row: annotator 'u' labelled item 'a' twice"):
+        read_categorical(p, repeats="refuse")
+
+
 def test_missing_file_is_ingest_error(tmp_path):
     with pytest.raises(IngestError, match="cannot open file"):
         read_categorical(tmp_path / "absent.csv")
@@ -98,7 +104,7 @@ def test_missing_file_is_ingest_error(tmp_path):
 def test_skip_mode_records_problems_and_keeps_good_rows(tmp_path):
     p = _write(tmp_path, "item,annotator,label\na,u,x\na,u,y\nb,u\nb,v,y\n")
     log = ProblemLog("skip")
-    c = read_categorical(p, problems=log)
+    c = read_categorical(p, problems=log, repeats="refuse")
     assert [pr.line for pr in log.problems] == [3, 4]
     assert c.n_obs == 2 and c.class_names == ("x", "y")
     assert c.label.tolist() == [0, 1]
@@ -107,7 +113,7 @@ def test_skip_mode_records_problems_and_keeps_good_rows(tmp_path):
 def test_blank_lines_are_ignored_and_line_numbers_stay_true(tmp_path):
     p = _write(tmp_path, "item,annotator,label\n\na,u,x\n\na,u,x\n")
     with pytest.raises(IngestError, match=r":5: duplicate row"):
-        read_categorical(p)
+        read_categorical(p, repeats="refuse")
 
 
 def test_round_trip_against_dense_table(tmp_path, seed):
@@ -372,5 +378,63 @@ def test_read_by_position_is_noted_once(tmp_path):
 
     for name, body in (("bytes.csv", "q1,u,a\nq2,u,b\n"), ("arrow.csv", '"q1",u,a\nq2,u,b\n'),
                        ("loop.csv", "q1,u,a\nq1,u,b\n")):
-        parsed = read_corpus(_write(tmp_path, "foo,bar,baz\n" + body, name), format="categorical", on_error="skip")
+        parsed = read_corpus(_write(tmp_path, "foo,bar,baz\n" + body, name), format="categorical", on_error="skip",
+                             repeats="refuse")
         assert sum("read by position" in n for n in parsed.notes) == 1, (name, parsed.notes)
+
+
+@pytest.mark.parametrize("rule", ["first", "last", "drop"])
+def test_repeated_answers_equal_a_dictionary_oracle(rule, seed):
+    """Oracle: a dictionary of each (item, annotator) pair's answers in file order, resolved by hand: identical
+    repeats kept once; differing ones the first, the last, or none."""
+    from crowdqa.ingest.categorical import repeated_answers
+
+    rng = np.random.default_rng(seed)
+    n = 300
+    item, worker, label = rng.integers(0, 30, n), rng.integers(0, 6, n), rng.integers(0, 3, n)
+    got = repeated_answers(item, worker, label, rule=rule)
+    rows: dict[tuple[int, int], list[int]] = {}
+    for r in range(n):
+        rows.setdefault((int(item[r]), int(worker[r])), []).append(r)
+    keep = []
+    for rs in rows.values():
+        same = len({int(label[r]) for r in rs}) == 1
+        if same or rule == "first":
+            keep.append(rs[0])
+        elif rule == "last":
+            keep.append(rs[-1])
+    assert got.keep.tolist() == sorted(keep)
+    repeated = [rs for rs in rows.values() if len(rs) > 1]
+    assert got.pairs == len(repeated) and got.rows_left_out == n - len(keep)
+    assert got.identical == sum(len({int(label[r]) for r in rs}) == 1 for rs in repeated)
+    assert got.identical + got.differing == got.pairs
+
+
+def test_repeated_rows_are_counted_and_said_on_both_paths(tmp_path):
+    """A plain file (the byte path) and a quoted one (Arrow's path, then the row loop under on_error=skip) give the
+    same corpus, the same note and the same count of rows left out."""
+    from crowdqa.ingest import read_corpus
+
+    body = "item,annotator,label\na,u,x\na,u,x\na,u,x\nb,u,x\nb,u,y\nb,v,y\nc,v,x\n"
+    quoted = body.replace("c,v,x", '"c",v,x')
+    results = [read_corpus(_write(tmp_path, text, name), format="categorical", **options)
+               for name, text, options in (("plain.csv", body, {}), ("quoted.csv", quoted, {}),
+                                           ("loop.csv", body + "d,w\n", {"on_error": "skip"}))]
+    for parsed in results:
+        c = parsed.corpus
+        assert c.n_obs == 4 and c.labels_of(c.worker_ids.index("u"))[:2].tolist() == [0, 0]  # b: first answer
+        assert parsed.dropped == {"repeated (item, annotator)": 3}
+        assert any("2 (item, annotator) pairs are answered more than once (3 rows left out): 1 with the same "
+                   "answer each time, counted once; 1 with differing answers, kept the first answer" in n
+                   for n in parsed.notes), parsed.notes
+    last = read_corpus(_write(tmp_path, body, "last.csv"), format="categorical", repeats="last").corpus
+    assert last.labels_of(last.worker_ids.index("u"))[1] == 1
+    drop = read_corpus(_write(tmp_path, body, "drop.csv"), format="categorical", repeats="drop").corpus
+    assert drop.n_obs == 3 and drop.labels_of(drop.worker_ids.index("u"))[1] == -1
+
+
+def test_repeats_option_is_checked_by_the_upload_check(tmp_path):
+    from crowdqa.ingest import read_corpus
+
+    with pytest.raises(IngestError, match="repeats must be 'first', 'last', 'drop' or 'refuse', found 'mean'"):
+        read_corpus(_write(tmp_path, "item,annotator,label\na,u,x\n"), format="categorical", repeats="mean")

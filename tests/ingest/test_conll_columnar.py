@@ -11,12 +11,12 @@ from crowdqa.ingest.errors import IngestError
 from tests.ingest.conftest import assert_same_corpus
 
 
-def _read(path, monkeypatch, *, fast: bool):
+def _read(path, monkeypatch, *, fast: bool, scheme: str = "auto"):
     with monkeypatch.context() as m:
         if not fast:
             m.setattr(conll, "_read_columnar", lambda *a, **k: None)
         try:
-            return conll.read_conll(path)
+            return conll.read_conll(path, scheme=scheme)
         except IngestError as exc:
             return str(exc)
 
@@ -31,9 +31,11 @@ _TOKENS = st.sampled_from(["EU", "rejects", "é", "a\"b", "1,5", "-DOCSTART-", "
 @given(header=st.booleans(), sep=st.sampled_from(["\t", " ", "  "]), n_ann=st.integers(1, 4),
        sentences=st.lists(st.lists(st.tuples(_TOKENS, st.lists(_TAGS, min_size=4, max_size=4)), min_size=1,
                                    max_size=4), min_size=1, max_size=5),
-       coherent=st.booleans(), part=st.sampled_from([1, 24, conll.PART_BYTES]))
-def test_fast_path_equals_the_line_loop(tmp_path, monkeypatch, header, sep, n_ann, sentences, coherent, part):
-    """Any file gives the same corpus or the same one-line error by either path, read in parts of any size."""
+       coherent=st.booleans(), part=st.sampled_from([1, 24, conll.PART_BYTES]),
+       scheme=st.sampled_from(["auto", "tags"]))
+def test_fast_path_equals_the_line_loop(tmp_path, monkeypatch, header, sep, n_ann, sentences, coherent, part, scheme):
+    """Any file gives the same corpus or the same one-line error by either path, read in parts of any size, under
+    a span scheme (whole sentences) and under tags (any tokens left '?')."""
     monkeypatch.setattr(conll, "PART_BYTES", part)
     lines = ["# annotators: " + " ".join(f"ann{i}" for i in range(n_ann))] if header else []
     for sent in sentences:
@@ -46,7 +48,8 @@ def test_fast_path_equals_the_line_loop(tmp_path, monkeypatch, header, sep, n_an
         lines.append("")
     path = tmp_path / "a.conll"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    assert_same_corpus(_read(path, monkeypatch, fast=True), _read(path, monkeypatch, fast=False))
+    assert_same_corpus(_read(path, monkeypatch, fast=True, scheme=scheme),
+                       _read(path, monkeypatch, fast=False, scheme=scheme))
 
 
 def test_clean_file_takes_the_fast_path(tmp_path, monkeypatch, seed):

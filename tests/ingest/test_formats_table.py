@@ -56,13 +56,14 @@ def test_roles_are_the_corpus_roles():
 
 def test_derived_name_lists():
     assert READ_FORMATS[0] == "mturk-csv" and "categorical-csv" not in READ_FORMATS
-    assert WRITE_FORMATS == ("spans-jsonl", "conll", "ebm-nlp", "categorical-csv")
+    assert WRITE_FORMATS == ("spans-jsonl", "conll", "tokens-csv", "tokens-jsonl", "ebm-nlp", "categorical-csv")
     assert AGGREGATE_FORMATS == ("spans-jsonl", "spans-csv", "conll", "ebm-nlp", "categorical-csv", "corpus")
 
 
 def test_write_labels_refuses_a_format_without_a_writer(tmp_path):
     c = read_corpus(_conll(tmp_path), format="conll").corpus
-    with pytest.raises(ValueError, match="format must be one of spans-jsonl, conll, ebm-nlp, categorical-csv"):
+    with pytest.raises(ValueError, match="format must be one of spans-jsonl, conll, tokens-csv, tokens-jsonl, "
+                                         "ebm-nlp, categorical-csv"):
         write_labels(np.zeros(c.n_tokens, dtype=np.int64), c, tmp_path / "x", format="brat")
 
 
@@ -75,7 +76,7 @@ def _conll(tmp_path):
 @pytest.mark.parametrize("given, message", [
     ({"text_colum": "x"}, "unknown upload option 'text_colum'; did you mean 'text_column'?"),
     ({"bogus": 1}, "unknown upload option 'bogus' \\(options: docs, category,"),
-    ({"scheme": "bilou"}, "scheme must be 'auto', 'io' or 'bio', found 'bilou'"),
+    ({"scheme": "bilou"}, "scheme must be 'auto', 'io', 'bio' or 'tags', found 'bilou'"),
     ({"on_error": "ignore"}, "on_error must be 'fail' or 'skip', found 'ignore'"),
 ])
 def test_read_corpus_refuses_unknown_options_and_values(tmp_path, given, message):

@@ -43,8 +43,8 @@ class Recorded(FakeLabelStudio):
         if self.redirect_to is not None:
             return httpx.Response(302, headers={"location": self.redirect_to})
         path = request.url.path
-        if path == f"/api/projects/{PROJECT}/model-versions/" and request.method == "DELETE":
-            return httpx.Response(200, json={})
+        if path == f"/api/projects/{PROJECT}/model-versions/":  # GET: {version: count}; DELETE: the count
+            return httpx.Response(200, json={} if request.method == "GET" else 0)
         if path == f"/api/projects/{PROJECT}/import/predictions":
             self.predictions += len(json.loads(request.read()))
             return httpx.Response(201, json={"created": self.predictions})

@@ -455,7 +455,7 @@ def test_dashboard_connects_a_project_and_pushes_a_job(ls, settings, client, cap
                                               "project": str(ls.choice), "experts": EXPERT},
                     follow_redirects=False)
     assert r.status_code == 303, r.text
-    dataset_id = r.headers["location"].rsplit("/", 1)[1]
+    dataset_id = r.headers["location"].split("?")[0].rsplit("/", 1)[1]
     shown = client.get(r.headers["location"]).text
     assert "categorical" in shown and token not in shown
     job_id = _run_job(client, key, dataset_id, "mv")

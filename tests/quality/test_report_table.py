@@ -50,7 +50,7 @@ def test_rows_in_natural_id_order_break_ties(sort):
     rep = build_report(corpus, np.zeros(corpus.n_tokens, dtype=np.int64), method="mv", experts_used_in_fit=False,
                        n_boot=0)
     for w, name in zip(rep["workers"], ["w10", "w2", "w1", "w3", "e1", "e0"], strict=True):
-        w.update(annotator=name, vs_expert=None, vs_aggregate=None, span_vs_expert=None, documents=1)
+        w.update(annotator=name, vs_expert=None, vs_aggregate=None, span_vs_expert=None, documents=1, quality=None)
     rows = [x.split()[0] for x in format_report(rep, sort=sort).splitlines()
             if x.split()[1:2] in (["crowd"], ["expert"])]
     assert rows == ["e0", "e1", "w1", "w2", "w3", "w10"]
@@ -58,5 +58,5 @@ def test_rows_in_natural_id_order_break_ties(sort):
 
 def test_a_categorical_table_refuses_a_span_sort():
     rep = build_report(categorical_corpus(1), np.zeros(60, int), method="mv", experts_used_in_fit=False, n_boot=0)
-    with pytest.raises(ValueError, match="sort must be one of accuracy, documents, annotator for categorical"):
+    with pytest.raises(ValueError, match="accuracy, documents, annotator, accuracy_low, .*, verdict for categorical"):
         format_report(rep, sort="f1")
