@@ -211,9 +211,18 @@ def tagger_proba(features: sp.csr_array, weights: TaggerWeights) -> NDArray[np.f
     return softmax(logits, axis=1)
 
 
-def document_folds(n_docs: int, *, n_folds: int, rng: np.random.Generator) -> NDArray[np.int64]:
-    """A fold in ``range(n_folds)`` for every document, at random with folds as even as possible."""
-    return rng.permutation(np.arange(n_docs) % n_folds)
+def document_folds(doc_ids: tuple[str, ...] | list[str], *, n_folds: int, rng: np.random.Generator
+                   ) -> NDArray[np.int64]:
+    """A fold in ``range(n_folds)`` for every document, at random with folds as even as possible.
+
+    The draw is made over the documents sorted by id, so a document's fold depends on the ids and the seed, not on
+    the order the documents come in.
+    """
+    n_docs = len(doc_ids)
+    by_id = np.argsort(np.asarray(doc_ids, dtype=str), kind="stable")
+    folds = np.empty(n_docs, dtype=np.int64)
+    folds[by_id] = rng.permutation(np.arange(n_docs) % n_folds)
+    return folds
 
 
 def cross_fit_proba(features: sp.csr_array, target: NDArray[np.float64], *, token_fold: NDArray[np.int64],

@@ -189,7 +189,7 @@ features, lowercase, sequences, shape_emission, wrong_mass, start_smoothing, ini
         tokens = token_text(corpus)
         features, vocabulary = tagger_features(tokens, seq_first=design.seq_first, affixes=self.affixes,
                                                min_count=self.min_count)
-        folds = document_folds(corpus.n_docs, n_folds=self.n_folds, rng=np.random.default_rng(self.random_state))
+        folds = document_folds(corpus.doc_ids, n_folds=self.n_folds, rng=np.random.default_rng(self.random_state))
         token_fold = folds[corpus.token_doc]
         done = 0
 
