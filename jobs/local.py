@@ -18,7 +18,7 @@ from crowdqa.ingest.errors import IngestError
 from crowdqa.ingest.formats import FORMATS
 from crowdqa.ingest.limits import DocumentLimits
 from crowdqa.ingest.summary import format_summary, summarize
-from crowdqa.ingest.writers import write_labels
+from crowdqa.ingest.writers import LabelScores, write_labels
 from crowdqa.jobs.params import check_data_kind
 from crowdqa.jobs.pipeline import ModelStart, PipelineResult, PriorFit, ProgressFn, run_pipeline
 from crowdqa.quality.references import RULES
@@ -167,8 +167,10 @@ def aggregate(corpus: Corpus, *, method: str, params: dict[str, Any], use_expert
 
 
 def write_aggregate(result: PipelineResult, corpus: Corpus, *, output: str, format: str) -> None:
-    """Write the aggregate's labels to ``output`` (a folder for ebm-nlp)."""
-    write_labels(result.labels, corpus, output, format=format)
+    """Write the aggregate's labels to ``output`` (a folder for ebm-nlp), with their calibrated scores."""
+    c = result.confidence
+    scores = None if c is None else LabelScores(token=c.token, span=c.span, proba=c.proba)
+    write_labels(result.labels, corpus, output, format=format, scores=scores)
 
 
 def write_report(report: QualityReport | dict, fh: IO[str]) -> None:
