@@ -78,6 +78,14 @@ class MethodEntry:
     default_for: tuple[str, ...] = ()
     """The kinds of data (of :data:`DATA_KINDS`) this method is the one ``auto`` runs on when there are no experts
     to compare on (:func:`default_method`); at most one method per kind."""
+    temperature: float = 1.0
+    """The label-free calibration of the method's scores (:mod:`crowdqa.aggregation.confidence`): its posterior chain
+    is tempered by ``temperature`` over ``temperature_scope``. Chosen on conll_val and PICO dev by
+    ``benchmarks/calibration.py`` (a test checks they are that run's choice); a project with expert labels fits its
+    own instead."""
+    temperature_scope: str = "chain"
+    """What the temperature divides: ``"chain"``, every factor of the posterior; ``"crowd"``, the annotators'
+    alone."""
 
     def __post_init__(self) -> None:
         from crowdqa.aggregation.memory import PARTS
