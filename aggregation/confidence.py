@@ -59,7 +59,8 @@ from crowdqa.aggregation.corpus import Corpus
 SCOPES = ("chain", "crowd")
 
 __all__ = ["SCOPES", "ChainMarginals", "PosteriorChain", "chain_marginals", "independent_chain", "span_probability",
-           "token_probability", "path_probability", "sequence_starts", "posterior_chain", "AggregateConfidence",
+           "token_probability", "path_probability", "labels_probability", "sequence_starts", "posterior_chain",
+           "AggregateConfidence",
            "score_aggregate", "fit_temperature"]
 
 
@@ -183,6 +184,9 @@ class ChainMarginals:
         ``exp`` of the chain's start and transition log weights.
     seq_first : ndarray of shape (n_tokens,), bool
         The chain's sequence starts.
+    log_offset : ndarray of shape (n_tokens,)
+        The per-token maximum removed from the log frame factors, so that the log evidence of a sequence is
+        ``sum over its tokens of log(scale) + log_offset``.
     """
 
     alpha: NDArray[np.float64]
@@ -192,6 +196,7 @@ class ChainMarginals:
     start: NDArray[np.float64]
     trans: NDArray[np.float64]
     seq_first: NDArray[np.bool_]
+    log_offset: NDArray[np.float64]
 
     @property
     def posterior(self) -> NDArray[np.float64]:
@@ -228,7 +233,7 @@ def chain_marginals(chain: PosteriorChain) -> ChainMarginals:
         real = idx < n
         alpha[idx[real]], beta[idx[real]], scale[idx[real]] = a[real], b[real], s[real]
     return ChainMarginals(alpha=alpha[:n], beta=beta[:n], scale=scale[:n], frame=frame[:n], start=start, trans=trans,
-                          seq_first=chain.seq_first)
+                          seq_first=chain.seq_first, log_offset=offset)
 
 
 def token_probability(marginals: ChainMarginals, labels: NDArray[np.int64]) -> NDArray[np.float64]:
@@ -268,6 +273,49 @@ def path_probability(marginals: ChainMarginals, labels: NDArray[np.int64], *, gr
     with np.errstate(divide="ignore"):  # a label the chain forbids has probability 0: log 0 = -inf
         log_factor = np.log(weight * mg.frame[np.arange(n), labels] / mg.scale)
     return np.exp(np.bincount(group, weights=log_factor, minlength=n_groups))
+
+
+def labels_probability(chain: PosteriorChain, labels: NDArray[np.int64], *, where: NDArray[np.bool_],
+                       group: NDArray[np.int64], n_groups: int) -> NDArray[np.float64]:
+    r"""Posterior probability that the true label is ``labels`` at every token of ``where``, per group of tokens.
+
+    The other tokens are free: :math:`P(h_t = y_t\ orall t \in S \mid 	ext{obs}) = Z_S / Z`, where :math:`Z` is
+    the chain's evidence and :math:`Z_S` that of the same chain with every state but :math:`y_t` forbidden at each
+    :math:`t \in S` (one more forward pass). With ``where`` everywhere it is :func:`path_probability`.
+
+    Parameters
+    ----------
+    chain : PosteriorChain
+        Tempered already, if wanted.
+    labels : ndarray of shape (n_tokens,)
+    where : ndarray of shape (n_tokens,), bool
+    group : ndarray of shape (n_tokens,)
+        Group of each token (a union of whole sequences: a document).
+    n_groups : int
+
+    Returns
+    -------
+    ndarray of shape (n_groups,)
+    """
+    labels = np.maximum(np.asarray(labels, dtype=np.int64), 0)
+    n, k = chain.log_crowd.shape
+    keep = np.ones((n, k), dtype=bool)
+    keep[where] = False
+    keep[np.flatnonzero(where), labels[where]] = True
+    clamped = dataclasses.replace(chain, log_rest=np.where(keep, chain.log_rest, -np.inf))
+
+    def log_evidence(mg: ChainMarginals) -> NDArray[np.float64]:
+        with np.errstate(divide="ignore"):  # a sequence whose clamped labels are impossible has evidence 0
+            return np.bincount(group, weights=np.log(mg.scale) + mg.log_offset, minlength=n_groups)
+
+    marginals = chain_marginals(clamped)
+    full, part = log_evidence(chain_marginals(chain)), log_evidence(marginals)
+    # A clamp the chain forbids (a state or a move of weight 0) leaves the forward variables at 0 from there on and
+    # the normalisers at 1 (_forward's guard), so its evidence would read as finite: say 0 outright.
+    dead = marginals.alpha.sum(axis=1) == 0
+    impossible = np.bincount(group, weights=dead, minlength=n_groups) > 0
+    with np.errstate(invalid="ignore"):
+        return np.where(impossible, 0.0, np.clip(np.exp(part - full), 0.0, 1.0))
 
 
 def _span_rules(class_names: tuple[str, ...], class_entity: NDArray[np.int64]
@@ -380,7 +428,10 @@ class AggregateConfidence:
         Probability that each aggregate span (in :func:`~crowdqa.aggregation.spans.decode_spans` order) is exactly
         right; empty for categorical answers.
     document : ndarray of shape (n_docs,)
-        Probability that every label of each document is right at once.
+        Probability that each document's aggregate is right wherever the crowd marked anything: on every token the
+        aggregate or any annotator labels other than ``O`` (:func:`labels_probability`; categorical answers: every
+        item). The tokens every annotator and the aggregate leave ``O`` are free, so a document everyone left empty
+        scores 1: what it risks is a span the whole crowd missed, which no annotator disputes.
     proba : ndarray of shape (n_tokens, n_classes)
         The tempered posterior marginals.
     """
@@ -420,7 +471,13 @@ def score_aggregate(chain: PosteriorChain, labels: NDArray[np.int64], corpus: Co
         span = span_probability(mg, first=spans.first, last=spans.last, span_type=spans.type, corpus=corpus)
     else:
         span = np.zeros(0)
-    document = path_probability(mg, labels, group=corpus.token_doc.astype(np.int64), n_groups=corpus.n_docs)
+    tempered = chain.tempered(temperature, scope=scope)
+    where = np.ones(corpus.n_tokens, dtype=bool)
+    if corpus.has_outside:
+        marked = np.bincount(corpus.token, weights=corpus.label > 0, minlength=corpus.n_tokens) > 0
+        where = marked | (labels > 0)
+    document = labels_probability(tempered, labels, where=where, group=corpus.token_doc.astype(np.int64),
+                                  n_groups=corpus.n_docs)
     return AggregateConfidence(temperature=float(temperature), scope=scope, token=token_probability(mg, labels),
                                span=span, document=document, proba=mg.posterior)
 

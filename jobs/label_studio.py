@@ -19,9 +19,10 @@ the dataset; a first pull of such a project is refused (nothing to make a datase
 aggregate is right wherever an annotator marked something (:mod:`crowdqa.jobs.calibration`; each span region carries
 its own span score; a task everyone left empty scores 1), and made the project's model version (the one whose
 scores Label Studio's data manager shows and sorts by), so reviewers sort tasks by it: the lowest scores are the
-tasks most likely to need a correction, where the crowd disputed. A push replaces every earlier crowdqa prediction on the project's tasks (its own
-job's and, unless told to keep them, other jobs'), so a task holds one; tasks deleted in Label Studio since the
-job's snapshot are skipped. Optionally a data manager view (tab) lists the tasks in that order, made once.
+tasks most likely to need a correction, where the crowd disputed. A push replaces every earlier crowdqa prediction
+on the project's tasks (its own job's and, unless told to keep them, other jobs'), so a task holds one; tasks
+deleted in Label Studio since the job's snapshot are skipped. Optionally a data manager view (tab) lists the tasks
+in that order, made once.
 
 **Bounds.** Label Studio is another server: it may be slow, or answer without end. Every request of a pull or push
 is done within ``CROWDQA_LABEL_STUDIO_TIMEOUT`` seconds (connect to last byte) and all of them within
@@ -453,7 +454,8 @@ def _disputed_first_view(client: LabelStudio, ls_project: int) -> int | None:
 
 def _predictions(corpus, labels, scores, config: LabelConfig, version: str) -> list[dict[str, Any]]:
     """One prediction per document (a Label Studio task id), scored by the calibrated probability that the task's
-    whole aggregate is right (``scores.document``); each span region carries its own (``scores.span``)."""
+    aggregate is right wherever an annotator marked something (``scores.document``); each span region carries its
+    own (``scores.span``)."""
     score = np.asarray(scores.document, dtype=np.float64)
     names = corpus.class_names
     if config.kind == "choices":

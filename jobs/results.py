@@ -140,10 +140,11 @@ def disputed_documents(result: JobResult, *, by: str = "confidence", limit: int 
     """The documents the crowd disputes, most disputed first.
 
     ``by="confidence"`` (the default) ranks by the calibrated probability that the document's aggregate is right
-    in every label (``scores.document``, lowest first: the documents most likely to need a correction), then by
-    the expected number of wrong spans (items) there; ``"disagreement"`` by the share of crowd labels differing
-    from the aggregate; ``"entropy"`` by the mean posterior entropy of the tokens (of the model as fitted). Ties go
-    to the other measures, then to document order.
+    wherever the crowd marked anything (``scores.document``, lowest first: the documents most likely to need a
+    correction of what the crowd disputed), then by the expected number of wrong spans (items) there;
+    ``"disagreement"`` by the share of crowd labels differing from the aggregate; ``"entropy"`` by the mean
+    posterior entropy of the tokens (of the model as fitted). Ties go to the other measures, then to document
+    order.
 
     A document is disputed when a crowd label of it differs from the aggregate (so also wherever two crowd
     workers differ). A document the crowd labelled unanimously, as the aggregate, is never listed (one that every

@@ -12,6 +12,7 @@ from crowdqa.aggregation.confidence import (
     chain_marginals,
     fit_temperature,
     independent_chain,
+    labels_probability,
     path_probability,
     sequence_starts,
     span_probability,
@@ -185,3 +186,33 @@ def test_path_probability_matches_path_enumeration(seed):
     # The documents are independent: P(doc 0's labels) = the mass of paths matching on its tokens.
     want = [w[(paths[:, :3] == labels[:3]).all(axis=1)].sum(), w[(paths[:, 3:] == labels[3:]).all(axis=1)].sum()]
     np.testing.assert_allclose(got, want, atol=1e-10)
+
+
+def test_labels_probability_matches_path_enumeration(seed):
+    """Oracle: the mass of the paths that agree with the labels on the chosen tokens (the others free), per
+    document, among all K^T paths; with every token chosen it is the path's own probability. Tolerance 1e-10."""
+    rng = np.random.default_rng(seed)
+    corpus = _corpus(BIO, [3, 2])
+    chain = _random_chain(rng, corpus, seq_first=sequence_starts(corpus)).tempered(1.5)
+    labels = rng.integers(0, 5, size=5)
+    where = np.array([True, False, True, False, True])
+    paths, w = _paths(chain, 1.0)
+    got = labels_probability(chain, labels, where=where, group=corpus.token_doc.astype(np.int64), n_groups=2)
+    agree = paths == labels
+    want = [w[agree[:, :3][:, where[:3]].all(axis=1)].sum(), w[agree[:, 3:][:, where[3:]].all(axis=1)].sum()]
+    np.testing.assert_allclose(got, want, atol=1e-10)
+    every = labels_probability(chain, labels, where=np.ones(5, bool), group=corpus.token_doc.astype(np.int64),
+                               n_groups=2)
+    np.testing.assert_allclose(every, path_probability(chain_marginals(chain), labels,
+                                                       group=corpus.token_doc.astype(np.int64), n_groups=2),
+                               atol=1e-10)
+
+
+def test_labels_probability_of_a_forbidden_labelling_is_zero():
+    """A clamp the chain forbids (a transition of weight 0) has probability 0, not the normaliser's guard value."""
+    corpus = _corpus(IO, [2])
+    chain = PosteriorChain(log_crowd=np.zeros((2, 3)), log_rest=np.zeros((2, 3)), log_start=np.zeros(3),
+                           log_trans=np.where(np.eye(3, dtype=bool), 0.0, -np.inf), seq_first=sequence_starts(corpus))
+    got = labels_probability(chain, np.array([1, 2]), where=np.ones(2, bool), group=np.zeros(2, np.int64),
+                             n_groups=1)
+    assert got.tolist() == [0.0]
