@@ -31,7 +31,7 @@ def test_calibration_changes_scores_never_labels(method, seed):
         if use_experts:
             from crowdqa.quality.references import reference_labels
             known = reference_labels(corpus)
-        alone = make_aggregator(method).fit(crowd, known=known)
+        alone = make_aggregator(method).fit(crowd, true_labels=known)
     np.testing.assert_array_equal(r.labels, alone.labels_)
     c = r.confidence
     assert c.token.shape == (corpus.n_tokens,) and c.document.shape == (corpus.n_docs,)
