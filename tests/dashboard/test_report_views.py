@@ -15,14 +15,20 @@ def _rows(html: str) -> list[list[str]]:
     return [re.findall(r"<td[^>]*>(?:<a[^>]*>)?([^<]*)", tr) for tr in rows]
 
 
+def _sample_job(client, key: str, method: str) -> str:
+    """A finished job of ``method`` on the sample dataset, started from the dashboard: its page's URL."""
+    csrf = sign_in(client, key)
+    dataset = sample_dataset(client, key)
+    job_url = client.post(f"/ui/datasets/{dataset}/jobs", data={"method": method, "csrf": csrf},
+                          follow_redirects=False).headers["location"]
+    assert wait_job(client, job_url.rsplit("/", 1)[-1], key)["status"] == "finished"
+    return job_url
+
+
 def test_worker_table_is_worst_first_by_default(client, keys):
     """The job page's worker table was sorted by annotator id (before); by default it is by F1 against the
     experts, worst first, workers without one last."""
-    csrf = sign_in(client, keys["a"])
-    dataset = sample_dataset(client, keys["a"])
-    job_url = client.post(f"/ui/datasets/{dataset}/jobs", data={"method": "mv", "csrf": csrf},
-                          follow_redirects=False).headers["location"]
-    assert wait_job(client, job_url.rsplit("/", 1)[-1], keys["a"])["status"] == "finished"
+    job_url = _sample_job(client, keys["a"], "mv")
     html = client.get(job_url).text
     assert 'data-key="f1">F1</a>' in html and "sorted-asc" in html.split('data-key="f1"')[0].rsplit("<th>", 1)[1]
     f1 = [r[6] for r in _rows(html)]
@@ -145,11 +151,7 @@ def test_job_page_shows_calibration_and_ranks_disputed_documents_by_it(client, k
     """Issue 48: the most disputed documents showed entropies of 0.000; now they are ranked by the calibrated
     probability that the document is right (shown, ascending), and the page has the calibration against the
     experts with its reliability diagram (an SVG drawn on the server, no script)."""
-    csrf = sign_in(client, keys["a"])
-    dataset = sample_dataset(client, keys["a"])
-    job_url = client.post(f"/ui/datasets/{dataset}/jobs", data={"method": "hmm-crowd", "csrf": csrf},
-                          follow_redirects=False).headers["location"]
-    assert wait_job(client, job_url.rsplit("/", 1)[-1], keys["a"])["status"] == "finished"
+    job_url = _sample_job(client, keys["a"], "hmm-crowd")
     html = client.get(job_url).text
     assert 'id="calibration"' in html and 'id="calibration-table"' in html
     assert '<svg id="reliability-without-experts"' in html and "<script" not in html.split('id="calibration"')[1]

@@ -77,3 +77,16 @@ def test_exports_carry_the_scores(tmp_path, seed):
     assert float(first[5]) == pytest.approx(c.proba[0, 0], abs=1e-6)
     with pytest.raises(ValueError, match="token-scores writes the aggregate's scores"):
         write_labels(r.labels, corpus, tmp_path / "u.csv", format="token-scores")
+
+
+def test_the_command_line_says_the_calibration_in_one_line():
+    """The line ``crowdqa aggregate`` prints from the report's calibration block, written out by hand."""
+    from crowdqa.jobs.local import calibration_line
+
+    block = {"temperature": 3.5, "source": "experts", "expert_documents": 12, "items": "spans",
+             "without_experts": {"ece": 0.0812, "ece_interval": [0.05, 0.12]},
+             "with_experts": {"ece": 0.031, "ece_interval": [None, None]}}
+    assert calibration_line({"calibration": block}) == (
+        "scores at temperature 3.5 (fitted on 12 expert documents); spans ECE against the experts: at the default "
+        "0.081 [0.050, 0.120], fitted, cross-fitted 0.031")
+    assert calibration_line({}) is None
