@@ -130,7 +130,8 @@ def calibrate(corpus: Corpus, chain: PosteriorChain, labels: NDArray[np.int64], 
     """
     entry = METHODS[method]
     default, scope = entry.temperature, entry.temperature_scope
-    block: dict[str, Any] = {"default_temperature": default, "scope": scope, "temperature": default,
+    # In the order of the report model's fields (quality.report_model.Calibration): the stored report is this data.
+    block: dict[str, Any] = {"temperature": default, "default_temperature": default, "scope": scope,
                              "source": "default", "items": "spans" if corpus.has_outside else "items",
                              "expert_documents": 0, "without_experts": None, "with_experts": None,
                              "fold_temperatures": []}
