@@ -472,7 +472,7 @@ def score_aggregate(chain: PosteriorChain, labels: NDArray[np.int64], corpus: Co
     else:
         span = np.zeros(0)
     tempered = chain.tempered(temperature, scope=scope)
-    where = np.ones(corpus.n_tokens, dtype=bool)
+    where = labels >= 0  # a token the aggregate leaves without a label (a tag nobody gave) is free
     if corpus.has_outside:
         marked = np.bincount(corpus.token, weights=corpus.label > 0, minlength=corpus.n_tokens) > 0
         where = marked | (labels > 0)
