@@ -78,6 +78,14 @@ class MethodEntry:
     default_for: tuple[str, ...] = ()
     """The kinds of data (of :data:`DATA_KINDS`) this method is the one ``auto`` runs on when there are no experts
     to compare on (:func:`default_method`); at most one method per kind."""
+    temperature: float = 1.0
+    """The label-free calibration of the method's scores (:mod:`crowdqa.aggregation.confidence`): its posterior chain
+    is tempered by ``temperature`` over ``temperature_scope``. Chosen on conll_val and PICO dev by
+    ``benchmarks/calibration.py`` (a test checks they are that run's choice); a project with expert labels fits its
+    own instead."""
+    temperature_scope: str = "chain"
+    """What the temperature divides: ``"chain"``, every factor of the posterior; ``"crowd"``, the annotators'
+    alone."""
 
     def __post_init__(self) -> None:
         from crowdqa.aggregation.memory import PARTS
@@ -105,30 +113,32 @@ class MethodEntry:
 #: classes, 1.1 GiB a table, peaked at 3.2 GiB).
 METHODS: dict[str, MethodEntry] = {
     "mv": MethodEntry("crowdqa.aggregation.majority_vote", "MajorityVote", cost=10,
-                      memory={"confusion": 3, "tokens": 2}),
+                      memory={"confusion": 3, "tokens": 2}, temperature=0.6484),
     "ds": MethodEntry("crowdqa.aggregation.dawid_skene", "DawidSkene", cost=20,
-                      memory={"confusion": 4, "tokens": 3, "answers": 2}, default_for=("categorical",)),
+                      memory={"confusion": 4, "tokens": 3, "answers": 2}, default_for=("categorical",),
+                      temperature=4.0),
     "hmm-crowd": MethodEntry("crowdqa.aggregation.hmm_crowd", "HMMCrowd", cost=110, sequences=True,
                              memory={"confusion": 4, "tokens": 8, "answers": 2, "words": 2},
-                             default_for=("typed-bio",)),
+                             default_for=("typed-bio",), temperature=4.0),
     "bsc-seq": MethodEntry("crowdqa.aggregation.bsc_seq", "BayesianSequenceCombination", cost=120, sequences=True,
                            memory={"confusion": 4, "tokens": 8, "answers": 2, "words": 2, "sequential": 3},
-                           default_for=("spans",)),
-    "wawa": MethodEntry("crowdqa.aggregation.wawa", "Wawa", cost=30, memory={"confusion": 3, "tokens": 3}),
+                           default_for=("spans",), temperature=6.7272),
+    "wawa": MethodEntry("crowdqa.aggregation.wawa", "Wawa", cost=30, memory={"confusion": 3, "tokens": 3},
+                        temperature=0.6484),
     "zbs": MethodEntry("crowdqa.aggregation.zero_based_skill", "ZeroBasedSkill", cost=40,
-                       memory={"confusion": 3, "tokens": 3}),
+                       memory={"confusion": 3, "tokens": 3}, temperature=0.5453),
     "gold-mv": MethodEntry("crowdqa.aggregation.gold_majority_vote", "GoldMajorityVote", cost=50, experts=True,
                            memory={"confusion": 3, "tokens": 3}),
     "glad": MethodEntry("crowdqa.aggregation.glad", "GLAD", cost=80, classes=(2, None),
-                        memory={"confusion": 3, "tokens": 3, "answers": 2}),
+                        memory={"confusion": 3, "tokens": 3, "answers": 2}, temperature=2.8284),
     "mace": MethodEntry("crowdqa.aggregation.mace", "MACE", cost=90,
-                        memory={"confusion": 3, "tokens": 3, "answers": 2}),
+                        memory={"confusion": 3, "tokens": 3, "answers": 2}, temperature=2.181),
     "kos": MethodEntry("crowdqa.aggregation.kos", "KOS", cost=60, classes=(2, 2),
                        memory={"confusion": 3, "tokens": 2, "answers": 1}),
     "mmsr": MethodEntry("crowdqa.aggregation.mmsr", "MMSR", cost=70, classes=(2, None),
-                        memory={"confusion": 3, "tokens": 2, "answers": 1}),
+                        memory={"confusion": 3, "tokens": 2, "answers": 1}, temperature=3.0844),
     "ibcc": MethodEntry("crowdqa.aggregation.ibcc", "IBCC", cost=100,
-                        memory={"confusion": 4, "tokens": 3, "answers": 2}),
+                        memory={"confusion": 4, "tokens": 3, "answers": 2}, temperature=3.0844),
 }
 
 #: The method every other is compared with: compare warns when a method is significantly worse than it.

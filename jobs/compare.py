@@ -108,10 +108,11 @@ def _fit(method: str, params: dict, crowd: Corpus, corpus: Corpus, known, *, use
               "converged": run.record.converged, "warnings": sorted(set(run.record.warnings))}
     if not use_experts:
         return run.labels, record, PriorFit(fitted=run)
+    pieces: list = []
     heldout, crossed = cross_fit_stage(method, params, crowd, known, corpus, folds=4, seed=seed,
-                                       callback=on_iteration, start=None)
+                                       callback=on_iteration, start=None, pieces=pieces)
     record["cross_fit_seconds"] = crossed.seconds
-    return heldout, record, PriorFit(fitted=run, heldout=heldout, cross_fit=crossed)
+    return heldout, record, PriorFit(fitted=run, heldout=heldout, cross_fit=crossed, pieces=tuple(pieces))
 
 
 def run_comparison(

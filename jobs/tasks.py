@@ -161,8 +161,12 @@ def _save_results(settings: Settings, job: Job, result, timings: dict[str, float
     to the database's encoding of the report itself (which cannot time itself into the report)."""
     store = ArtifactStore(settings.data_dir)
     t0 = time.perf_counter()
-    labels = store.put_arrays(labels=result.labels, clamped=result.clamped)
-    proba = store.put_arrays(proba=result.proba)
+    # The calibrated scores travel with the labels they score (token, span in decode order, document) and the
+    # calibrated marginals with the model's (crowdqa.jobs.calibration).
+    c = result.confidence
+    scores = {} if c is None else {"token_score": c.token, "span_score": c.span, "document_score": c.document}
+    labels = store.put_arrays(labels=result.labels, clamped=result.clamped, **scores)
+    proba = store.put_arrays(proba=result.proba, **({} if c is None else {"calibrated": c.proba}))
     confusion = store.put_arrays(worker_confusion=result.worker_confusion)
     # The fitted state a later batch can start from (``from_job``); methods without one keep none.
     model = store.put_arrays(**result.model) if result.model is not None else None

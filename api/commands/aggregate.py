@@ -166,6 +166,8 @@ def _run(args: argparse.Namespace) -> int:
         f"{fit['seconds']:.2f} s; wrote {out_format} to {args.output}")
     if fit.get("convergence_note"):
         say(f"crowdqa: warning: {fit['convergence_note']}")
+    if (calibrated := local.calibration_line(report)) is not None:
+        say(f"crowdqa: {calibrated}")
     if args.save_model:
         from crowdqa.jobs.batches import save_model_file
 

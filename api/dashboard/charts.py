@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["Axis", "ScatterPoint", "Scatter", "precision_recall_scatter", "AccuracyPoint", "accuracy_scatter",
-           "Curve", "line_curve", "shade_class", "Matrix", "confusion_matrix", "ForestRow", "Forest", "forest_plot"]
+           "Curve", "line_curve", "shade_class", "Matrix", "confusion_matrix", "ForestRow", "Forest", "forest_plot",
+           "ReliabilityBar", "Reliability", "reliability_diagram"]
 
 
 @dataclass(frozen=True)
@@ -342,3 +343,50 @@ def forest_plot(comparison: dict[str, Any], *, width: int = 560, row_height: int
     best = next((m.get("value") for m in methods if m["method"] == comparison.get("best")), None)
     return Forest(width=width, height=height, x=x, rows=rows, metric=metric, x_ticks=x.ticks(),
                   best_x=None if best is None else x(best))
+
+
+@dataclass(frozen=True)
+class ReliabilityBar:
+    """One score bin of a reliability diagram: its share right as a bar, its mean score as a tick."""
+
+    x: float
+    width: float
+    y: float  # top of the bar (share right)
+    tick_y: float  # the bin's mean score
+    count: int
+    title: str
+
+
+@dataclass(frozen=True)
+class Reliability:
+    """A reliability diagram: per score bin, the share right against the mean score; the diagonal is calibrated."""
+
+    width: int
+    height: int
+    x: Axis
+    y: Axis
+    bars: list[ReliabilityBar]
+    label: str  # which scores: "without experts" / "with experts"
+    ece: float | None
+    ticks: list[tuple[float, str]] = field(default_factory=list)
+
+
+def reliability_diagram(block: dict[str, Any] | None, *, label: str, width: int = 300, height: int = 260
+                        ) -> Reliability | None:
+    """The reliability diagram of one ``calibration`` summary of a report (None when it has no items)."""
+    if not isinstance(block, dict) or not block.get("n_items"):
+        return None
+    x, y = Axis(0.0, 1.0, 44, width - 12), Axis(0.0, 1.0, height - 40, 12)
+    bins = block.get("bins") or {}
+    count, mean, acc = bins.get("count") or [], bins.get("mean_score") or [], bins.get("accuracy") or []
+    n = len(count)
+    bars = []
+    for i, (c, m, a) in enumerate(zip(count, mean, acc, strict=True)):
+        if not c or a is None or m is None:
+            continue
+        left, right = x(i / n), x((i + 1) / n)
+        bars.append(ReliabilityBar(x=left + 1, width=round(right - left - 2, 2), y=y(a), tick_y=y(m), count=int(c),
+                                   title=f"scores {i / n:.1f}-{(i + 1) / n:.1f}: {c} items, mean score {m:.3f}, "
+                                         f"{a:.3f} right"))
+    return Reliability(width=width, height=height, x=x, y=y, bars=bars, label=label, ece=block.get("ece"),
+                       ticks=[(x(v / 5), f"{v / 5:.1f}") for v in range(6)])
