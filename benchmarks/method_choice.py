@@ -11,7 +11,7 @@ each split:
   method that applies on the crowd alone, and every method but mv with the experts' half clamped) is measured on
   the experts' half as :func:`crowdqa.jobs.compare.run_comparison` measures it (a crowd-only fit on every expert
   document, a clamped fit by 4-fold cross-fitting, :func:`crowdqa.jobs.pipeline.cross_fit`), and the rule
-  (:func:`crowdqa.quality.compare.recommend` with the committed :data:`crowdqa.quality.method_choice.PRIORS`)
+  (:func:`crowdqa.quality.compare.recommend` with the committed prior, :func:`crowdqa.quality.method_choice.prior_for`)
   chooses one, through the same :class:`~crowdqa.quality.compare.Scoreboard` the command uses (1,000 resamples);
 * every candidate is scored on the held-out half: the crowd-only fit, or the fit with the whole experts' half
   clamped (what ``aggregate --use-experts`` would make), with the report's metric (accuracy, typed span F1 on
@@ -40,7 +40,8 @@ Training and check sets (the rule's constants are fitted on the first and only c
 RTE, Bluebirds, HITspam, conll_val and the synthetic crowds with an even seed; **check** = TEMP, AdultContent2,
 PICO dev and the synthetic crowds with an odd seed. :func:`fit_prior` fits, from the held-out halves of the
 training sets only, per kind of data the anchor (the candidate with the best mean held-out score; a kind without a
-training set, spans of one type, takes :data:`crowdqa.jobs.compare.AUTO_DEFAULTS`, the default without experts)
+training set, spans of one type, takes :func:`crowdqa.aggregation.registry.default_method`, the default without
+experts)
 and, pooled over kinds, ``shortfall`` (the mean held-out shortfall of the
 other candidates to the anchor) and ``spread`` (their standard deviation about it, less the held-out halves' own
 bootstrap variance: the method of moments). The results file records the fitted prior beside the committed one
@@ -65,11 +66,12 @@ from benchmarks._pico import PICO, load_pico
 from benchmarks.tables import RESULTS, make_meta, write_results
 from crowdqa.aggregation import make_aggregator
 from crowdqa.aggregation.corpus import MISSING, Corpus
+from crowdqa.aggregation.registry import DATA_KINDS, default_method
 from crowdqa.ingest import read_corpus
-from crowdqa.jobs.compare import AUTO_DEFAULTS, applicable_methods, candidates
+from crowdqa.jobs.compare import applicable_methods, candidates
 from crowdqa.jobs.pipeline import cross_fit, fit_model
 from crowdqa.quality.compare import Scoreboard, metric_for
-from crowdqa.quality.method_choice import PRIORS, candidate_name
+from crowdqa.quality.method_choice import candidate_name, prior_for
 from crowdqa.quality.references import reference_labels
 
 REPO = Path(__file__).resolve().parents[1]
@@ -255,10 +257,10 @@ def fit_prior(sets: dict[str, dict]) -> dict:
     the shortfall and spread."""
     train = {n: s for n, s in sets.items() if s["role"] == "train"}
     anchors = {}
-    for kind in PRIORS:
+    for kind in DATA_KINDS:
         rows = [sp["held_out"] for s in train.values() if s["kind"] == kind for sp in s["splits"]]
         if not rows:
-            anchors[kind] = {"anchor": AUTO_DEFAULTS[kind], "fitted": False}
+            anchors[kind] = {"anchor": default_method(kind), "fitted": False}
             continue
         common = set.intersection(*(set(r) for r in rows))
         means = {c: float(np.mean([r[c] for r in rows])) for c in common}
@@ -332,7 +334,7 @@ def run(*, quick: bool, splits: int, raw: Path | None = None) -> dict:
             for key in ("_boot", "_h_boot", "_names"):
                 del sp[key]
     return {"sets": sets, "loader_notes": notes, "skipped": skipped, "splits": splits, "n_boot": N_BOOT,
-            "prior_fitted": prior, "prior_committed": {k: p.as_dict() for k, p in PRIORS.items()},
+            "prior_fitted": prior, "prior_committed": {k: prior_for(k).as_dict() for k in DATA_KINDS},
             **summarise(sets)}
 
 

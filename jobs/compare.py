@@ -7,8 +7,8 @@ Without ``use_experts`` the fits see the crowd only and are scored on all expert
 scored on held-out predictions by the same cross-fitting as the report (:func:`crowdqa.jobs.pipeline.cross_fit`).
 With ``expert_variants`` (what ``--method auto`` compares) both are candidates: every method on the crowd alone and,
 where clamping can change its labels on the items the experts did not label, with the experts clamped
-(``ds+experts``). Majority vote is the exception: clamping only overwrites the clamped items, so ``mv+experts``
-predicts every other item as ``mv`` does and is not a candidate of its own.
+(``METHOD+experts``; the registry entry's ``clamped_candidate``). A plain vote is the exception: clamping only
+overwrites the clamped items, so its clamped fit predicts every other item as its crowd-only fit does.
 """
 
 from __future__ import annotations
@@ -121,12 +121,13 @@ def _fit(method: str, params: dict, crowd: Corpus, corpus: Corpus, known, *, use
 
 def candidates(methods: list[str], *, use_experts: bool, expert_variants: bool) -> list[tuple[str, bool]]:
     """The ``(method, use_experts)`` fits a comparison makes: each method as ``use_experts`` says, and with
-    ``expert_variants`` each method also with the experts clamped (not mv, whose clamped fit predicts every item
-    the experts did not label as mv does; gold-mv, which learns only from the experts, clamped only)."""
+    ``expert_variants`` each method also with the experts clamped where its registry entry says clamping can
+    change its labels on the other items (``clamped_candidate``); a method that learns from the experts only
+    (``experts``) is clamped only."""
     if use_experts or not expert_variants:
         return [(m, bool(use_experts)) for m in methods]
     out = [(m, False) for m in methods if not METHODS[m].experts]
-    out += [(m, True) for m in methods if m != "mv"]
+    out += [(m, True) for m in methods if METHODS[m].clamped_candidate]
     return out
 
 
@@ -155,7 +156,7 @@ def run_comparison(
     reference : str
         The expert reference rule (union, majority) or an expert's id.
     progress : callable, optional
-        Called before each candidate's fit (its name, e.g. ``ds+experts``) and before the scoring.
+        Called before each candidate's fit (its name, ``METHOD`` or ``METHOD+experts``) and before the scoring.
     n_boot, seed : int
         The paired bootstrap's resamples and seed (and the cross-fitting's seed).
     blocked : frozenset of str

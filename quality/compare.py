@@ -21,7 +21,8 @@ document, a clamped fit by 4-fold cross-fitting over the expert documents.
 
 1. The measured point estimates :math:`\hat p_m` are noisy on a few hundred expert items, and the differences
    between methods are small, so the rule does not take the largest one as it is. It estimates each candidate's
-   difference to an *anchor* :math:`a` (the candidate best across the project's data sets, :data:`PRIORS`) by an
+   difference to an *anchor* :math:`a` (the candidate best across the project's data sets,
+   :func:`crowdqa.quality.method_choice.prior_for`) by an
    empirical-Bayes normal-normal model [3]_: the true difference :math:`\delta_m \sim N(\mu_m, \tau^2)` with
    :math:`\mu_a = 0` and :math:`\mu_m = -\gamma` for every other candidate, observed as
    :math:`d_m = \hat p_m - \hat p_a \sim N(\delta_m, s_m^2)`, :math:`s_m^2` the variance of the paired bootstrap
@@ -65,7 +66,7 @@ from numpy.typing import NDArray
 from crowdqa.aggregation.corpus import MISSING, Corpus, entity_type
 from crowdqa.aggregation.registry import BASELINE, METHODS, methods_by_cost
 from crowdqa.aggregation.spans import decode_spans
-from crowdqa.quality.method_choice import PRIORS, candidate_name, parse_candidate, shrunk_scores
+from crowdqa.quality.method_choice import candidate_name, parse_candidate, prior_for, shrunk_scores
 from crowdqa.quality.metrics import grouped_counts, per_label_prf
 from crowdqa.quality.sample_size import binomial_sample_size, slice_sample_size
 from crowdqa.quality.span_metrics import instance_counts
@@ -407,7 +408,7 @@ class Scoreboard:
 def _anchor(kind: str, names: list[str], finite: NDArray) -> tuple[dict, int | None]:
     """The prior of ``kind`` with the anchor among ``names``: the prior's, else its other variant (with or without
     the experts), else the best point estimate; None when no candidate has a score."""
-    prior = PRIORS[kind]
+    prior = prior_for(kind)
     method, use_experts = parse_candidate(prior.anchor)
     scored = [n for i, n in enumerate(names) if np.isfinite(finite[i])]
     for name in (prior.anchor, candidate_name(method, not use_experts)):

@@ -17,7 +17,7 @@ James-Stein estimator's shrinkage toward a prior mean (Efron and Morris 1975 [2]
 :math:`\\gamma, \\tau` taken from other data sets rather than from the candidates at hand (there are too few
 candidates, and they are not exchangeable, for the within-set estimate of :math:`\\tau`).
 
-:data:`PRIORS` holds, per kind of data, the anchor (the candidate with the best mean held-out score across the
+:func:`prior_for` gives, per kind of data, the anchor (the candidate with the best mean held-out score across the
 training data sets of ``benchmarks/method_choice.py``; for a kind without a training set, the documented default
 of ``--method auto`` without experts), :math:`\\gamma` (``shortfall``: the mean held-out shortfall
 of the other candidates to the anchor there) and :math:`\\tau` (``spread``: the standard deviation of the held-out
@@ -39,7 +39,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["EXPERTS_SUFFIX", "ChoicePrior", "PRIORS", "candidate_name", "parse_candidate", "shrunk_scores"]
+from crowdqa.aggregation.registry import choice_anchor
+
+__all__ = ["EXPERTS_SUFFIX", "SHORTFALL", "SPREAD", "ChoicePrior", "candidate_name", "parse_candidate", "prior_for",
+           "shrunk_scores"]
 
 #: The suffix of a candidate fitted with the expert labels clamped.
 EXPERTS_SUFFIX = "+experts"
@@ -74,19 +77,31 @@ class ChoicePrior:
 _SOURCE = ("benchmarks/method_choice.py: held-out halves of its training data sets (method of moments); "
            "checked on its other data sets")
 
-#: The rule's prior per kind of data (:func:`crowdqa.quality.compare.metric_for`'s kind), as
-#: ``benchmarks/method_choice.py``'s ``fit_prior`` fitted it on its training sets (shortfall and spread pooled over
-#: the kinds). Spans of one type have no training set there (PICO dev is a check set): their anchor is the
-#: documented default of ``--method auto`` without experts, BSC-seq.
-PRIORS: dict[str, ChoicePrior] = {
-    "categorical": ChoicePrior("ibcc", 0.0488, 0.0775, _SOURCE),
-    "typed-bio": ChoicePrior("hmm-crowd+experts", 0.0488, 0.0775, _SOURCE),
-    "spans": ChoicePrior("bsc-seq", 0.0488, 0.0775, _SOURCE + "; anchor: the default without experts"),
-}
+#: :math:`\gamma` and :math:`\tau` as ``benchmarks/method_choice.py``'s ``fit_prior`` fitted them on its training
+#: sets (pooled over the kinds of data).
+SHORTFALL, SPREAD = 0.0488, 0.0775
+
+
+def prior_for(kind: str) -> ChoicePrior:
+    """The rule's prior on data of ``kind`` (:func:`crowdqa.quality.compare.metric_for`'s kind): the registry's
+    anchor for it (:func:`crowdqa.aggregation.registry.choice_anchor`: the candidate best across the benchmark's
+    training sets; for a kind without a training set there, spans of one type, its default without experts),
+    :data:`SHORTFALL` and :data:`SPREAD`.
+
+    Raises
+    ------
+    ValueError
+        If no registered method is the anchor for ``kind``.
+    """
+    anchor = choice_anchor(kind)
+    if anchor is None:
+        raise ValueError(f"no method is the anchor of the choice for {kind}: give one entry anchor_for=(({kind!r}, "
+                         f"False),)")
+    return ChoicePrior(candidate_name(*anchor), SHORTFALL, SPREAD, _SOURCE)
 
 
 def candidate_name(method: str, use_experts: bool) -> str:
-    """``ds`` for a fit on the crowd alone, ``ds+experts`` for a fit with the expert labels clamped."""
+    """``method`` for a fit on the crowd alone, ``method+experts`` for a fit with the expert labels clamped."""
     return method + EXPERTS_SUFFIX if use_experts else method
 
 

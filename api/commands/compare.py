@@ -112,8 +112,8 @@ def register(subparsers) -> None:
                    help="clamp the expert labels in every fit; each method is then scored by 4-fold cross-fitting "
                         "(and fitted once more on every expert label: its seconds, iterations and convergence)")
     p.add_argument("--expert-variants", action="store_true",
-                   help="compare every method on the crowd alone and with the experts clamped (ds and ds+experts), "
-                        "as --method auto does; the clamped ones are scored by 4-fold cross-fitting")
+                   help="compare every method on the crowd alone and with the experts clamped (METHOD and "
+                        "METHOD+experts), as --method auto does; the clamped ones are scored by 4-fold cross-fitting")
     p.add_argument("--reference", default="union", help="expert reference rule: union, majority or an expert id")
     p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (default 1000)")
     p.add_argument("--output", required=True, metavar="RESULTS.json", help="where to write the comparison")

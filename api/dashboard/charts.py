@@ -297,7 +297,7 @@ class ForestRow:
     recommended: bool
     best: bool
     title: str
-    label: str = ""  # the candidate's name: ``ds``, or ``ds+experts`` for a fit with the experts clamped
+    label: str = ""  # the candidate: the method id, with "+experts" for a fit with the experts clamped
 
 
 @dataclass(frozen=True)

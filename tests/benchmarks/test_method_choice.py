@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from benchmarks.method_choice import _dedupe_csv, fit_prior, spammer_crowd
-from crowdqa.quality.method_choice import PRIORS
+from crowdqa.aggregation.registry import DATA_KINDS
+from crowdqa.quality.method_choice import prior_for
 
 RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "method_choice.json"
 
@@ -60,7 +61,8 @@ def test_a_spammer_crowd_has_its_planted_spammers():
 def test_the_committed_prior_is_the_one_the_committed_run_fitted():
     data = json.loads(RESULTS.read_text(encoding="utf-8"))
     fitted = data["prior_fitted"]
-    for kind, prior in PRIORS.items():
+    for kind in DATA_KINDS:
+        prior = prior_for(kind)
         assert prior.anchor == fitted["anchors"][kind]["anchor"], kind
         assert (prior.shortfall, prior.spread) == (fitted["shortfall"], fitted["spread"]), kind
         assert data["prior_committed"][kind]["anchor"] == prior.anchor

@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, stats
 
-from crowdqa.quality.method_choice import PRIORS, candidate_name, parse_candidate, shrunk_scores
+from crowdqa.aggregation.registry import DATA_KINDS
+from crowdqa.quality.method_choice import candidate_name, parse_candidate, prior_for, shrunk_scores
 
 
 def _posterior_mean(d: float, s2: float, mu: float, tau: float) -> float:
@@ -92,5 +93,6 @@ def test_undefined_scores_and_bad_input():
 def test_candidate_names_round_trip_and_every_kind_has_a_prior():
     assert candidate_name("ds", True) == "ds+experts" and candidate_name("ds", False) == "ds"
     assert parse_candidate("gold-mv+experts") == ("gold-mv", True) and parse_candidate("mv") == ("mv", False)
-    assert set(PRIORS) == {"categorical", "typed-bio", "spans"}
-    assert all(p.shortfall >= 0 and p.spread > 0 for p in PRIORS.values())
+    priors = [prior_for(kind) for kind in DATA_KINDS]
+    assert all(p.shortfall >= 0 and p.spread > 0 for p in priors)
+    assert [p.anchor for p in priors] == ["hmm-crowd+experts", "bsc-seq", "ibcc"]
