@@ -151,8 +151,7 @@ def run_comparison(
     use_experts : bool
         Clamp the expert labels in every fit and score held-out predictions by cross-fitting.
     expert_variants : bool
-        Without ``use_experts``: compare every method on the crowd alone *and* with the experts clamped
-        (:func:`candidates`); ``methods=None`` then takes every method that applies either way.
+        Without ``use_experts``: each method on the crowd alone *and* with the experts clamped (:func:`candidates`).
     reference : str
         The expert reference rule (union, majority) or an expert's id.
     progress : callable, optional
@@ -186,10 +185,7 @@ def run_comparison(
     t_all = time.perf_counter()
     params = check_methods(methods, params_for, use_experts=use_experts)
     variants = expert_variants and not use_experts
-    chosen = (applicable_methods(corpus, use_experts=use_experts or variants) if methods is None
-              else list(methods))
-    _check_chosen(chosen, corpus, use_experts=use_experts or variants)
-    fitted = candidates(chosen, use_experts=use_experts, expert_variants=variants)
+    fitted = _candidates_of(corpus, methods, use_experts=use_experts, variants=variants)
     ref, crowd = _reference_and_crowd(corpus, reference, blocked)
     covered = np.bincount(crowd.token, minlength=corpus.n_tokens) > 0
     board, fits = Scoreboard(corpus, ref), {}
@@ -212,10 +208,19 @@ def run_comparison(
         progress(None, len(fitted), len(fitted))
     result = board.comparison(n_boot=n_boot, seed=seed).as_dict()
     result.update(use_experts=bool(use_experts), expert_variants=bool(variants), reference=reference,
-                  score=_add_fits(result, fits),
-                  seconds=round(time.perf_counter() - t_all, 6),
+                  score=_add_fits(result, fits), seconds=round(time.perf_counter() - t_all, 6),
                   fit_seconds=round(sum(f["seconds"] + f.get("cross_fit_seconds", 0.0) for f in fits.values()), 6))
     return result
+
+
+def _candidates_of(corpus: Corpus, methods: list[str] | None, *, use_experts: bool, variants: bool
+                   ) -> list[tuple[str, bool]]:
+    """The checked candidates of a comparison: ``methods`` (None: every method that applies) as :func:`candidates`
+    makes them."""
+    chosen = (applicable_methods(corpus, use_experts=use_experts or variants) if methods is None
+              else list(methods))
+    _check_chosen(chosen, corpus, use_experts=use_experts or variants)
+    return candidates(chosen, use_experts=use_experts, expert_variants=variants)
 
 
 def _reference_and_crowd(corpus: Corpus, reference: str, blocked: frozenset[str]) -> tuple[np.ndarray, Corpus]:
