@@ -885,6 +885,30 @@ def render_compare(d: dict, results: Path, quick: bool) -> str:
     return "\n\n".join(parts)
 
 
+def render_method_choice(d: dict, results: Path, quick: bool) -> str:
+    """Regret of ``--method auto`` (the rule of crowdqa.quality.method_choice) beside always-DS and always-MV."""
+    rows = []
+    for r in d["table"]:
+        chosen = sorted(set(r["chosen"]), key=lambda c: (-r["chosen"].count(c), c))
+        rows.append([r["set"], r["role"], ", ".join(f"{c} ×{r['chosen'].count(c)}" for c in chosen),
+                     f"{_f(r['auto_held_out'])} ({_f(r['auto_regret'])})",
+                     f"{_f(r['always_ds_held_out'])} ({_f(r['always_ds_regret'])})",
+                     f"{_f(r['always_mv_held_out'])} ({_f(r['always_mv_regret'])})", _f(r["best_held_out"])])
+    mean = d["mean_regret"]
+    lines = [f"{g}: auto {_f(m['auto'])}, always-DS {_f(m['always_ds'])}, always-MV {_f(m['always_mv'])}"
+             for g, m in mean.items() if m["auto"] is not None]
+    prior = d["prior_committed"]
+    return (f"Each gold set halved {d['splits']} times at random (one half given as the experts, the other held "
+            "out; synthetic crowds: 200 expert items, the rest held out); held-out score of the candidate chosen, "
+            "mean over the splits, and its regret (the best candidate's held-out score minus it) in brackets. "
+            "Rule constants fitted on the `train` sets, checked on the `check` sets. Prior used: "
+            + "; ".join(f"{k}: anchor {v['anchor']}, shortfall {v['shortfall']}, spread {v['spread']}"
+                        for k, v in prior.items()) + ".\n\n"
+            + _table(["set", "role", "auto chose (splits)", "auto (regret)", "always-DS (regret)",
+                      "always-MV (regret)", "best"], rows)
+            + "\n\nMean regret, " + "; ".join(lines) + f". Worst set for auto: {_f(d['worst_set_regret_auto'])}.")
+
+
 def render_rerun_all(d: dict, results: Path, quick: bool) -> str:
     """The steps of one ``python -m benchmarks all [--quick]`` run and their seconds."""
     rows = [[s["benchmark"], f"`{s['command']}`", f"{s['seconds']:.0f} s", "ok" if not s["exit"] else
@@ -936,6 +960,8 @@ SECTIONS: dict[str, tuple[str, str, Callable[[dict, Path, bool], str]]] = {
                  render_spammers),
     "tags": ("Tag labels: partial sentences, a POS-like crowd, a 1M-label token table", "python -m benchmarks.tags",
              render_tags),
+    "method_choice": ("Which method auto chooses with a few hundred expert items, and its regret",
+                      "python -m benchmarks.method_choice", render_method_choice),
     "rerun_all": ("Rerun every number: the time it takes", "python -m benchmarks all", render_rerun_all),
 }
 

@@ -329,6 +329,14 @@ class MethodComparison(BaseModel):
     vs_mv_high: float | None = None
     extra: dict[str, float | None] = Field(default_factory=dict,
                                            description="Secondary metrics: token_f1 (typed BIO) or macro_f1.")
+    use_experts: bool = Field(default=False, description=(
+        "The fit clamped the expert labels (the candidate method+experts); value is then measured by cross-fitting."))
+    expected: float | None = Field(default=None, description=(
+        "Expected score on the items the experts did not label: the measured difference to the prior's anchor "
+        "shrunk toward the prior (crowdqa.quality.method_choice)."))
+    weight: float | None = Field(default=None, description="Weight of the measurement against the prior in expected.")
+    behind: float | None = Field(default=None, description=(
+        "Points (hundredths of the metric) expected below the recommended candidate."))
     f1: float | None = Field(default=None, description="value, for span labels.")
     f1_low: float | None = None
     f1_high: float | None = None
@@ -356,6 +364,14 @@ class MethodsComparison(BaseModel):
     best: str
     recommended: str
     reason: str
+    best_use_experts: bool = Field(default=False, description="The best measured candidate clamps the experts.")
+    recommended_use_experts: bool = Field(default=False, description=(
+        "The recommended candidate clamps the experts (auto then fits it with use_experts)."))
+    prior: dict[str, Any] = Field(default_factory=dict, description=(
+        "The rule's prior: anchor (the candidate it favours), shortfall and spread (gamma, tau), their source."))
+    converged_legend: str | None = Field(default=None, description="What converged yes, NO and - mean.")
+    expert_variants: bool = Field(default=False, description=(
+        "Every method was compared on the crowd alone and with the experts clamped (auto)."))
     too_small: bool = Field(description="No method is significantly worse than the best.")
     more_documents: int | None = Field(description="Expert documents to add to separate the methods (SLiCE).")
     warnings: list[str]

@@ -298,6 +298,7 @@ class ForestRow:
     recommended: bool
     best: bool
     title: str
+    label: str = ""  # the candidate: the method id, with "+experts" for a fit with the experts clamped
 
 
 @dataclass(frozen=True)
@@ -332,14 +333,16 @@ def forest_plot(comparison: dict[str, Any], *, width: int = 560, row_height: int
         value, low, high = m.get("value"), m.get("low"), m.get("high")
         interval = f" (95% {low:.3f} to {high:.3f})" if low is not None and high is not None else ""
         diff = m.get("diff_low"), m.get("diff_high")
-        title = (f"{m['method']}: {metric} {'-' if value is None else f'{value:.3f}'}{interval}"
+        name = str(m["method"]) + ("+experts" if m.get("use_experts") else "")
+        title = (f"{name}: {metric} {'-' if value is None else f'{value:.3f}'}{interval}"
                  + (f"\ndifference to the best {m.get('diff', 0):.3f} (95% {diff[0]:.3f} to {diff[1]:.3f}, paired)"
                     if None not in diff and m.get("diff") is not None else ""))
         rows.append(ForestRow(method=str(m["method"]), y=top + row_height * (i + 0.5),
                               x=None if value is None else x(value), x_low=None if low is None else x(low),
                               x_high=None if high is None else x(high),
-                              recommended=m["method"] == comparison.get("recommended"),
-                              best=m["method"] == comparison.get("best"), title=title))
+                              recommended=m["method"] == comparison.get("recommended")
+                              and bool(m.get("use_experts")) == bool(comparison.get("recommended_use_experts")),
+                              best=m["method"] == comparison.get("best"), title=title, label=name))
     best = next((m.get("value") for m in methods if m["method"] == comparison.get("best")), None)
     return Forest(width=width, height=height, x=x, rows=rows, metric=metric, x_ticks=x.ticks(),
                   best_x=None if best is None else x(best))
