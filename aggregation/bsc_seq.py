@@ -36,6 +36,7 @@ from crowdqa.aggregation._forward_backward import (
 )
 from crowdqa.aggregation._params import ITERATIONS, InstanceOf, Interval, Options
 from crowdqa.aggregation._sequences import FEATURES, doc_first, layout, text_features, token_text
+from crowdqa.aggregation.confidence import PosteriorChain
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.aggregation.dawid_skene import DawidSkene
 
@@ -527,6 +528,14 @@ class BayesianSequenceCombination(BaseAggregator):
         self.start_ = _posterior_mean(params["start"])
         self.transition_ = _posterior_mean(params["trans"])
         self.labels_ = self._decode(design, params, post, fill=int(self.class_prior_.argmax()))
+        # q(t) as a chain (crowdqa.aggregation.confidence): the crowd's E[log] factors apart from the rest.
+        log_crowd = _log_emissions(crowd=design.crowd, log_confusion=_log_worker_table(params["worker"],
+                                                                                       n_classes=design.n_classes))
+        with np.errstate(invalid="ignore"):  # a clamped -inf minus a finite crowd term stays -inf
+            log_rest = _token_log_lik(params, design) - log_crowd
+        self.posterior_chain_ = PosteriorChain(
+            log_crowd=log_crowd, log_rest=log_rest, log_start=_expected_log(params["start"]),
+            log_trans=_expected_log(params["trans"]), seq_first=design.seq_first.copy())
         return self
 
     def _decode(self, design: _Design, params: dict[str, NDArray[np.float64]], post: NDArray[np.float64], *,

@@ -25,6 +25,7 @@ from crowdqa.aggregation._normalise import normalise
 from crowdqa.aggregation._params import ITERATIONS, InstanceOf, Interval, Options
 from crowdqa.aggregation._sequences import FEATURES, layout, text_features, token_text
 from crowdqa.aggregation._votes import break_ties
+from crowdqa.aggregation.confidence import PosteriorChain
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.aggregation.limits import MAX_ITER
 
@@ -189,6 +190,17 @@ def _token_log_lik(params: _Params, design: _Design) -> NDArray[np.float64]:
         # prod_o C[k, o] ** q(o), a fractional count of each answer (hard labels: one-hot q).
         out += design.tagger @ np.log(params.tagger_confusion).T
     return out
+
+
+def _posterior_chain(params: _Params, design: _Design) -> PosteriorChain:
+    """The final posterior as a chain of factors (:mod:`crowdqa.aggregation.confidence`): the crowd's log-likelihood
+    apart from the words, shapes and clamps, so that a temperature can weigh the annotators alone."""
+    log_crowd = _log_emissions(crowd=design.crowd, log_confusion=_log_crowd(params.confusion,
+                                                                           wrong_boost=params.wrong_boost))
+    with np.errstate(invalid="ignore"):  # a clamped -inf minus a finite crowd term stays -inf
+        log_rest = _token_log_lik(params, design) - log_crowd
+    return PosteriorChain(log_crowd=log_crowd, log_rest=log_rest, log_start=params.log_start,
+                          log_trans=params.log_trans, seq_first=design.seq_first.copy())
 
 
 def _e_step(params: _Params, design: _Design) -> tuple[dict, NDArray[np.float64], float]:
@@ -755,6 +767,7 @@ class HMMCrowd(BaseAggregator):
         self.transition_ = trans / trans.sum(axis=1, keepdims=True)
         self.labels_ = _decode_labels(corpus, design, params, post, decode=self.decode,
                                       fill=int(self.class_prior_.argmax()))
+        self.posterior_chain_ = _posterior_chain(params, design)
         self.worker_ids_ = tuple(corpus.worker_ids)
         self.worker_labels_ = np.bincount(corpus.worker, minlength=n_workers)
         self.vocabulary_ = design.words if params.log_word is not None else ()

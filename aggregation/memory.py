@@ -87,7 +87,9 @@ def _parts(s: Shape) -> dict[str, tuple[float, str]]:
 #: The report: the aggregate's and every worker's confusion against the experts, and the pair confusions (their
 #: counts and a float copy: ``crowdqa aggregate --method mv`` of 5,000 items, 50 workers and 300 classes peaked at
 #: 1.74 GiB, of 1,000 classes at 18.3 GiB; this table estimates 1.8 and 19.9 with the fit).
-REPORT_ARRAYS: dict[str, float] = {"confusion": 1, "tokens": 2, "pairs": 2}
+#: The calibration of the scores adds six token arrays (tokens x K): the tempered chain's two factors and its
+#: forward, backward and frame variables, and the calibrated marginals (:mod:`crowdqa.aggregation.confidence`).
+REPORT_ARRAYS: dict[str, float] = {"confusion": 1, "tokens": 8, "pairs": 2}
 
 
 def _total(arrays: Mapping[str, float], shape: Shape) -> tuple[int, str]:

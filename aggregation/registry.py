@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # the method table imports without numpy (crowdqa aggregate -
     from crowdqa.aggregation._base import BaseAggregator
 
 __all__ = ["BASELINE", "DATA_KINDS", "ENTRY_POINT_GROUP", "EXAMPLE_METHOD", "METHODS", "MethodEntry", "RESERVED_IDS",
-           "aggregator_class", "check_data_kind", "check_memory", "default_method", "describe_bounds",
+           "aggregator_class", "check_data_kind", "choice_anchor", "check_memory", "default_method", "describe_bounds",
            "load_entry_points", "make_aggregator", "methods_by_cost", "register_method", "validate_params"]
 
 #: The kinds of data a comparison tells apart (:func:`crowdqa.quality.compare.metric_for`): BIO labels with several
@@ -78,6 +78,23 @@ class MethodEntry:
     default_for: tuple[str, ...] = ()
     """The kinds of data (of :data:`DATA_KINDS`) this method is the one ``auto`` runs on when there are no experts
     to compare on (:func:`default_method`); at most one method per kind."""
+    temperature: float = 1.0
+    """The label-free calibration of the method's scores (:mod:`crowdqa.aggregation.confidence`): its posterior chain
+    is tempered by ``temperature`` over ``temperature_scope``. Chosen on conll_val and PICO dev by
+    ``benchmarks/calibration.py`` (a test checks they are that run's choice); a project with expert labels fits its
+    own instead."""
+    temperature_scope: str = "chain"
+    """What the temperature divides: ``"chain"``, every factor of the posterior; ``"crowd"``, the annotators'
+    alone."""
+    clamped_candidate: bool = True
+    """Whether compare (``--expert-variants``) and ``auto`` also fit it with the experts' labels clamped, as the
+    candidate ``<id>+experts``: False for a method whose clamped fit predicts every item the experts did not
+    label as its crowd-only fit does (a plain vote, where clamping only overwrites the clamped items)."""
+    anchor_for: tuple[tuple[str, bool], ...] = ()
+    """``(kind, clamped)`` pairs: on data of ``kind`` (of :data:`DATA_KINDS`) this method, clamped or on the crowd
+    alone, is the anchor of ``auto``'s choice with experts (:func:`choice_anchor`,
+    :mod:`crowdqa.quality.method_choice`): the candidate best across the training sets of
+    ``benchmarks/method_choice.py`` (a kind without one there: its default). At most one method per kind."""
 
     def __post_init__(self) -> None:
         from crowdqa.aggregation.memory import PARTS
@@ -93,9 +110,10 @@ class MethodEntry:
         low, high = self.classes
         if low < 1 or (high is not None and high < low):
             raise ValueError(f"{self.name}: classes must be (low >= 1, high >= low or None), found {self.classes}")
-        bad = [k for k in self.default_for if k not in DATA_KINDS]
-        if bad:
-            raise ValueError(f"{self.name}: default_for {bad[0]!r} is not one of {', '.join(DATA_KINDS)}")
+        for name, kinds in (("default_for", self.default_for), ("anchor_for", [k for k, _ in self.anchor_for])):
+            bad = [k for k in kinds if k not in DATA_KINDS]
+            if bad:
+                raise ValueError(f"{self.name}: {name} {bad[0]!r} is not one of {', '.join(DATA_KINDS)}")
 
 
 #: method id -> its entry. A module is imported when its method is first asked for: the estimators bring
@@ -105,35 +123,39 @@ class MethodEntry:
 #: classes, 1.1 GiB a table, peaked at 3.2 GiB).
 METHODS: dict[str, MethodEntry] = {
     "mv": MethodEntry("crowdqa.aggregation.majority_vote", "MajorityVote", cost=10,
-                      memory={"confusion": 3, "tokens": 2}),
+                      memory={"confusion": 3, "tokens": 2}, temperature=0.6484, clamped_candidate=False),
     "ds": MethodEntry("crowdqa.aggregation.dawid_skene", "DawidSkene", cost=20,
-                      memory={"confusion": 4, "tokens": 3, "answers": 2}, default_for=("categorical",)),
+                      memory={"confusion": 4, "tokens": 3, "answers": 2}, default_for=("categorical",),
+                      temperature=4.0),
     "hmm-crowd": MethodEntry("crowdqa.aggregation.hmm_crowd", "HMMCrowd", cost=110, sequences=True,
-                             memory={"confusion": 4, "tokens": 8, "answers": 2, "words": 2}),
+                             memory={"confusion": 4, "tokens": 8, "answers": 2, "words": 2},
+                             anchor_for=(("typed-bio", True),), temperature=4.0),
     "bsc-seq": MethodEntry("crowdqa.aggregation.bsc_seq", "BayesianSequenceCombination", cost=120, sequences=True,
                            memory={"confusion": 4, "tokens": 8, "answers": 2, "words": 2, "sequential": 3},
-                           default_for=("spans",)),
+                           default_for=("spans",), anchor_for=(("spans", False),), temperature=6.7272),
     # HMM-Crowd's arrays, the tagger's votes and training targets (tokens), its sparse features (about 20 a token,
     # value and index: counted as words) and the coefficients of one tagger per fold (words). The default for typed
     # BIO by the protocol (benchmarks/README.md, benchmarks/results/tagger.json): above HMM-Crowd, the default before.
     "hmm-crowd-tagger": MethodEntry("crowdqa.aggregation.hmm_crowd_tagger", "HMMCrowdTagger", cost=130,
                                     sequences=True, memory={"confusion": 4, "tokens": 14, "answers": 2, "words": 10},
                                     default_for=("typed-bio",)),
-    "wawa": MethodEntry("crowdqa.aggregation.wawa", "Wawa", cost=30, memory={"confusion": 3, "tokens": 3}),
+    "wawa": MethodEntry("crowdqa.aggregation.wawa", "Wawa", cost=30, memory={"confusion": 3, "tokens": 3},
+                        temperature=0.6484),
     "zbs": MethodEntry("crowdqa.aggregation.zero_based_skill", "ZeroBasedSkill", cost=40,
-                       memory={"confusion": 3, "tokens": 3}),
+                       memory={"confusion": 3, "tokens": 3}, temperature=0.5453),
     "gold-mv": MethodEntry("crowdqa.aggregation.gold_majority_vote", "GoldMajorityVote", cost=50, experts=True,
                            memory={"confusion": 3, "tokens": 3}),
     "glad": MethodEntry("crowdqa.aggregation.glad", "GLAD", cost=80, classes=(2, None),
-                        memory={"confusion": 3, "tokens": 3, "answers": 2}),
+                        memory={"confusion": 3, "tokens": 3, "answers": 2}, temperature=2.8284),
     "mace": MethodEntry("crowdqa.aggregation.mace", "MACE", cost=90,
-                        memory={"confusion": 3, "tokens": 3, "answers": 2}),
+                        memory={"confusion": 3, "tokens": 3, "answers": 2}, temperature=2.181),
     "kos": MethodEntry("crowdqa.aggregation.kos", "KOS", cost=60, classes=(2, 2),
                        memory={"confusion": 3, "tokens": 2, "answers": 1}),
     "mmsr": MethodEntry("crowdqa.aggregation.mmsr", "MMSR", cost=70, classes=(2, None),
-                        memory={"confusion": 3, "tokens": 2, "answers": 1}),
+                        memory={"confusion": 3, "tokens": 2, "answers": 1}, temperature=3.0844),
     "ibcc": MethodEntry("crowdqa.aggregation.ibcc", "IBCC", cost=100,
-                        memory={"confusion": 4, "tokens": 3, "answers": 2}),
+                        memory={"confusion": 4, "tokens": 3, "answers": 2}, anchor_for=(("categorical", False),),
+                        temperature=3.0844),
 }
 
 #: The method every other is compared with: compare warns when a method is significantly worse than it.
@@ -177,6 +199,9 @@ def register_method(method: str, entry: MethodEntry) -> None:
         shared = set(held.default_for) & set(entry.default_for)
         if shared:
             raise ValueError(f"{other} is already the default for {sorted(shared)[0]}")
+        anchored = {k for k, _ in held.anchor_for} & {k for k, _ in entry.anchor_for}
+        if anchored:
+            raise ValueError(f"{other} is already the anchor for {sorted(anchored)[0]}")
     cls = getattr(importlib.import_module(entry.module), entry.name, None)
     if not isinstance(cls, type):
         raise ValueError(f"{entry.module} has no class {entry.name}")
@@ -249,6 +274,24 @@ def default_method(kind: str) -> str:
         if kind in entry.default_for:
             return method
     raise ValueError(f"no method is the default for {kind}: give one entry default_for=({kind!r},)")
+
+
+def choice_anchor(kind: str) -> tuple[str, bool] | None:
+    """The anchor of ``auto``'s choice with experts on data of ``kind``: ``(method, clamped)``, or None when no
+    entry is (:attr:`MethodEntry.anchor_for`).
+
+    Examples
+    --------
+    >>> choice_anchor("spans")
+    ('bsc-seq', False)
+    """
+    if kind not in DATA_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(DATA_KINDS)}, found {kind!r}")
+    for method, entry in METHODS.items():
+        for anchored, clamped in entry.anchor_for:
+            if anchored == kind:
+                return method, bool(clamped)
+    return None
 
 
 def check_data_kind(method: str, *, n_classes: int | None = None, categorical: bool | None = None,

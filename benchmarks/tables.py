@@ -704,6 +704,39 @@ def render_tagger(d: dict, results: Path, quick: bool) -> str:
                       "F1, aggregate of the learned half", "fit", "labelling"], pre))
 
 
+def render_calibration(d: dict, results: Path, quick: bool) -> str:
+    """Issue 48: every method's span ECE as fitted, at its label-free default temperature and fitted on the experts
+    (cross-fitted), on conll_val and PICO dev, and the rule's choice with its cross-check."""
+    def ece(block: dict) -> str:
+        lo, hi = block["ece_interval"]
+        return f"{_f(block['ece'])} ({_f(lo)}–{_f(hi)})" if lo is not None else _f(block["ece"])
+
+    names = sorted({n for m in d["methods"].values() for n in m["sets"]})
+    header = ["method", "default (scope, T)"] + [f"{n}: {x}" for n in names
+                                                 for x in ("ECE as fitted", "ECE default", "ECE with experts",
+                                                           "Brier default", "lowest tenth's errors ×")]
+    rows = []
+    for method, m in d["methods"].items():
+        row = [method, f"{m['scope']}, {m['temperature']:g}"]
+        for n in names:
+            s = m["sets"].get(n)
+            row += ["–"] * 5 if s is None else [
+                ece(s["as_fitted"]), ece(s["default"]), ece(s["with_experts"]), _f(s["default"]["brier"]),
+                _f(s["default"]["low_score_error_ratio"], 2)]
+        rows.append(row)
+    cross = [[method] + [f"{c['candidate'][0]} {c['candidate'][1]:g}: {_f(c['ece_choosing_half'])} → "
+                         f"{_f(c['ece_other_half'])} (best there {c['other_half_best'][1]:g}: "
+                         f"{_f(c['other_half_best_ece'])})" for c in m["cross_check"].values()]
+             for method, m in d["methods"].items()]
+    return ("Span scores (the probability that a span is exactly right) against the truth: conll_val's gold, PICO "
+            "dev's 64 expert documents (union of the experts); ECE over 10 bins with a 95% document-bootstrap "
+            f"interval. The default is chosen by the rule ({d['rule']}); with experts: the temperature fitted on "
+            "three folds of the documents, scored on the fourth. The protocol is in `benchmarks/README.md`.\n\n"
+            + _table(header, rows)
+            + "\n\nCross-check (mean ECE over the sets): chosen on half A, reported on half B, and the other way.\n\n"
+            + _table(["method", "chosen on A → on B", "chosen on B → on A"], cross))
+
+
 def _iteration_table(curves: dict | None, label: dict[str, str]) -> str:
     """F1 of the whole sets after exactly n EM/VB iterations (``seq_protocol``'s ``iterations``), if recorded."""
     if not curves:
@@ -875,6 +908,30 @@ def render_compare(d: dict, results: Path, quick: bool) -> str:
     return "\n\n".join(parts)
 
 
+def render_method_choice(d: dict, results: Path, quick: bool) -> str:
+    """Regret of ``--method auto`` (the rule of crowdqa.quality.method_choice) beside always-DS and always-MV."""
+    rows = []
+    for r in d["table"]:
+        chosen = sorted(set(r["chosen"]), key=lambda c: (-r["chosen"].count(c), c))
+        rows.append([r["set"], r["role"], ", ".join(f"{c} ×{r['chosen'].count(c)}" for c in chosen),
+                     f"{_f(r['auto_held_out'])} ({_f(r['auto_regret'])})",
+                     f"{_f(r['always_ds_held_out'])} ({_f(r['always_ds_regret'])})",
+                     f"{_f(r['always_mv_held_out'])} ({_f(r['always_mv_regret'])})", _f(r["best_held_out"])])
+    mean = d["mean_regret"]
+    lines = [f"{g}: auto {_f(m['auto'])}, always-DS {_f(m['always_ds'])}, always-MV {_f(m['always_mv'])}"
+             for g, m in mean.items() if m["auto"] is not None]
+    prior = d["prior_committed"]
+    return (f"Each gold set halved {d['splits']} times at random (one half given as the experts, the other held "
+            "out; synthetic crowds: 200 expert items, the rest held out); held-out score of the candidate chosen, "
+            "mean over the splits, and its regret (the best candidate's held-out score minus it) in brackets. "
+            "Rule constants fitted on the `train` sets, checked on the `check` sets. Prior used: "
+            + "; ".join(f"{k}: anchor {v['anchor']}, shortfall {v['shortfall']}, spread {v['spread']}"
+                        for k, v in prior.items()) + ".\n\n"
+            + _table(["set", "role", "auto chose (splits)", "auto (regret)", "always-DS (regret)",
+                      "always-MV (regret)", "best"], rows)
+            + "\n\nMean regret, " + "; ".join(lines) + f". Worst set for auto: {_f(d['worst_set_regret_auto'])}.")
+
+
 def render_rerun_all(d: dict, results: Path, quick: bool) -> str:
     """The steps of one ``python -m benchmarks all [--quick]`` run and their seconds."""
     rows = [[s["benchmark"], f"`{s['command']}`", f"{s['seconds']:.0f} s", "ok" if not s["exit"] else
@@ -920,12 +977,16 @@ SECTIONS: dict[str, tuple[str, str, Callable[[dict, Path, bool], str]]] = {
     "routing": ("Routing documents to the experts: narrowing per document revealed", "python -m benchmarks.routing",
                 render_routing),
     "batches": ("New batches: an earlier model vs a refit", "python -m benchmarks.batches", render_batches),
+    "calibration": ("Calibrated scores: span ECE of every method on conll_val and PICO dev",
+                    "python -m benchmarks.calibration", render_calibration),
     "compare": ("Which method for my data: crowdqa compare on CoNLL val and PICO dev", "python -m benchmarks.compare",
                 render_compare),
     "spammers": ("Finding spammers: the worker verdict on planted and real crowds", "python -m benchmarks.spammers",
                  render_spammers),
     "tags": ("Tag labels: partial sentences, a POS-like crowd, a 1M-label token table", "python -m benchmarks.tags",
              render_tags),
+    "method_choice": ("Which method auto chooses with a few hundred expert items, and its regret",
+                      "python -m benchmarks.method_choice", render_method_choice),
     "rerun_all": ("Rerun every number: the time it takes", "python -m benchmarks all", render_rerun_all),
 }
 

@@ -177,6 +177,9 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
            ("id_column", "annotator_column", "answer_column", "gold_column", "repeats"), experts=True),
     Format("categorical-csv", "item,label rows: an aggregate of categorical answers",
            writer=Writer("text/csv; charset=utf-8", ".csv"), aggregate=True),
+    Format("token-scores", "the marginal export: one row per token, doc_id, token, text, label, score (the "
+           "calibrated probability that the label is right) and p:<class> for every class",
+           writer=Writer("text/csv; charset=utf-8", ".csv")),
     Format("corpus", "a corpus .npz written by crowdqa (crowdqa ingest --save); roles as stored",
            "crowdqa.ingest._io:read_corpus_npz", aggregate=True, experts=True),
 )}

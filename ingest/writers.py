@@ -7,10 +7,11 @@
 Formats
 -------
 ``spans-jsonl``
-    One JSON object per aggregated span: ``{"doc_id", "start", "end", "label", "text"}``,
+    One JSON object per aggregated span: ``{"doc_id", "start", "end", "label", "text", "score"}``,
     character offsets into the document text (end exclusive), label = entity type, text = the
-    span's characters. For formats that carry tokens only (CoNLL, EBM-NLP) the document text is
-    the tokens joined by single spaces, so the offsets count in that text.
+    span's characters, score = the probability that the span is exactly right (type and both boundaries;
+    :mod:`crowdqa.aggregation.confidence`), present when scores are given. For formats that carry tokens only
+    (CoNLL, EBM-NLP) the document text is the tokens joined by single spaces, so the offsets count in that text.
 ``conll``
     Per document a ``-DOCSTART- <doc_id>`` line and a blank line, then its tokens, one per line
     with a BIO tag (``B-``/``I-`` + entity type, ``O``; inside/outside schemes are written as BIO,
@@ -25,8 +26,13 @@ Formats
     token's class name as it is, and ``?`` for ``MISSING`` (a tag set has no outside class to stand for it).
 ``categorical-csv``
     ``item,label`` rows, one per document, for one-token documents (categorical data);
-    an item with no label (``MISSING``) gets an empty label. Cells are escaped against
+    an item with no label (``MISSING``) gets an empty label; with scores, a third column ``score`` (the
+    probability that the label is right). Cells are escaped against
     CSV (formula) injection by :func:`csv_escape`; :func:`csv_unescape` undoes it.
+``token-scores``
+    The marginal export: one CSV row per token, ``doc_id,token,text,label,score`` and one column
+    ``p:<class>`` per class (the calibrated posterior of each class; ``score`` is that of ``label``).
+    Needs scores.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ import csv
 import json
 import os
 import re
+from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 
@@ -45,7 +52,26 @@ from crowdqa.aggregation.corpus import MISSING, Corpus
 from crowdqa.aggregation.spans import decode_spans
 from crowdqa.ingest.formats import WRITE_FORMATS
 
-__all__ = ["write_labels", "csv_escape", "csv_unescape"]
+__all__ = ["LabelScores", "write_labels", "csv_escape", "csv_unescape"]
+
+
+@dataclass(frozen=True)
+class LabelScores:
+    """Calibrated scores of an aggregate, as the writers take them.
+
+    Attributes
+    ----------
+    token : ndarray of shape (n_tokens,)
+        Probability that each token's (item's) label is right.
+    span : ndarray of shape (n_spans,)
+        Probability that each span of ``decode_spans(labels)`` is exactly right (empty for categorical answers).
+    proba : ndarray of shape (n_tokens, n_classes)
+        Calibrated posterior of every class at each token.
+    """
+
+    token: NDArray[np.float64]
+    span: NDArray[np.float64]
+    proba: NDArray[np.float64]
 
 
 #: First characters that make a spreadsheet run a cell as a formula (OWASP, "CSV Injection").
@@ -98,7 +124,8 @@ def _check(labels: NDArray, corpus: Corpus) -> NDArray[np.int64]:
     return np.where(labels == MISSING, 0, labels).astype(np.int64)
 
 
-def write_labels(labels: NDArray, corpus: Corpus, path: str | os.PathLike, *, format: str) -> None:
+def write_labels(labels: NDArray, corpus: Corpus, path: str | os.PathLike, *, format: str,
+                 scores: LabelScores | None = None) -> None:
     """Write one label per token in ``format``.
 
     Parameters
@@ -108,7 +135,9 @@ def write_labels(labels: NDArray, corpus: Corpus, path: str | os.PathLike, *, fo
     corpus : Corpus
     path : str or PathLike
         A file, or a folder for ``ebm-nlp`` (created if absent).
-    format : {"spans-jsonl", "conll", "tokens-csv", "tokens-jsonl", "ebm-nlp", "categorical-csv"}
+    format : {"spans-jsonl", "conll", "tokens-csv", "tokens-jsonl", "ebm-nlp", "categorical-csv", "token-scores"}
+    scores : LabelScores, optional
+        The aggregate's calibrated scores: written by spans-jsonl, categorical-csv and token-scores.
 
     Raises
     ------
@@ -123,14 +152,19 @@ def write_labels(labels: NDArray, corpus: Corpus, path: str | os.PathLike, *, fo
     if corpus.scheme == "tags" and format in ("spans-jsonl", "ebm-nlp"):
         raise ValueError(f"{format} writes spans, and tag labels (scheme tags) have none: use conll, tokens-csv "
                          "or tokens-jsonl")
-    if format in ("tokens-csv", "tokens-jsonl"):
+    if format == "token-scores":
+        if scores is None:
+            raise ValueError("token-scores writes the aggregate's scores, and none were given (a job stored before "
+                             "scores were kept has none: run it again)")
+        _write_token_scores(lab, corpus, path, scores)
+    elif format in ("tokens-csv", "tokens-jsonl"):
         from crowdqa.ingest.token_table import write_token_table
 
         write_token_table(np.asarray(labels, dtype=np.int64), corpus, path, jsonl=format == "tokens-jsonl")
     elif format == "conll" and corpus.scheme == "tags":
         _write_conll(np.asarray(labels, dtype=np.int64), corpus, path)
     elif format == "spans-jsonl":
-        _write_spans_jsonl(lab, corpus, path)
+        _write_spans_jsonl(lab, corpus, path, None if scores is None else scores.span)
     elif format == "conll":
         _write_conll(lab, corpus, path)
     elif format == "ebm-nlp":
@@ -138,18 +172,42 @@ def write_labels(labels: NDArray, corpus: Corpus, path: str | os.PathLike, *, fo
     else:
         # An item nobody labelled has no answer: written empty, unless class 0 is an outside class.
         raw = np.asarray(labels, dtype=np.int64)
-        _write_categorical(lab if corpus.has_outside else raw, corpus, path)
+        _write_categorical(lab if corpus.has_outside else raw, corpus, path,
+                           None if scores is None else scores.token)
 
 
-def _write_spans_jsonl(lab: NDArray, corpus: Corpus, path: Path) -> None:
+def _write_spans_jsonl(lab: NDArray, corpus: Corpus, path: Path, span_scores: NDArray | None) -> None:
     spans = decode_spans(lab, corpus)
     types = corpus.entity_types
+    if span_scores is not None and span_scores.shape != (len(spans),):
+        raise ValueError(f"span scores must have shape ({len(spans)},), found {span_scores.shape}")
+    scores = [None] * len(spans) if span_scores is None else np.round(span_scores, 6).tolist()
     with open(path, "w", encoding="utf-8", newline="\n") as fh:
-        for d, s, e, t in zip(spans.doc.tolist(), spans.start.tolist(), spans.end.tolist(), spans.type.tolist(),
-                              strict=True):
+        for d, s, e, t, p in zip(spans.doc.tolist(), spans.start.tolist(), spans.end.tolist(), spans.type.tolist(),
+                                 scores, strict=True):
             obj = {"doc_id": corpus.doc_ids[d], "start": s, "end": e, "label": types[t - 1],
                    "text": corpus.texts[d][s:e]}
+            if p is not None:
+                obj["score"] = p
             fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
+
+
+def _write_token_scores(lab: NDArray, corpus: Corpus, path: Path, scores: LabelScores) -> None:
+    k = corpus.n_classes
+    if scores.token.shape != (corpus.n_tokens,) or scores.proba.shape != (corpus.n_tokens, k):
+        raise ValueError(f"token scores must have shapes ({corpus.n_tokens},) and ({corpus.n_tokens}, {k}), found "
+                         f"{scores.token.shape} and {scores.proba.shape}")
+    names = np.asarray(corpus.class_names, dtype=object)
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["doc_id", "token", "text", "label", "score", *(csv_escape(f"p:{n}") for n in corpus.class_names)])
+        for d in range(corpus.n_docs):  # one write per document, its tokens' rows at once
+            a, b = int(corpus.doc_start[d]), int(corpus.doc_start[d + 1])
+            doc_id, texts = csv_escape(corpus.doc_ids[d]), corpus.doc_tokens(d)
+            probs = np.round(scores.proba[a:b], 6).tolist()
+            w.writerows([doc_id, i, csv_escape(t), csv_escape(str(n)), round(float(p), 6), *row]
+                        for i, (t, n, p, row) in enumerate(zip(texts, names[lab[a:b]].tolist(),
+                                                               scores.token[a:b].tolist(), probs, strict=True)))
 
 
 def bio_tags(lab: NDArray, corpus: Corpus) -> NDArray:
@@ -195,7 +253,7 @@ def _plain_cells(cells) -> bool:
     return not any(ch in joined for ch in ',"\r\n') and not any("\x00" + ch in joined for ch in _ESCAPED_START)
 
 
-def _write_categorical(lab: NDArray, corpus: Corpus, path: Path) -> None:
+def _write_categorical(lab: NDArray, corpus: Corpus, path: Path, item_scores: NDArray | None = None) -> None:
     if corpus.n_docs and np.any(corpus.doc_lengths != 1):
         d = int(np.flatnonzero(corpus.doc_lengths != 1)[0])
         raise ValueError(
@@ -206,6 +264,17 @@ def _write_categorical(lab: NDArray, corpus: Corpus, path: Path) -> None:
     # through csv.writer; the rest are written as they are (what csv.writer writes for them), in chunks.
     names = [csv_escape(n) for n in corpus.class_names] + [""]  # index -1 (MISSING): an empty label
     tails = [f",{n}\r\n" for n in names]  # a row is its item cell, then one of these
+    if item_scores is not None:
+        if item_scores.shape != (corpus.n_docs,):
+            raise ValueError(f"item scores must have shape ({corpus.n_docs},), found {item_scores.shape}")
+        with open(path, "w", encoding="utf-8", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(["item", "label", "score"])
+            for a in range(0, corpus.n_docs, _CHUNK):
+                w.writerows([csv_escape(d), names[k], p] for d, k, p in zip(
+                    corpus.doc_ids[a:a + _CHUNK], lab[a:a + _CHUNK].tolist(),
+                    np.round(item_scores[a:a + _CHUNK], 6).tolist(), strict=True))
+        return
     with open(path, "w", encoding="utf-8", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["item", "label"])

@@ -5,6 +5,10 @@ The corpus is read once by the caller; every method is fitted on the same crowd 
 this process, and scored by :func:`crowdqa.quality.compare.compare_aggregates` (the rule is documented there).
 Without ``use_experts`` the fits see the crowd only and are scored on all expert documents; with it each method is
 scored on held-out predictions by the same cross-fitting as the report (:func:`crowdqa.jobs.pipeline.cross_fit`).
+With ``expert_variants`` (what ``--method auto`` compares) both are candidates: every method on the crowd alone and,
+where clamping can change its labels on the items the experts did not label, with the experts clamped
+(``METHOD+experts``; the registry entry's ``clamped_candidate``). A plain vote is the exception: clamping only
+overwrites the clamped items, so its clamped fit predicts every other item as its crowd-only fit does.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from crowdqa.aggregation.memory import Shape
 from crowdqa.aggregation.registry import METHODS, check_memory, default_method, methods_by_cost
 from crowdqa.jobs.params import check_data_kind, validate_params
 from crowdqa.quality.compare import Scoreboard, format_comparison, metric_for
+from crowdqa.quality.method_choice import candidate_name
 from crowdqa.quality.references import reference_labels
 from crowdqa.quality.report_model import MethodsComparison
 
@@ -108,15 +113,29 @@ def _fit(method: str, params: dict, crowd: Corpus, corpus: Corpus, known, *, use
               "converged": run.record.converged, "warnings": sorted(set(run.record.warnings))}
     if not use_experts:
         return run.labels, record, PriorFit(fitted=run)
+    pieces: list = []
     heldout, crossed = cross_fit_stage(method, params, crowd, known, corpus, folds=4, seed=seed,
-                                       callback=on_iteration, start=None)
+                                       callback=on_iteration, start=None, pieces=pieces)
     record["cross_fit_seconds"] = crossed.seconds
-    return heldout, record, PriorFit(fitted=run, heldout=heldout, cross_fit=crossed)
+    return heldout, record, PriorFit(fitted=run, heldout=heldout, cross_fit=crossed, pieces=tuple(pieces))
+
+
+def candidates(methods: list[str], *, use_experts: bool, expert_variants: bool) -> list[tuple[str, bool]]:
+    """The ``(method, use_experts)`` fits a comparison makes: each method as ``use_experts`` says, and with
+    ``expert_variants`` each method also with the experts clamped where its registry entry says clamping can
+    change its labels on the other items (``clamped_candidate``); a method that learns from the experts only
+    (``experts``) is clamped only."""
+    if use_experts or not expert_variants:
+        return [(m, bool(use_experts)) for m in methods]
+    out = [(m, False) for m in methods if not METHODS[m].experts]
+    out += [(m, True) for m in methods if METHODS[m].clamped_candidate]
+    return out
 
 
 def run_comparison(
     corpus: Corpus, *, methods: list[str] | None = None, params_for: dict[str, dict] | None = None,
-    use_experts: bool = False, reference: str = "union", progress: CompareProgress | None = None,
+    use_experts: bool = False, expert_variants: bool = False, reference: str = "union",
+    progress: CompareProgress | None = None,
     n_boot: int = 1000, seed: int = 0, blocked: frozenset[str] = frozenset(),
     checkpoint: Callable[[], None] | None = None, keep_fits: dict[str, PriorFit] | None = None,
 ) -> dict[str, Any]:
@@ -132,10 +151,12 @@ def run_comparison(
         Parameters of some methods by id (``{method: {"max_iter": 50}}``); the others run with their defaults.
     use_experts : bool
         Clamp the expert labels in every fit and score held-out predictions by cross-fitting.
+    expert_variants : bool
+        Without ``use_experts``: each method on the crowd alone *and* with the experts clamped (:func:`candidates`).
     reference : str
         The expert reference rule (union, majority) or an expert's id.
     progress : callable, optional
-        Called before each method's fit and before the scoring.
+        Called before each candidate's fit (its name, ``METHOD`` or ``METHOD+experts``) and before the scoring.
     n_boot, seed : int
         The paired bootstrap's resamples and seed (and the cross-fitting's seed).
     blocked : frozenset of str
@@ -144,16 +165,18 @@ def run_comparison(
         Called before each method's fit and between its EM iterations; what it raises stops the comparison (a
         job's cancel or CPU budget).
     keep_fits : dict, optional
-        Filled with the fit (:class:`~crowdqa.jobs.pipeline.PriorFit`) of the method the rule recommends among the
-        methods fitted so far, for the pipeline to reuse; the others' fits are dropped as soon as they are not
-        (at most two fits are alive at once: the leader's and the one being made).
+        Filled with the fit (:class:`~crowdqa.jobs.pipeline.PriorFit`) of the candidate the rule recommends among
+        those fitted so far (keyed by :func:`~crowdqa.quality.method_choice.candidate_name`), for the pipeline
+        to reuse; the others' fits are dropped as soon as they are not (at most two fits are alive at once: the
+        leader's and the one being made).
 
     Returns
     -------
     dict
         :meth:`crowdqa.quality.compare.Comparison.as_dict` with, per method, its fit's ``seconds``,
         ``iterations``, ``converged``, ``warnings`` and ``params``, the metric's value under its own name
-        (``f1`` / ``accuracy``) with ``*_low``, ``*_high``; plus ``use_experts``, ``reference`` and ``seconds``.
+        (``f1`` / ``accuracy``) with ``*_low``, ``*_high``; plus ``use_experts``, ``expert_variants``,
+        ``reference`` and ``seconds``.
 
     Raises
     ------
@@ -162,33 +185,43 @@ def run_comparison(
     """
     t_all = time.perf_counter()
     params = check_methods(methods, params_for, use_experts=use_experts)
-    chosen = applicable_methods(corpus, use_experts=use_experts) if methods is None else list(methods)
-    _check_chosen(chosen, corpus, use_experts=use_experts)
+    variants = expert_variants and not use_experts
+    fitted = _candidates_of(corpus, methods, use_experts=use_experts, variants=variants)
     ref, crowd = _reference_and_crowd(corpus, reference, blocked)
     covered = np.bincount(crowd.token, minlength=corpus.n_tokens) > 0
-    known = ref if use_experts else None
     board, fits = Scoreboard(corpus, ref), {}
-    for i, method in enumerate(chosen):
+    for i, (method, clamped) in enumerate(fitted):
+        name = candidate_name(method, clamped)
         if checkpoint is not None:
             checkpoint()  # between two methods' fits
         if progress is not None:
-            progress(method, i, len(chosen))
-        lab, fits[method], prior = _fit(method, params.get(method, {}), crowd, corpus, known,
-                                        use_experts=use_experts, seed=seed, checkpoint=checkpoint)
-        fits[method]["params"] = params.get(method, {})
-        board.add(method, np.where(covered, lab, MISSING))
+            progress(name, i, len(fitted))
+        lab, fits[name], prior = _fit(method, params.get(method, {}), crowd, corpus, ref if clamped else None,
+                                      use_experts=clamped, seed=seed, checkpoint=checkpoint)
+        fits[name]["params"] = params.get(method, {})
+        board.add(method, np.where(covered, lab, MISSING), use_experts=clamped)
         if keep_fits is not None:
-            _keep_leader(keep_fits, method, prior, board, n_boot=n_boot, seed=seed)
+            _keep_leader(keep_fits, name, prior, board, n_boot=n_boot, seed=seed)
         del lab, prior  # a fit left out is freed before the next method's fit is made
     if checkpoint is not None:
         checkpoint()
     if progress is not None:
-        progress(None, len(chosen), len(chosen))
+        progress(None, len(fitted), len(fitted))
     result = board.comparison(n_boot=n_boot, seed=seed).as_dict()
-    result.update(use_experts=bool(use_experts), reference=reference, score=_add_fits(result, fits),
-                  seconds=round(time.perf_counter() - t_all, 6),
+    result.update(use_experts=bool(use_experts), expert_variants=bool(variants), reference=reference,
+                  score=_add_fits(result, fits), seconds=round(time.perf_counter() - t_all, 6),
                   fit_seconds=round(sum(f["seconds"] + f.get("cross_fit_seconds", 0.0) for f in fits.values()), 6))
     return result
+
+
+def _candidates_of(corpus: Corpus, methods: list[str] | None, *, use_experts: bool, variants: bool
+                   ) -> list[tuple[str, bool]]:
+    """The checked candidates of a comparison: ``methods`` (None: every method that applies) as :func:`candidates`
+    makes them."""
+    chosen = (applicable_methods(corpus, use_experts=use_experts or variants) if methods is None
+              else list(methods))
+    _check_chosen(chosen, corpus, use_experts=use_experts or variants)
+    return candidates(chosen, use_experts=use_experts, expert_variants=variants)
 
 
 def _reference_and_crowd(corpus: Corpus, reference: str, blocked: frozenset[str]) -> tuple[np.ndarray, Corpus]:
@@ -205,7 +238,7 @@ def _reference_and_crowd(corpus: Corpus, reference: str, blocked: frozenset[str]
     return ref, crowd
 
 
-def _keep_leader(kept: dict[str, PriorFit], method: str, prior: PriorFit, board: Scoreboard, *, n_boot: int,
+def _keep_leader(kept: dict[str, PriorFit], name: str, prior: PriorFit, board: Scoreboard, *, n_boot: int,
                  seed: int) -> None:
     """Keep in ``kept`` the fit of the method the rule recommends among the methods fitted so far (the comparison
     of them, same resamples and ties), and no other: one fit is held while the next is made, not one per method.
@@ -214,12 +247,13 @@ def _keep_leader(kept: dict[str, PriorFit], method: str, prior: PriorFit, board:
     dropped method not significantly worse than it. Then nothing is kept and the pipeline fits that method again.
     """
     try:
-        leader = board.comparison(n_boot=n_boot, seed=seed).recommended
+        comparison = board.comparison(n_boot=n_boot, seed=seed)
+        leader = candidate_name(comparison.recommended, comparison.recommended_use_experts)
     except ValueError:  # no method so far has a score (no reference positive among their documents)
         leader = None
-    if leader == method:
+    if leader == name:
         kept.clear()
-        kept[method] = prior
+        kept[name] = prior
     elif leader not in kept:
         kept.clear()
 
@@ -242,7 +276,7 @@ def _add_fits(result: dict[str, Any], fits: dict[str, dict]) -> str:
     for entry in result["methods"]:
         entry[name], entry[f"{name}_low"], entry[f"{name}_high"] = entry["value"], entry["low"], entry["high"]
         entry[other] = entry[f"{other}_low"] = entry[f"{other}_high"] = None
-        entry.update(fits[entry["method"]])
+        entry.update(fits[candidate_name(entry["method"], entry["use_experts"])])
     return name
 
 
@@ -272,21 +306,25 @@ def job_comparison(*, session: Any, settings: Any, job: Any) -> dict[str, Any]:
 @dataclass(frozen=True)
 class AutoChoice:
     """The method ``--method auto`` fits, the comparison it was chosen by (None without expert labels) and why;
-    ``fit``: the comparison's fit of that method, for :func:`crowdqa.jobs.pipeline.run_pipeline` to reuse."""
+    ``fit``: the comparison's fit of that method, for :func:`crowdqa.jobs.pipeline.run_pipeline` to reuse;
+    ``use_experts``: whether that fit clamps the experts (the pipeline's ``use_experts``)."""
 
     method: str
     comparison: dict[str, Any] | None
     why: str
     fit: PriorFit | None = None
+    use_experts: bool = False
 
 
 def choose_method(corpus: Corpus, **kwargs: Any) -> AutoChoice:
     """The method ``--method auto`` fits, with the comparison's fit of it.
 
     With expert labels, the recommendation of :func:`run_comparison` over every applicable method (``kwargs`` go
-    there); without, the registry's default for the data's kind (:func:`crowdqa.aggregation.registry.default_method`,
-    chosen from the project's benchmarks). The comparison keeps every method's fit until it has chosen (the memory
-    of one fit per method, held at once), then only the chosen one's.
+    there), each on the crowd alone and with the experts clamped (``expert_variants``; with ``use_experts`` only
+    the clamped fits), so the chosen fit may clamp the experts (``AutoChoice.use_experts``); without expert labels,
+    the registry's default for the data's kind (:func:`crowdqa.aggregation.registry.default_method`, chosen from
+    the project's benchmarks) on the crowd alone. The comparison keeps every method's fit until it has chosen (the
+    memory of one fit per method, held at once), then only the chosen one's.
     """
     kind, _ = metric_for(corpus)
     experts = corpus.workers_with_role("expert")
@@ -295,9 +333,11 @@ def choose_method(corpus: Corpus, **kwargs: Any) -> AutoChoice:
         return AutoChoice(method, None, f"no expert labels to compare methods on: the default for "
                                         f"{KIND_NAMES[kind]}, {method}")
     fits: dict[str, PriorFit] = {}
+    kwargs.setdefault("expert_variants", True)
     comparison = run_comparison(corpus, keep_fits=fits, **kwargs)
-    method = comparison["recommended"]
-    return AutoChoice(method, comparison, comparison["reason"], fits.get(method))
+    method, clamped = comparison["recommended"], comparison["recommended_use_experts"]
+    return AutoChoice(method, comparison, comparison["reason"], fits.get(candidate_name(method, clamped)),
+                      use_experts=clamped)
 
 
 def auto_method(corpus: Corpus, **kwargs: Any) -> tuple[str, dict[str, Any] | None, str]:

@@ -21,7 +21,7 @@ from sqlmodel import Session
 
 from crowdqa.ingest.formats import FORMATS, WRITE_FORMATS
 from crowdqa.ingest.mturk_review import read_batch
-from crowdqa.ingest.writers import csv_escape, write_labels
+from crowdqa.ingest.writers import LabelScores, csv_escape, write_labels
 from crowdqa.jobs.errors import JobNotRunnableError
 from crowdqa.jobs.finished import check_aggregated, finished_report
 from crowdqa.jobs.review import ReviewOutcome, ReviewRules, review_batch, review_report
@@ -97,21 +97,27 @@ def export_labels(*, settings: Settings, job: Job, format: str) -> LabelsFile:
     if format not in WRITE_FORMATS:
         raise ValueError(f"format must be one of {', '.join(WRITE_FORMATS)}, found {format!r}")
     store = ArtifactStore(settings.data_dir)
-    labels = store.load_arrays(job.artifacts["labels"])["labels"]
+    stored = store.load_arrays(job.artifacts["labels"])
+    labels = stored["labels"]
     corpus = load_job_corpus(store, job.corpus_sha256, n_tokens=len(labels))
+    scores = None
+    if "token_score" in stored:  # a job finished before scores were kept has none
+        calibrated = store.load_arrays(job.artifacts["proba"]).get("calibrated")
+        if calibrated is not None:
+            scores = LabelScores(token=stored["token_score"], span=stored["span_score"], proba=calibrated)
     writer = FORMATS[format].writer
     folder = Path(tempfile.mkdtemp(prefix="crowdqa-labels-"))
     target = folder / f"labels{writer.suffix}"
     try:
         if writer.folder:  # sent as a zip of the folder
             out = folder / format
-            write_labels(labels, corpus, out, format=format)
+            write_labels(labels, corpus, out, format=format, scores=scores)
             with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
                 for f in sorted(out.rglob("*")):
                     if f.is_file():
                         zf.write(f, f.relative_to(out).as_posix())
         else:
-            write_labels(labels, corpus, target, format=format)
+            write_labels(labels, corpus, target, format=format, scores=scores)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise

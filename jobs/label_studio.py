@@ -15,12 +15,14 @@ left in a linked project (every task deleted, or every annotation) removes the l
 the dataset; a first pull of such a project is refused (nothing to make a dataset of).
 
 **Push** (:func:`push`) writes a finished job's aggregate on the project's tasks as predictions
-(``model_version`` ``crowdqa-<method>-job-<id>``), each scored by the aggregate's mean confidence over the
-task's tokens (the posterior of the chosen label, averaged), and made the project's model version (the one whose
-scores Label Studio's data manager shows and sorts by), so reviewers sort tasks by it: the lowest scores are
-where the crowd disagreed most. A push replaces every earlier crowdqa prediction on the project's tasks (its own
-job's and, unless told to keep them, other jobs'), so a task holds one; tasks deleted in Label Studio since the
-job's snapshot are skipped. Optionally a data manager view (tab) lists the tasks in that order, made once.
+(``model_version`` ``crowdqa-<method>-job-<id>``), each scored by the calibrated probability that the task's
+aggregate is right wherever an annotator marked something (:mod:`crowdqa.jobs.calibration`; each span region carries
+its own span score; a task everyone left empty scores 1), and made the project's model version (the one whose
+scores Label Studio's data manager shows and sorts by), so reviewers sort tasks by it: the lowest scores are the
+tasks most likely to need a correction, where the crowd disputed. A push replaces every earlier crowdqa prediction
+on the project's tasks (its own job's and, unless told to keep them, other jobs'), so a task holds one; tasks
+deleted in Label Studio since the job's snapshot are skipped. Optionally a data manager view (tab) lists the tasks
+in that order, made once.
 
 **Bounds.** Label Studio is another server: it may be slow, or answer without end. Every request of a pull or push
 is done within ``CROWDQA_LABEL_STUDIO_TIMEOUT`` seconds (connect to last byte) and all of them within
@@ -414,7 +416,7 @@ def push(*, session: Session, settings: Settings, job: Job, allowed: Collection[
         result = load_job_result(settings=settings, job=job)
         _release(session)
         config = read_label_config(str(client.project(ls_project).get("label_config") or ""))
-        rows = _predictions(result.corpus, result.labels, result.proba, config, version)
+        rows = _predictions(result.corpus, result.labels, result.scores, config, version)
         # Tasks of the job's snapshot deleted in Label Studio since: Label Studio refuses a whole import that
         # names one, so they are left out (and counted).
         held = client.task_ids(ls_project)
@@ -450,12 +452,11 @@ def _disputed_first_view(client: LabelStudio, ls_project: int) -> int | None:
     return made.get("id") if isinstance(made, dict) else None
 
 
-def _predictions(corpus, labels, proba, config: LabelConfig, version: str) -> list[dict[str, Any]]:
-    """One prediction per document (a Label Studio task id) with its mean confidence."""
-    lengths = np.asarray(corpus.doc_lengths)
-    doc_of = np.repeat(np.arange(corpus.n_docs), lengths)
-    chosen = proba[np.arange(len(labels)), np.clip(labels, 0, None)]
-    score = np.bincount(doc_of, weights=chosen, minlength=corpus.n_docs) / np.maximum(lengths, 1)
+def _predictions(corpus, labels, scores, config: LabelConfig, version: str) -> list[dict[str, Any]]:
+    """One prediction per document (a Label Studio task id), scored by the calibrated probability that the task's
+    aggregate is right wherever an annotator marked something (``scores.document``); each span region carries its
+    own (``scores.span``)."""
+    score = np.asarray(scores.document, dtype=np.float64)
     names = corpus.class_names
     if config.kind == "choices":
         first = np.asarray(corpus.doc_start[:-1])
@@ -464,10 +465,18 @@ def _predictions(corpus, labels, proba, config: LabelConfig, version: str) -> li
                 for d, s, lab in zip(corpus.doc_ids, score.tolist(), labels[first].tolist(), strict=True)]
     spans = decode_spans(labels, corpus)
     types = corpus.entity_types
+    span_score = scores.span.tolist() if scores.span.size == len(spans) else [None] * len(spans)
     per_doc: dict[int, list[tuple[int, int, str]]] = {}
-    for d, s, e, t in zip(spans.doc.tolist(), spans.start.tolist(), spans.end.tolist(), spans.type.tolist(),
-                          strict=True):
+    region_scores: dict[int, list[float | None]] = {}
+    for d, s, e, t, p in zip(spans.doc.tolist(), spans.start.tolist(), spans.end.tolist(), spans.type.tolist(),
+                             span_score, strict=True):
         per_doc.setdefault(d, []).append((s, e, types[t - 1]))
-    return [{"task": int(doc_id), "score": float(score[d]), "model_version": version,
-             "result": prediction_result(config, per_doc.get(d, []), text=corpus.texts[d])}
-            for d, doc_id in enumerate(corpus.doc_ids)]
+        region_scores.setdefault(d, []).append(p)
+    out = []
+    for d, doc_id in enumerate(corpus.doc_ids):
+        result = prediction_result(config, per_doc.get(d, []), text=corpus.texts[d])
+        for region, p in zip(result, region_scores.get(d, []), strict=True):
+            if p is not None:
+                region["score"] = round(float(p), 6)
+        out.append({"task": int(doc_id), "score": float(score[d]), "model_version": version, "result": result})
+    return out

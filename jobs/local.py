@@ -18,7 +18,7 @@ from crowdqa.ingest.errors import IngestError
 from crowdqa.ingest.formats import FORMATS
 from crowdqa.ingest.limits import DocumentLimits
 from crowdqa.ingest.summary import format_summary, summarize
-from crowdqa.ingest.writers import write_labels
+from crowdqa.ingest.writers import LabelScores, write_labels
 from crowdqa.jobs.params import check_data_kind
 from crowdqa.jobs.pipeline import ModelStart, PipelineResult, PriorFit, ProgressFn, run_pipeline
 from crowdqa.quality.references import RULES
@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ParseResult", "read_files", "summarize", "format_summary", "check_run", "check_method_data",
            "check_reference", "max_iter", "is_categorical", "sizes", "default_output_format", "output_format",
-           "aggregate", "write_aggregate", "write_report", "format_report", "RULES", "TABLE_SORT_KEYS",
-           "VerdictRules"]
+           "aggregate", "write_aggregate", "calibration_line", "write_report", "format_report", "RULES",
+           "TABLE_SORT_KEYS", "VerdictRules"]
 
 
 def read_files(uploads: list[dict[str, Any]]) -> ParseResult:
@@ -167,8 +167,30 @@ def aggregate(corpus: Corpus, *, method: str, params: dict[str, Any], use_expert
 
 
 def write_aggregate(result: PipelineResult, corpus: Corpus, *, output: str, format: str) -> None:
-    """Write the aggregate's labels to ``output`` (a folder for ebm-nlp)."""
-    write_labels(result.labels, corpus, output, format=format)
+    """Write the aggregate's labels to ``output`` (a folder for ebm-nlp), with their calibrated scores."""
+    c = result.confidence
+    scores = None if c is None else LabelScores(token=c.token, span=c.span, proba=c.proba)
+    write_labels(result.labels, corpus, output, format=format, scores=scores)
+
+
+def calibration_line(report: dict[str, Any]) -> str | None:
+    """One line on the scores' calibration (the report's ``calibration`` block), or None without one."""
+    cal = report.get("calibration")
+    if not cal:
+        return None
+    where = (f"fitted on {cal['expert_documents']} expert documents" if cal["source"] == "experts"
+             else "the method's label-free default")
+    line = f"scores at temperature {cal['temperature']:g} ({where})"
+    parts = []
+    for key, name in (("without_experts", "at the default"), ("with_experts", "fitted, cross-fitted")):
+        block = cal.get(key)
+        if block and block.get("ece") is not None:
+            lo, hi = block["ece_interval"]
+            interval = f" [{lo:.3f}, {hi:.3f}]" if lo is not None else ""
+            parts.append(f"{name} {block['ece']:.3f}{interval}")
+    if parts:
+        line += f"; {cal['items']} ECE against the experts: " + ", ".join(parts)
+    return line
 
 
 def write_report(report: QualityReport | dict, fh: IO[str]) -> None:

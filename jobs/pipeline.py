@@ -21,10 +21,12 @@ from numpy.typing import NDArray
 
 from crowdqa.aggregation import ConvergenceWarning, make_aggregator
 from crowdqa.aggregation.batches import carry_workers, fitted_state, restore_state, supports_batches
+from crowdqa.aggregation.confidence import AggregateConfidence, posterior_chain
 from crowdqa.aggregation.corpus import MISSING, Corpus
 from crowdqa.aggregation.memory import Shape
 from crowdqa.aggregation.registry import check_memory
 from crowdqa.ingest.vocabulary import check_corpus_vocabularies
+from crowdqa.jobs.calibration import Calibrated, HeldoutChain, calibrate
 from crowdqa.quality.references import reference_labels
 from crowdqa.quality.report import build_report_data
 from crowdqa.quality.worker_quality import VerdictRules
@@ -86,6 +88,10 @@ class PipelineResult:
         Tokens whose label was fixed to the expert reference during the fit.
     timings : dict
         Seconds spent fitting and reporting.
+    confidence : AggregateConfidence
+        Calibrated scores: ``token`` (n_tokens,), ``span`` (n_spans,) in ``decode_spans(labels)`` order,
+        ``document`` (n_docs,), the tempered marginals ``proba`` (n_tokens, n_classes); the report's
+        ``calibration`` block says which temperature and how calibrated against the experts.
     model : dict of str to ndarray or None
         The fitted state a later batch can start from (with ``class_names``); None for a method
         that keeps none.
@@ -98,6 +104,8 @@ class PipelineResult:
     clamped: NDArray[np.bool_]
     timings: dict[str, float] = field(default_factory=dict)
     model: dict[str, NDArray] | None = None
+    #: The calibrated scores of every token, span and document (:mod:`crowdqa.jobs.calibration`).
+    confidence: AggregateConfidence | None = None
 
     @cached_property
     def report(self) -> QualityReport:
@@ -188,6 +196,8 @@ class PriorFit:
     #: With ``use_experts``: the held-out predictions of the cross-fitting and its record (else None).
     heldout: NDArray[np.int64] | None = None
     cross_fit: CrossFitRun | None = None
+    #: With ``use_experts``: the cross-fitting folds' posterior chains of their held-out documents (calibration).
+    pieces: tuple[HeldoutChain, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -270,20 +280,24 @@ def run_pipeline(
     fitted = prior.fitted if prior is not None else fit_model(
         aggregator, crowd, known=known, params=params, start=start, callback=steps.iteration_hook("fitting"))
     heldout = None
+    pieces: list[HeldoutChain] = []
     if use_experts:
         steps.enter("cross-fitting")
         if prior is not None:
-            heldout, crossed = prior.heldout, prior.cross_fit
+            heldout, crossed, pieces = prior.heldout, prior.cross_fit, list(prior.pieces)
         else:
             heldout, crossed = cross_fit_stage(method, params, crowd, known, corpus, folds=crossfit_folds, seed=seed,
                                                callback=steps.iteration_hook("cross-fitting", with_values=False),
-                                               start=start)
+                                               start=start, pieces=pieces)
         fitted = replace(fitted, record=replace(fitted.record, cross_fit=crossed))
     steps.enter("scoring")
     t1 = time.perf_counter()
     report = _score(corpus, crowd, fitted, method=method, use_experts=use_experts, reference=reference,
                     clamped=clamped, heldout=heldout, excluded=excluded, unmatched=unmatched_expert_documents,
                     verdict_rules=verdict_rules)
+    calibrated = _calibrate(corpus, crowd, fitted, method=method, use_experts=use_experts, reference=reference,
+                            pieces=pieces, folds=crossfit_folds, seed=seed)
+    report["calibration"] = calibrated.report
     report_seconds = time.perf_counter() - t1
     report["fit"]["stages"]["scoring"] = round(report_seconds, 6)  # the report's own dict, made by _score
     frozen = start is not None and start.frozen
@@ -295,7 +309,20 @@ def run_pipeline(
         clamped=clamped,
         timings={"fit": fitted.record.seconds, "report": round(report_seconds, 6)},
         model=start.state if frozen else _model_state(fitted.aggregator, corpus),
+        confidence=calibrated.confidence,
     )
+
+
+def _calibrate(corpus: Corpus, crowd: Corpus, fitted: Fitted, *, method: str, use_experts: bool, reference: str,
+               pieces: list[HeldoutChain], folds: int, seed: int) -> Calibrated:
+    """The calibration (:mod:`crowdqa.jobs.calibration`): with experts, graded on the documents no fit saw
+    (without ``use_experts`` the main fit's expert documents; with it the cross-fitting's held-out chains; a reused
+    prior fit without them is calibrated by the default alone)."""
+    has_experts = len(corpus.workers_with_role("expert")) > 0
+    ref = reference_labels(corpus, rule=reference) if has_experts and (pieces or not use_experts) else None
+    chain = posterior_chain(fitted.aggregator, crowd, proba=fitted.proba)
+    return calibrate(crowd, chain, fitted.labels, method=method, reference=ref,
+                     pieces=pieces or None, folds=folds, seed=seed)
 
 
 def crowd_view(corpus: Corpus, blocked: frozenset[str]) -> tuple[Corpus, NDArray[np.bool_]]:
@@ -386,11 +413,12 @@ def _check_prior(prior: PriorFit | None, *, params: dict[str, Any] | None, start
 
 def cross_fit_stage(method: str, params: dict[str, Any] | None, crowd: Corpus, known: NDArray, corpus: Corpus, *,
                      folds: int, seed: int, callback: Callable[[int, float], None],
-                     start: ModelStart | None) -> tuple[NDArray[np.int64], CrossFitRun]:
+                     start: ModelStart | None, pieces: list[HeldoutChain] | None = None
+                     ) -> tuple[NDArray[np.int64], CrossFitRun]:
     """The cross-fitting stage: held-out predictions on the expert documents (:func:`cross_fit`) and its record."""
     t0 = time.perf_counter()
     heldout, n_folds, n_expert_docs = cross_fit(method, params, crowd, known, corpus, folds=folds, seed=seed,
-                                                callback=callback, start=start)
+                                                callback=callback, start=start, pieces=pieces)
     return heldout, CrossFitRun(folds=n_folds, expert_documents=n_expert_docs,
                                 seconds=round(time.perf_counter() - t0, 6), seed=seed)
 
@@ -469,12 +497,14 @@ def _carried_confusion(state: dict[str, NDArray], corpus: Corpus) -> NDArray[np.
 def cross_fit(
     method: str, params: dict[str, Any] | None, crowd: Corpus, known: NDArray, corpus: Corpus, *, folds: int,
     seed: int, callback: Callable[[int, float], None] | None = None, start: ModelStart | None = None,
+    pieces: list[HeldoutChain] | None = None,
 ) -> tuple[NDArray[np.int64], int, int]:
     """Held-out predictions on the expert documents, the number of folds used and of expert documents.
 
     Expert documents are permuted with ``seed`` and split into ``min(folds, n)`` folds;
     fold ``f`` is predicted by a fit whose ``known`` holds only the other folds'
     labels. Tokens outside the expert documents stay ``MISSING`` (never scored).
+    ``pieces``, when given, receives each fold's posterior chain of its held-out documents (for calibration).
     """
     if folds < 1:
         raise ValueError(f"crossfit_folds must be >= 1, found {folds}")
@@ -492,6 +522,9 @@ def cross_fit(
             warnings.simplefilter("ignore")
             model.fit(crowd, true_labels=np.where(held, MISSING, known), callback=callback)
         heldout[held] = np.asarray(model.labels_, dtype=np.int64)[held]
+        if pieces is not None:
+            pieces.append(HeldoutChain(held, posterior_chain(model, crowd).select(held),
+                                       np.asarray(model.labels_, dtype=np.int64)))
     return heldout, n_folds, int(expert_docs.size)
 
 

@@ -15,7 +15,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from crowdqa.aggregation.confidence import AggregateConfidence, independent_chain, score_aggregate, sequence_starts
 from crowdqa.aggregation.corpus import MISSING, Corpus
+from crowdqa.aggregation.registry import METHODS
 from crowdqa.aggregation.spans import decode_spans
 from crowdqa.jobs.finished import check_aggregated
 from crowdqa.jobs.uploads import load_job_corpus
@@ -31,7 +33,11 @@ from crowdqa.store.artifacts import ArtifactStore
 from crowdqa.store.models import Job
 from crowdqa.store.settings import Settings
 
-__all__ = ["score_levels", "JobResult", "load_job_result", "disputed_documents", "WorkerDetails", "worker_details",
+#: The orders of :func:`disputed_documents`.
+DISPUTED_ORDERS = ("confidence", "disagreement", "entropy")
+
+__all__ = ["DISPUTED_ORDERS", "score_levels", "JobResult", "load_job_result", "disputed_documents", "expected_wrong",
+           "WorkerDetails", "worker_details",
            "DocumentLayers", "document_layers"]
 
 
@@ -49,6 +55,10 @@ class JobResult:
     proba : ndarray of shape (n_tokens, n_classes)
     worker_confusion : ndarray of shape (n_workers, n_classes, n_classes)
         The model's estimate of P(answer | true class) per annotator.
+    scores : AggregateConfidence
+        The calibrated scores of every token, span and document and the calibrated marginals
+        (:mod:`crowdqa.jobs.calibration`); for a job stored before scores were kept, its token posteriors as
+        independent tokens at the method's default temperature.
     """
 
     corpus: Corpus
@@ -56,25 +66,44 @@ class JobResult:
     clamped: NDArray[np.bool_]
     proba: NDArray[np.float64]
     worker_confusion: NDArray[np.float64]
+    scores: AggregateConfidence | None = None
+
+    def __post_init__(self) -> None:
+        if self.scores is None:  # made without scores: the token posteriors as they are (temperature 1)
+            chain = independent_chain(self.proba, seq_first=sequence_starts(self.corpus))
+            object.__setattr__(self, "scores", score_aggregate(chain, self.labels, self.corpus))
 
 
 @lru_cache(maxsize=2)  # a large job's arrays take hundreds of MB
 def _load(data_dir: str, corpus_sha: str, labels: tuple[str, str], proba: tuple[str, str],
-          confusion: tuple[str, str]) -> JobResult:
+          confusion: tuple[str, str], method: str) -> JobResult:
     store = ArtifactStore(data_dir)
 
     def arrays(artifact: tuple[str, str]) -> dict[str, NDArray]:
         return store.load_arrays({"path": artifact[0], "sha256": artifact[1]})
 
-    found = arrays(labels)
-    return JobResult(
-        # A dataset snapshot: the merge of its uploads (with the documents the job's labels cover).
-        corpus=load_job_corpus(store, corpus_sha, n_tokens=len(found["labels"])),
-        labels=np.asarray(found["labels"], dtype=np.int64),
-        clamped=np.asarray(found["clamped"], dtype=bool),
-        proba=np.asarray(arrays(proba)["proba"], dtype=np.float64),
-        worker_confusion=np.asarray(arrays(confusion)["worker_confusion"], dtype=np.float64),
-    )
+    found, posteriors = arrays(labels), arrays(proba)
+    # A dataset snapshot: the merge of its uploads (with the documents the job's labels cover).
+    corpus = load_job_corpus(store, corpus_sha, n_tokens=len(found["labels"]))
+    lab = np.asarray(found["labels"], dtype=np.int64)
+    post = np.asarray(posteriors["proba"], dtype=np.float64)
+    return JobResult(corpus=corpus, labels=lab, clamped=np.asarray(found["clamped"], dtype=bool), proba=post,
+                     worker_confusion=np.asarray(arrays(confusion)["worker_confusion"], dtype=np.float64),
+                     scores=_stored_scores(found, posteriors, corpus, lab, method))
+
+
+def _stored_scores(found: dict[str, NDArray], posteriors: dict[str, NDArray], corpus: Corpus,
+                   labels: NDArray[np.int64], method: str) -> AggregateConfidence:
+    """The job's stored scores, or (a job stored before they were kept) its token posteriors scored as independent
+    tokens at the method's default temperature."""
+    entry = METHODS.get(method)
+    temperature, scope = (entry.temperature, entry.temperature_scope) if entry else (1.0, "chain")
+    if "token_score" in found and "calibrated" in posteriors:
+        return AggregateConfidence(temperature=float("nan"), scope=scope, token=found["token_score"],
+                                   span=found["span_score"], document=found["document_score"],
+                                   proba=posteriors["calibrated"])
+    chain = independent_chain(posteriors["proba"], seq_first=sequence_starts(corpus))
+    return score_aggregate(chain, labels, corpus, temperature=temperature, scope=scope)
 
 
 def load_job_result(*, settings: Settings, job: Job) -> JobResult:
@@ -85,7 +114,8 @@ def load_job_result(*, settings: Settings, job: Job) -> JobResult:
     def key(name: str) -> tuple[str, str]:
         return str(a[name]["path"]), str(a[name]["sha256"])
 
-    return _load(str(settings.data_dir), job.corpus_sha256, key("labels"), key("proba"), key("worker_confusion"))
+    return _load(str(settings.data_dir), job.corpus_sha256, key("labels"), key("proba"), key("worker_confusion"),
+                 str(job.method))
 
 
 #: How a page names each score level of a span report, in the report's order.
@@ -106,30 +136,49 @@ def score_levels(report: dict[str, Any]) -> list[tuple[str, str, dict, bool]]:
             if isinstance(block, dict)]
 
 
-def disputed_documents(result: JobResult, *, by: str = "entropy", limit: int = 15) -> list[dict[str, Any]]:
-    """The documents the crowd disputes, ranked by the mean posterior entropy of their tokens (``by="entropy"``)
-    or by the share of crowd labels differing from the aggregate (``by="disagreement"``); ties by the other
-    measure, then in document order.
+def disputed_documents(result: JobResult, *, by: str = "confidence", limit: int = 15) -> list[dict[str, Any]]:
+    """The documents the crowd disputes, most disputed first.
+
+    ``by="confidence"`` (the default) ranks by the calibrated probability that the document's aggregate is right
+    wherever the crowd marked anything (``scores.document``, lowest first: the documents most likely to need a
+    correction of what the crowd disputed), then by the expected number of wrong spans (items) there;
+    ``"disagreement"`` by the share of crowd labels differing from the aggregate; ``"entropy"`` by the mean
+    posterior entropy of the tokens (of the model as fitted). Ties go to the other measures, then to document
+    order.
 
     A document is disputed when a crowd label of it differs from the aggregate (so also wherever two crowd
-    workers differ). A document the crowd labelled unanimously, as the aggregate, is never listed, however
-    uncertain the model's posterior is there (a one-token sentence under a sequence model's prior is), so the
-    list can be shorter than ``limit``, or empty.
+    workers differ). A document the crowd labelled unanimously, as the aggregate, is never listed (one that every
+    annotator left empty among them), so the list can be shorter than ``limit``, or empty.
     """
-    if by not in ("entropy", "disagreement"):
-        raise ValueError(f"by must be 'entropy' or 'disagreement', found {by!r}")
+    if by not in DISPUTED_ORDERS:
+        raise ValueError(f"by must be one of {', '.join(DISPUTED_ORDERS)}, found {by!r}")
     corpus = result.corpus
     crowd = corpus.workers_with_role("crowd")
     entropy = document_entropy(corpus, result.proba)
     disagreement = document_disagreement(corpus, result.labels, workers=crowd)
     differs = np.nan_to_num(disagreement, nan=0.0)
     disputed = differs > 0
-    first, second = (entropy, differs) if by == "entropy" else (differs, entropy)
-    order = np.lexsort((np.arange(corpus.n_docs), -second, -first, ~disputed))
+    score = np.asarray(result.scores.document, dtype=np.float64)
+    wrong = expected_wrong(result)
+    keys = {"confidence": (-score, wrong, differs), "disagreement": (differs, -score, wrong),
+            "entropy": (entropy, differs, -score)}[by]
+    order = np.lexsort((np.arange(corpus.n_docs), -keys[2], -keys[1], -keys[0], ~disputed))
     order = order[disputed[order]][:limit]
-    return [{"index": int(d), "id": corpus.doc_ids[d], "entropy": float(entropy[d]),
+    return [{"index": int(d), "id": corpus.doc_ids[d], "score": float(score[d]), "expected_wrong": float(wrong[d]),
+             "entropy": float(entropy[d]),
              "disagreement": None if np.isnan(disagreement[d]) else float(disagreement[d]),
              "tokens": int(corpus.doc_lengths[d])} for d in order]
+
+
+def expected_wrong(result: JobResult) -> NDArray[np.float64]:
+    """Expected number of wrong aggregate spans in each document (categorical answers: of wrong items), from the
+    calibrated scores: ndarray of shape (n_docs,)."""
+    corpus = result.corpus
+    if corpus.has_outside and result.scores.span.size == len(spans := decode_spans(result.labels, corpus)):
+        return np.bincount(spans.doc, weights=1.0 - result.scores.span, minlength=corpus.n_docs)
+    labelled = result.labels >= 0
+    return np.bincount(corpus.token_doc[labelled], weights=1.0 - result.scores.token[labelled],
+                       minlength=corpus.n_docs)
 
 
 def _reference_for(corpus: Corpus, w: int, rule: str) -> NDArray[np.int64] | None:

@@ -122,7 +122,10 @@ def route_corpus(corpus: Corpus, *, method: str, params: dict[str, Any] | None =
     from crowdqa.jobs.pipeline import run_pipeline
 
     result = run_pipeline(corpus, method=method, params=params, use_experts=use_experts, reference=reference)
-    return route_arrays(corpus, result.labels, result.proba, options=options, reference=reference), result.labels
+    # The calibrated marginals: expected errors in the units the scores are calibrated in (not the fit's
+    # overconfident posteriors, which put a sequence model's every token at .999).
+    proba = result.proba if result.confidence is None else result.confidence.proba
+    return route_arrays(corpus, result.labels, proba, options=options, reference=reference), result.labels
 
 
 def route_job(*, settings: Settings, job: Job, options: RoutingOptions) -> tuple[RoutingResult, Corpus, NDArray]:
@@ -131,7 +134,7 @@ def route_job(*, settings: Settings, job: Job, options: RoutingOptions) -> tuple
 
     check_aggregated(job)
     stored = load_job_result(settings=settings, job=job)
-    routed = route_arrays(stored.corpus, stored.labels, stored.proba, options=options, reference=job.reference)
+    routed = route_arrays(stored.corpus, stored.labels, stored.scores.proba, options=options, reference=job.reference)
     return routed, stored.corpus, stored.labels
 
 

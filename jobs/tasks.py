@@ -161,8 +161,12 @@ def _save_results(settings: Settings, job: Job, result, timings: dict[str, float
     to the database's encoding of the report itself (which cannot time itself into the report)."""
     store = ArtifactStore(settings.data_dir)
     t0 = time.perf_counter()
-    labels = store.put_arrays(labels=result.labels, clamped=result.clamped)
-    proba = store.put_arrays(proba=result.proba)
+    # The calibrated scores travel with the labels they score (token, span in decode order, document) and the
+    # calibrated marginals with the model's (crowdqa.jobs.calibration).
+    c = result.confidence
+    scores = {} if c is None else {"token_score": c.token, "span_score": c.span, "document_score": c.document}
+    labels = store.put_arrays(labels=result.labels, clamped=result.clamped, **scores)
+    proba = store.put_arrays(proba=result.proba, **({} if c is None else {"calibrated": c.proba}))
     confusion = store.put_arrays(worker_confusion=result.worker_confusion)
     # The fitted state a later batch can start from (``from_job``); methods without one keep none.
     model = store.put_arrays(**result.model) if result.model is not None else None
@@ -248,8 +252,10 @@ def _run_claimed(settings: Settings, job: Job, rq_job) -> str:
         if choice.method == "auto":  # the comparison's fit of the method it chooses is reused, not made again
             choice = choose_method(corpus, use_experts=job.use_experts, reference=job.reference, blocked=blocked,
                                    progress=progress.method, checkpoint=progress.checkpoint)
+        # auto may choose a fit with the experts clamped (its comparison's candidate ``method+experts``).
         result = run_pipeline(corpus, method=choice.method,
-                              params=job.params, use_experts=job.use_experts, reference=job.reference,
+                              params=job.params, use_experts=job.use_experts or choice.use_experts,
+                              reference=job.reference,
                               progress=progress, checkpoint=progress.checkpoint, blocked=blocked,
                               start=start_from_job(settings, job), unmatched_expert_documents=unmatched,
                               prior=choice.fit)

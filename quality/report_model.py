@@ -31,7 +31,8 @@ __all__ = ["ACCURACY_KINDS", "Interval", "Accuracy", "Score", "LabelScore", "Con
            "WorkerQuality", "WorkerReport",
            "ExpertPair", "CrowdPair",
            "KappaSummary", "Agreement", "Counts", "CrossFit", "FitRecord", "Bootstrap", "MethodComparison",
-           "MethodsComparison", "VerdictRulesRecord", "QualityReport"]
+           "MethodsComparison", "VerdictRulesRecord", "QualityReport", "ReliabilityBins", "CalibrationScores",
+           "Calibration"]
 
 #: A confidence interval, ``[low, high]``.
 Interval = tuple[float, float]
@@ -328,6 +329,14 @@ class MethodComparison(BaseModel):
     vs_mv_high: float | None = None
     extra: dict[str, float | None] = Field(default_factory=dict,
                                            description="Secondary metrics: token_f1 (typed BIO) or macro_f1.")
+    use_experts: bool = Field(default=False, description=(
+        "The fit clamped the expert labels (the candidate method+experts); value is then measured by cross-fitting."))
+    expected: float | None = Field(default=None, description=(
+        "Expected score on the items the experts did not label: the measured difference to the prior's anchor "
+        "shrunk toward the prior (crowdqa.quality.method_choice)."))
+    weight: float | None = Field(default=None, description="Weight of the measurement against the prior in expected.")
+    behind: float | None = Field(default=None, description=(
+        "Points (hundredths of the metric) expected below the recommended candidate."))
     f1: float | None = Field(default=None, description="value, for span labels.")
     f1_low: float | None = None
     f1_high: float | None = None
@@ -355,6 +364,14 @@ class MethodsComparison(BaseModel):
     best: str
     recommended: str
     reason: str
+    best_use_experts: bool = Field(default=False, description="The best measured candidate clamps the experts.")
+    recommended_use_experts: bool = Field(default=False, description=(
+        "The recommended candidate clamps the experts (auto then fits it with use_experts)."))
+    prior: dict[str, Any] = Field(default_factory=dict, description=(
+        "The rule's prior: anchor (the candidate it favours), shortfall and spread (gamma, tau), their source."))
+    converged_legend: str | None = Field(default=None, description="What converged yes, NO and - mean.")
+    expert_variants: bool = Field(default=False, description=(
+        "Every method was compared on the crowd alone and with the experts clamped (auto)."))
     too_small: bool = Field(description="No method is significantly worse than the best.")
     more_documents: int | None = Field(description="Expert documents to add to separate the methods (SLiCE).")
     warnings: list[str]
@@ -380,6 +397,49 @@ class VerdictRulesRecord(BaseModel):
                                                                   "(400, fewer for many workers x classes^2).")
 
 
+class ReliabilityBins(BaseModel):
+    """The reliability diagram's points: equal-width score bins, each with its items, mean score and share right."""
+
+    count: list[int]
+    mean_score: list[float | None]
+    accuracy: list[float | None]
+
+
+class CalibrationScores(BaseModel):
+    """How calibrated a set of scores is against the experts (:mod:`crowdqa.quality.calibration`)."""
+
+    n_items: int
+    accuracy: float | None = Field(description="Share of the items that are right.")
+    mean_score: float | None
+    ece: float | None = Field(description="Expected calibration error over 10 equal-width bins.")
+    ece_interval: Interval | tuple[None, None]
+    brier: float | None = Field(description="Mean squared difference between score and rightness.")
+    brier_interval: Interval | tuple[None, None]
+    low_score_error_ratio: float | None = Field(description=(
+        "Share of wrong items among the lowest-scored tenth over the share wrong overall (2: twice as many)."))
+    bins: ReliabilityBins
+
+
+class Calibration(BaseModel):
+    """Which temperature calibrates the scores, and how calibrated they are against the experts."""
+
+    temperature: float = Field(description="The temperature the stored scores are at.")
+    default_temperature: float = Field(description="The method's label-free default (chosen on conll_val and "
+                                                   "PICO dev, benchmarks/calibration.py).")
+    scope: Literal["chain", "crowd"] = Field(description="What the temperature divides: every factor of the "
+                                                         "posterior chain, or the annotators' alone.")
+    source: Literal["default", "experts"] = Field(description="default: no expert labels to fit one (or too few); "
+                                                              "experts: fitted on the expert documents.")
+    items: Literal["spans", "items"] = Field(description="What is graded: exact spans, or categorical items.")
+    expert_documents: int
+    without_experts: CalibrationScores | None = Field(description="The default temperature's scores against the "
+                                                                   "experts.")
+    with_experts: CalibrationScores | None = Field(description=(
+        "The expert-fitted temperature's scores, cross-fitted: each fold of the expert documents scored at the "
+        "temperature fitted on the others."))
+    fold_temperatures: list[float] = Field(default_factory=list)
+
+
 class QualityReport(BaseModel):
     """Every worker and the aggregate against the experts, with intervals (see :mod:`crowdqa.quality.report`)."""
 
@@ -401,3 +461,5 @@ class QualityReport(BaseModel):
     verdict_rules: VerdictRulesRecord | None = Field(default=None, description="The rules of the workers' "
                                                                                "verdicts.")
     comparison: MethodsComparison | None = Field(default=None, description="method auto: the comparison it ran.")
+    calibration: Calibration | None = Field(default=None, description=(
+        "The calibration of the scores (each span's, token's and item's probability of being exactly right)."))

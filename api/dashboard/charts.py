@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["Axis", "ScatterPoint", "Scatter", "precision_recall_scatter", "AccuracyPoint", "accuracy_scatter",
-           "Curve", "line_curve", "shade_class", "Matrix", "confusion_matrix", "ForestRow", "Forest", "forest_plot"]
+           "Curve", "line_curve", "shade_class", "Matrix", "confusion_matrix", "ForestRow", "Forest", "forest_plot",
+           "ReliabilityBar", "Reliability", "reliability_diagram"]
 
 
 @dataclass(frozen=True)
@@ -297,6 +298,7 @@ class ForestRow:
     recommended: bool
     best: bool
     title: str
+    label: str = ""  # the candidate: the method id, with "+experts" for a fit with the experts clamped
 
 
 @dataclass(frozen=True)
@@ -331,14 +333,63 @@ def forest_plot(comparison: dict[str, Any], *, width: int = 560, row_height: int
         value, low, high = m.get("value"), m.get("low"), m.get("high")
         interval = f" (95% {low:.3f} to {high:.3f})" if low is not None and high is not None else ""
         diff = m.get("diff_low"), m.get("diff_high")
-        title = (f"{m['method']}: {metric} {'-' if value is None else f'{value:.3f}'}{interval}"
+        name = str(m["method"]) + ("+experts" if m.get("use_experts") else "")
+        title = (f"{name}: {metric} {'-' if value is None else f'{value:.3f}'}{interval}"
                  + (f"\ndifference to the best {m.get('diff', 0):.3f} (95% {diff[0]:.3f} to {diff[1]:.3f}, paired)"
                     if None not in diff and m.get("diff") is not None else ""))
         rows.append(ForestRow(method=str(m["method"]), y=top + row_height * (i + 0.5),
                               x=None if value is None else x(value), x_low=None if low is None else x(low),
                               x_high=None if high is None else x(high),
-                              recommended=m["method"] == comparison.get("recommended"),
-                              best=m["method"] == comparison.get("best"), title=title))
+                              recommended=m["method"] == comparison.get("recommended")
+                              and bool(m.get("use_experts")) == bool(comparison.get("recommended_use_experts")),
+                              best=m["method"] == comparison.get("best"), title=title, label=name))
     best = next((m.get("value") for m in methods if m["method"] == comparison.get("best")), None)
     return Forest(width=width, height=height, x=x, rows=rows, metric=metric, x_ticks=x.ticks(),
                   best_x=None if best is None else x(best))
+
+
+@dataclass(frozen=True)
+class ReliabilityBar:
+    """One score bin of a reliability diagram: its share right as a bar, its mean score as a tick."""
+
+    x: float
+    width: float
+    y: float  # top of the bar (share right)
+    tick_y: float  # the bin's mean score
+    count: int
+    title: str
+
+
+@dataclass(frozen=True)
+class Reliability:
+    """A reliability diagram: per score bin, the share right against the mean score; the diagonal is calibrated."""
+
+    width: int
+    height: int
+    x: Axis
+    y: Axis
+    bars: list[ReliabilityBar]
+    label: str  # which scores: "without experts" / "with experts"
+    ece: float | None
+    ticks: list[tuple[float, str]] = field(default_factory=list)
+
+
+def reliability_diagram(block: dict[str, Any] | None, *, label: str, width: int = 300, height: int = 260
+                        ) -> Reliability | None:
+    """The reliability diagram of one ``calibration`` summary of a report (None when it has no items)."""
+    if not isinstance(block, dict) or not block.get("n_items"):
+        return None
+    x, y = Axis(0.0, 1.0, 44, width - 12), Axis(0.0, 1.0, height - 40, 12)
+    bins = block.get("bins") or {}
+    count, mean, acc = bins.get("count") or [], bins.get("mean_score") or [], bins.get("accuracy") or []
+    n = len(count)
+    bars = []
+    for i, (c, m, a) in enumerate(zip(count, mean, acc, strict=True)):
+        if not c or a is None or m is None:
+            continue
+        left, right = x(i / n), x((i + 1) / n)
+        bars.append(ReliabilityBar(x=left + 1, width=round(right - left - 2, 2), y=y(a), tick_y=y(m), count=int(c),
+                                   title=f"scores {i / n:.1f}-{(i + 1) / n:.1f}: {c} items, mean score {m:.3f}, "
+                                         f"{a:.3f} right"))
+    return Reliability(width=width, height=height, x=x, y=y, bars=bars, label=label, ece=block.get("ece"),
+                       ticks=[(x(v / 5), f"{v / 5:.1f}") for v in range(6)])

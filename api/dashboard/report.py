@@ -20,6 +20,7 @@ from crowdqa.api.dashboard.charts import (
     confusion_matrix,
     forest_plot,
     precision_recall_scatter,
+    reliability_diagram,
     shade_class,
 )
 from crowdqa.api.dashboard.pages import job_dataset, job_page_response, owned_job, router
@@ -101,12 +102,20 @@ def report_context(session, settings, job: Job, *, sort: str | None, order: str,
     return {"report": body, "workers": rows, "worker_count": count, "sort": sort, "order": order, "offset": offset,
             "page": PAGE, "scatter": None if categorical else scatter,
             "accuracy_plot": scatter if categorical else None,
-            "against": against, "disputed": disputed, "docs_by": docs_by,
+            "against": against, "disputed": disputed, "docs_by": docs_by, "reliability": _reliability(body),
             "mturk_batch": exports.has_batch(session=session, job=job),
             "levels": score_levels(body), "per_type": vs_expert.get("span_per_type") or {},
             "accuracy": vs_expert.get("accuracy"), "per_label": vs_expert.get("token_per_label") or {},
             "agreement": body.get("agreement") or {}, "tag_confusion": _tag_confusion(body),
             "sort_keys": crud.WORKER_SORT_KEYS, "label_formats": exports.label_formats(body.get("kind"))}
+
+
+def _reliability(body: dict[str, Any]) -> list:
+    """The reliability diagrams of the report's calibration against the experts (none without experts)."""
+    cal = body.get("calibration") or {}
+    made = [reliability_diagram(cal.get("without_experts"), label="without experts"),
+            reliability_diagram(cal.get("with_experts"), label="with experts")]
+    return [r for r in made if r is not None]
 
 
 def comparison_context(comparison: dict[str, Any]) -> dict[str, Any]:
@@ -121,7 +130,7 @@ def job_page(request: Request, job_id: str, session: SessionDep, settings: Setti
              order: Annotated[Literal["asc", "desc"], Query()] = "asc",
              offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
              against: Annotated[Literal["expert", "aggregate"] | None, Query()] = None,
-             docs: Annotated[Literal["entropy", "disagreement"], Query()] = "entropy",
+             docs: Annotated[Literal["confidence", "disagreement", "entropy"], Query()] = "confidence",
              pushed: Annotated[int | None, Query(ge=0, le=10**9)] = None,
              skipped: Annotated[int, Query(ge=0, le=10**9)] = 0) -> HTMLResponse:
     """A job: live progress while it runs, the reason and a re-run button when it failed, the report when done

@@ -31,9 +31,11 @@ def test_aggregate_writes_labels_report_and_progress(tmp_path, capsys):
                             read_corpus(SAMPLE / "expert.jsonl", format="spans-jsonl", role="expert").corpus])
     direct = run_pipeline(corpus, method="ds", params={"max_iter": 25, "tol": 0})
     expected = tmp_path / "expected.jsonl"
-    from crowdqa.ingest.writers import write_labels
+    from crowdqa.ingest.writers import LabelScores, write_labels
 
-    write_labels(direct.labels, corpus, expected, format="spans-jsonl")
+    c = direct.confidence
+    write_labels(direct.labels, corpus, expected, format="spans-jsonl",
+                 scores=LabelScores(token=c.token, span=c.span, proba=c.proba))
     assert out.read_text() == expected.read_text()
     report = json.loads(rep.read_text())
     assert report["method"] == "ds" and report["fit"]["iterations"] == 25

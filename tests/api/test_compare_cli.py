@@ -29,12 +29,37 @@ def test_compare_writes_the_results_and_prints_the_table_best_first(tmp_path, ca
     assert [m["f1"] for m in body["methods"]] == [m["f1"] for m in direct["methods"]]
     for m in body["methods"]:
         assert {"method", "f1", "f1_low", "f1_high", "seconds", "converged", "diff", "diff_low", "diff_high"} <= set(m)
-    assert body["recommended"] == direct["recommended"] and body["rule"].startswith("recommend the best")
+    assert body["recommended"] == direct["recommended"]
+    assert body["rule"].startswith("recommend the candidate with the highest expected score")
+    assert all(m["expected"] is not None and m["behind"] >= 0 for m in body["methods"])
+    assert body["prior"]["anchor"] in {m["method"] for m in body["methods"]} and not body["expert_variants"]
     assert body["documents"] == direct["documents"] > 0 and body["metric"] in {"span_f1", "token_f1"}
     assert next(m for m in body["methods"] if m["method"] == "ds")["params"] == {"max_iter": 20}
     lines = captured.out.splitlines()
     assert lines[0].split()[0] == "method" and lines[2].split()[0] == body["methods"][0]["method"]
     assert f"recommended: {body['recommended']} (" in captured.out
+    assert "expected points behind it: " in body["reason"] and "not significantly worse" not in body["reason"]
+    # The converged column's "-" is explained under the table and in the JSON (issue 46).
+    assert body["converged_legend"].startswith("converged: yes = ") and body["converged_legend"] in captured.out
+    assert "- = the fit has no convergence test" in body["converged_legend"]
+
+
+def test_compare_with_expert_variants_fits_each_method_with_and_without_the_experts(tmp_path, capsys):
+    out = tmp_path / "results.json"
+    assert main(["compare", str(SAMPLE / "crowd.jsonl"), "--format", "spans-jsonl", "--expert",
+                 str(SAMPLE / "expert.jsonl"), "--methods", "mv,ds", "--expert-variants", "--output", str(out),
+                 "--n-boot", "100", "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    body = json.loads(out.read_text())
+    assert body["expert_variants"] and not body["use_experts"]
+    assert sorted((m["method"], m["use_experts"]) for m in body["methods"]) == [
+        ("ds", False), ("ds", True), ("mv", False)]
+    assert next(m for m in body["methods"] if m["use_experts"])["cross_fit_seconds"] > 0
+    assert "ds+experts" in printed
+    status = main(["compare", str(SAMPLE / "crowd.jsonl"), "--format", "spans-jsonl", "--expert",
+                   str(SAMPLE / "expert.jsonl"), "--expert-variants", "--use-experts", "--output", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1 and "give one of the two" in err[0]
 
 
 def test_compare_all_on_categorical_answers_reads_accuracy(tmp_path, capsys):
@@ -94,7 +119,11 @@ def test_aggregate_auto_writes_the_recommended_methods_aggregate_with_the_compar
     assert report["method"] == chosen and report["method_choice"].startswith("--method auto: ")
     assert {m["method"] for m in report["comparison"]["methods"]} >= {"mv", "ds", "hmm-crowd", "bsc-seq"}
     assert "Methods compared (--method auto):" in printed
-    assert main(["aggregate", *common, "--method", chosen, "--output", str(direct)]) == 0
+    # auto may choose a fit with the experts clamped: the report says so, as --use-experts's report does.
+    clamped = report["comparison"]["recommended_use_experts"]
+    assert report["experts_used_in_fit"] == clamped
+    assert main(["aggregate", *common, "--method", chosen, *(["--use-experts"] if clamped else []),
+                 "--output", str(direct)]) == 0
     assert out.read_text() == direct.read_text()
     from crowdqa.quality.report_model import QualityReport
 

@@ -70,6 +70,21 @@ def test_an_auto_job_aggregates_with_the_recommended_method(client, keys):
     assert report["method"] == comparison["recommended"] == report["comparison"]["recommended"]
     assert report["method_choice"].startswith("method auto: ")
     assert {m["method"] for m in comparison["methods"]} >= {"mv", "ds", "hmm-crowd", "bsc-seq"}
+    # Issue 46: auto compares every method with and without the experts clamped, and fits the chosen one so.
+    assert comparison["expert_variants"] and {("ds", True), ("ds", False)} <= {
+        (m["method"], m["use_experts"]) for m in comparison["methods"]}
+    assert report["experts_used_in_fit"] == comparison["recommended_use_experts"]
+    assert "expected points behind it" in comparison["reason"] and comparison["converged_legend"]
+    # The dashboard's job page: the candidates by name, their expected scores, and what converged "-" means.
+    import re
+
+    form = client.get("/ui/signin").text
+    token = re.search(r'name="login_token" value="([^"]+)"', form)[1]
+    assert client.post("/ui/signin", data={"key": key, "login_token": token},
+                       follow_redirects=False).status_code == 303
+    page = client.get(f"/ui/jobs/{job['id']}").text
+    assert "<th>ds+experts</th>" in page and "<th>points behind</th>" in page
+    assert 'id="converged-legend"' in page and "the fit has no convergence test" in page
 
 
 def test_an_auto_job_without_experts_says_it_took_the_default(client, keys):

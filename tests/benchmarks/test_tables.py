@@ -121,6 +121,17 @@ def _fakes() -> dict[str, dict]:
                 "verdicts": {"block": 12, "watch": 26, "keep": 166}, "blocked_label_share": 0.073,
                 "all_workers": {"accuracy": 0.9285, "token_f1": 0.7233},
                 "without_blocked": {"accuracy": 0.9293, "token_f1": 0.7262}, "accuracy_change": 0.0008}}},
+        "method_choice": {
+            "meta": meta, "splits": 2,
+            "table": [{"set": "snow2008_rte", "role": "train", "kind": "categorical", "metric": "accuracy",
+                       "chosen": ["ds+experts", "glad"], "best": ["glad", "glad"], "auto_held_out": 0.925,
+                       "auto_regret": 0.005, "always_ds_held_out": 0.92, "always_ds_regret": 0.01,
+                       "always_mv_held_out": 0.9, "always_mv_regret": 0.03, "best_held_out": 0.93}],
+            "mean_regret": {"all": {"auto": 0.005, "always_ds": 0.01, "always_mv": 0.03},
+                            "train": {"auto": 0.005, "always_ds": 0.01, "always_mv": 0.03},
+                            "check": {"auto": None, "always_ds": None, "always_mv": None}},
+            "worst_set_regret_auto": 0.005,
+            "prior_committed": {"categorical": {"anchor": "ibcc", "shortfall": 0.05, "spread": 0.1}}},
         "compare": {
             "meta": meta, "methods": ["mv", "ds"],
             "conll_val": {"metric": "span_f1", "documents": 3, "corpus_documents": 5, "tokens": 40, "crowd_labels": 90,
@@ -260,6 +271,9 @@ def test_every_section_renders_with_its_command_and_machine(results):
             assert f"### {title}" in md
     assert "### Service overhead" not in md
     assert "| ds | 0.800 [0.700, 0.900] | 0.000 [0.000, 0.000] | 0.900 | 1.00 s |" in md
+    assert ("| snow2008_rte | train | ds+experts ×1, glad ×1 | 0.925 (0.005) | 0.920 (0.010) | 0.900 (0.030) | 0.930 |"
+            in md)
+    assert "Mean regret, all: auto 0.005, always-DS 0.010, always-MV 0.030; train: auto 0.005" in md
     assert "Recommended: **ds** (ds has the best span f1 (0.800)). Warning: bsc-seq is significantly worse" in md
     assert f"`python -m benchmarks.X` · commit `{HEAD[:10]}` · Fake CPU, 2 cores · 2026-01-02 03:04 UTC" in md
     assert "| MajorityVote | crowdqa, crowd only | 0.884 (0.874–0.894) | 0.447 (0.427–0.467) |" in md

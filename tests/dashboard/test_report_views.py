@@ -15,14 +15,20 @@ def _rows(html: str) -> list[list[str]]:
     return [re.findall(r"<td[^>]*>(?:<a[^>]*>)?([^<]*)", tr) for tr in rows]
 
 
+def _sample_job(client, key: str, method: str) -> str:
+    """A finished job of ``method`` on the sample dataset, started from the dashboard: its page's URL."""
+    csrf = sign_in(client, key)
+    dataset = sample_dataset(client, key)
+    job_url = client.post(f"/ui/datasets/{dataset}/jobs", data={"method": method, "csrf": csrf},
+                          follow_redirects=False).headers["location"]
+    assert wait_job(client, job_url.rsplit("/", 1)[-1], key)["status"] == "finished"
+    return job_url
+
+
 def test_worker_table_is_worst_first_by_default(client, keys):
     """The job page's worker table was sorted by annotator id (before); by default it is by F1 against the
     experts, worst first, workers without one last."""
-    csrf = sign_in(client, keys["a"])
-    dataset = sample_dataset(client, keys["a"])
-    job_url = client.post(f"/ui/datasets/{dataset}/jobs", data={"method": "mv", "csrf": csrf},
-                          follow_redirects=False).headers["location"]
-    assert wait_job(client, job_url.rsplit("/", 1)[-1], keys["a"])["status"] == "finished"
+    job_url = _sample_job(client, keys["a"], "mv")
     html = client.get(job_url).text
     assert 'data-key="f1">F1</a>' in html and "sorted-asc" in html.split('data-key="f1"')[0].rsplit("<th>", 1)[1]
     f1 = [r[6] for r in _rows(html)]
@@ -139,3 +145,20 @@ def test_tag_jobs_show_the_confusion_matrix_and_the_tag_averages(client, keys, t
     for name, row in zip(agg["token_confusion"]["labels"], counts, strict=True):
         if sum(row):
             assert f"({row[0]})" in matrix.split(f"<th>{name}</th>", 2)[-1].split("</tr>", 1)[0]
+
+
+def test_job_page_shows_calibration_and_ranks_disputed_documents_by_it(client, keys):
+    """Issue 48: the most disputed documents showed entropies of 0.000; now they are ranked by the calibrated
+    probability that the document is right (shown, ascending), and the page has the calibration against the
+    experts with its reliability diagram (an SVG drawn on the server, no script)."""
+    job_url = _sample_job(client, keys["a"], "hmm-crowd")
+    html = client.get(job_url).text
+    assert 'id="calibration"' in html and 'id="calibration-table"' in html
+    assert '<svg id="reliability-without-experts"' in html and "<script" not in html.split('id="calibration"')[1]
+    if 'id="disputed"' in html:
+        body = html.split('id="disputed"', 1)[1].split("</tbody>", 1)[0]
+        scores = [float(v) for v in re.findall(r'<td class="score">([0-9.]+)</td>', body)]
+        assert scores and scores == sorted(scores), scores
+    labels = client.get(f"/api/v1/jobs/{job_url.rsplit('/', 1)[-1]}/labels", params={"format": "spans-jsonl"},
+                        headers={"Authorization": f"Bearer {keys['a']}"})
+    assert labels.status_code == 200 and all('"score": ' in line for line in labels.text.splitlines())

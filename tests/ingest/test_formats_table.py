@@ -56,7 +56,8 @@ def test_roles_are_the_corpus_roles():
 
 def test_derived_name_lists():
     assert READ_FORMATS[0] == "mturk-csv" and "categorical-csv" not in READ_FORMATS
-    assert WRITE_FORMATS == ("spans-jsonl", "conll", "tokens-csv", "tokens-jsonl", "ebm-nlp", "categorical-csv")
+    assert WRITE_FORMATS == ("spans-jsonl", "conll", "tokens-csv", "tokens-jsonl", "ebm-nlp", "categorical-csv",
+                             "token-scores")
     assert AGGREGATE_FORMATS == ("spans-jsonl", "spans-csv", "conll", "ebm-nlp", "categorical-csv", "corpus")
 
 

@@ -95,19 +95,21 @@ def test_auto_reuses_the_comparisons_fit_of_the_method_it_chose(monkeypatch, use
     monkeypatch.setattr(DawidSkene, "fit", lambda self, *a, **k: fits.append(1) or fit(self, *a, **k))
     choice = choose_method(corpus, methods=["ds"], use_experts=use_experts, n_boot=50)
     assert choice.method == "ds" and choice.fit is not None
+    assert choice.use_experts == (use_experts or choice.comparison["recommended_use_experts"])
     made = len(fits)
-    assert made == (5 if use_experts else 1)  # one fit, and 4 cross-fitting folds
-    reused = run_pipeline(corpus, method="ds", use_experts=use_experts, prior=choice.fit)
+    # With the experts: one fit and 4 cross-fitting folds; without: ds on the crowd alone too (issue 46's variants).
+    assert made == (5 if use_experts else 6)
+    reused = run_pipeline(corpus, method="ds", use_experts=choice.use_experts, prior=choice.fit)
     assert len(fits) == made
-    fresh = run_pipeline(corpus, method="ds", use_experts=use_experts)
-    assert len(fits) == 2 * made
+    fresh = run_pipeline(corpus, method="ds", use_experts=choice.use_experts)
+    assert len(fits) == made + (5 if choice.use_experts else 1)
     np.testing.assert_array_equal(reused.labels, fresh.labels)
     np.testing.assert_array_equal(reused.proba, fresh.proba)
     assert _without_seconds(reused.report_data) == _without_seconds(fresh.report_data)
     with pytest.raises(ValueError, match="prior fit is reused only"):
-        run_pipeline(corpus, method="ds", params={"max_iter": 3}, use_experts=use_experts, prior=choice.fit)
+        run_pipeline(corpus, method="ds", params={"max_iter": 3}, use_experts=choice.use_experts, prior=choice.fit)
     with pytest.raises(ValueError, match="the same use of the experts"):
-        run_pipeline(corpus, method="ds", use_experts=not use_experts, prior=choice.fit)
+        run_pipeline(corpus, method="ds", use_experts=not choice.use_experts, prior=choice.fit)
 
 
 @pytest.mark.parametrize("use_experts", [False, True])
@@ -137,14 +139,13 @@ def test_auto_holds_at_most_two_fits_at_once(monkeypatch, use_experts):
 
     monkeypatch.setattr(pipeline, "fit_model", counting_fit)
     choice = choose_method(corpus, methods=["mv", "ds", "wawa", "hmm-crowd"], use_experts=use_experts, n_boot=50)
-    assert len(at_start) == 4 and max(at_start) <= 1, at_start
-    # This corpus exercises both ways: without the experts the leader after the last fit is the one chosen (its fit
-    # reused); with them the rule comes back to ds, whose fit was dropped when mv led (the pipeline fits it again).
-    assert (choice.method, choice.fit is None) == (("ds", True) if use_experts else ("hmm-crowd", False))
+    # One fit per candidate (the cross-fitting folds fit without fit_model): 4 methods, and without use_experts
+    # the 3 that learn from the experts clamped as well.
+    assert len(at_start) == (4 if use_experts else 7) and max(at_start) <= 1, at_start
     assert len(alive()) <= 1 and (choice.fit is None or any(f is choice.fit.fitted for f in alive()))
     monkeypatch.setattr(pipeline, "fit_model", fit_model)
-    reused = run_pipeline(corpus, method=choice.method, use_experts=use_experts, prior=choice.fit)
-    fresh = run_pipeline(corpus, method=choice.method, use_experts=use_experts)
+    reused = run_pipeline(corpus, method=choice.method, use_experts=choice.use_experts, prior=choice.fit)
+    fresh = run_pipeline(corpus, method=choice.method, use_experts=choice.use_experts)
     np.testing.assert_array_equal(reused.labels, fresh.labels)
     assert _without_seconds(reused.report_data) == _without_seconds(fresh.report_data)
 
@@ -159,7 +160,7 @@ class _Board:
         leader = next(self.leaders)
         if leader is None:
             raise ValueError("no method has a score")
-        return type("Comparison", (), {"recommended": leader})()
+        return type("Comparison", (), {"recommended": leader, "recommended_use_experts": False})()
 
 
 def test_the_kept_fit_follows_the_leader_and_none_when_a_dropped_one_leads():
@@ -213,15 +214,17 @@ def test_auto_draws_one_bootstrap_per_fitted_method_and_compare_one(monkeypatch,
 
     corpus = synthetic_corpus(n_docs=24, accuracy=0.75, seed=5)
     methods = ["mv", "ds", "wawa"]
-    fresh = run_comparison(corpus, methods=methods, use_experts=use_experts, n_boot=50)
+    fresh = run_comparison(corpus, methods=methods, use_experts=use_experts, expert_variants=True, n_boot=50)
+    n_candidates = len(methods) if use_experts else 2 * len(methods) - 1  # mv+experts is not a candidate
     draws = []
     bootstrap = compare.paired_bootstrap
     monkeypatch.setattr(compare, "paired_bootstrap", lambda *a, **k: draws.append(1) or bootstrap(*a, **k))
     choice = choose_method(corpus, methods=methods, use_experts=use_experts, n_boot=50)
-    assert len(draws) == len(methods)
+    assert len(draws) == n_candidates
     assert _untimed(choice.comparison) == _untimed(fresh)
     draws.clear()
-    assert _untimed(run_comparison(corpus, methods=methods, use_experts=use_experts, n_boot=50)) == _untimed(fresh)
+    assert _untimed(run_comparison(corpus, methods=methods, use_experts=use_experts, expert_variants=True,
+                                   n_boot=50)) == _untimed(fresh)
     assert len(draws) == 1
 
 
@@ -232,3 +235,34 @@ def _untimed(value):
     if isinstance(value, list):
         return [_untimed(v) for v in value]
     return value
+
+
+def test_auto_chooses_dawid_skene_where_it_is_provably_better_than_the_vote(tmp_path):
+    """Issue 46: with a few hundred expert items the old rule fell back to majority vote. Here three of the five
+    annotators of every item always answer "0", so the vote is "0" on every item and its accuracy is exactly the
+    share of class 1's complement (the oracle: that count, by construction); the two honest annotators (accuracy 0.9)
+    make Dawid-Skene, which learns that the three answer regardless of the truth, far better. With 200 expert
+    items auto must choose Dawid-Skene (with or without the experts clamped), and its held-out accuracy on the
+    other 400 items must beat the vote's."""
+    from crowdqa.ingest import read_corpus
+    from crowdqa.jobs.compare import choose_method
+
+    rng = np.random.default_rng(46)
+    truth = rng.integers(0, 2, size=600)
+    rows = ["item,annotator,label,gold"]
+    for i, t in enumerate(truth):
+        gold = str(t) if i < 200 else ""
+        rows += [f"i{i},spam{k},0,{gold}" for k in range(3)]
+        rows += [f"i{i},good{k},{t if rng.random() < 0.9 else 1 - t},{gold}" for k in range(2)]
+    (tmp_path / "crowd.csv").write_text("\n".join(rows) + "\n")
+    corpus = read_corpus(tmp_path / "crowd.csv", format="categorical").corpus
+    choice = choose_method(corpus, methods=["mv", "ds"], n_boot=200)
+    assert choice.method == "ds", choice.why
+    result = run_pipeline(corpus, method=choice.method, use_experts=choice.use_experts, prior=choice.fit)
+    vote = run_pipeline(corpus, method="mv")
+    item = {name: i for i, name in enumerate(corpus.doc_ids)}
+    held = np.array([item[f"i{i}"] for i in range(200, 600)])
+    assert np.all(vote.labels[held] == corpus.class_names.index("0"))
+    vote_acc = np.mean(truth[200:] == 0)
+    acc = np.mean(np.array(corpus.class_names)[result.labels[held]].astype(int) == truth[200:])
+    assert acc > vote_acc + 0.2

@@ -101,25 +101,47 @@ def test_the_metric_follows_the_kind_of_labels():
     assert out.methods[0].extra["token_f1"] == pytest.approx(1.0)
 
 
-def _score(method, value, diff_low, diff_high, vs_mv=(None, None)):
+def _score(method, value, diff_low, diff_high, vs_mv=(None, None), *, expected=None, use_experts=False):
     return MethodScore(method=method, value=value, low=value - 0.05, high=value + 0.05, diff=None,
-                       diff_low=diff_low, diff_high=diff_high, vs_mv_low=vs_mv[0], vs_mv_high=vs_mv[1])
+                       diff_low=diff_low, diff_high=diff_high, vs_mv_low=vs_mv[0], vs_mv_high=vs_mv[1],
+                       expected=value if expected is None else expected, weight=0.5, use_experts=use_experts)
 
 
-def test_a_clear_winner_is_recommended():
-    scores = [_score("hmm-crowd", 0.80, 0.0, 0.0), _score("ds", 0.74, -0.09, -0.03), _score("mv", 0.69, -0.15, -0.07)]
-    out = recommend(scores, kind="typed-bio", metric="span_f1", documents=500)
-    assert out.recommended == "hmm-crowd" and out.best == "hmm-crowd"
+def test_the_highest_expected_score_is_recommended_and_the_reason_gives_every_gap_in_points():
+    """Issue 46: the reason said "not significantly worse ... 0.832 vs 0.858" and hid the gap; it now names every
+    other candidate with its expected shortfall in points and its measured score (hand-worked: 0.80 - 0.76 = 4.0
+    points, 0.80 - 0.70 = 10.0)."""
+    scores = [_score("hmm-crowd", 0.80, 0.0, 0.0), _score("ds", 0.76, -0.09, -0.03, use_experts=True),
+              _score("mv", 0.70, -0.15, -0.07)]
+    out = recommend(scores, kind="typed-bio", metric="span_f1", documents=500,
+                    prior={"anchor": "hmm-crowd", "shortfall": 0.01, "spread": 0.02})
+    assert (out.recommended, out.recommended_use_experts, out.best) == ("hmm-crowd", False, "hmm-crowd")
     assert not out.too_small and out.more_documents is None
-    assert "significantly worse" in out.reason
+    assert "hmm-crowd has the highest expected span f1 on the items the experts did not label (0.800" in out.reason
+    assert "expected points behind it: ds+experts 4.0 (measured 0.760), mv 10.0 (measured 0.700)" in out.reason
+    assert "not significantly worse" not in out.reason
+    assert [s.behind for s in out.methods] == pytest.approx([0.0, 4.0, 10.0])
 
 
-def test_a_tie_goes_to_the_simpler_method():
-    scores = [_score("bsc-seq", 0.80, 0.0, 0.0), _score("ds", 0.79, -0.03, 0.01), _score("mv", 0.70, -0.14, -0.05)]
-    out = recommend(scores, kind="spans", metric="token_f1", documents=500)
-    assert out.best == "bsc-seq" and out.recommended == "ds"
-    assert "not significantly worse" in out.reason and not out.too_small
-    assert methods_by_cost().index("ds") < methods_by_cost().index("bsc-seq")
+
+
+def test_a_measured_lead_the_prior_outweighs_is_said_in_points():
+    scores = [_score("glad", 0.86, 0.0, 0.0, expected=0.842), _score("ds", 0.85, -0.03, 0.01, expected=0.85,
+                                                                      use_experts=True)]
+    out = recommend(scores, kind="categorical", metric="accuracy", documents=200, prior={"anchor": "ds+experts"})
+    assert (out.recommended, out.recommended_use_experts, out.best) == ("ds", True, "glad")
+    assert ("the best measured, glad (0.860), is expected 0.8 points lower: its measured lead of 1.0 points weighs "
+            "0.50 against the prior") in out.reason
+    assert "fitted with the experts clamped, measured by cross-fitting" in out.reason
+
+
+def test_a_tie_goes_to_the_anchor_then_to_the_cheaper_method():
+    scores = [_score("bsc-seq", 0.80, 0.0, 0.0, expected=0.79), _score("ds", 0.79, -0.03, 0.01),
+              _score("mv", 0.70, -0.14, -0.05)]
+    out = recommend(scores, kind="spans", metric="token_f1", documents=500, prior={"anchor": "bsc-seq"})
+    assert out.best == "bsc-seq" and out.recommended == "bsc-seq"
+    out = recommend(scores, kind="spans", metric="token_f1", documents=500, prior={"anchor": None})
+    assert out.recommended == "ds" and methods_by_cost().index("ds") < methods_by_cost().index("bsc-seq")
 
 
 def test_too_few_experts_says_so_and_how_many_more():
@@ -130,7 +152,9 @@ def test_too_few_experts_says_so_and_how_many_more():
     b = np.where(rng.random(corpus.n_tokens) < 0.85, np.maximum(ref, 0), 1 - np.maximum(ref, 0))
     out = compare_aggregates(corpus, {"ds": a, "mv": b}, ref, n_boot=300)
     assert out.too_small and out.documents == 4
-    assert out.recommended == "mv"
+    # Neither the prior's anchor for spans (bsc-seq, with or without the experts) is here: the best point estimate
+    # is the anchor, and every other candidate is shrunk toward a shortfall to it.
+    assert out.prior["anchor"] == out.best == out.recommended and out.prior["prior_anchor"] == "bsc-seq"
     assert out.more_documents is not None and out.more_documents > 0
     assert f"about {out.more_documents} more expert documents" in out.reason
 
@@ -143,7 +167,7 @@ def test_how_many_more_is_for_the_gap_to_the_next_lower_score_not_to_a_tie():
     plan = {"accuracy": 0.95, "per_document": 1.0, "documents": 20}
     scores = [_score("ds", 0.95, 0.0, 0.0), _score("kos", 0.95, 0.0, 0.0), _score("mv", 0.90, -0.15, 0.0)]
     out = recommend(scores, kind="categorical", metric="accuracy", documents=20, plan=plan)
-    assert out.too_small and out.recommended == "mv"
+    assert out.too_small and out.recommended == "ds"
     assert out.more_documents == more_documents(plan, 0.025) and out.more_documents < 1000
     assert f"about {out.more_documents} more expert documents" in out.reason
     assert "between the best and the next lower score (0.950 and 0.900)" in out.reason
@@ -165,7 +189,7 @@ def test_a_method_significantly_worse_than_majority_vote_is_named():
     scores = [_score("mv", 0.80, 0.0, 0.0, (0.0, 0.0)), _score("mace", 0.60, -0.3, -0.1, (-0.3, -0.1)),
               _score("ds", 0.79, -0.02, 0.01, (-0.02, 0.01))]
     out = recommend(scores, kind="categorical", metric="accuracy", documents=800)
-    assert out.recommended == "mv"
+    assert out.recommended == "mv"  # the highest expected score (here the measured one)
     assert out.warnings == ["mace is significantly worse than majority vote (paired difference interval "
                             "[-0.300, -0.100])"]
 

@@ -15,7 +15,7 @@ from sqlmodel import Session
 
 from crowdqa.ingest import read_corpus
 from crowdqa.ingest.merge import merge_corpora
-from crowdqa.ingest.writers import write_labels
+from crowdqa.ingest.writers import LabelScores, write_labels
 from crowdqa.jobs.pipeline import run_pipeline
 from crowdqa.store.db import get_engine
 from crowdqa.store.models import Job
@@ -75,7 +75,9 @@ def _oracle_labels(tmp_path, body: dict) -> bytes:
     direct = run_pipeline(corpus, method=body["method"], params=body.get("params"),
                           use_experts=body.get("use_experts", False))
     path = tmp_path / "oracle.jsonl"
-    write_labels(direct.labels, corpus, path, format="spans-jsonl")
+    c = direct.confidence
+    write_labels(direct.labels, corpus, path, format="spans-jsonl",
+                 scores=LabelScores(token=c.token, span=c.span, proba=c.proba))
     return path.read_bytes()
 
 

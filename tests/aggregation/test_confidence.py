@@ -1,0 +1,218 @@
+"""Span and token probabilities of a posterior chain against brute-force enumeration of all K^T label paths."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from crowdqa.aggregation.confidence import (
+    PosteriorChain,
+    chain_marginals,
+    fit_temperature,
+    independent_chain,
+    labels_probability,
+    path_probability,
+    sequence_starts,
+    span_probability,
+    token_probability,
+)
+from crowdqa.aggregation.corpus import Corpus
+from crowdqa.aggregation.spans import decode_spans, span_bounds
+
+BIO = ("O", "B-X", "I-X", "B-Y", "I-Y")
+IO = ("O", "X", "Y")
+
+
+def _corpus(class_names, doc_lengths):
+    n = int(sum(doc_lengths))
+    return Corpus.from_arrays(
+        token=[], worker=[], label=[], doc_lengths=doc_lengths, token_start=[2 * i for i in range(n)],
+        token_end=[2 * i + 1 for i in range(n)], doc_ids=[f"d{i}" for i in range(len(doc_lengths))],
+        texts=["x " * n] * len(doc_lengths), worker_ids=[], worker_roles=[], class_names=class_names)
+
+
+def _random_chain(rng, corpus, *, seq_first, clamp=False):
+    n, k = corpus.n_tokens, corpus.n_classes
+    log_rest = rng.normal(size=(n, k))
+    if clamp:  # one token's state fixed, as a clamped expert label is
+        log_rest[1] = -np.inf
+        log_rest[1, 1] = 0.0
+    return PosteriorChain(log_crowd=rng.normal(scale=2.0, size=(n, k)), log_rest=log_rest,
+                          log_start=rng.normal(size=k), log_trans=rng.normal(size=(k, k)), seq_first=seq_first)
+
+
+def _paths(chain, temperature):
+    """Every label path of the whole corpus (K^T of them) with its normalised posterior weight."""
+    n, k = chain.log_crowd.shape
+    frame = chain.log_frame(temperature)
+    paths = np.array(list(itertools.product(range(k), repeat=n)))
+    logw = np.zeros(len(paths))
+    for t in range(n):
+        logw += frame[t, paths[:, t]]
+        logw += chain.log_start[paths[:, t]] if chain.seq_first[t] else chain.log_trans[paths[:, t - 1], paths[:, t]]
+    w = np.exp(logw - logw.max())
+    return paths, w / w.sum()
+
+
+def _brute_span_probability(chain, corpus, spans, temperature):
+    paths, w = _paths(chain, temperature)
+    doc_first = sequence_starts(corpus)
+    key = set(zip(spans.first.tolist(), spans.last.tolist(), spans.type.tolist(), strict=True))
+    out = dict.fromkeys(key, 0.0)
+    for path, weight in zip(paths, w, strict=True):
+        first, last, etype = span_bounds(path, doc_first, corpus=corpus)
+        for s in zip(first.tolist(), last.tolist(), etype.tolist(), strict=True):
+            if s in out:
+                out[s] += weight
+    return np.array([out[s] for s in zip(spans.first.tolist(), spans.last.tolist(), spans.type.tolist(),
+                                          strict=True)])
+
+
+def _all_spans(corpus):
+    """Every span a label path of ``corpus`` can hold, as the decoder's arrays."""
+    doc = corpus.token_doc
+    rows = [(a, b, x) for a in range(corpus.n_tokens) for b in range(a + 1, corpus.n_tokens + 1)
+            if doc[a] == doc[b - 1] for x in range(1, len(corpus.entity_types) + 1)]
+    first, last, etype = (np.array(c, dtype=np.int64) for c in zip(*rows, strict=True))
+    return first, last, etype
+
+
+@pytest.mark.parametrize("names", [BIO, IO])
+@pytest.mark.parametrize("temperature", [1.0, 2.5])
+@pytest.mark.parametrize("sentences", [False, True])
+def test_span_probability_matches_path_enumeration(names, temperature, sentences, seed):
+    """Oracle: the posterior mass of the paths whose decoded spans (decode_spans' rule) include the span, by
+    enumerating all K^T paths of two documents of 3 and 2 tokens (and, with ``sentences``, a sequence start
+    inside the first document); tolerance 1e-10."""
+    rng = np.random.default_rng(seed)
+    corpus = _corpus(names, [3, 2])
+    seq_first = sequence_starts(corpus)
+    if sentences:
+        seq_first[2] = True  # the chain restarts inside document 0; a span may still cross it
+    chain = _random_chain(rng, corpus, seq_first=seq_first, clamp=not sentences)
+    first, last, etype = _all_spans(corpus)
+    got = span_probability(chain_marginals(chain.tempered(temperature, scope="crowd")), first=first, last=last,
+                           span_type=etype, corpus=corpus)
+
+    class Spans:
+        pass
+
+    spans = Spans()
+    spans.first, spans.last, spans.type = first, last, etype
+    want = _brute_span_probability(chain, corpus, spans, temperature)
+    np.testing.assert_allclose(got, want, atol=1e-10)
+
+
+def test_token_probability_matches_path_enumeration(seed):
+    """Oracle: each token's marginal of its label from all K^T paths; tolerance 1e-10."""
+    rng = np.random.default_rng(seed)
+    corpus = _corpus(BIO, [4])
+    chain = _random_chain(rng, corpus, seq_first=sequence_starts(corpus))
+    paths, w = _paths(chain, 1.7)
+    labels = rng.integers(0, 5, size=4)
+    want = [(w * (paths[:, t] == labels[t])).sum() for t in range(4)]
+    got = token_probability(chain_marginals(chain.tempered(1.7, scope="crowd")), labels)
+    np.testing.assert_allclose(got, want, atol=1e-10)
+
+
+def test_independent_chain_span_is_product_of_its_pair_rules():
+    """Oracle, by hand: with independent tokens the span ``B-X I-X`` of ``[B-X I-X O]`` is right when token 0 is
+    ``B-X``, or ``I-X`` (conlleval starts a span there), token 1 is ``I-X`` and token 2 does not continue the span
+    (``O``, ``B-*`` or ``I-Y``): (.5 + .2) * .6 * (1 - .3)."""
+    corpus = _corpus(BIO, [3])
+    proba = np.array([[.2, .5, .2, .1, 0], [.1, .2, .6, .1, 0], [.4, .1, .3, .1, .1]])
+    chain = independent_chain(proba, seq_first=sequence_starts(corpus))
+    spans = decode_spans(np.array([1, 2, 0]), corpus)
+    got = span_probability(chain_marginals(chain), first=spans.first, last=spans.last, span_type=spans.type,
+                           corpus=corpus)
+    assert got == pytest.approx([(.5 + .2) * .6 * (1 - .3)], abs=1e-12)
+
+
+def test_temperature_must_be_positive():
+    corpus = _corpus(IO, [2])
+    chain = independent_chain(np.full((2, 3), 1 / 3), seq_first=sequence_starts(corpus))
+    with pytest.raises(ValueError, match="temperature must be > 0, found 0"):
+        chain.log_frame(0.0)
+
+
+@pytest.mark.parametrize("true_temperature", [0.6, 2.5])
+def test_fit_temperature_recovers_a_known_temperature(true_temperature, seed):
+    """Oracle: outcomes drawn from the scores of a chain tempered by a known temperature (8,000 tokens of
+    independent 3-class posteriors, each outcome Bernoulli of the tempered token score); the maximum-likelihood
+    temperature is within 10% of it (the log loss is a proper score, so the true temperature minimises its
+    expectation)."""
+    rng = np.random.default_rng(seed)
+    n = 8000
+    proba = rng.dirichlet(np.full(3, 0.4), size=n)
+    chain = independent_chain(proba, seq_first=np.ones(n, dtype=bool))
+    labels = proba.argmax(axis=1)
+
+    def score(t):
+        return token_probability(chain_marginals(chain.tempered(t)), labels)
+
+    outcome = rng.random(n) < score(true_temperature)
+    assert fit_temperature(score, outcome) == pytest.approx(true_temperature, rel=0.1)
+
+
+def test_fit_temperature_without_both_outcomes_keeps_one():
+    """No right (or no wrong) item identifies no temperature: 1.0, by the documented convention."""
+    assert fit_temperature(lambda t: np.full(3, 0.5), np.ones(3, dtype=bool)) == 1.0
+    assert fit_temperature(lambda t: np.full(3, 0.5), np.zeros(0, dtype=bool)) == 1.0
+
+
+def test_tempered_chain_keeps_the_ranking_of_paths_and_flattens_them():
+    """Temperature scaling changes scores, never the order of the labels: the tempered token posteriors keep the
+    argmax of each token, and T > 1 moves them towards uniform (oracle: ``p ** (1 / T)`` renormalised, by hand)."""
+    corpus = _corpus(IO, [3])
+    proba = np.array([[.7, .2, .1], [.1, .3, .6], [.5, .25, .25]])
+    chain = independent_chain(proba, seq_first=sequence_starts(corpus))
+    post = chain_marginals(chain.tempered(2.0)).posterior
+    want = np.sqrt(proba) / np.sqrt(proba).sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(post, want, atol=1e-12)
+    np.testing.assert_array_equal(post.argmax(axis=1), proba.argmax(axis=1))
+
+
+def test_path_probability_matches_path_enumeration(seed):
+    """Oracle: the weight of the one labelled path among all K^T paths of each document; tolerance 1e-10."""
+    rng = np.random.default_rng(seed)
+    corpus = _corpus(BIO, [3, 2])
+    seq_first = sequence_starts(corpus)
+    chain = _random_chain(rng, corpus, seq_first=seq_first)
+    labels = rng.integers(0, 5, size=5)
+    paths, w = _paths(chain, 1.0)
+    got = path_probability(chain_marginals(chain), labels, group=corpus.token_doc.astype(np.int64), n_groups=2)
+    # The documents are independent: P(doc 0's labels) = the mass of paths matching on its tokens.
+    want = [w[(paths[:, :3] == labels[:3]).all(axis=1)].sum(), w[(paths[:, 3:] == labels[3:]).all(axis=1)].sum()]
+    np.testing.assert_allclose(got, want, atol=1e-10)
+
+
+def test_labels_probability_matches_path_enumeration(seed):
+    """Oracle: the mass of the paths that agree with the labels on the chosen tokens (the others free), per
+    document, among all K^T paths; with every token chosen it is the path's own probability. Tolerance 1e-10."""
+    rng = np.random.default_rng(seed)
+    corpus = _corpus(BIO, [3, 2])
+    chain = _random_chain(rng, corpus, seq_first=sequence_starts(corpus)).tempered(1.5)
+    labels = rng.integers(0, 5, size=5)
+    where = np.array([True, False, True, False, True])
+    paths, w = _paths(chain, 1.0)
+    got = labels_probability(chain, labels, where=where, group=corpus.token_doc.astype(np.int64), n_groups=2)
+    agree = paths == labels
+    want = [w[agree[:, :3][:, where[:3]].all(axis=1)].sum(), w[agree[:, 3:][:, where[3:]].all(axis=1)].sum()]
+    np.testing.assert_allclose(got, want, atol=1e-10)
+    every = labels_probability(chain, labels, where=np.ones(5, bool), group=corpus.token_doc.astype(np.int64),
+                               n_groups=2)
+    np.testing.assert_allclose(every, path_probability(chain_marginals(chain), labels,
+                                                       group=corpus.token_doc.astype(np.int64), n_groups=2),
+                               atol=1e-10)
+
+
+def test_labels_probability_of_a_forbidden_labelling_is_zero():
+    """A clamp the chain forbids (a transition of weight 0) has probability 0, not the normaliser's guard value."""
+    corpus = _corpus(IO, [2])
+    chain = PosteriorChain(log_crowd=np.zeros((2, 3)), log_rest=np.zeros((2, 3)), log_start=np.zeros(3),
+                           log_trans=np.where(np.eye(3, dtype=bool), 0.0, -np.inf), seq_first=sequence_starts(corpus))
+    got = labels_probability(chain, np.array([1, 2]), where=np.ones(2, bool), group=np.zeros(2, np.int64),
+                             n_groups=1)
+    assert got.tolist() == [0.0]
