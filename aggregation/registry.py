@@ -138,7 +138,7 @@ METHODS: dict[str, MethodEntry] = {
     # BIO by the protocol (benchmarks/README.md, benchmarks/results/tagger.json): above HMM-Crowd, the default before.
     "hmm-crowd-tagger": MethodEntry("crowdqa.aggregation.hmm_crowd_tagger", "HMMCrowdTagger", cost=130,
                                     sequences=True, memory={"confusion": 4, "tokens": 14, "answers": 2, "words": 10},
-                                    default_for=("typed-bio",)),
+                                    default_for=("typed-bio",), temperature=4.362),
     "wawa": MethodEntry("crowdqa.aggregation.wawa", "Wawa", cost=30, memory={"confusion": 3, "tokens": 3},
                         temperature=0.6484),
     "zbs": MethodEntry("crowdqa.aggregation.zero_based_skill", "ZeroBasedSkill", cost=40,
