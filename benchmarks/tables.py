@@ -595,6 +595,21 @@ def render_readers(d: dict, results: Path, quick: bool) -> str:
     return text + "\n\n" + _table(head, rows)
 
 
+def render_document_memory(d: dict, results: Path, quick: bool) -> str:
+    """Each reader's peak memory per input size, within the document-length bound and past it."""
+    rows = []
+    for p in d["points"]:
+        shape = (f"{p['shape']} of {p['chars_per_document']:,} characters" if p["shape"].startswith("one document")
+                 else f"{p['shape']} of {p['chars_per_document']:,} characters each")
+        rows.append([p["format"], shape, f"{p['input_mib']:.2f}", f"{p['added_mib']:.1f}",
+                     f"{p['peak_rss_mib']:.0f}", p["outcome"]])
+    return ("`ingest.read_corpus` of each format in a fresh process per file (VmHWM, after a small file of the format "
+            "so every import is done); two annotators, a span every 60 characters. Added: the peak less the resident "
+            "set before the read. The bound is `CROWDQA_MAX_DOCUMENT_CHARS` / `CROWDQA_MAX_DOCUMENT_TOKENS` "
+            f"([What is bounded](reference/bounds.md)). {d['meta'].get('note', '')}.\n\n"
+            + _table(["format", "input", "file MiB", "added MiB", "peak MiB", "outcome"], rows))
+
+
 def render_bsc_seq(d: dict, results: Path, quick: bool) -> str:
     pub = d["published"]
     parts = []
@@ -960,6 +975,8 @@ SECTIONS: dict[str, tuple[str, str, Callable[[dict, Path, bool], str]]] = {
     "categorical_speed": ("Categorical aggregators: fit time vs crowd-kit at 300k labels",
                           "python -m benchmarks.categorical_speed", render_categorical_speed),
     "readers": ("Reader throughput", "python -m benchmarks.readers", render_readers),
+    "document_memory": ("Reader memory per document size, and the document-length bound",
+                        "python -m benchmarks.document_memory", render_document_memory),
     "ds_speed": ("Dawid-Skene speed and memory vs crowd-kit", "python -m benchmarks.ds_speed", render_ds_speed),
     "hmm_crowd": ("HMM-Crowd EM step and PICO fit", "python -m benchmarks.hmm_crowd", render_hmm_crowd),
     "bsc_seq": ("Bayesian sequence combination (BSC-seq) vs HMM-Crowd", "python -m benchmarks.bsc_seq",

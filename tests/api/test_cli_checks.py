@@ -96,7 +96,7 @@ def test_aggregate_of_a_categorical_mturk_batch_writes_categorical_csv(tmp_path,
     batch = shared_data / "mturk" / "crowdtruth_amt_example.csv"
     assert main(["aggregate", str(batch), "--format", "mturk-csv", "--method", "mv", "--output", str(out)]) == 0
     rows = list(csv.reader(out.read_text(encoding="utf-8").splitlines()))
-    assert rows[0] == ["item", "label"] and len(rows) > 1
+    assert rows[0] == ["item", "label", "score"] and len(rows) > 1
     assert any("HITId" in line for line in _err(capsys))  # the assumed document id is said
 
 

@@ -396,8 +396,9 @@ def test_categorical_dataset(client, keys, settings):
     job = client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key), json={"method": "ds"}).json()["id"]
     assert wait_job(client, job, key)["status"] == "finished"
     r = client.get(f"/api/v1/jobs/{job}/labels?format=categorical-csv", headers=auth(key))
+    assert r.text.splitlines()[0] == "item,label,score"
     rows = [line.split(",") for line in r.text.strip().splitlines()[1:]]
-    assert {item: label for item, label in rows} == truth
+    assert {item: label for item, label, _ in rows} == truth
     workers = client.get(f"/api/v1/jobs/{job}/workers", headers=auth(key)).json()["data"]  # by accuracy
     assert workers[0]["annotator"] == "w4"
 

@@ -317,7 +317,7 @@ def test_downloads_are_the_apis_and_refuse_a_job_that_is_not_finished(client, ke
     assert 'posterior<span class="kind">mv</span>' in client.get(f"{job_url}/documents/0").text
     # The job page offers the label formats of a span report (every one but the categorical table).
     offered = re.findall(r'/labels\?format=([\w-]+)"', client.get(job_url).text)
-    assert offered == ["spans-jsonl", "conll", "ebm-nlp"]
+    assert offered == ["spans-jsonl", "conll", "tokens-csv", "tokens-jsonl", "ebm-nlp", "token-scores"]
     with Session(get_engine(settings)) as s:
         crud.update_job(session=s, job_id=job_id, status=JobStatus.failed, error="ValueError: boom")
     for download in ("report.json", "labels", "workers.csv", "documents/0"):
@@ -344,7 +344,8 @@ def test_the_parse_summary_names_its_fields_in_words(client, keys, tmp_path):
 
 def test_the_job_form_offers_a_method_the_data_allows_first(client, keys, tmp_path):
     """Found walking the README: a categorical dataset's job form had hmm-crowd selected, which refuses categorical
-    answers (one click on Start, one error). It selects ds there, hmm-crowd for spans as before."""
+    answers (one click on Start, one error). It selects ds there, and for spans the registry's sequence default
+    (hmm-crowd-tagger since issue 43; hmm-crowd before)."""
     import re
 
     csrf = sign_in(client, keys["a"])
@@ -361,7 +362,7 @@ def test_the_job_form_offers_a_method_the_data_allows_first(client, keys, tmp_pa
 
     assert selected("a.csv", "item,annotator,label\ni1,w1,yes\ni1,w2,no\n", "categorical") == ["ds"]
     assert selected("s.csv", "doc_id,annotator,start,end,label,text\nd1,w1,0,6,P,Adults with asthma\n",
-                    "spans-csv") == ["hmm-crowd"]
+                    "spans-csv") == ["hmm-crowd-tagger"]
 
 
 def _fill_dataset(settings, dataset_id: str, *, n_jobs: int, n_uploads: int) -> tuple[list[str], list[str]]:
