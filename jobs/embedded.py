@@ -29,7 +29,7 @@ from rq.serializers import JSONSerializer
 from rq.timeouts import TimerDeathPenalty
 
 from crowdqa.jobs import cancel
-from crowdqa.jobs.queue import enqueue_job, enqueued, get_queue
+from crowdqa.jobs.queue import PromptUnsubscribe, enqueue_job, enqueued, get_queue
 from crowdqa.store import crud
 from crowdqa.store.db import open_session
 from crowdqa.store.models import JobStatus, aware, queued_progress, utcnow
@@ -48,7 +48,7 @@ def embedded_worker_name() -> str:
     return f"{EMBEDDED_PREFIX}{socket.gethostname()[:60]}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
 
 
-class ThreadWorker(SimpleWorker):
+class ThreadWorker(PromptUnsubscribe, SimpleWorker):
     """A SimpleWorker that can run outside the main thread."""
 
     death_penalty_class = TimerDeathPenalty

@@ -7,6 +7,7 @@ job row is committed *before* it is enqueued, so a worker always finds it.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import threading
 from functools import lru_cache
@@ -14,6 +15,7 @@ from functools import lru_cache
 import fakeredis
 import redis
 from redis import Redis
+from redis.client import PubSubWorkerThread
 from rq import Callback, Queue, Retry
 from rq.exceptions import NoSuchJobError
 from rq.job import Job as RqJob
@@ -22,8 +24,8 @@ from rq.serializers import JSONSerializer
 from crowdqa.jobs.errors import QueueInstallError, QueueUnavailableError
 from crowdqa.store.settings import Settings
 
-__all__ = ["TASK", "FAILURE_CALLBACK", "redis_connection", "get_queue", "enqueue_job", "cancel_job",
-           "queue_available", "check_embedded_queue"]
+__all__ = ["PromptUnsubscribe", "TASK", "FAILURE_CALLBACK", "redis_connection", "get_queue", "enqueue_job",
+           "cancel_job", "queue_available", "check_embedded_queue"]
 
 #: The task and the failure callback, by name: rq imports them in the worker.
 TASK = "crowdqa.jobs.tasks.run_job"
@@ -36,6 +38,35 @@ _fake_lock = threading.Lock()
 
 #: Set whenever this process enqueues a job: wakes the embedded worker without waiting for its next poll.
 enqueued = threading.Event()
+
+
+#: redis-py 8.2's ``PubSubWorkerThread.stop`` waits for the thread (with no timeout unless given one); before, it
+#: only cleared the thread's run flag.
+_STOP_WAITS = "timeout" in inspect.signature(PubSubWorkerThread.stop).parameters
+
+
+class PromptUnsubscribe:
+    """rq's ``Worker.unsubscribe`` without its minute-long stall: mixed into every worker class of ours.
+
+    rq (2.12) unsubscribes, then stops its pub/sub thread. When the thread reads the unsubscribe confirmation
+    before the stop, it goes on to wait for a new subscription for its ``sleep_time`` (60 s), and redis-py 8.2's
+    ``stop()`` waits for it without a timeout: a warm shutdown of an idle worker took up to a minute (the
+    supervised pool's SIGTERM, the embedded worker at server exit). Here the thread's run flag is cleared first,
+    so the confirmation ends its loop, and the wait is bounded either way (the thread is a daemon).
+    """
+
+    def unsubscribe(self) -> None:
+        thread = getattr(self, "pubsub_thread", None)
+        if not thread:
+            return
+        self.log.info("Worker %s: unsubscribing from channel %s", self.name, self.pubsub_channel_name)
+        if _STOP_WAITS:
+            thread.stop(timeout=0)
+        else:
+            thread.stop()
+        self.pubsub.unsubscribe()
+        thread.join(timeout=1)
+        self.pubsub.close()
 
 
 def _fake_server(key: str) -> fakeredis.FakeServer:

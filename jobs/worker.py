@@ -16,6 +16,7 @@ again any that exits.
 
 from __future__ import annotations
 
+import faulthandler
 import importlib
 import logging
 import multiprocessing
@@ -28,7 +29,7 @@ from rq import Worker
 from rq.serializers import JSONSerializer
 
 from crowdqa.aggregation.registry import METHODS, load_entry_points
-from crowdqa.jobs.queue import get_queue, redis_connection
+from crowdqa.jobs.queue import PromptUnsubscribe, get_queue, redis_connection
 from crowdqa.jobs.tasks import fail_or_requeue
 from crowdqa.store.db import get_engine
 from crowdqa.store.errors import ConfigurationError
@@ -44,7 +45,7 @@ BACKOFF_START, BACKOFF_MAX = 0.5, 10.0
 HEALTHY_AFTER = 30.0
 
 
-class CrowdqaWorker(Worker):
+class CrowdqaWorker(PromptUnsubscribe, Worker):
     """rq's forking worker that records a killed work horse on the job row, and remembers a stop request (rq
     says so only while a job runs: an idle worker's loop just ends, as it does when Redis vanishes)."""
 
@@ -155,6 +156,7 @@ def _supervised(name: str | None, burst: bool) -> None:
     process group, so a Ctrl-C in a terminal reaches only the supervisor, which stops each process once (a
     second signal would be rq's cold shutdown, killing the running job)."""
     os.setpgrp()
+    faulthandler.register(signal.SIGUSR2, all_threads=True)  # `kill -USR2 PID`: every thread's stack to the log
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     run_worker(get_settings(), burst=burst, name=name)
 

@@ -115,6 +115,22 @@ def test_rerun_from_every_terminal_state(tmp_path, redis_url, postgres_url, slow
         assert wait_status(api, abandoned, timeout=90)["status"] == "finished"
 
 
+def _process_tree(pid: int) -> list[str]:
+    """Each process under ``pid`` (recursively) with its state and command line: what a hung stop waits on."""
+    lines = []
+    for child in [pid, *children(pid)]:
+        try:
+            status = dict(line.split(":\t", 1) for line in Path(f"/proc/{child}/status").read_text().splitlines()
+                          if ":\t" in line)
+            cmd = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:160]
+        except OSError:
+            continue
+        lines.append(f"{child} {status.get('State', '?')} {cmd}")
+        if child != pid:
+            lines.extend("  " + line for line in _process_tree(child)[1:])
+    return lines
+
+
 def _start_slow_job(api, dataset: str) -> str:
     job = api.post(f"/datasets/{dataset}/jobs", json={"method": "ds", "params": {"max_iter": 200, "tol": 0.0}})
     assert job.status_code == 202, job.text
@@ -206,4 +222,12 @@ def test_supervised_pool_twenty_in_a_row_ten_at_once_and_a_killed_process(tmp_pa
         assert wait_status(api, running, timeout=60)["status"] == "finished"
 
         os.kill(pool.pid, signal.SIGTERM)
-        assert pool.wait(30) == 0, d.log("worker-0.log")
+        tree: list[str] = []
+        try:
+            code = pool.wait(30)
+        except subprocess.TimeoutExpired:  # what the stop waits on: each process's threads, in the log
+            code, tree = None, _process_tree(pool.pid)
+            for pid in _pool_processes(pool.pid):
+                os.kill(pid, signal.SIGUSR2)
+            time.sleep(1)
+        assert code == 0, "\n".join([*tree, *d.log("worker-0.log").splitlines()[-80:]])
