@@ -51,6 +51,10 @@ ID_PAGE_SIZE = 1000
 _LOST = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
 #: Methods sent again after a lost connection.
 _IDEMPOTENT = frozenset({"GET", "HEAD"})
+#: The data manager query of the tasks with no annotation: Label Studio counts a task's annotations, the skipped
+#: (cancelled) ones apart, in ``total_annotations``.
+_UNANNOTATED = json.dumps({"filters": {"conjunction": "and", "items": [
+    {"filter": "filter:tasks:total_annotations", "operator": "equal", "type": "Number", "value": 0}]}})
 #: Control tags crowdqa reads, by the kind of project they make.
 _KINDS = {"Labels": "spans", "Choices": "choices"}
 #: Object tags holding the text those controls label.
@@ -461,6 +465,19 @@ class LabelStudio:
             if not found or (seen >= total if total is not None else len(found) < page_size):
                 return
             page += 1
+
+    def unannotated_tasks(self, project: int, *, page_size: int | None = None) -> Iterator[dict]:
+        """The project's tasks that hold no annotation (Label Studio's ``total_annotations`` is 0: none, or only
+        skipped ones), with their ``id`` and ``data`` alone (``include=id,data``), page by page."""
+        params = {"include": "id,data", "query": _UNANNOTATED}
+        for _, found in self._pages(project, params, page_size or PAGE_SIZE):
+            yield from found
+
+    def count_unannotated(self, project: int) -> int:
+        """How many of the project's tasks hold no annotation (the ``total`` of one page of their ids)."""
+        for total, found in self._pages(project, {"include": "id", "query": _UNANNOTATED}, 1):
+            return total if total is not None else len(found)
+        return 0
 
     def add_prediction(self, task: int, result: list[dict], *, score: float, model_version: str) -> dict:
         """Write one prediction on a task."""

@@ -22,7 +22,9 @@ scores Label Studio's data manager shows and sorts by), so reviewers sort tasks 
 tasks most likely to need a correction, where the crowd disputed. A push replaces every earlier crowdqa prediction
 on the project's tasks (its own job's and, unless told to keep them, other jobs'), so a task holds one; tasks
 deleted in Label Studio since the job's snapshot are skipped. Optionally a data manager view (tab) lists the tasks
-in that order, made once.
+in that order, made once. The push of a job whose model reads the text also drafts the project's tasks that nobody
+annotated yet (:mod:`crowdqa.jobs.label_studio_drafts`), in the same model version, so the next batch opens
+pre-filled; a push of another job says how many such tasks it left without a draft, and why.
 
 **Bounds.** Label Studio is another server: it may be slow, or answer without end. Every request of a pull or push
 is done within ``CROWDQA_LABEL_STUDIO_TIMEOUT`` seconds (connect to last byte) and all of them within
@@ -44,7 +46,6 @@ from typing import Any
 import numpy as np
 from sqlmodel import Session
 
-from crowdqa.aggregation.spans import decode_spans
 from crowdqa.ingest.errors import IngestError
 from crowdqa.ingest.label_studio_api import (
     ExchangeLimits,
@@ -58,6 +59,7 @@ from crowdqa.ingest.label_studio_api import (
     upload_bytes,
 )
 from crowdqa.jobs.errors import UploadConflictError
+from crowdqa.jobs.label_studio_drafts import document_spans, draft_model, draft_predictions, undrafted_note
 from crowdqa.jobs.outbound import exchange_slot
 from crowdqa.jobs.quotas import check_stored_bytes, check_upload_rate
 from crowdqa.jobs.results import load_job_result
@@ -387,6 +389,10 @@ class PushResult:
     skipped: int = 0
     #: Earlier crowdqa model versions (other jobs') whose predictions the push removed.
     replaced: list[str] = field(default_factory=list)
+    #: Tasks that nobody annotated, labelled by the job's model (drafts in the same model version).
+    pre_annotated: int = 0
+    #: What the push noticed: tasks without annotation it could not draft, and why.
+    notes: list[str] = field(default_factory=list)
 
 
 #: Data manager columns a disputed-first view hides (the prediction score stays in sight).
@@ -396,7 +402,8 @@ _VIEW_HIDDEN = ["tasks:inner_id", "tasks:annotations_results", "tasks:annotation
 
 
 def push(*, session: Session, settings: Settings, job: Job, allowed: Collection[str] | None,
-         token: str | None = None, view: bool = False, keep_earlier: bool = False) -> PushResult:
+         token: str | None = None, view: bool = False, keep_earlier: bool = False,
+         pre_annotate: bool | None = None) -> PushResult:
     """Write a finished job's aggregate on the Label Studio tasks of its dataset as predictions; see the module.
 
     Every earlier crowdqa prediction on the project's tasks (model versions ``crowdqa-...``, of this job or
@@ -406,7 +413,17 @@ def push(*, session: Session, settings: Settings, job: Job, allowed: Collection[
     (:attr:`PushResult.skipped`). With ``view``, the project also gets a data manager tab (a view) listing its
     tasks by prediction score, lowest first (the tasks the crowd disputed most, for the experts to review first),
     made on the first such push and found again by its title on the next.
+
+    ``pre_annotate``: the project's tasks that hold no annotation (and are not the job's) get a draft of the
+    job's model, in the same model version (:mod:`crowdqa.jobs.label_studio_drafts`), when the job's model reads the
+    text; None (the default) drafts when it can, and else notes how many tasks it left without a draft and why
+    (:attr:`PushResult.notes`); True refuses (ValueError, before any request) a job whose model cannot; False
+    drafts nothing. Every task is read and labelled before anything is written: a push that fails on the way
+    leaves the project's predictions as they were.
     """
+    model, why = (None, "") if pre_annotate is False else draft_model(session=session, settings=settings, job=job)
+    if pre_annotate and model is None:
+        raise ValueError(f"job {job.id} cannot pre-annotate the tasks nobody annotated: {why}")
     client, link = linked_client(session=session, settings=settings, dataset_id=job.dataset_id, allowed=allowed,
                                  token=token)
     # Plain values of the rows: no database connection is held while Label Studio is waited on (_release).
@@ -421,6 +438,15 @@ def push(*, session: Session, settings: Settings, job: Job, allowed: Collection[
         # names one, so they are left out (and counted).
         held = client.task_ids(ls_project)
         kept = [row for row in rows if row["task"] in held]
+        notes, drafts = [], []
+        if config.kind != "spans":
+            model, why = None, "crowdqa drafts the tasks of span projects (<Labels> on a text) only"
+        if model is not None:
+            found = draft_predictions(client, ls_project, config, model, skip={row["task"] for row in rows},
+                                      version=version, limits=UploadLimits.of(settings).document)
+            drafts, notes = found.rows, found.notes
+        elif pre_annotate is None and (undrafted := client.count_unannotated(ls_project)):
+            notes.append(undrafted_note(undrafted, why))
         # A push again replaces predictions rather than adding a second set: this job's, and by default every
         # earlier crowdqa job's (Label Studio lists a project's model versions with their prediction counts).
         versions = client.request("GET", f"/api/projects/{ls_project}/model-versions/")
@@ -429,14 +455,16 @@ def push(*, session: Session, settings: Settings, job: Job, allowed: Collection[
         replaced = [] if keep_earlier else earlier
         for old in [version, *replaced]:
             client.request("DELETE", f"/api/projects/{ls_project}/model-versions/", json={"model_version": old})
-        for a in range(0, len(kept), PREDICTION_CHUNK):
+        written = kept + drafts
+        for a in range(0, len(written), PREDICTION_CHUNK):
             client.request("POST", f"/api/projects/{ls_project}/import/predictions",
-                           json=kept[a:a + PREDICTION_CHUNK])
+                           json=written[a:a + PREDICTION_CHUNK])
         # The project's model version is the one whose scores the data manager shows and sorts by.
         client.request("PATCH", f"/api/projects/{ls_project}", json={"model_version": version})
         view_id = _disputed_first_view(client, ls_project) if view else None
     return PushResult(model_version=version, predictions=len(kept), url=url, ls_project=ls_project,
-                      view=view_id, skipped=len(rows) - len(kept), replaced=replaced)
+                      view=view_id, skipped=len(rows) - len(kept), replaced=replaced, pre_annotated=len(drafts),
+                      notes=notes)
 
 
 def _disputed_first_view(client: LabelStudio, ls_project: int) -> int | None:
@@ -463,20 +491,14 @@ def _predictions(corpus, labels, scores, config: LabelConfig, version: str) -> l
         return [{"task": int(d), "score": float(s), "model_version": version,
                  "result": prediction_result(config, choice=names[lab] if lab >= 0 else None)}
                 for d, s, lab in zip(corpus.doc_ids, score.tolist(), labels[first].tolist(), strict=True)]
-    spans = decode_spans(labels, corpus)
-    types = corpus.entity_types
-    span_score = scores.span.tolist() if scores.span.size == len(spans) else [None] * len(spans)
-    per_doc: dict[int, list[tuple[int, int, str]]] = {}
-    region_scores: dict[int, list[float | None]] = {}
-    for d, s, e, t, p in zip(spans.doc.tolist(), spans.start.tolist(), spans.end.tolist(), spans.type.tolist(),
-                             span_score, strict=True):
-        per_doc.setdefault(d, []).append((s, e, types[t - 1]))
-        region_scores.setdefault(d, []).append(p)
+    per_doc = document_spans(labels, corpus)
+    n_spans = sum(len(found) for found in per_doc)
+    span_score = scores.span.tolist() if scores.span.size == n_spans else None
     out = []
-    for d, doc_id in enumerate(corpus.doc_ids):
-        result = prediction_result(config, per_doc.get(d, []), text=corpus.texts[d])
-        for region, p in zip(result, region_scores.get(d, []), strict=True):
-            if p is not None:
-                region["score"] = round(float(p), 6)
+    for d, (doc_id, found) in enumerate(zip(corpus.doc_ids, per_doc, strict=True)):
+        result = prediction_result(config, [span for span, _ in found], text=corpus.texts[d])
+        for region, (_, k) in zip(result, found, strict=True):
+            if span_score is not None:
+                region["score"] = round(float(span_score[k]), 6)
         out.append({"task": int(doc_id), "score": float(score[d]), "model_version": version, "result": result})
     return out

@@ -3,7 +3,8 @@
 ``pull`` reads every task and annotation of the project through Label Studio's REST API (a second pull of the
 same dataset only what changed since) and stores them as uploads of a dataset, as uploading the project's JSON
 export would. ``job`` runs a job on the dataset here (``--push`` then pushes it). ``push`` writes a finished job's
-aggregate on the tasks as predictions, scored by confidence, replacing every earlier crowdqa prediction.
+aggregate on the tasks as predictions, scored by confidence, replacing every earlier crowdqa prediction; when the
+job's model reads the text, the tasks nobody annotated yet get its drafts too.
 Like ``crowdqa keys``, the command works on the data directory (or database) of the server. The token may come
 from LABEL_STUDIO_TOKEN instead of --token (a command line is visible to other users of the machine); it is
 kept sealed with the dataset, so ``push`` needs none.
@@ -108,8 +109,9 @@ def _push(args: argparse.Namespace) -> int:
             raise UserError(f"no job {args.job!r} in this data directory")
         try:
             done = push(session=session, settings=get_settings(), job=job, allowed=None,
-                        token=_token(args, required=False), view=args.view, keep_earlier=args.keep_earlier)
-        except LookupError as exc:
+                        token=_token(args, required=False), view=args.view, keep_earlier=args.keep_earlier,
+                        pre_annotate=args.pre_annotate)
+        except (LookupError, ValueError) as exc:
             raise UserError(str(exc)) from None
     predictions = "prediction" if done.predictions == 1 else "predictions"
     replacing = "the job's earlier push" if args.keep_earlier else "every earlier crowdqa prediction"
@@ -120,6 +122,12 @@ def _push(args: argparse.Namespace) -> int:
     if done.skipped:
         tasks, were = ("task", "was") if done.skipped == 1 else ("tasks", "were")
         print(f"{done.skipped} {tasks} of the job deleted in Label Studio since {were} skipped")
+    if done.pre_annotated:
+        drafts = "draft" if done.pre_annotated == 1 else "drafts"
+        print(f"{done.pre_annotated} {drafts} of the job's model written on tasks nobody annotated (same model "
+              "version, no score)")
+    for note in done.notes:
+        print(f"crowdqa: note: {note}", file=sys.stderr)
     if done.view is not None:
         print(f"view {done.view} ({VIEW_TITLE!r}): the project's tasks by prediction score, lowest (most disputed) "
               "first")
@@ -160,6 +168,9 @@ def register(subparsers) -> None:
     jb.add_argument("--view", action="store_true", help="with --push: the project's disputed-first tab (made once)")
     jb.add_argument("--keep-earlier", action="store_true",
                     help="with --push: keep other crowdqa jobs' predictions on the tasks")
+    jb.add_argument("--pre-annotate", action=argparse.BooleanOptionalAction, default=None,
+                    help="with --push: draft the tasks nobody annotated with the job's model (default: when its "
+                         "method reads the text)")
     jb.set_defaults(func=_job)
     pu = sub.add_parser("push", help="write a finished job's aggregate on the tasks as predictions")
     pu.add_argument("--job", required=True, metavar="ID", help="a finished job of a pulled dataset")
@@ -170,4 +181,9 @@ def register(subparsers) -> None:
     pu.add_argument("--keep-earlier", action="store_true",
                     help="keep other crowdqa jobs' predictions on the tasks (by default a push replaces every "
                          "earlier crowdqa prediction, so a task holds one)")
+    pu.add_argument("--pre-annotate", action=argparse.BooleanOptionalAction, default=None,
+                    help="also label the project's tasks that nobody annotated yet with the job's model, as drafts "
+                         "in the same model version (default: when the job's method reads the text; "
+                         "--pre-annotate refuses a job that cannot, --no-pre-annotate "
+                         "writes the aggregate alone)")
     pu.set_defaults(func=_push)

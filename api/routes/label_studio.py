@@ -66,6 +66,11 @@ class LabelStudioPushed(BaseModel):
     replaced: list[str] = Field(default_factory=list, description="Earlier crowdqa model versions (other jobs') "
                                                                   "whose predictions this push removed.")
     skipped: int = Field(default=0, description="Tasks of the job deleted in Label Studio since: no prediction.")
+    pre_annotated: int = Field(default=0, description="Tasks nobody annotated yet, labelled by the job's model "
+                                                      "(drafts in the same model version, without a score).")
+    notes: list[str] = Field(default_factory=list, description="What the push noticed: tasks nobody annotated that "
+                                                               "got no draft, and why (a job whose model reads no "
+                                                               "text, a task without text).")
 
 
 @router.post("/label-studio/pulls", responses=problem_responses(409, 422))
@@ -94,17 +99,24 @@ def push_job(job: OwnedJobDep, session: SessionDep, settings: SettingsDep,
                                                      "prediction score, most disputed first (made once).")] = False,
              keep_earlier: Annotated[bool, Query(description="Keep other crowdqa jobs' predictions beside this "
                                                              "job's (by default a push replaces them).")] = False,
+             pre_annotate: Annotated[bool | None, Query(
+                 description="Also label the project's tasks nobody annotated yet with the job's model (drafts in "
+                             "the same model version, so Label Studio's editor opens them pre-filled). Unset: when "
+                             "the job's method reads the text, else a note says how many tasks got none; true: 422 "
+                             "for a job whose model cannot; false: the aggregate alone.")] = None,
              ) -> LabelStudioPushed:
     """Write the finished job's aggregate on the Label Studio tasks of its dataset as predictions (model version
     ``crowdqa-<method>-job-<id>``, scored by confidence), with the token kept at the last pull. A push replaces
     every earlier crowdqa prediction on the project's tasks (``keep_earlier``: only this job's own); tasks deleted
     in Label Studio since the job's snapshot are skipped. 422 when the pull's server is no longer in
     ``CROWDQA_LABEL_STUDIO_URLS`` or Label Studio refuses the push; 429 past the project's pulls and pushes at once
-    (``CROWDQA_LABEL_STUDIO_CONCURRENCY``)."""
+    (``CROWDQA_LABEL_STUDIO_CONCURRENCY``). The tasks nobody annotated get drafts of the job's model when its
+    method reads the text (``pre_annotate``; ``notes`` say why not, and 422 with ``pre_annotate=true``)."""
     try:
         done = push(session=session, settings=settings, job=job, allowed=settings.label_studio_origins, view=view,
-                    keep_earlier=keep_earlier)
+                    keep_earlier=keep_earlier, pre_annotate=pre_annotate)
     except LookupError as exc:
         raise ProblemError(409, str(exc)) from None
     return LabelStudioPushed(model_version=done.model_version, predictions=done.predictions, url=done.url,
-                             project=done.ls_project, view=done.view, skipped=done.skipped, replaced=done.replaced)
+                             project=done.ls_project, view=done.view, skipped=done.skipped, replaced=done.replaced,
+                             pre_annotated=done.pre_annotated, notes=done.notes)
