@@ -60,11 +60,12 @@ def connect_label_studio(request: Request, session: SessionDep, settings: Settin
 @router.post("/jobs/{job_id}/label-studio")
 def push_to_label_studio(request: Request, job_id: str, session: SessionDep, settings: SettingsDep,
                          dash: DashSessionDep, csrf: Csrf = None) -> Response:
-    """Write the job's aggregate on the Label Studio tasks as predictions, with the token kept at the pull."""
+    """Write the job's aggregate on the Label Studio tasks as predictions, with the token kept at the pull (and,
+    when the job's model reads the text, its drafts on the tasks nobody annotated)."""
     check_csrf(request, dash, csrf)
     job = owned_job(session, dash, job_id)
     try:
         done = push(session=session, settings=settings, job=job, allowed=settings.label_studio_origins)
     except (*FORM_ERRORS, LookupError) as exc:  # shown on the job's page, where the push was asked for
         return job_page_response(request, session, settings, dash, job, error=error_message(exc), status_code=422)
-    return redirect(f"/jobs/{job.id}?pushed={done.predictions}&skipped={done.skipped}")
+    return redirect(f"/jobs/{job.id}?pushed={done.predictions}&skipped={done.skipped}&drafted={done.pre_annotated}")

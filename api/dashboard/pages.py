@@ -393,9 +393,9 @@ def delete_job(request: Request, job_id: str, session: SessionDep, settings: Set
 
 def job_page_response(request: Request, session, settings, dash: DashboardSession, job: Job | JobPublic, *,
                       error: str | None = None, status_code: int = 200, pushed: int | None = None, skipped: int = 0,
-                      **report: Any) -> HTMLResponse:
+                      drafted: int = 0, **report: Any) -> HTMLResponse:
     """The job page: progress while it runs, the reason when it failed, the report when finished; after a push to
-    Label Studio, how many predictions it wrote (``pushed``) and tasks it skipped."""
+    Label Studio, how many predictions it wrote (``pushed``), tasks it skipped and tasks nobody annotated it drafted."""
     dataset = job_dataset(session, dash, job)
     history = []
     body = report.get("report")
@@ -405,7 +405,7 @@ def job_page_response(request: Request, session, settings, dash: DashboardSessio
         history = [_progress_of(job)["log_likelihood"]]
     return render(request, "job.html", {"job": job, "dataset": dataset, "progress": job_progress(job),
                                         "ll_curve": line_curve(history), "error": error, "report": None,
-                                        "pushed": pushed, "skipped": skipped,
+                                        "pushed": pushed, "skipped": skipped, "drafted": drafted,
                                         "comparison": None, **report, "label_studio": crud.get_label_studio_link(
                                             session=session, dataset_id=job.dataset_id) is not None},
                   dash=dash, status_code=status_code)

@@ -132,9 +132,10 @@ def job_page(request: Request, job_id: str, session: SessionDep, settings: Setti
              against: Annotated[Literal["expert", "aggregate"] | None, Query()] = None,
              docs: Annotated[Literal["confidence", "disagreement", "entropy"], Query()] = "confidence",
              pushed: Annotated[int | None, Query(ge=0, le=10**9)] = None,
-             skipped: Annotated[int, Query(ge=0, le=10**9)] = 0) -> HTMLResponse:
+             skipped: Annotated[int, Query(ge=0, le=10**9)] = 0,
+             drafted: Annotated[int, Query(ge=0, le=10**9)] = 0) -> HTMLResponse:
     """A job: live progress while it runs, the reason and a re-run button when it failed, the report when done
-    (after a push to Label Studio, ``pushed`` and ``skipped`` say what it wrote)."""
+    (after a push to Label Studio, ``pushed``, ``skipped`` and ``drafted`` say what it wrote)."""
     job = owned_job(session, dash, job_id)
     extra = {}
     if job.status == JobStatus.finished and str(job.method) == "compare":
@@ -145,7 +146,7 @@ def job_page(request: Request, job_id: str, session: SessionDep, settings: Setti
         if extra["report"].get("comparison"):
             extra.update(comparison_context(extra["report"]["comparison"]))
     return job_page_response(request, session, settings, dash, reconcile.observe(job, settings=settings, queue=queue),
-                             pushed=pushed, skipped=skipped, **extra)
+                             pushed=pushed, skipped=skipped, drafted=drafted, **extra)
 
 
 @router.get("/jobs/{job_id}/worker")

@@ -72,7 +72,8 @@ def test_a_push_drafts_the_unannotated_tasks_as_the_saved_model_labels_them(ls, 
     """Pull, an hmm-crowd-tagger job, push: each of the four tasks nobody annotated carries one prediction in the
     job's model version, without a score, whose spans are what ``crowdqa aggregate --from-model --predict`` gives
     for Label Studio's export of the same tasks (the oracle); the annotated tasks carry the aggregate, scored. A
-    second push leaves one prediction a task: Label Studio counts twelve in the version, not twenty-four."""
+    second push (through the API) and a third (the dashboard's button) leave one prediction a task: Label Studio
+    counts twelve in the version, not twenty-four."""
     with Session(get_engine(settings)) as s:
         _, key = project_with_key(s, "default")
     job_id = _pull_and_run(ls, client, key, drafted, "drafts", "hmm-crowd-tagger")
@@ -126,6 +127,14 @@ def test_a_push_drafts_the_unannotated_tasks_as_the_saved_model_labels_them(ls, 
     assert counts == {version: 12}
     again = {t["id"]: [_spans(p) for p in t["predictions"]] for t in _tasks(ls, drafted) if t["id"] in drafts}
     assert again == {task: [spans] for task, spans in drafts.items()}
+
+    from tests.dashboard.test_pages import sign_in  # and once more from the job's page in the dashboard
+
+    r = client.post(f"/ui/jobs/{job_id}/label-studio", data={"csrf": sign_in(client, key)}, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"].endswith("?pushed=8&skipped=0&drafted=4"), r.text
+    notice = client.get(r.headers["location"]).text.split('id="label-studio-pushed">', 1)[1].split("</p>", 1)[0]
+    assert "8 predictions written" in notice and "; 4 tasks nobody annotated got a draft of the job's model." in notice
+    assert ls.server.api("GET", f"/api/projects/{drafted}/model-versions/").json() == {version: 12}
 
 
 def test_a_method_that_cannot_pre_annotate_says_so_and_still_pushes(ls, drafted, settings, client, capsys):
