@@ -418,8 +418,8 @@ def push(*, session: Session, settings: Settings, job: Job, allowed: Collection[
     job's model, in the same model version (:mod:`crowdqa.jobs.label_studio_drafts`), when the job's model reads the
     text; None (the default) drafts when it can, and else notes how many tasks it left without a draft and why
     (:attr:`PushResult.notes`); True refuses (ValueError, before any request) a job whose model cannot; False
-    drafts nothing. Every task is read and labelled before anything is written: a push that fails on the way
-    leaves the project's predictions as they were.
+    drafts nothing. The drafts are read and labelled before the push removes or writes any prediction: a push that
+    fails there leaves the project's predictions as they were.
     """
     model, why = (None, "") if pre_annotate is False else draft_model(session=session, settings=settings, job=job)
     if pre_annotate and model is None:

@@ -172,3 +172,37 @@ def test_a_method_that_cannot_pre_annotate_says_so_and_still_pushes(ls, drafted,
         f"crowdqa-hmm-crowd-tagger-job-{tagger}": 8}
     with Session(get_engine(settings)) as s:
         assert crud.load_job(session=s, job_id=tagger).method == "hmm-crowd-tagger"
+
+
+def test_a_push_cut_while_it_reads_the_unannotated_tasks_changes_no_prediction(ls, drafted, settings, client,
+                                                                              monkeypatch):
+    """The connection drops whenever the push asks for the texts of the tasks nobody annotated (the GET sent again
+    on a new connection too): the push is a 422 problem naming the failure, and Label Studio holds the predictions
+    it held before, none removed (the drafts are read before anything is removed or written)."""
+    import functools
+
+    import httpx
+
+    from crowdqa.ingest.label_studio_api import LabelStudio
+
+    with Session(get_engine(settings)) as s:
+        _, key = project_with_key(s, "default")
+    job_id = _pull_and_run(ls, client, key, drafted, "drafts cut", "hmm-crowd-tagger")
+    assert client.post(f"/api/v1/jobs/{job_id}/label-studio", headers=auth(key)).status_code == 200
+    before = ls.server.api("GET", f"/api/projects/{drafted}/model-versions/").json()
+    assert before == {f"crowdqa-hmm-crowd-tagger-job-{job_id}": 12}  # what the cut push must not remove
+    real, asked = httpx.HTTPTransport(), []
+
+    class Cut(httpx.BaseTransport):
+        def handle_request(self, request):
+            if request.url.path == "/api/tasks" and request.url.params.get("include") == "id,data":
+                asked.append(request.url.params["page"])
+                raise httpx.ReadError("connection reset by peer")
+            return real.handle_request(request)
+
+    monkeypatch.setattr(LabelStudio, "__init__", functools.partialmethod(LabelStudio.__init__, transport=Cut()))
+    r = client.post(f"/api/v1/jobs/{job_id}/label-studio", headers=auth(key))
+    assert r.status_code == 422 and r.headers["content-type"] == "application/problem+json", r.text
+    assert "cannot reach Label Studio" in r.json()["detail"] and "connection reset" in r.json()["detail"]
+    assert asked == ["1", "1"]
+    assert ls.server.api("GET", f"/api/projects/{drafted}/model-versions/").json() == before
