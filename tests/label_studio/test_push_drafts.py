@@ -206,3 +206,18 @@ def test_a_push_cut_while_it_reads_the_unannotated_tasks_changes_no_prediction(l
     assert "cannot reach Label Studio" in r.json()["detail"] and "connection reset" in r.json()["detail"]
     assert asked == ["1", "1"]
     assert ls.server.api("GET", f"/api/projects/{drafted}/model-versions/").json() == before
+
+
+def test_an_auto_job_drafts_with_the_model_of_the_method_it_chose(ls, drafted, settings, client):
+    """``auto`` on typed spans without experts chooses the tagger's method (its report says which): the push drafts
+    with that fit's model, in the job's own model version (``crowdqa-auto-job-<id>``)."""
+    with Session(get_engine(settings)) as s:
+        _, key = project_with_key(s, "default")
+    job_id = _pull_and_run(ls, client, key, drafted, "drafts by auto", "auto")
+    report = client.get(f"/api/v1/jobs/{job_id}/report", headers=auth(key)).json()
+    assert report["method"] == "hmm-crowd-tagger", report.get("method_choice")
+    r = client.post(f"/api/v1/jobs/{job_id}/label-studio", headers=auth(key))
+    assert r.status_code == 200, r.text
+    assert (r.json()["predictions"], r.json()["pre_annotated"], r.json()["notes"]) == (8, 4, [])
+    assert ls.server.api("GET", f"/api/projects/{drafted}/model-versions/").json() == {
+        f"crowdqa-auto-job-{job_id}": 12}
