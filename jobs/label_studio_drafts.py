@@ -107,10 +107,11 @@ def draft_predictions(client: LabelStudio, ls_project: int, config: LabelConfig,
         else:
             tasks.append({"id": task["id"], "data": {config.text_key: text}, "annotations": []})
     if untexted:
-        drafts.notes.append(f"{_tasks(untexted)} without annotation hold no text under {config.text_key!r}: no draft")
+        drafts.notes.append(f"no draft for {_tasks(untexted)} without annotation and without text under "
+                            f"{config.text_key!r}")
     if too_long:
-        drafts.notes.append(f"{_tasks(too_long)} without annotation hold more than {limits.max_chars} characters "
-                            "(CROWDQA_MAX_DOCUMENT_CHARS): no draft")
+        drafts.notes.append(f"no draft for {_tasks(too_long)} without annotation and with more than "
+                            f"{limits.max_chars} characters (CROWDQA_MAX_DOCUMENT_CHARS)")
     if not tasks:
         return drafts
     data, fmt, options = upload_bytes(tasks, config)
@@ -141,7 +142,7 @@ def document_spans(labels: NDArray, corpus: Corpus) -> list[list[tuple[tuple[int
 
 def undrafted_note(count: int, why: str) -> str:
     """The note of a push that could not pre-annotate the ``count`` tasks nobody annotated."""
-    return f"{_tasks(count)} of the project hold no annotation and got no draft: {why}"
+    return f"no draft for the {_tasks(count)} of the project without annotation: {why}"
 
 
 def _tasks(n: int) -> str:

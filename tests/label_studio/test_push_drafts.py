@@ -150,7 +150,7 @@ def test_a_method_that_cannot_pre_annotate_says_so_and_still_pushes(ls, drafted,
     captured = capsys.readouterr()
     assert "8 predictions written" in captured.out and "drafts" not in captured.out
     assert _notes(captured.err) == [
-        "crowdqa: note: 4 tasks of the project hold no annotation and got no draft: ds labels only what annotators "
+        "crowdqa: note: no draft for the 4 tasks of the project without annotation: ds labels only what annotators "
         "labelled (its model reads no text); a job of hmm-crowd-tagger pre-annotates them"]
     counts = ls.server.api("GET", f"/api/projects/{drafted}/model-versions/").json()
     assert counts == {f"crowdqa-ds-job-{job_id}": 8}
