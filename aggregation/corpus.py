@@ -319,12 +319,23 @@ class Corpus:
         gives each annotation the same draw for any row order of an export.
         """
         if "obs_rank" not in self._cache:
-            doc_rank = _ranks(np.argsort(np.array(self.doc_ids, dtype=object), kind="stable"))
-            token_doc = self.token_doc[self.token]
-            position = self.token - self.doc_start[token_doc]
-            order = np.lexsort((self.worker_rank[self.worker], position, doc_rank[token_doc]))
+            order = np.lexsort((self.worker_rank[self.worker], self.token_rank[self.token]))
             self._cache["obs_rank"] = _ranks(order)
         return self._cache["obs_rank"]
+
+    @property
+    def token_rank(self) -> NDArray[np.intp]:
+        """ndarray of shape (n_tokens,): each token's position among the tokens sorted by document id, then
+        position in the document.
+
+        An estimator whose sums run over tokens adds them in this order (renumbering the tokens by it) when its
+        result must not change, even by a rounding, with the document order of an export.
+        """
+        if "token_rank" not in self._cache:
+            doc_rank = _ranks(np.argsort(np.array(self.doc_ids, dtype=object), kind="stable"))
+            position = np.arange(self.n_tokens, dtype=np.int64) - self.doc_start[:-1][self.token_doc]
+            self._cache["token_rank"] = _ranks(np.lexsort((position, doc_rank[self.token_doc])))
+        return self._cache["token_rank"]
 
     @property
     def has_outside(self) -> bool:

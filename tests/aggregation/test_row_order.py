@@ -21,13 +21,7 @@ from crowdqa.ingest.categorical import read_categorical
 #: Every method of the registry that fits the crowd alone (GoldMajorityVote needs expert labels): on categorical
 #: answers those not of token sequences, on BIO sequences (three classes) those defined for three classes.
 CATEGORICAL = [m for m, entry in METHODS.items() if not (entry.sequences or entry.experts)]
-#: Found when this test first took every method (issue 45; it took mv, ds, ibcc and the sequence models before):
-#: MACE's posteriors on BIO sequences change with the document order, by up to 8e-8 (2.8e-11 on other draws; the
-#: labels were equal), though they do not on categorical answers. Open: aggregation/mace.py.
-ORDER_DEPENDENT = {"mace": "MACE's posteriors on BIO sequences depend on the document order (up to 8e-8)"}
-SEQUENCE = [pytest.param(m, marks=pytest.mark.xfail(reason=ORDER_DEPENDENT[m], strict=False))
-            if m in ORDER_DEPENDENT else m
-            for m, entry in METHODS.items() if not entry.experts and entry.classes[1] is None]
+SEQUENCE = [m for m, entry in METHODS.items() if not entry.experts and entry.classes[1] is None]
 #: Fast settings where a method's default runs long; the order rule does not depend on them.
 QUICK = {"glad": {"max_iter": 30}, "mace": {"n_restarts": 3, "max_iter": 30}, "hmm-crowd": {"max_iter": 5},
          "bsc-seq": {"max_iter": 5}}
