@@ -78,11 +78,14 @@ class SkillVote(BaseAggregator):
 
     _parameter_constraints: ClassVar[dict[str, list]] = {"tie_break": [Options(TIE_RULES)]}
 
-    def _finish(self, corpus: Corpus, skills: NDArray[np.float64], known: NDArray | None, *, n_iter: int,
-                converged: bool) -> None:
+    def _finish(self, corpus: Corpus, skills: NDArray[np.float64], known: NDArray | None) -> None:
+        """Set ``skills_`` and the vote weighted by them (``labels_``, ``proba_`` and the tallies)."""
         self.labels_, self.proba_, self.class_prior_, self.worker_confusion_ = vote_fit(
             corpus, np.nan_to_num(skills), tie_break=self.tie_break, known=known)
         self.skills_ = skills
-        self.n_iter_ = n_iter
+
+    def _record_one_pass(self) -> None:
+        """The run record of a fit made in one pass: one iteration, nothing left to converge, no objective."""
+        self.n_iter_ = 1
         self.log_likelihood_: list[float] = []
-        self.converged_ = converged
+        self.converged_ = True

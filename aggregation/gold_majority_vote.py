@@ -117,5 +117,6 @@ class GoldMajorityVote(SkillVote):
         if not rated.all():  # annotators without a known token: the crowd's mean skill, if they vote at all
             present = voters.worker_answers > 0
             skills = np.where(rated, skills, np.where(present, np.mean(skills[rated]), np.nan))
-        self._finish(voters, skills, known, n_iter=1, converged=True)
+        self._finish(voters, skills, known)
+        self._record_one_pass()
         return self

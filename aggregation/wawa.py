@@ -97,5 +97,6 @@ class Wawa(SkillVote):
         """
         known = self._start_fit(corpus, true_labels)
         majority = skill_vote(corpus, np.ones(corpus.n_workers), tie_break=self.tie_break, known=known)
-        self._finish(corpus, agreement_rate(corpus, majority), known, n_iter=1, converged=True)
+        self._finish(corpus, agreement_rate(corpus, majority), known)
+        self._record_one_pass()
         return self

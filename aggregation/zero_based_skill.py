@@ -64,9 +64,11 @@ class ZeroBasedSkill(SkillVote):
     class_prior_ : ndarray of shape (n_classes,)
     n_iter_ : int
     log_likelihood_ : list of float
-        Always empty (no likelihood).
+        Minus the largest skill move :math:`\max_w |s^{(t)}_w - s^{(t-1)}_w|` per iteration
+        (no likelihood; recorded so progress can be followed).
     converged_ : bool
-        True if ``tol`` stopped the iterations.
+        True if ``tol`` stopped the iterations; with a ``tol``, stopping at ``max_iter``
+        instead warns :class:`~crowdqa.aggregation.ConvergenceWarning`.
 
     Notes
     -----
@@ -125,7 +127,7 @@ class ZeroBasedSkill(SkillVote):
         skills = np.where(present, 1.0 / corpus.n_classes, np.nan)
         lr = float(self.lr_init)
         converged = False
-        it = 0
+        history: list[float] = []  # minus the largest skill move of each iteration
         for it in range(1, int(self.max_iter) + 1):
             if it % int(self.lr_steps_to_reduce) == 0:
                 lr *= float(self.lr_reduce_factor)
@@ -133,10 +135,14 @@ class ZeroBasedSkill(SkillVote):
             step = lr * (agreement_rate(corpus, labels) - skills)
             skills = skills + step
             change = float(np.nanmax(np.abs(step), initial=0.0))
+            history.append(-change)
             if callback is not None:
                 callback(it, -change)
             if self.tol is not None and change < self.tol:
                 converged = True
                 break
-        self._finish(corpus, skills, known, n_iter=it, converged=converged)
+        self._finish(corpus, skills, known)
+        # warns when a tol was given and max_iter came first
+        self._record_run(history, converged, last_change=f"the last of them still moved a skill by "
+                         f"{-history[-1]:.1e} (tol={self.tol})")
         return self
