@@ -20,14 +20,7 @@ PY=${PYTHON:-python3}
 bash scripts/install.sh locks/test.txt
 .venv/bin/python -m ruff check .
 # Label Studio 1.23 (about 1 GB) for the tests of `crowdqa label-studio`, in its own venv, cached between runs and
-# made again when locks/label-studio.txt changed (its digest is kept in the venv; tests/utils/label_studio.py does
-# the same when those tests run).
-LS_VENV=${CROWDQA_LABEL_STUDIO_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/crowdqa-tests/label-studio-1.23}
-LS_WANT=$(sha256sum locks/label-studio.txt | cut -d' ' -f1)
-if [ ! -x "$LS_VENV/bin/label-studio" ] || [ "$(cat "$LS_VENV/.crowdqa-lock" 2>/dev/null)" != "$LS_WANT" ]; then
-    rm -rf "$LS_VENV"
-    { "$PY" -m venv "$LS_VENV" && "$LS_VENV/bin/python" -m pip install -q --disable-pip-version-check \
-        --require-hashes -r locks/label-studio.txt && echo "$LS_WANT" > "$LS_VENV/.crowdqa-lock"; } \
-        || { rm -rf "$LS_VENV"; echo "scripts/test.sh: label-studio not installed" >&2; }
-fi
+# made again from locks/label-studio.txt when that lock changed: scripts/label_studio_venv.py keeps the rule (the
+# tests call it too); on failure it says why and those tests skip with the reason.
+"$PY" scripts/label_studio_venv.py >/dev/null || true
 exec .venv/bin/python -m pytest -q "$@"

@@ -1,8 +1,9 @@
 """A real Label Studio server for tests: its own cached virtual environment, started offline in a temp dir.
 
-``label-studio`` 1.23.x (about 1 GB with Django and its frontend) is installed into
-``$CROWDQA_LABEL_STUDIO_VENV``, else ``$XDG_CACHE_HOME/crowdqa-tests/label-studio-1.23`` (``~/.cache`` without
-XDG_CACHE_HOME), on first use only, and reused after (``scripts/test.sh`` installs it beforehand). The server
+``label-studio`` 1.23.x (about 1 GB with Django and its frontend) is installed by scripts/label_studio_venv.py
+into ``$CROWDQA_LABEL_STUDIO_VENV``, else ``$XDG_CACHE_HOME/crowdqa-tests/label-studio-1.23`` (``~/.cache``
+without XDG_CACHE_HOME), on first use only, and reused until locks/label-studio.txt changes (``scripts/test.sh``
+runs the same installer beforehand). The server
 starts with an admin user and a legacy token made from environment variables (``LABEL_STUDIO_USERNAME``,
 ``_PASSWORD``, ``_USER_TOKEN``; legacy tokens enabled for the organization so the harness can make a personal
 access token with it), no version check and no network: ``label-studio start --no-browser --port P
@@ -14,7 +15,6 @@ A test skips (with the command and its error) only when the install is impossibl
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -36,36 +36,32 @@ LEGACY_TOKEN = "crowdqa0test0legacy0token0000000000000000"
 START_TIMEOUT = 300.0
 
 
+def _installer():
+    """scripts/label_studio_venv.py, the one installer of the venv (scripts/test.sh runs it too)."""
+    import importlib.util
+
+    name = "crowdqa_label_studio_venv"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, LOCK.parents[1] / "scripts" / "label_studio_venv.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
 def venv_dir() -> Path:
     """Where the label-studio virtual environment is kept."""
-    if os.environ.get("CROWDQA_LABEL_STUDIO_VENV"):
-        return Path(os.environ["CROWDQA_LABEL_STUDIO_VENV"])
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "crowdqa-tests" / "label-studio-1.23"
+    return _installer().venv_dir()
 
 
 def ensure_installed() -> Path:
-    """The ``label-studio`` executable of the cached venv, installing it from the lock if absent or made from
-    another lock (scripts/test.sh keeps the same digest); skip if that is impossible."""
-    import hashlib
-
-    venv = venv_dir()
-    exe, stamp = venv / "bin" / "label-studio", venv / ".crowdqa-lock"
-    want = hashlib.sha256(LOCK.read_bytes()).hexdigest()
-    if exe.is_file() and stamp.is_file() and stamp.read_text().strip() == want:
-        return exe
-    shutil.rmtree(venv, ignore_errors=True)
-    steps = [[sys.executable, "-m", "venv", str(venv)],
-             [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-              "--require-hashes", "-r", str(LOCK)]]
-    for cmd in steps:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
-        if done.returncode != 0:
-            shutil.rmtree(venv, ignore_errors=True)
-            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-            pytest.skip(f"cannot install {SPEC} ({' '.join(cmd)} exited {done.returncode}: {tail[0]})")
-    stamp.write_text(want + "\n")
-    return exe
+    """The ``label-studio`` executable of the cached venv, installed from the lock if absent or made from another
+    lock (scripts/label_studio_venv.py); skip if that is impossible."""
+    installer = _installer()
+    try:
+        return installer.ensure_venv(lock=LOCK)
+    except installer.LabelStudioInstallError as error:
+        pytest.skip(f"cannot install {SPEC} ({error})")
 
 
 @dataclass
