@@ -34,7 +34,7 @@ from typing import Any
 
 import httpx
 
-from crowdqa.ingest._deadline_transport import Deadline, DeadlineTransport
+from crowdqa.ingest._deadline_transport import Deadline, DeadlineTransport, environment_proxy
 
 __all__ = ["LabelStudioError", "LabelStudio", "ExchangeLimits", "LabelConfig", "read_label_config", "token_kind",
            "plain_task", "split_tasks",
@@ -147,7 +147,9 @@ class LabelStudio:
         LabelStudioError naming its setting, and nothing of the answer kept.
     transport : httpx.BaseTransport, optional
         The transport under the client (the tests wrap the real one to cut a pull halfway); the limits of time are
-        kept by the default one, the limits of bytes by any.
+        kept by the default one, the limits of bytes by any. The default one goes through the proxy the
+        environment names for the URL (``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY``, unless ``NO_PROXY`` names
+        its host), with the same limits.
 
     A scheme other than http(s) and a URL holding a user name or password are refused here, before any connection
     (which servers a URL may name is the caller's policy: :func:`crowdqa.jobs.label_studio.connect`), and no
@@ -181,8 +183,16 @@ class LabelStudio:
         self._deadline = Deadline()
         self._ends = time.monotonic() + self.limits.deadline
         try:
+            proxy = None if transport is not None else environment_proxy(parsed)
+        except ValueError as exc:
+            raise LabelStudioError(str(exc)) from None
+        #: How the server is reached, for the messages: "" (directly) or " through the proxy in HTTPS_PROXY".
+        self._via = "" if proxy is None else f" through the proxy in {proxy[0]}"
+        try:
+            # A transport of our own is given, so httpx reads no proxy from the environment: the transport does.
             self._http = httpx.Client(base_url=url, timeout=self.limits.timeout, follow_redirects=False,
-                                      transport=transport or DeadlineTransport(self._deadline))
+                                      transport=transport or DeadlineTransport(
+                                          self._deadline, proxy=None if proxy is None else proxy[1]))
         except (httpx.InvalidURL, ValueError) as exc:
             raise LabelStudioError(f"bad Label Studio URL {url!r}: {exc}") from None
 
@@ -227,7 +237,7 @@ class LabelStudio:
                                    "connecting to the answer's last byte") from None
         except httpx.TransportError as exc:
             why = " ".join(str(exc).split()) or type(exc).__name__
-            raise LabelStudioError(f"cannot reach Label Studio at {self.url}: {why}") from None
+            raise LabelStudioError(f"cannot reach Label Studio at {self.url}{self._via}: {why}") from None
         if r.is_redirect:  # never followed (follow_redirects=False): it could lead off the allowed servers
             where = " ".join(r.headers.get("location", "").split())[:300] or "nowhere"
             raise LabelStudioError(f"Label Studio at {self.url} answered {method} {path} with a redirect "
