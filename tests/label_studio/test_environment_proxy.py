@@ -28,27 +28,20 @@ def environment(monkeypatch):
     return monkeypatch
 
 
-def test_a_trickling_answer_through_an_http_proxy_ends_at_the_request_timeout(environment):
-    """Was: a proxy from the environment was not used at all (httpx reads the environment's proxies only when it
-    makes the transport itself), and the issue feared httpx's own proxy transport, with a timeout per read."""
-    with TricklingServer(interval=0.5).running() as server, LoopbackProxy().running() as proxy:
-        environment.setenv("HTTP_PROXY", proxy.url)
-        with LabelStudio(server.url, TOKEN, limits=ExchangeLimits(timeout=2.0, deadline=60.0)) as client:
-            took, message = _timed(lambda: client.project(PROJECT))
-    assert proxy.requests == [f"GET {server.url}/api/projects/{PROJECT}"]
-    assert 2.0 - 0.1 <= took <= 2.0 + SLACK, took
-    assert "CROWDQA_LABEL_STUDIO_TIMEOUT" in message and server.sent >= 2
-
-
-def test_a_trickling_answer_through_an_https_tunnel_ends_at_the_request_timeout(environment, tmp_path):
-    """HTTPS_PROXY: a CONNECT tunnel, then TLS to the server through it, every read bounded by the deadline."""
-    tls = self_signed_certificate(tmp_path)
-    environment.setenv("SSL_CERT_FILE", str(tls[0]))
+@pytest.mark.parametrize("tunnel", [False, True], ids=["HTTP_PROXY-forwarding", "HTTPS_PROXY-tunnel"])
+def test_a_trickling_answer_through_the_proxy_ends_at_the_request_timeout(environment, tmp_path, tunnel):
+    """An http URL through HTTP_PROXY (the request forwarded), an https one through HTTPS_PROXY (a CONNECT tunnel,
+    then TLS to the server through it): every read bounded by the deadline. Was: a proxy from the environment was
+    not used at all (httpx reads the environment's proxies only when it makes the transport itself)."""
+    tls = self_signed_certificate(tmp_path) if tunnel else None
+    if tls is not None:
+        environment.setenv("SSL_CERT_FILE", str(tls[0]))
     with TricklingServer(interval=0.5, tls=tls).running() as server, LoopbackProxy().running() as proxy:
-        environment.setenv("HTTPS_PROXY", proxy.url)
+        environment.setenv("HTTPS_PROXY" if tunnel else "HTTP_PROXY", proxy.url)
         with LabelStudio(server.url, TOKEN, limits=ExchangeLimits(timeout=2.0, deadline=60.0)) as client:
             took, message = _timed(lambda: client.project(PROJECT))
-    assert proxy.requests == [f"CONNECT {server.url.removeprefix('https://')}"]
+    sent = f"CONNECT {server.url.removeprefix('https://')}" if tunnel else f"GET {server.url}/api/projects/{PROJECT}"
+    assert proxy.requests == [sent]
     assert 2.0 - 0.1 <= took <= 2.0 + SLACK, took
     assert "CROWDQA_LABEL_STUDIO_TIMEOUT" in message and server.sent >= 2
 
