@@ -20,7 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from crowdqa.ingest.formats import FORMATS, READ_FORMATS, ROLES, UPLOAD_OPTIONS, UploadOption, check_upload
 
-__all__ = ["UploadForm", "UPLOAD_FIELDS", "upload_options", "upload_form", "check_upload_request"]
+__all__ = ["UploadForm", "UPLOAD_FIELDS", "DocumentsForm", "upload_options", "upload_form", "documents_form",
+           "check_upload_request"]
 
 
 def _field(o: UploadOption) -> tuple[Any, Any]:
@@ -47,7 +48,20 @@ UploadForm: type[_UploadBase] = create_model(
 UPLOAD_FIELDS: tuple[str, ...] = tuple(UploadForm.model_fields)
 
 
-def upload_options(form: _UploadBase) -> dict[str, Any]:
+class _DocumentsBase(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    file: UploadFile = Field(description="The documents to label, with or without labels (labels are not read): "
+                                         "e.g. JSONL with doc_id and text, CoNLL tokens one a line.")
+    format: Literal[READ_FORMATS] = Field(description="The format the documents are read as, as an upload's.")
+
+
+#: The multipart form of ``POST /jobs/{id}/predictions``: the documents, their format and the upload options.
+DocumentsForm: type[_DocumentsBase] = create_model(
+    "DocumentsForm", __base__=_DocumentsBase, **{o.name: _field(o) for o in UPLOAD_OPTIONS if o.client})
+
+
+def upload_options(form: _UploadBase | _DocumentsBase) -> dict[str, Any]:
     """The upload options the client sent (those left out take the table's defaults when read)."""
     return form.model_dump(include={o.name for o in UPLOAD_OPTIONS if o.client}, exclude_unset=True)
 
@@ -60,8 +74,16 @@ def upload_form(fields: Mapping[str, Any]) -> _UploadBase:
     return UploadForm.model_validate(dict(fields))
 
 
+def documents_form(fields: Mapping[str, Any]) -> _DocumentsBase:
+    """A pre-annotation's form fields, checked as an upload's are (:func:`upload_form`), read into
+    :class:`DocumentsForm`."""
+    check_upload(fields, client=True)
+    return DocumentsForm.model_validate(dict(fields))
+
+
 async def check_upload_request(request: Request) -> None:
-    """The upload route's dependency: its form's fields through :func:`~crowdqa.ingest.formats.check_upload`
-    (the dashboard's and the command line's check) before FastAPI reads them into :class:`UploadForm`."""
+    """The upload routes' dependency (an upload, a pre-annotation's documents): its form's fields through
+    :func:`~crowdqa.ingest.formats.check_upload` (the dashboard's and the command line's check) before FastAPI reads
+    them into its form model."""
     form = await request.form()  # parsed once: FastAPI has read it for the route's own fields
     check_upload(dict(form.multi_items()), client=True)

@@ -9,7 +9,18 @@ from crowdqa.api.errors import install_error_handlers
 from crowdqa.api.lifespan import lifespan
 from crowdqa.api.openapi import install_openapi, operation_id
 from crowdqa.api.request_gate import RequestGate
-from crowdqa.api.routes import batches, datasets, health, jobs, keys, label_studio, meta, review, routing
+from crowdqa.api.routes import (
+    batches,
+    datasets,
+    health,
+    jobs,
+    keys,
+    label_studio,
+    meta,
+    predictions,
+    review,
+    routing,
+)
 
 API_PREFIX = "/api/v1"
 
@@ -31,6 +42,7 @@ api_router.include_router(datasets.router)
 api_router.include_router(jobs.router)
 api_router.include_router(routing.router)
 api_router.include_router(batches.router)
+api_router.include_router(predictions.router)
 api_router.include_router(keys.router)
 api_router.include_router(review.router)
 api_router.include_router(label_studio.router)

@@ -194,7 +194,8 @@ def recover_jobs(settings: Settings) -> tuple[int, int]:
     only while holding the data directory's serve lock (:mod:`crowdqa.store.datadir_lock`): then no other
     embedded server runs on this data, so a job run by an embedded worker of another process lost
     its worker. A job run by a ``crowdqa worker`` (an earlier Redis setup on the same database) is
-    failed only once its heartbeats stopped for ``stale_after`` seconds. Returns (failed, requeued).
+    failed only once its heartbeats stopped for ``stale_after`` seconds. Pre-annotations are failed and re-enqueued
+    alike (:func:`crowdqa.jobs.preannotate.requeue_predictions`). Returns (failed, requeued), both counted.
     """
     queue = get_queue(settings)
     cutoff = crud.silent_since(settings.stale_after)  # (a job without a heartbeat counts as silent here)
@@ -211,4 +212,7 @@ def recover_jobs(settings: Settings) -> tuple[int, int]:
         queued = crud.queued_job_ids(session=s)
     for job_id in queued:
         enqueue_job(queue, job_id, settings=settings)
-    return len(gone), len(queued)
+    from crowdqa.jobs.preannotate import requeue_predictions  # pre-annotations, the same way
+
+    failed, requeued = requeue_predictions(settings)
+    return len(gone) + failed, len(queued) + requeued

@@ -17,8 +17,10 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from numpy.typing import NDArray
 from sqlmodel import Session
 
+from crowdqa.aggregation.corpus import Corpus
 from crowdqa.ingest.formats import FORMATS, WRITE_FORMATS
 from crowdqa.ingest.mturk_review import read_batch
 from crowdqa.ingest.writers import LabelScores, csv_escape, write_labels
@@ -33,7 +35,7 @@ from crowdqa.store.models import Job, Upload, WorkerScore
 from crowdqa.store.settings import Settings
 
 __all__ = ["QualityReport", "has_batch", "WORKER_COLUMNS", "LabelsFile", "label_formats", "worker_scores",
-           "workers_csv", "export_labels", "review_job"]
+           "workers_csv", "export_labels", "labels_file", "review_job"]
 
 #: The columns of a worker row, in the order the CSV export writes them (the store's sortable columns).
 WORKER_COLUMNS = crud.WORKER_SORT_KEYS
@@ -105,6 +107,13 @@ def export_labels(*, settings: Settings, job: Job, format: str) -> LabelsFile:
         calibrated = store.load_arrays(job.artifacts["proba"]).get("calibrated")
         if calibrated is not None:
             scores = LabelScores(token=stored["token_score"], span=stored["span_score"], proba=calibrated)
+    return labels_file(labels, corpus, format=format, scores=scores, name=job.id)
+
+
+def labels_file(labels: NDArray, corpus: Corpus, *, format: str, scores: LabelScores | None = None,
+                name: str) -> LabelsFile:
+    """Write ``labels`` of ``corpus``'s tokens in ``format`` (a folder format: the folder zipped) to a temporary
+    file sent as ``<name><suffix>``: a job's aggregate, or a pre-annotation's labels."""
     writer = FORMATS[format].writer
     folder = Path(tempfile.mkdtemp(prefix="crowdqa-labels-"))
     target = folder / f"labels{writer.suffix}"
@@ -121,7 +130,7 @@ def export_labels(*, settings: Settings, job: Job, format: str) -> LabelsFile:
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
-    return LabelsFile(path=target, folder=folder, media_type=writer.media_type, filename=f"{job.id}{writer.suffix}")
+    return LabelsFile(path=target, folder=folder, media_type=writer.media_type, filename=f"{name}{writer.suffix}")
 
 
 def has_batch(*, session: Session, job: Job) -> bool:

@@ -24,12 +24,15 @@ from rq.serializers import JSONSerializer
 from crowdqa.jobs.errors import QueueInstallError, QueueUnavailableError
 from crowdqa.store.settings import Settings
 
-__all__ = ["PromptUnsubscribe", "TASK", "FAILURE_CALLBACK", "redis_connection", "get_queue", "enqueue_job",
-           "cancel_job", "queue_available", "check_embedded_queue"]
+__all__ = ["PromptUnsubscribe", "TASK", "FAILURE_CALLBACK", "PRE_ANNOTATION_TASK", "PRE_ANNOTATION_FAILURE_CALLBACK",
+           "redis_connection", "get_queue", "enqueue_job", "cancel_job", "queue_available", "check_embedded_queue"]
 
 #: The task and the failure callback, by name: rq imports them in the worker.
 TASK = "crowdqa.jobs.tasks.run_job"
 FAILURE_CALLBACK = "crowdqa.jobs.tasks.on_job_failure"
+#: The task that labels a pre-annotation's documents (:mod:`crowdqa.jobs.preannotate`), and its failure callback.
+PRE_ANNOTATION_TASK = "crowdqa.jobs.tasks.run_pre_annotation"
+PRE_ANNOTATION_FAILURE_CALLBACK = "crowdqa.jobs.tasks.on_pre_annotation_failure"
 
 logger = logging.getLogger(__name__)
 
@@ -174,8 +177,10 @@ def cancel_job(queue: Queue, job_id: str) -> None:
         raise QueueUnavailableError(f"the job queue is unavailable: {exc}") from exc
 
 
-def enqueue_job(queue: Queue, job_id: str, *, settings: Settings) -> RqJob:
-    """Enqueue ``run_job(job_id)`` under rq job id ``job_id``; the row must already be committed.
+def enqueue_job(queue: Queue, job_id: str, *, settings: Settings, task: str = TASK,
+                on_failure: str = FAILURE_CALLBACK, what: str = "aggregate job") -> RqJob:
+    """Enqueue ``task(job_id)`` (by default ``run_job``) under rq job id ``job_id``; the row must already be
+    committed.
 
     A previous rq job of the same id (a re-run) is deleted first. Raises QueueUnavailableError when Redis
     cannot be reached or rq refuses the job (its error is logged, not passed on).
@@ -183,15 +188,15 @@ def enqueue_job(queue: Queue, job_id: str, *, settings: Settings) -> RqJob:
     try:
         cancel_job(queue, job_id)
         rq_job = queue.enqueue(
-            TASK,
+            task,
             job_id,
             job_id=job_id,
             job_timeout=settings.job_timeout,
             retry=Retry(max=settings.job_retries) if settings.job_retries else None,
-            on_failure=Callback(FAILURE_CALLBACK),
+            on_failure=Callback(on_failure),
             result_ttl=24 * 3600,
             failure_ttl=7 * 24 * 3600,
-            description=f"aggregate job {job_id}",
+            description=f"{what} {job_id}",
         )
     except redis.exceptions.RedisError as exc:
         raise QueueUnavailableError(f"the job queue is unavailable: {exc}") from exc

@@ -37,7 +37,7 @@ from crowdqa.store.errors import ArtifactMissingError
 from crowdqa.store.models import Job, JobStatus, aware, queued_progress, utcnow
 from crowdqa.store.settings import Settings, get_settings
 
-__all__ = ["run_job", "on_job_failure", "fail_or_requeue"]
+__all__ = ["run_job", "on_job_failure", "fail_or_requeue", "run_pre_annotation", "on_pre_annotation_failure"]
 
 logger = logging.getLogger(__name__)
 
@@ -306,3 +306,66 @@ def on_job_failure(rq_job, connection, exc_type, exc_value, tb) -> None:
     fail_or_requeue(settings, rq_job.id,
                     reason="abandoned: the worker running the job died (rq found it in the started registry)",
                     retries_left=int(rq_job.retries_left or 0))
+
+
+def run_pre_annotation(prediction_id: str) -> str:
+    """Label the documents of the pre-annotation ``prediction_id`` with its job's model
+    (:func:`crowdqa.jobs.preannotate.label_prediction`); return its final status.
+
+    Its progress is its stage (reading, labelling, writing, then done with every stage's seconds). Bad input (the
+    job or its model gone) fails it with the reason; an unexpected error fails it too (labelling is quick and
+    deterministic: running it again would fail again) and is raised for rq's failed registry.
+    """
+    from crowdqa.jobs.preannotate import label_prediction
+
+    settings = get_settings()
+    rq_job = get_current_job()
+    worker = (getattr(rq_job, "worker_name", None) or "")[:200] if rq_job is not None else None
+    prediction = with_session_retry(
+        settings, lambda s: crud.claim_prediction(session=s, prediction_id=prediction_id, worker_name=worker),
+        what=f"claiming pre-annotation {prediction_id}", patience=DB_PATIENCE)
+    if prediction is None:
+        logger.info("pre-annotation %s is not queued (deleted meanwhile); nothing to do", prediction_id)
+        return "skipped"
+    stages: dict[str, float] = {}
+    clock = {"stage": "starting", "at": time.perf_counter()}
+
+    def progress(stage: str) -> None:
+        now = time.perf_counter()
+        stages[str(clock["stage"])] = round(now - float(clock["at"]), 6)
+        clock.update(stage=stage, at=now)
+        with Session(get_engine(settings)) as s:
+            crud.update_prediction(session=s, prediction_id=prediction_id, only_if=JobStatus.running,
+                                   progress={"stage": stage, "stages": dict(stages)})
+
+    def finish(**values: Any) -> bool:
+        return with_session_retry(
+            settings, lambda s: crud.update_prediction(session=s, prediction_id=prediction_id,
+                                                       only_if=JobStatus.running, finished_at=utcnow(), **values),
+            what=f"recording pre-annotation {prediction_id}", patience=DB_PATIENCE)
+
+    try:
+        artifacts = label_prediction(settings, prediction, progress=progress)
+    except INPUT_ERRORS as exc:
+        finish(status=JobStatus.failed, error=f"{type(exc).__name__}: {exc}")
+        return JobStatus.failed.value
+    except BaseException as exc:
+        reason = f"timed out after {settings.job_timeout} s (CROWDQA_JOB_TIMEOUT)" \
+            if isinstance(exc, JobTimeoutException) else f"{type(exc).__name__}: {exc}".strip()
+        logger.error("pre-annotation %s failed: %s\n%s", prediction_id, reason, traceback.format_exc())
+        finish(status=JobStatus.failed, error=reason)
+        raise
+    stages[str(clock["stage"])] = round(time.perf_counter() - float(clock["at"]), 6)
+    if not finish(status=JobStatus.finished, artifacts=artifacts, progress={"stage": "done", "stages": stages}):
+        return "cancelled"  # deleted while it ran: its files go with the next collection
+    return JobStatus.finished.value
+
+
+def on_pre_annotation_failure(rq_job, connection, exc_type, exc_value, tb) -> None:
+    """rq failure callback: a pre-annotation abandoned by a dead worker fails with that reason."""
+    if exc_type is None or not issubclass(exc_type, AbandonedJobError):
+        return  # run_pre_annotation recorded its own failure
+    with Session(get_engine(get_settings())) as s:
+        crud.update_prediction(session=s, prediction_id=rq_job.id, only_if=JobStatus.running,
+                               status=JobStatus.failed, finished_at=utcnow(),
+                               error="abandoned: the worker running it died; upload the documents again")

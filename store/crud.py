@@ -30,6 +30,7 @@ from crowdqa.store.models import (
     JobCreate,
     JobStatus,
     LabelStudioLink,
+    Prediction,
     Project,
     Report,
     Upload,
@@ -109,6 +110,15 @@ __all__ = [
     "unblock_worker",
     "list_blocked_workers",
     "blocked_annotators",
+    "create_prediction",
+    "get_prediction",
+    "list_predictions",
+    "delete_prediction",
+    "claim_prediction",
+    "update_prediction",
+    "count_active_predictions",
+    "queued_prediction_ids",
+    "fail_running_predictions",
 ]
 
 KEY_PREFIX = "cqa"
@@ -315,6 +325,7 @@ def delete_dataset(*, session: Session, dataset: Dataset) -> None:
     job_ids = select(Job.id).where(Job.dataset_id == dataset.id)
     session.exec(delete(WorkerScore).where(col(WorkerScore.job_id).in_(job_ids)))
     session.exec(delete(Report).where(col(Report.job_id).in_(job_ids)))
+    session.exec(delete(Prediction).where(col(Prediction.job_id).in_(job_ids)))
     session.exec(delete(Job).where(Job.dataset_id == dataset.id))
     session.exec(delete(Upload).where(Upload.dataset_id == dataset.id))
     session.exec(delete(Annotator).where(Annotator.dataset_id == dataset.id))
@@ -344,6 +355,9 @@ def referenced_artifacts(*, session: Session) -> set[str]:
         keep.update((corpus(sha), snapshot(sha)))
     for sha, artifacts in session.exec(select(Job.corpus_sha256, Job.artifacts)):
         keep.update((corpus(sha), snapshot(sha)))
+        keep.update(a.get("path") for a in (artifacts or {}).values() if isinstance(a, dict))
+    for sha, artifacts in session.exec(select(Prediction.documents_sha256, Prediction.artifacts)):
+        keep.add(corpus(sha))
         keep.update(a.get("path") for a in (artifacts or {}).values() if isinstance(a, dict))
     keep.discard(None)
     return keep  # type: ignore[return-value]
@@ -479,6 +493,7 @@ def delete_job(*, session: Session, job: Job) -> None:
     """Delete a job with its report and worker rows."""
     session.exec(delete(WorkerScore).where(WorkerScore.job_id == job.id))
     session.exec(delete(Report).where(Report.job_id == job.id))
+    session.exec(delete(Prediction).where(Prediction.job_id == job.id))
     session.delete(job)
     session.commit()
 
@@ -769,3 +784,82 @@ def replace_uploads(*, session: Session, dataset: Dataset, removed: list[Upload]
     set_dataset_corpus(session=session, dataset=dataset, corpus_sha256=corpus_sha256, summary=summary,
                        annotators=annotators, n_uploads=dataset.n_uploads - len(removed) + len(added))
     session.commit()
+
+
+# ---------------------------------------------------------------- pre-annotation
+def create_prediction(*, session: Session, prediction: Prediction) -> Prediction:
+    """Commit a new (queued) pre-annotation row."""
+    session.add(prediction)
+    session.commit()
+    session.refresh(prediction)
+    return prediction
+
+
+def get_prediction(*, session: Session, project_id: str, prediction_id: str) -> Prediction | None:
+    """The project's pre-annotation, or None (also for another project's)."""
+    stmt = select(Prediction).where(Prediction.id == prediction_id, Prediction.project_id == project_id)
+    return session.exec(stmt).first()
+
+
+def list_predictions(*, session: Session, project_id: str, job_id: str | None = None, offset: int = 0,
+                     limit: int = 100, newest_first: bool = False) -> tuple[list[Prediction], int]:
+    """One page of the project's pre-annotations (of one job, if given), oldest first (or newest first), and the
+    count."""
+    stmt = select(Prediction).where(Prediction.project_id == project_id)
+    if job_id is not None:
+        stmt = stmt.where(Prediction.job_id == job_id)
+    return _page(session, stmt, offset=offset, limit=limit,
+                 order=_order(newest_first, Prediction.created_at, Prediction.id))
+
+
+def delete_prediction(*, session: Session, prediction: Prediction) -> None:
+    """Delete a pre-annotation row (its files go with the next garbage collection)."""
+    session.delete(prediction)
+    session.commit()
+
+
+def claim_prediction(*, session: Session, prediction_id: str, worker_name: str | None) -> Prediction | None:
+    """Move a queued pre-annotation to running, atomically; None if it is not queued (run, failed or deleted)."""
+    result = session.exec(
+        update(Prediction)
+        .where(Prediction.id == prediction_id, Prediction.status == JobStatus.queued)
+        .execution_options(synchronize_session=False)
+        .values(status=JobStatus.running, started_at=utcnow(), worker_name=worker_name,
+                progress={"stage": "starting"}, error=None))
+    session.commit()
+    if result.rowcount != 1:
+        return None
+    return session.get(Prediction, prediction_id, populate_existing=True)
+
+
+def update_prediction(*, session: Session, prediction_id: str, only_if: JobStatus | None = None,
+                      **values: Any) -> bool:
+    """Set columns of a pre-annotation (optionally only while it has status ``only_if``); True if a row changed."""
+    stmt = update(Prediction).where(Prediction.id == prediction_id)
+    if only_if is not None:
+        stmt = stmt.where(Prediction.status == only_if)
+    result = session.exec(stmt.execution_options(synchronize_session=False).values(**values))
+    session.commit()
+    return result.rowcount == 1
+
+
+def count_active_predictions(*, session: Session, project_id: str) -> int:
+    """The project's queued and running pre-annotations."""
+    stmt = select(func.count()).select_from(Prediction).where(
+        Prediction.project_id == project_id, col(Prediction.status).in_([JobStatus.queued, JobStatus.running]))
+    return int(session.exec(stmt).one())
+
+
+def queued_prediction_ids(*, session: Session) -> list[str]:
+    """Every queued pre-annotation, oldest first (what an embedded server's start puts back on its queue)."""
+    stmt = select(Prediction.id).where(Prediction.status == JobStatus.queued)
+    return list(session.exec(stmt.order_by(Prediction.created_at, Prediction.id)))
+
+
+def fail_running_predictions(*, session: Session, error: str) -> int:
+    """Fail every running pre-annotation with ``error`` (an embedded server's start: their worker is gone)."""
+    result = session.exec(update(Prediction).where(Prediction.status == JobStatus.running)
+                          .execution_options(synchronize_session=False)
+                          .values(status=JobStatus.failed, finished_at=utcnow(), error=error))
+    session.commit()
+    return int(result.rowcount or 0)

@@ -64,6 +64,9 @@ __all__ = [
     "BlockedWorkersPublic",
     "RoutedDocumentPublic",
     "RoutingPublic",
+    "Prediction",
+    "PredictionPublic",
+    "PredictionsPublic",
     "new_id",
     "utcnow",
     "aware",
@@ -494,6 +497,59 @@ class WorkerScorePublic(SQLModel):
 
 class WorkerScoresPublic(SQLModel):
     data: list[WorkerScorePublic]
+    count: int
+
+
+# ---------------------------------------------------------------- pre-annotation
+class Prediction(SQLModel, table=True):
+    """A finished job's model labelling an upload of documents nobody annotated (:mod:`crowdqa.jobs.preannotate`),
+    run on the job queue: the documents as read (``documents_sha256``, a corpus file without labels) and, once
+    finished, their labels (``artifacts["labels"]``)."""
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    project_id: str = Field(foreign_key="project.id", index=True, ondelete="CASCADE")
+    job_id: str = Field(foreign_key="job.id", index=True, max_length=32, ondelete="CASCADE")
+    method: str = Field(max_length=METHOD_ID_LENGTH)
+    filename: str = Field(max_length=300)
+    format: str = Field(max_length=32)
+    options: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    size: int
+    documents_sha256: str = Field(max_length=64)
+    summary: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    status: JobStatus = Field(default=JobStatus.queued, index=True)
+    progress: dict[str, Any] = Field(default_factory=queued_progress, sa_type=JSON)
+    error: str | None = None
+    worker_name: str | None = Field(default=None, max_length=200)
+    artifacts: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=DateTime(timezone=True))
+    started_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))
+    finished_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))
+
+
+class PredictionPublic(_UtcTimes):
+    id: str
+    job_id: str = Field(description="The finished job whose fitted model labels the documents.")
+    method: str = Field(description="The method of that model.")
+    filename: str
+    format: str = Field(description="The format the documents were read as.")
+    documents: int = Field(description="Documents read from the file.")
+    tokens: int = Field(description="Tokens of those documents.")
+    status: JobStatus
+    progress: JobProgress = Field(description="stage: queued, starting, reading, labelling, writing, done.")
+    error: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+    @classmethod
+    def of(cls, row: Prediction) -> PredictionPublic:
+        """The public view of a row (its documents and tokens from the row's summary)."""
+        return cls.model_validate(row, update={"documents": int(row.summary.get("documents", 0)),
+                                               "tokens": int(row.summary.get("tokens", 0))})
+
+
+class PredictionsPublic(SQLModel):
+    data: list[PredictionPublic]
     count: int
 
 
