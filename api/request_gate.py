@@ -77,7 +77,8 @@ class _Routes:
     """Which paths are public and which take uploads, read once from the app's OpenAPI document."""
 
     def __init__(self, app: Any) -> None:
-        public, uploads = [], [_template(f"{UI_PREFIX}/datasets/{{dataset_id}}/uploads")]
+        public, uploads = [], [_template(f"{UI_PREFIX}/datasets/{{dataset_id}}/uploads"),
+                               _template(f"{UI_PREFIX}/jobs/{{job_id}}/predictions")]
         for path, ops in app.openapi().get("paths", {}).items():
             for method, op in ops.items():
                 if not path.startswith(API_PREFIX + "/"):

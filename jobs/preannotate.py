@@ -229,10 +229,12 @@ def label_prediction(settings: Settings, prediction: Prediction, *,
 
 
 def prediction_formats(*, session: Session, prediction: Prediction) -> list[str]:
-    """The formats a pre-annotation's labels can be written in: its job's aggregate's (spans or tags)."""
+    """The formats a pre-annotation's labels can be written in: its job's aggregate's (spans or tags), but for
+    token-scores, which writes calibrated scores (predictions carry labels only, as ``--predictions`` writes them)."""
     from crowdqa.jobs.exports import label_formats
 
-    return label_formats(crud.report_kind(session=session, job_id=prediction.job_id))
+    return [f for f in label_formats(crud.report_kind(session=session, job_id=prediction.job_id))
+            if f != "token-scores"]
 
 
 def prediction_labels(*, session: Session, settings: Settings, prediction: Prediction, format: str):

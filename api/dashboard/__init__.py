@@ -16,7 +16,13 @@ from fastapi import FastAPI, Request
 from fastapi.responses import RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
-from crowdqa.api.dashboard import label_studio, report, review, routing  # noqa: F401  (register their pages on the router)
+from crowdqa.api.dashboard import (  # noqa: F401  (register their pages on the router)
+    label_studio,
+    predictions,
+    report,
+    review,
+    routing,
+)
 from crowdqa.api.dashboard.auth import CsrfError, SignInRequired
 from crowdqa.api.dashboard.errors import error_page, install_error_pages, is_dashboard_path
 from crowdqa.api.dashboard.pages import router

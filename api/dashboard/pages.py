@@ -52,7 +52,7 @@ from crowdqa.store.errors import UploadTooLargeError
 from crowdqa.store.models import Dataset, DatasetCreate, Job, JobCreate, JobPublic, JobStatus, job_methods
 
 __all__ = ["router", "owned_dataset", "owned_job", "job_dataset", "error_message", "datasets_view", "FORM_ERRORS",
-           "Csrf"]
+           "Csrf", "given_fields", "form_text"]
 
 router = APIRouter(prefix=PREFIX, include_in_schema=False)
 PAGE_ROWS = 200  # the newest uploads and jobs a dataset page lists (it says how many more the API lists)
@@ -251,13 +251,13 @@ async def upload(request: Request, dataset_id: str, session: SessionDep, setting
     from starlette.datastructures import UploadFile as Part
 
     form = await request.form()
-    check_csrf(request, dash, _text(form.get("csrf")))
+    check_csrf(request, dash, form_text(form.get("csrf")))
     dataset = owned_dataset(session, dash, dataset_id)
     try:
         file = form.get("file")
         if not isinstance(file, Part) or not file.filename:
             raise ValueError("choose a file to upload")
-        upload = upload_form(_given_fields(form))  # the API's check and form model
+        upload = upload_form(given_fields(form))  # the API's check and form model
         await run_in_threadpool(
             uploads.add_upload, session=session, settings=settings, dataset=dataset, stream=upload.file.file,
             filename=upload.file.filename, format=upload.format, role=upload.role, options=upload_options(upload),
@@ -272,7 +272,7 @@ async def upload(request: Request, dataset_id: str, session: SessionDep, setting
     return redirect(f"/datasets/{dataset.id}")
 
 
-def _given_fields(form: Any) -> dict[str, Any]:
+def given_fields(form: Any) -> dict[str, Any]:
     """The upload form's fields as a client gives them: text stripped (and cut to 1000 characters), files with a
     name; a field left empty (an option not set, no docs zip) is not given, except the format (refused by name)."""
     from starlette.datastructures import UploadFile as Part
@@ -283,11 +283,11 @@ def _given_fields(form: Any) -> dict[str, Any]:
             if value.filename:
                 fields[name] = value
         elif name != "csrf" and (value.strip() or name == "format"):
-            fields[name] = _text(value)
+            fields[name] = form_text(value)
     return fields
 
 
-def _text(value: Any, limit: int = 1000) -> str:
+def form_text(value: Any, limit: int = 1000) -> str:
     """A text form field, stripped and cut to ``limit`` characters ('' for a missing one or a file)."""
     return value.strip()[:limit] if isinstance(value, str) else ""
 
@@ -406,6 +406,7 @@ def job_page_response(request: Request, session, settings, dash: DashboardSessio
     return render(request, "job.html", {"job": job, "dataset": dataset, "progress": job_progress(job),
                                         "ll_curve": line_curve(history), "error": error, "report": None,
                                         "pushed": pushed, "skipped": skipped, "drafted": drafted,
+                                        "pre_annotation": None,
                                         "comparison": None, **report, "label_studio": crud.get_label_studio_link(
                                             session=session, dataset_id=job.dataset_id) is not None},
                   dash=dash, status_code=status_code)

@@ -24,6 +24,7 @@ from crowdqa.api.dashboard.charts import (
     shade_class,
 )
 from crowdqa.api.dashboard.pages import job_dataset, job_page_response, owned_job, router
+from crowdqa.api.dashboard.predictions import pre_annotation_context
 from crowdqa.api.dashboard.web import PREFIX, SECURITY_HEADERS, PageError, render, templates
 from crowdqa.api.deps import QueueDep, SessionDep, SettingsDep
 from crowdqa.api.routes.jobs import LabelFormat, get_labels
@@ -145,6 +146,7 @@ def job_page(request: Request, job_id: str, session: SessionDep, settings: Setti
                                docs_by=docs)
         if extra["report"].get("comparison"):
             extra.update(comparison_context(extra["report"]["comparison"]))
+        extra.update(pre_annotation_context(session, job))
     return job_page_response(request, session, settings, dash, reconcile.observe(job, settings=settings, queue=queue),
                              pushed=pushed, skipped=skipped, drafted=drafted, **extra)
 

@@ -218,7 +218,13 @@ def test_unfinished_prediction_and_formats_and_delete(client, keys, settings):
     r = post_documents(client, key, job, "d.jsonl", (SAMPLE / "expert.jsonl").read_bytes())
     body = wait_prediction(client, key, r.headers["location"])
     assert body["status"] == "finished"
-    r = client.get(f"/api/v1/predictions/{body['id']}/labels?format=categorical-csv", headers=auth(key))
-    assert r.status_code == 422 and "format must be one of" in r.json()["detail"]
+    for fmt in ("categorical-csv", "token-scores"):  # another kind's; scores a prediction does not have
+        r = client.get(f"/api/v1/predictions/{body['id']}/labels?format={fmt}", headers=auth(key))
+        assert r.status_code == 422 and r.headers["content-type"].startswith(PROBLEM)
+        assert "format must be one of spans-jsonl, conll, tokens-csv, tokens-jsonl, ebm-nlp for these labels" in \
+            r.json()["detail"], r.json()
+    for fmt in ("conll", "tokens-csv", "tokens-jsonl", "ebm-nlp"):
+        r = client.get(f"/api/v1/predictions/{body['id']}/labels?format={fmt}", headers=auth(key))
+        assert r.status_code == 200 and len(r.content) > 0, (fmt, r.text)
     assert client.delete(f"/api/v1/predictions/{body['id']}", headers=auth(key)).status_code == 204
     assert client.get(f"/api/v1/predictions/{body['id']}", headers=auth(key)).status_code == 404

@@ -1,4 +1,5 @@
-// crowdqa dashboard: live progress of a queued or running job (the only script; no inline code).
+// crowdqa dashboard: live progress of a queued or running job, and of a job's pre-annotations (the only
+// script; no inline code).
 "use strict";
 (function () {
   const box = document.getElementById("progress");
@@ -50,4 +51,30 @@
     setTimeout(poll, 700);
   }
   poll();
+})();
+
+(function () {
+  // A pre-annotation queued or running: its status cell follows it, and the page reloads when it has ended (its
+  // downloads appear).
+  const cells = document.querySelectorAll("[data-poll-prediction]");
+  cells.forEach((cell) => {
+    async function poll() {
+      let state;
+      try {
+        const response = await fetch(cell.dataset.pollPrediction, { credentials: "same-origin", headers: { Accept: "application/json" } });
+        if (!response.ok) { cell.textContent = "unavailable (" + response.status + ")"; return; }
+        state = await response.json();
+      } catch (err) {
+        setTimeout(poll, 2000);
+        return;
+      }
+      cell.textContent = state.status + (state.stage ? " (" + state.stage + ")" : "");
+      if (state.status === "finished" || state.status === "failed") {
+        window.location.reload();
+        return;
+      }
+      setTimeout(poll, 700);
+    }
+    poll();
+  });
 })();
