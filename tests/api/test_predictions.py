@@ -228,3 +228,36 @@ def test_unfinished_prediction_and_formats_and_delete(client, keys, settings):
         assert r.status_code == 200 and len(r.content) > 0, (fmt, r.text)
     assert client.delete(f"/api/v1/predictions/{body['id']}", headers=auth(key)).status_code == 204
     assert client.get(f"/api/v1/predictions/{body['id']}", headers=auth(key)).status_code == 404
+
+
+def test_an_embedded_server_finishes_what_a_stopped_one_left(settings, keys):
+    """The embedded queue lives in memory: at the next start a queued pre-annotation is queued again and labelled,
+    and one left running fails as abandoned (what jobs do: jobs/embedded.py recover_jobs)."""
+    from fastapi.testclient import TestClient
+    from sqlmodel import Session
+
+    from crowdqa.api.main import app
+    from crowdqa.ingest import read_corpus
+    from crowdqa.store import crud
+    from crowdqa.store.artifacts import ArtifactStore
+    from crowdqa.store.db import get_engine
+    from crowdqa.store.models import Job, JobStatus, Prediction
+
+    key = keys["a"]
+    with TestClient(app) as client:
+        job = tagger_job(client, key)
+    documents = ArtifactStore(settings.data_dir).put_corpus(
+        read_corpus(SAMPLE / "expert.jsonl", format="spans-jsonl").corpus)
+    with Session(get_engine(settings)) as s:
+        row = s.get(Job, job)
+        made = {state: crud.create_prediction(session=s, prediction=Prediction(
+            project_id=row.project_id, job_id=job, method=row.method, filename="expert.jsonl", format="spans-jsonl",
+            size=1, documents_sha256=documents.sha256, status=state, summary={"documents": 20})).id
+            for state in (JobStatus.queued, JobStatus.running)}
+    with TestClient(app) as client:
+        queued = wait_prediction(client, key, f"/api/v1/predictions/{made[JobStatus.queued]}")
+        assert queued["status"] == "finished", queued
+        labels = client.get(f"/api/v1/predictions/{queued['id']}/labels", headers=auth(key))
+        assert labels.status_code == 200 and labels.text.count("\n") > 0
+        running = client.get(f"/api/v1/predictions/{made[JobStatus.running]}", headers=auth(key)).json()
+        assert running["status"] == "failed" and running["error"].startswith("abandoned: the service stopped")
