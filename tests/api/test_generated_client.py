@@ -178,3 +178,44 @@ def test_the_readme_client_example_word_for_word(served, tmp_path):
         status, progress = poll.split(" ", 1)
         assert status in ("queued", "running") and progress.startswith("{'stage': '"), poll
     assert "Unset" not in ran.stdout
+
+
+def _pre_annotation_block() -> str:
+    """The typed-client how-to's second Python block: pre-annotation through the generated client."""
+    section = (SAMPLE.parents[1] / "docs" / "how-to" / "typed-client.md").read_text(encoding="utf-8")
+    return section.split("```python\n")[2].split("\n```", 1)[0]
+
+
+def test_pre_annotation_through_the_generated_client_word_for_word(served, client_package, tmp_path, monkeypatch):
+    """The how-to's pre-annotation block as written (the sample's files in the folder, the server's port and key):
+    a hmm-crowd-tagger job labels the expert file's texts, polled and downloaded through the typed client; the
+    labels are the API's own (``GET /predictions/{id}/labels`` over plain HTTP), and a job of a method that cannot
+    pre-annotate answers a typed 409 Problem."""
+    for name in ("crowd.jsonl", "expert.jsonl"):
+        (tmp_path / name).write_bytes((SAMPLE / name).read_bytes())
+    monkeypatch.chdir(tmp_path)
+    scope = {"KEY": served["key"]}
+    exec(_pre_annotation_block().replace(":8000", ":" + served["url"].rsplit(":", 1)[1]), scope)  # noqa: S102
+    prediction, drafts = scope["prediction"], scope["drafts"]
+    assert prediction.status == "finished" and prediction.documents == 20
+    plain = httpx.get(f"{served['url']}/api/v1/predictions/{prediction.id}/labels",
+                      headers={"Authorization": f"Bearer {served['key']}"}, timeout=60)
+    assert isinstance(drafts, str) and drafts == plain.text and drafts.count("\n") > 0
+
+    from crowdqa_client import AuthenticatedClient
+    from crowdqa_client.api.datasets import create_dataset, create_job
+    from crowdqa_client.api.jobs import get_job
+    from crowdqa_client.api.predictions import create_prediction
+    from crowdqa_client.models import DatasetCreate, DocumentsForm, DocumentsFormFormat, JobCreate, Method, Problem
+    from crowdqa_client.types import File
+
+    client = AuthenticatedClient(base_url=served["url"], token=served["key"], timeout=60)
+    dataset = scope["dataset"]
+    mv = create_job.sync(dataset.id, client=client, body=JobCreate(method=Method.MV))
+    while get_job.sync(mv.id, client=client).status not in ("finished", "failed"):
+        time.sleep(0.5)
+    with open("expert.jsonl", "rb") as fh:
+        refused = create_prediction.sync(mv.id, client=client, body=DocumentsForm(
+            file=File(payload=fh, file_name="expert.jsonl"), format_=DocumentsFormFormat.SPANS_JSONL))
+    assert isinstance(refused, Problem) and refused.status == 409 and "hmm-crowd-tagger" in refused.detail
+    assert create_dataset  # the block's import, used there
