@@ -61,6 +61,9 @@ def _jsonl_rows(content: str, src: str, problems: ProblemLog) -> Iterator[tuple[
             problems.report("expected a JSON object", source=src, line=lineno)
             continue
         missing = [c for c in ("doc_id", "annotator") if c not in row]
+        if missing == ["annotator"] and all(row.get(k) is None for k in ("start", "end", "label")):
+            yield lineno, row  # a document nobody labelled: its text alone (what pre-annotation labels)
+            continue
         if missing:
             problems.report(f"missing keys {missing}", source=src, line=lineno)
             continue
@@ -82,7 +85,9 @@ def _read(path, rows_of, *, role, problems, docs, category, scheme) -> Corpus:
     documents, roles = found.documents, found.roles
     for line, row in rows_of(read_text(path), src, problems):
         doc_id, annotator = row.get("doc_id"), row.get("annotator")
-        if not isinstance(doc_id, str | int) or not isinstance(annotator, str | int) or str(annotator) == "":
+        unlabelled = "annotator" not in row  # a JSON line of a document alone (_jsonl_rows lets no other through)
+        if not isinstance(doc_id, str | int) or not unlabelled and (not isinstance(annotator, str | int)
+                                                                    or str(annotator) == ""):
             problems.report("doc_id and annotator must be non-empty strings", source=src, line=line)
             continue
         doc_id, annotator = str(doc_id), str(annotator)
@@ -90,7 +95,7 @@ def _read(path, rows_of, *, role, problems, docs, category, scheme) -> Corpus:
         if r not in ROLES:
             problems.report(choice_message("role", r, ROLES), source=src, line=line)
             continue
-        if roles.get(annotator, r) != r:
+        if not unlabelled and roles.get(annotator, r) != r:
             problems.report(f"annotator {annotator!r} has roles {roles[annotator]!r} and {r!r}", source=src, line=line)
             continue
         text = row.get("text")
@@ -124,7 +129,7 @@ def _read(path, rows_of, *, role, problems, docs, category, scheme) -> Corpus:
                 problems.report(f"label must be a non-empty string, found {label!r}", source=src, line=line)
                 continue
         spans = () if empty else [Span(doc_id, annotator, s, e, label, source=src, line=line)]
-        found.add(doc_id, text, [annotator], spans, role=r, source=src, line=line)
+        found.add(doc_id, text, [] if unlabelled else [annotator], spans, role=r, source=src, line=line)
     return found.corpus(scheme=scheme)
 
 
@@ -152,7 +157,9 @@ def read_spans_csv(path: str | os.PathLike, *, role: str = "crowd", problems: Pr
 def read_spans_jsonl(path: str | os.PathLike, *, role: str = "crowd", problems: ProblemLog | None = None,
                      docs: str | os.PathLike | None = None, category: str | None = None,
                      scheme: str = "auto") -> Corpus:
-    """Read spans JSON Lines (keys as :func:`read_spans_csv`'s columns; its parameters and result)."""
+    """Read spans JSON Lines (keys as :func:`read_spans_csv`'s columns; its parameters and result). A line with
+    ``doc_id`` and ``text`` but no ``annotator`` (and no span) is a document nobody labelled: its text is read, no
+    assignment (pre-annotation's documents; an upload of such lines alone holds no labels and is refused)."""
     return _read(path, _jsonl_rows, role=role, problems=problems, docs=docs, category=category, scheme=scheme)
 
 

@@ -203,10 +203,10 @@ def test_pre_annotation_through_the_generated_client_word_for_word(served, clien
     assert isinstance(drafts, str) and drafts == plain.text and drafts.count("\n") > 0
 
     from crowdqa_client import AuthenticatedClient
-    from crowdqa_client.api.datasets import create_dataset, create_job
+    from crowdqa_client.api.datasets import create_job
     from crowdqa_client.api.jobs import get_job
     from crowdqa_client.api.predictions import create_prediction
-    from crowdqa_client.models import DatasetCreate, DocumentsForm, DocumentsFormFormat, JobCreate, Method, Problem
+    from crowdqa_client.models import DocumentsForm, DocumentsFormFormat, JobCreate, Method, Problem
     from crowdqa_client.types import File
 
     client = AuthenticatedClient(base_url=served["url"], token=served["key"], timeout=60)
@@ -218,4 +218,3 @@ def test_pre_annotation_through_the_generated_client_word_for_word(served, clien
         refused = create_prediction.sync(mv.id, client=client, body=DocumentsForm(
             file=File(payload=fh, file_name="expert.jsonl"), format_=DocumentsFormFormat.SPANS_JSONL))
     assert isinstance(refused, Problem) and refused.status == 409 and "hmm-crowd-tagger" in refused.detail
-    assert create_dataset  # the block's import, used there

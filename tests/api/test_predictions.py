@@ -8,7 +8,7 @@ import json
 import pytest
 
 from crowdqa.api.cli import main
-from tests.api.conftest import SAMPLE, auth, sample_dataset, wait_job
+from tests.api.conftest import SAMPLE, auth, sample_dataset, upload, wait_job
 
 PROBLEM = "application/problem+json"
 
@@ -97,9 +97,10 @@ def test_predictions_equal_the_command_line_on_postgres(pg_settings, tmp_path):
 
 
 def test_documents_without_labels_in_every_shape_are_read(client, keys, tmp_path):
-    """Uploads without labels are what pre-annotation takes: JSONL of doc_id and text (doccano's shape), CoNLL
-    tokens alone, Label Studio tasks without annotations. The same words get the same labels whichever way they
-    came (oracle: the three files written as CoNLL agree token for token)."""
+    """Uploads without labels are what pre-annotation takes: JSONL of doc_id and text (read as spans-jsonl or as
+    doccano), CoNLL tokens alone, Label Studio tasks without annotations. The same words get the same labels whichever
+    way they came (oracle: the four files written as CoNLL agree token for token). As a dataset's upload, the same
+    JSONL holds no labels and is refused."""
     key = keys["a"]
     job = tagger_job(client, key)
     texts = [json.loads(line) for line in (SAMPLE / "expert.jsonl").read_text().splitlines()]
@@ -107,7 +108,8 @@ def test_documents_without_labels_in_every_shape_are_read(client, keys, tmp_path
     conll = "\n\n".join("\n".join(t["text"].split()) for t in texts).encode() + b"\n"
     tasks = json.dumps([{"id": i, "data": {"text": t["text"]}} for i, t in enumerate(texts)]).encode()
     runs = {}
-    for name, data, fmt, options in (("bare.jsonl", bare, "doccano", {"id_column": "doc_id"}),
+    for name, data, fmt, options in (("bare.jsonl", bare, "spans-jsonl", {}),
+                                     ("bare.jsonl", bare, "doccano", {"id_column": "doc_id"}),
                                      ("tokens.conll", conll, "conll", {}), ("tasks.json", tasks, "label-studio", {})):
         r = post_documents(client, key, job, name, data, format=fmt, **options)
         assert r.status_code == 202, r.text
@@ -120,8 +122,13 @@ def test_documents_without_labels_in_every_shape_are_read(client, keys, tmp_path
         return [[line.split("\t")[-1] for line in block.splitlines()]
                 for block in text.strip().split("\n\n") if not block.startswith("-DOCSTART-")]
 
-    assert tags(runs["conll"]) == tags(runs["doccano"]) == tags(runs["label-studio"])
+    assert tags(runs["conll"]) == tags(runs["doccano"]) == tags(runs["label-studio"]) == tags(runs["spans-jsonl"])
     assert any(t != "O" for doc in tags(runs["conll"]) for t in doc)
+    (tmp_path / "bare.jsonl").write_bytes(bare)
+    ds = client.post("/api/v1/datasets", headers=auth(key), json={"name": "texts only"}).json()["id"]
+    r = upload(client, key, ds, tmp_path / "bare.jsonl")
+    assert r.status_code == 422 and r.headers["content-type"].startswith(PROBLEM)
+    assert "the file holds no labels" in r.json()["detail"]
 
 
 def test_refusals_are_problems(client, keys, settings, monkeypatch):

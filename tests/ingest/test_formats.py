@@ -227,3 +227,29 @@ def test_conll_crowd_answers_and_ground_truth_merge(tmp_path):
     gold = c.labels_of(c.worker_ids.index("expert:1"))
     assert [c.class_names[k] for k in gold] == ["B-ORG", "O", "B-PER", "I-PER"]
     assert c.labels_of(c.worker_ids.index("crowd:3")).tolist()[2:] == [-1, -1]
+
+
+def test_spans_jsonl_reads_a_document_nobody_labelled(tmp_path):
+    """A JSON line of doc_id and text without an annotator is a document with no assignment (what pre-annotation
+    labels): its tokens are read, no label and no annotator; a line without an annotator that marks a span stays a
+    problem (oracle: the same texts read from doccano's JSONL give the same tokens)."""
+    texts = {"d1": "Aspirin was given to 40 adults .", "d2": "No effect was seen ."}
+    path = tmp_path / "docs.jsonl"
+    path.write_text("".join(json.dumps({"doc_id": d, "text": t}) + "\n" for d, t in texts.items()))
+    corpus = read_corpus(path, format="spans-jsonl").corpus
+    assert (corpus.n_docs, corpus.n_obs, corpus.n_workers) == (2, 0, 0)
+    doccano = tmp_path / "doccano.jsonl"
+    doccano.write_text("".join(json.dumps({"doc_id": d, "text": t, "label": []}) + "\n" for d, t in texts.items()))
+    same = read_corpus(doccano, format="doccano", id_column="doc_id").corpus
+    assert corpus.doc_ids == same.doc_ids and list(corpus.doc_lengths) == list(same.doc_lengths)
+    assert [corpus.token_text(t) for t in range(corpus.n_tokens)] == [same.token_text(t) for t in range(same.n_tokens)]
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text(json.dumps({"doc_id": "d1", "text": texts["d1"], "annotator": "w1", "start": 0, "end": 7,
+                                 "label": "I"}) + "\n"
+                     + json.dumps({"doc_id": "d2", "text": texts["d2"]}) + "\n")
+    both = read_corpus(mixed, format="spans-jsonl").corpus
+    assert (both.n_docs, both.n_workers) == (2, 1) and set(both.token_doc[both.token].tolist()) == {0}
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"doc_id": "d1", "text": texts["d1"], "start": 0, "end": 7, "label": "I"}) + "\n")
+    with pytest.raises(IngestError, match="missing keys \\['annotator'\\]"):
+        read_corpus(bad, format="spans-jsonl")
