@@ -26,7 +26,7 @@ from rq import Queue
 from sqlmodel import Session
 
 from crowdqa.aggregation.corpus import Corpus
-from crowdqa.jobs.errors import JobNotRunnableError, QueueUnavailableError, QuotaExceededError
+from crowdqa.jobs.errors import JobNotRunnableError, QueueUnavailableError
 from crowdqa.store import crud
 from crowdqa.store.models import Job, JobStatus, Prediction, utcnow
 from crowdqa.store.settings import Settings
@@ -129,17 +129,6 @@ def check_job_can_predict(*, session: Session, job: Job) -> str:
     return method
 
 
-def _check_prediction_quota(*, session: Session, settings: Settings, project_id: str) -> None:
-    """Refuse a pre-annotation while the project has ``max_active_jobs`` pre-annotations queued or running."""
-    from crowdqa.jobs.quotas import JOB_RETRY_AFTER
-
-    active = crud.count_active_predictions(session=session, project_id=project_id)
-    if active >= settings.max_active_jobs:
-        raise QuotaExceededError(
-            f"the project has {active} queued or running pre-annotations, its limit (CROWDQA_MAX_ACTIVE_JOBS = "
-            f"{settings.max_active_jobs}): wait for one to finish, or delete one", retry_after=JOB_RETRY_AFTER)
-
-
 def _read_upload(*, settings: Settings, path: Path, filename: str, format: str,
                  options: dict[str, Any]) -> tuple[Corpus, dict[str, Any]]:
     """The documents of a stored upload, read as any upload is (:func:`crowdqa.jobs.uploads.parse_upload`, within
@@ -175,12 +164,13 @@ def start_prediction(*, session: Session, settings: Settings, queue: Queue, job:
     a document past the document bounds. QueueUnavailableError (503) leaves the row failed.
     """
     from crowdqa.jobs.queue import PRE_ANNOTATION_FAILURE_CALLBACK, PRE_ANNOTATION_TASK, enqueue_job
+    from crowdqa.jobs.quotas import check_prediction_quota
     from crowdqa.jobs.uploads import admit_upload, discard_raw, store_raw
     from crowdqa.quality.json_data import plain_json
     from crowdqa.store.artifacts import ArtifactStore
 
     method = check_job_can_predict(session=session, job=job)
-    _check_prediction_quota(session=session, settings=settings, project_id=job.project_id)
+    check_prediction_quota(session=session, settings=settings, project_id=job.project_id)
     admit_upload(session=session, settings=settings, project_id=job.project_id)
     store = ArtifactStore(settings.data_dir)
     raw = store_raw(session=session, settings=settings, project_id=job.project_id, data=stream, filename=filename)

@@ -1,4 +1,4 @@
-"""Per-project limits: active jobs, uploads per hour, bytes kept.
+"""Per-project limits: active jobs (and pre-annotations), uploads per hour, bytes kept.
 
 One project's key must not be able to take the service from the others: a hundred job POSTs in a few
 seconds, uploads in a loop, or files until the disk is full. Each limit is a setting
@@ -19,7 +19,8 @@ from crowdqa.store import crud
 from crowdqa.store.models import utcnow
 from crowdqa.store.settings import Settings
 
-__all__ = ["check_job_quota", "check_upload_rate", "check_stored_bytes", "JOB_RETRY_AFTER", "BYTES_RETRY_AFTER"]
+__all__ = ["check_job_quota", "check_prediction_quota", "check_upload_rate", "check_stored_bytes", "JOB_RETRY_AFTER",
+           "BYTES_RETRY_AFTER"]
 
 #: Seconds to wait before asking again for a job, when the project has its limit of queued and running jobs.
 JOB_RETRY_AFTER = 30
@@ -30,10 +31,20 @@ _HOUR = timedelta(hours=1)
 
 def check_job_quota(*, session: Session, settings: Settings, project_id: str) -> None:
     """Refuse a new (or re-run) job while the project has ``max_active_jobs`` queued or running."""
-    active = crud.count_active_jobs(session=session, project_id=project_id)
+    _check_active(crud.count_active_jobs(session=session, project_id=project_id), "jobs", settings=settings)
+
+
+def check_prediction_quota(*, session: Session, settings: Settings, project_id: str) -> None:
+    """Refuse a new pre-annotation while the project has ``max_active_jobs`` pre-annotations queued or running (a
+    limit of their own: labelling documents waits for no aggregation job, and none waits for it)."""
+    _check_active(crud.count_active_predictions(session=session, project_id=project_id), "pre-annotations",
+                  settings=settings)
+
+
+def _check_active(active: int, what: str, *, settings: Settings) -> None:
     if active >= settings.max_active_jobs:
         raise QuotaExceededError(
-            f"the project has {active} queued or running jobs, its limit (CROWDQA_MAX_ACTIVE_JOBS = "
+            f"the project has {active} queued or running {what}, its limit (CROWDQA_MAX_ACTIVE_JOBS = "
             f"{settings.max_active_jobs}): wait for one to finish, or delete one", retry_after=JOB_RETRY_AFTER)
 
 
