@@ -198,7 +198,8 @@ def start_prediction(*, session: Session, settings: Settings, queue: Queue, job:
 def label_prediction(settings: Settings, prediction: Prediction, *,
                      progress: Callable[[str], None] = lambda stage: None) -> dict[str, Any]:
     """Label a claimed pre-annotation's documents with its job's model; return the artifacts to finish it with
-    (``labels``: the class index of every token). ValueError when the job or its model is gone."""
+    (``labels``: the class index of every token, with the model's ``class_names``). ValueError when the job or its
+    model is gone."""
     from crowdqa.jobs.batches import job_model
     from crowdqa.store.artifacts import ArtifactStore
     from crowdqa.store.db import open_session
@@ -215,7 +216,8 @@ def label_prediction(settings: Settings, prediction: Prediction, *,
     progress("labelling")
     labels, _ = pre_annotate(state, method=prediction.method, params=params, documents=documents)
     progress("writing")
-    return {"labels": store.put_arrays(labels=labels).as_dict()}
+    # The class names travel with the labels: a re-run of the job later may fit other classes.
+    return {"labels": store.put_arrays(labels=labels, class_names=state["class_names"]).as_dict()}
 
 
 def prediction_formats(*, session: Session, prediction: Prediction) -> list[str]:
@@ -231,7 +233,6 @@ def prediction_labels(*, session: Session, settings: Settings, prediction: Predi
     """A finished pre-annotation's labels in ``format``, as :func:`label_documents` writes them, in a temporary
     file (:class:`crowdqa.jobs.exports.LabelsFile`). JobNotFinishedError (409) before it finished; ValueError
     (422) for a format its labels do not have."""
-    from crowdqa.jobs.batches import job_model
     from crowdqa.jobs.errors import JobNotFinishedError
     from crowdqa.jobs.exports import labels_file
     from crowdqa.store.artifacts import ArtifactStore
@@ -242,12 +243,11 @@ def prediction_labels(*, session: Session, settings: Settings, prediction: Predi
     formats = prediction_formats(session=session, prediction=prediction)
     if format not in formats:
         raise ValueError(f"format must be one of {', '.join(formats)} for these labels, found {format!r}")
-    job = session.get(Job, prediction.job_id)
-    names = tuple(str(c) for c in job_model(settings, job)["class_names"].tolist())
     store = ArtifactStore(settings.data_dir)
-    labels = store.load_arrays(prediction.artifacts["labels"])["labels"]
+    stored = store.load_arrays(prediction.artifacts["labels"])
+    names = tuple(str(c) for c in stored["class_names"].tolist())
     corpus = _without_labels(store.load_corpus(prediction.documents_sha256), class_names=names)
-    return labels_file(labels, corpus, format=format, name=f"{prediction.id}-predictions")
+    return labels_file(stored["labels"], corpus, format=format, name=f"{prediction.id}-predictions")
 
 
 def delete_prediction(*, session: Session, settings: Settings, queue: Queue, prediction: Prediction) -> None:

@@ -206,8 +206,9 @@ def waiting_prediction(settings, job_id: str) -> str:
 
 
 def test_unfinished_prediction_and_formats_and_delete(client, keys, settings):
-    """A job not finished yet is refused (409); labels before the pre-annotation finished are 409, in a format the
-    job's labels do not have 422; a deleted pre-annotation is gone (404)."""
+    """A job not finished yet is refused (409); labels in a format the job's labels do not have are 422, and the
+    others are written; a re-run of the job leaves a finished pre-annotation's labels as they were; a deleted
+    pre-annotation is gone (404)."""
     from sqlmodel import Session
 
     from crowdqa.store import crud
@@ -233,6 +234,13 @@ def test_unfinished_prediction_and_formats_and_delete(client, keys, settings):
     for fmt in ("conll", "tokens-csv", "tokens-jsonl", "ebm-nlp"):
         r = client.get(f"/api/v1/predictions/{body['id']}/labels?format={fmt}", headers=auth(key))
         assert r.status_code == 200 and len(r.content) > 0, (fmt, r.text)
+    # The labels keep their class names: a re-run of the job with another method changes nothing of them.
+    before = client.get(f"/api/v1/predictions/{body['id']}/labels", headers=auth(key)).text
+    r = client.post(f"/api/v1/jobs/{job}/rerun", headers=auth(key), json={"method": "mv"})
+    assert r.status_code == 202 and wait_job(client, job, key)["status"] == "finished"
+    assert client.get(f"/api/v1/predictions/{body['id']}/labels", headers=auth(key)).text == before != ""
+    r = post_documents(client, key, job, "d.jsonl", (SAMPLE / "expert.jsonl").read_bytes())  # now an mv job
+    assert r.status_code == 409 and "ran mv" in r.json()["detail"]
     assert client.delete(f"/api/v1/predictions/{body['id']}", headers=auth(key)).status_code == 204
     assert client.get(f"/api/v1/predictions/{body['id']}", headers=auth(key)).status_code == 404
 
