@@ -46,9 +46,9 @@ OwnedPredictionDep = Annotated[Prediction, Depends(get_owned_prediction)]
 def create_prediction(job: OwnedJobDep, session: SessionDep, settings: SettingsDep, queue: QueueDep,
                       response: Response,
                       form: Annotated[DocumentsForm, Form(media_type="multipart/form-data")]) -> PredictionPublic:
-    """Queue the labelling of uploaded documents by a finished job's fitted model (a method whose model reads the
-    text, e.g. hmm-crowd-tagger); the file is read as an upload of its format is, its labels (if any) not read.
-    409 for a job that has not finished or whose method cannot; 422 for a file without a document."""
+    """Queue the labelling of uploaded documents by a finished job's fitted model, one that reads the text; the file
+    is read as an upload of its format is, its labels (if any) not read. 409 for a job that has not finished or
+    whose method's model cannot (naming the methods that can); 422 for a file without a document."""
     prediction = preannotate.start_prediction(
         session=session, settings=settings, queue=queue, job=job, stream=form.file.file,
         filename=form.file.filename or "documents", format=form.format, options=upload_options(form))
