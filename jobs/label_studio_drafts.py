@@ -32,8 +32,7 @@ from crowdqa.ingest.label_studio_api import LabelConfig, LabelStudio, prediction
 from crowdqa.ingest.limits import DocumentLimits
 from crowdqa.jobs.batches import job_model
 from crowdqa.jobs.errors import JobModelMissingError
-from crowdqa.jobs.preannotate import pre_annotate, pre_annotation_methods, read_documents
-from crowdqa.store import crud
+from crowdqa.jobs.preannotate import model_method, pre_annotate, pre_annotation_methods, read_documents
 from crowdqa.store.models import Job
 from crowdqa.store.settings import Settings
 
@@ -56,17 +55,6 @@ class Drafts:
 
     rows: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-
-
-def model_method(*, session: Session, job: Job) -> str:
-    """The method whose model the job fitted and kept: its own, or for ``auto`` the one it chose (its report's
-    ``method``)."""
-    from crowdqa.aggregation.registry import METHODS
-
-    if str(job.method) in METHODS:
-        return str(job.method)
-    report = crud.get_report(session=session, job_id=job.id)
-    return str((report.body if report is not None else {}).get("method") or job.method)
 
 
 def draft_model(*, session: Session, settings: Settings, job: Job) -> tuple[DraftModel | None, str]:

@@ -103,8 +103,12 @@ class PreAnnotationRefusedError(JobNotRunnableError):
 
 
 def model_method(*, session: Session, job: Job) -> str:
-    """The method of a finished job's fitted model: the job's, or for ``auto`` the one it chose (its report's)."""
-    if job.method in pre_annotation_methods():
+    """The method whose model a finished job fitted and kept: its own, or for ``auto`` the one it chose (its report's
+    ``method``). The one answer for every entry point that labels new documents (the API's pre-annotation, a Label
+    Studio push's drafts)."""
+    from crowdqa.aggregation.registry import METHODS
+
+    if str(job.method) in METHODS:
         return str(job.method)
     report = crud.get_report(session=session, job_id=job.id)
     return str((report.body if report is not None else {}).get("method") or job.method)
