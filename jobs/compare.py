@@ -5,7 +5,7 @@ The corpus is read once by the caller; every method is fitted on the same crowd 
 this process, and scored by :func:`crowdqa.quality.compare.compare_aggregates` (the rule is documented there).
 Without ``use_experts`` the fits see the crowd only and are scored on all expert documents; with it each method is
 scored on held-out predictions by the same cross-fitting as the report (:func:`crowdqa.jobs.pipeline.cross_fit`).
-With ``expert_variants`` (what ``--method auto`` compares) both are candidates: every method on the crowd alone and,
+With ``expert_variants`` (``compare --expert-variants``) both are candidates: every method on the crowd alone and,
 where clamping can change its labels on the items the experts did not label, with the experts clamped
 (``METHOD+experts``; the registry entry's ``clamped_candidate``). A plain vote is the exception: clamping only
 overwrites the clamped items, so its clamped fit predicts every other item as its crowd-only fit does.
@@ -97,10 +97,11 @@ def _fit(method: str, params: dict, crowd: Corpus, corpus: Corpus, known, *, use
     """One method's labels to score (held-out predictions with ``use_experts``), its fit record, and the fit for
     the pipeline to reuse; ``checkpoint`` between EM iterations.
 
-    With ``use_experts`` the method is fitted k+1 times: the k cross-fitting folds give the scored predictions, and
-    one fit on every expert label (the fit ``aggregate --use-experts`` makes) gives the record the comparison
-    reports (seconds, iterations, convergence, warnings: the folds run silenced) and the fit ``--method auto``
-    reuses for the method it chooses.
+    On the crowd alone the method is fitted once. With ``use_experts`` it is fitted k times, once per
+    cross-fitting fold: the folds give the scored predictions and the record (``seconds`` of the longest fold,
+    ``cross_fit_seconds`` of all, the most ``iterations``, ``converged`` only if every fold did, every fold's
+    ``warnings``). The fit on every expert label (the fit ``aggregate --use-experts`` makes) scores nothing here,
+    so it is not made: the pipeline makes it for the candidate auto chooses, and reuses the folds.
     """
     from crowdqa.jobs.pipeline import PriorFit, cross_fit_stage, fit_model
 
@@ -108,16 +109,21 @@ def _fit(method: str, params: dict, crowd: Corpus, corpus: Corpus, known, *, use
         if checkpoint is not None:
             checkpoint()  # between two EM iterations: where a deleted job or a spent CPU budget stops
 
-    run = fit_model(make_aggregator(method, params), crowd, known=known, params=params, callback=on_iteration)
-    record = {"seconds": run.record.seconds, "iterations": run.record.iterations,
-              "converged": run.record.converged, "warnings": sorted(set(run.record.warnings))}
     if not use_experts:
-        return run.labels, record, PriorFit(fitted=run)
+        run = fit_model(make_aggregator(method, params), crowd, known=known, params=params, callback=on_iteration)
+        record = {"seconds": run.record.seconds, "iterations": run.record.iterations,
+                  "converged": run.record.converged, "warnings": sorted(set(run.record.warnings))}
+        return run.labels, record, PriorFit(fitted=run, params=dict(params))
     pieces: list = []
+    folds: list[dict[str, Any]] = []
     heldout, crossed = cross_fit_stage(method, params, crowd, known, corpus, folds=4, seed=seed,
-                                       callback=on_iteration, start=None, pieces=pieces)
-    record["cross_fit_seconds"] = crossed.seconds
-    return heldout, record, PriorFit(fitted=run, heldout=heldout, cross_fit=crossed, pieces=tuple(pieces))
+                                       callback=on_iteration, start=None, pieces=pieces, records=folds)
+    converged = [f["converged"] for f in folds]
+    record = {"seconds": round(max(f["seconds"] for f in folds), 6), "iterations": max(f["iterations"] for f in folds),
+              "converged": None if None in converged else all(converged),
+              "warnings": sorted({w for f in folds for w in f["warnings"]}), "cross_fit_seconds": crossed.seconds}
+    return heldout, record, PriorFit(fitted=None, heldout=heldout, cross_fit=crossed, pieces=tuple(pieces),
+                                     params=dict(params))
 
 
 def candidates(methods: list[str], *, use_experts: bool, expert_variants: bool) -> list[tuple[str, bool]]:
@@ -200,7 +206,9 @@ def run_comparison(
                                       use_experts=clamped, seed=seed, checkpoint=checkpoint)
         fits[name]["params"] = params.get(method, {})
         board.add(method, np.where(covered, lab, MISSING), use_experts=clamped)
-        if keep_fits is not None:
+        if keep_fits is not None and clamped:
+            keep_fits[name] = prior  # its folds: held-out labels and chains of the expert documents only
+        elif keep_fits is not None:
             _keep_leader(keep_fits, name, prior, board, n_boot=n_boot, seed=seed)
         del lab, prior  # a fit left out is freed before the next method's fit is made
     if checkpoint is not None:
@@ -210,7 +218,7 @@ def run_comparison(
     result = board.comparison(n_boot=n_boot, seed=seed).as_dict()
     result.update(use_experts=bool(use_experts), expert_variants=bool(variants), reference=reference,
                   score=_add_fits(result, fits), seconds=round(time.perf_counter() - t_all, 6),
-                  fit_seconds=round(sum(f["seconds"] + f.get("cross_fit_seconds", 0.0) for f in fits.values()), 6))
+                  fit_seconds=round(sum(f.get("cross_fit_seconds", f["seconds"]) for f in fits.values()), 6))
     return result
 
 
@@ -251,11 +259,12 @@ def _keep_leader(kept: dict[str, PriorFit], name: str, prior: PriorFit, board: S
         leader = candidate_name(comparison.recommended, comparison.recommended_use_experts)
     except ValueError:  # no method so far has a score (no reference positive among their documents)
         leader = None
+    if leader != name and leader in kept:
+        return
+    for dropped in [n for n, fit in kept.items() if fit.fitted is not None]:
+        del kept[dropped]  # clamped candidates' folds stay (they hold expert documents only)
     if leader == name:
-        kept.clear()
         kept[name] = prior
-    elif leader not in kept:
-        kept.clear()
 
 
 def _check_chosen(chosen: list[str], corpus: Corpus, *, use_experts: bool) -> None:
@@ -320,11 +329,13 @@ def choose_method(corpus: Corpus, **kwargs: Any) -> AutoChoice:
     """The method ``--method auto`` fits, with the comparison's fit of it.
 
     With expert labels, the recommendation of :func:`run_comparison` over every applicable method (``kwargs`` go
-    there), each on the crowd alone and with the experts clamped (``expert_variants``; with ``use_experts`` only
-    the clamped fits), so the chosen fit may clamp the experts (``AutoChoice.use_experts``); without expert labels,
+    there): each on the crowd alone, or with ``use_experts`` each with the experts clamped (scored by
+    cross-fitting). Auto chooses the method, never whether the experts are clamped: that is the caller's
+    ``use_experts`` (``AutoChoice.use_experts`` equals it), so an aggregate holds the experts' labels on their
+    items only when the user asked for it (docs/explanation/method-choice.md says why). Without expert labels,
     the registry's default for the data's kind (:func:`crowdqa.aggregation.registry.default_method`, chosen from
-    the project's benchmarks) on the crowd alone. The comparison keeps every method's fit until it has chosen (the
-    memory of one fit per method, held at once), then only the chosen one's.
+    the project's benchmarks) on the crowd alone. The comparison keeps the fit of the leader so far (and the
+    cross-fitting of every clamped candidate), then only the chosen one's.
     """
     kind, _ = metric_for(corpus)
     experts = corpus.workers_with_role("expert")
@@ -332,10 +343,13 @@ def choose_method(corpus: Corpus, **kwargs: Any) -> AutoChoice:
         method = default_method(kind)
         return AutoChoice(method, None, f"no expert labels to compare methods on: the default for "
                                         f"{KIND_NAMES[kind]}, {method}")
+    if kwargs.get("expert_variants"):
+        raise ValueError("method auto does not compare expert variants: it clamps the experts exactly when "
+                         "use_experts asks (crowdqa compare --expert-variants shows both kinds)")
     fits: dict[str, PriorFit] = {}
-    kwargs.setdefault("expert_variants", True)
     comparison = run_comparison(corpus, keep_fits=fits, **kwargs)
     method, clamped = comparison["recommended"], comparison["recommended_use_experts"]
+    assert clamped == bool(kwargs.get("use_experts")), "auto clamps the experts only when asked"
     return AutoChoice(method, comparison, comparison["reason"], fits.get(candidate_name(method, clamped)),
                       use_experts=clamped)
 

@@ -192,12 +192,16 @@ class PriorFit:
     comparison of ``--method auto`` made for the method it chose (:func:`crowdqa.jobs.compare.choose_method`),
     with default parameters, on the same crowd, expert labels and cross-fitting folds."""
 
-    fitted: Fitted
+    #: The fit on every expert label (or the crowd alone); None: not made yet (a clamped candidate of a comparison
+    #: is scored by its folds alone), the pipeline makes it.
+    fitted: Fitted | None
     #: With ``use_experts``: the held-out predictions of the cross-fitting and its record (else None).
     heldout: NDArray[np.int64] | None = None
     cross_fit: CrossFitRun | None = None
     #: With ``use_experts``: the cross-fitting folds' posterior chains of their held-out documents (calibration).
     pieces: tuple[HeldoutChain, ...] = ()
+    #: The parameters the fits were made with (the check that the pipeline would make the same fits).
+    params: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -277,7 +281,7 @@ def run_pipeline(
     clamped = np.zeros(corpus.n_tokens, dtype=bool) if known is None else known >= 0
     _check_prior(prior, params=params, start=start, use_experts=use_experts, folds=crossfit_folds, seed=seed)
     steps.enter("fitting")
-    fitted = prior.fitted if prior is not None else fit_model(
+    fitted = prior.fitted if prior is not None and prior.fitted is not None else fit_model(
         aggregator, crowd, known=known, params=params, start=start, callback=steps.iteration_hook("fitting"))
     heldout = None
     pieces: list[HeldoutChain] = []
@@ -403,7 +407,7 @@ def _check_prior(prior: PriorFit | None, *, params: dict[str, Any] | None, start
     if prior is None:
         return
     crossed = prior.cross_fit
-    if (prior.fitted.record.params != dict(params or {}) or start is not None
+    if (prior.params != dict(params or {}) or start is not None
             or use_experts != (crossed is not None)  # clamped and cross-fitted exactly when the run uses experts
             or (crossed is not None and (crossed.seed, min(folds, crossed.expert_documents))
                 != (seed, crossed.folds))):
@@ -413,12 +417,12 @@ def _check_prior(prior: PriorFit | None, *, params: dict[str, Any] | None, start
 
 def cross_fit_stage(method: str, params: dict[str, Any] | None, crowd: Corpus, known: NDArray, corpus: Corpus, *,
                      folds: int, seed: int, callback: Callable[[int, float], None],
-                     start: ModelStart | None, pieces: list[HeldoutChain] | None = None
-                     ) -> tuple[NDArray[np.int64], CrossFitRun]:
+                     start: ModelStart | None, pieces: list[HeldoutChain] | None = None,
+                     records: list[dict[str, Any]] | None = None) -> tuple[NDArray[np.int64], CrossFitRun]:
     """The cross-fitting stage: held-out predictions on the expert documents (:func:`cross_fit`) and its record."""
     t0 = time.perf_counter()
     heldout, n_folds, n_expert_docs = cross_fit(method, params, crowd, known, corpus, folds=folds, seed=seed,
-                                                callback=callback, start=start, pieces=pieces)
+                                                callback=callback, start=start, pieces=pieces, records=records)
     return heldout, CrossFitRun(folds=n_folds, expert_documents=n_expert_docs,
                                 seconds=round(time.perf_counter() - t0, 6), seed=seed)
 
@@ -497,14 +501,15 @@ def _carried_confusion(state: dict[str, NDArray], corpus: Corpus) -> NDArray[np.
 def cross_fit(
     method: str, params: dict[str, Any] | None, crowd: Corpus, known: NDArray, corpus: Corpus, *, folds: int,
     seed: int, callback: Callable[[int, float], None] | None = None, start: ModelStart | None = None,
-    pieces: list[HeldoutChain] | None = None,
+    pieces: list[HeldoutChain] | None = None, records: list[dict[str, Any]] | None = None,
 ) -> tuple[NDArray[np.int64], int, int]:
     """Held-out predictions on the expert documents, the number of folds used and of expert documents.
 
     Expert documents are permuted with ``seed`` and split into ``min(folds, n)`` folds;
     fold ``f`` is predicted by a fit whose ``known`` holds only the other folds'
     labels. Tokens outside the expert documents stay ``MISSING`` (never scored).
-    ``pieces``, when given, receives each fold's posterior chain of its held-out documents (for calibration).
+    ``pieces``, when given, receives each fold's posterior chain of its held-out documents (for calibration);
+    ``records`` each fold's ``seconds``, ``iterations``, ``converged`` and ``warnings`` (caught, not shown).
     """
     if folds < 1:
         raise ValueError(f"crossfit_folds must be >= 1, found {folds}")
@@ -517,10 +522,16 @@ def cross_fit(
         in_part[part] = True
         held = in_part[corpus.token_doc]
         model = _aggregator(method, params, start, corpus)
-        with warnings.catch_warnings():
-            # The main fit already recorded this method's warnings for these settings.
-            warnings.simplefilter("ignore")
+        t0 = time.perf_counter()
+        with warnings.catch_warnings(record=True) as caught:
+            # Not shown: the main fit records this method's warnings for these settings (a comparison, which
+            # makes no main fit of a clamped candidate, keeps the folds' in ``records``).
+            warnings.simplefilter("always")
             model.fit(crowd, true_labels=np.where(held, MISSING, known), callback=callback)
+        if records is not None:
+            records.append({"seconds": time.perf_counter() - t0, "iterations": int(getattr(model, "n_iter_", 0)),
+                            "converged": None if fixed_schedule(model) else bool(getattr(model, "converged_", True)),
+                            "warnings": [str(w.message) for w in caught]})
         heldout[held] = np.asarray(model.labels_, dtype=np.int64)[held]
         if pieces is not None:
             pieces.append(HeldoutChain(held, posterior_chain(model, crowd).select(held),

@@ -252,9 +252,9 @@ def _run_claimed(settings: Settings, job: Job, rq_job) -> str:
         if choice.method == "auto":  # the comparison's fit of the method it chooses is reused, not made again
             choice = choose_method(corpus, use_experts=job.use_experts, reference=job.reference, blocked=blocked,
                                    progress=progress.method, checkpoint=progress.checkpoint)
-        # auto may choose a fit with the experts clamped (its comparison's candidate ``method+experts``).
+        # Auto clamps the experts exactly when the job asks (use_experts): the row says what the fit did.
         result = run_pipeline(corpus, method=choice.method,
-                              params=job.params, use_experts=job.use_experts or choice.use_experts,
+                              params=job.params, use_experts=job.use_experts,
                               reference=job.reference,
                               progress=progress, checkpoint=progress.checkpoint, blocked=blocked,
                               start=start_from_job(settings, job), unmatched_expert_documents=unmatched,

@@ -137,7 +137,7 @@ def _run(args: argparse.Namespace) -> int:
     roles = {r: corpus.worker_roles.count(r) for r in ROLES}
     say(f"crowdqa: read {local.sizes(corpus)}, annotators {roles}"
         + (f"; skipped {len(problems)} bad rows" if problems else ""))
-    method, comparison, why, prior, use_experts = args.method, None, None, None, args.use_experts
+    method, comparison, why, prior = args.method, None, None, None
     if auto:
         from crowdqa.jobs.compare import choose_method
 
@@ -145,12 +145,11 @@ def _run(args: argparse.Namespace) -> int:
         progress("comparing", None, None)
         choice = choose_method(corpus, use_experts=args.use_experts, reference=args.reference)
         method, comparison, why = choice.method, choice.comparison, choice.why
-        use_experts = args.use_experts or choice.use_experts  # auto may choose a fit with the experts clamped
         prior = choice.fit  # the comparison's fit of the method (auto takes no --params): not made again
         progress.end()
         say(f"crowdqa: --method auto: {method}{' with the experts clamped' if choice.use_experts else ''}: {why}")
         progress.method = method
-    result = local.aggregate(corpus, method=method, params=params, use_experts=use_experts,
+    result = local.aggregate(corpus, method=method, params=params, use_experts=args.use_experts,
                              reference=args.reference, progress=progress, start=start,
                              unmatched_expert_documents=parsed.unmatched_expert_documents, prior=prior,
                              verdict_rules=verdict_rules(args))
