@@ -38,6 +38,9 @@ def _check_job_input(session: Session, dataset: Dataset, job_in: JobCreate) -> N
         raise JobNotRunnableError(f"dataset {dataset.id} has no uploads yet: upload a crowd file first")
     roles = (dataset.summary or {}).get("annotators") or {}
     has_experts = not (isinstance(roles, dict) and roles.get("expert") in (0, None, {}, []))
+    if job_in.expert_variants and str(job_in.method) != "compare":
+        raise ValueError(f"expert_variants is for a comparison (method compare), not for method {job_in.method}: "
+                         "method auto clamps the experts exactly when use_experts asks")
     if str(job_in.method) in ("auto", "compare"):
         check_comparison_job(job_in, has_experts=has_experts)
     else:
@@ -68,6 +71,10 @@ def _check_job_input(session: Session, dataset: Dataset, job_in: JobCreate) -> N
             check_memory(method, shape)
 
 
+#: The keys of a compare job's ``params`` as the job keeps them (:func:`comparison_params`).
+STORED_COMPARISON = frozenset({"methods", "params_for", "expert_variants"})
+
+
 def check_comparison_job(job_in: JobCreate, *, has_experts: bool) -> None:
     """A ``compare`` job: its methods and their parameters (``params`` by method id); ``auto``: no parameters
     (each method runs with its defaults), no earlier model. ValueError (422) or JobParamsError naming the field."""
@@ -82,23 +89,28 @@ def check_comparison_job(job_in: JobCreate, *, has_experts: bool) -> None:
         raise ValueError("a comparison scores the methods against the experts: upload a file with role 'expert' "
                          "first")
     params = job_in.params
-    if set(params) <= {"methods", "params_for"} and params:  # as stored: a re-run keeps the job's params
+    if set(params) <= STORED_COMPARISON and params:  # as stored: a re-run keeps the job's params
         methods, params = params.get("methods"), params.get("params_for") or {}
+        variants = bool(job_in.params.get("expert_variants")) or job_in.expert_variants
     else:
-        methods = job_in.methods
+        methods, variants = job_in.methods, job_in.expert_variants
+    if variants and job_in.use_experts:
+        raise ValueError("expert_variants compares each method with and without the experts; use_experts clamps "
+                         "them in every fit: give one of the two")
     if not all(isinstance(v, dict) for v in params.values()):
         raise ValueError("params of a compare job are each method's parameters by method id, e.g. "
                          f"{{\"{EXAMPLE_METHOD}\": {{\"max_iter\": 50}}}}")
-    check_methods(parse_methods(methods), params, use_experts=job_in.use_experts)
+    check_methods(parse_methods(methods), params, use_experts=job_in.use_experts or variants)
 
 
 def comparison_params(job_in: JobCreate) -> JobCreate:
     """A compare job's methods and per-method parameters as the job keeps them in ``params``."""
-    if str(job_in.method) != "compare" or set(job_in.params) <= {"methods", "params_for"} and job_in.params:
+    if str(job_in.method) != "compare" or set(job_in.params) <= STORED_COMPARISON and job_in.params:
         return job_in
     methods = parse_methods(job_in.methods)
-    return job_in.model_copy(update={"params": {"methods": methods, "params_for": dict(job_in.params)},
-                                     "methods": None})
+    variants = {"expert_variants": True} if job_in.expert_variants else {}
+    return job_in.model_copy(update={"params": {"methods": methods, "params_for": dict(job_in.params), **variants},
+                                     "methods": None, "expert_variants": False})
 
 
 def _enqueue_or_fail(*, session: Session, settings: Settings, queue: Queue, job: Job) -> Job:

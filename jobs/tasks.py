@@ -196,7 +196,8 @@ def _run_comparison(settings: Settings, job: Job, corpus, progress: _Progress, b
     t0 = time.perf_counter()
     params = job.params or {}
     comparison = run_comparison(corpus, methods=params.get("methods"), params_for=params.get("params_for"),
-                                use_experts=job.use_experts, reference=job.reference, progress=progress.method,
+                                use_experts=job.use_experts, expert_variants=bool(params.get("expert_variants")),
+                                reference=job.reference, progress=progress.method,
                                 checkpoint=progress.checkpoint, blocked=blocked)
     timings["compare"] = round(time.perf_counter() - t0, 6)
     progress.checkpoint()

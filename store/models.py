@@ -395,6 +395,11 @@ class JobCreate(JobBase):
         default=None, description="method compare: the methods to compare (default: every method that applies); "
                                   "params then holds each method's parameters by method id. Kept in the job's "
                                   "params as {\"methods\": [...], \"params_for\": {...}}.")
+    expert_variants: bool = Field(
+        default=False, description="method compare: each method both on the crowd alone and with the experts "
+                                   "clamped (METHOD+experts, scored by cross-fitting), as crowdqa compare "
+                                   "--expert-variants; not with use_experts (which clamps them in every fit). Kept "
+                                   "in the job's params as {\"expert_variants\": true}.")
 
 
 class JobRerun(SQLModel):

@@ -70,10 +70,9 @@ def test_an_auto_job_aggregates_with_the_recommended_method(client, keys):
     assert report["method"] == comparison["recommended"] == report["comparison"]["recommended"]
     assert report["method_choice"].startswith("method auto: ")
     assert {m["method"] for m in comparison["methods"]} >= {"mv", "ds", "hmm-crowd", "bsc-seq"}
-    # Issue 46: auto compares every method with and without the experts clamped, and fits the chosen one so.
-    assert comparison["expert_variants"] and {("ds", True), ("ds", False)} <= {
-        (m["method"], m["use_experts"]) for m in comparison["methods"]}
-    assert report["experts_used_in_fit"] == comparison["recommended_use_experts"]
+    # Auto clamps the experts only when the job asks (use_experts): row, comparison and report say the same.
+    assert not comparison["expert_variants"] and not any(m["use_experts"] for m in comparison["methods"])
+    assert report["experts_used_in_fit"] is comparison["recommended_use_experts"] is job["use_experts"] is False
     assert "expected points behind it" in comparison["reason"] and comparison["converged_legend"]
     # The dashboard's job page: the candidates by name, their expected scores, and what converged "-" means.
     import re
@@ -83,8 +82,47 @@ def test_an_auto_job_aggregates_with_the_recommended_method(client, keys):
     assert client.post("/ui/signin", data={"key": key, "login_token": token},
                        follow_redirects=False).status_code == 303
     page = client.get(f"/ui/jobs/{job['id']}").text
-    assert "<th>ds+experts</th>" in page and "<th>points behind</th>" in page
+    assert "<th>ds</th>" in page and "<th>points behind</th>" in page
     assert 'id="converged-legend"' in page and "the fit has no convergence test" in page
+
+
+def test_an_auto_job_with_use_experts_clamps_every_candidate_and_says_so_everywhere(client, keys):
+    """An auto job asked to use the experts compares only clamped fits (scored by cross-fitting: no score on a
+    label the fit saw) and fits the chosen one clamped; the job row, the comparison and the report agree."""
+    key = keys["a"]
+    ds = sample_dataset(client, key)
+    r = client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key), json={"method": "auto", "use_experts": True})
+    assert r.status_code == 202, r.text
+    job = wait_job(client, r.json()["id"], key)
+    assert job["status"] == "finished", job
+    report = client.get(f"/api/v1/jobs/{job['id']}/report", headers=auth(key)).json()
+    comparison = client.get(f"/api/v1/jobs/{job['id']}/comparison", headers=auth(key)).json()
+    assert comparison["methods"] and all(m["use_experts"] for m in comparison["methods"])
+    assert report["experts_used_in_fit"] is comparison["recommended_use_experts"] is job["use_experts"] is True
+
+
+def test_a_compare_job_with_expert_variants_fits_each_method_both_ways(client, keys):
+    """The API's compare job takes the CLI's --expert-variants: every method on the crowd alone and (where clamping
+    can change its labels) with the experts clamped; the oracle is the CLI's own comparison of the same corpus."""
+    key = keys["a"]
+    ds = sample_dataset(client, key)
+    body = {"method": "compare", "methods": ["mv", "ds"], "expert_variants": True}
+    r = client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key), json=body)
+    assert r.status_code == 202, r.text
+    assert r.json()["params"] == {"methods": ["mv", "ds"], "params_for": {}, "expert_variants": True}
+    job = wait_job(client, r.json()["id"], key)
+    assert job["status"] == "finished", job
+    comparison = client.get(f"/api/v1/jobs/{job['id']}/comparison", headers=auth(key)).json()
+    assert comparison["expert_variants"] and not comparison["use_experts"]
+    got = sorted((m["method"], m["use_experts"], m["f1"]) for m in comparison["methods"])
+    direct = run_comparison(_sample_corpus(), methods=["mv", "ds"], expert_variants=True)
+    assert got == sorted((m["method"], m["use_experts"], m["f1"]) for m in direct["methods"])
+    assert {(m, e) for m, e, _ in got} == {("mv", False), ("ds", False), ("ds", True)}
+    rerun = client.post(f"/api/v1/jobs/{job['id']}/rerun", headers=auth(key), json={"use_experts": True})
+    assert rerun.status_code == 422 and "give one of the two" in rerun.json()["detail"]
+    schema = client.get("/openapi.json").json()["components"]["schemas"]["JobCreate"]["properties"]
+    assert schema["expert_variants"]["type"] == "boolean" and "--expert-variants" in schema["expert_variants"][
+        "description"]
 
 
 def test_an_auto_job_without_experts_says_it_took_the_default(client, keys):
@@ -104,6 +142,10 @@ def test_an_auto_job_without_experts_says_it_took_the_default(client, keys):
     ({"method": "compare"}, False, "a comparison scores the methods against the experts"),
     ({"method": "auto", "params": {"max_iter": 3}}, True, "method auto compares every method"),
     ({"method": "ds", "methods": ["mv"]}, True, "methods is for a comparison"),
+    ({"method": "compare", "expert_variants": True, "use_experts": True}, True, "give one of the two"),
+    ({"method": "auto", "expert_variants": True}, True, "expert_variants is for a comparison"),
+    ({"method": "ds", "expert_variants": True}, True, "expert_variants is for a comparison"),
+    ({"method": "compare", "expert_variants": 1.5}, True, "expert_variants"),
 ])
 def test_bad_comparison_jobs_are_a_422_before_queueing(client, keys, body, experts, detail):
     key = keys["a"]
