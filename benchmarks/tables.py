@@ -924,27 +924,45 @@ def render_compare(d: dict, results: Path, quick: bool) -> str:
 
 
 def render_method_choice(d: dict, results: Path, quick: bool) -> str:
-    """Regret of ``--method auto`` (the rule of crowdqa.quality.method_choice) beside always-DS and always-MV."""
+    """Regret of ``--method auto`` (the rule of crowdqa.quality.method_choice) beside always-DS and always-MV; with
+    ``--use-experts`` and over both kinds of candidates (``compare --expert-variants``) where the results have them."""
+    rules = [r for r in ("auto", "auto_use_experts", "variants") if f"{r}_regret" in (d["table"] or [{}])[0]]
+    titles = {"auto": "auto", "auto_use_experts": "auto --use-experts", "variants": "--expert-variants"}
     rows = []
     for r in d["table"]:
         chosen = sorted(set(r["chosen"]), key=lambda c: (-r["chosen"].count(c), c))
         rows.append([r["set"], r["role"], ", ".join(f"{c} ×{r['chosen'].count(c)}" for c in chosen),
-                     f"{_f(r['auto_held_out'])} ({_f(r['auto_regret'])})",
+                     *[f"{_f(r[f'{rule}_held_out'])} ({_f(r[f'{rule}_regret'])})" for rule in rules],
                      f"{_f(r['always_ds_held_out'])} ({_f(r['always_ds_regret'])})",
                      f"{_f(r['always_mv_held_out'])} ({_f(r['always_mv_regret'])})", _f(r["best_held_out"])])
     mean = d["mean_regret"]
-    lines = [f"{g}: auto {_f(m['auto'])}, always-DS {_f(m['always_ds'])}, always-MV {_f(m['always_mv'])}"
+    lines = [f"{g}: " + ", ".join(f"{titles[rule]} {_f(m[rule])}" for rule in rules)
+             + f", always-DS {_f(m['always_ds'])}, always-MV {_f(m['always_mv'])}"
              for g, m in mean.items() if m["auto"] is not None]
     prior = d["prior_committed"]
+    worst = d.get("worst_set_regret") or {"auto": d["worst_set_regret_auto"]}
     return (f"Each gold set halved {d['splits']} times at random (one half given as the experts, the other held "
             "out; synthetic crowds: 200 expert items, the rest held out); held-out score of the candidate chosen, "
             "mean over the splits, and its regret (the best candidate's held-out score minus it) in brackets. "
+            "auto compares the crowd-only fits, auto --use-experts the clamped ones, --expert-variants both. "
             "Rule constants fitted on the `train` sets, checked on the `check` sets. Prior used: "
             + "; ".join(f"{k}: anchor {v['anchor']}, shortfall {v['shortfall']}, spread {v['spread']}"
                         for k, v in prior.items()) + ".\n\n"
-            + _table(["set", "role", "auto chose (splits)", "auto (regret)", "always-DS (regret)",
-                      "always-MV (regret)", "best"], rows)
-            + "\n\nMean regret, " + "; ".join(lines) + f". Worst set for auto: {_f(d['worst_set_regret_auto'])}.")
+            + _table(["set", "role", "auto chose (splits)", *[f"{titles[rule]} (regret)" for rule in rules],
+                      "always-DS (regret)", "always-MV (regret)", "best"], rows)
+            + "\n\nMean regret, " + "; ".join(lines) + ". Worst set: "
+            + ", ".join(f"{titles[rule]} {_f(worst[rule])}" for rule in rules if rule in worst) + "."
+            + _auto_cost(d))
+
+
+def _auto_cost(d: dict) -> str:
+    """The seconds of ``--method auto`` (comparison and pipeline) per categorical set, where the run measured them."""
+    costs = [(name, s["auto_cost"]) for name, s in d["sets"].items() if "auto_cost" in s]
+    if not costs:
+        return ""
+    return ("\n\nWhat auto costs (its comparison and the pipeline reusing its fit, every gold label as the experts', "
+            "seconds): " + "; ".join(f"{name} {c['crowd']['seconds']:.2f} (--use-experts "
+                                     f"{c['use_experts']['seconds']:.2f})" for name, c in costs) + ".")
 
 
 def render_rerun_all(d: dict, results: Path, quick: bool) -> str:

@@ -169,9 +169,9 @@ class _Board:
 def test_the_kept_fit_follows_the_leader_and_none_when_a_dropped_one_leads():
     """The rule on the methods so far can come back to a method whose fit was dropped (a later best makes a simpler
     one not significantly worse): nothing is kept then, and a later leader is kept again."""
-    from crowdqa.jobs.compare import _keep_leader
-
     from types import SimpleNamespace
+
+    from crowdqa.jobs.compare import _keep_leader
 
     kept = {}
     board = _Board(["mv", "ds", "ds", "mv", None, "hmm-crowd"])
