@@ -84,7 +84,14 @@ from crowdqa.quality.score_blocks import (
     worker_blocks,
 )
 from crowdqa.quality.tag_scores import tag_blocks
-from crowdqa.quality.worker_counts import AnnotationPairs, obs_pairs, pair_counts, worker_hits, worker_span_counts
+from crowdqa.quality.worker_counts import (
+    AnnotationPairs,
+    documents_per_worker,
+    obs_pairs,
+    pair_counts,
+    worker_hits,
+    worker_span_counts,
+)
 from crowdqa.quality.worker_quality import VerdictRules, posterior_draws, worker_quality_blocks
 
 if TYPE_CHECKING:  # the typed models (pydantic) are imported where a typed report is asked for, not here
@@ -227,8 +234,11 @@ def build_report_data(
     boot = _Bootstrap(n_boot=n_boot, seed=seed, min_docs=min_boot_docs)
     rules = verdict_rules or VerdictRules()
     aggregate, counts = _aggregate_vs_expert(corpus, refs, boot=boot), _counts(corpus, refs)
+    sides = _worker_sides(corpus, refs, reference=reference, boot=boot)
     if tags:
         aggregate, counts = _tag_scores(sentences, refs, aggregate, counts, boot=boot)
+        # A worker's documents are the sentences it labelled a token of, not its tokens (the items scored).
+        sides = sides._replace(documents=documents_per_worker(sentences))
     return record("QualityReport", {
         # "categorical": answers without an outside class, scored by accuracy; "spans": token labels with an
         # outside class "O", scored by P/R/F1 of the positive (non-O) tokens; "tags": as answers, and per tag.
@@ -236,7 +246,7 @@ def build_report_data(
         "labels": list(corpus.class_names), "experts_used_in_fit": bool(experts_used_in_fit),
         "aggregate_scored_on": refs.scored_on, "reference": reference, "counts": counts,
         "aggregate_vs_expert": aggregate,
-        "workers": _worker_entries(corpus, _worker_sides(corpus, refs, reference=reference, boot=boot), skills,
+        "workers": _worker_entries(corpus, sides, skills,
                                    _worker_quality(corpus, refs, model_confusion, rules=rules, boot=boot)),
         "agreement": agreement_block(corpus, min_pair_docs=min_pair_docs),
         "fit": fit_record_data(fit),

@@ -20,7 +20,8 @@ from crowdqa.aggregation.spans import span_bounds
 from crowdqa.quality.metrics import grouped_outcomes
 from crowdqa.quality.span_metrics import CharSpans, instance_counts
 
-__all__ = ["WorkerHits", "worker_hits", "AnnotationPairs", "obs_pairs", "pair_counts", "worker_span_counts"]
+__all__ = ["WorkerHits", "worker_hits", "AnnotationPairs", "obs_pairs", "pair_counts", "worker_span_counts",
+           "documents_per_worker"]
 
 
 class WorkerHits(NamedTuple):
@@ -53,6 +54,18 @@ def worker_hits(corpus: Corpus, *, valid_expert: NDArray, ref_expert: NDArray, v
     expert, aggregate = by_outcome.sum(axis=2), by_outcome.sum(axis=1)
     return WorkerHits(expert[:, 2], expert[:, 1] + expert[:, 2], aggregate[:, 2], aggregate[:, 1] + aggregate[:, 2],
                       expert.sum(axis=1))
+
+
+def documents_per_worker(corpus: Corpus) -> NDArray[np.int64]:
+    """How many documents each annotator labelled at least one token of, shape (n_workers,).
+
+    Unlike :func:`obs_pairs` it does not assume an annotator labels every token of a document it is on, so it
+    holds for partial labelling (the ``tags`` scheme): the distinct (document, annotator) codes of the annotations,
+    counted per annotator.
+    """
+    code = corpus.token_doc[corpus.token].astype(np.int64) * corpus.n_workers + corpus.worker
+    pairs = np.unique(code)
+    return np.bincount(pairs % corpus.n_workers, minlength=corpus.n_workers).astype(np.int64)
 
 
 class AnnotationPairs(NamedTuple):

@@ -65,3 +65,19 @@ def test_tags_report_scores_tokens_and_sentences(seed):
     assert report["agreement"]["krippendorff_alpha"] == pytest.approx(krippendorff_alpha_nominal(dense), abs=1e-9)
     assert type(build_report(corpus, labels, method="hmm-crowd", experts_used_in_fit=False,
                              n_boot=20).aggregate_vs_expert).__name__ == "TagAggregateScores"
+
+
+def test_a_workers_documents_on_tags_are_the_sentences_it_labelled(seed):
+    """A worker's ``documents`` in a tags report counted its tokens (the report scores each token as an item). The
+    oracle: a Python set of (sentence, worker) pairs walked annotation by annotation; ``tokens`` stays the count of
+    its labels."""
+    crowd = tag_crowd(n_docs=30, n_workers=8, n_classes=4, labels_per_token=3, seed=seed % 1000)
+    corpus = hide_per_token(crowd.corpus, keep=0.6, seed=seed)
+    labels = HMMCrowd().fit(corpus.select_role("crowd")).labels_
+    report = build_report_data(corpus, labels, method="hmm-crowd", experts_used_in_fit=False, n_boot=20)
+    token_doc = corpus.token_doc
+    pairs = {(int(token_doc[t]), int(w)) for t, w in zip(corpus.token.tolist(), corpus.worker.tolist(), strict=True)}
+    for w, entry in enumerate(report["workers"]):
+        assert entry["documents"] == sum(1 for _, v in pairs if v == w), entry["annotator"]
+        assert entry["tokens"] == int((corpus.worker == w).sum())
+    assert max(e["documents"] for e in report["workers"]) <= corpus.n_docs < max(e["tokens"] for e in report["workers"])
