@@ -66,9 +66,11 @@ from numpy.typing import NDArray
 from crowdqa.aggregation.corpus import MISSING, Corpus, entity_type
 from crowdqa.aggregation.registry import BASELINE, METHODS, methods_by_cost
 from crowdqa.aggregation.spans import decode_spans
+from crowdqa.quality.compare_plan import LEVEL, more_documents, plan_inputs
+from crowdqa.quality.compare_table import CONVERGED_LEGEND, format_comparison
 from crowdqa.quality.method_choice import candidate_name, parse_candidate, prior_for, shrunk_scores
 from crowdqa.quality.metrics import grouped_counts, per_label_prf
-from crowdqa.quality.sample_size import binomial_sample_size, slice_sample_size
+from crowdqa.quality.paired_bootstrap import f1_from_sums, paired_bootstrap, percentile_bounds
 from crowdqa.quality.span_metrics import instance_counts
 
 __all__ = ["CONVERGED_LEGEND", "Comparison", "MethodScore", "compare_aggregates", "format_comparison", "metric_for",
@@ -83,12 +85,6 @@ def rule_text() -> str:
             "Bayes, Morris 1983); ties to the anchor, then the cheaper method (in the order "
             + ", ".join(methods_by_cost()) + ")")
 
-#: What the table's and the JSON's ``converged`` says.
-CONVERGED_LEGEND = ("converged: yes = the fit's convergence test passed; NO = it stopped at max_iter before the test "
-                    "passed (raise max_iter or tol); - = the fit has no convergence test: it runs a fixed schedule "
-                    "(MACE and ZBS run max_iter iterations by default, tol None) or is one pass (a vote)")
-
-LEVEL = 0.95
 
 
 @dataclass(frozen=True)
@@ -179,80 +175,6 @@ def metric_for(corpus: Corpus) -> tuple[str, str]:
     if len(types) > 1 and all(n[:2] in ("B-", "I-") for n in names):
         return "typed-bio", "span_f1"
     return "spans", "token_f1"
-
-
-def _f1(sums: NDArray) -> NDArray[np.float64]:
-    """F1 from summed ``(tp, fp, fn)`` in the last axis; nan where undefined."""
-    den = 2 * sums[..., 0] + sums[..., 1] + sums[..., 2]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, 2 * sums[..., 0] / den, np.nan)
-
-
-def _accuracy(sums: NDArray) -> NDArray[np.float64]:
-    """Accuracy from summed ``(correct, compared)`` in the last axis; nan where nothing was compared."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(sums[..., 1] > 0, sums[..., 0] / np.maximum(sums[..., 1], 1), np.nan)
-
-
-SCORES = {"f1": _f1, "accuracy": _accuracy}
-
-
-def _bounds(x: NDArray, level: float) -> tuple[NDArray, NDArray]:
-    """Percentile bounds of every column of ``x`` over its finite rows (nan for a column without any)."""
-    a = 100 * (1 - level) / 2
-    out = np.full((2, x.shape[1]), np.nan)
-    ok = np.isfinite(x)
-    for j in np.flatnonzero(ok.any(axis=0)):  # one column per method: a handful
-        out[:, j] = np.percentile(x[ok[:, j], j], [a, 100 - a])
-    return out[0], out[1]
-
-
-def paired_bootstrap(
-    counts: NDArray, *, score: str, n_boot: int = 1000, rng: np.random.Generator | int | None = 0,
-    max_cells: int = 1 << 22,
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Each method's score on every document resample, the same resamples for all methods.
-
-    Parameters
-    ----------
-    counts : ndarray of shape (n_methods, n_docs, n_stats)
-        Per-document counts of each method: ``(tp, fp, fn)`` for ``score="f1"``, ``(correct, compared)`` for
-        ``"accuracy"``.
-    score : {"f1", "accuracy"}
-    n_boot : int, default=1000
-    rng : numpy Generator or int seed
-    max_cells : int
-        Largest number of document draws held at once.
-
-    Returns
-    -------
-    point : ndarray of shape (n_methods,)
-        The score on all documents.
-    boot : ndarray of shape (n_boot, n_methods)
-        The score on each resample (nan where undefined). Resample ``b`` draws ``n_docs`` documents with
-        ``rng.integers(0, n_docs, n_docs)``, in order, so a loop over resamples with the same seed draws the same.
-    """
-    counts = np.asarray(counts, dtype=np.float64)
-    if counts.ndim != 3:
-        raise ValueError(f"counts must have shape (n_methods, n_docs, n_stats), found {counts.shape}")
-    if n_boot < 1:
-        raise ValueError(f"n_boot must be >= 1, found {n_boot}")
-    fn = SCORES[score]
-    n_methods, n_docs, n_stats = counts.shape
-    point = fn(counts.sum(axis=1))
-    boot = np.full((n_boot, n_methods), np.nan)
-    if n_docs == 0:
-        return point, boot
-    rng = np.random.default_rng(rng)
-    flat = counts.transpose(1, 0, 2).reshape(n_docs, n_methods * n_stats)
-    step = max(1, max_cells // n_docs)
-    for lo in range(0, n_boot, step):
-        b = min(step, n_boot - lo)
-        idx = rng.integers(0, n_docs, size=(b, n_docs))
-        weights = np.bincount((idx + (np.arange(b) * n_docs)[:, None]).ravel(), minlength=b * n_docs)
-        sums = (weights.reshape(b, n_docs).astype(np.float64) @ flat).reshape(b, n_methods, n_stats)
-        boot[lo:lo + b] = fn(sums)
-    return point, boot
 
 
 def _num(x: float) -> float | None:
@@ -375,13 +297,13 @@ class Scoreboard:
         tokens = self._has_ref & docs[self.corpus.token_doc]
         names, point, boot = self.resamples(n_boot=n_boot, seed=seed)
         primary = np.stack([self._counts[m][0][docs] for m in names])
-        low, high = _bounds(boot, level)
+        low, high = percentile_bounds(boot, level)
         finite = np.where(np.isfinite(point), point, -np.inf)
         best = int(np.argmax(finite))
-        d_low, d_high = _bounds(boot - boot[:, [best]], level)
+        d_low, d_high = percentile_bounds(boot - boot[:, [best]], level)
         mv = names.index(BASELINE) if BASELINE in names else None
         if mv is not None:
-            m_low, m_high = _bounds(boot - boot[:, [mv]], level)
+            m_low, m_high = percentile_bounds(boot - boot[:, [mv]], level)
         extra = [_extra(self.corpus, self.kind, self._labels[m], self.reference, tokens, self._counts[m][1][docs])
                  for m in names]
         prior, anchor = _anchor(self.kind, names, finite)
@@ -401,7 +323,7 @@ class Scoreboard:
         ]
         scores.sort(key=lambda s: (-(s.value if s.value is not None else -np.inf), _cost(s.method), s.use_experts))
         return recommend(scores, kind=self.kind, metric=self.metric, documents=int(docs.sum()),
-                         plan=_plan_inputs(self.kind, primary[best], int(docs.sum())), n_boot=n_boot, seed=seed,
+                         plan=plan_inputs(self.kind, primary[best], int(docs.sum())), n_boot=n_boot, seed=seed,
                          level=level, prior=prior)
 
 
@@ -424,7 +346,7 @@ def _extra(corpus: Corpus, kind: str, labels: NDArray, ref: NDArray, tokens: NDA
            ) -> dict:
     """The secondary metric: token F1 (typed BIO) or macro F1 (categorical); none for one type."""
     if kind == "typed-bio":
-        return {"token_f1": _num(float(_f1(token_counts.sum(axis=0))))}
+        return {"token_f1": _num(float(f1_from_sums(token_counts.sum(axis=0))))}
     if kind == "categorical":
         scores = per_label_prf(labels, ref, n_classes=corpus.n_classes, mask=tokens, outside=False)
         return {"macro_f1": _num(scores["macro"]["f1"])}
@@ -434,48 +356,6 @@ def _extra(corpus: Corpus, kind: str, labels: NDArray, ref: NDArray, tokens: NDA
 def _cost(method: str) -> float:
     """The method's place in the registry's order of cost (an unregistered name comes last)."""
     return METHODS[method].cost if method in METHODS else math.inf
-
-
-def _plan_inputs(kind: str, best_counts: NDArray, documents: int) -> dict:
-    """What SLiCE needs of the best method: its precision and recall (or accuracy), and per document how many
-    instances it predicts and the reference holds."""
-    totals = best_counts.sum(axis=0)
-    if kind == "categorical":
-        return {"accuracy": float(totals[0] / totals[1]) if totals[1] else None, "documents": documents,
-                "per_document": float(totals[1] / documents) if documents else 0.0}
-    tp, fp, fn = (float(x) for x in totals)
-    return {"precision": tp / (tp + fp) if tp + fp else None, "recall": tp / (tp + fn) if tp + fn else None,
-            "predicted_per_document": (tp + fp) / documents if documents else 0.0,
-            "actual_per_document": (tp + fn) / documents if documents else 0.0, "documents": documents}
-
-
-def more_documents(plan: dict, half_width: float, *, level: float = LEVEL) -> int | None:
-    """Expert documents to add so the best method's interval has half-width ``half_width`` (SLiCE's sample size:
-    predicted positives for precision, actual positives for recall, divided by how many a document holds; for
-    accuracy the binomial sample size of items); a perfect score counts as 0.99; None for a score of 0."""
-    half_width = min(max(half_width, 0.005), 0.25)
-    docs = plan["documents"]
-    try:
-        if "accuracy" in plan:
-            acc = plan["accuracy"]
-            if not acc or plan["per_document"] <= 0:
-                return None
-            acc = min(acc, 0.99)
-            need = binomial_sample_size(acc, half_width=half_width, confidence=level) / plan["per_document"]
-        else:
-            p, r = plan["precision"], plan["recall"]
-            if not p or not r:
-                return None
-            # A perfect score on a small subset says little: SLiCE needs a value inside (0, 1).
-            p, r = min(p, 0.99), min(r, 0.99)
-            if plan["predicted_per_document"] <= 0 or plan["actual_per_document"] <= 0:
-                return None
-            # The frequency only sets SLiCE's negatives, which are not used here: the positives set the documents.
-            size = slice_sample_size(precision=p, recall=r, frequency=0.5, half_width=half_width, confidence=level)
-            need = max(size.n_precision / plan["predicted_per_document"], size.n_recall / plan["actual_per_document"])
-    except ValueError:
-        return None
-    return max(0, math.ceil(need) - docs)
 
 
 def recommend(
@@ -556,38 +436,3 @@ def _reason(chosen: MethodScore, best: MethodScore, scores: list[MethodScore], *
         reason += "; expected points behind it: " + ", ".join(
             f"{s.candidate} {s.behind:.1f} (measured {s.value:.3f})" for s in behind)
     return reason
-
-
-def format_comparison(data: dict) -> str:
-    """A comparison (:meth:`Comparison.as_dict`, with each method's ``seconds``) as a terminal table, best measured
-    first, then the recommendation with its reason, any warnings and what the columns mean."""
-    label = data["metric"].replace("_", " ")
-    extra = sorted({k for m in data["methods"] for k in m.get("extra", {})})
-    head = ["method", label, "95% interval", "diff to best", "diff interval", "expected", "points behind",
-            *[k.replace("_", " ") for k in extra], "seconds", "converged"]
-
-    def num(x: float | None) -> str:
-        return "-" if x is None else f"{x:.3f}"
-
-    rows = [[candidate_name(m["method"], m.get("use_experts", False)), num(m["value"]),
-             f"[{num(m['low'])}, {num(m['high'])}]", num(m["diff"]), f"[{num(m['diff_low'])}, {num(m['diff_high'])}]",
-             num(m.get("expected")), "-" if m.get("behind") is None else f"{m['behind']:.1f}",
-             *[num(m["extra"].get(k)) for k in extra],
-             "-" if m.get("seconds") is None else f"{m['seconds']:.2f}",
-             {True: "yes", False: "NO", None: "-"}[m.get("converged")]]
-            for m in data["methods"]]
-    widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
-    lines = ["  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(r, widths,
-                                                                                                      strict=True)))
-             for r in [head, *rows]]
-    lines.insert(1, "-" * len(lines[0]))
-    lines.append("")
-    chosen = candidate_name(data["recommended"], data.get("recommended_use_experts", False))
-    lines.append(f"{data['documents']} expert documents; recommended: {chosen} ({data['reason']})")
-    lines += [f"warning: {w}" for w in data["warnings"]]
-    lines.append("")
-    lines.append(f"{label}: measured on the expert documents the fit did not see (a name+experts fit: by "
-                 "cross-fitting); expected: on the items the experts did not label (the measurement shrunk toward "
-                 "the prior); points behind: hundredths of the metric below the recommended one's expected score")
-    lines.append(data.get("converged_legend", CONVERGED_LEGEND))
-    return "\n".join(lines)
