@@ -31,8 +31,8 @@ __all__ = ["BASELINE", "DATA_KINDS", "ENTRY_POINT_GROUP", "EXAMPLE_METHOD", "MET
            "load_entry_points", "make_aggregator", "methods_by_cost", "register_method", "validate_params"]
 
 #: The kinds of data a comparison tells apart (:func:`crowdqa.quality.compare.metric_for`): BIO labels with several
-#: entity types, span labels of one type, categorical answers.
-DATA_KINDS: tuple[str, ...] = ("typed-bio", "spans", "categorical")
+#: entity types, span labels of one type, categorical answers, tag labels (the ``tags`` scheme: a tag per token).
+DATA_KINDS: tuple[str, ...] = ("typed-bio", "spans", "categorical", "tags")
 
 #: Names that choose among methods, so no method may take them: a job's ``auto`` and ``compare``, and ``all`` of
 #: ``crowdqa compare --methods``.
@@ -132,7 +132,8 @@ METHODS: dict[str, MethodEntry] = {
                              anchor_for=(("typed-bio", True),), temperature=4.0),
     "bsc-seq": MethodEntry("crowdqa.aggregation.bsc_seq", "BayesianSequenceCombination", cost=120, sequences=True,
                            memory={"confusion": 4, "tokens": 8, "answers": 2, "words": 2, "sequential": 3},
-                           default_for=("spans",), anchor_for=(("spans", False),), temperature=6.7272),
+                           default_for=("spans", "tags"), anchor_for=(("spans", False), ("tags", False)),
+                           temperature=6.7272),
     # HMM-Crowd's arrays, the tagger's votes and training targets (tokens), its sparse features (about 20 a token,
     # value and index: counted as words) and the coefficients of one tagger per fold (words). The default for typed
     # BIO by the protocol (benchmarks/README.md, benchmarks/results/tagger.json): above HMM-Crowd, the default before.

@@ -24,9 +24,10 @@ each split:
 * regret = the best candidate's held-out score minus the chosen one's, beside always-DS (``ds`` on the crowd
   alone) and always-MV.
 
-What auto costs (``auto_cost``, categorical sets): the seconds of ``choose_method`` and the pipeline that reuses
-its fit, on the whole gold set as the experts, without and with ``use_experts``, with the run's methods (the
-timing, not the choice, is what it measures; run on two commits it compares their costs).
+What auto costs (``auto_cost``, categorical sets): the seconds and the number of estimator fits of
+``choose_method`` and of the pipeline that reuses its fit, on the whole gold set as the experts, without and with
+``use_experts``, with the run's methods (the cost, not the choice, is what it measures; run on two commits it
+compares their costs).
 
 Crowd-only fits do not depend on the split and are made once per data set.
 
@@ -67,6 +68,8 @@ import os
 import tempfile
 import time
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -343,17 +346,43 @@ def auto_cost(corpus: Corpus, *, methods: list[str] | None) -> dict:
 
     out = {}
     for use_experts in (False, True):
-        t0 = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            choice = choose_method(corpus, methods=methods, use_experts=use_experts)
-            t1 = time.perf_counter()
-            run_pipeline(corpus, method=choice.method, use_experts=choice.use_experts, prior=choice.fit)
-        t2 = time.perf_counter()
+        with _counting_fits(methods or applicable_methods(corpus, use_experts=True)) as fits:
+            t0 = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                choice = choose_method(corpus, methods=methods, use_experts=use_experts)
+                t1 = time.perf_counter()
+                n_choose = len(fits)
+                run_pipeline(corpus, method=choice.method, use_experts=choice.use_experts, prior=choice.fit)
+            t2 = time.perf_counter()
         out["use_experts" if use_experts else "crowd"] = {
             "choose_seconds": round(t1 - t0, 3), "pipeline_seconds": round(t2 - t1, 3),
-            "seconds": round(t2 - t0, 3), "chosen": candidate_name(choice.method, choice.use_experts)}
+            "seconds": round(t2 - t0, 3), "fits": len(fits), "choose_fits": n_choose,
+            "chosen": candidate_name(choice.method, choice.use_experts)}
     return out
+
+
+@contextmanager
+def _counting_fits(methods: list[str]) -> Iterator[list[str]]:
+    """Count every ``fit`` of the estimators of ``methods`` while the block runs (the classes' own ``fit``,
+    restored after)."""
+    fits: list[str] = []
+    classes = {type(make_aggregator(m, {})) for m in methods}
+    originals = {cls: cls.fit for cls in classes}
+
+    def counted(original):
+        def fit(self, *args, **kwargs):
+            fits.append(type(self).__name__)
+            return original(self, *args, **kwargs)
+        return fit
+
+    try:
+        for cls, original in originals.items():
+            cls.fit = counted(original)
+        yield fits
+    finally:
+        for cls, original in originals.items():
+            cls.fit = original
 
 
 def run(*, quick: bool, splits: int, raw: Path | None = None) -> dict:

@@ -960,9 +960,11 @@ def _auto_cost(d: dict) -> str:
     costs = [(name, s["auto_cost"]) for name, s in d["sets"].items() if "auto_cost" in s]
     if not costs:
         return ""
-    return ("\n\nWhat auto costs (its comparison and the pipeline reusing its fit, every gold label as the experts', "
-            "seconds): " + "; ".join(f"{name} {c['crowd']['seconds']:.2f} (--use-experts "
-                                     f"{c['use_experts']['seconds']:.2f})" for name, c in costs) + ".")
+    return ("\n\nWhat auto costs (its comparison and the pipeline reusing its fit, every gold label as the experts': "
+            "seconds, estimator fits): " + "; ".join(
+                f"{name} {c['crowd']['seconds']:.2f} s, {c['crowd'].get('fits', '?')} fits (--use-experts "
+                f"{c['use_experts']['seconds']:.2f} s, {c['use_experts'].get('fits', '?')} fits)" for name, c in costs)
+            + ".")
 
 
 def render_rerun_all(d: dict, results: Path, quick: bool) -> str:

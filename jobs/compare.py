@@ -26,6 +26,7 @@ from crowdqa.aggregation.memory import Shape
 from crowdqa.aggregation.registry import METHODS, check_memory, default_method, methods_by_cost
 from crowdqa.jobs.params import check_data_kind, validate_params
 from crowdqa.quality.compare import Scoreboard, format_comparison, metric_for
+from crowdqa.quality.compare_plan import ACCURACY_KINDS
 from crowdqa.quality.method_choice import candidate_name
 from crowdqa.quality.references import reference_labels
 from crowdqa.quality.report_model import MethodsComparison
@@ -39,7 +40,7 @@ __all__ = ["AutoChoice", "applicable_methods", "parse_methods", "run_comparison"
 
 #: The kinds of labels in words.
 KIND_NAMES: dict[str, str] = {"typed-bio": "BIO labels with several entity types", "spans": "span labels of one type",
-                              "categorical": "categorical answers"}
+                              "categorical": "categorical answers", "tags": "tag labels (a tag per token)"}
 
 #: ``progress(method, index, total)`` before each method's fit (index from 0), and ``(None, total, total)`` when
 #: the scoring starts.
@@ -280,7 +281,7 @@ def _check_chosen(chosen: list[str], corpus: Corpus, *, use_experts: bool) -> No
 def _add_fits(result: dict[str, Any], fits: dict[str, dict]) -> str:
     """Give each method of the comparison its score under its own name (``f1`` / ``accuracy``, the other None)
     and its fit record; return the score's name."""
-    name = "accuracy" if result["kind"] == "categorical" else "f1"
+    name = "accuracy" if result["kind"] in ACCURACY_KINDS else "f1"
     other = "f1" if name == "accuracy" else "accuracy"
     for entry in result["methods"]:
         entry[name], entry[f"{name}_low"], entry[f"{name}_high"] = entry["value"], entry["low"], entry["high"]

@@ -66,7 +66,7 @@ from numpy.typing import NDArray
 from crowdqa.aggregation.corpus import MISSING, Corpus, entity_type
 from crowdqa.aggregation.registry import BASELINE, METHODS, methods_by_cost
 from crowdqa.aggregation.spans import decode_spans
-from crowdqa.quality.compare_plan import LEVEL, more_documents, plan_inputs
+from crowdqa.quality.compare_plan import ACCURACY_KINDS, LEVEL, more_documents, plan_inputs
 from crowdqa.quality.compare_table import CONVERGED_LEGEND, format_comparison
 from crowdqa.quality.method_choice import candidate_name, parse_candidate, prior_for, shrunk_scores
 from crowdqa.quality.metrics import grouped_counts, per_label_prf
@@ -166,8 +166,10 @@ class Comparison:
 
 
 def metric_for(corpus: Corpus) -> tuple[str, str]:
-    """``(kind, metric)`` of ``corpus``: ("categorical", "accuracy"), ("typed-bio", "span_f1") or
-    ("spans", "token_f1")."""
+    """``(kind, metric)`` of ``corpus``: ("categorical", "accuracy"), ("tags", "accuracy") (token accuracy, the
+    tags report's score; documents are sentences), ("typed-bio", "span_f1") or ("spans", "token_f1")."""
+    if corpus.scheme == "tags":
+        return "tags", "accuracy"
     if not corpus.has_outside:
         return "categorical", "accuracy"
     names = corpus.class_names[1:]
@@ -186,7 +188,7 @@ def _doc_counts(corpus: Corpus, labels: NDArray, ref: NDArray, tokens: NDArray, 
     """Per document (every one, zero outside ``docs``): the primary counts and the token-F1 counts (typed BIO) of
     one aggregate on the scored ``tokens``."""
     td = corpus.token_doc
-    if kind == "categorical":
+    if kind in ACCURACY_KINDS:
         hit = labels[tokens] == ref[tokens]
         correct = np.bincount(td[tokens], weights=hit, minlength=corpus.n_docs)
         compared = np.bincount(td[tokens], minlength=corpus.n_docs)
@@ -288,7 +290,7 @@ class Scoreboard:
         names = list(self._labels)
         docs = self._doc_ref & ~self._gap
         primary = np.stack([self._counts[m][0][docs] for m in names])
-        point, boot = paired_bootstrap(primary, score="accuracy" if self.kind == "categorical" else "f1",
+        point, boot = paired_bootstrap(primary, score="accuracy" if self.kind in ACCURACY_KINDS else "f1",
                                        n_boot=n_boot, rng=np.random.default_rng([seed, 7]))
         return names, point, boot
 
@@ -347,7 +349,7 @@ def _extra(corpus: Corpus, kind: str, labels: NDArray, ref: NDArray, tokens: NDA
     """The secondary metric: token F1 (typed BIO) or macro F1 (categorical); none for one type."""
     if kind == "typed-bio":
         return {"token_f1": _num(float(f1_from_sums(token_counts.sum(axis=0))))}
-    if kind == "categorical":
+    if kind in ACCURACY_KINDS:
         scores = per_label_prf(labels, ref, n_classes=corpus.n_classes, mask=tokens, outside=False)
         return {"macro_f1": _num(scores["macro"]["f1"])}
     return {}

@@ -13,16 +13,18 @@ from numpy.typing import NDArray
 
 from crowdqa.quality.sample_size import binomial_sample_size, slice_sample_size
 
-__all__ = ["LEVEL", "more_documents", "plan_inputs"]
+__all__ = ["ACCURACY_KINDS", "LEVEL", "more_documents", "plan_inputs"]
 
 LEVEL = 0.95
+#: The kinds of data scored by accuracy (each token an item); the others by an F1.
+ACCURACY_KINDS = frozenset({"categorical", "tags"})
 
 
 def plan_inputs(kind: str, best_counts: NDArray, documents: int) -> dict:
     """What SLiCE needs of the best method: its precision and recall (or accuracy), and per document how many
     instances it predicts and the reference holds."""
     totals = best_counts.sum(axis=0)
-    if kind == "categorical":
+    if kind in ACCURACY_KINDS:
         return {"accuracy": float(totals[0] / totals[1]) if totals[1] else None, "documents": documents,
                 "per_document": float(totals[1] / documents) if documents else 0.0}
     tp, fp, fn = (float(x) for x in totals)

@@ -357,7 +357,7 @@ class MethodComparison(BaseModel):
 class MethodsComparison(BaseModel):
     """Methods compared on the expert documents, best first, and the recommended one with its reason."""
 
-    kind: Literal["typed-bio", "spans", "categorical"]
+    kind: Literal["typed-bio", "spans", "categorical", "tags"]
     metric: Literal["span_f1", "token_f1", "accuracy"]
     documents: int = Field(description="Expert documents scored.")
     methods: list[MethodComparison]

@@ -63,12 +63,13 @@ def test_the_cost_order_is_the_entries_costs_and_no_two_share_one() -> None:
 def test_every_kind_of_data_has_one_default_method() -> None:
     """The defaults ``auto`` runs without experts, as documented: HMM-Crowd with a tagger on typed BIO (it took
     HMM-Crowd's place by the protocol, issue 43: benchmarks/results/tagger.json), BSC-seq on one span type,
-    Dawid-Skene on categorical answers."""
+    Dawid-Skene on categorical answers, BSC-seq on tag labels (best on the tags benchmark's synthetic
+    part-of-speech crowd: benchmarks/results/tags.json, issue 44)."""
     assert {kind: default_method(kind) for kind in DATA_KINDS} == {
-        "typed-bio": "hmm-crowd-tagger", "spans": "bsc-seq", "categorical": "ds"}
+        "typed-bio": "hmm-crowd-tagger", "spans": "bsc-seq", "categorical": "ds", "tags": "bsc-seq"}
     for kind in DATA_KINDS:
         assert sum(kind in entry.default_for for entry in METHODS.values()) == 1
-    with pytest.raises(ValueError, match="kind must be one of typed-bio, spans, categorical, found 'tables'"):
+    with pytest.raises(ValueError, match="kind must be one of typed-bio, spans, categorical, tags, found 'tables'"):
         default_method("tables")
 
 

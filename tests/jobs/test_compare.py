@@ -7,6 +7,7 @@ import pytest
 
 from crowdqa.jobs.compare import applicable_methods, auto_method, parse_methods, run_comparison
 from crowdqa.jobs.pipeline import run_pipeline
+from crowdqa.quality.method_choice import candidate_name
 from tests.utils.factories import synthetic_corpus
 
 
@@ -275,3 +276,103 @@ def test_auto_chooses_dawid_skene_where_it_is_provably_better_than_the_vote(tmp_
     vote_acc = np.mean(truth[200:] == 0)
     acc = np.mean(np.array(corpus.class_names)[result.labels[held]].astype(int) == truth[200:])
     assert acc > vote_acc + 0.2
+
+
+def _by_hand_choice(corpus, methods, *, use_experts, n_boot, seed=0):
+    """Auto's choice re-derived without the comparison's code: each candidate's labels on the expert tokens (a fit
+    on the crowd alone, or 4 folds of expert documents each predicted by a fit given the other folds' labels,
+    written out here), its accuracy per document, the sentence resamples drawn one at a time with the comparison's
+    seed, the expected score ``p_a - gamma + w (d + gamma)`` with ``w = tau^2 / (tau^2 + s^2)`` (Morris 1983) and
+    the highest, ties to the anchor. Returns (choice, {candidate: accuracy})."""
+    from crowdqa.aggregation import make_aggregator
+    from crowdqa.aggregation.corpus import MISSING
+    from crowdqa.quality.method_choice import prior_for
+    from crowdqa.quality.references import reference_labels
+
+    ref = reference_labels(corpus)
+    crowd = corpus.select_workers(corpus.workers_with_role("crowd"))
+    doc = corpus.token_doc
+    expert_docs = np.flatnonzero(np.bincount(doc[ref != MISSING], minlength=corpus.n_docs))
+    labels = {}
+    for method in methods:
+        if not use_experts:
+            labels[method] = make_aggregator(method, {}).fit(crowd).labels_
+            continue
+        held = np.full(corpus.n_tokens, MISSING)
+        for part in np.array_split(np.random.default_rng(seed).permutation(expert_docs), 4):
+            in_part = np.isin(doc, part)
+            fit = make_aggregator(method, {}).fit(crowd, true_labels=np.where(in_part, MISSING, ref))
+            held[in_part] = fit.labels_[in_part]
+        labels[f"{method}+experts"] = held
+    names = list(labels)
+    scored = ref != MISSING
+    correct = np.array([[np.sum((labels[n] == ref)[scored & (doc == d)]) for d in expert_docs] for n in names])
+    compared = np.array([np.sum(scored & (doc == d)) for d in expert_docs])
+    point = correct.sum(axis=1) / compared.sum()
+    rng = np.random.default_rng([seed, 7])
+    boot = np.empty((n_boot, len(names)))
+    for b in range(n_boot):
+        idx = rng.integers(0, expert_docs.size, expert_docs.size)
+        boot[b] = correct[:, idx].sum(axis=1) / compared[idx].sum()
+    prior = prior_for("tags" if corpus.scheme == "tags" else "categorical")
+    anchor_method = prior.anchor.split("+")[0]
+    anchor = names.index(f"{anchor_method}+experts" if use_experts else anchor_method)
+    expected = {}
+    for i, name in enumerate(names):
+        if i == anchor:
+            expected[name] = point[anchor]
+            continue
+        d = point[i] - point[anchor]
+        s2 = np.var(boot[:, i] - boot[:, anchor], ddof=1)
+        w = prior.spread ** 2 / (prior.spread ** 2 + s2)
+        expected[name] = point[anchor] - prior.shortfall + w * (d + prior.shortfall)
+    best = max(expected.values())
+    tied = [n for n in names if np.isclose(expected[n], best, rtol=0, atol=1e-12)]
+    choice = names[anchor] if names[anchor] in tied else tied[0]
+    return choice, dict(zip(names, point.tolist(), strict=True)), expected
+
+
+@pytest.mark.parametrize(("kind", "use_experts"), [("tags", False), ("tags", True), ("categorical", True)])
+def test_auto_chooses_the_best_candidate_by_enumeration(kind, use_experts, tmp_path):
+    """Oracle: the choice re-derived by hand (:func:`_by_hand_choice`: the candidates' fits, folds, accuracies,
+    resamples and shrinkage written out here) equals auto's, with every candidate's measured and expected score.
+    On tag labels (issue 44) auto scores token accuracy over sentences, among the methods valid for tags (the
+    sequence models too), anchored on the tags default, bsc-seq; it clamps the experts only when asked."""
+    from benchmarks._tag_crowd import tag_crowd
+    from crowdqa.jobs.compare import choose_method
+    from crowdqa.quality.compare import metric_for
+
+    if kind == "tags":
+        corpus = tag_crowd(n_docs=40, n_workers=8, n_classes=4, labels_per_token=3, seed=1).corpus
+        methods = ["mv", "ds", "hmm-crowd", "bsc-seq"]
+    else:
+        from benchmarks.method_choice import spammer_crowd
+        from crowdqa.ingest import read_corpus
+
+        rows, _ = spammer_crowd(8, n_classes=3, spammers=0.3, n_items=120, n_workers=12)
+        path = tmp_path / "crowd.csv"
+        path.write_text("item,annotator,label,gold\n" + "".join(",".join(r) + "\n" for r in rows))
+        corpus = read_corpus(path, format="categorical").corpus
+        methods = ["mv", "ds", "ibcc"]
+    assert metric_for(corpus) == (kind, "accuracy")
+    choice = choose_method(corpus, methods=methods, use_experts=use_experts, n_boot=200)
+    by_hand, measured, expected = _by_hand_choice(corpus, methods, use_experts=use_experts, n_boot=200)
+    got = {candidate_name(m["method"], m["use_experts"]): m for m in choice.comparison["methods"]}
+    assert set(got) == set(measured)
+    for name, value in measured.items():
+        assert got[name]["value"] == pytest.approx(value, abs=1e-12), name
+        assert got[name]["expected"] == pytest.approx(expected[name], abs=1e-9), name
+    assert candidate_name(choice.method, choice.use_experts) == by_hand and choice.use_experts == use_experts
+    assert choice.comparison["kind"] == kind and (kind != "tags" or choice.comparison["prior"]["prior_anchor"]
+                                                  == "bsc-seq")
+
+
+def test_auto_on_tags_without_experts_takes_the_tags_default():
+    """Issue 44: a tags corpus was auto's categorical kind (Dawid-Skene); its default is bsc-seq, the best on the
+    tags benchmark."""
+    from benchmarks._tag_crowd import tag_crowd
+    from crowdqa.jobs.compare import choose_method
+
+    corpus = tag_crowd(n_docs=20, n_workers=6, n_classes=4, labels_per_token=3, seed=2).corpus
+    choice = choose_method(corpus.select_role("crowd"))
+    assert choice.method == "bsc-seq" and "tag labels" in choice.why and choice.comparison is None

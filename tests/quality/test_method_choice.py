@@ -95,4 +95,4 @@ def test_candidate_names_round_trip_and_every_kind_has_a_prior():
     assert parse_candidate("gold-mv+experts") == ("gold-mv", True) and parse_candidate("mv") == ("mv", False)
     priors = [prior_for(kind) for kind in DATA_KINDS]
     assert all(p.shortfall >= 0 and p.spread > 0 for p in priors)
-    assert [p.anchor for p in priors] == ["hmm-crowd+experts", "bsc-seq", "ibcc"]
+    assert [p.anchor for p in priors] == ["hmm-crowd+experts", "bsc-seq", "ibcc", "bsc-seq"]
