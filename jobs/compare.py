@@ -172,10 +172,12 @@ def run_comparison(
         Called before each method's fit and between its EM iterations; what it raises stops the comparison (a
         job's cancel or CPU budget).
     keep_fits : dict, optional
-        Filled with the fit (:class:`~crowdqa.jobs.pipeline.PriorFit`) of the candidate the rule recommends among
-        those fitted so far (keyed by :func:`~crowdqa.quality.method_choice.candidate_name`), for the pipeline
-        to reuse; the others' fits are dropped as soon as they are not (at most two fits are alive at once: the
-        leader's and the one being made).
+        Filled with fits (:class:`~crowdqa.jobs.pipeline.PriorFit`, keyed by
+        :func:`~crowdqa.quality.method_choice.candidate_name`) for the pipeline to reuse: of the crowd-only
+        candidates, the fit of the one the rule recommends among those fitted so far (the others' are dropped as
+        soon as they are not: at most two fits are alive at once, the leader's and the one being made); of every
+        clamped candidate, its cross-fitting folds' held-out labels and chains (expert documents only; its fit on
+        every expert label is left to the pipeline).
 
     Returns
     -------

@@ -249,10 +249,11 @@ def register(subparsers) -> None:
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     add_upload_arguments(p, path_help="the crowd annotations (file, folder or zip)", metavar="CROWD_PATH")
     p.add_argument("--method", required=True, choices=[*registered_methods(), "auto"],
-                   help="aggregation method; auto: compare the methods that apply on the experts (crowdqa compare) "
-                        f"and use the recommended one; without experts, {default_method('typed-bio')} for BIO labels "
-                        f"with several types, {default_method('spans')} for one span type, "
-                        f"{default_method('categorical')} for categorical answers")
+                   help="aggregation method; auto: compare the methods that apply on the experts (crowdqa compare; "
+                        "each with the experts clamped only under --use-experts) and use the recommended one; "
+                        f"without experts, {default_method('typed-bio')} for BIO labels with several types, "
+                        f"{default_method('spans')} for one span type, {default_method('categorical')} for "
+                        f"categorical answers, {default_method('tags')} for tag labels")
     p.add_argument("--params", help='method parameters as JSON, e.g. \'{"max_iter": 50}\'; upper bounds: '
                    + describe_bounds())
     p.add_argument("--use-experts", action="store_true",

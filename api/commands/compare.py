@@ -6,11 +6,12 @@ expert documents: conlleval-like typed span F1 for BIO labels with several entit
 token F1 for one type, accuracy for categorical answers (macro F1 beside it), each with a 95% bootstrap interval
 over documents and the paired interval of its difference to the best (the same resamples for every method).
 
-The recommendation is what --method auto fits: the candidate with the highest expected score on the items the
-experts did not label, its measured difference to the candidate best across the project's data sets shrunk toward
-the prior (empirical Bayes); the table says how many points each one is expected behind it. --expert-variants
-compares every method both on the crowd alone and with the experts clamped (METHOD and METHOD+experts), as auto
-does; ties go to the cheaper method (in the fixed order of cost: {cost_order}).
+The recommendation is what --method auto fits (with the same --use-experts): the candidate with the highest
+expected score on the items the experts did not label, its measured difference to the candidate best across the
+project's data sets shrunk toward the prior (empirical Bayes); the table says how many points each one is expected
+behind it. --expert-variants compares every method both on the crowd alone and with the experts clamped (METHOD
+and METHOD+experts; to use a METHOD+experts recommendation, aggregate with --use-experts); ties go to the cheaper
+method (in the fixed order of cost: {cost_order}).
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ def register(subparsers) -> None:
                         "(and fitted once more on every expert label: its seconds, iterations and convergence)")
     p.add_argument("--expert-variants", action="store_true",
                    help="compare every method on the crowd alone and with the experts clamped (METHOD and "
-                        "METHOD+experts), as --method auto does; the clamped ones are scored by 4-fold cross-fitting")
+                        "METHOD+experts); the clamped ones are scored by 4-fold cross-fitting")
     p.add_argument("--reference", default="union", help="expert reference rule: union, majority or an expert id")
     p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (default 1000)")
     p.add_argument("--output", required=True, metavar="RESULTS.json", help="where to write the comparison")

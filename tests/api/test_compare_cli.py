@@ -119,9 +119,10 @@ def test_aggregate_auto_writes_the_recommended_methods_aggregate_with_the_compar
     assert report["method"] == chosen and report["method_choice"].startswith("--method auto: ")
     assert {m["method"] for m in report["comparison"]["methods"]} >= {"mv", "ds", "hmm-crowd", "bsc-seq"}
     assert "Methods compared (--method auto):" in printed
-    # auto may choose a fit with the experts clamped: the report says so, as --use-experts's report does.
+    # Without --use-experts auto compares and fits on the crowd alone: the aggregate is not the experts' labels.
     clamped = report["comparison"]["recommended_use_experts"]
-    assert report["experts_used_in_fit"] == clamped
+    assert report["experts_used_in_fit"] is clamped is False
+    assert not any(m["use_experts"] for m in report["comparison"]["methods"])
     assert main(["aggregate", *common, "--method", chosen, *(["--use-experts"] if clamped else []),
                  "--output", str(direct)]) == 0
     assert out.read_text() == direct.read_text()
