@@ -957,7 +957,7 @@ def render_method_choice(d: dict, results: Path, quick: bool) -> str:
 
 def _auto_cost(d: dict) -> str:
     """The seconds of ``--method auto`` (comparison and pipeline) per categorical set, where the run measured them."""
-    costs = [(name, s["auto_cost"]) for name, s in d["sets"].items() if "auto_cost" in s]
+    costs = [(name, s["auto_cost"]) for name, s in d.get("sets", {}).items() if "auto_cost" in s]
     if not costs:
         return ""
     return ("\n\nWhat auto costs (its comparison and the pipeline reusing its fit, every gold label as the experts': "
