@@ -172,12 +172,9 @@ def run_comparison(
         Called before each method's fit and between its EM iterations; what it raises stops the comparison (a
         job's cancel or CPU budget).
     keep_fits : dict, optional
-        Filled with fits (:class:`~crowdqa.jobs.pipeline.PriorFit`, keyed by
-        :func:`~crowdqa.quality.method_choice.candidate_name`) for the pipeline to reuse: of the crowd-only
-        candidates, the fit of the one the rule recommends among those fitted so far (the others' are dropped as
-        soon as they are not: at most two fits are alive at once, the leader's and the one being made); of every
-        clamped candidate, its cross-fitting folds' held-out labels and chains (expert documents only; its fit on
-        every expert label is left to the pipeline).
+        Filled with fits to reuse (:class:`~crowdqa.jobs.pipeline.PriorFit` by candidate name): the crowd-only
+        fit the rule recommends so far (at most two alive at once: it and the one being made), and every clamped
+        candidate's folds (held-out labels and chains of the expert documents; the pipeline makes its full fit).
 
     Returns
     -------
@@ -209,9 +206,7 @@ def run_comparison(
                                       use_experts=clamped, seed=seed, checkpoint=checkpoint)
         fits[name]["params"] = params.get(method, {})
         board.add(method, np.where(covered, lab, MISSING), use_experts=clamped)
-        if keep_fits is not None and clamped:
-            keep_fits[name] = prior  # its folds: held-out labels and chains of the expert documents only
-        elif keep_fits is not None:
+        if keep_fits is not None:
             _keep_leader(keep_fits, name, prior, board, n_boot=n_boot, seed=seed)
         del lab, prior  # a fit left out is freed before the next method's fit is made
     if checkpoint is not None:
@@ -256,7 +251,12 @@ def _keep_leader(kept: dict[str, PriorFit], name: str, prior: PriorFit, board: S
 
     The leader of the methods so far need not be the final recommendation: a later best can make a simpler,
     dropped method not significantly worse than it. Then nothing is kept and the pipeline fits that method again.
+    A clamped candidate's folds (``prior.fitted`` None: held-out labels and chains of the expert documents only)
+    are always kept.
     """
+    if prior.fitted is None:
+        kept[name] = prior
+        return
     try:
         comparison = board.comparison(n_boot=n_boot, seed=seed)
         leader = candidate_name(comparison.recommended, comparison.recommended_use_experts)

@@ -234,11 +234,9 @@ def build_report_data(
     boot = _Bootstrap(n_boot=n_boot, seed=seed, min_docs=min_boot_docs)
     rules = verdict_rules or VerdictRules()
     aggregate, counts = _aggregate_vs_expert(corpus, refs, boot=boot), _counts(corpus, refs)
-    sides = _worker_sides(corpus, refs, reference=reference, boot=boot)
+    sides = _worker_sides(corpus, refs, reference=reference, boot=boot, sentences=sentences if tags else None)
     if tags:
         aggregate, counts = _tag_scores(sentences, refs, aggregate, counts, boot=boot)
-        # A worker's documents are the sentences it labelled a token of, not its tokens (the items scored).
-        sides = sides._replace(documents=documents_per_worker(sentences))
     return record("QualityReport", {
         # "categorical": answers without an outside class, scored by accuracy; "spans": token labels with an
         # outside class "O", scored by P/R/F1 of the positive (non-O) tokens; "tags": as answers, and per tag.
@@ -365,12 +363,13 @@ def _tag_scores(sentences: Corpus, refs: References, aggregate: dict | None, cou
         min_boot_docs=boot.min_docs)}), counts
 
 
-def _worker_sides(corpus: Corpus, refs: References, *, reference: str, boot: _Bootstrap) -> WorkerSides:
+def _worker_sides(corpus: Corpus, refs: References, *, reference: str, boot: _Bootstrap,
+                  sentences: Corpus | None = None) -> WorkerSides:
     """Step 3: every annotator against the experts and against the aggregate, all at once.
 
     Workers and experts are scored on every expert token, clamped or not: their labels never came from the
     fit, so giving experts to the aggregator does not bias them. An expert is scored against the *other*
-    experts (:func:`_expert_vs_others`).
+    experts (:func:`_expert_vs_others`). ``sentences``: the tags corpus whose tokens ``corpus`` scores as items.
     """
     categorical = not corpus.has_outside
     pairs = obs_pairs(corpus)
@@ -396,7 +395,9 @@ def _worker_sides(corpus: Corpus, refs: References, *, reference: str, boot: _Bo
     _expert_vs_others(corpus, vs_expert, reference=reference, ranks=ranks, boot=boot)
     return WorkerSides(vs_expert=vs_expert, vs_aggregate=vs_aggregate,
                        span_vs_expert=_span_vs_expert(corpus, refs, pairs, ranks=ranks, boot=boot),
-                       documents=np.bincount(pairs.pair_worker, minlength=corpus.n_workers), tokens=hits.labels)
+                       # Tags: a worker's documents are the sentences it labelled a token of, not the items.
+                       documents=(np.bincount(pairs.pair_worker, minlength=corpus.n_workers) if sentences is None
+                                  else documents_per_worker(sentences)), tokens=hits.labels)
 
 
 def _expert_vs_others(corpus: Corpus, vs_expert: list[dict | None], *, reference: str, ranks: NDArray,
