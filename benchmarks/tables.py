@@ -924,28 +924,37 @@ def render_compare(d: dict, results: Path, quick: bool) -> str:
 
 
 def render_method_choice(d: dict, results: Path, quick: bool) -> str:
-    """Regret of ``--method auto`` (the rule of crowdqa.quality.method_choice) beside always-DS and always-MV; with
-    ``--use-experts`` and over both kinds of candidates (``compare --expert-variants``) where the results have them."""
-    rules = [r for r in ("auto", "auto_use_experts", "variants") if f"{r}_regret" in (d["table"] or [{}])[0]]
-    titles = {"auto": "auto", "auto_use_experts": "auto --use-experts", "variants": "--expert-variants"}
+    """Regret of ``--method auto`` (the rule of crowdqa.quality.method_choice) beside always-DS and always-MV, and
+    of auto told whether to use the experts, where the results have those rules. Auto's default compares both
+    kinds of candidates (the results' ``variants`` rule, as ``compare --expert-variants``); a results file that
+    measured only the crowd-only rule (``auto``, from before that was ``--no-use-experts``) reads as auto."""
+    measured = (d["table"] or [{}])[0]
+    rules = [r for r in ("variants", "auto_use_experts", "auto") if f"{r}_regret" in measured]
+    default = "variants" if "variants" in rules else "auto"
+    titles = {"variants": "auto", "auto_use_experts": "auto --use-experts",
+              "auto": "auto --no-use-experts" if default == "variants" else "auto"}
     rows = []
     for r in d["table"]:
-        chosen = sorted(set(r["chosen"]), key=lambda c: (-r["chosen"].count(c), c))
-        rows.append([r["set"], r["role"], ", ".join(f"{c} ×{r['chosen'].count(c)}" for c in chosen),
+        picks = r.get(f"chosen_{default}", r["chosen"]) if default != "auto" else r["chosen"]
+        chosen = sorted(set(picks), key=lambda c: (-picks.count(c), c))
+        rows.append([r["set"], r["role"], ", ".join(f"{c} ×{picks.count(c)}" for c in chosen),
                      *[f"{_f(r[f'{rule}_held_out'])} ({_f(r[f'{rule}_regret'])})" for rule in rules],
                      f"{_f(r['always_ds_held_out'])} ({_f(r['always_ds_regret'])})",
                      f"{_f(r['always_mv_held_out'])} ({_f(r['always_mv_regret'])})", _f(r["best_held_out"])])
     mean = d["mean_regret"]
     lines = [f"{g}: " + ", ".join(f"{titles[rule]} {_f(m[rule])}" for rule in rules)
              + f", always-DS {_f(m['always_ds'])}, always-MV {_f(m['always_mv'])}"
-             for g, m in mean.items() if m["auto"] is not None]
+             for g, m in mean.items() if m[default] is not None]
     prior = d["prior_committed"]
     worst = d.get("worst_set_regret") or {"auto": d["worst_set_regret_auto"]}
+    kinds = ("auto compares the crowd-only fits. " if default == "auto" else
+             "auto (the default) compares both kinds of candidates, each method on the crowd alone and with the "
+             "experts clamped (as compare --expert-variants); auto --use-experts the clamped ones only, "
+             "auto --no-use-experts the crowd-only ones. ")
     return (f"Each gold set halved {d['splits']} times at random (one half given as the experts, the other held "
             "out; synthetic crowds: 200 expert items, the rest held out); held-out score of the candidate chosen, "
             "mean over the splits, and its regret (the best candidate's held-out score minus it) in brackets. "
-            "auto compares the crowd-only fits, auto --use-experts the clamped ones, --expert-variants both. "
-            "Rule constants fitted on the `train` sets, checked on the `check` sets. Prior used: "
+            + kinds + "Rule constants fitted on the `train` sets, checked on the `check` sets. Prior used: "
             + "; ".join(f"{k}: anchor {v['anchor']}, shortfall {v['shortfall']}, spread {v['spread']}"
                         for k, v in prior.items()) + ".\n\n"
             + _table(["set", "role", "auto chose (splits)", *[f"{titles[rule]} (regret)" for rule in rules],
@@ -962,7 +971,8 @@ def _auto_cost(d: dict) -> str:
         return ""
     return ("\n\nWhat auto costs (its comparison and the pipeline reusing its fit, every gold label as the experts': "
             "seconds, estimator fits): " + "; ".join(
-                f"{name} {c['crowd']['seconds']:.2f} s, {c['crowd'].get('fits', '?')} fits (--use-experts "
+                f"{name} {c['crowd']['seconds']:.2f} s, {c['crowd'].get('fits', '?')} fits with --no-use-experts "
+                f"(--use-experts "
                 f"{c['use_experts']['seconds']:.2f} s, {c['use_experts'].get('fits', '?')} fits)" for name, c in costs)
             + ".")
 

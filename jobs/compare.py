@@ -5,7 +5,8 @@ The corpus is read once by the caller; every method is fitted on the same crowd 
 this process, and scored by :func:`crowdqa.quality.compare.compare_aggregates` (the rule is documented there).
 Without ``use_experts`` the fits see the crowd only and are scored on all expert documents; with it each method is
 scored on held-out predictions by the same cross-fitting as the report (:func:`crowdqa.jobs.pipeline.cross_fit`).
-With ``expert_variants`` (``compare --expert-variants``) both are candidates: every method on the crowd alone and,
+With ``expert_variants`` (``compare --expert-variants``, and ``--method auto`` unless told whether to use the
+experts) both are candidates: every method on the crowd alone and,
 where clamping can change its labels on the items the experts did not label, with the experts clamped
 (``METHOD+experts``; the registry entry's ``clamped_candidate``). A plain vote is the exception: clamping only
 overwrites the clamped items, so its clamped fit predicts every other item as its crowd-only fit does.
@@ -328,17 +329,20 @@ class AutoChoice:
     use_experts: bool = False
 
 
-def choose_method(corpus: Corpus, **kwargs: Any) -> AutoChoice:
+def choose_method(corpus: Corpus, *, use_experts: bool | None = None, **kwargs: Any) -> AutoChoice:
     """The method ``--method auto`` fits, with the comparison's fit of it.
 
     With expert labels, the recommendation of :func:`run_comparison` over every applicable method (``kwargs`` go
-    there): each on the crowd alone, or with ``use_experts`` each with the experts clamped (scored by
-    cross-fitting). Auto chooses the method, never whether the experts are clamped: that is the caller's
-    ``use_experts`` (``AutoChoice.use_experts`` equals it), so an aggregate holds the experts' labels on their
-    items only when the user asked for it (docs/explanation/method-choice.md says why). Without expert labels,
-    the registry's default for the data's kind (:func:`crowdqa.aggregation.registry.default_method`, chosen from
-    the project's benchmarks) on the crowd alone. The comparison keeps the fit of the leader so far (and the
-    cross-fitting of every clamped candidate), then only the chosen one's.
+    there). ``use_experts`` says which candidates: None (not given) both kinds, each method on the crowd alone
+    and, where clamping can change its labels, with the experts clamped (``expert_variants``), so auto clamps
+    when its rule expects that to score better on the items the experts did not label; True only clamped fits;
+    False only crowd-only fits. Clamped candidates are scored by cross-fitting. ``AutoChoice.use_experts`` says
+    what the chosen fit does, and every record of the run (the job row, the report's ``experts_used_in_fit``, the
+    comparison's ``recommended_use_experts``) says the same (docs/explanation/method-choice.md says why).
+    Without expert labels, the registry's default for the data's kind
+    (:func:`crowdqa.aggregation.registry.default_method`, chosen from the project's benchmarks) on the crowd
+    alone. The comparison keeps the fit of the leader so far (and the cross-fitting of every clamped candidate),
+    then only the chosen one's.
     """
     kind, _ = metric_for(corpus)
     experts = corpus.workers_with_role("expert")
@@ -347,14 +351,21 @@ def choose_method(corpus: Corpus, **kwargs: Any) -> AutoChoice:
         return AutoChoice(method, None, f"no expert labels to compare methods on: the default for "
                                         f"{KIND_NAMES[kind]}, {method}")
     if kwargs.get("expert_variants"):
-        raise ValueError("method auto does not compare expert variants: it clamps the experts exactly when "
-                         "use_experts asks (crowdqa compare --expert-variants shows both kinds)")
+        raise ValueError("method auto compares expert variants exactly when use_experts is not given (None)")
     fits: dict[str, PriorFit] = {}
-    comparison = run_comparison(corpus, keep_fits=fits, **kwargs)
+    comparison = run_comparison(corpus, keep_fits=fits, use_experts=bool(use_experts),
+                                expert_variants=use_experts is None, **kwargs)
     method, clamped = comparison["recommended"], comparison["recommended_use_experts"]
-    assert clamped == bool(kwargs.get("use_experts")), "auto clamps the experts only when asked"
+    if use_experts is not None and clamped != use_experts:
+        raise AssertionError(f"auto was asked for use_experts={use_experts} and chose a fit with {clamped}")
     return AutoChoice(method, comparison, comparison["reason"], fits.get(candidate_name(method, clamped)),
                       use_experts=clamped)
+
+
+def requested_use_experts(*, method: str, params: dict[str, Any], use_experts: bool) -> bool | None:
+    """What a job row asked of the experts: None for an ``auto`` job that left it to auto (kept in its params as
+    ``{"expert_variants": true}``, the candidates of both kinds), else the row's ``use_experts``."""
+    return None if method == "auto" and (params or {}).get("expert_variants") else bool(use_experts)
 
 
 def auto_method(corpus: Corpus, **kwargs: Any) -> tuple[str, dict[str, Any] | None, str]:

@@ -18,7 +18,7 @@ from crowdqa.aggregation.memory import Shape
 from crowdqa.aggregation.registry import check_memory
 from crowdqa.jobs import cancel
 from crowdqa.jobs.batches import check_start
-from crowdqa.jobs.compare import check_methods, parse_methods
+from crowdqa.jobs.compare import check_methods, parse_methods, requested_use_experts
 from crowdqa.jobs.errors import JobNotRunnableError, QueueUnavailableError
 from crowdqa.jobs.params import EXAMPLE_METHOD, check_data_kind, data_kind, validate_params
 from crowdqa.jobs.queue import cancel_job, enqueue_job
@@ -40,14 +40,14 @@ def _check_job_input(session: Session, dataset: Dataset, job_in: JobCreate) -> N
     has_experts = not (isinstance(roles, dict) and roles.get("expert") in (0, None, {}, []))
     if job_in.expert_variants and str(job_in.method) != "compare":
         raise ValueError(f"expert_variants is for a comparison (method compare), not for method {job_in.method}: "
-                         "method auto clamps the experts exactly when use_experts asks")
+                         "method auto compares both kinds of fit when use_experts is not given")
     if str(job_in.method) in ("auto", "compare"):
         check_comparison_job(job_in, has_experts=has_experts)
     else:
         if job_in.methods is not None:
             raise ValueError(f"methods is for a comparison (method compare), not for method {job_in.method}")
         validate_params(str(job_in.method), dict(job_in.params))  # JobParamsError naming the field
-        check_data_kind(str(job_in.method), **data_kind(dataset.summary), use_experts=job_in.use_experts)
+        check_data_kind(str(job_in.method), **data_kind(dataset.summary), use_experts=bool(job_in.use_experts))
     coverage = (dataset.summary or {}).get("coverage") or {}
     if (isinstance(roles, dict) and roles.get("crowd") and roles.get("expert")
             and coverage.get("documents_with_expert") == 0 and coverage.get("expert_documents_without_crowd")):
@@ -104,7 +104,14 @@ def check_comparison_job(job_in: JobCreate, *, has_experts: bool) -> None:
 
 
 def comparison_params(job_in: JobCreate) -> JobCreate:
-    """A compare job's methods and per-method parameters as the job keeps them in ``params``."""
+    """A job's request as the job row keeps it: a compare job's methods and per-method parameters in ``params``;
+    an auto job not told whether to use the experts (``use_experts`` not given) as ``{"expert_variants": true}``
+    in ``params`` (it compares both kinds of candidates) and ``use_experts`` false until it finishes, when the
+    row takes what the fit did; any other job's ``use_experts`` not given as false."""
+    if str(job_in.method) == "auto" and job_in.use_experts is None:
+        return job_in.model_copy(update={"params": {"expert_variants": True}, "use_experts": False})
+    if job_in.use_experts is None:
+        job_in = job_in.model_copy(update={"use_experts": False})
     if str(job_in.method) != "compare" or set(job_in.params) <= STORED_COMPARISON and job_in.params:
         return job_in
     methods = parse_methods(job_in.methods)
@@ -163,14 +170,18 @@ def rerun_job(*, session: Session, settings: Settings, queue: Queue, job: Job,
     if job.status in (JobStatus.queued, JobStatus.running):
         raise JobNotRunnableError(f"job {job.id} is {job.status.value}; only finished or failed jobs can be re-run")
     given = changes.model_dump(exclude_unset=True, exclude_none=True) if changes is not None else {}
+    # An auto job that left the experts to auto asks that again (its row's use_experts says what the last run did).
+    asked = requested_use_experts(method=str(job.method), params=job.params, use_experts=job.use_experts)
     if given:
-        current = JobCreate(method=job.method, params=job.params, use_experts=job.use_experts,
+        current = JobCreate(method=job.method, params={} if asked is None else job.params, use_experts=asked,
                             reference=job.reference)
         job_in = JobCreate.model_validate({**current.model_dump(), **given})
         _check_job_input(session, crud.get_dataset(session=session, project_id=job.project_id,
                                                    dataset_id=job.dataset_id), job_in)
         job_in = comparison_params(job_in)
-        given = {k: getattr(job_in, k) for k in given}
+        given = {k: getattr(job_in, k) for k in {*given, "params", "use_experts"}}
+    elif asked is None:
+        given = {"use_experts": False}  # undecided until it finishes again
     check_job_quota(session=session, settings=settings, project_id=job.project_id)  # it becomes queued again
     crud.clear_report(session=session, job_id=job.id)
     crud.update_job(session=session, job_id=job.id, status=JobStatus.queued, error=None, progress=queued_progress(),

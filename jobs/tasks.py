@@ -25,7 +25,7 @@ from sqlmodel import Session
 
 from crowdqa.jobs import cancel
 from crowdqa.jobs.batches import start_from_job
-from crowdqa.jobs.compare import AutoChoice, choose_method, run_comparison
+from crowdqa.jobs.compare import AutoChoice, choose_method, requested_use_experts, run_comparison
 from crowdqa.jobs.errors import BudgetExceededError, JobCancelled
 from crowdqa.jobs.pipeline import run_pipeline
 from crowdqa.jobs.uploads import job_corpus
@@ -184,7 +184,8 @@ def _save_results(settings: Settings, job: Job, result, timings: dict[str, float
                  **({"model": model.as_dict()} if model is not None else {})}
     finished = with_session_retry(
         settings, lambda s: crud.finish_job(session=s, job_id=job.id, report=stored, timings=plain_json(timings),
-                                            progress=progress, artifacts=artifacts),
+                                            progress=progress, artifacts=artifacts,
+                                            use_experts=bool(stored.body["experts_used_in_fit"])),
         what=f"saving the results of job {job.id}", patience=DB_PATIENCE)
     if not finished:
         raise JobCancelled("the job row was deleted or left the running state")
@@ -249,13 +250,15 @@ def _run_claimed(settings: Settings, job: Job, rq_job) -> str:
         timings = {"load": round(time.perf_counter() - t0, 6)}
         if str(job.method) == "compare":
             return _run_comparison(settings, job, corpus, progress, blocked, timings)
-        choice = AutoChoice(str(job.method), None, "")
+        choice = AutoChoice(str(job.method), None, "", use_experts=job.use_experts)
         if choice.method == "auto":  # the comparison's fit of the method it chooses is reused, not made again
-            choice = choose_method(corpus, use_experts=job.use_experts, reference=job.reference, blocked=blocked,
+            asked = requested_use_experts(method="auto", params=job.params, use_experts=job.use_experts)
+            choice = choose_method(corpus, use_experts=asked, reference=job.reference, blocked=blocked,
                                    progress=progress.method, checkpoint=progress.checkpoint)
-        # Auto clamps the experts exactly when the job asks (use_experts): the row says what the fit did.
+        # Auto clamps the experts when the job asks, or when the job left it to auto (params expert_variants) and
+        # the rule chose a clamped fit: the row's use_experts becomes what the fit did as the job finishes.
         result = run_pipeline(corpus, method=choice.method,
-                              params=job.params, use_experts=job.use_experts,
+                              params={} if str(job.method) == "auto" else job.params, use_experts=choice.use_experts,
                               reference=job.reference,
                               progress=progress, checkpoint=progress.checkpoint, blocked=blocked,
                               start=start_from_job(settings, job), unmatched_expert_documents=unmatched,

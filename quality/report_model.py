@@ -446,7 +446,10 @@ class QualityReport(BaseModel):
     method: str
     kind: Literal["spans", "categorical", "tags"]
     labels: list[str]
-    experts_used_in_fit: bool
+    experts_used_in_fit: bool = Field(description=(
+        "The fit clamped the experts' labels (use_experts, or method auto's choice): the aggregate then holds the "
+        "experts' labels on the items they labelled, so its scores here come from cross-fitting "
+        "(aggregate_scored_on), and a score of the downloaded aggregate against those experts is not held out."))
     aggregate_scored_on: str
     reference: str = Field(description="union, majority, or the id of the expert used as the reference.")
     counts: Counts

@@ -199,6 +199,9 @@ def _header_lines(report: dict, categorical: bool) -> list[str]:
     """The method, the reference, the fit and what the report is about."""
     lines = [f"method {report['method']}   reference: expert {report['reference']}   "
              f"experts used in fit: {'yes' if report['experts_used_in_fit'] else 'no'}"]
+    if report["experts_used_in_fit"]:
+        lines.append("the aggregate holds the experts' labels on their items: the scores against them below come "
+                     "from cross-fitting (a score of the aggregate itself against them is not held out)")
     fit = report.get("fit") or {}
     if fit:
         conv = fit.get("converged")

@@ -453,7 +453,8 @@ def create_job(*, session: Session, dataset: Dataset, job_in: JobCreate) -> Job:
     """Create a queued job on the dataset's current corpus (a snapshot: later uploads do not change it)."""
     job = Job.model_validate(
         job_in,
-        update={"project_id": dataset.project_id, "dataset_id": dataset.id, "corpus_sha256": dataset.corpus_sha256},
+        update={"project_id": dataset.project_id, "dataset_id": dataset.id, "corpus_sha256": dataset.corpus_sha256,
+                "use_experts": bool(job_in.use_experts)},  # not given: false (jobs.service keeps auto's request)
     )
     session.add(job)
     session.commit()
@@ -520,14 +521,17 @@ def load_job(*, session: Session, job_id: str) -> Job | None:
 
 
 def finish_job(*, session: Session, job_id: str, report: QualityReport | StoredReport | None,
-               timings: dict[str, Any], progress: dict[str, Any], artifacts: dict[str, Any]) -> bool:
+               timings: dict[str, Any], progress: dict[str, Any], artifacts: dict[str, Any],
+               use_experts: bool | None = None) -> bool:
     """Store a running job's report and mark it finished, in one transaction (a finished job always has its
     report, except a comparison, whose result is an artifact: ``report=None``); False, with nothing stored, when
-    the job was deleted or left the running state meanwhile."""
+    the job was deleted or left the running state meanwhile. ``use_experts``, when given, is what the fit did
+    (an auto job may have chosen to clamp the experts): the row says it from then on."""
     done = session.exec(update(Job).where(Job.id == job_id, Job.status == JobStatus.running)
                         .execution_options(synchronize_session=False)
                         .values(status=JobStatus.finished, finished_at=utcnow(), error=None, timings=timings,
-                                progress=progress, artifacts=artifacts))
+                                progress=progress, artifacts=artifacts,
+                                **({} if use_experts is None else {"use_experts": use_experts})))
     if done.rowcount != 1:
         session.rollback()
         return False

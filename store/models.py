@@ -377,7 +377,11 @@ PARAMS_DESCRIPTION = (f"The method's parameters (the README's Aggregators sectio
 class JobBase(SQLModel):
     method: MethodId = Field(sa_type=String(METHOD_ID_LENGTH))
     params: dict[str, Any] = Field(default_factory=dict, sa_type=JSON, description=PARAMS_DESCRIPTION)
-    use_experts: bool = False
+    use_experts: bool = Field(
+        default=False, description="Whether the fit clamps the experts' labels (the report's scores against them then "
+                                   "come from 4-fold cross-fitting). An auto job asked without use_experts keeps "
+                                   "{\"expert_variants\": true} in params and false here until it finishes; "
+                                   "then what auto fitted.")
     reference: str = Field(default="union", max_length=300,
                            description="Expert reference: union, majority or an expert's annotator id.")
     from_job: str | None = Field(default=None, max_length=64,
@@ -391,6 +395,13 @@ class JobCreate(JobBase):
     """Body of ``POST /datasets/{id}/jobs``."""
 
     model_config = ConfigDict(extra="forbid")
+    use_experts: bool | None = Field(
+        default=None, description="Clamp the experts' labels in the fit (the report's scores against them then come "
+                                  "from 4-fold cross-fitting). Not given: false, except for method auto, which then "
+                                  "compares each method both on the crowd alone and with the experts clamped and "
+                                  "fits the one its rule expects to score best on the items the experts did not "
+                                  "label (the job's use_experts says which once it finishes); false: auto compares "
+                                  "crowd-only fits; true: clamped fits only.")
     methods: list[str] | None = Field(
         default=None, description="method compare: the methods to compare (default: every method that applies); "
                                   "params then holds each method's parameters by method id. Kept in the job's "

@@ -108,7 +108,7 @@ def _run(args: argparse.Namespace) -> int:
 
     # Everything that can be checked without the data, before any file is read.
     auto = args.method == "auto"
-    local.check_run(use_experts=args.use_experts, reference=args.reference, expert_files=len(args.expert),
+    local.check_run(use_experts=bool(args.use_experts), reference=args.reference, expert_files=len(args.expert),
                     role=args.role, input_format=args.format, method=None if auto else args.method)
     params = method_params(args)
     check_sort(args)
@@ -137,19 +137,19 @@ def _run(args: argparse.Namespace) -> int:
     roles = {r: corpus.worker_roles.count(r) for r in ROLES}
     say(f"crowdqa: read {local.sizes(corpus)}, annotators {roles}"
         + (f"; skipped {len(problems)} bad rows" if problems else ""))
-    method, comparison, why, prior = args.method, None, None, None
+    method, comparison, why, prior, use_experts = args.method, None, None, None, bool(args.use_experts)
     if auto:
         from crowdqa.jobs.compare import choose_method
 
         local.check_reference(args.reference, corpus)
         progress("comparing", None, None)
         choice = choose_method(corpus, use_experts=args.use_experts, reference=args.reference)
-        method, comparison, why = choice.method, choice.comparison, choice.why
+        method, comparison, why, use_experts = choice.method, choice.comparison, choice.why, choice.use_experts
         prior = choice.fit  # the comparison's fit of the method (auto takes no --params): not made again
         progress.end()
         say(f"crowdqa: --method auto: {method}{' with the experts clamped' if choice.use_experts else ''}: {why}")
         progress.method = method
-    result = local.aggregate(corpus, method=method, params=params, use_experts=args.use_experts,
+    result = local.aggregate(corpus, method=method, params=params, use_experts=use_experts,
                              reference=args.reference, progress=progress, start=start,
                              unmatched_expert_documents=parsed.unmatched_expert_documents, prior=prior,
                              verdict_rules=verdict_rules(args))
@@ -249,16 +249,19 @@ def register(subparsers) -> None:
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     add_upload_arguments(p, path_help="the crowd annotations (file, folder or zip)", metavar="CROWD_PATH")
     p.add_argument("--method", required=True, choices=[*registered_methods(), "auto"],
-                   help="aggregation method; auto: compare the methods that apply on the experts (crowdqa compare; "
-                        "each with the experts clamped only under --use-experts) and use the recommended one; "
+                   help="aggregation method; auto: compare the methods that apply on the experts (crowdqa compare "
+                        "--expert-variants: each on the crowd alone and with the experts clamped; only clamped "
+                        "under --use-experts, only crowd-only under --no-use-experts) and use the recommended one; "
                         f"without experts, {default_method('typed-bio')} for BIO labels with several types, "
                         f"{default_method('spans')} for one span type, {default_method('categorical')} for "
                         f"categorical answers, {default_method('tags')} for tag labels")
     p.add_argument("--params", help='method parameters as JSON, e.g. \'{"max_iter": 50}\'; upper bounds: '
                    + describe_bounds())
-    p.add_argument("--use-experts", action="store_true",
+    p.add_argument("--use-experts", action=argparse.BooleanOptionalAction, default=None,
                    help="clamp the expert labels while fitting; the aggregate is then scored against the experts by "
-                        "4-fold cross-fitting over the expert documents")
+                        "4-fold cross-fitting over the expert documents. Not given: no, except that --method auto "
+                        "clamps them when its rule expects that to score better on unseen items (the report's "
+                        "experts_used_in_fit says which)")
     p.add_argument("--reference", default="union", help="expert reference rule: union, majority or an expert id")
     p.add_argument("--output", required=True, help="where to write the aggregate (a folder for ebm-nlp)")
     p.add_argument("--output-format", choices=WRITE_FORMATS,

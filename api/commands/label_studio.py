@@ -90,7 +90,8 @@ def _job(args: argparse.Namespace) -> int:
                            job_in=job_in)
         if job.status != JobStatus.finished:
             raise UserError(f"job {job.id} ({job.method}) {job.status}: {job.error or 'no reason recorded'}")
-        print(f"job {job.id} ({job.method}) finished on dataset {dataset.id} ({dataset.name!r})")
+        print(f"job {job.id} ({job.method}{', with the experts clamped' if job.use_experts else ''}) finished on "
+              f"dataset {dataset.id} ({dataset.name!r})")
         if not args.push:
             print(f"next: crowdqa label-studio push --job {job.id}", file=sys.stderr)
             return 0
@@ -161,8 +162,9 @@ def register(subparsers) -> None:
     jb.add_argument("--dataset", required=True, metavar="ID", help="the dataset (crowdqa label-studio pull prints it)")
     jb.add_argument("--method", default="auto", help="the aggregation method (default auto)")
     jb.add_argument("--params", default=None, metavar="JSON", help="the method's parameters as a JSON object")
-    jb.add_argument("--use-experts", action="store_true",
-                    help="clamp the experts' tokens in the fit (scored by cross-fitting)")
+    jb.add_argument("--use-experts", action=argparse.BooleanOptionalAction, default=None,
+                    help="clamp the experts' tokens in the fit (scored by cross-fitting); not given: no, except that "
+                         "method auto clamps them when its rule expects that to score better on unseen items")
     jb.add_argument("--push", action="store_true", help="then push the aggregate to Label Studio as predictions")
     jb.add_argument("--token", default=None, help="with --push: a token (default: the one kept at the last pull)")
     jb.add_argument("--view", action="store_true", help="with --push: the project's disputed-first tab (made once)")

@@ -292,6 +292,13 @@ def form_text(value: Any, limit: int = 1000) -> str:
     return value.strip()[:limit] if isinstance(value, str) else ""
 
 
+def _use_experts_choice(value: str | None) -> bool | None:
+    """The job form's experts choice: empty (not given: method auto decides, other methods do not clamp), ``no``
+    or anything else (a checkbox's ``on``, ``yes``) for yes."""
+    value = (value or "").strip().lower()
+    return None if not value else value not in ("no", "0", "off", "false")
+
+
 @router.post("/datasets/{dataset_id}/jobs")
 def start_job(request: Request, dataset_id: str, session: SessionDep, settings: SettingsDep, queue: QueueDep,
               dash: DashSessionDep, method: Annotated[str, Form(max_length=40)],
@@ -304,7 +311,8 @@ def start_job(request: Request, dataset_id: str, session: SessionDep, settings: 
     model it starts from, frozen or as EM's start) and show its progress."""
     check_csrf(request, dash, csrf)
     dataset = owned_dataset(session, dash, dataset_id)
-    form = {"method": method, "params": params, "use_experts": bool(use_experts), "reference": reference,
+    experts = _use_experts_choice(use_experts)
+    form = {"method": method, "params": params, "use_experts": experts, "reference": reference,
             "from_job": from_job, "frozen": bool(frozen)}
     try:
         try:
@@ -313,7 +321,7 @@ def start_job(request: Request, dataset_id: str, session: SessionDep, settings: 
             raise ValueError(f"parameters must be a JSON object: {exc}") from None
         if not isinstance(parsed, dict):
             raise ValueError("parameters must be a JSON object, e.g. {\"max_iter\": 50}")
-        job_in = JobCreate(method=method, params=parsed, use_experts=bool(use_experts),
+        job_in = JobCreate(method=method, params=parsed, use_experts=experts,
                            reference=reference.strip() or "union", from_job=from_job.strip() or None,
                            frozen=bool(frozen))
         job = service.start_job(session=session, settings=settings, queue=queue, dataset=dataset, job_in=job_in)

@@ -108,22 +108,32 @@ def test_compare_without_experts_is_refused(tmp_path, capsys):
     assert status == 2 and err == ["crowdqa: error: compare scores the methods against the experts: give --expert PATH"]
 
 
-def test_aggregate_auto_writes_the_recommended_methods_aggregate_with_the_comparison(tmp_path, capsys):
+@pytest.mark.parametrize(("told", "kinds"), [([], {False, True}), (["--no-use-experts"], {False}),
+                                              (["--use-experts"], {True})])
+def test_aggregate_auto_writes_the_recommended_methods_aggregate_with_the_comparison(tmp_path, capsys, told, kinds):
+    """Issue 46: not told, auto compares both kinds of candidates (the oracle: crowdqa compare --expert-variants's
+    recommendation on the same files) and fits the recommended one as compared; --no-use-experts / --use-experts
+    compare crowd-only / clamped ones only. The line on stderr, the report's experts_used_in_fit and the
+    comparison's recommendation agree, and the aggregate is the chosen method's run as recommended."""
     out, rep, direct = tmp_path / "auto.jsonl", tmp_path / "report.json", tmp_path / "direct.jsonl"
-    common = [str(SAMPLE / "crowd.jsonl"), "--format", "spans-jsonl", "--expert", str(SAMPLE / "expert.jsonl"),
-              "--quiet"]
-    assert main(["aggregate", *common, "--method", "auto", "--output", str(out), "--report", str(rep)]) == 0
-    printed = capsys.readouterr().out
+    common = [str(SAMPLE / "crowd.jsonl"), "--format", "spans-jsonl", "--expert", str(SAMPLE / "expert.jsonl")]
+    assert main(["aggregate", *common, "--method", "auto", *told, "--output", str(out), "--report", str(rep)]) == 0
+    captured = capsys.readouterr()
     report = json.loads(rep.read_text())
     chosen = report["comparison"]["recommended"]
     assert report["method"] == chosen and report["method_choice"].startswith("--method auto: ")
     assert {m["method"] for m in report["comparison"]["methods"]} >= {"mv", "ds", "hmm-crowd", "bsc-seq"}
-    assert "Methods compared (--method auto):" in printed
-    # Without --use-experts auto compares and fits on the crowd alone: the aggregate is not the experts' labels.
+    assert "Methods compared (--method auto):" in captured.out
+    assert {m["use_experts"] for m in report["comparison"]["methods"]} == kinds
     clamped = report["comparison"]["recommended_use_experts"]
-    assert report["experts_used_in_fit"] is clamped is False
-    assert not any(m["use_experts"] for m in report["comparison"]["methods"])
-    assert main(["aggregate", *common, "--method", chosen, *(["--use-experts"] if clamped else []),
+    assert report["experts_used_in_fit"] is clamped
+    said = next(line for line in captured.err.splitlines() if line.startswith("crowdqa: --method auto: "))
+    assert said.startswith(f"crowdqa: --method auto: {chosen}{' with the experts clamped' if clamped else ''}: ")
+    if not told:
+        assert main(["compare", *common, "--expert-variants", "--output", str(tmp_path / "c.json"), "--quiet"]) == 0
+        oracle = json.loads((tmp_path / "c.json").read_text())
+        assert (chosen, clamped) == (oracle["recommended"], oracle["recommended_use_experts"])
+    assert main(["aggregate", *common, "--quiet", "--method", chosen, *(["--use-experts"] if clamped else []),
                  "--output", str(direct)]) == 0
     assert out.read_text() == direct.read_text()
     from crowdqa.quality.report_model import QualityReport

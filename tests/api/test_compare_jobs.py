@@ -59,10 +59,16 @@ def test_a_compare_jobs_missing_aggregate_is_a_409_at_every_door(client, keys):
 
 
 def test_an_auto_job_aggregates_with_the_recommended_method(client, keys):
+    """Issue 46: an auto job not told whether to use the experts compares both kinds of candidates (as compare
+    --expert-variants) and fits the recommended one as compared; the row keeps the request in params
+    ({"expert_variants": true}) and use_experts false until it finishes, then what the fit did, as the
+    comparison's recommended_use_experts and the report's experts_used_in_fit do. Oracle: the CLI's own
+    comparison with expert_variants of the same corpus."""
     key = keys["a"]
     ds = sample_dataset(client, key)
     r = client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key), json={"method": "auto"})
     assert r.status_code == 202, r.text
+    assert r.json()["params"] == {"expert_variants": True} and r.json()["use_experts"] is False
     job = wait_job(client, r.json()["id"], key)
     assert job["status"] == "finished", job
     report = client.get(f"/api/v1/jobs/{job['id']}/report", headers=auth(key)).json()
@@ -70,9 +76,14 @@ def test_an_auto_job_aggregates_with_the_recommended_method(client, keys):
     assert report["method"] == comparison["recommended"] == report["comparison"]["recommended"]
     assert report["method_choice"].startswith("method auto: ")
     assert {m["method"] for m in comparison["methods"]} >= {"mv", "ds", "hmm-crowd", "bsc-seq"}
-    # Auto clamps the experts only when the job asks (use_experts): row, comparison and report say the same.
-    assert not comparison["expert_variants"] and not any(m["use_experts"] for m in comparison["methods"])
-    assert report["experts_used_in_fit"] is comparison["recommended_use_experts"] is job["use_experts"] is False
+    assert comparison["expert_variants"] and {m["use_experts"] for m in comparison["methods"]} == {False, True}
+    direct = run_comparison(_sample_corpus(), expert_variants=True)
+    assert (comparison["recommended"], comparison["recommended_use_experts"]) == (
+        direct["recommended"], direct["recommended_use_experts"])
+    clamped = comparison["recommended_use_experts"]
+    assert report["experts_used_in_fit"] is job["use_experts"] is clamped
+    assert report["aggregate_scored_on"] == ("held-out predictions (cross-fitting)" if clamped
+                                             else "all expert tokens")
     assert "expected points behind it" in comparison["reason"] and comparison["converged_legend"]
     # The dashboard's job page: the candidates by name, their expected scores, and what converged "-" means.
     import re
@@ -84,21 +95,40 @@ def test_an_auto_job_aggregates_with_the_recommended_method(client, keys):
     page = client.get(f"/ui/jobs/{job['id']}").text
     assert "<th>ds</th>" in page and "<th>points behind</th>" in page
     assert 'id="converged-legend"' in page and "the fit has no convergence test" in page
+    assert ("experts used in the fit" if clamped else "experts not used in the fit") in page
+    # A re-run lets auto decide again (the row is undecided until it finishes); one that gives use_experts asks
+    # for that kind only, and the request leaves params.
+    again = client.post(f"/api/v1/jobs/{job['id']}/rerun", headers=auth(key))
+    assert again.status_code == 202, again.text
+    assert again.json()["params"] == {"expert_variants": True} and again.json()["use_experts"] is False
+    assert wait_job(client, job["id"], key)["use_experts"] is clamped
+    told = client.post(f"/api/v1/jobs/{job['id']}/rerun", headers=auth(key), json={"use_experts": False})
+    assert told.status_code == 202, told.text
+    assert told.json()["params"] == {} and told.json()["use_experts"] is False
+    done = wait_job(client, job["id"], key)
+    again = client.get(f"/api/v1/jobs/{job['id']}/comparison", headers=auth(key)).json()
+    assert not again["expert_variants"] and not any(m["use_experts"] for m in again["methods"])
+    assert done["use_experts"] is False
 
 
-def test_an_auto_job_with_use_experts_clamps_every_candidate_and_says_so_everywhere(client, keys):
-    """An auto job asked to use the experts compares only clamped fits (scored by cross-fitting: no score on a
-    label the fit saw) and fits the chosen one clamped; the job row, the comparison and the report agree."""
+@pytest.mark.parametrize("use_experts", [False, True])
+def test_an_auto_job_told_about_the_experts_compares_that_kind_and_says_so_everywhere(client, keys, use_experts):
+    """An auto job told to use the experts compares only clamped fits (scored by cross-fitting: no score on a
+    label the fit saw) and fits the chosen one clamped; told not to, only crowd-only fits. The job row, the
+    comparison and the report agree, and the request is the row's use_experts (params stay empty)."""
     key = keys["a"]
     ds = sample_dataset(client, key)
-    r = client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key), json={"method": "auto", "use_experts": True})
+    r = client.post(f"/api/v1/datasets/{ds}/jobs", headers=auth(key),
+                    json={"method": "auto", "use_experts": use_experts})
     assert r.status_code == 202, r.text
+    assert r.json()["params"] == {} and r.json()["use_experts"] is use_experts
     job = wait_job(client, r.json()["id"], key)
     assert job["status"] == "finished", job
     report = client.get(f"/api/v1/jobs/{job['id']}/report", headers=auth(key)).json()
     comparison = client.get(f"/api/v1/jobs/{job['id']}/comparison", headers=auth(key)).json()
-    assert comparison["methods"] and all(m["use_experts"] for m in comparison["methods"])
-    assert report["experts_used_in_fit"] is comparison["recommended_use_experts"] is job["use_experts"] is True
+    assert not comparison["expert_variants"] and comparison["methods"]
+    assert all(m["use_experts"] is use_experts for m in comparison["methods"])
+    assert report["experts_used_in_fit"] is comparison["recommended_use_experts"] is job["use_experts"] is use_experts
 
 
 def test_a_compare_job_with_expert_variants_fits_each_method_both_ways(client, keys):

@@ -376,3 +376,49 @@ def test_auto_on_tags_without_experts_takes_the_tags_default():
     corpus = tag_crowd(n_docs=20, n_workers=6, n_classes=4, labels_per_token=3, seed=2).corpus
     choice = choose_method(corpus.select_role("crowd"))
     assert choice.method == "bsc-seq" and "tag labels" in choice.why and choice.comparison is None
+
+
+def _small_corpus(kind: str, seed: int, tmp_path):
+    """A span corpus (synthetic_corpus) or a categorical crowd with planted spammers (the benchmark's), and the
+    methods compared on it."""
+    if kind == "spans":
+        return synthetic_corpus(n_docs=24, accuracy=0.7, seed=seed), ["mv", "ds", "hmm-crowd"]
+    from benchmarks.method_choice import spammer_crowd
+    from crowdqa.ingest import read_corpus
+
+    rows, _ = spammer_crowd(seed, n_classes=3, spammers=0.3, n_items=120, n_workers=12)
+    path = tmp_path / "crowd.csv"
+    path.write_text("item,annotator,label,gold\n" + "".join(",".join(r) + "\n" for r in rows))
+    return read_corpus(path, format="categorical").corpus, ["mv", "ds", "ibcc"]
+
+
+@pytest.mark.parametrize(("kind", "seed", "clamped"), [("spans", 0, False), ("spans", 3, True),
+                                                        ("categorical", 0, True), ("categorical", 3, False)])
+def test_auto_not_told_about_the_experts_chooses_what_compare_expert_variants_recommends(kind, seed, clamped,
+                                                                                           tmp_path):
+    """Issue 46: auto not told whether to use the experts (``use_experts=None``, the CLI without --use-experts or
+    --no-use-experts, a job without use_experts) compares both kinds of candidates. Oracle: the comparison of
+    ``compare --expert-variants`` (run_comparison with expert_variants, the benchmark's ``variants`` rule) on the
+    same corpus: the same table and recommendation, clamped or not. The pipeline then fits the chosen candidate as
+    compared, and the report's experts_used_in_fit says so. Which cases choose a clamped fit is a regression
+    figure of this code (pinned so both kinds of choice are exercised)."""
+    from crowdqa.jobs.compare import choose_method
+
+    corpus, methods = _small_corpus(kind, seed, tmp_path)
+    oracle = run_comparison(corpus, methods=methods, expert_variants=True, n_boot=100)
+    choice = choose_method(corpus, methods=methods, n_boot=100)
+    assert choice.comparison["expert_variants"] and not choice.comparison["use_experts"]
+    assert _untimed(choice.comparison) == _untimed(oracle)
+    assert (choice.method, choice.use_experts) == (oracle["recommended"], oracle["recommended_use_experts"])
+    assert choice.use_experts is clamped
+    result = run_pipeline(corpus, method=choice.method, use_experts=choice.use_experts, prior=choice.fit)
+    assert result.report_data["experts_used_in_fit"] is clamped
+    assert result.report_data["aggregate_scored_on"] == ("held-out predictions (cross-fitting)" if clamped
+                                                         else "all expert tokens")
+    fresh = run_pipeline(corpus, method=choice.method, use_experts=choice.use_experts)
+    np.testing.assert_array_equal(result.labels, fresh.labels)
+    for told in (False, True):  # told: only that kind of candidate, as compare with or without --use-experts
+        asked = choose_method(corpus, methods=methods, use_experts=told, n_boot=100)
+        assert _untimed(asked.comparison) == _untimed(run_comparison(corpus, methods=methods, use_experts=told,
+                                                                     n_boot=100))
+        assert asked.use_experts is told
