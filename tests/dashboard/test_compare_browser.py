@@ -38,3 +38,29 @@ def test_compare_then_start_the_recommended_method(server, page_of):
     assert page.locator("#report").count() == 1
     new_job = page.url.split("/jobs/", 1)[1].split("?")[0]
     assert new_job != job_id and api["recommended"] in page.inner_text("h1")
+
+
+def test_an_auto_job_from_the_form_says_whether_it_clamped_the_experts(server, page_of):
+    """Issue 46: the job form's experts choice defaults to letting method auto decide; the finished job's page says
+    what the fit did, as the API's row, report and comparison do."""
+    w = page_of()
+    page = w.page
+    _sample_dataset(w, server, "auto decides")
+    assert page.locator("#use-experts option:checked").inner_text().startswith("method auto decides")
+    page.select_option("#method", "auto")
+    w.shot("job-form-experts-choice")
+    page.click("#job-form button[type=submit]")
+    page.wait_for_selector("#report, #failure", timeout=120_000)
+    job_id = page.url.split("/jobs/", 1)[1].split("?")[0]
+    headers = {"Authorization": f"Bearer {server.keys['a']}"}
+    row = httpx.get(f"{server.url}/api/v1/jobs/{job_id}", headers=headers).json()
+    report = httpx.get(f"{server.url}/api/v1/jobs/{job_id}/report", headers=headers).json()
+    assert row["params"] == {"expert_variants": True}
+    assert row["use_experts"] is report["experts_used_in_fit"] is report["comparison"]["recommended_use_experts"]
+    said = "experts used in the fit" if row["use_experts"] else "experts not used in the fit"
+    assert said in page.inner_text("body")
+    assert (
+        "each method on the crowd alone and with the experts clamped (+experts, scored by cross-fitting)"
+        in page.inner_text("body"))
+    w.shot("auto-job-experts")
+    assert not w.errors, w.errors

@@ -452,3 +452,25 @@ def test_dataset_summary_shows_integral_medians_as_counts(client, keys):
     medians = re.findall(r"<dt>median</dt>\s*<dd>\s*([^<]*?)\s*</dd>", page)
     assert medians and all(m.isdigit() for m in medians), medians
     assert (fmt_count(5.0), fmt_count(4.5), fmt_count(3), fmt_count(None)) == ("5", "4.500", "3", "-")
+
+
+@pytest.mark.parametrize(("chosen", "params", "use_experts"), [
+    ("", {"expert_variants": True}, False), ("no", {}, False), ("yes", {}, True), ("on", {}, True)])
+def test_the_job_forms_experts_choice_has_three_states(client, keys, chosen, params, use_experts):
+    """Issue 46: the job form's experts choice is a select: empty (the default) lets method auto decide (the job
+    keeps the request as params {"expert_variants": true}, use_experts false until it finishes), ``no`` and
+    ``yes`` tell it (``on`` is the compare page's hidden field for a recommended +experts candidate)."""
+    from tests.api.conftest import sample_dataset
+
+    csrf = sign_in(client, keys["a"])
+    dataset = sample_dataset(client, keys["a"])
+    form = client.get(f"/ui/datasets/{dataset}").text
+    choices = re.search(r'<select name="use_experts" id="use-experts">(.*?)</select>', form, re.S)[1]
+    assert re.findall(r'<option value="([^"]*)"', choices) == ["", "yes", "no"]
+    assert re.search(r'<option value="" selected>method auto decides', choices)
+    made = client.post(f"/ui/datasets/{dataset}/jobs", data={"method": "auto", "use_experts": chosen, "csrf": csrf},
+                       follow_redirects=False)
+    assert made.status_code == 303, made.text
+    job_id = made.headers["location"].rsplit("/", 1)[-1]
+    row = client.get(f"/api/v1/jobs/{job_id}", headers=auth(keys["a"])).json()
+    assert (row["params"], row["use_experts"]) == (params, use_experts)
