@@ -419,7 +419,9 @@ class JobRerun(SQLModel):
     model_config = ConfigDict(extra="forbid")
     method: MethodId | None = None
     params: dict[str, Any] | None = Field(default=None, description=PARAMS_DESCRIPTION)
-    use_experts: bool | None = None
+    use_experts: bool | None = Field(default=None, description=(
+        "Not given: the job's own request (an auto job that left the experts to auto decides again); true or "
+        "false: clamp them or not (method auto: that kind of candidate only)."))
     reference: str | None = Field(default=None, max_length=300)
 
 
