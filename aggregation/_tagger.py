@@ -24,7 +24,8 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-__all__ = ["TaggerWeights", "cross_fit_proba", "document_folds", "fit_tagger", "tagger_features", "tagger_proba"]
+__all__ = ["TaggerWeights", "cross_fit_proba", "document_folds", "fit_tagger", "tagger_features", "tagger_proba",
+           "tagger_votes"]
 
 #: Offsets of the neighbouring tokens whose lower-cased word and shape are features.
 WINDOW = (-2, -1, 1, 2)
@@ -209,6 +210,22 @@ def tagger_proba(features: sp.csr_array, weights: TaggerWeights) -> NDArray[np.f
     with np.errstate(invalid="ignore"):  # -inf intercepts of absent classes give probability 0
         logits = np.asarray(features @ weights.coef.T) + weights.intercept
     return softmax(logits, axis=1)
+
+
+def tagger_votes(proba: NDArray[np.float64], *, kind: str) -> NDArray[np.float64]:
+    """The tagger's answers as the crowd model reads them, ndarray of shape (n_tokens, n_classes).
+
+    ``kind="soft"``: the class probabilities themselves (a fractional answer of every class). ``kind="hard"``: the
+    most probable class, one-hot (ties to the lowest class index), as an annotator answers; its learned confusion
+    matrix then weighs each answer in full, where a soft answer of 0.6 carries 0.6 of the evidence. A row of zeros
+    (a token the tagger did not vote on) stays zeros.
+    """
+    if kind == "soft":
+        return proba
+    votes = np.zeros_like(proba)
+    voted = proba.any(axis=1)
+    votes[np.flatnonzero(voted), proba[voted].argmax(axis=1)] = 1.0
+    return votes
 
 
 def document_folds(doc_ids: tuple[str, ...] | list[str], *, n_folds: int, rng: np.random.Generator

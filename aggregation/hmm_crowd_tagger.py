@@ -19,6 +19,7 @@ from crowdqa.aggregation._tagger import (
     fit_tagger,
     tagger_features,
     tagger_proba,
+    tagger_votes,
 )
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.aggregation.hmm_crowd import HMMCrowd
@@ -26,6 +27,7 @@ from crowdqa.aggregation.hmm_crowd import HMMCrowd
 __all__ = ["HMMCrowdTagger"]
 
 _TAGGER_CONFUSION = ("full", "uniform")
+_TAGGER_VOTE = ("hard", "soft")
 
 
 class HMMCrowdTagger(HMMCrowd):
@@ -34,8 +36,9 @@ class HMMCrowdTagger(HMMCrowd):
     Round 0 is :class:`~crowdqa.aggregation.hmm_crowd.HMMCrowd` on the crowd's labels. Each later round
     trains a token tagger (:mod:`crowdqa.aggregation._tagger`: a logistic regression over the word, its
     lower case, its shape, the neighbouring words and shapes, and with ``affixes`` its prefixes and suffixes) on the
-    previous round's posteriors, and fits HMM-Crowd again with the tagger's class probabilities as the answers of one
-    more annotator, who has a full confusion matrix of its own, learned by the same EM. Rounds stop when the
+    previous round's posteriors, and fits HMM-Crowd again with the tagger's answers (its most probable class, or with
+    ``tagger_vote="soft"`` its class probabilities) as those of one more annotator, who has a full confusion matrix
+    of its own, learned by the same EM. Rounds stop when the
     labels change on fewer than ``round_tol`` of the labelled tokens, or after ``max_rounds``.
 
     **Cross-fitting.** The documents are split into ``n_folds`` random folds; a fold's tokens get the votes
@@ -62,6 +65,11 @@ class HMMCrowdTagger(HMMCrowd):
         on conll_val's pseudo-words they are noise.
     min_count : int, default=2
         A tagger feature is kept if at least this many tokens have it.
+    tagger_vote : {"hard", "soft"}, default="hard"
+        How the tagger answers: its most probable class (``"hard"``, as an annotator does; its confusion matrix
+        then says how far to trust each answer), or its class probabilities as fractional answers (``"soft"``,
+        which weighs an unsure answer down twice: by its probability and by the confusion learned from it). The
+        default is the protocol's choice (``benchmarks/tagger.py``).
     tagger_confusion : {"full", "uniform"}, default="full"
         The tagger's confusion matrix: learned (``"full"``), or fixed uniform, which makes its vote a constant
         factor, so the fit is HMM-Crowd's (an ablation).
@@ -79,7 +87,8 @@ features, lowercase, sequences, shape_emission, wrong_mass, start_smoothing, ini
     tagger_confusion_ : ndarray of shape (n_classes, n_classes)
         ``[k, o]`` = P(the tagger says o | true class k), learned in the last round.
     tagger_proba_ : ndarray of shape (n_tokens, n_classes)
-        The tagger's (cross-fitted) votes of the last round; zeros on unlabelled documents.
+        The tagger's (cross-fitted) class probabilities of the last round; zeros on unlabelled documents. Its
+        answers are these (``tagger_vote="soft"``) or their most probable class (``"hard"``).
     tagger_coef_ : ndarray of shape (n_classes, n_tagger_features)
     tagger_intercept_ : ndarray of shape (n_classes,)
         The tagger trained on every labelled document's final aggregate: what labels new documents.
@@ -94,8 +103,9 @@ features, lowercase, sequences, shape_emission, wrong_mass, start_smoothing, ini
     Notes
     -----
     The model of a document is HMM-Crowd's (:math:`\pi, A, B, C^{(j)}`) times one more annotator factor
-    :math:`\prod_t \prod_o T_{h_t, o}^{\,q_t(o)}`, where :math:`q_t` is the tagger's class distribution at
-    token :math:`t` (a fractional answer, as Simpson & Gurevych treat their integrated tagger's output) and
+    :math:`\prod_t \prod_o T_{h_t, o}^{\,q_t(o)}`, where :math:`q_t` is the tagger's answer at token :math:`t`:
+    one-hot at its most probable class (``tagger_vote="hard"``, an annotator's label), or its class distribution
+    (``"soft"``, a fractional answer) and
     :math:`T` = ``tagger_confusion_`` its confusion matrix, a MAP estimate from
     :math:`\sum_t \gamma_t(k) q_t(o)` with the annotators' smoothing. Between rounds the tagger is refitted
     to the posteriors :math:`\gamma` (the expected log loss under them), which is the alternation of
@@ -134,12 +144,14 @@ features, lowercase, sequences, shape_emission, wrong_mass, start_smoothing, ini
         "n_folds": [Interval(int, 1, 20)], "max_rounds": [Interval(int, 0, 50)],
         "round_tol": [Interval(float, 0, 1)], "tagger_c": [Interval(float, 0, None, closed="neither")],
         "tagger_iter": [Interval(int, 1, 10_000)], "affixes": [Interval(int, 0, 6)],
-        "min_count": [Interval(int, 1, None)], "tagger_confusion": [Options(_TAGGER_CONFUSION)],
+        "min_count": [Interval(int, 1, None)], "tagger_vote": [Options(_TAGGER_VOTE)],
+        "tagger_confusion": [Options(_TAGGER_CONFUSION)],
         "random_state": [Interval(int, 0, None), None],
     }
 
     def __init__(self, *, n_folds: int = 2, max_rounds: int = 5, round_tol: float = 0.001, tagger_c: float = 1.0,
-                 tagger_iter: int = 50, affixes: int = 0, min_count: int = 2, tagger_confusion: str = "full",
+                 tagger_iter: int = 50, affixes: int = 0, min_count: int = 2, tagger_vote: str = "hard",
+                 tagger_confusion: str = "full",
                  random_state: int | None = 0, decode: str = "viterbi", worker_model: str = "two-param",
                  max_iter: int | str = "auto", tol: float | None = None, pseudo_count: float = 0.1,
                  worker_smoothing: float = 0.001, init_rounds: int = 5, init_diagonal: float = 0.9,
@@ -159,6 +171,7 @@ features, lowercase, sequences, shape_emission, wrong_mass, start_smoothing, ini
         self.tagger_iter = tagger_iter
         self.affixes = affixes
         self.min_count = min_count
+        self.tagger_vote = tagger_vote
         self.tagger_confusion = tagger_confusion
         self.random_state = random_state
 
@@ -209,7 +222,7 @@ features, lowercase, sequences, shape_emission, wrong_mass, start_smoothing, ini
                                              n_folds=self.n_folds, c=self.tagger_c, max_iter=self.tagger_iter,
                                              warm=weights)
             votes[~design.active] = 0.0
-            with_tagger = dataclasses.replace(design, tagger=votes)
+            with_tagger = dataclasses.replace(design, tagger=tagger_votes(votes, kind=self.tagger_vote))
             done += len(monitor.history)
             monitor = self._monitor(counted)
             params, post, converged = self._run_em(corpus, with_tagger, monitor=monitor, warm=False)
@@ -261,7 +274,7 @@ features, lowercase, sequences, shape_emission, wrong_mass, start_smoothing, ini
             features, _ = tagger_features(token_text(corpus), seq_first=design.seq_first, affixes=self.affixes,
                                           vocabulary=self.tagger_vocabulary_)
         votes = tagger_proba(features, TaggerWeights(self.tagger_coef_, self.tagger_intercept_))
-        design = dataclasses.replace(design, tagger=votes)
+        design = dataclasses.replace(design, tagger=tagger_votes(votes, kind=self.tagger_vote))
         params = self._carried(corpus, design)
         post = self._token_posteriors(params, design)
         return self._decode(corpus, design, params, post, fill=int(self.class_prior_.argmax())), post

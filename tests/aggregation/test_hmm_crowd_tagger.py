@@ -11,7 +11,7 @@ import scipy.sparse as sp
 
 from crowdqa.aggregation._base import ConvergenceWarning
 from crowdqa.aggregation._sequences import doc_first, token_text
-from crowdqa.aggregation._tagger import cross_fit_proba, tagger_features
+from crowdqa.aggregation._tagger import cross_fit_proba, tagger_features, tagger_votes
 from crowdqa.aggregation.batches import fitted_state, restore_state
 from crowdqa.aggregation.corpus import Corpus
 from crowdqa.aggregation.hmm_crowd import HMMCrowd
@@ -64,13 +64,15 @@ def _fit(est, corpus):
         return est.fit(corpus)
 
 
+@pytest.mark.parametrize("tagger_vote", ["hard", "soft"])
 @pytest.mark.parametrize("worker_model", ["two-param", "full"])
-def test_a_uniform_tagger_confusion_gives_plain_hmm_crowd(seed, worker_model):
+def test_a_uniform_tagger_confusion_gives_plain_hmm_crowd(seed, worker_model, tagger_vote):
     """Reduction (oracle: HMMCrowd itself): with the tagger's confusion fixed uniform its vote is the same factor in
     every state, so labels and posteriors are HMM-Crowd's (to rounding), and the labels never change in a round."""
     corpus, _ = ner_corpus(np.random.default_rng(seed))
     plain = HMMCrowd(worker_model=worker_model).fit(corpus)
-    tagged = _fit(HMMCrowdTagger(worker_model=worker_model, tagger_confusion="uniform", n_folds=2), corpus)
+    tagged = _fit(HMMCrowdTagger(worker_model=worker_model, tagger_confusion="uniform", tagger_vote=tagger_vote,
+                                 n_folds=2), corpus)
     np.testing.assert_array_equal(tagged.labels_, plain.labels_)
     np.testing.assert_allclose(tagged.proba_, plain.proba_, atol=1e-10)
     np.testing.assert_allclose(tagged.worker_confusion_, plain.worker_confusion_, atol=1e-10)
@@ -86,6 +88,41 @@ def test_the_learned_tagger_is_a_better_than_chance_annotator(seed):
     tagged = _fit(HMMCrowdTagger(n_folds=3), corpus)
     assert (np.diag(tagged.tagger_confusion_)[:2] > 0.5).all()
     assert (tagged.labels_ == truth).mean() >= (plain.labels_ == truth).mean() - 0.01
+
+
+def test_hard_votes_by_brute_force(seed):
+    """``tagger_votes`` (oracle: a loop over the rows, written out): ``"hard"`` is one-hot at the most probable class,
+    a tie goes to the lowest class index, a row of zeros (no vote) stays zeros; ``"soft"`` returns the
+    probabilities as they are."""
+    rng = np.random.default_rng(seed)
+    proba = rng.dirichlet(np.ones(4), 30)
+    proba[3] = [0.4, 0.1, 0.4, 0.1]  # a tie: class 0
+    proba[7] = [0.1, 0.3, 0.3, 0.3]  # a tie: class 1
+    proba[11] = 0.0  # not voted on
+    expected = np.zeros_like(proba)
+    for i, row in enumerate(proba):
+        if row.sum() > 0:
+            best = max(range(4), key=lambda k: (row[k], -k))
+            expected[i, best] = 1.0
+    np.testing.assert_array_equal(tagger_votes(proba, kind="hard"), expected)
+    assert tagger_votes(proba, kind="soft") is proba
+
+
+def test_hard_votes_enter_the_fit_as_an_annotator_labels(seed):
+    """With ``tagger_vote="hard"`` the fit's tagger confusion is counted from one-hot answers (oracle: the
+    posteriors times the argmax of the recorded probabilities, the M-step's counts by hand, normalised): each row of
+    ``tagger_confusion_`` is then the share of each answer among the tokens of that true class."""
+    corpus, _ = ner_corpus(np.random.default_rng(seed), n_docs=60)
+    model = _fit(HMMCrowdTagger(n_folds=2, tagger_vote="hard", max_rounds=1, round_tol=1.0), corpus)
+    hard = np.eye(3)[model.tagger_proba_.argmax(axis=1)]
+    soft = _fit(HMMCrowdTagger(n_folds=2, tagger_vote="soft", max_rounds=1, round_tol=1.0), corpus)
+    # the first round's tagger is trained on round 0 (plain HMM-Crowd) in both: the same probabilities
+    np.testing.assert_allclose(soft.tagger_proba_, model.tagger_proba_)
+    # the M-step before the final E-step read counts post.T @ hard: the learned rows are near those shares
+    # (smoothing 0.001 and one E-step apart), while the soft fit's rows are spread by the probabilities
+    counts = model.proba_.T @ hard
+    np.testing.assert_allclose(model.tagger_confusion_, counts / counts.sum(axis=1, keepdims=True), atol=0.05)
+    assert np.trace(model.tagger_confusion_) > np.trace(soft.tagger_confusion_)
 
 
 def test_cross_fitted_votes_never_read_their_own_documents_labels(seed):
