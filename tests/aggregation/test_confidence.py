@@ -163,8 +163,8 @@ def test_fit_temperature_recovers_a_known_temperature(true_temperature, seed):
 def test_fit_temperatures_finds_the_minimum_of_the_log_loss(seed):
     """Oracle: the minimum of each subset's log loss by brute force, over 1,001 points of log T in the bounds, then
     1,001 points (spacing 1.4e-5) between the neighbours of the best of them, on span scores of a random chain with
-    transitions (15 documents); the search's temperatures are within 2e-4 of log T of it, for the whole set and each of three folds fitted at once, and a fold whose
-    items are all right keeps 1.0."""
+    transitions (15 documents); the search's temperatures are within 2e-4 of log T of it, for the whole set and
+    each of three folds fitted at once, and a fold whose items are all right keeps 1.0."""
     rng = np.random.default_rng(seed)
     corpus = _corpus(BIO, rng.integers(2, 6, size=15).tolist())
     chain = _random_chain(rng, corpus, seq_first=sequence_starts(corpus))
