@@ -18,6 +18,10 @@ documents, each scored at the temperature fitted on the other three.
 Reported per method and set, at the temperature 1 (the model as fitted), the label-free default and the
 expert-fitted one: span ECE and Brier score with 95% document-bootstrap intervals, the low-score error ratio
 (the share of wrong spans among the lowest-scored tenth over the overall share), and the token ECE.
+
+**Tokens on their own** (``token_rule``): the same rule applied to the token scores' ECE (each token's probability
+that its aggregate label is right, against the truth), over the same candidates: the temperature tokens would get if
+they had one of their own, and each set's token ECE there (``token_ece.token_rule``, ``token_grid_ece``).
 """
 
 from __future__ import annotations
@@ -88,6 +92,11 @@ class _Scored:
 
     def token_scores(self, temperature: float, scope: str) -> np.ndarray:
         return token_probability(chain_marginals(self.chain.tempered(temperature, scope=scope)), self.labels)
+
+    def token_scores_at(self, temperatures: np.ndarray, scope: str) -> np.ndarray:
+        """Every token's score at each of ``temperatures``: shape (n_temps, n_tokens), one pass for all of them."""
+        return tempered_scores(self.chain, temperatures, scope=scope,
+                               score=lambda mg: token_probability(mg, self.labels).reshape(mg.copies, -1))
 
     def scores_at(self, temperatures: np.ndarray, scope: str) -> np.ndarray:
         """Every span's score at each of ``temperatures``: shape (n_temps, n_spans), one pass for all of them."""
@@ -165,6 +174,13 @@ def run(*, quick: bool = False, methods: list[str] | None = None) -> dict:
         best = int(np.argmin(mean))  # the earliest of equal means
         scope, temp = candidates[best]
         halves = _cross_check(fits, grid, candidates)
+        # The same rule on the token scores: would tokens be better off with a temperature of their own?
+        token_ece = {name: [expected_calibration_error(s, f.token_right) for s in
+                            [*f.token_scores_at(np.array(GRID), "chain"),
+                             *(f.token_scores_at(np.array(GRID_CROWD), "crowd") if entry.sequences else [])]]
+                     for name, f in fits.items()}
+        token_mean = np.mean([token_ece[n] for n in fits], axis=0)
+        token_best = int(np.argmin(token_mean))
         per_set = {}
         for name, f in fits.items():
             fitted, temps = f.expert_fitted(scope)
@@ -176,10 +192,15 @@ def run(*, quick: bool = False, methods: list[str] | None = None) -> dict:
                 "token_ece": {"as_fitted": round(expected_calibration_error(f.token_scores(1.0, "chain"),
                                                                             f.token_right), 6),
                               "default": round(expected_calibration_error(f.token_scores(temp, scope),
-                                                                          f.token_right), 6)},
+                                                                          f.token_right), 6),
+                              "token_rule": round(token_ece[name][token_best], 6)},
                 "grid_ece": [round(x, 6) for x in ece[name]],
+                "token_grid_ece": [round(x, 6) for x in token_ece[name]],
             }
         out["methods"][method] = {"scope": scope, "temperature": temp, "rule_score": round(float(mean[best]), 6),
+                                  "token_rule": {"scope": candidates[token_best][0],
+                                                 "temperature": candidates[token_best][1],
+                                                 "rule_score": round(float(token_mean[token_best]), 6)},
                                   "candidates": [list(c) for c in candidates],
                                   "sets": per_set, "cross_check": halves}
         print(f"{method}: {scope} T={temp} mean span ECE {mean[best]:.4f} (as fitted {mean[0]:.4f})", flush=True)
