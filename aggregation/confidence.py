@@ -640,12 +640,13 @@ def fit_temperatures(score: Callable[[NDArray[np.float64]], NDArray[np.float64]]
 
     Temperature scaling (Guo et al. 2017) fitted by maximum likelihood on items whose rightness is known (expert
     documents). A bracketed search on ``log T``, every subset at once: a grid of :data:`SEARCH_GRID` points over the
-    bounds; then :data:`SEARCH_ROUNDS` times a grid of :data:`SEARCH_POINTS` points over the bracket around each
-    subset's best point so far (its neighbours on the previous grid); then the vertex of the parabola through the
+    bounds, walked downhill from the point nearest the golden section of the bounds (where Brent's method starts) to
+    a local minimum; then :data:`SEARCH_ROUNDS` times a grid of :data:`SEARCH_POINTS` points over the bracket around
+    each subset's best point so far (its neighbours on the previous grid); then the vertex of the parabola through the
     best point and its two neighbours. Each round scores every subset's temperatures in one call of ``score``
-    (one pass over a chain's copies, :func:`tempered_scores`), four calls in all. On a log loss with one minimum in
-    the bounds the result is within a few ``1e-4`` of ``log T`` of it (the last grid's points are
-    ``log(1000) / 16 / 4 ** 3 = 0.0067`` apart, and the parabola's vertex is exact for a quadratic).
+    (one pass over a chain's copies, :func:`tempered_scores`), four calls in all. The result is within a few
+    ``1e-4`` of ``log T`` of the minimum (with several, of the one downhill of the start): the last grid's points
+    are ``log(1000) / 16 / 4 ** 3 = 0.0067`` apart, and the parabola's vertex is exact for a quadratic.
 
     Parameters
     ----------
@@ -688,7 +689,17 @@ def fit_temperatures(score: Callable[[NDArray[np.float64]], NDArray[np.float64]]
 
     grid = np.linspace(low, high, SEARCH_GRID)
     loss = log_loss(grid)
-    best = grid[np.argmin(loss, axis=1)]
+    # Downhill on the grid from the point nearest Brent's first one (a golden section into the bounds), to the
+    # first local minimum: a loss with two minima keeps the one a local search from there finds (hard posteriors,
+    # whose floored zeros regain mass at the largest temperatures, can make the loss fall again towards the upper
+    # bound, where their scores are not calibrated).
+    at = np.full(fit.size, int(np.argmin(np.abs(grid - (low + (3.0 - np.sqrt(5.0)) / 2.0 * (high - low))))))
+    rows = np.arange(fit.size)
+    for _ in range(SEARCH_GRID):
+        here = loss[rows, at]
+        left, right = loss[rows, np.maximum(at - 1, 0)], loss[rows, np.minimum(at + 1, SEARCH_GRID - 1)]
+        at = at + np.where((left < here) & (left <= right), -1, np.where(right < here, 1, 0))
+    best = grid[at]
     half = np.full(fit.size, grid[1] - grid[0])  # the bracket around each subset's best point: best +- half
     for _ in range(SEARCH_ROUNDS):
         points = np.clip(best[:, None] + half[:, None] * np.linspace(-1.0, 1.0, SEARCH_POINTS), low, high)
@@ -697,7 +708,6 @@ def fit_temperatures(score: Callable[[NDArray[np.float64]], NDArray[np.float64]]
         best, half = points[np.arange(fit.size), i], half * 2.0 / (SEARCH_POINTS - 1)
     # The vertex of the parabola through the best point and its neighbours, where it lies between them.
     inner = np.clip(i, 1, SEARCH_POINTS - 2)
-    rows = np.arange(fit.size)
     x0, x1, x2 = (points[rows, inner + d] for d in (-1, 0, 1))
     f0, f1, f2 = (loss[rows, inner + d] for d in (-1, 0, 1))
     with np.errstate(divide="ignore", invalid="ignore"):  # three equal points, a flat loss: no vertex
