@@ -151,10 +151,12 @@ def _forward(
 
     Parameters
     ----------
-    startprob : ndarray of shape (n_classes,)
-    transmat : ndarray of shape (n_classes, n_classes)
+    startprob : ndarray of shape (n_classes,) or (n_docs, n_classes)
+        Shared by the documents, or one row per document.
+    transmat : ndarray of shape (n_classes, n_classes) or (n_docs, n_classes, n_classes)
         ``transmat[j, k]`` weighs a move from state ``j`` to state ``k``. Rows need
-        not sum to 1 (variational-Bayes point estimates do not).
+        not sum to 1 (variational-Bayes point estimates do not). One matrix per document lets one batch hold
+        copies of a chain at several temperatures (:mod:`crowdqa.aggregation.confidence`).
     frame : ndarray of shape (n_docs, max_len, n_classes)
         Non-negative frame likelihoods.
     lengths : ndarray of shape (n_docs,)
@@ -172,7 +174,8 @@ def _forward(
     a = startprob * frame[:, 0]
     for t in range(max_len):
         if t:
-            a = (alpha[:, t - 1] @ transmat) * frame[:, t]
+            prev = alpha[:, t - 1]
+            a = (prev @ transmat if transmat.ndim == 2 else np.matmul(prev[:, None], transmat)[:, 0]) * frame[:, t]
         s = a.sum(axis=1)
         s = np.where((t < lengths) & (s > 0), s, 1.0)
         scale[:, t] = s
@@ -189,6 +192,9 @@ def _backward(
 ) -> NDArray[np.float64]:
     """Scaled backward pass, using the forward pass's normalisers.
 
+    ``transmat`` is shared, of shape (n_classes, n_classes), or one per document, of shape
+    (n_docs, n_classes, n_classes), as in :func:`_forward`.
+
     Returns
     -------
     beta : ndarray of shape (n_docs, max_len, n_classes)
@@ -198,7 +204,9 @@ def _backward(
     n_docs, max_len, n_classes = frame.shape
     beta = np.ones_like(frame)
     for t in range(max_len - 2, -1, -1):
-        nb = ((frame[:, t + 1] * beta[:, t + 1]) @ transmat.T) / scale[:, t + 1, None]
+        ahead = frame[:, t + 1] * beta[:, t + 1]
+        nb = (ahead @ transmat.T if transmat.ndim == 2 else np.matmul(transmat, ahead[..., None])[..., 0])
+        nb = nb / scale[:, t + 1, None]
         beta[:, t] = np.where((t + 1 < lengths)[:, None], nb, 1.0)
     return beta
 

@@ -11,13 +11,17 @@ default ``(scope, temperature)`` is the candidate with the lowest mean over the 
 the earlier candidate. **The cross-check**: each set's scored documents are halved at random (seed 0); the rule is
 applied on half A and the choice reported on half B, then the other way round, beside each half's own best.
 
-**With experts**: the temperature fitted on expert documents by :func:`crowdqa.aggregation.confidence.fit_temperature`
+**With experts**: the temperature fitted on expert documents by :func:`crowdqa.aggregation.confidence.fit_temperatures`
 (log loss of the span outcomes, the chosen scope), cross-fitted as a job does it: four folds of the scored
 documents, each scored at the temperature fitted on the other three.
 
 Reported per method and set, at the temperature 1 (the model as fitted), the label-free default and the
 expert-fitted one: span ECE and Brier score with 95% document-bootstrap intervals, the low-score error ratio
 (the share of wrong spans among the lowest-scored tenth over the overall share), and the token ECE.
+
+**Tokens on their own** (``token_rule``): the same rule applied to the token scores' ECE (each token's probability
+that its aggregate label is right, against the truth), over the same candidates: the temperature tokens would get if
+they had one of their own, and each set's token ECE there (``token_ece.token_rule``, ``token_grid_ece``).
 """
 
 from __future__ import annotations
@@ -34,10 +38,11 @@ from benchmarks.tables import RESULTS, make_meta, write_results
 from crowdqa.aggregation import ConvergenceWarning, make_aggregator
 from crowdqa.aggregation.confidence import (
     chain_marginals,
-    fit_temperature,
+    fit_temperatures,
     posterior_chain,
     sequence_starts,
     span_probability,
+    tempered_scores,
     token_probability,
 )
 from crowdqa.aggregation.corpus import Corpus
@@ -82,26 +87,31 @@ class _Scored:
         self.token_right = (model.labels_ == truth)[keep]
         self.token_doc = corpus.token_doc[keep]
 
-    def scores(self, temperature: float, scope: str, spans: np.ndarray | None = None) -> np.ndarray:
-        mg = chain_marginals(self.chain.tempered(temperature, scope=scope))
-        sel = slice(None) if spans is None else spans
-        return span_probability(mg, first=self.first[sel], last=self.last[sel], span_type=self.type[sel],
-                                corpus=self.corpus, doc_first=self.doc_first)
+    def scores(self, temperature: float, scope: str) -> np.ndarray:
+        return self.scores_at(np.array([temperature]), scope)[0]
 
     def token_scores(self, temperature: float, scope: str) -> np.ndarray:
         return token_probability(chain_marginals(self.chain.tempered(temperature, scope=scope)), self.labels)
 
+    def token_scores_at(self, temperatures: np.ndarray, scope: str) -> np.ndarray:
+        """Every token's score at each of ``temperatures``: shape (n_temps, n_tokens), one pass for all of them."""
+        return tempered_scores(self.chain, temperatures, scope=scope,
+                               score=lambda mg: token_probability(mg, self.labels).reshape(mg.copies, -1))
+
+    def scores_at(self, temperatures: np.ndarray, scope: str) -> np.ndarray:
+        """Every span's score at each of ``temperatures``: shape (n_temps, n_spans), one pass for all of them."""
+        return tempered_scores(self.chain, temperatures, scope=scope, score=lambda mg: span_probability(
+            mg, first=self.first, last=self.last, span_type=self.type, corpus=self.corpus,
+            doc_first=self.doc_first).reshape(mg.copies, -1))
+
     def expert_fitted(self, scope: str, *, seed: int = 0) -> tuple[np.ndarray, list[float]]:
         """Cross-fitted scores: each fold of documents at the temperature fitted on the other folds."""
         docs = np.unique(self.doc)
-        out = np.zeros(self.right.shape[0])
-        temps = []
-        for part in np.array_split(np.random.default_rng(seed).permutation(docs), FOLDS):
-            held = np.isin(self.doc, part)
-            t = fit_temperature(lambda x, m=~held: self.scores(x, scope, m), self.right[~held])
-            temps.append(round(t, 4))
-            out[held] = self.scores(t, scope, held)
-        return out, temps
+        parts = np.array_split(np.random.default_rng(seed).permutation(docs), FOLDS)
+        held = np.array([np.isin(self.doc, part) for part in parts])
+        temps = fit_temperatures(lambda x: self.scores_at(x, scope), self.right, subsets=~held)
+        out = (self.scores_at(temps, scope) * held).sum(axis=0)
+        return out, [round(float(t), 4) for t in temps]
 
 
 def _sets(quick: bool) -> list[tuple[str, Corpus, np.ndarray, np.ndarray]]:
@@ -156,12 +166,21 @@ def run(*, quick: bool = False, methods: list[str] | None = None) -> dict:
         candidates = [("chain", t) for t in GRID]
         if entry.sequences:
             candidates += [("crowd", t) for t in GRID_CROWD]
-        grid = {name: [f.scores(t, scope) for scope, t in candidates] for name, f in fits.items()}
+        grid = {name: [*f.scores_at(np.array(GRID), "chain"),
+                       *(f.scores_at(np.array(GRID_CROWD), "crowd") if entry.sequences else [])]
+                for name, f in fits.items()}
         ece = {name: [expected_calibration_error(s, fits[name].right) for s in grid[name]] for name in fits}
         mean = np.mean([ece[n] for n in fits], axis=0)
         best = int(np.argmin(mean))  # the earliest of equal means
         scope, temp = candidates[best]
         halves = _cross_check(fits, grid, candidates)
+        # The same rule on the token scores: would tokens be better off with a temperature of their own?
+        token_ece = {name: [expected_calibration_error(s, f.token_right) for s in
+                            [*f.token_scores_at(np.array(GRID), "chain"),
+                             *(f.token_scores_at(np.array(GRID_CROWD), "crowd") if entry.sequences else [])]]
+                     for name, f in fits.items()}
+        token_mean = np.mean([token_ece[n] for n in fits], axis=0)
+        token_best = int(np.argmin(token_mean))
         per_set = {}
         for name, f in fits.items():
             fitted, temps = f.expert_fitted(scope)
@@ -173,10 +192,15 @@ def run(*, quick: bool = False, methods: list[str] | None = None) -> dict:
                 "token_ece": {"as_fitted": round(expected_calibration_error(f.token_scores(1.0, "chain"),
                                                                             f.token_right), 6),
                               "default": round(expected_calibration_error(f.token_scores(temp, scope),
-                                                                          f.token_right), 6)},
+                                                                          f.token_right), 6),
+                              "token_rule": round(token_ece[name][token_best], 6)},
                 "grid_ece": [round(x, 6) for x in ece[name]],
+                "token_grid_ece": [round(x, 6) for x in token_ece[name]],
             }
         out["methods"][method] = {"scope": scope, "temperature": temp, "rule_score": round(float(mean[best]), 6),
+                                  "token_rule": {"scope": candidates[token_best][0],
+                                                 "temperature": candidates[token_best][1],
+                                                 "rule_score": round(float(token_mean[token_best]), 6)},
                                   "candidates": [list(c) for c in candidates],
                                   "sets": per_set, "cross_check": halves}
         print(f"{method}: {scope} T={temp} mean span ECE {mean[best]:.4f} (as fitted {mean[0]:.4f})", flush=True)

@@ -5,7 +5,7 @@ under the method's posterior tempered by one temperature:
 
 * **Without expert labels** the temperature is the method's label-free default (its registry entry's
   ``temperature`` and ``temperature_scope``, chosen on conll_val and PICO dev by ``benchmarks/calibration.py``).
-* **With expert labels** it is fitted on the expert documents (:func:`~crowdqa.aggregation.confidence.fit_temperature`:
+* **With expert labels** it is fitted on the expert documents (:func:`~crowdqa.aggregation.confidence.fit_temperatures`:
   the log loss of the spans' exactness, or of the items' rightness, against the reference), and the report says how
   calibrated the scores are against the experts both ways: at the default, and cross-fitted (the expert documents
   in ``folds`` seeded folds, each scored at the temperature fitted on the others), ECE and Brier score with 95%
@@ -24,12 +24,13 @@ from numpy.typing import NDArray
 
 from crowdqa.aggregation.confidence import (
     AggregateConfidence,
+    ChainMarginals,
     PosteriorChain,
-    chain_marginals,
-    fit_temperature,
+    fit_temperatures,
     score_aggregate,
     sequence_starts,
     span_probability,
+    tempered_scores,
     token_probability,
 )
 from crowdqa.aggregation.corpus import Corpus
@@ -65,13 +66,15 @@ class ExpertItems:
     right: NDArray[np.bool_]
     doc: NDArray[np.int64]  # document of each item
 
-    def scores(self, corpus: Corpus, temperature: float, scope: str) -> NDArray[np.float64]:
-        """Each item's probability of being right at ``temperature``."""
-        mg = chain_marginals(self.piece.chain.tempered(temperature, scope=scope))
-        if self.token.size or not corpus.has_outside:
-            return token_probability(mg, self.piece.labels[self.piece.tokens])[self.token]
-        return span_probability(mg, first=self.first, last=self.last, span_type=self.span_type, corpus=corpus,
-                                doc_first=sequence_starts(corpus)[self.piece.tokens])
+    def scores(self, corpus: Corpus, temperatures: NDArray[np.float64], scope: str) -> NDArray[np.float64]:
+        """Each item's probability of being right at each of ``temperatures``: shape (n_temps, n_items)."""
+        def score(mg: ChainMarginals) -> NDArray[np.float64]:
+            if self.token.size or not corpus.has_outside:
+                return token_probability(mg, self.piece.labels[self.piece.tokens]).reshape(mg.copies, -1)[:, self.token]
+            return span_probability(mg, first=self.first, last=self.last, span_type=self.span_type, corpus=corpus,
+                                    doc_first=sequence_starts(corpus)[self.piece.tokens]).reshape(mg.copies, -1)
+
+        return tempered_scores(self.piece.chain, temperatures, scope=scope, score=score)
 
 
 @dataclass(frozen=True)
@@ -102,9 +105,12 @@ def expert_items(corpus: Corpus, piece: HeldoutChain, reference: NDArray[np.int6
                        spans.doc)
 
 
-def _scores(items: list[ExpertItems], corpus: Corpus, temperature: float, scope: str) -> NDArray[np.float64]:
-    parts = [it.scores(corpus, temperature, scope) for it in items]
-    return np.concatenate(parts) if parts else np.zeros(0)
+def _scores(items: list[ExpertItems], corpus: Corpus, temperatures: NDArray[np.float64], scope: str
+            ) -> NDArray[np.float64]:
+    """Every item's score at each of ``temperatures``: shape (n_temps, n_items)."""
+    temperatures = np.asarray(temperatures, dtype=np.float64)
+    parts = [it.scores(corpus, temperatures, scope) for it in items]
+    return np.concatenate(parts, axis=1) if parts else np.zeros((temperatures.size, 0))
 
 
 def calibrate(corpus: Corpus, chain: PosteriorChain, labels: NDArray[np.int64], *, method: str,
@@ -146,39 +152,31 @@ def calibrate(corpus: Corpus, chain: PosteriorChain, labels: NDArray[np.int64], 
         right = np.concatenate([it.right for it in items])
         doc = np.concatenate([it.doc for it in items])
         block["expert_documents"] = int(expert_doc.sum())
-        block["without_experts"] = calibration_summary(_scores(items, corpus, default, scope), right, doc).as_data()
+        block["without_experts"] = calibration_summary(_scores(items, corpus, [default], scope)[0], right,
+                                                       doc).as_data()
         docs = np.flatnonzero(expert_doc)
         if docs.size >= MIN_EXPERT_DOCUMENTS and right.any() and not right.all():
-            crossed, temps = _cross_fitted(items, corpus, docs, scope=scope, folds=folds, seed=seed)
+            crossed, temps, temperature = _cross_fitted(items, corpus, docs, scope=scope, folds=folds, seed=seed)
             block["with_experts"] = calibration_summary(crossed, right, doc).as_data()
             block["fold_temperatures"] = temps
-            temperature = fit_temperature(lambda t: _scores(items, corpus, t, scope), right)
             block.update(temperature=round(temperature, 6), source="experts")
     confidence = score_aggregate(chain, labels, corpus, temperature=temperature, scope=scope)
     return Calibrated(confidence=confidence, report=block)
 
 
 def _cross_fitted(items: list[ExpertItems], corpus: Corpus, docs: NDArray[np.int64], *, scope: str, folds: int,
-                  seed: int) -> tuple[NDArray[np.float64], list[float]]:
-    """Each fold of the expert documents scored at the temperature fitted on the other folds' items."""
+                  seed: int) -> tuple[NDArray[np.float64], list[float], float]:
+    """Each fold of the expert documents scored at the temperature fitted on the other folds' items; the fold
+    temperatures; and the temperature fitted on every item. The folds' fits and the whole fit are one search
+    (:func:`~crowdqa.aggregation.confidence.fit_temperatures`): the items' chains are the same, only the items each
+    fit counts differ."""
     doc = np.concatenate([it.doc for it in items])
-    out = np.zeros(doc.shape[0])
-    temps = []
-    for part in np.array_split(np.random.default_rng(seed).permutation(docs), min(folds, docs.size)):
-        held = np.isin(doc, part)
-        train = [_restrict(it, ~np.isin(it.doc, part)) for it in items]
-        t = fit_temperature(lambda x, tr=train: _scores(tr, corpus, x, scope), np.concatenate([i.right for i in train]))
-        temps.append(round(t, 6))
-        test = [_restrict(it, np.isin(it.doc, part)) for it in items]
-        out[held] = _scores(test, corpus, t, scope)
-    return out, temps
-
-
-def _restrict(items: ExpertItems, keep: NDArray[np.bool_]) -> ExpertItems:
-    """The items where ``keep`` is true (the chain stays whole: scores are read at the kept items)."""
-    def cut(a: NDArray) -> NDArray:
-        return a[keep] if a.size else a
-
-    return ExpertItems(items.piece, cut(items.first), cut(items.last), cut(items.span_type), cut(items.token),
-                       items.right[keep], items.doc[keep])
-
+    right = np.concatenate([it.right for it in items])
+    parts = np.array_split(np.random.default_rng(seed).permutation(docs), min(folds, docs.size))
+    held = np.array([np.isin(doc, part) for part in parts])  # (n_folds, n_items)
+    fitted = fit_temperatures(lambda t: _scores(items, corpus, t, scope), right,
+                              subsets=np.concatenate([~held, np.ones((1, doc.size), dtype=bool)]))
+    temps = [round(float(t), 6) for t in fitted[:-1]]
+    at_fold = _scores(items, corpus, fitted[:-1], scope)  # (n_folds, n_items): each row read on its fold alone
+    out = (at_fold * held).sum(axis=0)
+    return out, temps, float(fitted[-1])

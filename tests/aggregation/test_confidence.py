@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
 import pytest
 
 from crowdqa.aggregation.confidence import (
+    ChainMarginals,
     PosteriorChain,
     chain_marginals,
-    fit_temperature,
+    fit_temperatures,
     independent_chain,
     labels_probability,
     path_probability,
     sequence_starts,
     span_probability,
+    tempered_marginals,
+    tempered_scores,
     token_probability,
 )
 from crowdqa.aggregation.corpus import Corpus
@@ -149,17 +153,78 @@ def test_fit_temperature_recovers_a_known_temperature(true_temperature, seed):
     chain = independent_chain(proba, seq_first=np.ones(n, dtype=bool))
     labels = proba.argmax(axis=1)
 
-    def score(t):
-        return token_probability(chain_marginals(chain.tempered(t)), labels)
+    def score(temps):
+        return token_probability(tempered_marginals(chain, temps), labels).reshape(len(temps), n)
 
-    outcome = rng.random(n) < score(true_temperature)
-    assert fit_temperature(score, outcome) == pytest.approx(true_temperature, rel=0.1)
+    outcome = rng.random(n) < score(np.array([true_temperature]))[0]
+    assert fit_temperatures(score, outcome)[0] == pytest.approx(true_temperature, rel=0.1)
 
 
-def test_fit_temperature_without_both_outcomes_keeps_one():
+def test_fit_temperatures_finds_the_minimum_of_the_log_loss(seed):
+    """Oracle: the minimum of each subset's log loss by brute force, over 1,001 points of log T in the bounds, then
+    1,001 points (spacing 1.4e-5) between the neighbours of the best of them, on span scores of a random chain with
+    transitions (15 documents); the search's temperatures are within 2e-4 of log T of it, for the whole set and
+    each of three folds fitted at once, and a fold whose items are all right keeps 1.0."""
+    rng = np.random.default_rng(seed)
+    corpus = _corpus(BIO, rng.integers(2, 6, size=15).tolist())
+    chain = _random_chain(rng, corpus, seq_first=sequence_starts(corpus))
+    first, last, etype = _all_spans(corpus)
+    keep = rng.random(first.size) < 0.5
+    first, last, etype = first[keep], last[keep], etype[keep]
+
+    def score(temps):
+        return tempered_scores(chain, temps, scope="chain", score=lambda mg: span_probability(
+            mg, first=first, last=last, span_type=etype, corpus=corpus).reshape(mg.copies, -1))
+
+    outcome = rng.random(first.size) < score(np.array([2.0]))[0]
+    fold = rng.integers(0, 3, size=first.size)
+    subsets = np.array([np.ones(first.size, bool), fold != 0, fold != 1, fold != 2, outcome & (fold == 0)])
+    got = fit_temperatures(score, outcome, subsets=subsets)
+    def brute_force(log_t):  # the best of log_t for each subset
+        p = np.clip(score(np.exp(log_t)), 1e-300, 1 - 1e-16)
+        loss = -(subsets[:4].astype(float) @ np.where(outcome, np.log(p), np.log1p(-p)).T)
+        return log_t[np.argmin(loss, axis=1)]
+
+    coarse = np.linspace(np.log(0.05), np.log(50.0), 1001)
+    step = coarse[1] - coarse[0]
+    want = [brute_force(np.linspace(c - step, c + step, 1001))[i] for i, c in enumerate(brute_force(coarse))]
+    np.testing.assert_allclose(np.log(got[:4]), want, atol=2e-4)
+    assert got[4] == 1.0
+
+
+def test_fit_temperatures_without_both_outcomes_keeps_one():
     """No right (or no wrong) item identifies no temperature: 1.0, by the documented convention."""
-    assert fit_temperature(lambda t: np.full(3, 0.5), np.ones(3, dtype=bool)) == 1.0
-    assert fit_temperature(lambda t: np.full(3, 0.5), np.zeros(0, dtype=bool)) == 1.0
+    assert fit_temperatures(lambda t: np.full((len(t), 3), 0.5), np.ones(3, dtype=bool)).tolist() == [1.0]
+    assert fit_temperatures(lambda t: np.full((len(t), 0), 0.5), np.zeros(0, dtype=bool)).tolist() == [1.0]
+
+
+@pytest.mark.parametrize("scope", ["chain", "crowd"])
+def test_tempered_marginals_are_each_temperatures_chain(scope, seed):
+    """Oracle: the copies of one pass at several temperatures equal one chain's pass at each temperature (itself
+    checked against path enumeration above): forward and backward variables, normalisers, and the token and span
+    probabilities, on 30 documents with a sentence start inside one and a clamped state, for a chain with
+    transitions and an independent one; tolerance 1e-12."""
+    rng = np.random.default_rng(seed)
+    corpus = _corpus(BIO, rng.integers(1, 9, size=30).tolist())
+    seq_first = sequence_starts(corpus)
+    seq_first[np.flatnonzero(~seq_first)[3]] = True
+    labels = rng.integers(0, 5, size=corpus.n_tokens)
+    spans = decode_spans(labels, corpus)
+    temps = np.array([0.3, 1.0, 2.5, 7.0])
+    for chain in (_random_chain(rng, corpus, seq_first=seq_first, clamp=True),
+                  independent_chain(rng.dirichlet(np.ones(5), size=corpus.n_tokens), seq_first=seq_first)):
+        stacked = tempered_marginals(chain, temps, scope=scope)
+        n = corpus.n_tokens
+        spans_at = span_probability(stacked, first=spans.first, last=spans.last, span_type=spans.type, corpus=corpus)
+        tokens_at = token_probability(stacked, labels)
+        for g, t in enumerate(temps):
+            one = chain_marginals(chain.tempered(t, scope=scope))
+            rows = slice(g * n, (g + 1) * n)
+            for name in ("alpha", "beta", "scale", "log_offset"):
+                np.testing.assert_allclose(getattr(stacked, name)[rows], getattr(one, name), atol=1e-12)
+            np.testing.assert_allclose(spans_at[g], span_probability(one, first=spans.first, last=spans.last,
+                                                                     span_type=spans.type, corpus=corpus), atol=1e-12)
+            np.testing.assert_allclose(tokens_at[g], token_probability(one, labels), atol=1e-12)
 
 
 def test_tempered_chain_keeps_the_ranking_of_paths_and_flattens_them():
@@ -216,3 +281,119 @@ def test_labels_probability_of_a_forbidden_labelling_is_zero():
     got = labels_probability(chain, np.array([1, 2]), where=np.ones(2, bool), group=np.zeros(2, np.int64),
                              n_groups=1)
     assert got.tolist() == [0.0]
+
+
+def _forward_backward_reference(chain):
+    """The forward-backward pass every chain went through before independent chains had their closed form, kept
+    as the reference: Rabiner's scaled recursions, one sequence at a time."""
+    log_frame = chain.log_frame()
+    offset = log_frame.max(axis=1)
+    offset = np.where(np.isfinite(offset), offset, 0.0)
+    frame = np.exp(log_frame - offset[:, None])
+    start, trans = np.exp(chain.log_start), np.exp(chain.log_trans)
+    n, k = frame.shape
+    alpha, beta, scale = np.zeros((n, k)), np.ones((n, k)), np.ones(n)
+    bounds = np.append(np.flatnonzero(chain.seq_first), n)
+    for a, b in itertools.pairwise(bounds):
+        for t in range(a, b):
+            v = (start if t == a else alpha[t - 1] @ trans) * frame[t]
+            scale[t] = v.sum() if v.sum() > 0 else 1.0
+            alpha[t] = v / scale[t]
+        for t in range(b - 2, a - 1, -1):
+            beta[t] = trans @ (frame[t + 1] * beta[t + 1]) / scale[t + 1]
+    return ChainMarginals(alpha=alpha, beta=beta, scale=scale, frame=frame, start=start, trans=trans,
+                          seq_first=chain.seq_first, log_offset=offset)
+
+
+@pytest.mark.parametrize("temperature", [0.4, 1.0, 3.0])
+def test_independent_chain_needs_no_pass(temperature, seed):
+    """The closed form of an independent chain (the tempered softmax of the log posteriors) against the
+    forward-backward pass the chain went through before (reference kept above): forward and backward variables,
+    normalisers and log offsets, and so the token, span and document probabilities, of 40 random documents of
+    1-9 tokens (with a forbidden state and a zero posterior); tolerance 1e-12."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, 10, size=40)
+    corpus = _corpus(BIO, lengths.tolist())
+    proba = rng.dirichlet(np.full(5, 0.3), size=corpus.n_tokens)
+    proba[3, 2] = 0.0
+    proba[3] /= proba[3].sum()
+    chain = independent_chain(proba, seq_first=sequence_starts(corpus)).tempered(temperature)
+    forbidden = (np.arange(corpus.n_tokens) == 7)[:, None] & (np.arange(5) == 4)  # state 4 at token 7
+    chain = dataclasses.replace(chain, log_rest=np.where(forbidden, -np.inf, 0.0))
+    assert chain.independent
+    got, want = chain_marginals(chain), _forward_backward_reference(chain)
+    for name in ("alpha", "beta", "scale", "frame", "log_offset"):
+        np.testing.assert_allclose(getattr(got, name), getattr(want, name), atol=1e-12, err_msg=name)
+    labels = rng.integers(0, 5, size=corpus.n_tokens)
+    spans = decode_spans(labels, corpus)
+    for mg in (got, want):
+        mg_span = span_probability(mg, first=spans.first, last=spans.last, span_type=spans.type, corpus=corpus)
+        np.testing.assert_allclose(mg_span, span_probability(want, first=spans.first, last=spans.last,
+                                                             span_type=spans.type, corpus=corpus), atol=1e-12)
+    np.testing.assert_allclose(token_probability(got, labels), token_probability(want, labels), atol=1e-12)
+
+
+def test_independent_chain_documents_match_path_enumeration(seed):
+    """Oracle: with independent tokens, the mass of all K^T paths agreeing with the labels on the chosen tokens
+    equals the closed form's document probability (the product of the tempered marginals), with and without the
+    chain's marginals passed in, and 0 where a chosen label is forbidden; tolerance 1e-12."""
+    rng = np.random.default_rng(seed)
+    corpus = _corpus(IO, [3, 2, 2])
+    proba = rng.dirichlet(np.ones(3), size=7)
+    chain = independent_chain(proba, seq_first=sequence_starts(corpus)).tempered(2.5)
+    chain = dataclasses.replace(chain, log_rest=np.where((np.arange(7) == 5)[:, None] & (np.arange(3) == 1), -np.inf,
+                                                         0.0))
+    labels = np.array([0, 2, 1, 1, 0, 1, 2])
+    where = np.array([True, True, False, True, True, True, False])
+    group = corpus.token_doc.astype(np.int64)
+    paths, w = _paths(chain, 1.0)
+    agree = (paths == labels) | ~where
+    want = [w[agree[:, s].all(axis=1)].sum() for s in (slice(0, 3), slice(3, 5), slice(5, 7))]
+    assert want[2] == 0.0
+    got = labels_probability(chain, labels, where=where, group=group, n_groups=3)
+    np.testing.assert_allclose(got, want, atol=1e-12)
+    shared = labels_probability(chain, labels, where=where, group=group, n_groups=3, marginals=chain_marginals(chain))
+    np.testing.assert_allclose(shared, want, atol=1e-12)
+
+
+def test_a_chain_with_transitions_is_not_independent():
+    """Flat start weights and transitions make a chain independent; one transition different does not."""
+    corpus = _corpus(IO, [2])
+    chain = independent_chain(np.full((2, 3), 1 / 3), seq_first=sequence_starts(corpus))
+    assert chain.independent and chain.tempered(3.0).independent
+    trans = np.zeros((3, 3))
+    trans[0, 1] = -1.0
+    assert not dataclasses.replace(chain, log_trans=trans).independent
+    assert not dataclasses.replace(chain, log_trans=np.full((3, 3), -np.inf)).independent
+
+
+@pytest.mark.parametrize("hard", [False, True])
+def test_fit_temperatures_agrees_with_brent(hard, seed):
+    """Oracle: scipy's bounded Brent search on log T (``minimize_scalar``, xatol 1e-6: the search the fit made
+    before), on token scores of 3,000 independent 9-class posteriors. With ``hard`` posteriors (majority-vote-like:
+    most classes exactly 0, a fifth of the sure tokens wrong) the log loss falls again towards the upper bound, where
+    the floored zeros regain mass; both searches keep the minimum downhill of Brent's start. Within 1e-3 of log T."""
+    from scipy.optimize import minimize_scalar
+
+    rng = np.random.default_rng(seed)
+    n = 3000
+    proba = rng.dirichlet(np.full(9, 0.3), size=n)
+    if hard:
+        votes = rng.multinomial(5, rng.dirichlet(np.full(9, 0.2), size=n))
+        proba = votes / votes.sum(axis=1, keepdims=True)
+    chain = independent_chain(proba, seq_first=np.ones(n, dtype=bool))
+    labels = proba.argmax(axis=1)
+
+    def score(temps):
+        return token_probability(tempered_marginals(chain, temps), labels).reshape(len(temps), n)
+
+    outcome = rng.random(n) < np.where(proba.max(axis=1) == 1.0, 0.8, score(np.array([1.5]))[0])
+    tiny, top = np.finfo(np.float64).tiny, 1.0 - np.finfo(np.float64).epsneg
+
+    def log_loss(log_t):
+        p = np.clip(score(np.array([np.exp(log_t)]))[0], tiny, top)
+        return -(np.log(p[outcome]).sum() + np.log1p(-p[~outcome]).sum())
+
+    brent = minimize_scalar(log_loss, bounds=(np.log(0.05), np.log(50.0)), method="bounded",
+                            options={"xatol": 1e-6}).x
+    assert np.log(fit_temperatures(score, outcome)[0]) == pytest.approx(brent, abs=1e-3)
