@@ -59,7 +59,7 @@ def ensure_venv(venv: Path | None = None, *, lock: Path = LOCK, python: str = sy
     shutil.rmtree(venv, ignore_errors=True)
     steps = [[python, "-m", "venv", str(venv)],
              [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-              "--require-hashes", "-r", str(lock)]]
+              "--no-deps", "--require-hashes", "-r", str(lock)]]
     for cmd in steps:
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT)

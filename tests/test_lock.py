@@ -97,16 +97,16 @@ def test_the_label_studio_lock_is_the_tests_range():
 def test_every_install_reads_a_lock():
     """The two commands, CI, the image and the Label Studio venv install from locks/, hash-checked."""
     install = (REPO / "scripts" / "install.sh").read_text(encoding="utf-8")
-    assert "--require-hashes -r" in install and "--no-deps --no-build-isolation -e ." in install
+    assert "--no-deps --require-hashes -r" in install and "--no-deps --no-build-isolation -e ." in install
     assert "scripts/install.sh locks/run.txt" in (REPO / "scripts" / "run.sh").read_text(encoding="utf-8")
     test_sh = (REPO / "scripts" / "test.sh").read_text(encoding="utf-8")
     assert "scripts/install.sh locks/test.txt" in test_sh and "scripts/label_studio_venv.py" in test_sh
     venv_script = (REPO / "scripts" / "label_studio_venv.py").read_text(encoding="utf-8")
-    assert '"--require-hashes", "-r", str(lock)' in venv_script and 'LOCK = REPO / "locks" / "label-studio.txt"' in (
+    assert '"--no-deps", "--require-hashes", "-r", str(lock)' in venv_script and 'LOCK = REPO / "locks" / "label-studio.txt"' in (
         venv_script)
     assert (REPO / ".ci" / "run").read_text(encoding="utf-8").strip().endswith("exec bash scripts/test.sh")
     docker = (REPO / "deploy" / "Dockerfile").read_text(encoding="utf-8")
-    assert "--require-hashes -r /src/locks/run.txt" in docker and "--no-deps" in docker
+    assert "--no-deps --require-hashes -r /src/locks/run.txt" in docker
     for script in ("run.sh", "test.sh", "install.sh"):
         text = (REPO / "scripts" / script).read_text(encoding="utf-8")
         assert not re.search(r"pip install[^\n]*-e '?\.\[", text), f"scripts/{script} resolves ranges, not the lock"

@@ -124,7 +124,8 @@ def test_run_sh_installs_from_the_lock_only_when_it_or_pyproject_changed_and_pas
         return log.read_text().splitlines()
 
     pip = "pip install -q --disable-pip-version-check"
-    install = [f"{pip} --require-hashes -r locks/run.txt", f"{pip} --no-deps --no-build-isolation -e ."]
+    install = [f"{pip} --no-deps --require-hashes -r locks/run.txt", "pip check",
+               f"{pip} --no-deps --no-build-isolation -e ."]
     assert run() == [*install, "crowdqa serve --port 8001"]  # first start: no record of an install
     assert run() == ["crowdqa serve --port 8001"]  # nothing changed
     for changed in ("pyproject.toml", "locks/run.txt"):
